@@ -1,0 +1,16 @@
+// nvdractl: the operator's tool and the kubelet stand-in. Each group of
+// subcommands lives in its own file and registers itself on the app; a
+// subcommand's callback sets the process exit code through `exit_code`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace nvdra::ctl {
+
+// `nvdractl ledger show|verify <dir>`: look inside a node's claim ledger.
+void AddLedgerCommands(CLI::App& app, int& exit_code);
+
+// `nvdractl register|prepare|unprepare|watch-health`: speak to a plugin as the kubelet does.
+void AddKubeletCommands(CLI::App& app, int& exit_code);
+
+}  // namespace nvdra::ctl

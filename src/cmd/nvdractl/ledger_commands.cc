@@ -1,0 +1,7 @@
+#include "cmd/nvdractl/commands.h"
+
+namespace nvdra::ctl {
+
+void AddLedgerCommands(CLI::App& app, int& exit_code) {}
+
+}  // namespace nvdra::ctl

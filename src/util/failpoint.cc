@@ -1,0 +1,134 @@
+#include "util/failpoint.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+namespace nvdra {
+
+FailPoints& FailPoints::Process() {
+  static FailPoints* instance = [] {
+    auto* fp = new FailPoints();
+    if (const char* env = std::getenv("NVDRA_FAILPOINTS"); env != nullptr && *env != '\0') {
+      Status s = fp->Load(env);
+      if (!s.ok()) {
+        // A mistyped failpoint spec must not silently test nothing.
+        fprintf(stderr, "nvdra: invalid NVDRA_FAILPOINTS: %s\n", s.message().c_str());
+        std::_Exit(2);
+      }
+    }
+    return fp;
+  }();
+  return *instance;
+}
+
+static std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+Status FailPoints::Load(std::string_view spec) {
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t end = spec.find_first_of(";,", pos);
+    if (end == std::string_view::npos) end = spec.size();
+    std::string_view item = Trim(spec.substr(pos, end - pos));
+    pos = end + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return InvalidArgument("failpoint \"" + std::string(item) + "\": expected name=action");
+    }
+    std::string name(Trim(item.substr(0, eq)));
+    std::string_view act = Trim(item.substr(eq + 1));
+    Action a;
+    if (size_t star = act.find('*'); star != std::string_view::npos) {
+      std::string n(act.substr(star + 1));
+      char* e = nullptr;
+      long v = std::strtol(n.c_str(), &e, 10);
+      if (n.empty() || *e != '\0' || v < 1) {
+        return InvalidArgument("failpoint " + name + ": bad hit number \"" + n + "\"");
+      }
+      a.on_hit = static_cast<int>(v);
+      act = act.substr(0, star);
+    }
+    if (act == "crash") {
+      a.kind = Kind::kCrash;
+    } else if (act == "error") {
+      a.kind = Kind::kError;
+    } else if (act == "off") {
+      a.kind = Kind::kOff;
+    } else if (act.starts_with("delay(") && act.ends_with(")")) {
+      std::string n(act.substr(6, act.size() - 7));
+      char* e = nullptr;
+      long v = std::strtol(n.c_str(), &e, 10);
+      if (n.empty() || *e != '\0' || v < 0) {
+        return InvalidArgument("failpoint " + name + ": bad delay \"" + n + "\"");
+      }
+      a.kind = Kind::kDelay;
+      a.delay_ms = static_cast<int>(v);
+    } else {
+      return InvalidArgument("failpoint " + name + ": unknown action \"" + std::string(act) +
+                             "\" (want crash, error, delay(MS) or off)");
+    }
+    Set(name, a);
+    if (end == spec.size()) break;
+  }
+  return Status::Ok();
+}
+
+void FailPoints::Set(const std::string& name, Action action) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (action.kind == Kind::kOff) {
+    actions_.erase(name);
+  } else {
+    actions_[name] = action;
+  }
+  any_armed_.store(!actions_.empty());
+}
+
+void FailPoints::Clear() {
+  std::lock_guard<std::mutex> l(mu_);
+  actions_.clear();
+  hits_.clear();
+  any_armed_.store(false);
+}
+
+Status FailPoints::Hit(std::string_view name) {
+  Action a;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    int n = ++hits_[std::string(name)];
+    if (!any_armed_.load()) return Status::Ok();
+    auto it = actions_.find(name);
+    if (it == actions_.end()) return Status::Ok();
+    a = it->second;
+    if (a.on_hit != 0 && a.on_hit != n) return Status::Ok();
+  }
+  switch (a.kind) {
+    case Kind::kCrash:
+      // Exactly what kill -9 does: no cleanup, no buffered output flushed.
+      kill(getpid(), SIGKILL);
+      std::_Exit(137);
+    case Kind::kError:
+      return Internal("failpoint " + std::string(name) + " fired");
+    case Kind::kDelay:
+      std::this_thread::sleep_for(std::chrono::milliseconds(a.delay_ms));
+      return Status::Ok();
+    case Kind::kOff:
+      break;
+  }
+  return Status::Ok();
+}
+
+int FailPoints::HitCount(std::string_view name) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = hits_.find(name);
+  return it == hits_.end() ? 0 : it->second;
+}
+
+}  // namespace nvdra

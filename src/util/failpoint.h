@@ -1,0 +1,57 @@
+// Named fault-injection points. Production code marks the instants where a
+// crash or an error matters (before/after each durable write, after a device
+// step) with NVDRA_FAILPOINT("name"); tests and end-to-end scripts arm them
+// through the environment, e.g.
+//   NVDRA_FAILPOINTS="ledger-after-started-write=crash;cdi-before-write=error"
+// Actions:
+//   crash      SIGKILL to ourselves: no destructors, no flush (same as kill -9)
+//   error      the point returns an Internal error ("failpoint <name> fired")
+//   delay(MS)  sleeps MS milliseconds, then continues
+//   off        disarms the point
+// An optional "*N" suffix fires the action only on the N-th hit (1-based),
+// e.g. "ledger-after-started-write=crash*3".
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "util/status.h"
+
+namespace nvdra {
+
+class FailPoints {
+ public:
+  enum class Kind { kOff, kCrash, kError, kDelay };
+  struct Action {
+    Kind kind = Kind::kOff;
+    int delay_ms = 0;
+    int on_hit = 0;  // 0: every hit
+  };
+
+  // The process-wide registry; armed from NVDRA_FAILPOINTS on first use.
+  static FailPoints& Process();
+
+  // Parses a spec like the environment variable's value and arms each point.
+  Status Load(std::string_view spec);
+  void Set(const std::string& name, Action action);
+  void Clear();
+
+  // Called at a fault point. OK unless the point is armed with "error".
+  Status Hit(std::string_view name);
+
+  // Number of times a point was reached (armed or not) since the last Clear.
+  int HitCount(std::string_view name) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::atomic<bool> any_armed_{false};
+  std::map<std::string, Action, std::less<>> actions_;
+  std::map<std::string, int, std::less<>> hits_;
+};
+
+}  // namespace nvdra
+
+#define NVDRA_FAILPOINT(name) ::nvdra::FailPoints::Process().Hit(name)
