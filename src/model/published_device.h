@@ -1,0 +1,47 @@
+// The neutral description of one device as it is published in a
+// ResourceSlice: produced by the device kinds (from hardware discovery),
+// consumed by the slice publisher. Knows nothing of NVML or of HTTP.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace nvdra::model {
+
+// A semantic version attribute ("12.8.0"); serialised as {"version": "..."}.
+struct Version {
+  std::string value;
+  friend bool operator==(const Version&, const Version&) = default;
+};
+
+// One attribute value: {"string": ...} | {"int": ...} | {"bool": ...} | {"version": ...}.
+using AttributeValue = std::variant<std::string, int64_t, bool, Version>;
+
+struct DeviceTaint {
+  std::string key;     // e.g. "gpu.nvidia.com/xid"
+  std::string value;   // e.g. "79"
+  std::string effect;  // "NoSchedule" | "NoExecute" | "None"
+  friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
+};
+
+struct PublishedDevice {
+  std::string name;  // "gpu-0", "gpu-0-mig-1g10gb-19-0", "channel-0", "daemon-0"
+  // Keys without a domain belong to the driver's domain; fully qualified keys
+  // (resource.kubernetes.io/pciBusID) are kept as they are. std::map keeps
+  // them sorted, so output is deterministic.
+  std::map<std::string, AttributeValue> attributes;
+  // Capacity values as Kubernetes quantities ("81559typeMi" style strings are
+  // not used: plain integers of bytes or counts, e.g. "85899345920").
+  std::map<std::string, std::string> capacity;
+  std::vector<DeviceTaint> taints;
+  // Sort key for deterministic slices (PCI bus id of the GPU, or "" for
+  // devices without one); ties are broken by name.
+  std::string sort_key;
+  friend bool operator==(const PublishedDevice&, const PublishedDevice&) = default;
+};
+
+}  // namespace nvdra::model
