@@ -1,0 +1,204 @@
+#include "metrics/dra_metrics.h"
+
+namespace nvdra::metrics {
+
+namespace {
+
+constexpr std::array<std::string_view, 2> kOperationNames = {"prepare", "unprepare"};
+constexpr std::array<PrepareStep, kPrepareStepCount> kAllSteps = {
+    PrepareStep::kFetchClaim, PrepareStep::kLedgerBegin, PrepareStep::kDevicePrepare,
+    PrepareStep::kCdiWrite, PrepareStep::kLedgerComplete};
+
+// Upstream registers through component-base, which prefixes HELP with the
+// stability level; keep it so the pages read the same.
+std::string Alpha(std::string_view help) { return "[ALPHA] " + std::string(help); }
+
+}  // namespace
+
+std::string_view PrepareStepName(PrepareStep step) {
+  switch (step) {
+    case PrepareStep::kFetchClaim: return "fetch_claim";
+    case PrepareStep::kLedgerBegin: return "ledger_begin";
+    case PrepareStep::kDevicePrepare: return "device_prepare";
+    case PrepareStep::kCdiWrite: return "cdi_write";
+    case PrepareStep::kLedgerComplete: return "ledger_complete";
+  }
+  return "unknown";
+}
+
+Result<std::unique_ptr<DraMetrics>> DraMetrics::Create(MetricRegistry& registry,
+                                                       DraMetricsOptions options) {
+  if (options.driver.empty()) return InvalidArgument("metrics: the driver name must not be empty");
+  std::unique_ptr<DraMetrics> m(new DraMetrics(std::move(options)));
+  const std::string& d = m->options_.driver;
+
+  NVDRA_ASSIGN_OR_RETURN(m->requests_total_,
+                         registry.AddCounter("nvidia_dra_requests_total",
+                                             Alpha("Total number of successful DRA requests "
+                                                   "(prepare, unprepare) handled by the plugin."),
+                                             {"driver", "operation"}));
+  NVDRA_ASSIGN_OR_RETURN(
+      m->request_duration_,
+      registry.AddHistogram("nvidia_dra_request_duration_seconds",
+                            Alpha("Duration of successful DRA requests in seconds, including lock "
+                                  "wait."),
+                            {"driver", "operation"}, kUpstreamRequestBuckets));
+  NVDRA_ASSIGN_OR_RETURN(m->inflight_,
+                         registry.AddGauge("nvidia_dra_requests_inflight",
+                                           Alpha("Number of DRA requests currently being "
+                                                 "processed."),
+                                           {"driver", "operation"}));
+  NVDRA_ASSIGN_OR_RETURN(m->prepared_devices_,
+                         registry.AddGauge("nvidia_dra_prepared_devices",
+                                           Alpha("Number of devices held by completely prepared "
+                                                 "claims on this node, by device type."),
+                                           {"node", "driver", "device_type"}));
+  NVDRA_ASSIGN_OR_RETURN(m->prepare_errors_,
+                         registry.AddCounter("nvidia_dra_node_prepare_errors_total",
+                                             Alpha("Total number of failed prepare requests, by "
+                                                   "error type."),
+                                             {"driver", "error_type"}));
+  NVDRA_ASSIGN_OR_RETURN(m->unprepare_errors_,
+                         registry.AddCounter("nvidia_dra_node_unprepare_errors_total",
+                                             Alpha("Total number of failed unprepare requests, by "
+                                                   "error type."),
+                                             {"driver", "error_type"}));
+  NVDRA_ASSIGN_OR_RETURN(
+      m->step_duration_,
+      registry.AddHistogram("nvdra_prepare_step_duration_seconds",
+                            "Duration of each step of one claim's prepare in seconds, successful "
+                            "or not.",
+                            {"driver", "step"}, kStepBuckets));
+  NVDRA_ASSIGN_OR_RETURN(m->ledger_claims_,
+                         registry.AddGauge("nvdra_ledger_claims",
+                                           "Number of claims recorded in the ledger, by state.",
+                                           {"driver", "state"}));
+  NVDRA_ASSIGN_OR_RETURN(m->ledger_bytes_,
+                         registry.AddGauge("nvdra_ledger_bytes",
+                                           "Size of the ledger on disk in bytes.", {"driver"}));
+  NVDRA_ASSIGN_OR_RETURN(m->reconcile_runs_,
+                         registry.AddCounter("nvdra_reconcile_runs_total",
+                                             "Total number of reconciler passes, by result.",
+                                             {"driver", "result"}));
+  NVDRA_ASSIGN_OR_RETURN(m->reconcile_unprepared_,
+                         registry.AddCounter("nvdra_reconcile_unprepared_total",
+                                             "Total number of claims the reconciler unprepared on "
+                                             "its own, by reason.",
+                                             {"driver", "reason"}));
+  NVDRA_ASSIGN_OR_RETURN(m->stale_completed_,
+                         registry.AddGauge("nvdra_stale_completed_claims",
+                                           "Number of completed claims whose ResourceClaim is gone "
+                                           "from the API server at the last reconcile.",
+                                           {"driver"}));
+  NVDRA_ASSIGN_OR_RETURN(m->slice_sync_,
+                         registry.AddCounter("nvdra_slice_sync_total",
+                                             "Total number of ResourceSlice synchronisations, by "
+                                             "result.",
+                                             {"driver", "result"}));
+
+  for (size_t i = 0; i < kOperationNames.size(); ++i) {
+    LabelValues labels{d, std::string(kOperationNames[i])};
+    m->requests_[i] = &m->requests_total_->WithLabels(labels);
+    m->durations_[i] = &m->request_duration_->WithLabels(labels);
+    m->inflight_series_[i] = &m->inflight_->WithLabels(labels);
+  }
+  for (auto type : {kErrorLockAcquire, kErrorPrepareDevices, kErrorPublishResources}) {
+    m->prepare_errors_->WithLabels({d, type});
+  }
+  for (auto type : {kErrorLockAcquire, kErrorUnprepareDevices, kErrorPublishResources}) {
+    m->unprepare_errors_->WithLabels({d, type});
+  }
+  for (PrepareStep step : kAllSteps) {
+    m->steps_[static_cast<size_t>(step)] = &m->step_duration_->WithLabels({d, PrepareStepName(step)});
+  }
+  for (const auto& t : m->options_.device_types) m->SetPreparedDevices(t, 0);
+  for (const auto& s : m->options_.ledger_states) m->SetLedgerClaims(s, 0);
+  m->ledger_bytes_series_ = &m->ledger_bytes_->WithLabels({d});
+  m->stale_completed_series_ = &m->stale_completed_->WithLabels({d});
+  for (auto r : {"success", "error"}) {
+    m->reconcile_runs_->WithLabels({d, r});
+    m->slice_sync_->WithLabels({d, r});
+  }
+  return m;
+}
+
+void DraMetrics::Observe(Operation op, double seconds, bool ok) {
+  if (!ok) return;
+  requests_[Index(op)]->Inc();
+  durations_[Index(op)]->Observe(seconds);
+}
+
+void DraMetrics::IncInflight(Operation op) { inflight_series_[Index(op)]->Inc(); }
+void DraMetrics::DecInflight(Operation op) { inflight_series_[Index(op)]->Dec(); }
+
+void DraMetrics::RecordPrepareError(std::string_view error_type) {
+  prepare_errors_->WithLabels({options_.driver, error_type}).Inc();
+}
+
+void DraMetrics::RecordUnprepareError(std::string_view error_type) {
+  unprepare_errors_->WithLabels({options_.driver, error_type}).Inc();
+}
+
+void DraMetrics::ObservePrepareStep(PrepareStep step, double seconds) {
+  steps_[static_cast<size_t>(step)]->Observe(seconds);
+}
+
+void DraMetrics::SetPreparedDevices(std::string_view device_type, double n) {
+  {
+    std::lock_guard lock(seen_mu_);
+    seen_device_types_.emplace(device_type);
+  }
+  prepared_devices_->WithLabels({options_.node, options_.driver, device_type}).Set(n);
+}
+
+void DraMetrics::SetPreparedDeviceCounts(const std::map<std::string, int64_t>& counts) {
+  std::set<std::string> all;
+  {
+    std::lock_guard lock(seen_mu_);
+    all = seen_device_types_;
+  }
+  for (const auto& [type, n] : counts) all.insert(type);
+  for (const auto& type : all) {
+    auto it = counts.find(type);
+    SetPreparedDevices(type, it == counts.end() ? 0.0 : static_cast<double>(it->second));
+  }
+}
+
+void DraMetrics::SetLedgerClaims(std::string_view state, double n) {
+  {
+    std::lock_guard lock(seen_mu_);
+    seen_ledger_states_.emplace(state);
+  }
+  ledger_claims_->WithLabels({options_.driver, state}).Set(n);
+}
+
+void DraMetrics::SetLedgerClaimCounts(const std::map<std::string, int64_t>& counts) {
+  std::set<std::string> all;
+  {
+    std::lock_guard lock(seen_mu_);
+    all = seen_ledger_states_;
+  }
+  for (const auto& [state, n] : counts) all.insert(state);
+  for (const auto& state : all) {
+    auto it = counts.find(state);
+    SetLedgerClaims(state, it == counts.end() ? 0.0 : static_cast<double>(it->second));
+  }
+}
+
+void DraMetrics::SetLedgerBytes(double bytes) { ledger_bytes_series_->Set(bytes); }
+
+void DraMetrics::RecordReconcileRun(std::string_view result) {
+  reconcile_runs_->WithLabels({options_.driver, result}).Inc();
+}
+
+void DraMetrics::RecordReconcileUnprepared(std::string_view reason, double n) {
+  reconcile_unprepared_->WithLabels({options_.driver, reason}).Inc(n);
+}
+
+void DraMetrics::SetStaleCompletedClaims(double n) { stale_completed_series_->Set(n); }
+
+void DraMetrics::RecordSliceSync(std::string_view result) {
+  slice_sync_->WithLabels({options_.driver, result}).Inc();
+}
+
+}  // namespace nvdra::metrics

@@ -1,0 +1,144 @@
+#include "metrics/metrics_server.h"
+
+#include <curl/curl.h>
+#include <gtest/gtest.h>
+
+namespace nvdra::metrics {
+namespace {
+
+struct HttpReply {
+  long code = 0;
+  std::string body;
+  std::string content_type;
+  CURLcode err = CURLE_OK;
+};
+
+size_t Append(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+HttpReply Get(const std::string& url) {
+  HttpReply r;
+  CURL* c = curl_easy_init();
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+  curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+  r.err = curl_easy_perform(c);
+  if (r.err == CURLE_OK) {
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.code);
+    char* ct = nullptr;
+    curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+    if (ct) r.content_type = ct;
+  }
+  curl_easy_cleanup(c);
+  return r;
+}
+
+std::string Url(const MetricsServer& s, const std::string& path) {
+  return "http://127.0.0.1:" + std::to_string(s.port()) + path;
+}
+
+TEST(ParseEndpointTest, Forms) {
+  auto a = ParseEndpoint(":8080");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->host, "");
+  EXPECT_EQ(a->port, 8080);
+  auto b = ParseEndpoint("127.0.0.1:0");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->host, "127.0.0.1");
+  EXPECT_EQ(b->port, 0);
+  auto c = ParseEndpoint("[::1]:9090");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->host, "::1");
+  EXPECT_EQ(c->port, 9090);
+  for (const char* bad : {"8080", "host:", "host:http", ":65536", "::1:80", "[::1:80", ":-1"}) {
+    auto r = ParseEndpoint(bad);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("--http-endpoint"), std::string::npos) << bad;
+  }
+}
+
+TEST(MetricsServerTest, ServesMetricsAndHealthOverLoopback) {
+  MetricRegistry reg;
+  auto* c = reg.AddCounter("served_total", "Served.", {"k"}).value();
+  c->WithLabels({"v"}).Inc(7);
+  MetricsServer server(reg, {.endpoint = "127.0.0.1:0", .metrics_path = "/custom-metrics"});
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_GT(server.port(), 0);
+  EXPECT_TRUE(server.running());
+
+  HttpReply m = Get(Url(server, "/custom-metrics"));
+  ASSERT_EQ(m.err, CURLE_OK) << curl_easy_strerror(m.err);
+  EXPECT_EQ(m.code, 200);
+  EXPECT_EQ(m.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(m.body, reg.Render());
+  EXPECT_NE(m.body.find("served_total{k=\"v\"} 7\n"), std::string::npos);
+
+  // A scrape sees live values, not a snapshot taken at start.
+  c->WithLabels({"v"}).Inc();
+  EXPECT_NE(Get(Url(server, "/custom-metrics")).body.find("served_total{k=\"v\"} 8\n"),
+            std::string::npos);
+
+  HttpReply h = Get(Url(server, "/healthz"));
+  EXPECT_EQ(h.code, 200);
+  EXPECT_EQ(h.body, "ok");
+
+  EXPECT_EQ(Get(Url(server, "/metrics")).code, 404);
+
+  int port = server.port();
+  server.Stop();
+  EXPECT_FALSE(server.running());
+  HttpReply after = Get("http://127.0.0.1:" + std::to_string(port) + "/healthz");
+  EXPECT_NE(after.err, CURLE_OK);
+  server.Stop();  // idempotent
+}
+
+TEST(MetricsServerTest, AllInterfacesEndpointIsReachableOnLoopback) {
+  MetricRegistry reg;
+  ASSERT_TRUE(reg.AddGauge("up", "Up.").ok());
+  MetricsServer server(reg, {.endpoint = ":0"});
+  ASSERT_TRUE(server.Start().ok());
+  HttpReply m = Get(Url(server, "/metrics"));
+  ASSERT_EQ(m.err, CURLE_OK) << curl_easy_strerror(m.err);
+  EXPECT_EQ(m.code, 200);
+  EXPECT_NE(m.body.find("up 0\n"), std::string::npos);
+}
+
+TEST(MetricsServerTest, BindFailureIsAnError) {
+  MetricRegistry reg;
+  MetricsServer first(reg, {.endpoint = "127.0.0.1:0"});
+  ASSERT_TRUE(first.Start().ok());
+  MetricsServer second(reg, {.endpoint = "127.0.0.1:" + std::to_string(first.port())});
+  Status s = second.Start();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("127.0.0.1:" + std::to_string(first.port())), std::string::npos);
+  EXPECT_FALSE(second.running());
+  // The first server is unaffected.
+  EXPECT_EQ(Get(Url(first, "/healthz")).code, 200);
+}
+
+TEST(MetricsServerTest, RejectsBadConfiguration) {
+  MetricRegistry reg;
+  MetricsServer bad_endpoint(reg, {.endpoint = "nonsense"});
+  EXPECT_EQ(bad_endpoint.Start().code(), StatusCode::kInvalidArgument);
+  MetricsServer bad_path(reg, {.endpoint = "127.0.0.1:0", .metrics_path = "metrics"});
+  EXPECT_EQ(bad_path.Start().code(), StatusCode::kInvalidArgument);
+  MetricsServer non_local(reg, {.endpoint = "192.0.2.1:0"});  // TEST-NET-1, never local
+  EXPECT_EQ(non_local.Start().code(), StatusCode::kUnavailable);
+}
+
+TEST(MetricsServerTest, StartStopStartAgain) {
+  MetricRegistry reg;
+  MetricsServer server(reg, {.endpoint = "127.0.0.1:0"});
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_EQ(server.Start().code(), StatusCode::kFailedPrecondition);
+  server.Stop();
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_EQ(Get(Url(server, "/healthz")).body, "ok");
+}
+
+}  // namespace
+}  // namespace nvdra::metrics
