@@ -120,6 +120,12 @@ void Counter::Inc(double amount) {
   value_.fetch_add(amount, std::memory_order_relaxed);
 }
 
+void Counter::RaiseTo(double total) {
+  double cur = value_.load(std::memory_order_relaxed);
+  while (total > cur && !value_.compare_exchange_weak(cur, total, std::memory_order_relaxed)) {
+  }
+}
+
 Histogram::Histogram(const std::vector<double>& bounds)
     : bounds_(bounds), buckets_(new std::atomic<uint64_t>[bounds.size() + 1]) {
   for (size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0, std::memory_order_relaxed);
@@ -287,7 +293,20 @@ Result<HistogramFamily*> MetricRegistry::AddHistogram(std::string name, std::str
   return raw;
 }
 
+void MetricRegistry::AddRefreshHook(std::function<void()> hook) {
+  std::lock_guard lock(mu_);
+  hooks_.push_back(std::move(hook));
+}
+
 std::string MetricRegistry::Render() const {
+  std::vector<std::function<void()>> hooks;
+  {
+    std::lock_guard lock(mu_);
+    hooks = hooks_;
+  }
+  // Outside the lock: a hook may be slow (file reads) and must not block
+  // registration or another scrape's rendering.
+  for (const auto& h : hooks) h();
   std::string out;
   std::lock_guard lock(mu_);
   for (const auto& [name, family] : families_) family->Render(out);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,9 @@ class Counter {
  public:
   // Negative or NaN amounts are ignored: a counter never goes down.
   void Inc(double amount = 1.0);
+  // For collectors that mirror a total kept elsewhere (CPU time): moves the
+  // counter up to `total`, never down.
+  void RaiseTo(double total);
   double Value() const { return value_.load(std::memory_order_relaxed); }
 
  private:
@@ -175,8 +179,12 @@ class MetricRegistry {
                                         std::vector<std::string> label_names,
                                         std::vector<double> bounds);
 
+  // Runs before every Render, for metrics read from elsewhere at scrape time
+  // (/proc). Hooks may run concurrently when scrapes overlap.
+  void AddRefreshHook(std::function<void()> hook);
+
   // The whole registry in text format 0.0.4: families sorted by name, series
-  // by label values.
+  // by label values. Runs the refresh hooks first.
   std::string Render() const;
 
  private:
@@ -185,6 +193,7 @@ class MetricRegistry {
 
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Family>> families_;
+  std::vector<std::function<void()>> hooks_;
 };
 
 // Content-Type of Render()'s output.
