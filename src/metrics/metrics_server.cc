@@ -95,7 +95,11 @@ Status MetricsServer::Start() {
 
   impl_ = std::move(impl);
   port_ = port;
-  thread_ = std::thread([s = &impl_->server] { s->listen_after_bind(); });
+  thread_ = std::thread([s = &impl_->server, endpoint = options_.endpoint] {
+    // The gRPC service keeps working without metrics, so a dead accept loop
+    // is logged rather than taking the plugin down as upstream does.
+    if (!s->listen_after_bind()) spdlog::error("metrics server on {} stopped serving", endpoint);
+  });
   // stop() is a no-op until the accept loop runs, so wait for it: otherwise a
   // Stop right after Start would leave the thread serving forever.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
