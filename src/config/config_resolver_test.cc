@@ -209,5 +209,18 @@ TEST(ConfigResolverTest, RejectsUnknownDriversAndDeviceTypes) {
   EXPECT_TRUE(empty->empty());
 }
 
+TEST(ConfigResolverTest, MainRequestNamesCoverTheirSubrequests) {
+  std::vector<ClaimConfig> configs = {Cfg(ConfigSource::kFromClaim, {"gpu"}, TsJson("Long")),
+                                      Cfg(ConfigSource::kFromClaim, {"gpu/small"}, TsJson("Short"))};
+  auto groups = ResolveConfigs(
+      kGpu, configs, {Res("gpu/large", "gpu-0"), Res("gpu/small", "gpu-1"), Res("gpus", "gpu-2"), Res("gpu", "gpu-3")},
+      kTs);
+  ASSERT_TRUE(groups.ok()) << groups.status().ToString();
+  EXPECT_EQ(Intervals(*groups), (std::map<std::string, std::string>{{"gpu/large/gpu-0", "Long"},
+                                                                    {"gpu/small/gpu-1", "Short"},
+                                                                    {"gpus/gpu-2", "none"},
+                                                                    {"gpu/gpu-3", "Long"}}));
+}
+
 }  // namespace
 }  // namespace nvdra::config
