@@ -132,10 +132,11 @@ TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {
       << "sorted by PCI bus id (0000:1a before 0000:3b)";
 }
 
-TEST_F(NvmlDeviceLibTest, MissingLibraryIsNotFound) {
+TEST_F(NvmlDeviceLibTest, MissingLibraryIsARetryableError) {
   auto lib = NvmlDeviceLib::Open(Options(dir_.path()));
   ASSERT_FALSE(lib.ok());
-  EXPECT_EQ(lib.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(lib.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(lib.status().message().find("--container-driver-root"), std::string::npos);
   EXPECT_NE(lib.status().message().find("libnvidia-ml.so.1"), std::string::npos);
 }
 
