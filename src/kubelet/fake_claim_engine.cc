@@ -9,7 +9,8 @@ namespace {
 
 FakeClaimBehavior ParseBehavior(const nlohmann::json& j) {
   FakeClaimBehavior b;
-  for (const auto& d : j.value("devices", nlohmann::json::array())) {
+  const nlohmann::json devices = j.value("devices", nlohmann::json::array());
+  for (const auto& d : devices) {
     PreparedDevice pd;
     pd.request_names = d.value("request_names", std::vector<std::string>{});
     pd.pool = d.value("pool", "");
@@ -41,13 +42,18 @@ Status FakeClaimEngine::LoadScript(const std::string& json_text) {
   try {
     auto j = nlohmann::json::parse(json_text);
     if (j.contains("default")) SetDefault(ParseBehavior(j.at("default")));
-    for (const auto& [uid, b] : j.value("claims", nlohmann::json::object()).items()) {
+    const nlohmann::json claims = j.value("claims", nlohmann::json::object());
+    for (const auto& [uid, b] : claims.items()) {
       Set(uid, ParseBehavior(b));
     }
   } catch (const std::exception& e) {
     return InvalidArgument(fmt::format("fake engine script is not valid: {}", e.what()));
   }
   return Status::Ok();
+}
+
+void FakeClaimEngine::SetOnStart(std::function<void(const std::string&, const ClaimRef&)> f) {
+  on_start_ = std::move(f);
 }
 
 void FakeClaimEngine::Release(const std::string& uid) {
@@ -114,6 +120,7 @@ bool FakeClaimEngine::Pause(const std::string& uid, const FakeClaimBehavior& b,
 
 PrepareResult FakeClaimEngine::PrepareClaim(const ClaimRef& claim,
                                             std::chrono::steady_clock::time_point) {
+  if (on_start_) on_start_("prepare", claim);
   std::unique_lock lock(mu_);
   FakeClaimBehavior b = BehaviorFor(claim.uid);
   PrepareResult r;
@@ -132,6 +139,7 @@ PrepareResult FakeClaimEngine::PrepareClaim(const ClaimRef& claim,
 
 std::string FakeClaimEngine::UnprepareClaim(const ClaimRef& claim,
                                             std::chrono::steady_clock::time_point) {
+  if (on_start_) on_start_("unprepare", claim);
   std::unique_lock lock(mu_);
   FakeClaimBehavior b = BehaviorFor(claim.uid);
   std::string err;

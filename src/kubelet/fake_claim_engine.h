@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -35,6 +36,10 @@ class FakeClaimEngine final : public ClaimEngine {
   //  "unprepare_error": "", "delay_ms": 0, "hold": false}.
   Status LoadScript(const std::string& json_text);
 
+  // Called (under no lock of ours) when an engine call starts: op is
+  // "prepare" or "unprepare". Lets a test process announce progress.
+  void SetOnStart(std::function<void(const std::string& op, const ClaimRef& claim)> f);
+
   void Release(const std::string& uid);
   // Ends every delay and hold now (for shutdown).
   void CancelAll();
@@ -59,6 +64,7 @@ class FakeClaimEngine final : public ClaimEngine {
   // Applies delay and hold; false when cancelled.
   bool Pause(const std::string& uid, const FakeClaimBehavior& b, std::unique_lock<std::mutex>& lock);
 
+  std::function<void(const std::string&, const ClaimRef&)> on_start_;  // set before use
   mutable std::mutex mu_;
   std::condition_variable cv_;
   FakeClaimBehavior default_;

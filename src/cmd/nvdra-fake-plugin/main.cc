@@ -2,11 +2,14 @@
 // scripted fake engine instead of devices. For integration and end-to-end
 // tests only. Prints one JSON line on stdout once its sockets are published:
 //   {"dra_socket": "...", "registration_socket": "...", "healthcheck_port": N}
+// then one line per engine call as it starts:
+//   {"started": "prepare", "uid": "..."}
 // and serves until SIGTERM/SIGINT, then removes its own sockets.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <mutex>
 
 #include "kubelet/dra_plugin_server.h"
 #include "kubelet/fake_claim_engine.h"
@@ -81,6 +84,11 @@ int main(int argc, char** argv) {
   opts.dispatcher.claim_timeout = std::chrono::milliseconds(claim_timeout_ms);
 
   FakeClaimEngine engine;
+  std::mutex stdout_mu;
+  engine.SetOnStart([&stdout_mu](const std::string& op, const ClaimRef& claim) {
+    std::lock_guard lock(stdout_mu);
+    std::cout << nlohmann::json{{"started", op}, {"uid", claim.uid}}.dump() << std::endl;
+  });
   FakeClaimBehavior def;
   def.devices.push_back({{"req"}, "fake-pool", "gpu-0", {"k8s.gpu.nvidia.com/device=gpu-0"}, std::nullopt});
   engine.SetDefault(def);
@@ -125,7 +133,10 @@ int main(int argc, char** argv) {
   nlohmann::json ready{{"dra_socket", (*server)->paths().dra},
                        {"registration_socket", (*server)->paths().registration},
                        {"healthcheck_port", liveness ? liveness->port() : -1}};
-  std::cout << ready.dump() << std::endl;
+  {
+    std::lock_guard lock(stdout_mu);
+    std::cout << ready.dump() << std::endl;
+  }
 
   int sig = ShutdownSignal::Wait();
   spdlog::info("signal {}: shutting down", sig);
