@@ -112,7 +112,10 @@ void DraPluginServer::Stop() {
   if (health_v1_) health_v1_->Stop();
   if (health_v1alpha1_) health_v1alpha1_->Stop();
   std::thread dispatcher_stop;
-  if (dispatcher_) dispatcher_stop = std::thread([d = dispatcher_.get()] { d->Shutdown(); });
+  if (dispatcher_) {
+    dispatcher_->BeginShutdown();
+    dispatcher_stop = std::thread([d = dispatcher_.get()] { d->Shutdown(); });
+  }
   if (dra_server_) dra_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   if (dra_socket_) {
     if (Status st = dra_socket_->RemoveIfOurs(); !st.ok()) spdlog::error("{}", st.message());
