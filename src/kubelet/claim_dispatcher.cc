@@ -24,12 +24,16 @@ ClaimDispatcher::ClaimDispatcher(ClaimEngine& engine, DispatcherOptions options)
 
 ClaimDispatcher::~ClaimDispatcher() { Shutdown(); }
 
-void ClaimDispatcher::Shutdown() {
+void ClaimDispatcher::BeginShutdown() {
   {
     std::lock_guard lock(mu_);
     shutting_down_ = true;
   }
   changed_.notify_all();
+}
+
+void ClaimDispatcher::Shutdown() {
+  BeginShutdown();
   pool_.Shutdown();
 }
 

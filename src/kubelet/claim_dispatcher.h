@@ -50,8 +50,10 @@ class ClaimDispatcher {
   Result<std::map<std::string, std::string>> Unprepare(
       const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max());
 
-  // Answers every waiting call with a retryable error, refuses new work,
-  // then waits for the engine calls already running to return.
+  // Answers every waiting call with a retryable error and refuses new
+  // work; returns at once.
+  void BeginShutdown();
+  // BeginShutdown(), then waits for the engine calls already running.
   void Shutdown();
 
   // Engine calls started but not returned, plus queued ones.

@@ -173,6 +173,18 @@ TEST(ClaimDispatcherTest, DeadlineGivesRetryableErrorAndRetryJoinsTheRunningWork
   ASSERT_TRUE(engine.WaitCompleted(1, kLong));
 }
 
+TEST(ClaimDispatcherTest, CallersOwnDeadlineCutsTheWaitShort) {
+  FakeClaimEngine engine;
+  engine.Set(Uid("a"), Held());
+  ClaimDispatcher d(engine, Fast(60000));
+  auto r = d.Prepare({Claim("a"), Claim("b")},
+                     ClaimDispatcher::Clock::now() + std::chrono::milliseconds(50));
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(r->at(Uid("a")).error, HasSubstr("kubelet will retry"));
+  EXPECT_EQ(r->at(Uid("b")).error, "");
+  engine.Release(Uid("a"));
+}
+
 TEST(ClaimDispatcherTest, OperationsOnOneClaimRunInArrivalOrder) {
   FakeClaimEngine engine;
   FakeClaimBehavior held = Held();

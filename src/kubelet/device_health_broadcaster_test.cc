@@ -12,7 +12,7 @@ using std::chrono::steady_clock;
 TEST(DeviceHealthBroadcasterTest, NewWatcherGetsCurrentStateAtOnce) {
   FakeClock clock;
   DeviceHealthBroadcaster b(clock);
-  b.Replace({{"pool", "gpu-1", DeviceHealthStatus::kHealthy},
+  b.Replace({{"pool", "gpu-1", DeviceHealthStatus::kHealthy, 0, 0, ""},
              {"pool", "gpu-0", DeviceHealthStatus::kUnhealthy, 0, 30, "xid 79"}});
   auto snap = b.WaitForChange(0, steady_clock::now());
   ASSERT_TRUE(snap.has_value());
@@ -28,9 +28,9 @@ TEST(DeviceHealthBroadcasterTest, NewWatcherGetsCurrentStateAtOnce) {
 
 TEST(DeviceHealthBroadcasterTest, UpdateWakesWatcherAndKeepsOthers) {
   DeviceHealthBroadcaster b;
-  b.Replace({{"p", "a", DeviceHealthStatus::kHealthy, 5}, {"p", "b", DeviceHealthStatus::kHealthy, 5}});
+  b.Replace({{"p", "a", DeviceHealthStatus::kHealthy, 5, 0, ""}, {"p", "b", DeviceHealthStatus::kHealthy, 5, 0, ""}});
   uint64_t seen = b.Current().version;
-  std::thread t([&] { b.Update({{"p", "b", DeviceHealthStatus::kUnhealthy, 6}}); });
+  std::thread t([&] { b.Update({{"p", "b", DeviceHealthStatus::kUnhealthy, 6, 0, ""}}); });
   auto snap = b.WaitForChange(seen, steady_clock::now() + std::chrono::seconds(10));
   t.join();
   ASSERT_TRUE(snap.has_value());

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
+#include <thread>
+
 #include "kubelet/device_health_service.h"
 #include "kubelet/dra_service.h"
 #include "kubelet/plugin_client.h"
@@ -104,13 +106,16 @@ void DraPluginServer::Stop() {
   if (registration_socket_) {
     if (Status st = registration_socket_->RemoveIfOurs(); !st.ok()) spdlog::error("{}", st.message());
   }
-  // Wake calls waiting for claims so the server can finish them promptly.
-  if (dispatcher_) {
-    if (health_v1_) health_v1_->Stop();
-    if (health_v1alpha1_) health_v1alpha1_->Stop();
-  }
+  // End health streams and answer calls waiting for claims, so the DRA
+  // server can finish its calls promptly; engine calls still running are
+  // waited for in the background of this shutdown.
+  if (health_v1_) health_v1_->Stop();
+  if (health_v1alpha1_) health_v1alpha1_->Stop();
   std::thread dispatcher_stop;
-  if (dispatcher_) dispatcher_stop = std::thread([d = dispatcher_.get()] { d->Shutdown(); });
+  if (dispatcher_) {
+    dispatcher_->BeginShutdown();
+    dispatcher_stop = std::thread([d = dispatcher_.get()] { d->Shutdown(); });
+  }
   if (dra_server_) dra_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   if (dra_socket_) {
     if (Status st = dra_socket_->RemoveIfOurs(); !st.ok()) spdlog::error("{}", st.message());

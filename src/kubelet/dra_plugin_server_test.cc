@@ -95,9 +95,16 @@ TEST_F(DraPluginServerTest, GetInfoAnswersWhileTheEngineIsBusy) {
   PluginClient dra(server->paths().dra);
   auto busy = std::async(std::launch::async, [&] { return dra.Prepare(DraApi::kV1, {Claim("a")}, kTimeout); });
   ASSERT_TRUE(engine_.WaitStarted(Uid("a"), kTimeout));
-  // The kubelet gives GetInfo one second.
-  auto info = PluginClient(server->paths().registration).GetInfo(std::chrono::milliseconds(1000));
-  EXPECT_TRUE(info.ok()) << info.status().ToString();
+  // The kubelet gives GetInfo one second and does not retry.
+  std::chrono::nanoseconds slowest{0};
+  for (int i = 0; i < 20; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto info = PluginClient(server->paths().registration).GetInfo(std::chrono::milliseconds(1000));
+    slowest = std::max(slowest, std::chrono::steady_clock::now() - start);
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+  }
+  RecordProperty("slowest_getinfo_us",
+                 static_cast<int>(std::chrono::duration_cast<std::chrono::microseconds>(slowest).count()));
   engine_.Release(Uid("a"));
   EXPECT_TRUE(busy.get().ok());
 }

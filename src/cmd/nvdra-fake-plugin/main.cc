@@ -14,6 +14,7 @@
 #include "kubelet/dra_plugin_server.h"
 #include "kubelet/fake_claim_engine.h"
 #include "kubelet/health_server.h"
+#include "kubelet/kubelet_flags.h"
 #include "kubelet/shutdown_signal.h"
 #include "util/file_util.h"
 #include "util/log.h"
@@ -57,31 +58,26 @@ Result<std::vector<DeviceHealth>> ParseDeviceHealth(const std::string& spec) {
 int main(int argc, char** argv) {
   ShutdownSignal::Block();
   CLI::App app{"nvdra-fake-plugin: the kubelet surface over a scripted fake engine (tests only)"};
-  DraPluginOptions opts;
-  opts.driver_name = "gpu.nvidia.com";
+  KubeletFlags flags;
+  flags.plugin.driver_name = "gpu.nvidia.com";
+  AddKubeletFlags(app, flags);
   int verbosity = 0;
-  int healthcheck_port = -1;
-  std::string healthcheck_host = "[::]";
   std::string script_file;
   std::string device_health;
   bool health_streaming = false;
-  int claim_timeout_ms = static_cast<int>(opts.dispatcher.claim_timeout.count());
-  app.add_option("--driver-name", opts.driver_name, "DRA driver name");
-  app.add_option("--kubelet-plugins-directory-path", opts.plugins_dir, "kubelet plugins directory");
-  app.add_option("--kubelet-registrar-directory-path", opts.registrar_dir, "kubelet plugin registry directory");
-  app.add_option("--rolling-update-id", opts.rolling_update_id, "serve dra-<id>.sock and <driver>-<id>-reg.sock");
-  app.add_option("--healthcheck-port", healthcheck_port, "grpc.health.v1 port; 0 any free port, -1 off");
-  app.add_option("--healthcheck-host", healthcheck_host, "address the health endpoint listens on");
+  int claim_timeout_ms = 0;
+  app.add_option("--driver-name", flags.plugin.driver_name, "DRA driver name");
+  app.add_option("--healthcheck-host", flags.healthcheck_host, "address the health endpoint listens on");
   app.add_option("--script", script_file, "fake engine script (JSON, see fake_claim_engine.h)");
   app.add_option("--device-health", device_health, "pool/device=HEALTHY|UNHEALTHY|UNKNOWN[:msg],... (enables health streaming)");
   app.add_flag("--health-streaming", health_streaming, "serve and advertise DRAResourceHealth");
-  app.add_option("--claim-timeout-ms", claim_timeout_ms, "per-claim deadline");
-  app.add_option("--max-claims-per-request", opts.dispatcher.max_claims_per_request, "claims per call");
-  app.add_option("--workers", opts.dispatcher.workers, "claims worked on at once");
+  app.add_option("--claim-timeout-ms", claim_timeout_ms, "per-claim deadline in ms (overrides --claim-timeout)");
   app.add_option("-v", verbosity, "log verbosity");
   CLI11_PARSE(app, argc, argv);
   InitLogging(verbosity);
-  opts.dispatcher.claim_timeout = std::chrono::milliseconds(claim_timeout_ms);
+  FinishKubeletFlags(flags);
+  DraPluginOptions& opts = flags.plugin;
+  if (claim_timeout_ms > 0) opts.dispatcher.claim_timeout = std::chrono::milliseconds(claim_timeout_ms);
 
   FakeClaimEngine engine;
   std::mutex stdout_mu;
@@ -120,9 +116,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<HealthServer> liveness;
-  if (healthcheck_port >= 0) {
+  if (flags.healthcheck_port >= 0) {
     DraPluginServer* s = server->get();
-    auto h = HealthServer::Start(healthcheck_host, healthcheck_port,
+    auto h = HealthServer::Start(flags.healthcheck_host, flags.healthcheck_port,
                                  [s] { return s->CheckLiveness(std::chrono::seconds(5)); });
     if (!h.ok()) {
       std::cerr << h.status().ToString() << "\n";

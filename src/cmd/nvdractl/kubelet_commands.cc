@@ -7,7 +7,9 @@
 // failed (connection, timeout, top-level gRPC error) or the input is bad.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cmd/nvdractl/commands.h"
