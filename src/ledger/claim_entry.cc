@@ -1,0 +1,155 @@
+#include "ledger/claim_entry.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace nvdra::ledger {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kKnownKeys[] = {"uid",      "namespace", "name", "state",  "allocation",
+                                      "held",     "prepared",  "undo", "bootID", "updatedUnixMs"};
+
+bool IsKnownKey(const std::string& k) {
+  return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), k) != std::end(kKnownKeys);
+}
+
+std::string Str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::vector<std::string> StrList(const json& j, const char* key) {
+  std::vector<std::string> out;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return out;
+  for (const auto& v : *it) {
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* ClaimStateName(ClaimState s) {
+  switch (s) {
+    case ClaimState::kPrepareStarted: return "PrepareStarted";
+    case ClaimState::kPrepareCompleted: return "PrepareCompleted";
+    case ClaimState::kUnprepareStarted: return "UnprepareStarted";
+    case ClaimState::kTombstone: return "Tombstone";
+  }
+  return "Unknown";
+}
+
+std::optional<ClaimState> ParseClaimState(std::string_view s) {
+  for (ClaimState c : {ClaimState::kPrepareStarted, ClaimState::kPrepareCompleted,
+                       ClaimState::kUnprepareStarted, ClaimState::kTombstone}) {
+    if (s == ClaimStateName(c)) return c;
+  }
+  return std::nullopt;
+}
+
+json EntryToJson(const ClaimEntry& e) {
+  json j = e.extra.is_object() ? e.extra : json::object();
+  j["uid"] = e.uid;
+  j["namespace"] = e.ns;
+  j["name"] = e.name;
+  j["state"] = ClaimStateName(e.state);
+  json alloc = json::array();
+  for (const auto& d : e.allocation) {
+    json a = {{"request", d.request}, {"driver", d.driver}, {"pool", d.pool}, {"device", d.device}};
+    if (d.admin_access) a["adminAccess"] = true;
+    if (!d.share_id.empty()) a["shareID"] = d.share_id;
+    alloc.push_back(std::move(a));
+  }
+  j["allocation"] = std::move(alloc);
+  j["held"] = e.held;
+  json prep = json::array();
+  for (const auto& d : e.prepared) {
+    json p = {{"requests", d.requests},
+              {"pool", d.pool},
+              {"device", d.device},
+              {"cdiDeviceIDs", d.cdi_device_ids}};
+    if (!d.share_id.empty()) p["shareID"] = d.share_id;
+    prep.push_back(std::move(p));
+  }
+  j["prepared"] = std::move(prep);
+  j["undo"] = e.undo;
+  j["bootID"] = e.boot_id;
+  j["updatedUnixMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           e.updated.time_since_epoch())
+                           .count();
+  return j;
+}
+
+Result<ClaimEntry> EntryFromJson(const json& j) {
+  if (!j.is_object()) return InvalidArgument("claim entry is not a JSON object");
+  ClaimEntry e;
+  e.uid = Str(j, "uid");
+  if (e.uid.empty()) return InvalidArgument("claim entry has no uid");
+  std::string state = Str(j, "state");
+  auto st = ParseClaimState(state);
+  if (!st) return InvalidArgument("claim " + e.uid + " has unknown state \"" + state + "\"");
+  e.state = *st;
+  e.ns = Str(j, "namespace");
+  e.name = Str(j, "name");
+  if (auto it = j.find("allocation"); it != j.end() && it->is_array()) {
+    for (const auto& a : *it) {
+      if (!a.is_object()) continue;
+      AllocatedDevice d;
+      d.request = Str(a, "request");
+      d.driver = Str(a, "driver");
+      d.pool = Str(a, "pool");
+      d.device = Str(a, "device");
+      auto adm = a.find("adminAccess");
+      d.admin_access = adm != a.end() && adm->is_boolean() && adm->get<bool>();
+      d.share_id = Str(a, "shareID");
+      e.allocation.push_back(std::move(d));
+    }
+  }
+  e.held = StrList(j, "held");
+  if (auto it = j.find("prepared"); it != j.end() && it->is_array()) {
+    for (const auto& p : *it) {
+      if (!p.is_object()) continue;
+      PreparedDevice d;
+      d.requests = StrList(p, "requests");
+      d.pool = Str(p, "pool");
+      d.device = Str(p, "device");
+      d.cdi_device_ids = StrList(p, "cdiDeviceIDs");
+      d.share_id = Str(p, "shareID");
+      e.prepared.push_back(std::move(d));
+    }
+  }
+  if (auto it = j.find("undo"); it != j.end()) e.undo = *it;
+  e.boot_id = Str(j, "bootID");
+  if (auto it = j.find("updatedUnixMs"); it != j.end() && it->is_number_integer()) {
+    e.updated = std::chrono::system_clock::time_point(std::chrono::milliseconds(it->get<int64_t>()));
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!IsKnownKey(it.key())) e.extra[it.key()] = it.value();
+  }
+  return e;
+}
+
+bool SameAllocation(std::vector<AllocatedDevice> a, std::vector<AllocatedDevice> b) {
+  auto key = [](const AllocatedDevice& d) {
+    return std::tie(d.request, d.driver, d.pool, d.device, d.admin_access, d.share_id);
+  };
+  auto less = [&](const AllocatedDevice& x, const AllocatedDevice& y) { return key(x) < key(y); };
+  std::sort(a.begin(), a.end(), less);
+  std::sort(b.begin(), b.end(), less);
+  return a == b;
+}
+
+std::vector<std::string> DefaultHeld(const std::vector<AllocatedDevice>& allocation) {
+  std::vector<std::string> held;
+  for (const auto& d : allocation) {
+    if (!d.admin_access) held.push_back(d.device);
+  }
+  std::sort(held.begin(), held.end());
+  held.erase(std::unique(held.begin(), held.end()), held.end());
+  return held;
+}
+
+}  // namespace nvdra::ledger

@@ -1,0 +1,71 @@
+// What the ledger records per claim UID, and its JSON form on disk. Keys this
+// version does not know (written by a newer one) are kept in `extra` and
+// written back, so a downgrade followed by a rewrite loses nothing.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/status.h"
+
+namespace nvdra::ledger {
+
+// One allocation result of the claim for this driver.
+struct AllocatedDevice {
+  std::string request, driver, pool, device;
+  bool admin_access = false;
+  std::string share_id;
+  friend bool operator==(const AllocatedDevice&, const AllocatedDevice&) = default;
+};
+
+// One device as returned to the kubelet.
+struct PreparedDevice {
+  std::vector<std::string> requests;
+  std::string pool, device;
+  std::vector<std::string> cdi_device_ids;
+  std::string share_id;
+  friend bool operator==(const PreparedDevice&, const PreparedDevice&) = default;
+};
+
+enum class ClaimState { kPrepareStarted, kPrepareCompleted, kUnprepareStarted, kTombstone };
+
+const char* ClaimStateName(ClaimState s);
+std::optional<ClaimState> ParseClaimState(std::string_view s);
+
+// Live states hold their resources; a tombstone holds nothing.
+inline bool HoldsResources(ClaimState s) { return s != ClaimState::kTombstone; }
+
+struct ClaimEntry {
+  std::string uid, ns, name;
+  ClaimState state = ClaimState::kPrepareStarted;
+  std::vector<AllocatedDevice> allocation;
+  // Exclusive resources (e.g. "gpu-0", "channel-3"); no two live claims share one.
+  std::vector<std::string> held;
+  std::vector<PreparedDevice> prepared;
+  // Opaque record of the device kind: enough to undo without the API server.
+  nlohmann::json undo;
+  // Boot in which the node-side work was last done.
+  std::string boot_id;
+  std::chrono::system_clock::time_point updated;
+  // Unknown top-level keys from a newer writer, written back untouched.
+  nlohmann::json extra = nlohmann::json::object();
+
+  // Not stored: set by the ledger when boot_id differs from the current boot.
+  bool from_earlier_boot = false;
+};
+
+nlohmann::json EntryToJson(const ClaimEntry& e);
+// Lenient where it can be (missing optional keys), strict on uid and state.
+Result<ClaimEntry> EntryFromJson(const nlohmann::json& j);
+
+// Allocations compare as sets: the order of results carries no meaning.
+bool SameAllocation(std::vector<AllocatedDevice> a, std::vector<AllocatedDevice> b);
+
+// Default held resources: the non-admin allocated devices, sorted, unique.
+std::vector<std::string> DefaultHeld(const std::vector<AllocatedDevice>& allocation);
+
+}  // namespace nvdra::ledger

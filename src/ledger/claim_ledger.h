@@ -1,0 +1,159 @@
+// ClaimLedger: the node-local durable record of every claim's state, one per
+// driver in its plugin data directory. The claim engine brackets all device
+// work with it: BeginPrepare (durable PrepareStarted before any device is
+// touched), CompletePrepare, BeginUnprepare/FinishUnprepare. Every transition
+// is one short critical section (in-process mutex + cross-process flock):
+// catch up with records other processes appended, decide, append one record,
+// fdatasync. See docs/ledger-format.md for the file format and the rules.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ledger/claim_entry.h"
+#include "ledger/ledger_env.h"
+#include "ledger/ledger_state.h"
+#include "util/boot_id.h"
+#include "util/clock.h"
+#include "util/status.h"
+
+namespace nvdra::ledger {
+
+inline constexpr const char* kLogFileName = "ledger.log";
+inline constexpr const char* kLockFileName = "ledger.lock";
+
+struct LedgerOptions {
+  std::string dir;  // the driver's plugin data directory
+  // The current boot; empty means read it from boot_id_path.
+  std::string boot_id;
+  std::string boot_id_path = kDefaultBootIdPath;
+  const Clock* clock = &SystemClock::Get();
+  // How long an unprepared claim refuses a late Prepare of the same allocation.
+  std::chrono::nanoseconds tombstone_ttl = std::chrono::minutes(2);
+  // How long a transition waits for another process holding the lock.
+  std::chrono::nanoseconds lock_timeout = std::chrono::seconds(10);
+  LedgerEnv* env = nullptr;  // nullptr: the real file system
+  // Compact when dead bytes exceed compaction_ratio * live bytes + compaction_min_bytes.
+  double compaction_ratio = 2.0;
+  uint64_t compaction_min_bytes = 1 << 20;
+};
+
+// What Open (or a later reload) found on disk.
+struct OpenReport {
+  bool created = false;  // no ledger existed; a new one was written
+  size_t records = 0;    // verified records read
+  size_t claims = 0;     // entries after recovery (tombstones included)
+  size_t earlier_boot_claims = 0;
+  size_t expired_tombstones = 0;
+  uint64_t damaged_bytes = 0;
+  std::string quarantine_file;  // where damaged bytes were copied
+  std::string set_aside_file;   // the whole previous file, when it could not be read
+  std::vector<std::string> warnings;  // e.g. records kept verbatim for a newer version
+  std::vector<std::string> errors;    // damage and what was done about it
+  bool clean() const { return errors.empty(); }
+  std::string Summary() const;
+};
+
+enum class BeginOutcome {
+  kStarted,          // fresh: PrepareStarted recorded, do the device work
+  kRetry,            // was PrepareStarted: redo; entry.undo says what an earlier attempt recorded
+  kAlreadyPrepared,  // completed in this boot: return entry.prepared, nothing written
+  kRedoAfterReboot,  // completed in an earlier boot: redo node work, return entry.prepared
+};
+const char* BeginOutcomeName(BeginOutcome o);
+
+struct BeginPrepareRequest {
+  std::string uid, ns, name;
+  std::vector<AllocatedDevice> allocation;
+  // Exclusive resources; default: names of the non-admin allocated devices.
+  std::optional<std::vector<std::string>> held;
+  nlohmann::json undo;
+};
+
+struct BeginResult {
+  BeginOutcome outcome = BeginOutcome::kStarted;
+  ClaimEntry entry;  // the entry as recorded now
+};
+
+class ClaimLedger {
+ public:
+  // Opens or creates the ledger. Damage never fails Open: what verifies is
+  // kept, the rest is quarantined and described in report(). Open fails only
+  // when the directory itself cannot be used (permissions, I/O).
+  static Result<std::unique_ptr<ClaimLedger>> Open(const LedgerOptions& options);
+
+  ~ClaimLedger();
+  ClaimLedger(const ClaimLedger&) = delete;
+  ClaimLedger& operator=(const ClaimLedger&) = delete;
+
+  // Errors: Conflict "<resource> already allocated by claim <uid> (according
+  // to checkpoint)"; FailedPrecondition for a different allocation under the
+  // same UID, an unprepare in progress, or a tombstoned (released) claim.
+  Result<BeginResult> BeginPrepare(const BeginPrepareRequest& request);
+
+  // Records more undo data before touching more devices.
+  Status UpdateUndo(const std::string& uid, nlohmann::json undo);
+
+  // Records PrepareCompleted with the devices returned to the kubelet. After a
+  // reboot the devices must equal the recorded ones.
+  Status CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared,
+                         nlohmann::json undo);
+
+  // nullopt: unknown (or already unprepared) claim, nothing to do. Otherwise
+  // the entry, now UnprepareStarted: undo the devices, then FinishUnprepare.
+  Result<std::optional<ClaimEntry>> BeginUnprepare(const std::string& uid);
+
+  // Replaces the entry by a tombstone that expires after tombstone_ttl.
+  Status FinishUnprepare(const std::string& uid);
+
+  // A fresh view, including writes by other processes. Tombstones included.
+  Result<std::vector<ClaimEntry>> List();
+  Result<std::optional<ClaimEntry>> Get(const std::string& uid);
+  // The live claim holding `resource` (for a Conflict: check that holder).
+  Result<std::optional<ClaimEntry>> HolderOf(const std::string& resource);
+
+  // Drops expired tombstones and compacts when dead bytes warrant it (or
+  // always with force).
+  Status CollectGarbage(bool force_compaction = false);
+
+  OpenReport report() const;
+  const std::string& boot_id() const { return boot_id_; }
+  std::string log_path() const;
+
+ private:
+  explicit ClaimLedger(const LedgerOptions& options);
+
+  template <typename F>
+  auto Locked(F&& fn) -> decltype(fn());
+
+  Status CatchUpLocked();
+  Status ReloadLocked();
+  Status CreateFreshLocked();
+  Status CompactLocked();
+  Status MaybeCompactLocked();
+  Status AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp);
+  Status QuarantineLocked(const std::string& bytes, const std::vector<DamagedRange>& damage);
+  ClaimEntry Decorate(ClaimEntry e) const;
+  const ClaimEntry* FindLive(const std::string& uid) const;  // expired tombstones hidden
+  std::string SidePath(const std::string& kind) const;
+
+  LedgerOptions opts_;
+  LedgerEnv* env_;
+  std::string boot_id_;
+  std::string log_path_, lock_path_;
+
+  mutable std::mutex mu_;  // guards everything below
+  LedgerState state_;
+  std::unique_ptr<AppendFile> file_;
+  FileIdentity file_id_;
+  uint64_t read_offset_ = 0;  // bytes of the log consumed == its size after a catch-up
+  uint64_t meta_bytes_ = 0;   // header + meta record of the current file
+  OpenReport report_;
+  bool opened_ = false;
+};
+
+}  // namespace nvdra::ledger

@@ -1,0 +1,566 @@
+#include "ledger/claim_ledger.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "ledger/fault_injection_env.h"
+#include "ledger/ledger_inspector.h"
+#include "ledger/ledger_test_util.h"
+#include "ledger/log_format.h"
+#include "util/failpoint.h"
+#include "util/file_util.h"
+
+namespace nvdra::ledger {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Prepared;
+using testing::Request;
+using testing::ScratchDir;
+
+class ClaimLedgerTest : public ::testing::Test {
+ protected:
+  void TearDown() override { FailPoints::Process().Clear(); }
+
+  LedgerOptions Options(const std::string& boot = "boot-1") {
+    LedgerOptions o;
+    o.dir = dir_.path();
+    o.boot_id = boot;
+    o.clock = &clock_;
+    o.tombstone_ttl = 60s;
+    o.lock_timeout = 5s;
+    return o;
+  }
+  std::unique_ptr<ClaimLedger> OpenLedger(const std::string& boot = "boot-1") {
+    auto l = ClaimLedger::Open(Options(boot));
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return l.ok() ? std::move(l).value() : nullptr;
+  }
+  std::string LogPath() const { return JoinPath(dir_.path(), kLogFileName); }
+  ClaimEntry MustGet(ClaimLedger& l, const std::string& uid) {
+    auto e = l.Get(uid);
+    EXPECT_TRUE(e.ok() && e->has_value()) << uid;
+    return e.ok() && e->has_value() ? **e : ClaimEntry{};
+  }
+  void PrepareFully(ClaimLedger& l, const std::string& uid, const std::vector<std::string>& devs) {
+    auto b = l.BeginPrepare(Request(uid, devs));
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    ASSERT_TRUE(l.CompletePrepare(uid, Prepared(uid, devs), {{"done", true}}).ok());
+  }
+
+  ScratchDir dir_;
+  FakeClock clock_;
+};
+
+TEST_F(ClaimLedgerTest, FreshBeginRecordsPrepareStartedDurably) {
+  auto l = OpenLedger();
+  EXPECT_TRUE(l->report().created);
+  auto b = l->BeginPrepare(Request("uid-a", {"gpu-0", "gpu-1"}));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->outcome, BeginOutcome::kStarted);
+  l.reset();
+  auto again = OpenLedger();
+  ClaimEntry e = MustGet(*again, "uid-a");
+  EXPECT_EQ(e.state, ClaimState::kPrepareStarted);
+  EXPECT_EQ(e.ns, "default");
+  EXPECT_EQ(e.held, (std::vector<std::string>{"gpu-0", "gpu-1"}));
+  EXPECT_EQ(e.undo["devices"][1], "gpu-1");
+  EXPECT_EQ(e.boot_id, "boot-1");
+}
+
+TEST_F(ClaimLedgerTest, CompletedClaimIsReturnedAsIsAndNothingIsWritten) {
+  auto l = OpenLedger();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  uint64_t size = testing::FileSize(LogPath());
+  auto b = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->outcome, BeginOutcome::kAlreadyPrepared);
+  EXPECT_EQ(b->entry.prepared, Prepared("uid-a", {"gpu-0"}));
+  EXPECT_EQ(testing::FileSize(LogPath()), size);
+  EXPECT_EQ(MustGet(*l, "uid-a").state, ClaimState::kPrepareCompleted);
+  // A second complete with the same devices is an idempotent no-op.
+  EXPECT_TRUE(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), nullptr).ok());
+  EXPECT_EQ(testing::FileSize(LogPath()), size);
+}
+
+TEST_F(ClaimLedgerTest, RepeatedPrepareReturnsByteIdenticalDevicesAfterReopen) {
+  auto l = OpenLedger();
+  PrepareFully(*l, "uid-a", {"gpu-1", "gpu-0"});
+  auto first = l->BeginPrepare(Request("uid-a", {"gpu-1", "gpu-0"}));
+  l.reset();
+  auto l2 = OpenLedger();
+  auto second = l2->BeginPrepare(Request("uid-a", {"gpu-1", "gpu-0"}));
+  ASSERT_TRUE(first.ok() && second.ok());
+  nlohmann::json a = EntryToJson(first->entry), b = EntryToJson(second->entry);
+  EXPECT_EQ(a["prepared"].dump(), b["prepared"].dump());
+}
+
+TEST_F(ClaimLedgerTest, ConflictNamesDeviceAndHolder) {
+  auto l = OpenLedger();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  auto b = l->BeginPrepare(Request("uid-b", {"gpu-1", "gpu-0"}));
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(b.status().message(), "gpu-0 already allocated by claim uid-a (according to checkpoint)");
+  EXPECT_FALSE(l->Get("uid-b")->has_value());
+  auto holder = l->HolderOf("gpu-0");
+  ASSERT_TRUE(holder.ok() && holder->has_value());
+  EXPECT_EQ((*holder)->uid, "uid-a");
+}
+
+TEST_F(ClaimLedgerTest, PrepareStartedHolderAlsoConflicts) {
+  auto l = OpenLedger();
+  ASSERT_TRUE(l->BeginPrepare(Request("uid-a", {"gpu-3"})).ok());
+  auto b = l->BeginPrepare(Request("uid-b", {"gpu-3"}));
+  EXPECT_EQ(b.status().code(), StatusCode::kConflict);
+}
+
+TEST_F(ClaimLedgerTest, AdminAccessIsExempt) {
+  auto l = OpenLedger();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  auto b = l->BeginPrepare(Request("uid-admin", {"gpu-0"}, /*admin=*/true));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_TRUE(b->entry.held.empty());
+  // And an admin claim holds nothing another claim could conflict with.
+  ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+  ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
+  EXPECT_TRUE(l->BeginPrepare(Request("uid-c", {"gpu-0"})).ok());
+}
+
+TEST_F(ClaimLedgerTest, ExplicitHeldResourcesConflict) {
+  auto l = OpenLedger();
+  auto r1 = Request("uid-a", {"channel-0"});
+  r1.held = std::vector<std::string>{"channel 3"};
+  ASSERT_TRUE(l->BeginPrepare(r1).ok());
+  auto r2 = Request("uid-b", {"channel-1"});
+  r2.held = std::vector<std::string>{"channel 3"};
+  auto b = l->BeginPrepare(r2);
+  EXPECT_EQ(b.status().message(), "channel 3 already allocated by claim uid-a (according to checkpoint)");
+}
+
+TEST_F(ClaimLedgerTest, DifferentAllocationForKnownUidIsRefused) {
+  auto l = OpenLedger();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  auto b = l->BeginPrepare(Request("uid-a", {"gpu-1"}));
+  EXPECT_EQ(b.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(b.status().message().find("different allocation"), std::string::npos);
+  EXPECT_EQ(MustGet(*l, "uid-a").allocation[0].device, "gpu-0");
+}
+
+TEST_F(ClaimLedgerTest, RetryOfStartedClaimReturnsPreviousUndo) {
+  auto l = OpenLedger();
+  ASSERT_TRUE(l->BeginPrepare(Request("uid-a", {"gpu-0"})).ok());
+  ASSERT_TRUE(l->UpdateUndo("uid-a", {{"step", 2}}).ok());
+  auto b = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->outcome, BeginOutcome::kRetry);
+  EXPECT_EQ(b->entry.undo["step"], 2);
+}
+
+TEST_F(ClaimLedgerTest, InvalidUidIsRefused) {
+  auto l = OpenLedger();
+  EXPECT_EQ(l->BeginPrepare(Request("../x", {"gpu-0"})).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(ClaimLedgerTest, UnprepareOfUnknownClaimSucceeds) {
+  auto l = OpenLedger();
+  auto u = l->BeginUnprepare("nobody");
+  ASSERT_TRUE(u.ok());
+  EXPECT_FALSE(u->has_value());
+  EXPECT_TRUE(l->FinishUnprepare("nobody").ok());
+}
+
+TEST_F(ClaimLedgerTest, UnprepareMarksThenTombstonesAndFreesDevices) {
+  auto l = OpenLedger();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  auto u = l->BeginUnprepare("uid-a");
+  ASSERT_TRUE(u.ok() && u->has_value());
+  EXPECT_EQ((*u)->state, ClaimState::kUnprepareStarted);
+  EXPECT_EQ((*u)->undo["done"], true);
+  // Still held while the device kind undoes.
+  EXPECT_EQ(l->BeginPrepare(Request("uid-b", {"gpu-0"})).status().code(), StatusCode::kConflict);
+  // Finishing requires UnprepareStarted.
+  PrepareFully(*l, "uid-c", {"gpu-5"});
+  EXPECT_EQ(l->FinishUnprepare("uid-c").code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
+  EXPECT_EQ(MustGet(*l, "uid-a").state, ClaimState::kTombstone);
+  EXPECT_TRUE(l->BeginPrepare(Request("uid-b", {"gpu-0"})).ok());
+  // A repeated unprepare is a no-op.
+  auto again = l->BeginUnprepare("uid-a");
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->has_value());
+}
+
+TEST_F(ClaimLedgerTest, PrepareDuringUnprepareIsRefused) {
+  auto l = OpenLedger();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+  auto b = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
+  EXPECT_EQ(b.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), nullptr).code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ClaimLedgerTest, TombstoneRefusesLatePrepareUntilItExpires) {
+  auto l = OpenLedger();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+  ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
+  auto late = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
+  EXPECT_EQ(late.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(late.status().message().find("resurrect"), std::string::npos);
+  // Survives a restart.
+  l.reset();
+  l = OpenLedger();
+  EXPECT_EQ(l->BeginPrepare(Request("uid-a", {"gpu-0"})).status().code(),
+            StatusCode::kFailedPrecondition);
+  // A new allocation of the same UID is not a late retry.
+  auto other = l->BeginPrepare(Request("uid-a", {"gpu-1"}));
+  EXPECT_TRUE(other.ok()) << other.status().ToString();
+}
+
+TEST_F(ClaimLedgerTest, TombstoneExpiresAndIsCollected) {
+  auto l = OpenLedger();
+  for (int i = 0; i < 50; ++i) {
+    std::string uid = "uid-" + std::to_string(i);
+    PrepareFully(*l, uid, {"gpu-" + std::to_string(i)});
+    ASSERT_TRUE(l->BeginUnprepare(uid).ok());
+    ASSERT_TRUE(l->FinishUnprepare(uid).ok());
+  }
+  EXPECT_EQ(l->List()->size(), 50u);
+  clock_.Advance(61s);
+  EXPECT_TRUE(l->List()->empty());
+  EXPECT_TRUE(l->BeginPrepare(Request("uid-0", {"gpu-0"})).ok());
+  ASSERT_TRUE(l->CollectGarbage(/*force_compaction=*/true).ok());
+  auto insp = InspectLedger(dir_.path());
+  ASSERT_TRUE(insp.ok());
+  EXPECT_EQ(insp->entries.size(), 1u);  // only the live claim is left on disk
+  EXPECT_LT(insp->file_size, 1024u);
+}
+
+TEST_F(ClaimLedgerTest, SizeStaysProportionalToLiveClaims) {
+  auto o = Options();
+  o.compaction_min_bytes = 4096;
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  uint64_t max_size = 0;
+  for (int i = 0; i < 150; ++i) {
+    std::string uid = "cycle-" + std::to_string(i);
+    PrepareFully(*l, uid, {"gpu-0"});
+    ASSERT_TRUE(l->BeginUnprepare(uid).ok());
+    ASSERT_TRUE(l->FinishUnprepare(uid).ok());
+    clock_.Advance(10s);  // a tombstone expires after 6 cycles
+    uint64_t size = testing::FileSize(LogPath());
+    max_size = std::max(max_size, size);
+  }
+  // At most ~7 live tombstones of < 400 bytes, times (1 + ratio), plus the
+  // minimum and one more transition; 150 cycles wrote far more than that.
+  EXPECT_LT(max_size, 3 * 7 * 400u + 4096 + 2000);
+  EXPECT_GT(150u * 4 * 200, 10 * max_size);
+}
+
+TEST_F(ClaimLedgerTest, BytesPerTransitionDoNotDependOnClaimsHeld) {
+  auto l = OpenLedger();
+  auto growth = [&](const std::string& uid) {
+    uint64_t before = testing::FileSize(LogPath());
+    PrepareFully(*l, uid, {"dev-" + uid});
+    return testing::FileSize(LogPath()) - before;
+  };
+  uint64_t alone = growth("first-1");
+  for (int i = 0; i < 300; ++i) PrepareFully(*l, "bulk-" + std::to_string(1000 + i), {"b" + std::to_string(i)});
+  uint64_t crowded = growth("later-1");
+  EXPECT_EQ(alone, crowded);
+}
+
+TEST_F(ClaimLedgerTest, OneSyncPerTransition) {
+  FaultInjectionEnv env;
+  auto o = Options();
+  o.env = &env;
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  int before = env.syncs();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+  ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
+  EXPECT_EQ(env.syncs() - before, 4);
+}
+
+TEST_F(ClaimLedgerTest, AcknowledgedTransitionsSurviveLossOfUnsyncedData) {
+  FaultInjectionEnv env;
+  auto o = Options();
+  o.env = &env;
+  {
+    auto l = std::move(ClaimLedger::Open(o)).value();
+    PrepareFully(*l, "uid-a", {"gpu-0"});
+    ASSERT_TRUE(l->BeginPrepare(Request("uid-b", {"gpu-1"})).ok());
+    ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+  }
+  env.DropUnsyncedData();
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  EXPECT_TRUE(l->report().clean()) << l->report().Summary();
+  EXPECT_EQ(MustGet(*l, "uid-a").state, ClaimState::kUnprepareStarted);
+  EXPECT_EQ(MustGet(*l, "uid-b").state, ClaimState::kPrepareStarted);
+}
+
+TEST_F(ClaimLedgerTest, FailedSyncIsNotAcknowledgedAndLeavesNoPartialRecord) {
+  FaultInjectionEnv env;
+  auto o = Options();
+  o.env = &env;
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  env.set_fail_syncs(true);
+  auto b = l->BeginPrepare(Request("uid-b", {"gpu-1"}));
+  EXPECT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("uid-b"), std::string::npos);
+  env.set_fail_syncs(false);
+  EXPECT_FALSE(l->Get("uid-b")->has_value());
+  EXPECT_TRUE(l->BeginPrepare(Request("uid-b", {"gpu-1"})).ok());
+  auto insp = InspectLedger(dir_.path());
+  ASSERT_TRUE(insp.ok());
+  EXPECT_FALSE(insp->damaged());
+}
+
+TEST_F(ClaimLedgerTest, FailpointErrorsStopTheTransition) {
+  auto l = OpenLedger();
+  ASSERT_TRUE(FailPoints::Process().Load("ledger-before-started-write=error").ok());
+  EXPECT_EQ(l->BeginPrepare(Request("uid-a", {"gpu-0"})).status().code(), StatusCode::kInternal);
+  EXPECT_FALSE(l->Get("uid-a")->has_value());
+  ASSERT_TRUE(FailPoints::Process().Load("ledger-before-started-write=off;ledger-mid-append=error").ok());
+  EXPECT_FALSE(l->BeginPrepare(Request("uid-a", {"gpu-0"})).ok());
+  FailPoints::Process().Clear();
+  EXPECT_TRUE(l->BeginPrepare(Request("uid-a", {"gpu-0"})).ok());
+  l.reset();
+  auto l2 = OpenLedger();
+  EXPECT_TRUE(l2->report().clean()) << l2->report().Summary();
+  EXPECT_EQ(MustGet(*l2, "uid-a").state, ClaimState::kPrepareStarted);
+}
+
+TEST_F(ClaimLedgerTest, EveryLedgerFailpointIsReached) {
+  auto o = Options();
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  FailPoints::Process().Clear();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  ASSERT_TRUE(l->UpdateUndo("uid-a", {{"x", 1}}).ok());
+  ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+  ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
+  ASSERT_TRUE(l->CollectGarbage(true).ok());
+  for (const char* fp :
+       {"ledger-before-started-write", "ledger-after-started-write", "ledger-before-completed-write",
+        "ledger-after-completed-write", "ledger-before-unprepare-write",
+        "ledger-after-unprepare-write", "ledger-before-tombstone-write",
+        "ledger-after-tombstone-write", "ledger-before-compaction-rename",
+        "ledger-after-compaction-rename", "ledger-mid-append", "ledger-before-undo-write",
+        "ledger-after-undo-write"}) {
+    EXPECT_GE(FailPoints::Process().HitCount(fp), 1) << fp;
+  }
+}
+
+TEST_F(ClaimLedgerTest, RebootRedoesNodeWorkAndReturnsSameDevices) {
+  {
+    auto l = OpenLedger("boot-1");
+    PrepareFully(*l, "uid-a", {"gpu-0"});
+    ASSERT_TRUE(l->BeginPrepare(Request("uid-b", {"gpu-1"})).ok());
+  }
+  auto l = OpenLedger("boot-2");
+  EXPECT_EQ(l->report().earlier_boot_claims, 2u);
+  auto b = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->outcome, BeginOutcome::kRedoAfterReboot);
+  EXPECT_TRUE(b->entry.from_earlier_boot);
+  EXPECT_EQ(b->entry.prepared, Prepared("uid-a", {"gpu-0"}));
+  // Other devices would be a different answer to the kubelet.
+  EXPECT_EQ(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-9"}), nullptr).code(),
+            StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(l->CompletePrepare("uid-a", b->entry.prepared, nullptr).ok());
+  auto again = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
+  EXPECT_EQ(again->outcome, BeginOutcome::kAlreadyPrepared);
+  EXPECT_EQ(MustGet(*l, "uid-a").boot_id, "boot-2");
+  // Unprepare of an earlier-boot claim still works from the ledger alone.
+  auto u = l->BeginUnprepare("uid-b");
+  ASSERT_TRUE(u.ok() && u->has_value());
+  EXPECT_TRUE((*u)->from_earlier_boot);
+  EXPECT_TRUE(l->FinishUnprepare("uid-b").ok());
+}
+
+TEST_F(ClaimLedgerTest, BootIdIsReadFromInjectedPath) {
+  std::string path = JoinPath(dir_.path(), "boot_id");
+  ASSERT_TRUE(WriteFileAtomically(path, "abc-123\n").ok());
+  auto o = Options("");
+  o.boot_id_path = path;
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  EXPECT_EQ(l->boot_id(), "abc-123");
+}
+
+TEST_F(ClaimLedgerTest, TwoInstancesSeeEachOthersWrites) {
+  auto a = OpenLedger();
+  auto b = OpenLedger();
+  PrepareFully(*a, "uid-a", {"gpu-0"});
+  EXPECT_EQ(MustGet(*b, "uid-a").state, ClaimState::kPrepareCompleted);
+  auto c = b->BeginPrepare(Request("uid-b", {"gpu-0"}));
+  EXPECT_EQ(c.status().code(), StatusCode::kConflict);
+  // Compaction by one instance (a new file) is noticed by the other.
+  ASSERT_TRUE(a->CollectGarbage(true).ok());
+  ASSERT_TRUE(b->BeginUnprepare("uid-a").ok());
+  ASSERT_TRUE(b->FinishUnprepare("uid-a").ok());
+  EXPECT_EQ(MustGet(*a, "uid-a").state, ClaimState::kTombstone);
+  EXPECT_TRUE(a->BeginPrepare(Request("uid-b", {"gpu-0"})).ok());
+  EXPECT_EQ(MustGet(*b, "uid-b").state, ClaimState::kPrepareStarted);
+}
+
+TEST_F(ClaimLedgerTest, LockWaitEndsAtTheDeadline) {
+  auto o = Options();
+  o.lock_timeout = 100ms;
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  int fd = ::open(JoinPath(dir_.path(), kLockFileName).c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  auto start = std::chrono::steady_clock::now();
+  auto b = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(b.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(b.status().message().find("ledger.lock"), std::string::npos);
+  EXPECT_GE(took, 100ms);
+  EXPECT_LT(took, 3s);
+  ::close(fd);
+  // The abandoned waiter must not keep the lock.
+  EXPECT_TRUE(l->BeginPrepare(Request("uid-a", {"gpu-0"})).ok());
+}
+
+TEST_F(ClaimLedgerTest, LockWaiterProceedsWhenHolderReleases) {
+  auto l = OpenLedger();
+  int fd = ::open(JoinPath(dir_.path(), kLockFileName).c_str(), O_RDWR);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    auto b = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    done = true;
+  });
+  EXPECT_FALSE(done.load());  // cannot pass while the lock is held
+  ::close(fd);
+  t.join();
+  EXPECT_TRUE(done.load());
+}
+
+TEST_F(ClaimLedgerTest, ParallelThreadsNeverDoubleHold) {
+  auto l = OpenLedger();
+  std::atomic<int> started{0}, conflicts{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        std::string uid = "t" + std::to_string(t) + "-" + std::to_string(i);
+        auto b = l->BeginPrepare(Request(uid, {"gpu-" + std::to_string(i % 4)}));
+        if (!b.ok()) {
+          EXPECT_EQ(b.status().code(), StatusCode::kConflict);
+          ++conflicts;
+          continue;
+        }
+        ++started;
+        EXPECT_TRUE(l->CompletePrepare(uid, Prepared(uid, {"x"}), nullptr).ok());
+        EXPECT_TRUE(l->BeginUnprepare(uid).ok());
+        EXPECT_TRUE(l->FinishUnprepare(uid).ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(started + conflicts, 200);
+  EXPECT_GT(started.load(), 0);
+  auto insp = InspectLedger(dir_.path());
+  EXPECT_EQ(insp->double_held, 0u);
+}
+
+TEST_F(ClaimLedgerTest, UnknownFieldsAndRecordTypesSurviveRewrite) {
+  {
+    auto l = OpenLedger();
+    PrepareFully(*l, "uid-a", {"gpu-0"});
+  }
+  // A newer version appended an entry with a field we do not know, and a record type we do not know.
+  ClaimEntry e;
+  {
+    auto l = OpenLedger();
+    e = MustGet(*l, "uid-a");
+  }
+  nlohmann::json j = EntryToJson(e);
+  j["futureField"] = {{"kept", true}};
+  std::string add = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), j.dump()) +
+                    EncodeRecord(42, "opaque-future-record");
+  auto existing = ReadFileToString(LogPath());
+  ASSERT_TRUE(WriteFileAtomically(LogPath(), *existing + add).ok());
+  auto l = OpenLedger();
+  EXPECT_FALSE(l->report().warnings.empty());
+  EXPECT_EQ(MustGet(*l, "uid-a").extra["futureField"]["kept"], true);
+  ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+  ASSERT_TRUE(l->CollectGarbage(true).ok());
+  auto bytes = ReadFileToString(LogPath());
+  EXPECT_NE(bytes->find("futureField"), std::string::npos);
+  EXPECT_NE(bytes->find("opaque-future-record"), std::string::npos);
+  l.reset();
+  auto l2 = OpenLedger();
+  EXPECT_EQ(MustGet(*l2, "uid-a").state, ClaimState::kUnprepareStarted);
+  EXPECT_EQ(MustGet(*l2, "uid-a").extra["futureField"]["kept"], true);
+}
+
+TEST_F(ClaimLedgerTest, FutureVersionIsSetAsideAndLedgerStartsFresh) {
+  std::string future = EncodeFileHeader(7) + EncodeRecord(2, "{}");
+  ASSERT_TRUE(WriteFileAtomically(LogPath(), future).ok());
+  auto l = OpenLedger();
+  OpenReport r = l->report();
+  ASSERT_FALSE(r.clean());
+  EXPECT_NE(r.errors[0].find("unsupported format version 7"), std::string::npos);
+  ASSERT_FALSE(r.set_aside_file.empty());
+  EXPECT_EQ(*ReadFileToString(r.set_aside_file), future);
+  EXPECT_TRUE(l->BeginPrepare(Request("uid-a", {"gpu-0"})).ok());
+}
+
+TEST_F(ClaimLedgerTest, ForeignFileIsSetAside) {
+  ASSERT_TRUE(WriteFileAtomically(LogPath(), "{\"checksum\": 1, \"v2\": {}}").ok());
+  auto l = OpenLedger();
+  EXPECT_FALSE(l->report().clean());
+  EXPECT_NE(l->report().Summary().find("bad magic"), std::string::npos);
+  EXPECT_TRUE(l->BeginPrepare(Request("uid-a", {"gpu-0"})).ok());
+}
+
+TEST_F(ClaimLedgerTest, TornTailIsQuarantinedAndTruncated) {
+  {
+    auto l = OpenLedger();
+    PrepareFully(*l, "uid-a", {"gpu-0"});
+  }
+  auto bytes = *ReadFileToString(LogPath());
+  std::string torn = bytes + EncodeRecord(2, "{\"uid\":\"uid-b\",\"state\":\"PrepareStarted\"}").substr(0, 20);
+  ASSERT_TRUE(WriteFileAtomically(LogPath(), torn).ok());
+  auto l = OpenLedger();
+  OpenReport r = l->report();
+  EXPECT_FALSE(r.clean());
+  EXPECT_EQ(r.damaged_bytes, 20u);
+  ASSERT_FALSE(r.quarantine_file.empty());
+  EXPECT_TRUE(PathExists(r.quarantine_file));
+  EXPECT_EQ(MustGet(*l, "uid-a").state, ClaimState::kPrepareCompleted);
+  EXPECT_FALSE(InspectLedger(dir_.path())->damaged());
+}
+
+TEST_F(ClaimLedgerTest, DamageInTheMiddleKeepsLaterRecords) {
+  {
+    auto l = OpenLedger();
+    ASSERT_TRUE(l->BeginPrepare(Request("uid-a", {"gpu-0"})).ok());
+    ASSERT_TRUE(l->BeginPrepare(Request("uid-b", {"gpu-1"})).ok());
+    ASSERT_TRUE(l->BeginPrepare(Request("uid-c", {"gpu-2"})).ok());
+  }
+  auto bytes = *ReadFileToString(LogPath());
+  size_t pos = bytes.find("uid-b");
+  bytes[pos + 2] ^= 0x55;
+  ASSERT_TRUE(WriteFileAtomically(LogPath(), bytes).ok());
+  auto l = OpenLedger();
+  EXPECT_FALSE(l->report().clean());
+  EXPECT_TRUE(l->Get("uid-a")->has_value());
+  EXPECT_FALSE(l->Get("uid-b")->has_value());
+  EXPECT_TRUE(l->Get("uid-c")->has_value());
+}
+
+}  // namespace
+}  // namespace nvdra::ledger

@@ -1,0 +1,113 @@
+// Test-only LedgerEnv over the real file system that remembers how much of
+// each file was synced, so a test can simulate power loss (drop everything
+// written since the last sync) or make syncs fail (LevelDB's
+// fault_injection_test approach).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ledger/ledger_env.h"
+
+namespace nvdra::ledger {
+
+class FaultInjectionEnv final : public LedgerEnv {
+ public:
+  // Truncates every file written through this env to its last synced size.
+  void DropUnsyncedData() {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [path, synced] : synced_) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > synced) {
+        if (::truncate(path.c_str(), static_cast<off_t>(synced)) != 0) continue;
+      }
+    }
+  }
+  void set_fail_syncs(bool fail) { fail_syncs_ = fail; }
+  uint64_t bytes_appended() const { return bytes_appended_; }
+  int syncs() const { return syncs_; }
+
+  Result<FileIdentity> Stat(const std::string& path) override { return base().Stat(path); }
+  Result<std::string> ReadFrom(const std::string& path, uint64_t offset) override {
+    return base().ReadFrom(path, offset);
+  }
+  Result<std::unique_ptr<AppendFile>> OpenAppend(const std::string& path) override {
+    auto f = base().OpenAppend(path);
+    if (!f.ok()) return f.status();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!synced_.count(path)) {
+        auto id = base().Stat(path);
+        synced_[path] = id.ok() ? id->size : 0;
+      }
+    }
+    return std::unique_ptr<AppendFile>(new File(this, path, std::move(f).value()));
+  }
+  Status WriteNewFile(const std::string& path, std::string_view data) override {
+    if (fail_syncs_) return Unavailable("injected sync failure");
+    NVDRA_RETURN_IF_ERROR(base().WriteNewFile(path, data));
+    std::lock_guard<std::mutex> l(mu_);
+    synced_[path] = data.size();
+    ++syncs_;
+    return Status::Ok();
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    NVDRA_RETURN_IF_ERROR(base().Rename(from, to));
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = synced_.find(from); it != synced_.end()) {
+      synced_[to] = it->second;
+      synced_.erase(it);
+    }
+    return Status::Ok();
+  }
+  Status SyncDir(const std::string& dir) override { return base().SyncDir(dir); }
+  Status Remove(const std::string& path) override { return base().Remove(path); }
+  Status MakeDirs(const std::string& dir) override { return base().MakeDirs(dir); }
+  Result<std::unique_ptr<FileLock>> Lock(const std::string& path,
+                                         std::chrono::steady_clock::time_point deadline) override {
+    return base().Lock(path, deadline);
+  }
+
+ private:
+  class File final : public AppendFile {
+   public:
+    File(FaultInjectionEnv* env, std::string path, std::unique_ptr<AppendFile> f)
+        : env_(env), path_(std::move(path)), f_(std::move(f)) {}
+    Status Append(std::string_view data) override {
+      env_->bytes_appended_ += data.size();
+      return f_->Append(data);
+    }
+    Status Sync() override {
+      if (env_->fail_syncs_) return Unavailable("injected sync failure");
+      NVDRA_RETURN_IF_ERROR(f_->Sync());
+      auto id = env_->base().Stat(path_);
+      std::lock_guard<std::mutex> l(env_->mu_);
+      ++env_->syncs_;
+      if (id.ok()) env_->synced_[path_] = id->size;
+      return Status::Ok();
+    }
+    Status Truncate(uint64_t size) override {
+      NVDRA_RETURN_IF_ERROR(f_->Truncate(size));
+      std::lock_guard<std::mutex> l(env_->mu_);
+      if (env_->synced_[path_] > size) env_->synced_[path_] = size;
+      return Status::Ok();
+    }
+
+   private:
+    FaultInjectionEnv* env_;
+    std::string path_;
+    std::unique_ptr<AppendFile> f_;
+  };
+
+  LedgerEnv& base() { return LedgerEnv::Posix(); }
+
+  std::mutex mu_;
+  std::map<std::string, uint64_t> synced_;
+  bool fail_syncs_ = false;
+  uint64_t bytes_appended_ = 0;
+  int syncs_ = 0;
+};
+
+}  // namespace nvdra::ledger

@@ -1,0 +1,64 @@
+// The ledger's file-system seam (LevelDB's Env): every file operation the
+// ledger performs goes through a LedgerEnv, so tests can drop data that was
+// never synced, fail a sync, or count bytes, and production uses POSIX.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace nvdra::ledger {
+
+// An open file the ledger appends to. Appends land at the end of the file.
+class AppendFile {
+ public:
+  virtual ~AppendFile() = default;
+  virtual Status Append(std::string_view data) = 0;
+  // Makes every appended byte durable (fdatasync).
+  virtual Status Sync() = 0;
+  // Cuts the file back, e.g. after a failed append left a partial record.
+  virtual Status Truncate(uint64_t size) = 0;
+};
+
+// Held while the caller owns the cross-process lock; released on destruction
+// (and by the kernel when the process dies).
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+};
+
+struct FileIdentity {
+  bool exists = false;
+  uint64_t device = 0, inode = 0, size = 0;
+  bool SameFile(const FileIdentity& o) const {
+    return exists && o.exists && device == o.device && inode == o.inode;
+  }
+};
+
+class LedgerEnv {
+ public:
+  virtual ~LedgerEnv() = default;
+
+  // The environment backed by the real file system.
+  static LedgerEnv& Posix();
+
+  virtual Result<FileIdentity> Stat(const std::string& path) = 0;
+  // Reads from `offset` to the end of the file.
+  virtual Result<std::string> ReadFrom(const std::string& path, uint64_t offset) = 0;
+  virtual Result<std::unique_ptr<AppendFile>> OpenAppend(const std::string& path) = 0;
+  // Creates or replaces `path` with `data` and syncs it (no rename).
+  virtual Status WriteNewFile(const std::string& path, std::string_view data) = 0;
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  virtual Status SyncDir(const std::string& dir) = 0;
+  virtual Status Remove(const std::string& path) = 0;
+  virtual Status MakeDirs(const std::string& dir) = 0;
+  // Exclusive lock on `path` (created if missing), waiting until `deadline`.
+  virtual Result<std::unique_ptr<FileLock>> Lock(
+      const std::string& path, std::chrono::steady_clock::time_point deadline) = 0;
+};
+
+}  // namespace nvdra::ledger

@@ -1,0 +1,65 @@
+// The in-memory view rebuilt from the log: the latest entry per claim, who
+// holds which resource, and the byte accounting that decides compaction.
+// It applies verified records only and never touches a file, so both the
+// ledger and the read-only inspector (nvdractl ledger verify) use it.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ledger/claim_entry.h"
+#include "ledger/log_format.h"
+
+namespace nvdra::ledger {
+
+class LedgerState {
+ public:
+  // Applies one verified record. A record this version cannot interpret (an
+  // unknown type, or an entry it cannot parse) is kept verbatim so that a
+  // compaction writes it back; the returned message says why.
+  std::optional<std::string> Apply(const DecodedRecord& r);
+
+  // Makes `e` the claim's current entry; `record_size` is its frame size.
+  void Put(ClaimEntry e, uint64_t record_size);
+  void Erase(const std::string& uid);
+
+  const ClaimEntry* Find(const std::string& uid) const;
+  // The live claim holding `resource`, if any.
+  const ClaimEntry* HolderOf(const std::string& resource) const;
+
+  // Drops tombstones older than `ttl`; returns how many. Amortized O(1) per
+  // tombstone (they expire in the order they were written); `full_scan` also
+  // catches any written out of order (a clock step).
+  size_t DropExpiredTombstones(std::chrono::system_clock::time_point now,
+                               std::chrono::nanoseconds ttl, bool full_scan = true);
+
+  const std::map<std::string, ClaimEntry>& entries() const { return entries_; }
+  // Frames kept verbatim (unknown types, unreadable entries), in file order.
+  const std::vector<std::string>& kept_frames() const { return kept_frames_; }
+  uint64_t live_bytes() const { return live_bytes_; }
+  uint64_t generation() const { return generation_; }
+  void set_generation(uint64_t g) { generation_ = g; }
+  // Resources claimed by two live entries at once (only damage or a bug can do that).
+  size_t double_held() const { return double_held_; }
+
+ private:
+  std::map<std::string, ClaimEntry> entries_;
+  std::unordered_map<std::string, uint64_t> record_size_;
+  std::unordered_map<std::string, std::string> holder_;  // resource -> uid
+  std::vector<std::string> kept_frames_;
+  std::deque<std::pair<std::chrono::system_clock::time_point, std::string>> tombstones_;
+  uint64_t kept_bytes_ = 0;
+  uint64_t live_bytes_ = 0;
+  uint64_t generation_ = 0;
+  size_t double_held_ = 0;
+
+ public:
+  uint64_t kept_bytes() const { return kept_bytes_; }
+};
+
+}  // namespace nvdra::ledger

@@ -1,0 +1,71 @@
+// Test helpers shared by the ledger tests: a scratch directory and requests
+// built from short device lists.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ledger/claim_ledger.h"
+
+namespace nvdra::ledger::testing {
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* base = getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/nvdra-ledger-XXXXXX";
+    path_ = mkdtemp(tmpl.data()) ? tmpl : std::string();
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline std::vector<AllocatedDevice> Alloc(const std::vector<std::string>& devices,
+                                          bool admin = false) {
+  std::vector<AllocatedDevice> out;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    out.push_back({"req" + std::to_string(i), "gpu.nvidia.com", "node-a", devices[i], admin, ""});
+  }
+  return out;
+}
+
+inline BeginPrepareRequest Request(const std::string& uid, const std::vector<std::string>& devices,
+                                   bool admin = false) {
+  BeginPrepareRequest r;
+  r.uid = uid;
+  r.ns = "default";
+  r.name = "claim-" + uid;
+  r.allocation = Alloc(devices, admin);
+  r.undo = {{"devices", devices}};
+  return r;
+}
+
+inline std::vector<PreparedDevice> Prepared(const std::string& uid,
+                                            const std::vector<std::string>& devices) {
+  std::vector<PreparedDevice> out;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    out.push_back({{"req" + std::to_string(i)},
+                   "node-a",
+                   devices[i],
+                   {"k8s.gpu.nvidia.com/claim=" + uid + "-" + devices[i]},
+                   ""});
+  }
+  return out;
+}
+
+inline uint64_t FileSize(const std::string& path) {
+  std::error_code ec;
+  auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+}  // namespace nvdra::ledger::testing
