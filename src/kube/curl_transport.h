@@ -1,0 +1,34 @@
+// HttpTransport over libcurl: HTTP/1.1 and TLS with the kubeconfig's CA,
+// client certificate and bearer token, reusing connections (keep-alive).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kube/http_transport.h"
+#include "kube/kube_config.h"
+
+namespace nvdra::kube {
+
+class CurlTransport final : public HttpTransport {
+ public:
+  explicit CurlTransport(KubeConfig config);
+  ~CurlTransport() override;
+  CurlTransport(const CurlTransport&) = delete;
+  CurlTransport& operator=(const CurlTransport&) = delete;
+
+  Result<HttpResponse> RoundTrip(const HttpRequest& request) override;
+
+ private:
+  void* Acquire();
+  void Release(void* handle);
+
+  KubeConfig config_;
+  BearerToken token_;
+  std::mutex mu_;
+  // Idle easy handles; each keeps its own connection alive between requests.
+  std::vector<void*> idle_;
+};
+
+}  // namespace nvdra::kube

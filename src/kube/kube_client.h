@@ -1,0 +1,122 @@
+// A small typed Kubernetes API client: the REST calls nvdra makes, with the
+// client-side rate limit, per-request timeouts and retries every call needs.
+// All traffic goes through one HttpTransport, so policy is testable without
+// a server and the real client is tested against the test API server.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kube/http_transport.h"
+#include "kube/kube_config.h"
+#include "kube/rate_limiter.h"
+#include "kube/resource_claim.h"
+#include "util/clock.h"
+#include "util/status.h"
+
+namespace nvdra::kube {
+
+struct KubeClientOptions {
+  double qps = 5;  // --kube-api-qps
+  int burst = 10;  // --kube-api-burst
+  std::chrono::milliseconds request_timeout{10'000};
+  int max_attempts = 5;  // for 429, 5xx and connection errors
+  std::chrono::milliseconds initial_backoff{250};
+  std::chrono::milliseconds max_backoff{8'000};
+  std::chrono::seconds max_retry_after{60};
+  // resource.k8s.io versions in order of preference.
+  std::vector<std::string> resource_versions{"v1", "v1beta2", "v1beta1"};
+  const Clock* clock = nullptr;  // SystemClock when null
+  // How to wait (rate limit, backoff). Real sleep when empty; tests record.
+  std::function<void(std::chrono::nanoseconds)> sleep;
+};
+
+struct KubeClientStats {
+  uint64_t requests = 0;       // round trips attempted
+  uint64_t retries = 0;        // of which were retries
+  uint64_t rate_limited = 0;   // requests that waited for the rate limiter
+};
+
+// Why a claim cannot be prepared, as the engine needs to tell it apart.
+enum class ClaimCheck {
+  kOk,
+  kNotFound,      // no claim of that name (deleted)
+  kReplaced,      // a claim of that name exists with another UID
+  kNotAllocated,  // status.allocation is not set
+  kError,         // could not ask: transport or server error
+};
+
+struct ClaimCheckResult {
+  ClaimCheck check = ClaimCheck::kError;
+  Status status;  // OK only for kOk; otherwise a message naming the claim
+  std::optional<ResourceClaim> claim;
+};
+
+class KubeClient {
+ public:
+  KubeClient(std::unique_ptr<HttpTransport> transport, KubeClientOptions options = {});
+  // A client over libcurl for `config`.
+  static std::unique_ptr<KubeClient> FromConfig(const KubeConfig& config, KubeClientOptions options = {});
+
+  // One request with rate limiting and retries. Returns the final response
+  // whatever its HTTP status; errors only when no response came back.
+  Result<HttpResponse> Do(const std::string& method, const std::string& path, const std::string& body = "");
+
+  // JSON helpers: a non-2xx answer becomes a Status (NotFound, AlreadyExists,
+  // Conflict, PermissionDenied, InvalidArgument, Unavailable) carrying the
+  // server's message.
+  Result<nlohmann::json> GetJson(const std::string& path);
+  Result<nlohmann::json> ListJson(const std::string& path, const std::string& label_selector = "",
+                                  const std::string& field_selector = "");
+  Result<nlohmann::json> CreateJson(const std::string& path, const nlohmann::json& object);
+  Result<nlohmann::json> UpdateJson(const std::string& path, const nlohmann::json& object);
+  // DELETE with optional uid/resourceVersion preconditions.
+  Status Delete(const std::string& path, const std::string& uid = "", const std::string& resource_version = "");
+
+  // The resource.k8s.io version to use ("v1", "v1beta2", "v1beta1"): the most
+  // preferred one the server serves, from discovery; remembered.
+  Result<std::string> ResourceApiVersion();
+  // Forgets the remembered version (after the server stopped serving it).
+  void ForgetResourceApiVersion();
+
+  Result<ResourceClaim> GetResourceClaim(const std::string& namespace_name, const std::string& name);
+  // GET plus the checks the kubelet plugin helper makes before Prepare.
+  ClaimCheckResult CheckClaim(const std::string& namespace_name, const std::string& name, const std::string& uid);
+  Result<nlohmann::json> GetNode(const std::string& name);
+
+  KubeClientStats stats() const;
+
+  // Percent-encodes a query parameter value.
+  static std::string QueryEscape(const std::string& s);
+
+ private:
+  // A resource.k8s.io request that re-discovers the served version once when
+  // the server answers "404 page not found" for the group version.
+  Result<HttpResponse> DoResource(const std::string& method, const std::string& rest, const std::string& body,
+                                  std::string* version_used);
+  void Sleep(std::chrono::nanoseconds d);
+
+  std::unique_ptr<HttpTransport> transport_;
+  KubeClientOptions options_;
+  const Clock& clock_;
+  RateLimiter limiter_;
+  mutable std::mutex mu_;
+  std::string resource_version_;  // guarded by mu_
+  KubeClientStats stats_;         // guarded by mu_
+};
+
+// Maps a non-2xx response to a Status with the API server's message.
+Status StatusFromResponse(const std::string& method, const std::string& path, const HttpResponse& response);
+// True when a 404 is the server's "no such path" (group version not served)
+// rather than a metav1.Status for a missing object.
+bool IsPathNotServed(const HttpResponse& response);
+
+}  // namespace nvdra::kube

@@ -1,0 +1,266 @@
+// KubeClient over real HTTP(S) against the test API server.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "kube/kube_client.h"
+#include "test_apiserver.h"
+#include "util/file_util.h"
+
+namespace nvdra::kube {
+namespace {
+
+using nvdra::testing::TestApiServer;
+using nvdra::testing::TestApiServerOptions;
+using nlohmann::json;
+
+const std::string kFixtures = std::string(NVDRA_SHARED_DIR) + "/fixtures/kubernetes-api";
+
+KubeClientOptions Fast() {
+  KubeClientOptions o;
+  o.qps = 0;  // tests are not the API server's problem
+  o.initial_backoff = std::chrono::milliseconds(1);
+  o.max_retry_after = std::chrono::seconds(0);
+  o.request_timeout = std::chrono::milliseconds(5000);
+  return o;
+}
+
+json Claim(const std::string& ns, const std::string& name, bool allocated) {
+  json c = {{"apiVersion", "resource.k8s.io/v1"},
+            {"kind", "ResourceClaim"},
+            {"metadata", {{"name", name}, {"namespace", ns}}},
+            {"spec", json::object()}};
+  if (allocated) {
+    c["status"] = {{"allocation",
+                    {{"devices",
+                      {{"results", json::array({{{"request", "gpu"}, {"driver", "gpu.nvidia.com"}, {"pool", "node1"},
+                                                 {"device", "gpu-0"}}})},
+                       {"config", json::array({{{"source", "FromClaim"},
+                                                {"opaque", {{"driver", "gpu.nvidia.com"},
+                                                            {"parameters", {{"kind", "GpuConfig"}}}}}}})}}}}}};
+  }
+  return c;
+}
+
+TEST(KubeClientApiServerTest, EveryFixtureLoadsAndReadsBack) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto client = KubeClient::FromConfig(server.Config(), Fast());
+  size_t seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kFixtures)) {
+    std::string file = entry.path().filename().string();
+    auto text = ReadFileToString(entry.path().string());
+    ASSERT_TRUE(text.ok());
+    json fixture = json::parse(*text);
+    std::string kind = fixture["kind"];
+    if (kind == "ResourceClaim") {
+      auto c = DecodeResourceClaim(*text);
+      ASSERT_TRUE(c.ok()) << file << ": " << c.status().ToString();
+      EXPECT_EQ(c->results.size(), 1u) << file;
+    }
+    if (kind != "ResourceClaim" && kind != "ResourceSlice" && kind != "Node") continue;
+    ++seen;
+    ASSERT_TRUE(server.Control("objects", {}).ok());
+    std::string version = fixture["apiVersion"].get<std::string>();
+    std::string gv = version == "v1" ? "/api/v1" : "/apis/" + version;
+    // Load under a unique name, then read it back through the same version.
+    fixture["metadata"]["name"] = "fx-" + std::to_string(seen);
+    ASSERT_TRUE(server.LoadObject(fixture).ok()) << file;
+    std::string path = kind == "ResourceClaim"
+                           ? gv + "/namespaces/" + fixture["metadata"]["namespace"].get<std::string>() + "/resourceclaims/"
+                           : gv + (kind == "Node" ? "/nodes/" : "/resourceslices/");
+    auto got = client->GetJson(path + fixture["metadata"]["name"].get<std::string>());
+    ASSERT_TRUE(got.ok()) << file << ": " << got.status().ToString();
+    EXPECT_EQ((*got)["spec"], fixture["spec"]) << file;
+    if (kind == "ResourceClaim") {
+      auto c = DecodeResourceClaim(got->dump());
+      ASSERT_TRUE(c.ok());
+      EXPECT_EQ(c->uid, fixture["metadata"]["uid"]) << file;
+      EXPECT_TRUE(c->allocated);
+    }
+  }
+  EXPECT_EQ(seen, 7u);
+}
+
+TEST(KubeClientApiServerTest, CheckClaimDistinguishesOutcomes) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  ASSERT_TRUE(server.LoadObject(Claim("ns", "ok", true)).ok());
+  ASSERT_TRUE(server.LoadObject(Claim("ns", "pending", false)).ok());
+  auto client = KubeClient::FromConfig(server.Config(), Fast());
+  auto ok = client->GetResourceClaim("ns", "ok");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->api_version, "resource.k8s.io/v1");
+  EXPECT_EQ(ok->configs.at(0).opaque->parameters, R"({"kind": "GpuConfig"})");
+
+  auto r = client->CheckClaim("ns", "ok", ok->uid);
+  EXPECT_EQ(r.check, ClaimCheck::kOk) << r.status.ToString();
+  EXPECT_EQ(client->CheckClaim("ns", "missing", "u").check, ClaimCheck::kNotFound);
+  auto pending = client->CheckClaim("ns", "pending", client->GetResourceClaim("ns", "pending")->uid);
+  EXPECT_EQ(pending.check, ClaimCheck::kNotAllocated);
+  EXPECT_EQ(pending.status.message(), "claim ns/pending not allocated");
+
+  auto new_uid = server.Replace("resourceclaims", "ns", "ok");
+  ASSERT_TRUE(new_uid.ok());
+  auto replaced = client->CheckClaim("ns", "ok", ok->uid);
+  EXPECT_EQ(replaced.check, ClaimCheck::kReplaced);
+  EXPECT_NE(replaced.status.message().find("got replaced"), std::string::npos);
+  EXPECT_EQ(replaced.claim->uid, *new_uid);
+
+  ASSERT_TRUE(server.InjectFault({{"drop", true}, {"count", -1}}).ok());
+  KubeClientOptions o = Fast();
+  o.max_attempts = 2;
+  auto down = KubeClient::FromConfig(server.Config(), o)->CheckClaim("ns", "ok", *new_uid);
+  EXPECT_EQ(down.check, ClaimCheck::kError);
+  EXPECT_EQ(down.status.code(), StatusCode::kUnavailable) << down.status.ToString();
+}
+
+TEST(KubeClientApiServerTest, FallsBackToOlderVersionsAndRediscovers) {
+  TestApiServerOptions opts;
+  opts.versions = "v1beta1";
+  TestApiServer server(opts);
+  ASSERT_TRUE(server.ok()) << server.error();
+  ASSERT_TRUE(server.LoadObject(Claim("ns", "c", true)).ok());
+  auto client = KubeClient::FromConfig(server.Config(), Fast());
+  auto c = client->GetResourceClaim("ns", "c");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->api_version, "resource.k8s.io/v1beta1");
+  EXPECT_EQ(*client->ResourceApiVersion(), "v1beta1");
+
+  // The server is upgraded: v1beta1 goes away, v1beta2 appears. The
+  // "404 page not found" for the group version triggers one rediscovery.
+  ASSERT_TRUE(server.SetVersions({"v1beta2"}).ok());
+  c = client->GetResourceClaim("ns", "c");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->api_version, "resource.k8s.io/v1beta2");
+
+  ASSERT_TRUE(server.SetVersions({}).ok());
+  client->ForgetResourceApiVersion();
+  EXPECT_EQ(client->GetResourceClaim("ns", "c").status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(KubeClientApiServerTest, RetriesInjected429And500) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  ASSERT_TRUE(server.LoadFile(kFixtures + "/core.v1.Node.json").ok());
+  ASSERT_TRUE(server.InjectFault({{"status", 429}, {"retry_after", 1}, {"count", 1}}).ok());
+  ASSERT_TRUE(server.InjectFault({{"status", 500}, {"count", 1}}).ok());
+  std::vector<std::chrono::nanoseconds> sleeps;
+  KubeClientOptions o = Fast();
+  o.max_retry_after = std::chrono::seconds(60);
+  o.sleep = [&](std::chrono::nanoseconds d) { sleeps.push_back(d); };
+  auto client = KubeClient::FromConfig(server.Config(), o);
+  auto node = client->GetNode("nameValue");
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  EXPECT_EQ((*node)["metadata"]["uid"], "uidValue");
+  EXPECT_EQ(client->stats().retries, 2u);
+  ASSERT_EQ(sleeps.size(), 2u);
+  EXPECT_EQ(sleeps[0], std::chrono::seconds(1));  // Retry-After honoured
+}
+
+TEST(KubeClientApiServerTest, TimeoutOnSlowServer) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  ASSERT_TRUE(server.InjectFault({{"latency_ms", 1500}, {"count", 1}}).ok());
+  KubeClientOptions o = Fast();
+  o.request_timeout = std::chrono::milliseconds(300);
+  o.max_attempts = 1;
+  auto r = KubeClient::FromConfig(server.Config(), o)->GetJson("/api/v1/nodes/x");
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+}
+
+class TlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    TestApiServerOptions o;
+    o.tls = true;
+    o.token = "s3cret";
+    o.require_client_cert = true;
+    server_ = new TestApiServer(o);
+    ASSERT_TRUE(server_->ok()) << server_->error();
+    ASSERT_TRUE(server_->LoadFile(kFixtures + "/core.v1.Node.json").ok());
+  }
+  static void TearDownTestSuite() { delete server_; }
+  static TestApiServer* server_;
+};
+TestApiServer* TlsTest::server_ = nullptr;
+
+TEST_F(TlsTest, ClientCertificateFiles) {
+  KubeConfig c = server_->Config();
+  c.token.clear();
+  EXPECT_TRUE(KubeClient::FromConfig(c, Fast())->GetNode("nameValue").ok());
+}
+
+TEST_F(TlsTest, KubeconfigWithCaDataAndCertFiles) {
+  auto c = LoadKubeconfig(server_->kubeconfig_path());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->ca_pem.empty());
+  auto node = KubeClient::FromConfig(*c, Fast())->GetNode("nameValue");
+  EXPECT_TRUE(node.ok()) << node.status().ToString();
+}
+
+TEST_F(TlsTest, ClientCertificateData) {
+  KubeConfig c = server_->Config();
+  c.token.clear();
+  c.client_cert_pem = *ReadFileToString(c.client_cert_file);
+  c.client_key_pem = *ReadFileToString(c.client_key_file);
+  c.ca_pem = *ReadFileToString(c.ca_file);
+  c.client_cert_file.clear();
+  c.client_key_file.clear();
+  c.ca_file.clear();
+  auto node = KubeClient::FromConfig(c, Fast())->GetNode("nameValue");
+  EXPECT_TRUE(node.ok()) << node.status().ToString();
+}
+
+TEST_F(TlsTest, TokenAndRotatedTokenFile) {
+  KubeConfig c;
+  c.server = server_->url();
+  c.ca_file = server_->tls_dir() + "/ca.crt";
+  c.token_file = server_->dir() + "/token";
+  ASSERT_TRUE(WriteFileAtomically(c.token_file, "wrong\n").ok());
+  auto client = KubeClient::FromConfig(c, Fast());
+  EXPECT_EQ(client->GetNode("nameValue").status().code(), StatusCode::kPermissionDenied);
+  ASSERT_TRUE(WriteFileAtomically(c.token_file, "s3cret\n").ok());
+  auto node = client->GetNode("nameValue");
+  EXPECT_TRUE(node.ok()) << node.status().ToString();
+}
+
+TEST_F(TlsTest, UnknownCaFailsClearly) {
+  KubeConfig c;
+  c.server = server_->url();
+  c.token = "s3cret";
+  c.ca_file = server_->tls_dir() + "/server.crt";  // not the CA that signed it... a leaf, not a trust anchor
+  c.ca_pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  auto r = KubeClient::FromConfig(c, Fast())->GetNode("nameValue");
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  c.ca_pem.clear();
+  c.ca_file = "/nonexistent/ca.crt";
+  r = KubeClient::FromConfig(c, Fast())->GetNode("nameValue");
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("certificate-authority"), std::string::npos);
+}
+
+TEST_F(TlsTest, InsecureSkipsVerification) {
+  KubeConfig c;
+  c.server = server_->url();
+  c.token = "s3cret";
+  c.insecure_skip_tls_verify = true;
+  EXPECT_TRUE(KubeClient::FromConfig(c, Fast())->GetNode("nameValue").ok());
+  c.insecure_skip_tls_verify = false;
+  c.ca_file = "/etc/ssl/certs/ca-certificates.crt";
+  auto r = KubeClient::FromConfig(c, Fast())->GetNode("nameValue");
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("TLS verification"), std::string::npos);
+}
+
+TEST_F(TlsTest, NoCredentialsIsUnauthorized) {
+  KubeConfig c;
+  c.server = server_->url();
+  c.ca_file = server_->tls_dir() + "/ca.crt";
+  auto r = KubeClient::FromConfig(c, Fast())->GetNode("nameValue");
+  EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(r.status().message().find("Unauthorized"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nvdra::kube

@@ -1,0 +1,159 @@
+#include "kube/kube_client.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+namespace nvdra::kube {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Answers requests from a script and records them.
+class ScriptedTransport : public HttpTransport {
+ public:
+  std::deque<Result<HttpResponse>> answers;
+  std::vector<HttpRequest> seen;
+  Result<HttpResponse> RoundTrip(const HttpRequest& r) override {
+    seen.push_back(r);
+    if (answers.empty()) return Internal("script exhausted");
+    auto a = answers.front();
+    answers.pop_front();
+    return a;
+  }
+};
+
+HttpResponse Resp(long status, std::string body = "{}", std::map<std::string, std::string> headers = {}) {
+  return HttpResponse{status, std::move(body), std::move(headers)};
+}
+
+struct Harness {
+  FakeClock clock;
+  std::vector<std::chrono::nanoseconds> sleeps;
+  ScriptedTransport* transport = nullptr;
+  std::unique_ptr<KubeClient> client;
+  explicit Harness(KubeClientOptions o = {}) {
+    auto t = std::make_unique<ScriptedTransport>();
+    transport = t.get();
+    o.clock = &clock;
+    o.sleep = [this](std::chrono::nanoseconds d) {
+      sleeps.push_back(d);
+      clock.Advance(d);
+    };
+    client = std::make_unique<KubeClient>(std::move(t), o);
+  }
+};
+
+TEST(KubeClientTest, RetriesOn429HonouringRetryAfter) {
+  Harness h;
+  h.transport->answers = {Resp(429, "{}", {{"retry-after", "3"}}), Resp(200, R"({"a":1})")};
+  auto r = h.client->GetJson("/api/v1/nodes/n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["a"], 1);
+  ASSERT_EQ(h.sleeps.size(), 1u);
+  EXPECT_EQ(h.sleeps[0], 3s);
+  EXPECT_EQ(h.client->stats().retries, 1u);
+}
+
+TEST(KubeClientTest, RetriesServerAndConnectionErrorsWithBackoff) {
+  KubeClientOptions o;
+  o.initial_backoff = 100ms;
+  Harness h(o);
+  h.transport->answers = {Resp(500), Unavailable("connection refused"), Resp(503), Resp(200)};
+  ASSERT_TRUE(h.client->GetJson("/x").ok());
+  EXPECT_EQ(h.sleeps, (std::vector<std::chrono::nanoseconds>{100ms, 200ms, 400ms}));
+  EXPECT_EQ(h.transport->seen.size(), 4u);
+}
+
+TEST(KubeClientTest, GivesUpAfterMaxAttempts) {
+  KubeClientOptions o;
+  o.max_attempts = 3;
+  Harness h(o);
+  h.transport->answers = {Resp(500), Resp(500), Resp(500), Resp(200)};
+  auto r = h.client->GetJson("/x");
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(h.transport->seen.size(), 3u);
+  h.transport->answers = {Unavailable("reset"), Unavailable("reset"), Unavailable("reset")};
+  auto r2 = h.client->GetJson("/x");
+  EXPECT_EQ(r2.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r2.status().message().find("after 3 attempts"), std::string::npos);
+}
+
+TEST(KubeClientTest, NeverRetries4xx) {
+  for (long code : {400L, 401L, 403L, 404L, 409L, 422L}) {
+    Harness h;
+    h.transport->answers = {Resp(code, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"m","reason":"R","code":)" +
+                                           std::to_string(code) + "}"),
+                            Resp(200)};
+    auto r = h.client->GetJson("/x");
+    EXPECT_FALSE(r.ok()) << code;
+    EXPECT_EQ(h.transport->seen.size(), 1u) << code;
+    EXPECT_NE(r.status().message().find("m (HTTP " + std::to_string(code)), std::string::npos);
+  }
+}
+
+TEST(KubeClientTest, TlsFailuresAreNotRetried) {
+  Harness h;
+  h.transport->answers = {FailedPrecondition("TLS verification failed"), Resp(200)};
+  EXPECT_EQ(h.client->GetJson("/x").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.transport->seen.size(), 1u);
+}
+
+TEST(KubeClientTest, RateLimitBoundsRequests) {
+  KubeClientOptions o;
+  o.qps = 5;
+  o.burst = 10;
+  Harness h(o);
+  for (int i = 0; i < 30; ++i) h.transport->answers.push_back(Resp(200));
+  auto start = h.clock.SteadyNow();
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(h.client->GetJson("/x").ok());
+  // 10 at once, then 20 more at 5/s: 4 s of (fake) waiting.
+  EXPECT_EQ(h.clock.SteadyNow() - start, 4s);
+  EXPECT_EQ(h.client->stats().rate_limited, 20u);
+}
+
+TEST(KubeClientTest, StatusMapping) {
+  auto st = [](long code, const std::string& reason) {
+    return StatusFromResponse("GET", "/p", Resp(code, R"({"kind":"Status","reason":")" + reason + R"(","message":"x"})")).code();
+  };
+  EXPECT_EQ(st(404, "NotFound"), StatusCode::kNotFound);
+  EXPECT_EQ(st(409, "AlreadyExists"), StatusCode::kAlreadyExists);
+  EXPECT_EQ(st(409, "Conflict"), StatusCode::kConflict);
+  EXPECT_EQ(st(403, "Forbidden"), StatusCode::kPermissionDenied);
+  EXPECT_EQ(st(422, "Invalid"), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(IsPathNotServed(Resp(404, "404 page not found\n")));
+  EXPECT_FALSE(IsPathNotServed(Resp(404, R"({"kind":"Status","reason":"NotFound"})")));
+}
+
+TEST(KubeClientTest, DiscoveryPicksPreferredServedVersion) {
+  Harness h;
+  h.transport->answers = {
+      Resp(200, R"({"kind":"APIGroup","versions":[{"version":"v1beta2"},{"version":"v1beta1"}]})"),
+      Resp(200, R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1beta2","metadata":{"name":"c","namespace":"ns","uid":"u"}})"),
+      Resp(200, R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1beta2","metadata":{"name":"c","namespace":"ns","uid":"u"}})")};
+  auto c = h.client->GetResourceClaim("ns", "c");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(h.transport->seen[1].path, "/apis/resource.k8s.io/v1beta2/namespaces/ns/resourceclaims/c");
+  // Remembered: no second discovery.
+  ASSERT_TRUE(h.client->GetResourceClaim("ns", "c").ok());
+  EXPECT_EQ(h.transport->seen.size(), 3u);
+}
+
+TEST(KubeClientTest, ObjectNotFoundDoesNotTriggerFallback) {
+  Harness h;
+  h.transport->answers = {
+      Resp(200, R"({"versions":[{"version":"v1"},{"version":"v1beta1"}]})"),
+      Resp(404, R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","message":"not found","code":404})")};
+  auto r = h.client->CheckClaim("ns", "c", "u");
+  EXPECT_EQ(r.check, ClaimCheck::kNotFound);
+  EXPECT_EQ(r.status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(h.transport->seen.size(), 2u);
+}
+
+TEST(KubeClientTest, QueryEscape) {
+  EXPECT_EQ(KubeClient::QueryEscape("spec.nodeName=n1,spec.driver=gpu.nvidia.com"),
+            "spec.nodeName%3Dn1%2Cspec.driver%3Dgpu.nvidia.com");
+}
+
+}  // namespace
+}  // namespace nvdra::kube

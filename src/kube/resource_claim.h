@@ -1,0 +1,68 @@
+// The typed subset of a resource.k8s.io ResourceClaim that a node plugin
+// needs. v1, v1beta2 and v1beta1 all decode into this one struct.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/status.h"
+
+namespace nvdra::kube {
+
+struct DeviceRequestAllocationResult {
+  std::string request;  // may carry a subrequest suffix: "req/sub"
+  std::string driver;
+  std::string pool;
+  std::string device;
+  bool admin_access = false;
+  std::optional<std::string> share_id;
+  friend bool operator==(const DeviceRequestAllocationResult&, const DeviceRequestAllocationResult&) = default;
+};
+
+struct OpaqueDeviceConfig {
+  std::string driver;
+  // The parameters exactly as the API server sent them (raw JSON text): the
+  // driver decodes them strictly later, and the ledger may keep them verbatim.
+  std::string parameters;
+  friend bool operator==(const OpaqueDeviceConfig&, const OpaqueDeviceConfig&) = default;
+};
+
+struct DeviceAllocationConfiguration {
+  std::string source;  // "FromClass" | "FromClaim"
+  std::vector<std::string> requests;  // empty: applies to all requests
+  std::optional<OpaqueDeviceConfig> opaque;
+  friend bool operator==(const DeviceAllocationConfiguration&, const DeviceAllocationConfiguration&) = default;
+};
+
+struct ResourceClaimConsumerReference {
+  std::string api_group;
+  std::string resource;
+  std::string name;
+  std::string uid;
+  friend bool operator==(const ResourceClaimConsumerReference&, const ResourceClaimConsumerReference&) = default;
+};
+
+struct ResourceClaim {
+  std::string api_version;  // the version it was read with, e.g. "resource.k8s.io/v1"
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string resource_version;
+  bool allocated = false;  // status.allocation is set
+  std::vector<DeviceRequestAllocationResult> results;
+  std::vector<DeviceAllocationConfiguration> configs;
+  std::vector<ResourceClaimConsumerReference> reserved_for;
+  // status as raw JSON text, byte-exact as received ("" when absent).
+  std::string status_json;
+
+  // "<ns>/<name>" for messages.
+  std::string Ref() const { return namespace_name + "/" + name; }
+};
+
+// Decodes a ResourceClaim object of any served version. Unknown fields are
+// ignored (newer servers add fields); wrong types are errors.
+Result<ResourceClaim> DecodeResourceClaim(std::string_view json_text);
+
+}  // namespace nvdra::kube

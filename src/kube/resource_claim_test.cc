@@ -1,0 +1,78 @@
+#include "kube/resource_claim.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "util/file_util.h"
+
+namespace nvdra::kube {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  auto text = ReadFileToString(std::string(NVDRA_SHARED_DIR) + "/fixtures/kubernetes-api/" + name);
+  EXPECT_TRUE(text.ok()) << text.status().ToString();
+  return text.ok() ? *text : "";
+}
+
+class ClaimFixtureTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ClaimFixtureTest, DecodesEveryField) {
+  std::string text = Fixture("resource.k8s.io." + GetParam() + ".ResourceClaim.json");
+  auto c = DecodeResourceClaim(text);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(c->api_version, "resource.k8s.io/" + GetParam());
+  EXPECT_EQ(c->uid, j["metadata"]["uid"]);
+  EXPECT_EQ(c->name, j["metadata"]["name"]);
+  EXPECT_EQ(c->namespace_name, j["metadata"]["namespace"]);
+  EXPECT_EQ(c->resource_version, j["metadata"]["resourceVersion"]);
+  ASSERT_TRUE(c->allocated);
+  const auto& jr = j["status"]["allocation"]["devices"]["results"];
+  ASSERT_EQ(c->results.size(), jr.size());
+  EXPECT_EQ(c->results[0].request, jr[0]["request"]);
+  EXPECT_EQ(c->results[0].driver, jr[0]["driver"]);
+  EXPECT_EQ(c->results[0].pool, jr[0]["pool"]);
+  EXPECT_EQ(c->results[0].device, jr[0]["device"]);
+  EXPECT_EQ(c->results[0].admin_access, jr[0]["adminAccess"].get<bool>());
+  EXPECT_EQ(c->results[0].share_id, jr[0]["shareID"].get<std::string>());
+  const auto& jc = j["status"]["allocation"]["devices"]["config"];
+  ASSERT_EQ(c->configs.size(), jc.size());
+  EXPECT_EQ(c->configs[0].source, jc[0]["source"]);
+  EXPECT_EQ(c->configs[0].requests, jc[0]["requests"].get<std::vector<std::string>>());
+  ASSERT_TRUE(c->configs[0].opaque.has_value());
+  EXPECT_EQ(c->configs[0].opaque->driver, jc[0]["opaque"]["driver"]);
+  EXPECT_EQ(nlohmann::json::parse(c->configs[0].opaque->parameters), jc[0]["opaque"]["parameters"]);
+  // Byte-exact: the raw text appears verbatim in the document.
+  EXPECT_NE(text.find(c->configs[0].opaque->parameters), std::string::npos);
+  ASSERT_EQ(c->reserved_for.size(), j["status"]["reservedFor"].size());
+  EXPECT_EQ(c->reserved_for[0].uid, j["status"]["reservedFor"][0]["uid"]);
+  EXPECT_EQ(c->reserved_for[0].resource, j["status"]["reservedFor"][0]["resource"]);
+  EXPECT_EQ(nlohmann::json::parse(c->status_json), j["status"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, ClaimFixtureTest, ::testing::Values("v1", "v1beta2", "v1beta1"));
+
+TEST(ResourceClaimTest, ParametersKeptByteExact) {
+  std::string text = R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1","metadata":{"name":"c","namespace":"n","uid":"u"},
+    "status":{"allocation":{"devices":{"results":[{"request":"r","driver":"gpu.nvidia.com","pool":"p","device":"gpu-0"}],
+    "config":[{"source":"FromClaim","opaque":{"driver":"gpu.nvidia.com","parameters":{ "kind" : "GpuConfig","x":1.0e2 }}}]}}}})";
+  auto c = DecodeResourceClaim(text);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->configs[0].opaque->parameters, R"({ "kind" : "GpuConfig","x":1.0e2 })");
+  EXPECT_TRUE(c->configs[0].requests.empty());
+  EXPECT_FALSE(c->results[0].admin_access);
+  EXPECT_FALSE(c->results[0].share_id.has_value());
+}
+
+TEST(ResourceClaimTest, NotAllocatedAndErrors) {
+  auto c = DecodeResourceClaim(R"({"kind":"ResourceClaim","metadata":{"name":"c","uid":"u"},"status":{}})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->allocated);
+  EXPECT_FALSE(DecodeResourceClaim("{not json").ok());
+  EXPECT_EQ(DecodeResourceClaim(R"({"kind":"Pod"})").status().code(), StatusCode::kInvalidArgument);
+  auto bad = DecodeResourceClaim(R"({"kind":"ResourceClaim","metadata":{"name":"c"},"status":{"allocation":{"devices":{"results":[{"adminAccess":"yes"}]}}}})");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace nvdra::kube
