@@ -1,0 +1,112 @@
+#include "cdi/cdi_spec_writer.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "util/file_util.h"
+#include "util/uid.h"
+
+namespace nvdra::cdi {
+
+CdiSpecWriter::CdiSpecWriter(std::string root, std::string vendor, std::string cls)
+    : root_(std::move(root)), vendor_(std::move(vendor)), cls_(std::move(cls)) {}
+
+Status CdiSpecWriter::EnsureRoot() const {
+  struct stat st;
+  if (::stat(root_.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      return FailedPrecondition("CDI root " + root_ + " exists but is not a directory");
+    }
+    return Status::Ok();
+  }
+  return MakeDirectories(root_, 0755).Wrap("creating CDI root");
+}
+
+// The CDI library's GenerateTransientSpecName: "<vendor>-<class>_<uid>"
+// with any '/' turned into '_'.
+std::string CdiSpecWriter::FilePrefix() const { return vendor_ + "-" + cls_ + "_"; }
+
+Result<std::string> CdiSpecWriter::ClaimSpecPath(const std::string& claim_uid) const {
+  NVDRA_RETURN_IF_ERROR(ValidateClaimUid(claim_uid));
+  return JoinPath(root_, FilePrefix() + claim_uid + ".json");
+}
+
+std::string CdiSpecWriter::ClaimDeviceName(const std::string& claim_uid,
+                                           const std::string& device_name) {
+  return claim_uid + "-" + device_name;
+}
+
+std::string CdiSpecWriter::DeviceId(const std::string& claim_uid,
+                                    const std::string& device_name) const {
+  return Kind() + "=" + ClaimDeviceName(claim_uid, device_name);
+}
+
+Spec CdiSpecWriter::BuildClaimSpec(const std::string& claim_uid,
+                                   const std::vector<SpecDevice>& devices,
+                                   const ContainerEdits& common_edits) const {
+  Spec spec;
+  spec.kind = Kind();
+  spec.edits = common_edits;
+  for (const auto& d : devices) {
+    spec.devices.push_back({ClaimDeviceName(claim_uid, d.name), d.edits});
+  }
+  std::sort(spec.devices.begin(), spec.devices.end(),
+            [](const SpecDevice& a, const SpecDevice& b) { return a.name < b.name; });
+  return spec;
+}
+
+Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& spec) const {
+  NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
+  if (spec.kind != Kind()) {
+    return InvalidArgument("CDI spec for claim " + claim_uid + " has kind " + spec.kind +
+                           ", want " + Kind());
+  }
+  for (const auto& d : spec.devices) {
+    if (d.name.rfind(claim_uid + "-", 0) != 0) {
+      return InvalidArgument("CDI device " + d.name + " of claim " + claim_uid +
+                             " does not start with the claim UID");
+    }
+  }
+  NVDRA_RETURN_IF_ERROR(ValidateSpec(spec).Wrap("CDI spec for claim " + claim_uid));
+  std::string content = RenderJson(spec);
+  auto existing = ReadFileToString(path);
+  if (existing.ok() && *existing == content) return Status::Ok();
+  NVDRA_RETURN_IF_ERROR(EnsureRoot());
+  return WriteFileAtomically(path, content, 0644)
+      .Wrap("writing CDI spec for claim " + claim_uid);
+}
+
+Status CdiSpecWriter::RemoveClaimSpec(const std::string& claim_uid) const {
+  NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
+  NVDRA_RETURN_IF_ERROR(RemoveFileIfExists(path).Wrap("removing CDI spec of claim " + claim_uid));
+  return RemoveFileIfExists(JoinPath(root_, FilePrefix() + claim_uid + ".yaml"))
+      .Wrap("removing CDI spec of claim " + claim_uid);
+}
+
+Result<std::vector<std::string>> CdiSpecWriter::ListClaimSpecUids() const {
+  auto names = ListDirectory(root_);
+  if (!names.ok()) {
+    if (names.status().code() == StatusCode::kNotFound) return std::vector<std::string>{};
+    return names.status().Wrap("listing CDI specs");
+  }
+  std::vector<std::string> uids;
+  const std::string prefix = FilePrefix();
+  for (const auto& name : *names) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::string rest = name.substr(prefix.size());
+    for (const char* ext : {".json", ".yaml"}) {
+      std::string e = ext;
+      if (rest.size() > e.size() && rest.compare(rest.size() - e.size(), e.size(), e) == 0) {
+        std::string uid = rest.substr(0, rest.size() - e.size());
+        if (IsValidClaimUid(uid)) uids.push_back(uid);
+      }
+    }
+  }
+  std::sort(uids.begin(), uids.end());
+  uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
+  return uids;
+}
+
+}  // namespace nvdra::cdi

@@ -1,0 +1,62 @@
+// Per-claim ("transient") CDI spec files in the CDI directory:
+// <root>/<vendor>-<class>_<claimUID>.json, kind <vendor>/<class>, device names
+// <claimUID>-<device>. Files are written atomically (temp file + rename in the
+// same directory) so a runtime never reads a partial spec, and byte-stable so
+// re-writing on every Prepare (the directory is often tmpfs) is harmless.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cdi/spec.h"
+#include "util/status.h"
+
+namespace nvdra::cdi {
+
+class CdiSpecWriter {
+ public:
+  // `vendor` e.g. "k8s.gpu.nvidia.com", `cls` e.g. "claim".
+  CdiSpecWriter(std::string root, std::string vendor, std::string cls = "claim");
+
+  const std::string& root() const { return root_; }
+  std::string Kind() const { return vendor_ + "/" + cls_; }
+
+  // Creates the CDI directory (0755) when missing; fails when the path exists
+  // and is not a directory.
+  Status EnsureRoot() const;
+
+  // "<root>/<vendor>-<class>_<uid>.json".
+  Result<std::string> ClaimSpecPath(const std::string& claim_uid) const;
+  // "<uid>-<device>": the device name inside the claim's spec.
+  static std::string ClaimDeviceName(const std::string& claim_uid, const std::string& device_name);
+  // "<vendor>/<class>=<uid>-<device>": what the kubelet passes to the runtime.
+  std::string DeviceId(const std::string& claim_uid, const std::string& device_name) const;
+
+  // Builds the claim's spec from per-device edits (device names unqualified,
+  // e.g. "gpu-0"), sorted by name so the output does not depend on the order
+  // of the request.
+  Spec BuildClaimSpec(const std::string& claim_uid,
+                      const std::vector<SpecDevice>& devices,
+                      const ContainerEdits& common_edits = {}) const;
+
+  // Validates the UID and the spec, renders it and writes it atomically with
+  // mode 0644. Skips the write when the file already holds the same bytes.
+  Status WriteClaimSpec(const std::string& claim_uid, const Spec& spec) const;
+
+  // Removes the claim's spec (.json, and a .yaml left by the upstream
+  // driver); a missing file is success.
+  Status RemoveClaimSpec(const std::string& claim_uid) const;
+
+  // UIDs of every claim spec of our vendor and class in the directory
+  // (sorted, unique), for the reconciler's sweep.
+  Result<std::vector<std::string>> ListClaimSpecUids() const;
+
+ private:
+  std::string FilePrefix() const;
+
+  std::string root_;
+  std::string vendor_;
+  std::string cls_;
+};
+
+}  // namespace nvdra::cdi

@@ -1,0 +1,176 @@
+#include "cdi/cdi_spec_writer.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cdi/testdata/golden.h"
+#include "util/file_util.h"
+
+namespace nvdra::cdi {
+namespace {
+
+const std::string kUid = "0f3a7c2e-5b1d-4e8f-9a6b-1c2d3e4f5a6b";
+
+class CdiSpecWriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nvdra-cdi-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    root_ = dir_ + "/cdi";
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  Spec GpuSpec(const CdiSpecWriter& w, const std::string& uid, int n) {
+    std::vector<SpecDevice> devs;
+    for (int i = n - 1; i >= 0; --i) {
+      ContainerEdits e;
+      e.device_nodes.push_back({.path = "/dev/nvidia" + std::to_string(i)});
+      devs.push_back({"gpu-" + std::to_string(i), e});
+    }
+    ContainerEdits common;
+    common.device_nodes.push_back({.path = "/dev/nvidiactl"});
+    return w.BuildClaimSpec(uid, devs, common);
+  }
+
+  std::string dir_;
+  std::string root_;
+};
+
+TEST_F(CdiSpecWriterTest, NamesFollowUpstreamConvention) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  EXPECT_EQ(w.Kind(), "k8s.gpu.nvidia.com/claim");
+  EXPECT_EQ(w.DeviceId(kUid, "gpu-0"), "k8s.gpu.nvidia.com/claim=" + kUid + "-gpu-0");
+  auto p = w.ClaimSpecPath(kUid);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, root_ + "/k8s.gpu.nvidia.com-claim_" + kUid + ".json");
+  CdiSpecWriter cd(root_, "k8s.compute-domain.nvidia.com");
+  EXPECT_EQ(cd.DeviceId(kUid, "channel-0"),
+            "k8s.compute-domain.nvidia.com/claim=" + kUid + "-channel-0");
+}
+
+TEST_F(CdiSpecWriterTest, RejectsUnsafeUids) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  for (const std::string& uid : std::vector<std::string>{"", "../etc", "a/b", "..", ".hidden", "a b", std::string(200, 'a')}) {
+    EXPECT_FALSE(w.ClaimSpecPath(uid).ok()) << uid;
+    EXPECT_FALSE(w.WriteClaimSpec(uid, GpuSpec(w, "x", 1)).ok()) << uid;
+    EXPECT_FALSE(w.RemoveClaimSpec(uid).ok()) << uid;
+  }
+  EXPECT_FALSE(PathExists(root_)) << "nothing may be created for a rejected claim";
+}
+
+TEST_F(CdiSpecWriterTest, WritesGoldenFileWithMode0644AndSortedDevices) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  Spec spec = GpuSpec(w, kUid, 2);
+  ASSERT_EQ(spec.devices[0].name, kUid + "-gpu-0");
+  ASSERT_TRUE(w.WriteClaimSpec(kUid, spec).ok());
+  std::string path = *w.ClaimSpecPath(kUid);
+  auto content = ReadFileToString(path);
+  ASSERT_TRUE(content.ok());
+  testing::ExpectMatchesGolden(std::string(NVDRA_SOURCE_DIR) + "/src/cdi/testdata/claim_two_gpus.json",
+                               *content);
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  auto y = YAML::Load(*content);
+  EXPECT_EQ(y["cdiVersion"].as<std::string>(), "0.5.0");  // UID starts with a digit
+  EXPECT_EQ(y["devices"].size(), 2u);
+}
+
+TEST_F(CdiSpecWriterTest, RewriteRecreatesMissingFileAndIsIdempotent) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  Spec spec = GpuSpec(w, kUid, 1);
+  ASSERT_TRUE(w.WriteClaimSpec(kUid, spec).ok());
+  std::string path = *w.ClaimSpecPath(kUid);
+  std::string first = *ReadFileToString(path);
+  ASSERT_TRUE(w.WriteClaimSpec(kUid, spec).ok());
+  EXPECT_EQ(*ReadFileToString(path), first);
+  // A reboot empties the tmpfs directory, root included.
+  std::system(("rm -rf '" + root_ + "'").c_str());
+  ASSERT_TRUE(w.WriteClaimSpec(kUid, spec).ok());
+  EXPECT_EQ(*ReadFileToString(path), first);
+  auto names = ListDirectory(root_);
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(names->size(), 1u) << "no temp file may be left behind";
+}
+
+TEST_F(CdiSpecWriterTest, RejectsSpecOfOtherKindOrClaim) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  CdiSpecWriter cd(root_, "k8s.compute-domain.nvidia.com");
+  EXPECT_FALSE(w.WriteClaimSpec(kUid, GpuSpec(cd, kUid, 1)).ok());
+  EXPECT_FALSE(w.WriteClaimSpec(kUid, GpuSpec(w, "1111", 1)).ok());
+}
+
+TEST_F(CdiSpecWriterTest, RemoveAndListAndSweepOnlyOurFiles) {
+  CdiSpecWriter gpu(root_, "k8s.gpu.nvidia.com");
+  CdiSpecWriter cd(root_, "k8s.compute-domain.nvidia.com");
+  const std::string a = "aaaa-1", b = "bbbb-2", c = "cccc-3";
+  ASSERT_TRUE(gpu.WriteClaimSpec(a, GpuSpec(gpu, a, 1)).ok());
+  ASSERT_TRUE(gpu.WriteClaimSpec(b, GpuSpec(gpu, b, 1)).ok());
+  ASSERT_TRUE(cd.WriteClaimSpec(c, GpuSpec(cd, c, 1)).ok());
+  // A spec left by the upstream driver (.yaml) and unrelated files.
+  ASSERT_TRUE(WriteFileAtomically(root_ + "/k8s.gpu.nvidia.com-claim_dddd-4.yaml", "x").ok());
+  ASSERT_TRUE(WriteFileAtomically(root_ + "/nvidia.yaml", "x").ok());
+  ASSERT_TRUE(WriteFileAtomically(root_ + "/k8s.gpu.nvidia.com-claim_..json", "x").ok());
+
+  auto uids = gpu.ListClaimSpecUids();
+  ASSERT_TRUE(uids.ok());
+  EXPECT_EQ(*uids, (std::vector<std::string>{a, b, "dddd-4"}));
+  EXPECT_EQ(*cd.ListClaimSpecUids(), (std::vector<std::string>{c}));
+
+  ASSERT_TRUE(gpu.RemoveClaimSpec(a).ok());
+  ASSERT_TRUE(gpu.RemoveClaimSpec(a).ok()) << "removing twice is fine";
+  ASSERT_TRUE(gpu.RemoveClaimSpec("dddd-4").ok());
+  EXPECT_EQ(*gpu.ListClaimSpecUids(), (std::vector<std::string>{b}));
+  EXPECT_TRUE(PathExists(root_ + "/nvidia.yaml"));
+}
+
+TEST_F(CdiSpecWriterTest, ListOfMissingRootIsEmpty) {
+  CdiSpecWriter w(root_ + "/nope", "k8s.gpu.nvidia.com");
+  auto uids = w.ListClaimSpecUids();
+  ASSERT_TRUE(uids.ok());
+  EXPECT_TRUE(uids->empty());
+}
+
+TEST_F(CdiSpecWriterTest, RootThatIsAFileIsAnError) {
+  ASSERT_TRUE(WriteFileAtomically(root_, "x").ok());
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  Status s = w.EnsureRoot();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+}
+
+// A reader polling the final name while specs are rewritten must only ever
+// see a complete spec (old or new), never a partial one.
+TEST_F(CdiSpecWriterTest, NoPartialFileIsEverVisible) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  Spec small = GpuSpec(w, kUid, 1);
+  Spec large = GpuSpec(w, kUid, 64);
+  const std::string s1 = RenderJson(small), s2 = RenderJson(large);
+  ASSERT_TRUE(w.WriteClaimSpec(kUid, small).ok());
+  std::string path = *w.ClaimSpecPath(kUid);
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0}, bad{0};
+  std::thread reader([&] {
+    while (!done.load() || reads.load() < 50) {
+      auto c = ReadFileToString(path);
+      if (!c.ok() || (*c != s1 && *c != s2)) bad++;
+      reads++;
+    }
+  });
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(w.WriteClaimSpec(kUid, i % 2 ? small : large).ok());
+  }
+  done = true;
+  reader.join();
+  EXPECT_EQ(bad.load(), 0) << "of " << reads.load() << " reads";
+  EXPECT_GE(reads.load(), 50);
+}
+
+}  // namespace
+}  // namespace nvdra::cdi

@@ -1,0 +1,203 @@
+#include "cdi/spec.h"
+
+#include <nlohmann/json.hpp>
+
+namespace nvdra::cdi {
+
+namespace {
+
+bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlnum(char c) { return IsLetter(c) || IsDigit(c); }
+
+bool NameMatches(const std::string& s, bool first_may_be_digit, const std::string& extra) {
+  // Old CDI libraries index the first and last character separately and
+  // crash on single-character names, so we require two.
+  if (s.size() < 2) return false;
+  if (!(IsLetter(s.front()) || (first_may_be_digit && IsDigit(s.front())))) return false;
+  if (!IsAlnum(s.back())) return false;
+  for (char c : s) {
+    if (!IsAlnum(c) && extra.find(c) == std::string::npos) return false;
+  }
+  return true;
+}
+
+bool EditsNeedHostPath(const ContainerEdits& e) {
+  for (const auto& n : e.device_nodes) {
+    if (!n.host_path.empty()) return true;
+  }
+  return false;
+}
+
+bool EditsNeedMountType(const ContainerEdits& e) {
+  for (const auto& m : e.mounts) {
+    if (!m.type.empty()) return true;
+  }
+  return false;
+}
+
+Status ValidateEdits(const ContainerEdits& e, const std::string& where) {
+  for (const auto& env : e.env) {
+    if (env.empty() || env.find('=') == std::string::npos || env.front() == '=') {
+      return InvalidArgument(where + ": environment entry \"" + env + "\" is not KEY=VALUE");
+    }
+  }
+  for (const auto& n : e.device_nodes) {
+    if (n.path.empty() || n.path.front() != '/') {
+      return InvalidArgument(where + ": device node path \"" + n.path + "\" is not absolute");
+    }
+    if (!n.host_path.empty() && n.host_path.front() != '/') {
+      return InvalidArgument(where + ": device node hostPath \"" + n.host_path + "\" is not absolute");
+    }
+    if (!n.type.empty() && n.type != "c" && n.type != "b" && n.type != "u" && n.type != "p") {
+      return InvalidArgument(where + ": device node " + n.path + " has invalid type \"" + n.type + "\"");
+    }
+    if ((n.type == "p") && (n.major || n.minor)) {
+      return InvalidArgument(where + ": fifo device node " + n.path + " must not have major/minor");
+    }
+    for (char c : n.permissions) {
+      if (c != 'r' && c != 'w' && c != 'm') {
+        return InvalidArgument(where + ": device node " + n.path + " has invalid permissions \"" +
+                               n.permissions + "\"");
+      }
+    }
+  }
+  for (const auto& m : e.mounts) {
+    if (m.host_path.empty() || m.container_path.empty() || m.container_path.front() != '/') {
+      return InvalidArgument(where + ": mount " + m.host_path + " -> " + m.container_path +
+                             " needs a host path and an absolute container path");
+    }
+  }
+  for (const auto& h : e.hooks) {
+    if (h.hook_name.empty() || h.path.empty()) {
+      return InvalidArgument(where + ": hook needs hookName and path");
+    }
+  }
+  return Status::Ok();
+}
+
+using ordered_json = nlohmann::ordered_json;
+
+ordered_json EditsToJson(const ContainerEdits& e) {
+  ordered_json j = ordered_json::object();
+  if (!e.env.empty()) j["env"] = e.env;
+  if (!e.device_nodes.empty()) {
+    ordered_json nodes = ordered_json::array();
+    for (const auto& n : e.device_nodes) {
+      ordered_json d = ordered_json::object();
+      d["path"] = n.path;
+      if (!n.host_path.empty()) d["hostPath"] = n.host_path;
+      if (!n.type.empty()) d["type"] = n.type;
+      if (n.major) d["major"] = *n.major;
+      if (n.minor) d["minor"] = *n.minor;
+      // os.FileMode in Go's JSON is a plain integer.
+      if (n.file_mode) d["fileMode"] = *n.file_mode;
+      if (!n.permissions.empty()) d["permissions"] = n.permissions;
+      nodes.push_back(std::move(d));
+    }
+    j["deviceNodes"] = std::move(nodes);
+  }
+  if (!e.hooks.empty()) {
+    ordered_json hooks = ordered_json::array();
+    for (const auto& h : e.hooks) {
+      ordered_json d = ordered_json::object();
+      d["hookName"] = h.hook_name;
+      d["path"] = h.path;
+      if (!h.args.empty()) d["args"] = h.args;
+      if (!h.env.empty()) d["env"] = h.env;
+      if (h.timeout) d["timeout"] = *h.timeout;
+      hooks.push_back(std::move(d));
+    }
+    j["hooks"] = std::move(hooks);
+  }
+  if (!e.mounts.empty()) {
+    ordered_json mounts = ordered_json::array();
+    for (const auto& m : e.mounts) {
+      ordered_json d = ordered_json::object();
+      d["hostPath"] = m.host_path;
+      d["containerPath"] = m.container_path;
+      if (!m.options.empty()) d["options"] = m.options;
+      if (!m.type.empty()) d["type"] = m.type;
+      mounts.push_back(std::move(d));
+    }
+    j["mounts"] = std::move(mounts);
+  }
+  return j;
+}
+
+}  // namespace
+
+bool IsValidVendorName(const std::string& vendor) { return NameMatches(vendor, false, "_-."); }
+bool IsValidClassName(const std::string& cls) { return NameMatches(cls, false, "_-"); }
+bool IsValidDeviceName(const std::string& name) { return NameMatches(name, true, "_-.:"); }
+
+std::string MinimumVersion(const Spec& spec) {
+  bool v050 = EditsNeedHostPath(spec.edits);
+  bool v040 = EditsNeedMountType(spec.edits);
+  for (const auto& d : spec.devices) {
+    if (!d.name.empty() && !IsLetter(d.name.front())) v050 = true;
+    v050 = v050 || EditsNeedHostPath(d.edits);
+    v040 = v040 || EditsNeedMountType(d.edits);
+  }
+  if (v050) return "0.5.0";
+  if (v040) return "0.4.0";
+  return "0.3.0";
+}
+
+Status ValidateSpec(const Spec& spec) {
+  auto slash = spec.kind.find('/');
+  if (slash == std::string::npos || spec.kind.find('/', slash + 1) != std::string::npos) {
+    return InvalidArgument("CDI kind \"" + spec.kind + "\" is not <vendor>/<class>");
+  }
+  std::string vendor = spec.kind.substr(0, slash);
+  std::string cls = spec.kind.substr(slash + 1);
+  if (!IsValidVendorName(vendor)) {
+    return InvalidArgument("CDI vendor \"" + vendor +
+                           "\" is invalid (letters, digits, '_', '-', '.', at least 2 characters, "
+                           "starting with a letter)");
+  }
+  if (!IsValidClassName(cls)) {
+    return InvalidArgument("CDI class \"" + cls +
+                           "\" is invalid (letters, digits, '_', '-', at least 2 characters, "
+                           "starting with a letter)");
+  }
+  if (spec.devices.empty()) {
+    return InvalidArgument("CDI spec of kind " + spec.kind + " has no devices");
+  }
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    const auto& d = spec.devices[i];
+    if (!IsValidDeviceName(d.name)) {
+      return InvalidArgument("CDI device name \"" + d.name + "\" is invalid");
+    }
+    for (size_t k = 0; k < i; ++k) {
+      if (spec.devices[k].name == d.name) {
+        return InvalidArgument("CDI device name \"" + d.name + "\" appears twice");
+      }
+    }
+    if (d.edits.empty()) {
+      // CDI readers reject devices without edits.
+      return InvalidArgument("CDI device " + d.name + " has no container edits");
+    }
+    NVDRA_RETURN_IF_ERROR(ValidateEdits(d.edits, "CDI device " + d.name));
+  }
+  NVDRA_RETURN_IF_ERROR(ValidateEdits(spec.edits, "CDI spec " + spec.kind));
+  return Status::Ok();
+}
+
+std::string RenderJson(const Spec& spec) {
+  ordered_json j = ordered_json::object();
+  j["cdiVersion"] = MinimumVersion(spec);
+  j["kind"] = spec.kind;
+  ordered_json devices = ordered_json::array();
+  for (const auto& d : spec.devices) {
+    ordered_json dj = ordered_json::object();
+    dj["name"] = d.name;
+    dj["containerEdits"] = EditsToJson(d.edits);
+    devices.push_back(std::move(dj));
+  }
+  j["devices"] = std::move(devices);
+  if (!spec.edits.empty()) j["containerEdits"] = EditsToJson(spec.edits);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace nvdra::cdi

@@ -1,0 +1,133 @@
+// The built-in mock hardware profiles, compiled into the binary so
+// --mock-hardware=<name> works without files. Values follow what NVML
+// reports on these machines.
+#include <map>
+#include <string>
+
+#include "devices/mock_profile.h"
+
+namespace nvdra::devices {
+
+namespace {
+
+const char* kH100x8 = R"json({
+  "driverVersion": "570.158.01",
+  "cudaDriverVersion": "12.8",
+  "gpus": [
+    {
+      "count": 8,
+      "productName": "NVIDIA H100 80GB HBM3",
+      "brand": "Nvidia",
+      "architecture": "Hopper",
+      "cudaComputeCapability": "9.0",
+      "memoryBytes": 85520809984,
+      "addressingMode": "HMM",
+      "pciBusIds": ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
+                    "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"],
+      "pcieRoots": ["pci0000:15", "pci0000:27", "pci0000:37", "pci0000:5a",
+                    "pci0000:97", "pci0000:a8", "pci0000:b7", "pci0000:d7"]
+    }
+  ]
+})json";
+
+const char* kA100Mig = R"json({
+  "driverVersion": "550.127.08",
+  "cudaDriverVersion": "12.4",
+  "gpus": [
+    {
+      "count": 2,
+      "productName": "NVIDIA A100-SXM4-40GB",
+      "brand": "Nvidia",
+      "architecture": "Ampere",
+      "cudaComputeCapability": "8.0",
+      "memoryBytes": 42949672960,
+      "pciBusIds": ["0000:07:00.0", "0000:0f:00.0"],
+      "pcieRoots": ["pci0000:00", "pci0000:00"]
+    },
+    {
+      "productName": "NVIDIA A100-SXM4-40GB",
+      "brand": "Nvidia",
+      "architecture": "Ampere",
+      "cudaComputeCapability": "8.0",
+      "memoryBytes": 42949672960,
+      "pciBusIds": ["0000:47:00.0"],
+      "pcieRoots": ["pci0000:40"],
+      "migEnabled": true,
+      "migDevices": [
+        {"profile": "3g.20gb", "giProfileId": 9, "ciProfileId": 2, "giId": 2, "ciId": 0,
+         "placementStart": 0, "placementSize": 4, "multiprocessors": 42, "copyEngines": 3,
+         "decoders": 2, "encoders": 0, "jpegEngines": 0, "ofaEngines": 0, "memoryBytes": 20937965568},
+        {"profile": "2g.10gb", "giProfileId": 14, "ciProfileId": 1, "giId": 3, "ciId": 0,
+         "placementStart": 4, "placementSize": 2, "multiprocessors": 28, "copyEngines": 2,
+         "decoders": 1, "encoders": 0, "jpegEngines": 0, "ofaEngines": 0, "memoryBytes": 10334765056},
+        {"profile": "1g.5gb", "giProfileId": 19, "ciProfileId": 0, "giId": 9, "ciId": 0,
+         "placementStart": 6, "placementSize": 1, "multiprocessors": 14, "copyEngines": 1,
+         "decoders": 0, "encoders": 0, "jpegEngines": 0, "ofaEngines": 0, "memoryBytes": 5100273664}
+      ]
+    },
+    {
+      "productName": "NVIDIA A100-SXM4-40GB",
+      "brand": "Nvidia",
+      "architecture": "Ampere",
+      "cudaComputeCapability": "8.0",
+      "memoryBytes": 42949672960,
+      "pciBusIds": ["0000:4e:00.0"],
+      "pcieRoots": ["pci0000:40"],
+      "migEnabled": true,
+      "migDevices": [
+        {"profile": "1g.5gb+me", "giProfileId": 20, "ciProfileId": 0, "giId": 13, "ciId": 0,
+         "placementStart": 0, "placementSize": 1, "multiprocessors": 14, "copyEngines": 1,
+         "decoders": 1, "encoders": 0, "jpegEngines": 1, "ofaEngines": 1, "memoryBytes": 5100273664},
+        {"profile": "1c.3g.20gb", "giProfileId": 9, "ciProfileId": 0, "giId": 1, "ciId": 0,
+         "placementStart": 4, "placementSize": 4, "multiprocessors": 14, "copyEngines": 3,
+         "decoders": 2, "encoders": 0, "jpegEngines": 0, "ofaEngines": 0, "memoryBytes": 20937965568}
+      ]
+    }
+  ]
+})json";
+
+const char* kGb200x4 = R"json({
+  "driverVersion": "570.158.01",
+  "cudaDriverVersion": "12.8",
+  "clique": {"clusterUUID": "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90", "cliqueId": 32766},
+  "imexChannels": 8,
+  "gpus": [
+    {
+      "count": 4,
+      "productName": "NVIDIA GB200",
+      "brand": "Nvidia",
+      "architecture": "Blackwell",
+      "cudaComputeCapability": "10.0",
+      "memoryBytes": 199715979264,
+      "addressingMode": "ATS",
+      "pciBusIds": ["0008:01:00.0", "0009:01:00.0", "0018:01:00.0", "0019:01:00.0"],
+      "pcieRoots": ["pci0008:00", "pci0009:00", "pci0018:00", "pci0019:00"]
+    }
+  ]
+})json";
+
+const std::map<std::string, const char*>& Profiles() {
+  static const std::map<std::string, const char*> m = {
+      {"a100-mig", kA100Mig}, {"gb200x4", kGb200x4}, {"h100x8", kH100x8}};
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::string> BuiltinMockProfileNames() {
+  std::vector<std::string> names;
+  for (const auto& [n, _] : Profiles()) names.push_back(n);
+  return names;
+}
+
+Result<std::string> BuiltinMockProfileJson(const std::string& name) {
+  auto it = Profiles().find(name);
+  if (it == Profiles().end()) {
+    std::string known;
+    for (const auto& n : BuiltinMockProfileNames()) known += (known.empty() ? "" : ", ") + n;
+    return NotFound("no built-in mock hardware profile \"" + name + "\" (known: " + known + ")");
+  }
+  return std::string(it->second);
+}
+
+}  // namespace nvdra::devices

@@ -1,0 +1,61 @@
+// What hardware discovery reports: the node's GPUs, their existing (static)
+// MIG devices and the NVLink clique. Backend-neutral: filled by NVML or by a
+// mock profile, consumed by publishing and by the CDI edit helpers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nvdra::devices {
+
+struct MigDeviceInfo {
+  int parent_minor = 0;
+  std::string parent_uuid;
+  std::string uuid;         // "MIG-..."
+  std::string profile;      // "1g.10gb", "1c.2g.20gb", "1g.10gb+me"
+  int gi_profile_id = 0;    // NVML GPU-instance profile id (e.g. 19)
+  int ci_profile_id = 0;
+  int gi_id = 0;
+  int ci_id = 0;
+  int placement_start = 0;
+  int placement_size = 0;
+  int multiprocessors = 0;
+  int copy_engines = 0;
+  int decoders = 0;
+  int encoders = 0;
+  int jpeg_engines = 0;
+  int ofa_engines = 0;
+  uint64_t memory_bytes = 0;
+  friend bool operator==(const MigDeviceInfo&, const MigDeviceInfo&) = default;
+};
+
+struct GpuInfo {
+  int minor = 0;
+  std::string uuid;                     // "GPU-..."
+  std::string product_name;             // "NVIDIA H100 80GB HBM3"
+  std::string brand;                    // "Nvidia", "Tesla", ...
+  std::string architecture;             // "Hopper", "Ada Lovelace", ...
+  std::string cuda_compute_capability;  // "9.0"
+  std::string driver_version;           // "570.158.01"
+  std::string cuda_driver_version;      // "12.8"
+  std::string pci_bus_id;               // "0000:3b:00.0"
+  std::optional<std::string> pcie_root; // "pci0000:3a"
+  std::optional<uint64_t> memory_bytes;
+  std::optional<std::string> addressing_mode;  // "HMM", "ATS", "None"
+  bool mig_enabled = false;
+  std::vector<MigDeviceInfo> migs;
+  std::string clique_id;  // "<clusterUUID>.<cliqueId>" or ""
+  friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
+};
+
+struct NodeInventory {
+  std::vector<GpuInfo> gpus;  // sorted by minor
+  std::string driver_version;
+  std::string cuda_driver_version;
+  std::string clique_id;  // the node's clique (all GPUs agree) or ""
+  friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
+};
+
+}  // namespace nvdra::devices

@@ -1,0 +1,56 @@
+// Hardware access behind one interface with two backends, chosen at start:
+// NVML (libnvidia-ml.so.1 loaded with dlopen from the driver root) and a
+// mock built from a hardware profile. Everything downstream (publishing, CDI
+// edits, IMEX channels) uses the driver root the backend reports, so the mock
+// exercises the same code as real hardware.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "devices/device_health.h"
+#include "devices/device_info.h"
+#include "devices/driver_root.h"
+#include "devices/gpu_control.h"
+#include "util/status.h"
+
+namespace nvdra::devices {
+
+struct DeviceLibOptions {
+  // Mock: a built-in profile name (h100x8, a100-mig, gb200x4) or a file.
+  // Empty selects NVML.
+  std::string mock_hardware;
+  // Mock: where the fake driver root is built (e.g. <state-dir>/mock-driver-root).
+  std::string mock_root;
+  // NVML: the driver root as mounted in this container and as the host sees it.
+  std::string container_driver_root = "/driver-root";
+  std::string host_driver_root = "/";
+  // Replaces /proc/devices for major lookups (upstream ALT_PROC_DEVICES_PATH).
+  std::string proc_devices_path;
+  std::string sysfs_root = "/sys";
+  // --additional-xids-to-ignore.
+  std::string additional_xids_to_ignore;
+};
+
+class DeviceLib {
+ public:
+  virtual ~DeviceLib() = default;
+  // Enumerates GPUs and MIG devices. A failure is an error to retry, never an
+  // empty inventory.
+  virtual Result<NodeInventory> Discover() = 0;
+  virtual GpuControl& control() = 0;
+  // A new health source for this backend (not started).
+  virtual std::unique_ptr<DeviceHealthSource> NewHealthSource() = 0;
+  virtual const DriverRoot& driver_root() const = 0;
+  // The file that stands for /proc/devices.
+  virtual std::string proc_devices_path() const = 0;
+  // The /proc/driver/nvidia/capabilities directory as this process sees it.
+  virtual std::string capabilities_dir() const = 0;
+  virtual std::string backend_name() const = 0;
+  // True when regular files may stand for device nodes (the mock root).
+  virtual bool device_nodes_may_be_files() const { return false; }
+};
+
+Result<std::unique_ptr<DeviceLib>> OpenDeviceLib(const DeviceLibOptions& options);
+
+}  // namespace nvdra::devices

@@ -1,0 +1,77 @@
+#include "devices/driver_root.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+
+#include "util/file_util.h"
+
+namespace nvdra::devices {
+
+namespace {
+
+bool IsDirectory(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string Normalize(std::string p) {
+  if (p.empty()) return "/";
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+}  // namespace
+
+DriverRoot::DriverRoot(std::string container_root, std::string host_root)
+    : container_root_(Normalize(std::move(container_root))),
+      host_root_(Normalize(std::move(host_root))) {}
+
+std::string DriverRoot::ContainerDevRoot() const {
+  if (container_root_ != "/" && IsDirectory(JoinPath(container_root_, "dev"))) return container_root_;
+  return "/";
+}
+
+std::string DriverRoot::HostDevRoot() const {
+  return ContainerDevRoot() == "/" ? "/" : host_root_;
+}
+
+std::string DriverRoot::ContainerDevPath(const std::string& dev_path) const {
+  std::string root = ContainerDevRoot();
+  return root == "/" ? dev_path : JoinPath(root, dev_path);
+}
+
+std::string DriverRoot::HostDevPath(const std::string& dev_path) const {
+  std::string root = HostDevRoot();
+  return root == "/" ? "" : JoinPath(root, dev_path);
+}
+
+const std::vector<std::string>& DriverRoot::LibrarySearchDirs() {
+  static const std::vector<std::string> dirs = {
+      "/", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+      "/lib64", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu"};
+  return dirs;
+}
+
+Result<std::string> DriverRoot::FindLibrary(const std::string& name) const {
+  for (const auto& dir : LibrarySearchDirs()) {
+    std::string candidate = JoinPath(JoinPath(container_root_, dir), name);
+    char resolved[PATH_MAX];
+    if (::realpath(candidate.c_str(), resolved) != nullptr) return std::string(resolved);
+  }
+  return NotFound(name + " not found under driver root " + container_root_ +
+                  " (searched /, /usr/lib64, /usr/lib/<arch>-linux-gnu, /lib64, /lib/<arch>-linux-gnu);"
+                  " check --container-driver-root and that the NVIDIA driver is installed");
+}
+
+Result<std::string> DriverRoot::FindBinary(const std::string& name) const {
+  for (const char* dir : {"/opt/bin", "/usr/bin", "/usr/sbin", "/bin", "/sbin"}) {
+    std::string candidate = JoinPath(JoinPath(container_root_, dir), name);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return NotFound(name + " not found under driver root " + container_root_);
+}
+
+}  // namespace nvdra::devices

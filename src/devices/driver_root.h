@@ -1,0 +1,44 @@
+// Where the NVIDIA driver lives, as this process sees it (the container
+// driver root, e.g. /driver-root) and as the host sees it (e.g. / or
+// /run/nvidia/driver). Finds the NVML library and nvidia-smi the way the
+// upstream driver does, and translates device-node paths to host paths for
+// CDI specs, which the runtime reads on the host.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace nvdra::devices {
+
+class DriverRoot {
+ public:
+  DriverRoot(std::string container_root, std::string host_root);
+
+  const std::string& container_root() const { return container_root_; }
+  const std::string& host_root() const { return host_root_; }
+
+  // <root>/dev when it is a directory (containerised driver), else "/".
+  std::string ContainerDevRoot() const;
+  // The host's view of ContainerDevRoot().
+  std::string HostDevRoot() const;
+
+  // Path this process opens for a device node ("/dev/nvidia0").
+  std::string ContainerDevPath(const std::string& dev_path) const;
+  // Host path for a device node, or "" when it equals `dev_path`.
+  std::string HostDevPath(const std::string& dev_path) const;
+
+  // <root>/{,usr/lib64,usr/lib/x86_64-linux-gnu,...}/<name>, symlinks resolved.
+  Result<std::string> FindLibrary(const std::string& name) const;
+  // <root>/{opt/bin,usr/bin,usr/sbin,bin,sbin}/<name>.
+  Result<std::string> FindBinary(const std::string& name) const;
+
+  static const std::vector<std::string>& LibrarySearchDirs();
+
+ private:
+  std::string container_root_;
+  std::string host_root_;
+};
+
+}  // namespace nvdra::devices

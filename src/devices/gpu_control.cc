@@ -1,0 +1,19 @@
+#include "devices/gpu_control.h"
+
+namespace nvdra::devices {
+
+Status ValidateTimeSlice(int interval) {
+  if (interval < 0 || interval > 3) {
+    return InvalidArgument("time-slice interval " + std::to_string(interval) +
+                           " is out of range (0 Default, 1 Short, 2 Medium, 3 Long)");
+  }
+  return Status::Ok();
+}
+
+Status ValidateComputeMode(const std::string& mode) {
+  if (mode == "DEFAULT" || mode == "EXCLUSIVE_PROCESS" || mode == "PROHIBITED") return Status::Ok();
+  return InvalidArgument("compute mode \"" + mode +
+                         "\" is not one of DEFAULT, EXCLUSIVE_PROCESS, PROHIBITED");
+}
+
+}  // namespace nvdra::devices

@@ -1,0 +1,265 @@
+#include "devices/mock_device_lib.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "devices/nvcaps.h"
+#include "devices/pcie_root.h"
+#include "devices/published_devices.h"
+#include "util/file_util.h"
+#include "util/log.h"
+
+namespace nvdra::devices {
+
+namespace {
+
+// Creates a character device node when allowed, else a regular file that
+// stands for it. An existing node or file is left alone.
+Status MakeNode(const std::string& path, int major, int minor, mode_t mode) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) return Status::Ok();
+  if (::geteuid() == 0 &&
+      ::mknod(path.c_str(), S_IFCHR | mode, makedev(static_cast<unsigned>(major), static_cast<unsigned>(minor))) == 0) {
+    ::chmod(path.c_str(), mode);
+    return Status::Ok();
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, mode);
+  if (fd < 0) return Internal("creating mock device node " + path + ": " + ErrnoText(errno));
+  ::close(fd);
+  return Status::Ok();
+}
+
+class MockGpuControl final : public GpuControl {
+ public:
+  MockGpuControl(std::string log_path, std::vector<std::string> uuids)
+      : log_path_(std::move(log_path)), uuids_(std::move(uuids)) {}
+
+  Status SetTimeSlice(const std::string& uuid, int interval) override {
+    NVDRA_RETURN_IF_ERROR(ValidateTimeSlice(interval));
+    return Record(uuid, "SetTimeSlice " + uuid + " " + std::to_string(interval));
+  }
+  Status SetComputeMode(const std::string& uuid, const std::string& mode) override {
+    NVDRA_RETURN_IF_ERROR(ValidateComputeMode(mode));
+    return Record(uuid, "SetComputeMode " + uuid + " " + mode);
+  }
+
+ private:
+  Status Record(const std::string& uuid, const std::string& line) {
+    if (std::find(uuids_.begin(), uuids_.end(), uuid) == uuids_.end()) {
+      return NotFound("no GPU with UUID " + uuid + " on this (mock) node");
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return Internal("opening mock control log " + log_path_ + ": " + ErrnoText(errno));
+    std::string text = line + "\n";
+    ssize_t n = ::write(fd, text.data(), text.size());
+    ::close(fd);
+    if (n != static_cast<ssize_t>(text.size())) return Internal("writing mock control log " + log_path_);
+    return Status::Ok();
+  }
+  std::mutex mu_;
+  std::string log_path_;
+  std::vector<std::string> uuids_;
+};
+
+}  // namespace
+
+int MockDeviceLib::MigGiCapMinor(int gpu_minor, int gi) { return 100 + gpu_minor * 200 + gi * 10; }
+int MockDeviceLib::MigCiCapMinor(int gpu_minor, int gi, int ci) { return MigGiCapMinor(gpu_minor, gi) + 1 + ci; }
+
+MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, XidPolicy xids)
+    : profile_(std::move(profile)), dir_(root), root_(root, root), xids_(std::move(xids)) {}
+
+Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile, const std::string& root,
+                                                             XidPolicy xids) {
+  if (root.empty() || root.front() != '/') {
+    return InvalidArgument("mock driver root \"" + root + "\" must be an absolute path");
+  }
+  auto lib = std::unique_ptr<MockDeviceLib>(new MockDeviceLib(std::move(profile), root, std::move(xids)));
+  NVDRA_RETURN_IF_ERROR(lib->Build().Wrap("building mock driver root in " + root));
+  std::vector<std::string> uuids;
+  for (const auto& g : lib->profile_.inventory.gpus) uuids.push_back(g.uuid);
+  lib->control_ = std::make_unique<MockGpuControl>(lib->control_log_path(), std::move(uuids));
+  return lib;
+}
+
+std::string MockDeviceLib::proc_devices_path() const { return JoinPath(dir_, "proc/devices"); }
+std::string MockDeviceLib::capabilities_dir() const { return JoinPath(dir_, kCapabilitiesDir); }
+std::string MockDeviceLib::health_events_path() const { return JoinPath(dir_, "health-events"); }
+std::string MockDeviceLib::control_log_path() const { return JoinPath(dir_, "state/control.log"); }
+
+Status MockDeviceLib::Build() {
+  const std::string dev = JoinPath(dir_, "dev");
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(dev, "nvidia-caps"), 0755));
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(dev, "nvidia-caps-imex-channels"), 0755));
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(dir_, "state"), 0755));
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(dir_, "proc/driver/nvidia/capabilities"), 0755));
+  NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidiactl"), kMockNvidiaMajor, 255, 0666));
+  NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-uvm"), kMockUvmMajor, 0, 0666));
+  NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-uvm-tools"), kMockUvmMajor, 1, 0666));
+  std::string procdev =
+      "Character devices:\n"
+      "  1 mem\n"
+      "195 nvidia-frontend\n" +
+      std::to_string(kMockImexChannelsMajor) + " nvidia-caps-imex-channels\n" +
+      std::to_string(kMockCapsMajor) + " nvidia-caps\n" +
+      std::to_string(kMockUvmMajor) + " nvidia-uvm\n"
+      "\nBlock devices:\n  8 sd\n";
+  NVDRA_RETURN_IF_ERROR(WriteFileAtomically(proc_devices_path(), procdev, 0644, false));
+  const std::string caps = capabilities_dir();
+  for (const auto& g : profile_.inventory.gpus) {
+    NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia" + std::to_string(g.minor)), kMockNvidiaMajor, g.minor, 0666));
+    for (const auto& m : g.migs) {
+      int gi_minor = MigGiCapMinor(g.minor, m.gi_id), ci_minor = MigCiCapMinor(g.minor, m.gi_id, m.ci_id);
+      std::string gi_path = JoinPath(caps, MigGiAccessPath(g.minor, m.gi_id));
+      std::string ci_path = JoinPath(caps, MigCiAccessPath(g.minor, m.gi_id, m.ci_id));
+      NVDRA_RETURN_IF_ERROR(MakeDirectories(ci_path.substr(0, ci_path.rfind('/')), 0755));
+      NVDRA_RETURN_IF_ERROR(WriteFileAtomically(
+          gi_path, "DeviceFileMinor: " + std::to_string(gi_minor) + "\nDeviceFileMode: 292\nDeviceFileModify: 1\n",
+          0444, false));
+      NVDRA_RETURN_IF_ERROR(WriteFileAtomically(
+          ci_path, "DeviceFileMinor: " + std::to_string(ci_minor) + "\nDeviceFileMode: 292\nDeviceFileModify: 1\n",
+          0444, false));
+      NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps/nvidia-cap" + std::to_string(gi_minor)),
+                                     kMockCapsMajor, gi_minor, 0444));
+      NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps/nvidia-cap" + std::to_string(ci_minor)),
+                                     kMockCapsMajor, ci_minor, 0444));
+    }
+    if (g.pcie_root) {
+      std::string target_dir = JoinPath(dir_, "sys/devices/" + *g.pcie_root + "/" + g.pci_bus_id);
+      NVDRA_RETURN_IF_ERROR(MakeDirectories(target_dir, 0755));
+      std::string link_dir = JoinPath(dir_, "sys/bus/pci/devices");
+      NVDRA_RETURN_IF_ERROR(MakeDirectories(link_dir, 0755));
+      std::string link = JoinPath(link_dir, g.pci_bus_id);
+      ::unlink(link.c_str());
+      if (::symlink(("../../../devices/" + *g.pcie_root + "/" + g.pci_bus_id).c_str(), link.c_str()) != 0) {
+        return Internal("symlink " + link + ": " + ErrnoText(errno));
+      }
+    }
+  }
+  if (!profile_.inventory.clique_id.empty()) {
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(caps, kFabricImexMgmtCap),
+                                              "DeviceFileMinor: 1\nDeviceFileMode: 256\nDeviceFileModify: 1\n",
+                                              0444, false));
+    NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps/nvidia-cap1"), kMockCapsMajor, 1, 0400));
+  }
+  for (int c = 0; c < profile_.imex_channels; ++c) {
+    NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
+                                   kMockImexChannelsMajor, c, 0666));
+  }
+  if (!PathExists(health_events_path())) {
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(health_events_path(), "", 0644, false));
+  }
+  return Status::Ok();
+}
+
+Result<NodeInventory> MockDeviceLib::Discover() {
+  // The fake root may live on tmpfs that was wiped: rebuild what is missing,
+  // like a driver reload would.
+  NVDRA_RETURN_IF_ERROR(Build().Wrap("refreshing mock driver root"));
+  NodeInventory inv = profile_.inventory;
+  // pcieRoot comes from the fake sysfs, through the same code as on real
+  // hardware.
+  for (auto& g : inv.gpus) g.pcie_root = PcieRootForBusId(JoinPath(dir_, "sys"), g.pci_bus_id);
+  return inv;
+}
+
+std::unique_ptr<DeviceHealthSource> MockDeviceLib::NewHealthSource() {
+  return std::make_unique<MockHealthSource>(health_events_path(), xids_);
+}
+
+MockHealthSource::MockHealthSource(std::string events_path, XidPolicy policy)
+    : path_(std::move(events_path)), policy_(std::move(policy)) {}
+
+MockHealthSource::~MockHealthSource() { Stop(); }
+
+void MockHealthSource::HandleLine(const std::string& line) {
+  std::istringstream in(line);
+  std::string device, what;
+  if (!(in >> device >> what) || device.front() == '#') return;
+  // A GPU name addresses all of its MIG devices when MIG is on.
+  std::vector<std::string> targets = {device};
+  for (const auto& g : inventory_.gpus) {
+    if (GpuDeviceName(g.minor) == device) targets = AffectedDevices(g, std::nullopt, std::nullopt);
+  }
+  DeviceHealthEvent ev;
+  if (what == "lost") {
+    ev.state = HealthState::kUnhealthy;
+    ev.message = "GPU lost";
+  } else if (what == "unmonitored") {
+    ev.state = HealthState::kUnmonitored;
+    ev.message = "health events not available";
+  } else if (what == "healthy") {
+    ev.state = HealthState::kHealthy;
+    ev.message = "recovered";
+  } else {
+    uint64_t xid = 0;
+    try {
+      xid = std::stoull(what);
+    } catch (const std::exception&) {
+      spdlog::warn("mock health events: ignoring line \"{}\"", line);
+      return;
+    }
+    bool critical = policy_.IsCritical(xid);
+    ev.state = critical ? HealthState::kUnhealthy : HealthState::kHealthy;
+    ev.xid = xid;
+    ev.message = "XID " + std::to_string(xid) + (critical ? " (critical)" : " (ignored)");
+  }
+  for (const auto& t : targets) {
+    ev.device = t;
+    callback_(ev);
+  }
+}
+
+Status MockHealthSource::PollOnce() {
+  auto text = ReadFileToString(path_);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) return Status::Ok();
+    return text.status();
+  }
+  if (text->size() < offset_) offset_ = 0;  // truncated: start over
+  // Only complete lines; a line being appended is picked up next time.
+  size_t end = text->rfind('\n');
+  if (end == std::string::npos || end + 1 <= offset_) return Status::Ok();
+  std::istringstream in(text->substr(offset_, end + 1 - offset_));
+  offset_ = end + 1;
+  std::string line;
+  while (std::getline(in, line)) HandleLine(line);
+  return Status::Ok();
+}
+
+Status MockHealthSource::Start(const NodeInventory& inventory, HealthCallback callback) {
+  if (thread_.joinable()) return FailedPrecondition("mock health source already started");
+  inventory_ = inventory;
+  callback_ = std::move(callback);
+  NVDRA_RETURN_IF_ERROR(PollOnce());
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stop_) {
+      // Polling a small file is cheap and works on every file system.
+      cv_.wait_for(l, std::chrono::milliseconds(500), [this] { return stop_; });
+      if (stop_) break;
+      l.unlock();
+      Status s = PollOnce();
+      if (!s.ok()) spdlog::warn("mock health events: {}", s.ToString());
+      l.lock();
+    }
+  });
+  return Status::Ok();
+}
+
+void MockHealthSource::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace nvdra::devices

@@ -1,0 +1,93 @@
+// The mock backend: hardware from a MockProfile, plus a fake driver root
+// built in a directory of ours (dev nodes, /proc/devices, nvcaps access
+// files, sysfs links for pcieRoot) so that device-node lookups, CDI edits and
+// IMEX channel handling run the same code as on real hardware. Device nodes
+// are real character devices when we may mknod, regular files otherwise.
+//
+// Layout under the mock root (see docs/mock-hardware.md):
+//   dev/nvidia<N> dev/nvidiactl dev/nvidia-uvm dev/nvidia-uvm-tools
+//   dev/nvidia-caps/nvidia-cap<M> dev/nvidia-caps-imex-channels/channel<C>
+//   proc/devices proc/driver/nvidia/capabilities/{gpu<N>/mig/gi<G>[/ci<C>]/access,fabric-imex-mgmt}
+//   sys/bus/pci/devices/<bdf> -> ../../../devices/<pcieRoot>/<bdf>
+//   health-events          lines "<device> <xid>|lost|unmonitored" to inject
+//   state/control.log      one line per GpuControl call
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "devices/device_lib.h"
+#include "devices/mock_profile.h"
+
+namespace nvdra::devices {
+
+// Majors the fake /proc/devices announces.
+inline constexpr int kMockNvidiaMajor = 195;
+inline constexpr int kMockUvmMajor = 510;
+inline constexpr int kMockCapsMajor = 236;
+inline constexpr int kMockImexChannelsMajor = 235;
+
+class MockDeviceLib final : public DeviceLib {
+ public:
+  // Builds (or refreshes) the fake driver root under `root`.
+  static Result<std::unique_ptr<MockDeviceLib>> Create(MockProfile profile, const std::string& root,
+                                                       XidPolicy xids = XidPolicy());
+
+  Result<NodeInventory> Discover() override;
+  GpuControl& control() override { return *control_; }
+  std::unique_ptr<DeviceHealthSource> NewHealthSource() override;
+  const DriverRoot& driver_root() const override { return root_; }
+  std::string proc_devices_path() const override;
+  std::string capabilities_dir() const override;
+  std::string backend_name() const override { return "mock:" + profile_.name; }
+  bool device_nodes_may_be_files() const override { return true; }
+
+  const MockProfile& profile() const { return profile_; }
+  std::string health_events_path() const;
+  std::string control_log_path() const;
+
+  // nvcaps minors the fake driver assigns (stable per GPU/GI/CI).
+  static int MigGiCapMinor(int gpu_minor, int gi);
+  static int MigCiCapMinor(int gpu_minor, int gi, int ci);
+
+ private:
+  MockDeviceLib(MockProfile profile, std::string root, XidPolicy xids);
+  Status Build();
+  MockProfile profile_;
+  std::string dir_;
+  DriverRoot root_;
+  XidPolicy xids_;
+  std::unique_ptr<GpuControl> control_;
+};
+
+// Reads injected events from the mock's health-events file; every line is
+// handled once.
+class MockHealthSource final : public DeviceHealthSource {
+ public:
+  MockHealthSource(std::string events_path, XidPolicy policy);
+  ~MockHealthSource() override;
+  Status Start(const NodeInventory& inventory, HealthCallback callback) override;
+  void Stop() override;
+  // Handles lines appended since the last call; tests call it directly.
+  Status PollOnce();
+
+  void SetInventoryForTest(const NodeInventory& inv, HealthCallback cb) {
+    inventory_ = inv;
+    callback_ = std::move(cb);
+  }
+
+ private:
+  void HandleLine(const std::string& line);
+  std::string path_;
+  XidPolicy policy_;
+  NodeInventory inventory_;
+  HealthCallback callback_;
+  size_t offset_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace nvdra::devices

@@ -1,0 +1,204 @@
+#include "devices/mock_profile.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "util/file_util.h"
+
+namespace nvdra::devices {
+
+namespace {
+
+using nlohmann::json;
+
+uint64_t Fnv1a64(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// A stable, UUID-shaped id derived from `seed`, so golden files do not move.
+std::string DeterministicUuid(const std::string& seed) {
+  uint64_t a = Fnv1a64(seed), b = Fnv1a64(seed + "#");
+  char out[40];
+  std::snprintf(out, sizeof out, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
+                static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return out;
+}
+
+template <typename T>
+Status Get(const json& j, const char* key, T& out, bool required, const std::string& where) {
+  if (!j.contains(key)) {
+    if (required) return InvalidArgument(where + ": missing \"" + key + "\"");
+    return Status::Ok();
+  }
+  try {
+    out = j.at(key).get<T>();
+  } catch (const json::exception& e) {
+    return InvalidArgument(where + ": \"" + key + "\" has the wrong type: " + e.what());
+  }
+  return Status::Ok();
+}
+
+Status CheckKeys(const json& j, std::initializer_list<const char*> known, const std::string& where) {
+  if (!j.is_object()) return InvalidArgument(where + ": not an object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || it.key() == k;
+    if (!ok) return InvalidArgument(where + ": unknown field \"" + it.key() + "\"");
+  }
+  return Status::Ok();
+}
+
+Result<MigDeviceInfo> ParseMig(const json& j, const std::string& where) {
+  NVDRA_RETURN_IF_ERROR(CheckKeys(j, {"profile", "giProfileId", "ciProfileId", "giId", "ciId", "placementStart",
+                                       "placementSize", "multiprocessors", "copyEngines", "decoders", "encoders",
+                                       "jpegEngines", "ofaEngines", "memoryBytes", "uuid"}, where));
+  MigDeviceInfo m;
+  NVDRA_RETURN_IF_ERROR(Get(j, "profile", m.profile, true, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "giProfileId", m.gi_profile_id, true, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "ciProfileId", m.ci_profile_id, false, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "giId", m.gi_id, true, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "ciId", m.ci_id, false, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "placementStart", m.placement_start, true, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "placementSize", m.placement_size, true, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "multiprocessors", m.multiprocessors, false, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "copyEngines", m.copy_engines, false, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "decoders", m.decoders, false, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "encoders", m.encoders, false, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "jpegEngines", m.jpeg_engines, false, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "ofaEngines", m.ofa_engines, false, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "memoryBytes", m.memory_bytes, false, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "uuid", m.uuid, false, where));
+  if (m.placement_size <= 0 || m.placement_start < 0 || m.gi_id < 0 || m.ci_id < 0) {
+    return InvalidArgument(where + ": placement and instance ids must be non-negative, size positive");
+  }
+  return m;
+}
+
+}  // namespace
+
+Result<MockProfile> ParseMockProfile(const std::string& json_text, const std::string& name) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::exception& e) {
+    return InvalidArgument("mock hardware profile " + name + " is not valid JSON: " + e.what());
+  }
+  const std::string where = "mock hardware profile " + name;
+  NVDRA_RETURN_IF_ERROR(CheckKeys(j, {"driverVersion", "cudaDriverVersion", "clique", "imexChannels", "gpus"}, where));
+  MockProfile p;
+  p.name = name;
+  NodeInventory& inv = p.inventory;
+  NVDRA_RETURN_IF_ERROR(Get(j, "driverVersion", inv.driver_version, true, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "cudaDriverVersion", inv.cuda_driver_version, true, where));
+  NVDRA_RETURN_IF_ERROR(Get(j, "imexChannels", p.imex_channels, false, where));
+  if (p.imex_channels < 0 || p.imex_channels > 2048) {
+    return InvalidArgument(where + ": imexChannels must be 0..2048");
+  }
+  if (j.contains("clique")) {
+    const json& c = j["clique"];
+    NVDRA_RETURN_IF_ERROR(CheckKeys(c, {"clusterUUID", "cliqueId"}, where + " clique"));
+    std::string cluster;
+    unsigned clique = 0;
+    NVDRA_RETURN_IF_ERROR(Get(c, "clusterUUID", cluster, true, where + " clique"));
+    NVDRA_RETURN_IF_ERROR(Get(c, "cliqueId", clique, true, where + " clique"));
+    inv.clique_id = cluster + "." + std::to_string(clique);
+  }
+  if (!j.contains("gpus") || !j["gpus"].is_array()) return InvalidArgument(where + ": \"gpus\" must be a list");
+  int minor = 0;
+  for (size_t gi = 0; gi < j["gpus"].size(); ++gi) {
+    const json& gj = j["gpus"][gi];
+    std::string gwhere = where + " gpus[" + std::to_string(gi) + "]";
+    NVDRA_RETURN_IF_ERROR(CheckKeys(gj, {"count", "productName", "brand", "architecture", "cudaComputeCapability",
+                                          "memoryBytes", "addressingMode", "pciBusIds", "pcieRoots", "uuids",
+                                          "migEnabled", "migDevices"}, gwhere));
+    int count = 1;
+    NVDRA_RETURN_IF_ERROR(Get(gj, "count", count, false, gwhere));
+    if (count < 1 || count > 64) return InvalidArgument(gwhere + ": count must be 1..64");
+    GpuInfo base;
+    base.driver_version = inv.driver_version;
+    base.cuda_driver_version = inv.cuda_driver_version;
+    base.clique_id = inv.clique_id;
+    NVDRA_RETURN_IF_ERROR(Get(gj, "productName", base.product_name, true, gwhere));
+    NVDRA_RETURN_IF_ERROR(Get(gj, "brand", base.brand, true, gwhere));
+    NVDRA_RETURN_IF_ERROR(Get(gj, "architecture", base.architecture, true, gwhere));
+    NVDRA_RETURN_IF_ERROR(Get(gj, "cudaComputeCapability", base.cuda_compute_capability, true, gwhere));
+    if (gj.contains("memoryBytes")) {
+      uint64_t mem = 0;
+      NVDRA_RETURN_IF_ERROR(Get(gj, "memoryBytes", mem, true, gwhere));
+      base.memory_bytes = mem;
+    }
+    if (gj.contains("addressingMode")) {
+      std::string mode;
+      NVDRA_RETURN_IF_ERROR(Get(gj, "addressingMode", mode, true, gwhere));
+      base.addressing_mode = mode;
+    }
+    NVDRA_RETURN_IF_ERROR(Get(gj, "migEnabled", base.mig_enabled, false, gwhere));
+    std::vector<std::string> buses, roots, uuids;
+    NVDRA_RETURN_IF_ERROR(Get(gj, "pciBusIds", buses, false, gwhere));
+    NVDRA_RETURN_IF_ERROR(Get(gj, "pcieRoots", roots, false, gwhere));
+    NVDRA_RETURN_IF_ERROR(Get(gj, "uuids", uuids, false, gwhere));
+    for (auto* list : {&buses, &roots, &uuids}) {
+      if (!list->empty() && static_cast<int>(list->size()) != count) {
+        return InvalidArgument(gwhere + ": pciBusIds, pcieRoots and uuids need one entry per GPU (count " +
+                               std::to_string(count) + ")");
+      }
+    }
+    std::vector<MigDeviceInfo> migs;
+    if (gj.contains("migDevices")) {
+      if (!base.mig_enabled) return InvalidArgument(gwhere + ": migDevices need \"migEnabled\": true");
+      for (size_t mi = 0; mi < gj["migDevices"].size(); ++mi) {
+        NVDRA_ASSIGN_OR_RETURN(auto m, ParseMig(gj["migDevices"][mi], gwhere + " migDevices[" + std::to_string(mi) + "]"));
+        migs.push_back(std::move(m));
+      }
+    }
+    for (int k = 0; k < count; ++k, ++minor) {
+      GpuInfo g = base;
+      g.minor = minor;
+      g.uuid = uuids.empty() ? "GPU-" + DeterministicUuid(name + "/gpu/" + std::to_string(minor)) : uuids[k];
+      char bus[32];
+      std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x10 * (minor + 1) % 0x100);
+      g.pci_bus_id = buses.empty() ? std::string(bus) : buses[k];
+      if (!roots.empty()) g.pcie_root = roots[k];
+      for (const auto& mt : migs) {
+        MigDeviceInfo m = mt;
+        m.parent_minor = minor;
+        m.parent_uuid = g.uuid;
+        if (m.uuid.empty()) {
+          m.uuid = "MIG-" + DeterministicUuid(name + "/mig/" + std::to_string(minor) + "/" +
+                                              std::to_string(m.gi_id) + "/" + std::to_string(m.ci_id));
+        }
+        g.migs.push_back(std::move(m));
+      }
+      inv.gpus.push_back(std::move(g));
+    }
+  }
+  for (size_t a = 0; a < inv.gpus.size(); ++a) {
+    for (size_t b = 0; b < a; ++b) {
+      if (inv.gpus[a].pci_bus_id == inv.gpus[b].pci_bus_id || inv.gpus[a].uuid == inv.gpus[b].uuid) {
+        return InvalidArgument(where + ": GPUs " + std::to_string(b) + " and " + std::to_string(a) +
+                               " share a PCI bus id or UUID");
+      }
+    }
+  }
+  return p;
+}
+
+Result<MockProfile> LoadMockProfile(const std::string& name_or_path) {
+  auto builtin = BuiltinMockProfileJson(name_or_path);
+  if (builtin.ok()) return ParseMockProfile(*builtin, name_or_path);
+  if (name_or_path.find('/') == std::string::npos && !PathExists(name_or_path)) return builtin.status();
+  auto text = ReadFileToString(name_or_path);
+  if (!text.ok()) return text.status().Wrap("reading mock hardware profile");
+  // The base name seeds the generated UUIDs, so they do not depend on where
+  // the file lives.
+  auto slash = name_or_path.find_last_of('/');
+  return ParseMockProfile(*text, slash == std::string::npos ? name_or_path : name_or_path.substr(slash + 1));
+}
+
+}  // namespace nvdra::devices

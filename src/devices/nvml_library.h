@@ -1,0 +1,50 @@
+// Loads libnvidia-ml.so.1 with dlopen and resolves the NVML symbols we use.
+// A missing library or symbol is an error the caller reports and retries;
+// nothing links against NVML at build time.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "devices/nvml_api.h"
+#include "util/status.h"
+
+namespace nvdra::devices {
+
+class NvmlLibrary {
+ public:
+  ~NvmlLibrary();
+  NvmlLibrary(const NvmlLibrary&) = delete;
+  NvmlLibrary& operator=(const NvmlLibrary&) = delete;
+
+  static Result<std::unique_ptr<NvmlLibrary>> Load(const std::string& path);
+
+  const NvmlApi& api() const { return api_; }
+  const std::string& path() const { return path_; }
+
+  // "nvmlDeviceGetName: Not Supported (3)" style text for `rc`.
+  std::string ErrorText(const char* call, nvmlReturn_t rc) const;
+  // A Status for a failed call: Unavailable for errors a retry may fix
+  // (driver not loaded, uninitialised, RM mismatch, timeout), Internal else.
+  Status Error(const char* call, nvmlReturn_t rc) const;
+
+  // nvmlInit for the lifetime of the guard (NVML counts init calls).
+  class Session {
+   public:
+    explicit Session(const NvmlLibrary* lib) : lib_(lib) {}
+    ~Session() { if (lib_) lib_->api().Shutdown(); }
+    Session(Session&& o) noexcept : lib_(o.lib_) { o.lib_ = nullptr; }
+    Session(const Session&) = delete;
+   private:
+    const NvmlLibrary* lib_;
+  };
+  Result<Session> Open() const;
+
+ private:
+  NvmlLibrary() = default;
+  void* handle_ = nullptr;
+  std::string path_;
+  NvmlApi api_{};
+};
+
+}  // namespace nvdra::devices
