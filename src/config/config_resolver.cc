@@ -1,0 +1,166 @@
+#include "config/config_resolver.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "config/config_decoder.h"
+
+namespace nvdra::config {
+namespace {
+
+struct Candidate {
+  std::vector<std::string> requests;
+  Config config;
+  ConfigOrigin origin;
+};
+
+bool IsGpuKind(const Config& c) {
+  return std::holds_alternative<GpuConfig>(c) || std::holds_alternative<MigDeviceConfig>(c) ||
+         std::holds_alternative<VfioDeviceConfig>(c);
+}
+
+bool Matches(const Config& c, std::string_view device_type) {
+  if (std::holds_alternative<GpuConfig>(c)) return device_type == kDeviceTypeGpu;
+  if (std::holds_alternative<MigDeviceConfig>(c)) return device_type == kDeviceTypeMig;
+  if (std::holds_alternative<VfioDeviceConfig>(c)) return device_type == kDeviceTypeVfio;
+  if (std::holds_alternative<ComputeDomainChannelConfig>(c)) return device_type == kDeviceTypeChannel;
+  return device_type == kDeviceTypeDaemon;
+}
+
+std::string_view Join(const std::vector<std::string>& v, std::string& buf) {
+  buf.clear();
+  for (const auto& s : v) buf += (buf.empty() ? "" : ", ") + s;
+  return buf;
+}
+
+Status TypeMismatch(const Config& c, const AllocationResultRef& r) {
+  std::string kind(KindOf(c));
+  if (!IsGpuKind(c)) return InvalidArgument("cannot apply " + kind + " to request: " + r.request);
+  return InvalidArgument("cannot apply " + kind + " to device \"" + r.device + "\" of type \"" + r.device_type +
+                         "\" (request: " + r.request + ")");
+}
+
+Result<std::vector<Candidate>> Defaults(std::string_view driver, const FeatureGates& gates) {
+  std::vector<Candidate> out;
+  if (driver == kGpuDriverName) {
+    if (gates.Enabled(Gate::kPassthroughSupport)) out.push_back({{}, VfioDeviceConfig{}, {}});
+    out.push_back({{}, MigDeviceConfig{}, {}});
+    out.push_back({{}, GpuConfig{}, {}});
+  } else if (driver == kComputeDomainDriverName) {
+    out.push_back({{}, ComputeDomainDaemonConfig{}, {}});
+    out.push_back({{}, ComputeDomainChannelConfig{}, {}});
+  } else {
+    return InvalidArgument("no opaque config defaults for driver \"" + std::string(driver) + "\"; expected " +
+                           std::string(kGpuDriverName) + " or " + std::string(kComputeDomainDriverName));
+  }
+  return out;
+}
+
+bool IsKnownDeviceType(std::string_view driver, std::string_view t) {
+  if (driver == kGpuDriverName) return t == kDeviceTypeGpu || t == kDeviceTypeMig || t == kDeviceTypeVfio;
+  return t == kDeviceTypeChannel || t == kDeviceTypeDaemon;
+}
+
+bool IsMps(const Config& c) {
+  if (auto* g = std::get_if<GpuConfig>(&c)) return g->IsMps();
+  if (auto* m = std::get_if<MigDeviceConfig>(&c)) return m->IsMps();
+  return false;
+}
+
+bool ResultLess(const AllocationResultRef& a, const AllocationResultRef& b) {
+  return std::tie(a.request, a.device) < std::tie(b.request, b.device);
+}
+
+}  // namespace
+
+std::string ConfigOrigin::ToString() const {
+  switch (kind) {
+    case Kind::kDefault: return "driver default";
+    case Kind::kClass: return "class config #" + std::to_string(index);
+    case Kind::kClaim: return "claim config #" + std::to_string(index);
+  }
+  return "config";
+}
+
+Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const std::vector<ClaimConfig>& configs,
+                                                const std::vector<AllocationResultRef>& results,
+                                                const FeatureGates& gates) {
+  NVDRA_ASSIGN_OR_RETURN(std::vector<Candidate> candidates, Defaults(driver, gates));
+
+  // Class configs first, then claim configs, each in their given order:
+  // walking the list backwards then finds the highest precedence first.
+  // Like upstream, every config of this driver is decoded, used or not.
+  for (ConfigSource source : {ConfigSource::kFromClass, ConfigSource::kFromClaim}) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const ClaimConfig& cc = configs[i];
+      if (cc.source != source) continue;
+      if (!cc.opaque) return InvalidArgument("only opaque parameters are supported by this driver");
+      if (cc.driver != driver) continue;
+      auto decoded = DecodeStrict(cc.parameters_json);
+      if (!decoded.ok()) {
+        return decoded.status().Wrap("error getting opaque device configs: error decoding config parameters");
+      }
+      ConfigOrigin origin{source == ConfigSource::kFromClass ? ConfigOrigin::Kind::kClass : ConfigOrigin::Kind::kClaim, i};
+      candidates.push_back({cc.requests, std::move(decoded).value(), origin});
+    }
+  }
+
+  // For each result, the index of the candidate that applies to it.
+  std::vector<std::vector<AllocationResultRef>> assigned(candidates.size());
+  for (const AllocationResultRef& r : results) {
+    if (!r.driver.empty() && r.driver != driver) continue;
+    if (!IsKnownDeviceType(driver, r.device_type)) {
+      return InvalidArgument("device \"" + r.device + "\" (request: " + r.request + ") has type \"" + r.device_type +
+                             "\", which driver " + std::string(driver) + " does not serve");
+    }
+    std::optional<size_t> chosen;
+    for (size_t i = candidates.size(); i-- > 0;) {
+      const Candidate& c = candidates[i];
+      if (std::find(c.requests.begin(), c.requests.end(), r.request) != c.requests.end()) {
+        if (!Matches(c.config, r.device_type)) return TypeMismatch(c.config, r);
+        chosen = i;
+        break;
+      }
+      if (c.requests.empty() && Matches(c.config, r.device_type)) {
+        chosen = i;
+        break;
+      }
+    }
+    if (!chosen) {
+      // Only vfio devices can get here: their default exists only with
+      // PassthroughSupport on.
+      return InvalidArgument("no opaque config applies to device \"" + r.device + "\" of type \"" + r.device_type +
+                             "\" (request: " + r.request + "); is the PassthroughSupport feature gate enabled?");
+    }
+    assigned[*chosen].push_back(r);
+  }
+
+  std::vector<ConfigGroup> groups;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (assigned[i].empty()) continue;
+    std::sort(assigned[i].begin(), assigned[i].end(), ResultLess);
+    groups.push_back({std::move(candidates[i].config), candidates[i].origin, std::move(assigned[i])});
+  }
+  std::sort(groups.begin(), groups.end(),
+            [](const ConfigGroup& a, const ConfigGroup& b) { return ResultLess(a.results.front(), b.results.front()); });
+
+  std::string buf;
+  for (ConfigGroup& g : groups) {
+    Normalize(g.config, gates);
+    Status st = Validate(g.config, gates);
+    if (!st.ok()) {
+      return st.Wrap(IsGpuKind(g.config) ? "error validating GPU config" : "error validating config");
+    }
+    if (IsMps(g.config)) {
+      std::vector<std::string> requests;
+      for (const auto& r : g.results) {
+        if (std::find(requests.begin(), requests.end(), r.request) == requests.end()) requests.push_back(r.request);
+      }
+      return FailedPrecondition("MPS sharing is not supported yet by nvdra (requests: " +
+                                std::string(Join(requests, buf)) + ")");
+    }
+  }
+  return groups;
+}
+
+}  // namespace nvdra::config

@@ -1,0 +1,79 @@
+// Decides which opaque config applies to each allocated device of a claim:
+// driver defaults < DeviceClass configs < claim configs, later beats earlier,
+// request-scoped configs only for their requests, unscoped configs only for
+// devices of a matching type, other drivers' configs ignored. Every selected
+// config is decoded strictly, normalized and validated here, without I/O, so
+// the claim engine can reject a bad claim before its first durable write.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/feature_gates.h"
+#include "config/opaque_config.h"
+#include "util/status.h"
+
+namespace nvdra::config {
+
+inline constexpr std::string_view kGpuDriverName = "gpu.nvidia.com";
+inline constexpr std::string_view kComputeDomainDriverName = "compute-domain.nvidia.com";
+
+// Device types, as upstream names them in errors and metrics.
+inline constexpr std::string_view kDeviceTypeGpu = "gpu";
+inline constexpr std::string_view kDeviceTypeMig = "mig";
+inline constexpr std::string_view kDeviceTypeVfio = "vfio";
+inline constexpr std::string_view kDeviceTypeChannel = "channel";
+inline constexpr std::string_view kDeviceTypeDaemon = "daemon";
+
+enum class ConfigSource { kFromClass, kFromClaim };
+
+// One entry of ResourceClaim.status.allocation.devices.config.
+struct ClaimConfig {
+  ConfigSource source = ConfigSource::kFromClaim;
+  std::vector<std::string> requests;  // empty: applies to every request
+  std::string driver;                 // opaque.driver
+  std::string parameters_json;        // opaque.parameters, raw bytes as received
+  bool opaque = true;                 // false: a config kind this API version does not know
+};
+
+// One allocation result of the claim.
+struct AllocationResultRef {
+  std::string request;
+  std::string device;
+  std::string device_type;  // one of the kDeviceType* values
+  // Results of other drivers are skipped; empty means "this driver".
+  std::string driver;
+
+  friend bool operator==(const AllocationResultRef&, const AllocationResultRef&) = default;
+};
+
+// Where a selected config came from; for logs and error context.
+struct ConfigOrigin {
+  enum class Kind { kDefault, kClass, kClaim } kind = Kind::kDefault;
+  size_t index = 0;  // position among the claim's config entries (class or claim)
+  std::string ToString() const;
+  friend bool operator==(const ConfigOrigin&, const ConfigOrigin&) = default;
+};
+
+struct ConfigGroup {
+  Config config;  // normalized and validated
+  ConfigOrigin origin;
+  std::vector<AllocationResultRef> results;  // sorted by (request, device)
+};
+
+// Returns one group per config that applies to at least one result, sorted
+// by the first result's (request, device), so equal input gives equal output.
+// Errors (all permanent for the claim) carry upstream's wording, e.g.
+//   error getting opaque device configs: error decoding config parameters:
+//       strict decoding error: unknown field "unexpectedField"
+//   cannot apply GpuConfig to device "gpu-0" of type "mig" (request: r0)
+//   error validating GPU config: unknown time-slice interval: ...
+//   only opaque parameters are supported by this driver
+// A validated MPS config fails with "MPS sharing is not supported yet by
+// nvdra" because the MPS control daemon is not implemented.
+Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const std::vector<ClaimConfig>& configs,
+                                                const std::vector<AllocationResultRef>& results,
+                                                const FeatureGates& gates);
+
+}  // namespace nvdra::config

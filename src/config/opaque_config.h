@@ -1,0 +1,139 @@
+// The opaque device configuration API, group/version
+// `resource.nvidia.com/v1beta1`: the config kinds users put into
+// ResourceClaims and DeviceClasses, their implied defaults (Normalize), their
+// rules (Validate, with upstream's messages) and a canonical JSON form that the
+// ledger keeps as the undo record of a prepared claim.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "config/feature_gates.h"
+#include "config/quantity.h"
+#include "util/status.h"
+
+namespace nvdra::config {
+
+inline constexpr std::string_view kApiVersion = "resource.nvidia.com/v1beta1";
+inline constexpr std::string_view kGpuConfigKind = "GpuConfig";
+inline constexpr std::string_view kMigDeviceConfigKind = "MigDeviceConfig";
+inline constexpr std::string_view kVfioDeviceConfigKind = "VfioDeviceConfig";
+inline constexpr std::string_view kComputeDomainChannelConfigKind = "ComputeDomainChannelConfig";
+inline constexpr std::string_view kComputeDomainDaemonConfigKind = "ComputeDomainDaemonConfig";
+
+inline constexpr std::string_view kTimeSlicingStrategy = "TimeSlicing";
+inline constexpr std::string_view kMpsStrategy = "MPS";
+
+// `nvidia-smi compute-policy --set-timeslice` takes the interval as 0..3.
+enum class TimeSliceInterval { kDefault = 0, kShort = 1, kMedium = 2, kLong = 3 };
+std::optional<TimeSliceInterval> ParseTimeSliceInterval(std::string_view name);
+std::string_view TimeSliceIntervalName(TimeSliceInterval interval);
+
+// Decoded values keep what the user wrote (strings stay strings) so that
+// validation, not decoding, reports an unknown strategy or interval with
+// upstream's message.
+struct TimeSlicingConfig {
+  std::optional<std::string> interval;
+  friend bool operator==(const TimeSlicingConfig&, const TimeSlicingConfig&) = default;
+};
+
+struct MpsConfig {
+  std::optional<int64_t> default_active_thread_percentage;
+  std::optional<Quantity> default_pinned_device_memory_limit;
+  // Keyed by device UUID or by index into the claim's sorted GPU UUIDs.
+  std::map<std::string, Quantity> default_per_device_pinned_memory_limit;
+
+  // Upstream's per-device limits for the given (sorted) UUIDs: the default
+  // limit for every device, overridden per key; values as "<n>M".
+  Result<std::map<std::string, std::string>> PinnedLimitsFor(const std::vector<std::string>& uuids) const;
+
+  friend bool operator==(const MpsConfig&, const MpsConfig&) = default;
+};
+
+struct GpuSharing {
+  std::string strategy;
+  std::optional<TimeSlicingConfig> time_slicing_config;
+  std::optional<MpsConfig> mps_config;
+  friend bool operator==(const GpuSharing&, const GpuSharing&) = default;
+};
+
+struct GpuConfig {
+  std::optional<GpuSharing> sharing;
+
+  bool IsTimeSlicing() const { return sharing && sharing->strategy == kTimeSlicingStrategy; }
+  bool IsMps() const { return sharing && sharing->strategy == kMpsStrategy; }
+  // The interval to program, for a normalized time-slicing config.
+  std::optional<TimeSliceInterval> TimeSlice() const;
+
+  friend bool operator==(const GpuConfig&, const GpuConfig&) = default;
+};
+
+// MIG devices cannot be time-sliced individually, so there is no
+// timeSlicingConfig here (a strict decode rejects one).
+struct MigDeviceSharing {
+  std::string strategy;
+  std::optional<MpsConfig> mps_config;
+  friend bool operator==(const MigDeviceSharing&, const MigDeviceSharing&) = default;
+};
+
+struct MigDeviceConfig {
+  std::optional<MigDeviceSharing> sharing;
+  bool IsTimeSlicing() const { return sharing && sharing->strategy == kTimeSlicingStrategy; }
+  bool IsMps() const { return sharing && sharing->strategy == kMpsStrategy; }
+  friend bool operator==(const MigDeviceConfig&, const MigDeviceConfig&) = default;
+};
+
+inline constexpr std::string_view kIommuLegacyOnly = "LegacyOnly";
+inline constexpr std::string_view kIommuPreferIommuFD = "PreferIommuFD";
+
+struct IommuConfig {
+  std::string backend_policy;
+  std::optional<bool> enable_api_device;
+  friend bool operator==(const IommuConfig&, const IommuConfig&) = default;
+};
+
+struct VfioDeviceConfig {
+  std::optional<IommuConfig> iommu;
+  friend bool operator==(const VfioDeviceConfig&, const VfioDeviceConfig&) = default;
+};
+
+inline constexpr std::string_view kAllocationModeSingle = "Single";
+inline constexpr std::string_view kAllocationModeAll = "All";
+
+struct ComputeDomainChannelConfig {
+  std::string domain_id;  // the ComputeDomain's UID
+  std::string allocation_mode;  // "Single" (one channel) or "All"
+  friend bool operator==(const ComputeDomainChannelConfig&, const ComputeDomainChannelConfig&) = default;
+};
+
+struct ComputeDomainDaemonConfig {
+  std::string domain_id;
+  friend bool operator==(const ComputeDomainDaemonConfig&, const ComputeDomainDaemonConfig&) = default;
+};
+
+using Config = std::variant<GpuConfig, MigDeviceConfig, VfioDeviceConfig, ComputeDomainChannelConfig,
+                            ComputeDomainDaemonConfig>;
+
+std::string_view KindOf(const Config& config);
+
+// Fills in implied defaults (upstream's Normalize, plus: a timeSlicingConfig
+// without an interval means "Default", and an empty allocationMode "Single").
+// Gate-dependent like upstream: with a gate off, the config is left for
+// Validate to reject.
+void Normalize(Config& config, const FeatureGates& gates);
+
+// Upstream's Validate with upstream's messages, e.g.
+// `"TimeSlicing" is selected as the GPU sharing strategy, but the
+// "TimeSlicingSettings" feature gate is not enabled`, "domainID cannot be empty".
+Status Validate(const Config& config, const FeatureGates& gates);
+
+// Compact JSON with a fixed member order (kind, apiVersion, then fields in
+// declaration order; map keys sorted). DecodeLenient(ToCanonicalJson(c)) == c.
+std::string ToCanonicalJson(const Config& config);
+
+}  // namespace nvdra::config
