@@ -1,5 +1,7 @@
 #include "config/config_decoder.h"
 
+#include <random>
+
 #include <gtest/gtest.h>
 
 namespace nvdra::config {
@@ -187,6 +189,44 @@ TEST(ConfigDecoderTest, LenientDecodingIgnoresWhatItDoesNotKnow) {
   ASSERT_TRUE(q2.ok()) << q2.status().ToString();
   EXPECT_FALSE(std::get<GpuConfig>(*q2).sharing->mps_config->default_pinned_device_memory_limit.has_value());
   EXPECT_FALSE(DecodeLenient(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"FutureConfig"})").ok());
+}
+
+TEST(ConfigDecoderTest, MutatedInputNeverCrashes) {
+  const std::string seeds[] = {
+      Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50,)"
+                       R"("defaultPinnedDeviceMemoryLimit":"10Gi","defaultPerDevicePinnedMemoryLimit":{"0":"1Gi"}}})"),
+      Doc("VfioDeviceConfig", R"("iommu":{"backendPolicy":"LegacyOnly","enableAPIDevice":true})"),
+      Doc("ComputeDomainChannelConfig", R"("domainID":"x","allocationMode":"All")"),
+  };
+  const char kAlphabet[] = "{}[]\",:0123456789.eE-+ntfaGiMk \\\x00\xff";
+  std::mt19937 rng(12345);  // fixed seed: reproducible
+  int decoded = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string doc = seeds[i % 3];
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !doc.empty(); ++e) {
+      size_t pos = rng() % doc.size();
+      switch (rng() % 3) {
+        case 0: doc[pos] = kAlphabet[rng() % (sizeof(kAlphabet) - 1)]; break;
+        case 1: doc.erase(pos, 1 + rng() % 8); break;
+        default: doc.insert(pos, 1, kAlphabet[rng() % (sizeof(kAlphabet) - 1)]); break;
+      }
+    }
+    for (bool strict : {true, false}) {
+      auto c = strict ? DecodeStrict(doc) : DecodeLenient(doc);
+      if (c.ok()) {
+        ++decoded;
+        // Whatever decodes renders to a document that decodes to the same value.
+        auto again = DecodeLenient(ToCanonicalJson(*c));
+        ASSERT_TRUE(again.ok()) << doc;
+        EXPECT_EQ(*again, *c) << doc;
+      } else {
+        EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << doc;
+        EXPECT_FALSE(c.status().message().empty());
+      }
+    }
+  }
+  EXPECT_GT(decoded, 0);
 }
 
 }  // namespace

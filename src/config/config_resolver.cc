@@ -67,6 +67,19 @@ bool IsMps(const Config& c) {
   return false;
 }
 
+// DeviceClaimConfiguration.requests may name a main request, which then
+// covers all of its subrequests ("gpu" matches the result request
+// "gpu/large"), or one subrequest exactly. Upstream compares whole strings
+// and so silently skips configs for requests that use firstAvailable.
+bool NamesRequest(const std::vector<std::string>& requests, const std::string& result_request) {
+  std::string_view main = result_request;
+  if (size_t slash = main.find('/'); slash != std::string_view::npos) main = main.substr(0, slash);
+  for (const auto& r : requests) {
+    if (r == result_request || r == main) return true;
+  }
+  return false;
+}
+
 bool ResultLess(const AllocationResultRef& a, const AllocationResultRef& b) {
   return std::tie(a.request, a.device) < std::tie(b.request, b.device);
 }
@@ -116,7 +129,7 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const s
     std::optional<size_t> chosen;
     for (size_t i = candidates.size(); i-- > 0;) {
       const Candidate& c = candidates[i];
-      if (std::find(c.requests.begin(), c.requests.end(), r.request) != c.requests.end()) {
+      if (NamesRequest(c.requests, r.request)) {
         if (!Matches(c.config, r.device_type)) return TypeMismatch(c.config, r);
         chosen = i;
         break;

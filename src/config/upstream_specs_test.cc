@@ -1,1 +1,184 @@
+// Every opaque config in the upstream user specs must decode as the Go driver
+// decodes it, and resolve for the requests it names.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
 #include <gtest/gtest.h>
+
+#include "config/config_decoder.h"
+#include "config/config_resolver.h"
+#include "config/yaml_to_json.h"
+
+namespace nvdra::config {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ManifestConfig;
+using testing::OpaqueConfigsInManifest;
+
+const fs::path kSpecs = fs::path(NVDRA_SHARED_DIR) / "fixtures" / "upstream-user-specs";
+const FeatureGates kSharingGates =
+    FeatureGates().With(Gate::kTimeSlicingSettings, true).With(Gate::kMPSSupport, true);
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Fills the bats templates' ${PLACEHOLDERS} the way the bats suite does for
+// resource.k8s.io/v1.
+std::string Instantiate(std::string text) {
+  const std::pair<const char*, const char*> kValues[] = {
+      {"${TEST_K8S_RESOURCE_API_VERSION}", "v1"},
+      {"${TEST_DEVCLASSNAME_CD_CHANNEL}", "exactly:\n        deviceClassName: compute-domain-default-channel.nvidia.com"},
+  };
+  for (const auto& [key, value] : kValues) {
+    for (size_t pos; (pos = text.find(key)) != std::string::npos;) text.replace(pos, std::strlen(key), value);
+  }
+  return text;
+}
+
+std::vector<ManifestConfig> Load(const std::string& name) {
+  std::string text = ReadFile(kSpecs / name);
+  EXPECT_FALSE(text.empty()) << "missing fixture " << name;
+  text = Instantiate(std::move(text));
+  EXPECT_EQ(text.find("${"), std::string::npos) << name << " has a placeholder this test does not know";
+  return OpaqueConfigsInManifest(text);
+}
+
+Config DecodeOrDie(const ManifestConfig& mc) {
+  auto c = DecodeStrict(mc.config.parameters_json);
+  EXPECT_TRUE(c.ok()) << mc.object_name << ": " << c.status().ToString() << "\n" << mc.config.parameters_json;
+  return c.ok() ? *c : Config{};
+}
+
+TEST(UpstreamSpecsTest, EveryOpaqueConfigIsAccountedFor) {
+  std::map<std::string, size_t> counts;
+  for (const auto& entry : fs::directory_iterator(kSpecs)) {
+    size_t n = Load(entry.path().filename().string()).size();
+    if (n > 0) counts[entry.path().filename().string()] = n;
+  }
+  const std::map<std::string, size_t> want = {
+      {"gpu-test-mps.yaml", 1}, {"gpu-test-vfio-config.yaml", 1}, {"gpu-test5.yaml", 2},
+      {"gpu-test6.yaml", 1},    {"rc-opaque-cfg-unknown-field.yaml.tmpl", 1},
+  };
+  EXPECT_EQ(counts, want) << "a fixture gained or lost an opaque config: add its expectations below";
+}
+
+TEST(UpstreamSpecsTest, MpsSpec) {
+  auto configs = Load("gpu-test-mps.yaml");
+  ASSERT_EQ(configs.size(), 1u);
+  EXPECT_EQ(configs[0].object_kind, "ResourceClaimTemplate");
+  EXPECT_EQ(configs[0].config.driver, "gpu.nvidia.com");
+  EXPECT_EQ(configs[0].config.requests, std::vector<std::string>{"mps-gpu"});
+  Config c = DecodeOrDie(configs[0]);
+  const auto& gpu = std::get<GpuConfig>(c);
+  ASSERT_TRUE(gpu.IsMps());
+  const MpsConfig& mps = *gpu.sharing->mps_config;
+  EXPECT_EQ(mps.default_active_thread_percentage, 50);
+  ASSERT_TRUE(mps.default_pinned_device_memory_limit.has_value());
+  EXPECT_EQ(mps.default_pinned_device_memory_limit->value(), 10LL * 1024 * 1024 * 1024);
+  EXPECT_EQ(mps.default_pinned_device_memory_limit->Megabytes(), "10240M");
+  EXPECT_TRUE(mps.default_per_device_pinned_memory_limit.empty());
+  Normalize(c, kSharingGates);
+  EXPECT_TRUE(Validate(c, kSharingGates).ok());
+
+  auto resolved = ResolveConfigs(kGpuDriverName, {configs[0].config}, {{"mps-gpu", "gpu-0", "gpu", ""}}, kSharingGates);
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_EQ(resolved.status().message(), "MPS sharing is not supported yet by nvdra (requests: mps-gpu)");
+}
+
+TEST(UpstreamSpecsTest, TimeSlicingAndMpsPerRequest) {
+  auto configs = Load("gpu-test5.yaml");
+  ASSERT_EQ(configs.size(), 2u);
+  EXPECT_EQ(configs[0].config.requests, std::vector<std::string>{"ts-gpu"});
+  EXPECT_EQ(configs[1].config.requests, std::vector<std::string>{"mps-gpu"});
+  Config ts = DecodeOrDie(configs[0]);
+  EXPECT_EQ(std::get<GpuConfig>(ts).TimeSlice(), TimeSliceInterval::kLong);
+  Config mps = DecodeOrDie(configs[1]);
+  EXPECT_EQ(std::get<GpuConfig>(mps).sharing->mps_config->default_active_thread_percentage, 50);
+
+  std::vector<ClaimConfig> claim = {configs[0].config, configs[1].config};
+  // Only the time-sliced request allocated: one group, interval Long.
+  auto ts_only = ResolveConfigs(kGpuDriverName, claim, {{"ts-gpu", "gpu-0", "gpu", "gpu.nvidia.com"}}, kSharingGates);
+  ASSERT_TRUE(ts_only.ok()) << ts_only.status().ToString();
+  ASSERT_EQ(ts_only->size(), 1u);
+  EXPECT_EQ(std::get<GpuConfig>((*ts_only)[0].config).TimeSlice(), TimeSliceInterval::kLong);
+  EXPECT_EQ((*ts_only)[0].origin, (ConfigOrigin{ConfigOrigin::Kind::kClaim, 0}));
+  // Both: the MPS request is refused, naming the request.
+  auto both = ResolveConfigs(kGpuDriverName, claim, {{"ts-gpu", "gpu-0", "gpu", ""}, {"mps-gpu", "gpu-1", "gpu", ""}},
+                             kSharingGates);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.status().message(), "MPS sharing is not supported yet by nvdra (requests: mps-gpu)");
+  // Gates off: upstream's gate message for the first group (mps-gpu sorts first).
+  auto gates_off = ResolveConfigs(kGpuDriverName, claim, {{"ts-gpu", "gpu-0", "gpu", ""}, {"mps-gpu", "gpu-1", "gpu", ""}},
+                                  FeatureGates());
+  ASSERT_FALSE(gates_off.ok());
+  EXPECT_EQ(gates_off.status().message(),
+            "error validating GPU config: \"MPS\" is selected as the GPU sharing strategy, but the \"MPSSupport\" "
+            "feature gate is not enabled");
+}
+
+TEST(UpstreamSpecsTest, TimeSlicingOnSelectedGpus) {
+  auto configs = Load("gpu-test6.yaml");
+  ASSERT_EQ(configs.size(), 1u);
+  EXPECT_EQ(configs[0].object_name, "a100");
+  Config c = DecodeOrDie(configs[0]);
+  EXPECT_EQ(std::get<GpuConfig>(c).TimeSlice(), TimeSliceInterval::kLong);
+  auto resolved = ResolveConfigs(kGpuDriverName, {configs[0].config},
+                                 {{"gpu", "gpu-2", "gpu", ""}, {"gpu", "gpu-0", "gpu", ""}}, kSharingGates);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  ASSERT_EQ(resolved->size(), 1u);
+  EXPECT_EQ((*resolved)[0].results.front().device, "gpu-0");
+  EXPECT_EQ(ToCanonicalJson((*resolved)[0].config),
+            R"({"kind":"GpuConfig","apiVersion":"resource.nvidia.com/v1beta1","sharing":{"strategy":"TimeSlicing",)"
+            R"("timeSlicingConfig":{"interval":"Long"}}})");
+}
+
+TEST(UpstreamSpecsTest, VfioConfig) {
+  auto configs = Load("gpu-test-vfio-config.yaml");
+  ASSERT_EQ(configs.size(), 1u);
+  EXPECT_EQ(configs[0].config.requests, std::vector<std::string>{"gpu"});
+  Config c = DecodeOrDie(configs[0]);
+  const auto& vfio = std::get<VfioDeviceConfig>(c);
+  ASSERT_TRUE(vfio.iommu.has_value());
+  EXPECT_EQ(vfio.iommu->backend_policy, "LegacyOnly");
+  EXPECT_EQ(vfio.iommu->enable_api_device, true);
+  auto resolved = ResolveConfigs(kGpuDriverName, {configs[0].config}, {{"gpu", "gpu-0-vfio", "vfio", ""}},
+                                 FeatureGates().With(Gate::kPassthroughSupport, true));
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  EXPECT_EQ(std::get<VfioDeviceConfig>((*resolved)[0].config), vfio);
+}
+
+TEST(UpstreamSpecsTest, UnknownFieldIsRejectedWithUpstreamWording) {
+  auto configs = Load("rc-opaque-cfg-unknown-field.yaml.tmpl");
+  ASSERT_EQ(configs.size(), 1u);
+  EXPECT_EQ(configs[0].object_name, "batssuite-rc-bad-opaque-config");
+  EXPECT_EQ(configs[0].config.driver, "compute-domain.nvidia.com");
+  auto decoded = DecodeStrict(configs[0].config.parameters_json);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().message(), "strict decoding error: unknown field \"unexpectedField\"");
+  // What the bats suite greps for in the pod's events and the plugin log.
+  auto resolved = ResolveConfigs(kComputeDomainDriverName, {configs[0].config}, {{"chan", "channel-0", "channel", ""}},
+                                 FeatureGates());
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_NE(resolved.status().message().find("strict decoding error: unknown field \"unexpectedField\""), std::string::npos);
+  EXPECT_FALSE(resolved.status().retryable());
+  // The same document without the stray field is a valid channel config.
+  auto lenient = DecodeLenient(configs[0].config.parameters_json);
+  ASSERT_TRUE(lenient.ok());
+  EXPECT_EQ(std::get<ComputeDomainChannelConfig>(*lenient).domain_id, "not-needed-for-test");
+}
+
+TEST(UpstreamSpecsTest, YamlScalarsBecomeTheJsonTheApiServerStores) {
+  auto node = YAML::Load("a: 50\nb: 10Gi\nc: \"50\"\nd: true\ne: ~\nf: 1.5\ng: [x, 2]\n");
+  EXPECT_EQ(testing::YamlToJson(node), R"({"a":50,"b":"10Gi","c":"50","d":true,"e":null,"f":1.5,"g":["x",2]})");
+}
+
+}  // namespace
+}  // namespace nvdra::config
