@@ -1,1 +1,190 @@
+#include "devices/mock_device_lib.h"
+
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "devices/device_lib.h"
+#include "devices/nvcaps.h"
+#include "devices/proc_devices.h"
+#include "devices/testdata/temp_dir.h"
+#include "util/file_util.h"
+
+namespace nvdra::devices {
+namespace {
+
+Result<std::unique_ptr<DeviceLib>> OpenMock(const std::string& profile, const std::string& root,
+                                            const std::string& extra_xids = "") {
+  DeviceLibOptions o;
+  o.mock_hardware = profile;
+  o.mock_root = root;
+  o.additional_xids_to_ignore = extra_xids;
+  return OpenDeviceLib(o);
+}
+
+bool IsNode(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISREG(st.st_mode));
+}
+
+TEST(MockDeviceLibTest, BuildsFakeDriverRoot) {
+  testing::TempDir t;
+  auto lib = OpenMock("gb200x4", t.path() + "/mock");
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  const std::string r = t.path() + "/mock";
+  for (const char* p : {"/dev/nvidia0", "/dev/nvidia3", "/dev/nvidiactl", "/dev/nvidia-uvm",
+                        "/dev/nvidia-uvm-tools", "/dev/nvidia-caps/nvidia-cap1",
+                        "/dev/nvidia-caps-imex-channels/channel0", "/dev/nvidia-caps-imex-channels/channel7"}) {
+    EXPECT_TRUE(IsNode(r + p)) << p;
+  }
+  EXPECT_FALSE(IsNode(r + "/dev/nvidia4"));
+  EXPECT_FALSE(IsNode(r + "/dev/nvidia-caps-imex-channels/channel8"));
+  EXPECT_EQ(*ReadCharDeviceMajor((*lib)->proc_devices_path(), "nvidia-caps-imex-channels"), kMockImexChannelsMajor);
+  EXPECT_EQ(*ReadCharDeviceMajor((*lib)->proc_devices_path(), "nvidia-caps"), kMockCapsMajor);
+  auto fabric = ReadNvcapAccess((*lib)->capabilities_dir() + "/fabric-imex-mgmt");
+  ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
+  EXPECT_EQ(fabric->minor, 1);
+  EXPECT_EQ((*lib)->driver_root().ContainerDevRoot(), r);
+  EXPECT_EQ((*lib)->driver_root().HostDevPath("/dev/nvidia0"), r + "/dev/nvidia0");
+  EXPECT_TRUE((*lib)->device_nodes_may_be_files());
+  EXPECT_EQ((*lib)->backend_name(), "mock:gb200x4");
+}
+
+TEST(MockDeviceLibTest, MigCapabilityFilesMatchProfile) {
+  testing::TempDir t;
+  auto lib = OpenMock("a100-mig", t.path());
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok());
+  for (const auto& g : inv->gpus) {
+    for (const auto& m : g.migs) {
+      auto gi = ReadNvcapAccess((*lib)->capabilities_dir() + "/" + MigGiAccessPath(g.minor, m.gi_id));
+      auto ci = ReadNvcapAccess((*lib)->capabilities_dir() + "/" + MigCiAccessPath(g.minor, m.gi_id, m.ci_id));
+      ASSERT_TRUE(gi.ok() && ci.ok()) << m.uuid;
+      EXPECT_EQ(gi->minor, MockDeviceLib::MigGiCapMinor(g.minor, m.gi_id));
+      EXPECT_EQ(ci->minor, MockDeviceLib::MigCiCapMinor(g.minor, m.gi_id, m.ci_id));
+      EXPECT_TRUE(IsNode(t.path() + "/dev/nvidia-caps/nvidia-cap" + std::to_string(ci->minor)));
+    }
+  }
+  // No clique in this profile: no fabric capability.
+  EXPECT_FALSE(PathExists((*lib)->capabilities_dir() + "/fabric-imex-mgmt"));
+  EXPECT_EQ(inv->clique_id, "");
+}
+
+TEST(MockDeviceLibTest, DiscoverIsStableAndRebuildsAWipedRoot) {
+  testing::TempDir t;
+  auto lib = OpenMock("h100x8", t.path() + "/m");
+  ASSERT_TRUE(lib.ok());
+  auto a = (*lib)->Discover();
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->gpus[0].pcie_root, std::optional<std::string>("pci0000:15")) << "read back from the fake sysfs";
+  std::system(("rm -rf '" + t.path() + "/m'").c_str());
+  auto b = (*lib)->Discover();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(*a, *b);
+  EXPECT_TRUE(IsNode(t.path() + "/m/dev/nvidia7"));
+  // A second instance over the same root sees the same hardware.
+  auto lib2 = OpenMock("h100x8", t.path() + "/m");
+  ASSERT_TRUE(lib2.ok());
+  EXPECT_EQ(*(*lib2)->Discover(), *a);
+}
+
+TEST(MockDeviceLibTest, OpenErrors) {
+  testing::TempDir t;
+  EXPECT_EQ(OpenMock("nope", t.path()).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(OpenMock("h100x8", "relative/dir").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenMock("h100x8", "").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenMock("h100x8", t.path(), "x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenMock(t.path() + "/missing.json", t.path()).status().code(), StatusCode::kNotFound);
+}
+
+TEST(MockDeviceLibTest, ProfileFromFile) {
+  testing::TempDir t;
+  std::string file = t.path() + "/l40s.json";
+  ASSERT_TRUE(WriteFileAtomically(file, R"({
+    "driverVersion": "560.35.03", "cudaDriverVersion": "12.6",
+    "gpus": [{"count": 2, "productName": "NVIDIA L40S", "brand": "Nvidia", "architecture": "Ada Lovelace",
+              "cudaComputeCapability": "8.9", "memoryBytes": 48305799168}]})").ok());
+  auto lib = OpenMock(file, t.path() + "/root");
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok());
+  ASSERT_EQ(inv->gpus.size(), 2u);
+  EXPECT_EQ(inv->gpus[1].product_name, "NVIDIA L40S");
+  EXPECT_FALSE(inv->gpus[1].pcie_root.has_value());
+}
+
+TEST(MockDeviceLibTest, ControlCallsAreRecorded) {
+  testing::TempDir t;
+  auto profile = LoadMockProfile("h100x8");
+  ASSERT_TRUE(profile.ok());
+  auto lib = MockDeviceLib::Create(*profile, t.path());
+  ASSERT_TRUE(lib.ok());
+  const std::string uuid = (*lib)->profile().inventory.gpus[3].uuid;
+  ASSERT_TRUE((*lib)->control().SetTimeSlice(uuid, 3).ok());
+  ASSERT_TRUE((*lib)->control().SetComputeMode(uuid, "EXCLUSIVE_PROCESS").ok());
+  EXPECT_EQ((*lib)->control().SetTimeSlice("GPU-unknown", 1).code(), StatusCode::kNotFound);
+  EXPECT_EQ((*lib)->control().SetTimeSlice(uuid, 9).code(), StatusCode::kInvalidArgument);
+  auto log = ReadFileToString((*lib)->control_log_path());
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(*log, "SetTimeSlice " + uuid + " 3\nSetComputeMode " + uuid + " EXCLUSIVE_PROCESS\n");
+}
+
+TEST(MockDeviceLibTest, InjectedHealthEvents) {
+  testing::TempDir t;
+  auto lib = OpenMock("a100-mig", t.path(), "48");
+  ASSERT_TRUE(lib.ok());
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok());
+  auto* mock = static_cast<MockDeviceLib*>(lib->get());
+  MockHealthSource source(mock->health_events_path(), *XidPolicy::WithAdditional("48"));
+  std::vector<std::string> got;
+  source.SetInventoryForTest(*inv, [&](const DeviceHealthEvent& e) {
+    got.push_back(e.device + " " + HealthStateName(e.state) + " " + e.message);
+  });
+  ASSERT_TRUE(WriteFileAtomically(mock->health_events_path(),
+                                  "gpu-0 79\n# comment\ngpu-1 48\ngpu-3 lost\ngarbage\ngpu-0 unmonitored\ngpu-1 7").ok());
+  ASSERT_TRUE(source.PollOnce().ok());
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "gpu-0 Unhealthy XID 79 (critical)",
+                     "gpu-1 Healthy XID 48 (ignored)",
+                     "gpu-3-mig-1g5gb-me-20-0 Unhealthy GPU lost",
+                     "gpu-3-mig-1c3g20gb-9-4 Unhealthy GPU lost",
+                     "gpu-0 Unmonitored health events not available",
+                 })) << "the incomplete last line waits";
+  got.clear();
+  ASSERT_TRUE(source.PollOnce().ok());
+  EXPECT_TRUE(got.empty()) << "lines are handled once";
+  // Appending completes the last line.
+  auto text = *ReadFileToString(mock->health_events_path());
+  ASSERT_TRUE(WriteFileAtomically(mock->health_events_path(), text + "9\n").ok());
+  ASSERT_TRUE(source.PollOnce().ok());
+  EXPECT_EQ(got, (std::vector<std::string>{"gpu-1 Unhealthy XID 79 (critical)"}));
+}
+
+TEST(MockDeviceLibTest, HealthSourceThreadStartsAndStops) {
+  testing::TempDir t;
+  auto lib = OpenMock("h100x8", t.path());
+  ASSERT_TRUE(lib.ok());
+  auto* mock = static_cast<MockDeviceLib*>(lib->get());
+  ASSERT_TRUE(WriteFileAtomically(mock->health_events_path(), "gpu-2 31\n").ok());
+  auto source = (*lib)->NewHealthSource();
+  std::vector<DeviceHealthEvent> got;
+  std::mutex mu;
+  ASSERT_TRUE(source->Start(*(*lib)->Discover(), [&](const DeviceHealthEvent& e) {
+    std::lock_guard<std::mutex> l(mu);
+    got.push_back(e);
+  }).ok());
+  // Start handles what is already there before returning.
+  {
+    std::lock_guard<std::mutex> l(mu);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].device, "gpu-2");
+    EXPECT_EQ(got[0].xid, std::optional<uint64_t>(31));
+    EXPECT_EQ(got[0].state, HealthState::kHealthy);
+  }
+  source->Stop();
+  source->Stop();
+}
+
+}  // namespace
+}  // namespace nvdra::devices

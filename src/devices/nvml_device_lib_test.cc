@@ -1,1 +1,327 @@
+// Runs the NVML backend against the fake libnvidia-ml.so.1 built in the
+// test tree: dlopen from a driver root, symbol loading, discovery, error
+// handling and XID events.
+#include "devices/nvml_device_lib.h"
+
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "devices/nvidia_smi_control.h"
+#include "devices/published_devices.h"
+#include "devices/testdata/temp_dir.h"
+#include "util/file_util.h"
+
+namespace nvdra::devices {
+namespace {
+
+using nlohmann::json;
+
+json BaseConfig() {
+  return json::parse(R"({
+    "driverVersion": "570.158.01",
+    "cudaDriverVersion": 12080,
+    "devices": [
+      {"minor": 0, "uuid": "GPU-11111111-2222-3333-4444-555555555555", "name": "NVIDIA H100 80GB HBM3",
+       "brand": 14, "arch": 9, "cc": [9, 0], "busId": "00000000:3B:00.0", "memoryTotal": 85520809984,
+       "addressingMode": 1, "migMode": 0,
+       "fabric": {"clusterUuid": "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90", "cliqueId": 7, "state": 3, "status": 0}},
+      {"minor": 1, "uuid": "GPU-66666666-2222-3333-4444-555555555555", "name": "NVIDIA H100 80GB HBM3",
+       "brand": 14, "arch": 9, "cc": [9, 0], "busId": "00000000:1A:00.0", "memoryTotal": 85520809984,
+       "migMode": 1,
+       "fabric": {"clusterUuid": "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90", "cliqueId": 7, "state": 3, "status": 0},
+       "giProfiles": [
+         {"index": 0, "id": 19, "slices": 1, "sms": 16, "ce": 1, "dec": 1, "enc": 0, "jpeg": 1, "ofa": 0,
+          "memoryMB": 9984, "name": "MIG 1g.10gb"},
+         {"index": 5, "id": 9, "slices": 3, "sms": 60, "ce": 3, "dec": 3, "enc": 0, "jpeg": 3, "ofa": 0,
+          "memoryMB": 40192, "name": "MIG 3g.40gb"}],
+       "migs": [
+         {"uuid": "MIG-aaaaaaaa-0000-0000-0000-000000000001", "gi": 9, "ci": 0, "giProfileId": 19,
+          "ciProfileId": 0, "placement": [6, 1], "ciSlices": 1},
+         {"uuid": "MIG-aaaaaaaa-0000-0000-0000-000000000002", "gi": 2, "ci": 0, "giProfileId": 9,
+          "ciProfileId": 2, "placement": [4, 4], "ciSlices": 1}]}
+    ]
+  })");
+}
+
+class NvmlDeviceLibTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Use(BaseConfig()); }
+  void TearDown() override { ::unsetenv("FAKE_NVML_CONFIG"); }
+
+  void Use(const json& cfg) {
+    std::string path = dir_.path() + "/nvml.json";
+    ASSERT_TRUE(WriteFileAtomically(path, cfg.dump(), 0644, false).ok());
+    ::setenv("FAKE_NVML_CONFIG", path.c_str(), 1);
+  }
+
+  DeviceLibOptions Options(const std::string& root = NVDRA_FAKE_NVML_ROOT) {
+    DeviceLibOptions o;
+    o.container_driver_root = root;
+    o.host_driver_root = "/";
+    o.sysfs_root = dir_.path() + "/sys";
+    return o;
+  }
+
+  // The fake library's init counter, via a second dlopen of the same file.
+  int InitCount(const NvmlDeviceLib& lib) {
+    void* h = ::dlopen(lib.library().path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (h == nullptr) return -1;
+    auto fn = reinterpret_cast<int (*)()>(::dlsym(h, "fakeNvmlInitCount"));
+    int n = fn ? fn() : -1;
+    ::dlclose(h);
+    return n;
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {
+  // pcieRoot from sysfs for the first GPU only.
+  ASSERT_TRUE(MakeDirectories(dir_.path() + "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0").ok());
+  ASSERT_TRUE(MakeDirectories(dir_.path() + "/sys/bus/pci/devices").ok());
+  ASSERT_EQ(::symlink("../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0",
+                      (dir_.path() + "/sys/bus/pci/devices/0000:3b:00.0").c_str()), 0);
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  EXPECT_EQ(InitCount(**lib), 0) << "every nvmlInit is matched by nvmlShutdown";
+  EXPECT_EQ(inv->driver_version, "570.158.01");
+  EXPECT_EQ(inv->cuda_driver_version, "12.8");
+  EXPECT_EQ(inv->clique_id, "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90.7");
+  ASSERT_EQ(inv->gpus.size(), 2u);
+  const GpuInfo& g0 = inv->gpus[0];
+  EXPECT_EQ(g0.minor, 0);
+  EXPECT_EQ(g0.uuid, "GPU-11111111-2222-3333-4444-555555555555");
+  EXPECT_EQ(g0.product_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(g0.brand, "Nvidia");
+  EXPECT_EQ(g0.architecture, "Hopper");
+  EXPECT_EQ(g0.cuda_compute_capability, "9.0");
+  EXPECT_EQ(g0.pci_bus_id, "0000:3b:00.0");
+  EXPECT_EQ(g0.pcie_root, std::optional<std::string>("pci0000:3a"));
+  EXPECT_EQ(g0.memory_bytes, std::optional<uint64_t>(85520809984ULL));
+  EXPECT_EQ(g0.addressing_mode, std::optional<std::string>("HMM"));
+  EXPECT_FALSE(g0.mig_enabled);
+  const GpuInfo& g1 = inv->gpus[1];
+  EXPECT_TRUE(g1.mig_enabled);
+  EXPECT_FALSE(g1.pcie_root.has_value());
+  EXPECT_FALSE(g1.addressing_mode.has_value());
+  ASSERT_EQ(g1.migs.size(), 2u);
+  // Sorted by GI id.
+  const MigDeviceInfo& big = g1.migs[0];
+  EXPECT_EQ(big.gi_id, 2);
+  EXPECT_EQ(big.profile, "1c.3g.40gb") << "a CI smaller than its GI is named <c>c.<profile>";
+  EXPECT_EQ(big.placement_start, 4);
+  EXPECT_EQ(big.placement_size, 4);
+  const MigDeviceInfo& small = g1.migs[1];
+  EXPECT_EQ(small.uuid, "MIG-aaaaaaaa-0000-0000-0000-000000000001");
+  EXPECT_EQ(small.parent_uuid, g1.uuid);
+  EXPECT_EQ(small.profile, "1g.10gb");
+  EXPECT_EQ(small.gi_profile_id, 19);
+  EXPECT_EQ(small.multiprocessors, 16);
+  EXPECT_EQ(small.decoders, 1);
+  EXPECT_EQ(small.jpeg_engines, 1);
+  EXPECT_EQ(small.memory_bytes, 9984ULL << 20);
+  auto devs = GpuPublishedDevices(*inv);
+  std::vector<std::string> names;
+  for (const auto& d : devs) names.push_back(d.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"gpu-1-mig-1c3g40gb-9-4", "gpu-1-mig-1g10gb-19-6", "gpu-0"}))
+      << "sorted by PCI bus id (0000:1a before 0000:3b)";
+}
+
+TEST_F(NvmlDeviceLibTest, MissingLibraryIsNotFound) {
+  auto lib = NvmlDeviceLib::Open(Options(dir_.path()));
+  ASSERT_FALSE(lib.ok());
+  EXPECT_EQ(lib.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(lib.status().message().find("libnvidia-ml.so.1"), std::string::npos);
+}
+
+TEST_F(NvmlDeviceLibTest, NotALibraryIsUnavailable) {
+  ASSERT_TRUE(MakeDirectories(dir_.path() + "/usr/lib64").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/usr/lib64/libnvidia-ml.so.1", "not an ELF file").ok());
+  auto lib = NvmlDeviceLib::Open(Options(dir_.path()));
+  ASSERT_FALSE(lib.ok());
+  EXPECT_TRUE(lib.status().retryable()) << lib.status().ToString();
+}
+
+TEST_F(NvmlDeviceLibTest, MissingRequiredSymbolIsNamed) {
+  auto lib = NvmlDeviceLib::Open(Options(NVDRA_FAKE_NVML_PARTIAL_ROOT));
+  ASSERT_FALSE(lib.ok());
+  EXPECT_EQ(lib.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(lib.status().message().find("nvmlDeviceGetMigMode"), std::string::npos) << lib.status().ToString();
+}
+
+TEST_F(NvmlDeviceLibTest, InitFailureIsRetryableNotEmpty) {
+  json cfg = BaseConfig();
+  cfg["initError"] = 9;  // NVML_ERROR_DRIVER_NOT_LOADED
+  Use(cfg);
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok());
+  auto inv = (*lib)->Discover();
+  ASSERT_FALSE(inv.ok());
+  EXPECT_TRUE(inv.status().retryable());
+  EXPECT_NE(inv.status().message().find("Driver Not Loaded"), std::string::npos) << inv.status().ToString();
+  // The driver comes up: the same lib now discovers.
+  Use(BaseConfig());
+  EXPECT_TRUE((*lib)->Discover().ok());
+}
+
+TEST_F(NvmlDeviceLibTest, CallErrorNamesTheCallAndShutsDown) {
+  json cfg = BaseConfig();
+  cfg["errors"] = {{"nvmlDeviceGetName", 999}};
+  Use(cfg);
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok());
+  auto inv = (*lib)->Discover();
+  ASSERT_FALSE(inv.ok());
+  EXPECT_NE(inv.status().message().find("nvmlDeviceGetName"), std::string::npos) << inv.status().ToString();
+  EXPECT_NE(inv.status().message().find("GPU index 0"), std::string::npos);
+  EXPECT_EQ(InitCount(**lib), 0);
+}
+
+TEST_F(NvmlDeviceLibTest, UnsupportedOptionalDataIsLeftOut) {
+  json cfg = BaseConfig();
+  cfg["devices"][0].erase("memoryTotal");
+  cfg["devices"][0].erase("migMode");
+  cfg["devices"][0].erase("fabric");
+  cfg["devices"].erase(1);
+  Use(cfg);
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok());
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  EXPECT_FALSE(inv->gpus[0].memory_bytes.has_value());
+  EXPECT_FALSE(inv->gpus[0].mig_enabled);
+  EXPECT_EQ(inv->clique_id, "");
+}
+
+TEST_F(NvmlDeviceLibTest, CliqueDisagreementAndFabricNotReady) {
+  json cfg = BaseConfig();
+  cfg["devices"][1]["fabric"]["cliqueId"] = 8;
+  Use(cfg);
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok());
+  auto inv = (*lib)->Discover();
+  EXPECT_EQ(inv.status().code(), StatusCode::kFailedPrecondition);
+  cfg = BaseConfig();
+  cfg["devices"][1]["fabric"]["state"] = 2;  // in progress
+  Use(cfg);
+  inv = (*lib)->Discover();
+  EXPECT_EQ(inv.status().code(), StatusCode::kUnavailable) << inv.status().ToString();
+}
+
+TEST_F(NvmlDeviceLibTest, NoGpusButDeviceNodesIsUnavailable) {
+  // A driver root with the fake library and a /dev/nvidia0 node.
+  ASSERT_TRUE(MakeDirectories(dir_.path() + "/root/usr/lib64").ok());
+  ASSERT_TRUE(MakeDirectories(dir_.path() + "/root/dev").ok());
+  ASSERT_EQ(::symlink((std::string(NVDRA_FAKE_NVML_ROOT) + "/usr/lib64/libnvidia-ml.so.1").c_str(),
+                      (dir_.path() + "/root/usr/lib64/libnvidia-ml.so.1").c_str()), 0);
+  json cfg = BaseConfig();
+  cfg["devices"] = json::array();
+  Use(cfg);
+  auto lib = NvmlDeviceLib::Open(Options(dir_.path() + "/root"));
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok()) << "no GPUs and no nodes: an honest empty node";
+  EXPECT_TRUE(inv->gpus.empty());
+  ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/root/dev/nvidia0", "").ok());
+  inv = (*lib)->Discover();
+  EXPECT_EQ(inv.status().code(), StatusCode::kUnavailable) << "never publish zero devices as truth";
+}
+
+TEST_F(NvmlDeviceLibTest, XidWatcherReportsCriticalIgnoredLostAndUnmonitored) {
+  json cfg = BaseConfig();
+  cfg["devices"][0]["registerError"] = 0;
+  cfg["events"] = json::parse(R"([
+    {"device": 0, "type": 8, "xid": 79},
+    {"device": 0, "type": 8, "xid": 13},
+    {"device": 1, "type": 8, "xid": 48, "gi": 9, "ci": 0},
+    {"device": 1, "type": 8, "xid": 94},
+    {"device": 0, "type": 2, "xid": 0},
+    {"error": 15}
+  ])");
+  Use(cfg);
+  DeviceLibOptions o = Options();
+  o.additional_xids_to_ignore = "94";
+  auto lib = NvmlDeviceLib::Open(o);
+  ASSERT_TRUE(lib.ok());
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok());
+  XidWatcher w(&(*lib)->library(), *XidPolicy::WithAdditional("94"));
+  std::vector<DeviceHealthEvent> got;
+  ASSERT_TRUE(w.Register(*inv, [&](const DeviceHealthEvent& e) { got.push_back(e); }).ok());
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(w.PollOnce(0));
+  w.Stop();
+  EXPECT_EQ(InitCount(**lib), 0);
+  std::vector<std::string> summary;
+  for (const auto& e : got) summary.push_back(e.device + " " + HealthStateName(e.state) + " " + e.message);
+  EXPECT_EQ(summary, (std::vector<std::string>{
+                         "gpu-0 Unhealthy XID 79 (critical)",
+                         "gpu-0 Healthy XID 13 (ignored)",
+                         "gpu-1-mig-1g10gb-19-6 Unhealthy XID 48 (critical)",
+                         "gpu-1-mig-1c3g40gb-9-4 Healthy XID 94 (ignored)",
+                         "gpu-1-mig-1g10gb-19-6 Healthy XID 94 (ignored)",
+                         "gpu-0 Unhealthy GPU lost",
+                         "gpu-1-mig-1c3g40gb-9-4 Unhealthy GPU lost",
+                         "gpu-1-mig-1g10gb-19-6 Unhealthy GPU lost",
+                     }));
+}
+
+TEST_F(NvmlDeviceLibTest, XidWatcherMarksUnregistrableGpuUnmonitored) {
+  json cfg = BaseConfig();
+  cfg["devices"][0]["registerError"] = 3;
+  Use(cfg);
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok());
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok());
+  auto source = (*lib)->NewHealthSource();
+  std::vector<DeviceHealthEvent> got;
+  std::mutex mu;
+  ASSERT_TRUE(source->Start(*inv, [&](const DeviceHealthEvent& e) {
+    std::lock_guard<std::mutex> l(mu);
+    got.push_back(e);
+  }).ok());
+  source->Stop();
+  std::lock_guard<std::mutex> l(mu);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0].device, "gpu-0");
+  EXPECT_EQ(got[0].state, HealthState::kUnmonitored);
+}
+
+TEST(NvidiaSmiControlTest, RunsUpstreamCommandLines) {
+  std::vector<std::string> calls;
+  NvidiaSmiControl c("/driver-root/usr/bin/nvidia-smi", "/driver-root/usr/lib64/libnvidia-ml.so.1",
+                     [&](const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+                       std::string line;
+                       for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;
+                       calls.push_back(line);
+                       EXPECT_EQ(env.size(), 1u);
+                       EXPECT_EQ(env[0].rfind("LD_PRELOAD=/driver-root/usr/lib64/libnvidia-ml.so.1", 0), 0u);
+                       return Status::Ok();
+                     });
+  ASSERT_TRUE(c.SetTimeSlice("GPU-1", 2).ok());
+  ASSERT_TRUE(c.SetComputeMode("GPU-1", "EXCLUSIVE_PROCESS").ok());
+  EXPECT_FALSE(c.SetTimeSlice("GPU-1", 4).ok());
+  EXPECT_FALSE(c.SetComputeMode("GPU-1", "SHARED").ok());
+  EXPECT_EQ(calls, (std::vector<std::string>{
+                       "/driver-root/usr/bin/nvidia-smi -i GPU-1 -c DEFAULT",
+                       "/driver-root/usr/bin/nvidia-smi compute-policy -i GPU-1 --set-timeslice 2",
+                       "/driver-root/usr/bin/nvidia-smi -i GPU-1 -c EXCLUSIVE_PROCESS"}));
+}
+
+TEST(NvidiaSmiControlTest, RunCommandReportsFailureWithOutput) {
+  EXPECT_TRUE(RunCommand({"/bin/sh", "-c", "exit 0"}, {}).ok());
+  Status s = RunCommand({"/bin/sh", "-c", "echo boom; exit 3"}, {"X=1"});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("exit 3"), std::string::npos);
+  EXPECT_NE(s.message().find("boom"), std::string::npos);
+  EXPECT_TRUE(RunCommand({"/bin/sh", "-c", "test \"$X\" = 1"}, {"X=1"}).ok());
+  EXPECT_FALSE(RunCommand({"/nonexistent/binary"}, {}).ok());
+}
+
+}  // namespace
+}  // namespace nvdra::devices

@@ -1,1 +1,182 @@
 #include <gtest/gtest.h>
+
+#include "devices/device_health.h"
+#include "devices/driver_root.h"
+#include "devices/mock_profile.h"
+#include "devices/nvcaps.h"
+#include "devices/nvml_device_lib.h"
+#include "devices/proc_devices.h"
+#include "devices/published_devices.h"
+#include "devices/testdata/temp_dir.h"
+#include "util/file_util.h"
+
+namespace nvdra::devices {
+namespace {
+
+TEST(ProcDevicesTest, ParsesCharacterSectionOnly) {
+  auto m = ParseCharDeviceMajors(
+      "Character devices:\n  1 mem\n195 nvidia-frontend\n234 nvidia-caps-imex-channels\n"
+      "\nBlock devices:\n  7 nvidia-caps-imex-channels\n");
+  EXPECT_EQ(m.at("nvidia-frontend"), 195);
+  EXPECT_EQ(m.at("nvidia-caps-imex-channels"), 234);
+  EXPECT_EQ(m.at("mem"), 1);
+}
+
+TEST(ProcDevicesTest, MissingNameAndFileAreErrors) {
+  testing::TempDir t;
+  std::string p = t.path() + "/devices";
+  ASSERT_TRUE(WriteFileAtomically(p, "Character devices:\n195 nvidia-frontend\n").ok());
+  auto r = ReadCharDeviceMajor(p, "nvidia-caps");
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("nvidia-caps"), std::string::npos);
+  EXPECT_FALSE(ReadCharDeviceMajor(t.path() + "/none", "x").ok());
+  EXPECT_EQ(*ReadCharDeviceMajor(p, "nvidia-frontend"), 195);
+}
+
+TEST(NvcapsTest, ParsesAccessFile) {
+  auto a = ParseNvcapAccess("DeviceFileMinor: 21\nDeviceFileMode: 292\nDeviceFileModify: 1\n");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->minor, 21);
+  EXPECT_EQ(a->mode, 0444u);
+  EXPECT_FALSE(ParseNvcapAccess("DeviceFileMode: 292\n").ok());
+  EXPECT_FALSE(ParseNvcapAccess("DeviceFileMinor: x\nDeviceFileMode: 292\n").ok());
+  EXPECT_EQ(MigGiAccessPath(1, 3), "gpu1/mig/gi3/access");
+  EXPECT_EQ(MigCiAccessPath(1, 3, 0), "gpu1/mig/gi3/ci0/access");
+}
+
+TEST(NamesTest, UpstreamDeviceNames) {
+  EXPECT_EQ(GpuDeviceName(3), "gpu-3");
+  EXPECT_EQ(ImexChannelDeviceName(0), "channel-0");
+  EXPECT_EQ(CanonicalMigProfile("1g.10gb+me"), "1g10gb-me");
+  EXPECT_EQ(CanonicalMigProfile("1g.24gb"), "1g24gb");
+  EXPECT_EQ(CanonicalMigProfile("1c.3g.20gb"), "1c3g20gb");
+  EXPECT_EQ(CanonicalMigProfile("+me+"), "me");
+  MigDeviceInfo m{.parent_minor = 2, .profile = "1g.24gb", .gi_profile_id = 19, .placement_start = 0};
+  EXPECT_EQ(MigDeviceName(m), "gpu-2-mig-1g24gb-19-0");  // the KEP's example
+  m.profile = "1g.10gb+me";
+  m.parent_minor = 0;
+  EXPECT_EQ(MigDeviceName(m), "gpu-0-mig-1g10gb-me-19-0");
+}
+
+TEST(NamesTest, VersionsAreCoercedLikeUpstream) {
+  EXPECT_EQ(*NormalizeVersion("570.158.01"), "570.158.1");
+  EXPECT_EQ(*NormalizeVersion("9.0"), "9.0.0");
+  EXPECT_EQ(*NormalizeVersion("12.8"), "12.8.0");
+  EXPECT_EQ(*NormalizeVersion("10"), "10.0.0");
+  EXPECT_EQ(*NormalizeVersion("v1.2.3"), "1.2.3");
+  EXPECT_FALSE(NormalizeVersion("").ok());
+  EXPECT_FALSE(NormalizeVersion("1.2.3.4").ok());
+  EXPECT_FALSE(NormalizeVersion("abc").ok());
+  EXPECT_FALSE(NormalizeVersion("1..2").ok());
+}
+
+TEST(NvmlNamesTest, BrandArchitectureBusIdUuid) {
+  EXPECT_EQ(NvmlBrandName(2), "Tesla");
+  EXPECT_EQ(NvmlBrandName(14), "Nvidia");
+  EXPECT_EQ(NvmlBrandName(99), "Unknown");
+  EXPECT_EQ(NvmlArchitectureName(7), "Ampere");
+  EXPECT_EQ(NvmlArchitectureName(8), "Ada Lovelace");
+  EXPECT_EQ(NvmlArchitectureName(9), "Hopper");
+  EXPECT_EQ(NvmlArchitectureName(10), "Blackwell");
+  EXPECT_EQ(NormalizePciBusId("00000000:3B:00.0"), "0000:3b:00.0");
+  EXPECT_EQ(NormalizePciBusId("00000008:01:00.0"), "0008:01:00.0");
+  EXPECT_EQ(NormalizePciBusId("0000:3b:00.0"), "0000:3b:00.0");
+  const unsigned char b[16] = {0x5e, 0x2c, 0x8a, 0x14, 0x7d, 0x3b, 0x4f, 0x9e,
+                               0xa1, 0xc6, 0x0b, 0x8d, 0x2f, 0x4e, 0x6a, 0x90};
+  EXPECT_EQ(FormatUuidBytes(b), "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90");
+}
+
+TEST(XidPolicyTest, UpstreamIgnoreListPlusFlag) {
+  XidPolicy p;
+  for (uint64_t x : {13, 31, 43, 45, 68, 109}) EXPECT_FALSE(p.IsCritical(x)) << x;
+  EXPECT_TRUE(p.IsCritical(79));
+  EXPECT_TRUE(p.IsCritical(48));
+  auto q = XidPolicy::WithAdditional(" 79, 48 ,");
+  ASSERT_TRUE(q.ok());
+  EXPECT_FALSE(q->IsCritical(79));
+  EXPECT_FALSE(q->IsCritical(48));
+  EXPECT_FALSE(q->IsCritical(13));
+  EXPECT_TRUE(q->IsCritical(94));
+  auto bad = XidPolicy::WithAdditional("79,x1");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("x1"), std::string::npos);
+}
+
+TEST(DriverRootTest, DevRootAndHostPaths) {
+  testing::TempDir t;
+  DriverRoot host("/", "/");
+  EXPECT_EQ(host.ContainerDevRoot(), "/");
+  EXPECT_EQ(host.ContainerDevPath("/dev/nvidia0"), "/dev/nvidia0");
+  EXPECT_EQ(host.HostDevPath("/dev/nvidia0"), "");
+  // A containerised driver: <root>/dev exists.
+  ASSERT_TRUE(MakeDirectories(t.path() + "/dev").ok());
+  DriverRoot ctr(t.path(), "/run/nvidia/driver/");
+  EXPECT_EQ(ctr.ContainerDevRoot(), t.path());
+  EXPECT_EQ(ctr.ContainerDevPath("/dev/nvidia0"), t.path() + "/dev/nvidia0");
+  EXPECT_EQ(ctr.HostDevPath("/dev/nvidia0"), "/run/nvidia/driver/dev/nvidia0");
+  // A driver root without dev/ uses the host's /dev.
+  DriverRoot nodev(t.path() + "/nothing", "/run/nvidia/driver");
+  EXPECT_EQ(nodev.ContainerDevRoot(), "/");
+  EXPECT_EQ(nodev.HostDevPath("/dev/nvidia0"), "");
+}
+
+TEST(DriverRootTest, FindsLibraryInUsualFoldersAndResolvesSymlinks) {
+  testing::TempDir t;
+  ASSERT_TRUE(MakeDirectories(t.path() + "/usr/lib/x86_64-linux-gnu").ok());
+  ASSERT_TRUE(WriteFileAtomically(t.path() + "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.1", "x").ok());
+  ASSERT_EQ(::symlink("libnvidia-ml.so.570.1", (t.path() + "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1").c_str()), 0);
+  DriverRoot r(t.path(), "/");
+  auto p = r.FindLibrary("libnvidia-ml.so.1");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(*p, t.path() + "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.1");
+  auto missing = DriverRoot(t.path() + "/x", "/").FindLibrary("libnvidia-ml.so.1");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("--container-driver-root"), std::string::npos);
+}
+
+TEST(MockProfileTest, BuiltinsParseAndUnknownNameListsKnown) {
+  for (const auto& name : BuiltinMockProfileNames()) {
+    auto p = LoadMockProfile(name);
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status().ToString();
+    EXPECT_FALSE(p->inventory.gpus.empty()) << name;
+  }
+  auto bad = LoadMockProfile("h200x9");
+  EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(bad.status().message().find("h100x8"), std::string::npos);
+}
+
+TEST(MockProfileTest, RejectsInvalidProfiles) {
+  const std::string base = R"("driverVersion":"1.2","cudaDriverVersion":"12.0")";
+  EXPECT_FALSE(ParseMockProfile("{", "x").ok());
+  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":{}})", "x").ok());
+  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[],"bogus":1})", "x").ok()) << "unknown field";
+  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"productName":"a","brand":"b","architecture":"c"}]})", "x").ok())
+      << "missing cudaComputeCapability";
+  const std::string gpu = R"("productName":"a","brand":"b","architecture":"c","cudaComputeCapability":"8.0")";
+  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"count":2,"pciBusIds":["0000:01:00.0"],)" + gpu + "}]}", "x").ok())
+      << "bus id list length";
+  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"migDevices":[],)" + gpu + "}]}", "x").ok())
+      << "MIG devices without MIG mode";
+  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"pciBusIds":["0000:01:00.0"],)" + gpu + R"(},{"pciBusIds":["0000:01:00.0"],)" + gpu + "}]}", "x").ok())
+      << "duplicate bus id";
+  auto ok = ParseMockProfile("{" + base + R"(,"gpus":[{"count":3,)" + gpu + "}]}", "x");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->inventory.gpus.size(), 3u);
+  EXPECT_EQ(ok->inventory.gpus[2].minor, 2);
+  EXPECT_NE(ok->inventory.gpus[0].uuid, ok->inventory.gpus[1].uuid);
+  EXPECT_EQ(ok->inventory.gpus[0].uuid.rfind("GPU-", 0), 0u);
+}
+
+TEST(MockProfileTest, FileProfileUuidsDoNotDependOnDirectory) {
+  testing::TempDir a, b;
+  std::string text = R"({"driverVersion":"1.2","cudaDriverVersion":"12.0","gpus":[{"productName":"a","brand":"b","architecture":"c","cudaComputeCapability":"8.0"}]})";
+  ASSERT_TRUE(WriteFileAtomically(a.path() + "/p.json", text).ok());
+  ASSERT_TRUE(WriteFileAtomically(b.path() + "/p.json", text).ok());
+  auto pa = LoadMockProfile(a.path() + "/p.json");
+  auto pb = LoadMockProfile(b.path() + "/p.json");
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  EXPECT_EQ(pa->inventory.gpus[0].uuid, pb->inventory.gpus[0].uuid);
+}
+
+}  // namespace
+}  // namespace nvdra::devices

@@ -184,6 +184,12 @@ Status ClaimLedger::ReloadLocked() {
       ++report_.earlier_boot_claims;
     }
   }
+  if (state_.double_held() > 0) {
+    report_.errors.push_back(fmt::format(
+        "ledger {}: {} resources are recorded for two live claims (a release record was lost); "
+        "the later claim holds them, the stale claim stays listed until it is unprepared",
+        log_path_, state_.double_held()));
+  }
   if (!damage.empty()) {
     NVDRA_RETURN_IF_ERROR(QuarantineLocked(bytes, damage));
     uint64_t n = 0;

@@ -26,9 +26,10 @@ struct LedgerInspection {
   std::vector<ClaimEntry> entries;
   std::vector<std::string> side_files;  // quarantined or set-aside files in the directory
 
-  bool damaged() const {
-    return exists && (header != HeaderStatus::kOk || !damage.empty() || double_held > 0);
-  }
+  // Bytes that do not verify.
+  bool damaged() const { return exists && (header != HeaderStatus::kOk || !damage.empty()); }
+  // Verified records that contradict each other (only lost records cause that).
+  bool inconsistent() const { return double_held > 0; }
 };
 
 // `current_boot_id` (may be empty) marks entries from an earlier boot.

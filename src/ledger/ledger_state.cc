@@ -51,8 +51,14 @@ void LedgerState::Put(ClaimEntry e, uint64_t record_size) {
   Erase(e.uid);
   if (HoldsResources(e.state)) {
     for (const auto& r : e.held) {
+      // Records are written under the lock after a conflict check, so a later
+      // record proves the earlier holder let go (its release record was lost).
       auto [it, inserted] = holder_.emplace(r, e.uid);
-      if (!inserted && it->second != e.uid) ++double_held_;
+      if (!inserted && it->second != e.uid) {
+        const ClaimEntry* prev = Find(it->second);
+        if (prev != nullptr && HoldsResources(prev->state)) ++double_held_;
+        it->second = e.uid;
+      }
     }
   }
   if (e.state == ClaimState::kTombstone) tombstones_.emplace_back(e.updated, e.uid);

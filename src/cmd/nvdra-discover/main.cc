@@ -1,0 +1,99 @@
+// nvdra-discover: prints what the plugins would see and publish on this node
+// (the inventory from NVML or a mock profile, the published devices, and
+// optionally a CDI spec covering every device), as JSON on stdout. For
+// operators checking a node, and for hardware checks of the NVML backend.
+#include <CLI/CLI.hpp>
+#include <stdlib.h>
+
+#include <iostream>
+
+#include "cdi/spec.h"
+#include "devices/device_edits.h"
+#include "devices/device_lib.h"
+#include "devices/inventory_json.h"
+#include "devices/published_devices.h"
+#include "util/file_util.h"
+#include "util/log.h"
+
+namespace {
+
+using namespace nvdra;
+using namespace nvdra::devices;
+
+// A spec with one device per published GPU device, as a claim holding all
+// of them would get; shows the device nodes each one needs.
+Result<cdi::Spec> AllDevicesSpec(const DeviceLib& lib, const NodeInventory& inv) {
+  DeviceEdits edits = DeviceEdits::ForLib(lib);
+  cdi::Spec spec;
+  spec.kind = "k8s.gpu.nvidia.com/claim";
+  NVDRA_ASSIGN_OR_RETURN(spec.edits, edits.CommonGpuEdits());
+  for (const auto& g : inv.gpus) {
+    if (!g.mig_enabled) {
+      NVDRA_ASSIGN_OR_RETURN(auto e, edits.GpuEdits(g));
+      spec.devices.push_back({GpuDeviceName(g.minor), e});
+    }
+    for (const auto& m : g.migs) {
+      NVDRA_ASSIGN_OR_RETURN(auto e, edits.MigEdits(m));
+      spec.devices.push_back({MigDeviceName(m), e});
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"nvdra-discover: print the GPUs, MIG devices and IMEX clique the nvdra plugins see"};
+  DeviceLibOptions o;
+  o.container_driver_root = "/";
+  int verbosity = 0;
+  int channels = 1;
+  bool cdi_spec = false;
+  app.add_option("--mock-hardware", o.mock_hardware,
+                 "built-in mock profile (h100x8, a100-mig, gb200x4) or profile file; empty uses NVML");
+  app.add_option("--mock-root", o.mock_root, "directory for the mock driver root (default: a new temporary one)");
+  app.add_option("--container-driver-root", o.container_driver_root, "driver root as this process sees it")
+      ->capture_default_str();
+  app.add_option("--nvidia-driver-root", o.host_driver_root, "driver root as the host sees it")->capture_default_str();
+  app.add_option("--proc-devices", o.proc_devices_path, "file to read instead of /proc/devices")
+      ->envname("ALT_PROC_DEVICES_PATH");
+  app.add_option("--sysfs-root", o.sysfs_root, "sysfs mount point")->capture_default_str();
+  app.add_option("--channels", channels, "IMEX channels to list when the node is in a clique")->capture_default_str();
+  app.add_flag("--cdi-spec", cdi_spec, "print a CDI spec with the edits of every GPU device instead");
+  app.add_option("-v", verbosity, "log verbosity");
+  CLI11_PARSE(app, argc, argv);
+  InitLogging(verbosity);
+
+  std::string temp_root;
+  if (!o.mock_hardware.empty() && o.mock_root.empty()) {
+    char tmpl[] = "/tmp/nvdra-mock-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) {
+      std::cerr << "cannot create a temporary mock root: " << ErrnoText(errno) << "\n";
+      return 1;
+    }
+    o.mock_root = temp_root = tmpl;
+  }
+  int rc = 0;
+  auto lib = OpenDeviceLib(o);
+  if (!lib.ok()) {
+    std::cerr << "error: " << lib.status().ToString() << "\n";
+    rc = 1;
+  } else if (auto inv = (*lib)->Discover(); !inv.ok()) {
+    std::cerr << "error: discovery failed: " << inv.status().ToString() << "\n";
+    rc = inv.status().retryable() ? 75 : 1;  // EX_TEMPFAIL: try again later
+  } else if (cdi_spec) {
+    auto spec = AllDevicesSpec(**lib, *inv);
+    if (!spec.ok()) {
+      std::cerr << "error: " << spec.status().ToString() << "\n";
+      rc = 1;
+    } else {
+      std::cout << cdi::RenderJson(*spec);
+    }
+  } else {
+    std::vector<model::PublishedDevice> cd;
+    if (!inv->clique_id.empty()) cd = ComputeDomainPublishedDevices(channels);
+    std::cout << RenderDiscoveryJson(*inv, GpuPublishedDevices(*inv), cd);
+  }
+  if (!temp_root.empty()) std::system(("rm -rf '" + temp_root + "'").c_str());
+  return rc;
+}
