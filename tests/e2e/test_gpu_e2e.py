@@ -89,13 +89,15 @@ class GpuEndToEnd(NodeTestCase):
         claim = self.gpu_claim("ts", ["gpu-1"], configs=[cfg])
         self.assertOk(self.plugin.prepare([claim]), claim[2])
         self.assertOk(self.plugin.unprepare([claim]), claim[2])
-        state_dir = os.path.join(self.node.workdir, "mock-" + GPU_DRIVER)
-        calls = ""
-        for dirpath, _, files in os.walk(state_dir):
-            for f in files:
-                if f.endswith(".json") and "state" in f:
-                    calls += open(os.path.join(dirpath, f)).read()
-        self.assertIn("timeslice", calls.lower().replace("_", "").replace("-", ""))
+        log_path = os.path.join(self.node.workdir, "mock-" + GPU_DRIVER, "state", "control.log")
+        with open(log_path) as f:
+            calls = [line.split() for line in f.read().splitlines()]
+        uuids = {c[1] for c in calls}
+        self.assertEqual(len(uuids), 1, calls)
+        uuid = uuids.pop()
+        # Prepare: compute mode DEFAULT, then interval Long (3); Unprepare: back to Default (0).
+        self.assertEqual(calls, [["SetComputeMode", uuid, "DEFAULT"], ["SetTimeSlice", uuid, "3"],
+                                 ["SetTimeSlice", uuid, "0"]])
 
     def test_published_slices_carry_the_upstream_attribute_set(self):
         slices = wait_for(lambda: self.node.api.slices(GPU_DRIVER), what="GPU ResourceSlices")
