@@ -1,0 +1,263 @@
+#include "kubelet/claim_dispatcher.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "util/log.h"
+#include "util/uid.h"
+
+namespace nvdra::kubelet {
+namespace {
+
+const char* OpName(bool prepare) { return prepare ? "prepare" : "unprepare"; }
+
+std::string FormatDuration(std::chrono::milliseconds d) {
+  if (d.count() % 1000 == 0) return fmt::format("{}s", d.count() / 1000);
+  return fmt::format("{}ms", d.count());
+}
+
+}  // namespace
+
+ClaimDispatcher::ClaimDispatcher(ClaimEngine& engine, DispatcherOptions options)
+    : engine_(engine), options_(options), pool_(options.workers) {}
+
+ClaimDispatcher::~ClaimDispatcher() { Shutdown(); }
+
+void ClaimDispatcher::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    shutting_down_ = true;
+  }
+  changed_.notify_all();
+  pool_.Shutdown();
+}
+
+int ClaimDispatcher::Pending() const {
+  std::lock_guard lock(mu_);
+  return pending_;
+}
+
+Status ClaimDispatcher::ValidateRequest(const std::vector<ClaimRef>& claims, const char* op,
+                                        std::map<std::string, std::string>& errors,
+                                        std::vector<ClaimRef>& valid) const {
+  for (size_t i = 0; i < claims.size(); ++i) {
+    if (claims[i].uid.empty()) {
+      // The response is keyed by UID: such a claim cannot get its own answer.
+      return InvalidArgument(fmt::format(
+          "{} request is malformed: claim #{} ({}/{}) has an empty UID", op, i + 1,
+          claims[i].ns, claims[i].name));
+    }
+  }
+  std::map<std::string, int> count;
+  for (const auto& c : claims) ++count[c.uid];
+  const int limit = options_.max_claims_per_request;
+  for (const auto& c : claims) {
+    if (errors.count(c.uid)) continue;
+    if (static_cast<int>(claims.size()) > limit) {
+      errors[c.uid] = fmt::format(
+          "{} request has {} claims, more than the limit of {} per call; claim {} was not {}d",
+          op, claims.size(), limit, c.ToString(), op);
+      continue;
+    }
+    if (Status s = ValidateClaimUid(c.uid); !s.ok()) {
+      errors[c.uid] = fmt::format("claim {}/{}: {}", c.ns, c.name, s.message());
+      continue;
+    }
+    if (!IsValidObjectName(c.ns) || !IsValidObjectName(c.name)) {
+      errors[c.uid] = fmt::format(
+          "claim {}: namespace and name must be valid Kubernetes object names", c.ToString());
+      continue;
+    }
+    if (count[c.uid] > 1) {
+      errors[c.uid] = fmt::format(
+          "claim UID {} appears {} times in one {} request; each claim must be listed once",
+          c.uid, count[c.uid], op);
+      continue;
+    }
+    valid.push_back(c);
+  }
+  return Status::Ok();
+}
+
+std::shared_ptr<ClaimDispatcher::Task> ClaimDispatcher::SubmitLocked(Op op, const ClaimRef& claim) {
+  UidChain& chain = chains_[claim.uid];
+  const std::shared_ptr<Task>& last = chain.queued.empty() ? chain.running : chain.queued.back();
+  if (last && !last->done && last->op == op && last->claim == claim) {
+    // A retry of a call that timed out: wait for the same work instead of
+    // running the claim twice.
+    NVDRA_VLOG(2, "{} of claim {} is already in progress; joining it", OpName(op == Op::kPrepare),
+               claim.ToString());
+    return last;
+  }
+  auto task = std::make_shared<Task>();
+  task->op = op;
+  task->claim = claim;
+  ++pending_;
+  if (!chain.running) {
+    chain.running = task;
+    StartLocked(task);
+  } else {
+    chain.queued.push_back(task);
+  }
+  return task;
+}
+
+void ClaimDispatcher::StartLocked(std::shared_ptr<Task> task) {
+  if (pool_.Submit([this, task] { RunTask(task); })) return;
+  // Only during shutdown: end the claim's chain without calling the engine.
+  auto it = chains_.find(task->claim.uid);
+  std::vector<std::shared_ptr<Task>> dropped{task};
+  if (it != chains_.end()) {
+    dropped.insert(dropped.end(), it->second.queued.begin(), it->second.queued.end());
+    chains_.erase(it);
+  }
+  for (const auto& t : dropped) {
+    std::string msg = fmt::format("plugin is shutting down; {} of claim {} did not run",
+                                  OpName(t->op == Op::kPrepare), t->claim.ToString());
+    t->done = true;
+    t->prepare.error = msg;
+    t->unprepare_error = msg;
+    --pending_;
+  }
+}
+
+void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
+  // The engine's budget starts when the claim starts, not when it was queued
+  // behind another operation on the same claim.
+  const auto deadline = Clock::now() + options_.claim_timeout;
+  PrepareResult prepare;
+  std::string unprepare_error;
+  bool stopping;
+  {
+    std::lock_guard lock(mu_);
+    stopping = shutting_down_;
+  }
+  if (stopping) {
+    // Queued before shutdown began: do not start new device work now.
+    prepare.error = unprepare_error = fmt::format(
+        "plugin is shutting down; {} of claim {} did not run", OpName(task->op == Op::kPrepare),
+        task->claim.ToString());
+  } else if (task->op == Op::kPrepare) {
+    prepare = engine_.PrepareClaim(task->claim, deadline);
+  } else {
+    unprepare_error = engine_.UnprepareClaim(task->claim, deadline);
+  }
+  {
+    std::lock_guard lock(mu_);
+    task->done = true;
+    task->prepare = std::move(prepare);
+    task->unprepare_error = std::move(unprepare_error);
+    --pending_;
+    auto it = chains_.find(task->claim.uid);
+    if (it != chains_.end() && it->second.running == task) {
+      UidChain& chain = it->second;
+      chain.running.reset();
+      if (!chain.queued.empty()) {
+        std::shared_ptr<Task> next = chain.queued.front();
+        chain.queued.pop_front();
+        chain.running = next;
+        StartLocked(std::move(next));
+      } else {
+        chains_.erase(it);
+      }
+    }
+  }
+  changed_.notify_all();
+}
+
+std::string ClaimDispatcher::TimeoutMessage(Op op, const ClaimRef& claim) const {
+  return fmt::format(
+      "{} of claim {} did not finish within {}; it goes on in the background and the kubelet will retry",
+      OpName(op == Op::kPrepare), claim.ToString(), FormatDuration(options_.claim_timeout));
+}
+
+std::vector<std::string> ClaimDispatcher::Await(const std::vector<std::shared_ptr<Task>>& tasks,
+                                                Op op, Clock::time_point deadline,
+                                                std::unique_lock<std::mutex>& lock) {
+  std::vector<std::string> errors(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const auto& t = tasks[i];
+    changed_.wait_until(lock, deadline, [&] { return t->done || shutting_down_; });
+    if (t->done) continue;
+    if (shutting_down_) {
+      errors[i] = fmt::format("plugin is shutting down; {} of claim {} was not answered and the kubelet will retry",
+                              OpName(op == Op::kPrepare), t->claim.ToString());
+    } else {
+      errors[i] = TimeoutMessage(op, t->claim);
+    }
+  }
+  return errors;
+}
+
+Result<std::map<std::string, PrepareResult>> ClaimDispatcher::Prepare(
+    const std::vector<ClaimRef>& claims, Clock::time_point call_deadline) {
+  std::map<std::string, std::string> invalid;
+  std::vector<ClaimRef> valid;
+  NVDRA_RETURN_IF_ERROR(ValidateRequest(claims, "prepare", invalid, valid));
+  std::map<std::string, PrepareResult> out;
+  for (auto& [uid, err] : invalid) {
+    spdlog::error("refusing to prepare claim: {}", err);
+    out[uid].error = err;
+  }
+  if (valid.empty()) return out;
+
+  const auto deadline = std::min(Clock::now() + options_.claim_timeout, call_deadline);
+  std::unique_lock lock(mu_);
+  if (shutting_down_) {
+    for (const auto& c : valid) {
+      out[c.uid].error = fmt::format("plugin is shutting down; prepare of claim {} was refused and the kubelet will retry", c.ToString());
+    }
+    return out;
+  }
+  std::vector<std::shared_ptr<Task>> tasks;
+  for (const auto& c : valid) tasks.push_back(SubmitLocked(Op::kPrepare, c));
+  std::vector<std::string> late = Await(tasks, Op::kPrepare, deadline, lock);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    PrepareResult& r = out[valid[i].uid];
+    if (!late[i].empty()) {
+      r.error = late[i];
+    } else {
+      r = tasks[i]->prepare;
+    }
+    if (!r.error.empty()) {
+      spdlog::error("prepare of claim {} failed: {}", valid[i].ToString(), r.error);
+    } else {
+      NVDRA_VLOG(1, "prepared claim {} ({} devices)", valid[i].ToString(), r.devices.size());
+    }
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> ClaimDispatcher::Unprepare(
+    const std::vector<ClaimRef>& claims, Clock::time_point call_deadline) {
+  std::map<std::string, std::string> out;
+  std::vector<ClaimRef> valid;
+  NVDRA_RETURN_IF_ERROR(ValidateRequest(claims, "unprepare", out, valid));
+  for (auto& [uid, err] : out) spdlog::error("refusing to unprepare claim: {}", err);
+  if (valid.empty()) return out;
+
+  const auto deadline = std::min(Clock::now() + options_.claim_timeout, call_deadline);
+  std::unique_lock lock(mu_);
+  if (shutting_down_) {
+    for (const auto& c : valid) {
+      out[c.uid] = fmt::format("plugin is shutting down; unprepare of claim {} was refused and the kubelet will retry", c.ToString());
+    }
+    return out;
+  }
+  std::vector<std::shared_ptr<Task>> tasks;
+  for (const auto& c : valid) tasks.push_back(SubmitLocked(Op::kUnprepare, c));
+  std::vector<std::string> late = Await(tasks, Op::kUnprepare, deadline, lock);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    std::string& err = out[valid[i].uid];
+    err = late[i].empty() ? tasks[i]->unprepare_error : late[i];
+    if (!err.empty()) {
+      spdlog::error("unprepare of claim {} failed: {}", valid[i].ToString(), err);
+    } else {
+      NVDRA_VLOG(1, "unprepared claim {}", valid[i].ToString());
+    }
+  }
+  return out;
+}
+
+}  // namespace nvdra::kubelet

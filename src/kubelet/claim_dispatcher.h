@@ -1,0 +1,97 @@
+// Runs the claims of NodePrepareResources / NodeUnprepareResources calls on
+// an engine: validates the request, fans claims out to a bounded worker pool
+// so a slow claim never delays an independent one, answers each claim by its
+// deadline (the work goes on in the background and a kubelet retry joins it),
+// and never runs two operations on the same claim UID at once. Knows nothing
+// about gRPC; the v1 and v1beta1 services both sit on top of it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kubelet/claim_engine.h"
+#include "kubelet/worker_pool.h"
+#include "util/status.h"
+
+namespace nvdra::kubelet {
+
+struct DispatcherOptions {
+  // Well below the kubelet's 45 s per-call timeout, so a late claim gets a
+  // clear error instead of the whole call timing out.
+  std::chrono::milliseconds claim_timeout{30000};
+  // A pod references at most a few dozen claims; anything beyond this is
+  // refused per claim without touching the engine.
+  int max_claims_per_request = 128;
+  // Claims the engine works on at once.
+  int workers = 32;
+};
+
+class ClaimDispatcher {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  ClaimDispatcher(ClaimEngine& engine, DispatcherOptions options);
+  ~ClaimDispatcher();  // Shutdown()
+  ClaimDispatcher(const ClaimDispatcher&) = delete;
+  ClaimDispatcher& operator=(const ClaimDispatcher&) = delete;
+
+  // Exactly one entry per distinct claim UID of the request. A non-OK
+  // Status only for a request that cannot be answered per claim (a claim
+  // without UID). `call_deadline` is the caller's own deadline, if any.
+  Result<std::map<std::string, PrepareResult>> Prepare(
+      const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max());
+  // Entry value: "" on success, else the claim's error.
+  Result<std::map<std::string, std::string>> Unprepare(
+      const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max());
+
+  // Answers every waiting call with a retryable error, refuses new work,
+  // then waits for the engine calls already running to return.
+  void Shutdown();
+
+  // Engine calls started but not returned, plus queued ones.
+  int Pending() const;
+  const DispatcherOptions& options() const { return options_; }
+
+ private:
+  enum class Op { kPrepare, kUnprepare };
+  struct Task {
+    Op op;
+    ClaimRef claim;
+    bool done = false;
+    PrepareResult prepare;
+    std::string unprepare_error;
+  };
+  struct UidChain {
+    std::shared_ptr<Task> running;
+    std::deque<std::shared_ptr<Task>> queued;
+  };
+
+  // Per-claim validation; on failure every such claim gets `errors[uid]`.
+  Status ValidateRequest(const std::vector<ClaimRef>& claims, const char* op,
+                         std::map<std::string, std::string>& errors,
+                         std::vector<ClaimRef>& valid) const;
+  std::shared_ptr<Task> SubmitLocked(Op op, const ClaimRef& claim);
+  void StartLocked(std::shared_ptr<Task> task);
+  void RunTask(const std::shared_ptr<Task>& task);
+  // Waits for `tasks`; returns, per task, "" when done or the error to report.
+  std::vector<std::string> Await(const std::vector<std::shared_ptr<Task>>& tasks, Op op,
+                                 Clock::time_point deadline, std::unique_lock<std::mutex>& lock);
+  std::string TimeoutMessage(Op op, const ClaimRef& claim) const;
+
+  ClaimEngine& engine_;
+  const DispatcherOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, UidChain> chains_;
+  int pending_ = 0;
+  bool shutting_down_ = false;
+  WorkerPool pool_;  // last: its threads stop before the rest is destroyed
+};
+
+}  // namespace nvdra::kubelet

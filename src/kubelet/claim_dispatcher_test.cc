@@ -1,0 +1,214 @@
+#include "kubelet/claim_dispatcher.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "kubelet/fake_claim_engine.h"
+#include "kubelet/test_util.h"
+
+namespace nvdra::kubelet {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Claim;
+using testing::Uid;
+constexpr auto kLong = std::chrono::seconds(20);
+
+DispatcherOptions Fast(int timeout_ms = 20000) {
+  DispatcherOptions o;
+  o.claim_timeout = std::chrono::milliseconds(timeout_ms);
+  o.workers = 4;
+  o.max_claims_per_request = 8;
+  return o;
+}
+
+FakeClaimBehavior Devices(std::vector<PreparedDevice> d) {
+  FakeClaimBehavior b;
+  b.devices = std::move(d);
+  return b;
+}
+
+FakeClaimBehavior Held() {
+  FakeClaimBehavior b;
+  b.hold = true;
+  return b;
+}
+
+TEST(ClaimDispatcherTest, OneEntryPerClaimWithEngineResults) {
+  FakeClaimEngine engine;
+  engine.Set(Uid("a"), Devices({{{"r"}, "p", "gpu-0", {"cdi=a"}, std::nullopt}}));
+  FakeClaimBehavior bad;
+  bad.prepare_error = "device gpu-1 is lost";
+  engine.Set(Uid("b"), bad);
+  ClaimDispatcher d(engine, Fast());
+  auto r = d.Prepare({Claim("a"), Claim("b"), Claim("c")});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ(r->at(Uid("a")).error, "");
+  ASSERT_EQ(r->at(Uid("a")).devices.size(), 1u);
+  EXPECT_EQ(r->at(Uid("a")).devices[0].device, "gpu-0");
+  EXPECT_EQ(r->at(Uid("b")).error, "device gpu-1 is lost");
+  EXPECT_EQ(r->at(Uid("c")).error, "");
+  EXPECT_TRUE(r->at(Uid("c")).devices.empty());
+}
+
+TEST(ClaimDispatcherTest, EmptyRequestIsAnEmptyAnswer) {
+  FakeClaimEngine engine;
+  ClaimDispatcher d(engine, Fast());
+  auto p = d.Prepare({});
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->empty());
+  auto u = d.Unprepare({});
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->empty());
+}
+
+TEST(ClaimDispatcherTest, EmptyUidFailsTheWholeRequest) {
+  FakeClaimEngine engine;
+  ClaimDispatcher d(engine, Fast());
+  auto r = d.Prepare({Claim("a"), {"default", "", "x"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("claim #2 (default/x) has an empty UID"));
+  EXPECT_FALSE(d.Unprepare({{"default", "", "x"}}).ok());
+  EXPECT_EQ(engine.Calls(Uid("a")), 0);
+}
+
+TEST(ClaimDispatcherTest, MalformedUidsAndNamesArePerClaimErrors) {
+  FakeClaimEngine engine;
+  ClaimDispatcher d(engine, Fast());
+  auto r = d.Prepare({Claim("a"), {"default", "../../etc", "x"}, {"default", "a/b", "x"},
+                      {"Bad_NS", Uid("n"), "x"}});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_EQ(r->at(Uid("a")).error, "");
+  EXPECT_THAT(r->at("../../etc").error, HasSubstr("is not a valid Kubernetes UID"));
+  EXPECT_THAT(r->at("a/b").error, HasSubstr("is not a valid Kubernetes UID"));
+  EXPECT_THAT(r->at(Uid("n")).error, HasSubstr("valid Kubernetes object names"));
+  EXPECT_EQ(engine.Calls("../../etc"), 0);
+  EXPECT_EQ(engine.Calls(Uid("n")), 0);
+  auto u = d.Unprepare({{"default", "x.y", "n"}});
+  ASSERT_TRUE(u.ok());
+  EXPECT_THAT(u->at("x.y"), HasSubstr("is not a valid Kubernetes UID"));
+}
+
+TEST(ClaimDispatcherTest, DuplicateUidIsRefusedOnce) {
+  FakeClaimEngine engine;
+  ClaimDispatcher d(engine, Fast());
+  auto r = d.Prepare({Claim("a"), Claim("b"), Claim("a")});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_THAT(r->at(Uid("a")).error, HasSubstr("appears 2 times in one prepare request"));
+  EXPECT_EQ(r->at(Uid("b")).error, "");
+  EXPECT_EQ(engine.Calls(Uid("a")), 0);
+}
+
+TEST(ClaimDispatcherTest, HugeRequestIsRefusedPerClaimWithoutEngineCalls) {
+  FakeClaimEngine engine;
+  ClaimDispatcher d(engine, Fast());  // limit 8
+  std::vector<ClaimRef> claims;
+  for (int i = 0; i < 9; ++i) claims.push_back(Claim("h" + std::to_string(i)));
+  auto r = d.Unprepare(claims);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 9u);
+  for (const auto& [uid, err] : *r) {
+    EXPECT_THAT(err, HasSubstr("has 9 claims, more than the limit of 8 per call"));
+  }
+  EXPECT_TRUE(engine.Completed().empty());
+}
+
+TEST(ClaimDispatcherTest, UnprepareOfUnknownClaimSucceeds) {
+  FakeClaimEngine engine;
+  ClaimDispatcher d(engine, Fast());
+  auto r = d.Unprepare({Claim("never-prepared")});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->at(Uid("never-prepared")), "");
+}
+
+TEST(ClaimDispatcherTest, SlowClaimDoesNotDelayAnotherInTheSameRequest) {
+  FakeClaimEngine engine;
+  engine.Set(Uid("slow"), Held());
+  ClaimDispatcher d(engine, Fast());
+  auto call = std::async(std::launch::async, [&] { return d.Prepare({Claim("slow"), Claim("fast")}); });
+  ASSERT_TRUE(engine.WaitCompleted(1, kLong));
+  EXPECT_EQ(engine.Completed(), std::vector<std::string>({"prepare:" + Uid("fast")}));
+  engine.Release(Uid("slow"));
+  auto r = call.get();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->at(Uid("slow")).error, "");
+  EXPECT_EQ(engine.Completed().back(), "prepare:" + Uid("slow"));
+}
+
+TEST(ClaimDispatcherTest, SlowClaimDoesNotDelayAnotherRequest) {
+  FakeClaimEngine engine;
+  engine.Set(Uid("slow"), Held());
+  ClaimDispatcher d(engine, Fast());
+  auto slow = std::async(std::launch::async, [&] { return d.Prepare({Claim("slow")}); });
+  ASSERT_TRUE(engine.WaitStarted(Uid("slow"), kLong));
+  auto fast = d.Unprepare({Claim("other")});  // returns while "slow" is held
+  ASSERT_TRUE(fast.ok());
+  EXPECT_EQ(fast->at(Uid("other")), "");
+  EXPECT_EQ(slow.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  engine.Release(Uid("slow"));
+  EXPECT_TRUE(slow.get().ok());
+}
+
+TEST(ClaimDispatcherTest, DeadlineGivesRetryableErrorAndRetryJoinsTheRunningWork) {
+  FakeClaimEngine engine;
+  engine.Set(Uid("a"), Held());
+  ClaimDispatcher d(engine, Fast(100));
+  auto first = d.Prepare({Claim("a")});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->at(Uid("a")).error,
+            "prepare of claim default/claim-a:" + Uid("a") +
+                " did not finish within 100ms; it goes on in the background and the kubelet will retry");
+  auto retry = d.Prepare({Claim("a")});
+  ASSERT_TRUE(retry.ok());
+  EXPECT_THAT(retry->at(Uid("a")).error, HasSubstr("did not finish within 100ms"));
+  EXPECT_EQ(engine.Calls(Uid("a")), 1);  // the retry waited for the same work
+  engine.Release(Uid("a"));
+  ASSERT_TRUE(engine.WaitCompleted(1, kLong));
+}
+
+TEST(ClaimDispatcherTest, OperationsOnOneClaimRunInArrivalOrder) {
+  FakeClaimEngine engine;
+  FakeClaimBehavior held = Held();
+  engine.Set(Uid("a"), held);
+  ClaimDispatcher d(engine, Fast(50));
+  auto p = d.Prepare({Claim("a")});  // times out, still held
+  ASSERT_TRUE(p.ok());
+  auto u = d.Unprepare({Claim("a")});  // queued behind the prepare, times out
+  ASSERT_TRUE(u.ok());
+  EXPECT_THAT(u->at(Uid("a")), HasSubstr("unprepare of claim default/claim-a"));
+  EXPECT_EQ(engine.Calls(Uid("a")), 1);  // unprepare not started yet
+  engine.Set(Uid("a"), FakeClaimBehavior{});
+  engine.Release(Uid("a"));
+  ASSERT_TRUE(engine.WaitCompleted(2, kLong));
+  EXPECT_EQ(engine.Completed(),
+            std::vector<std::string>({"prepare:" + Uid("a"), "unprepare:" + Uid("a")}));
+  EXPECT_TRUE(engine.Prepared().empty());
+}
+
+TEST(ClaimDispatcherTest, ShutdownAnswersWaitingCallsAndRefusesNewOnes) {
+  FakeClaimEngine engine;
+  engine.Set(Uid("a"), Held());
+  ClaimDispatcher d(engine, Fast());
+  auto call = std::async(std::launch::async, [&] { return d.Prepare({Claim("a")}); });
+  ASSERT_TRUE(engine.WaitStarted(Uid("a"), kLong));
+  std::thread stopper([&] { d.Shutdown(); });  // waits for the held engine call
+  auto r = call.get();
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(r->at(Uid("a")).error, HasSubstr("plugin is shutting down"));
+  engine.CancelAll();
+  stopper.join();
+  auto late = d.Prepare({Claim("b")});
+  ASSERT_TRUE(late.ok());
+  EXPECT_THAT(late->at(Uid("b")).error, HasSubstr("shutting down"));
+  EXPECT_EQ(engine.Calls(Uid("b")), 0);
+}
+
+}  // namespace
+}  // namespace nvdra::kubelet

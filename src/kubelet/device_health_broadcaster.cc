@@ -1,0 +1,76 @@
+#include "kubelet/device_health_broadcaster.h"
+
+namespace nvdra::kubelet {
+
+const char* DeviceHealthStatusName(DeviceHealthStatus s) {
+  switch (s) {
+    case DeviceHealthStatus::kHealthy: return "HEALTHY";
+    case DeviceHealthStatus::kUnhealthy: return "UNHEALTHY";
+    case DeviceHealthStatus::kUnknown: break;
+  }
+  return "UNKNOWN";
+}
+
+void DeviceHealthBroadcaster::PutLocked(DeviceHealth d) {
+  if (d.last_updated_unix == 0) {
+    d.last_updated_unix =
+        std::chrono::duration_cast<std::chrono::seconds>(clock_.Now().time_since_epoch()).count();
+  }
+  auto key = std::make_pair(d.pool, d.device);
+  devices_[key] = std::move(d);
+}
+
+void DeviceHealthBroadcaster::Update(std::vector<DeviceHealth> devices) {
+  {
+    std::lock_guard lock(mu_);
+    for (auto& d : devices) PutLocked(std::move(d));
+    ++version_;
+  }
+  changed_.notify_all();
+}
+
+void DeviceHealthBroadcaster::Replace(std::vector<DeviceHealth> devices) {
+  {
+    std::lock_guard lock(mu_);
+    devices_.clear();
+    for (auto& d : devices) PutLocked(std::move(d));
+    ++version_;
+  }
+  changed_.notify_all();
+}
+
+void DeviceHealthBroadcaster::Close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  changed_.notify_all();
+}
+
+bool DeviceHealthBroadcaster::Closed() const {
+  std::lock_guard lock(mu_);
+  return closed_;
+}
+
+DeviceHealthSnapshot DeviceHealthBroadcaster::SnapshotLocked() const {
+  DeviceHealthSnapshot s;
+  s.version = version_;
+  s.devices.reserve(devices_.size());
+  for (const auto& [key, d] : devices_) s.devices.push_back(d);
+  return s;
+}
+
+DeviceHealthSnapshot DeviceHealthBroadcaster::Current() const {
+  std::lock_guard lock(mu_);
+  return SnapshotLocked();
+}
+
+std::optional<DeviceHealthSnapshot> DeviceHealthBroadcaster::WaitForChange(
+    uint64_t seen_version, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  changed_.wait_until(lock, deadline, [&] { return closed_ || version_ != seen_version; });
+  if (closed_ || version_ == seen_version) return std::nullopt;
+  return SnapshotLocked();
+}
+
+}  // namespace nvdra::kubelet

@@ -1,0 +1,81 @@
+// Device health as the kubelet's DRAResourceHealth stream reports it. The
+// device layer (NVML events, a mock profile) feeds a DeviceHealthBroadcaster;
+// every NodeWatchResources stream gets the complete state when it connects
+// and again after each change (the kubelet reconciles full lists).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/clock.h"
+
+namespace nvdra::kubelet {
+
+enum class DeviceHealthStatus { kUnknown = 0, kHealthy = 1, kUnhealthy = 2 };
+
+const char* DeviceHealthStatusName(DeviceHealthStatus s);  // "HEALTHY", ...
+
+struct DeviceHealth {
+  std::string pool;
+  std::string device;
+  DeviceHealthStatus health = DeviceHealthStatus::kUnknown;
+  int64_t last_updated_unix = 0;  // 0: stamped with the broadcaster's clock
+  int64_t health_check_timeout_seconds = 0;  // 0: the kubelet's default
+  std::string message;
+
+  friend bool operator==(const DeviceHealth&, const DeviceHealth&) = default;
+};
+
+struct DeviceHealthSnapshot {
+  uint64_t version = 0;
+  std::vector<DeviceHealth> devices;  // sorted by (pool, device)
+};
+
+// What the health stream reads. Implementations must be safe to call from
+// many streams at once.
+class DeviceHealthSource {
+ public:
+  virtual ~DeviceHealthSource() = default;
+  // The current state once its version differs from `seen_version`; nullopt
+  // when `deadline` passes first or the source is closed (see Closed()).
+  virtual std::optional<DeviceHealthSnapshot> WaitForChange(
+      uint64_t seen_version, std::chrono::steady_clock::time_point deadline) = 0;
+  virtual bool Closed() const = 0;
+};
+
+class DeviceHealthBroadcaster final : public DeviceHealthSource {
+ public:
+  explicit DeviceHealthBroadcaster(const Clock& clock = SystemClock::Get()) : clock_(clock) {}
+
+  // Adds or replaces the given devices; others keep their state.
+  void Update(std::vector<DeviceHealth> devices);
+  // Replaces the whole state (devices not listed are dropped).
+  void Replace(std::vector<DeviceHealth> devices);
+  // Wakes every stream; they end cleanly.
+  void Close();
+
+  DeviceHealthSnapshot Current() const;
+  std::optional<DeviceHealthSnapshot> WaitForChange(
+      uint64_t seen_version, std::chrono::steady_clock::time_point deadline) override;
+  bool Closed() const override;
+
+ private:
+  void PutLocked(DeviceHealth d);
+  DeviceHealthSnapshot SnapshotLocked() const;
+
+  const Clock& clock_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  uint64_t version_ = 1;  // streams start from 0, so they get the state at once
+  bool closed_ = false;
+  std::map<std::pair<std::string, std::string>, DeviceHealth> devices_;
+};
+
+}  // namespace nvdra::kubelet

@@ -1,0 +1,96 @@
+#include "kubelet/dra_service.h"
+
+#include "kubelet/device_list.h"
+#include "util/log.h"
+
+namespace nvdra::kubelet {
+namespace {
+
+template <typename Request>
+std::vector<ClaimRef> ClaimsOf(const Request& req) {
+  std::vector<ClaimRef> claims;
+  claims.reserve(req.claims_size());
+  for (const auto& c : req.claims()) claims.push_back({c.namespace_(), c.uid(), c.name()});
+  return claims;
+}
+
+grpc::Status ToGrpc(const Status& s) {
+  return grpc::Status(s.code() == StatusCode::kInvalidArgument ? grpc::StatusCode::INVALID_ARGUMENT
+                                                               : grpc::StatusCode::INTERNAL,
+                      s.message());
+}
+
+template <typename Response, bool kShareId>
+grpc::Status Prepare(ClaimDispatcher& dispatcher, grpc::ServerContext* ctx,
+                     const std::vector<ClaimRef>& claims, Response* resp) {
+  auto results = dispatcher.Prepare(claims, SteadyDeadline(*ctx));
+  if (!results.ok()) return ToGrpc(results.status());
+  auto& out = *resp->mutable_claims();
+  for (auto& [uid, result] : *results) {
+    auto& entry = out[uid];
+    entry.set_error(result.error);
+    if (!result.error.empty()) continue;
+    for (auto& d : NormalizeDevices(std::move(result.devices), kShareId)) {
+      auto* pd = entry.add_devices();
+      for (auto& r : d.request_names) pd->add_request_names(std::move(r));
+      pd->set_pool_name(d.pool);
+      pd->set_device_name(d.device);
+      for (auto& id : d.cdi_device_ids) pd->add_cdi_device_ids(std::move(id));
+      if constexpr (kShareId) {
+        if (d.share_id) pd->set_share_id(*d.share_id);
+      }
+    }
+  }
+  return grpc::Status::OK;
+}
+
+template <typename Response>
+grpc::Status Unprepare(ClaimDispatcher& dispatcher, grpc::ServerContext* ctx,
+                       const std::vector<ClaimRef>& claims, Response* resp) {
+  auto results = dispatcher.Unprepare(claims, SteadyDeadline(*ctx));
+  if (!results.ok()) return ToGrpc(results.status());
+  auto& out = *resp->mutable_claims();
+  for (auto& [uid, error] : *results) out[uid].set_error(error);
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+std::chrono::steady_clock::time_point SteadyDeadline(const grpc::ServerContext& ctx) {
+  const auto remaining = ctx.deadline() - std::chrono::system_clock::now();
+  // Calls without a deadline report a far-future one.
+  if (remaining > std::chrono::hours(24)) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(remaining);
+}
+
+grpc::Status DraV1Service::NodePrepareResources(grpc::ServerContext* ctx,
+                                                const drav1::NodePrepareResourcesRequest* req,
+                                                drav1::NodePrepareResourcesResponse* resp) {
+  NVDRA_VLOG(6, "v1 NodePrepareResources: {} claims", req->claims_size());
+  return Prepare<drav1::NodePrepareResourcesResponse, true>(dispatcher_, ctx, ClaimsOf(*req), resp);
+}
+
+grpc::Status DraV1Service::NodeUnprepareResources(grpc::ServerContext* ctx,
+                                                  const drav1::NodeUnprepareResourcesRequest* req,
+                                                  drav1::NodeUnprepareResourcesResponse* resp) {
+  NVDRA_VLOG(6, "v1 NodeUnprepareResources: {} claims", req->claims_size());
+  return Unprepare(dispatcher_, ctx, ClaimsOf(*req), resp);
+}
+
+grpc::Status DraV1beta1Service::NodePrepareResources(
+    grpc::ServerContext* ctx, const drav1beta1::NodePrepareResourcesRequest* req,
+    drav1beta1::NodePrepareResourcesResponse* resp) {
+  NVDRA_VLOG(6, "v1beta1 NodePrepareResources: {} claims", req->claims_size());
+  return Prepare<drav1beta1::NodePrepareResourcesResponse, false>(dispatcher_, ctx, ClaimsOf(*req),
+                                                                  resp);
+}
+
+grpc::Status DraV1beta1Service::NodeUnprepareResources(
+    grpc::ServerContext* ctx, const drav1beta1::NodeUnprepareResourcesRequest* req,
+    drav1beta1::NodeUnprepareResourcesResponse* resp) {
+  NVDRA_VLOG(6, "v1beta1 NodeUnprepareResources: {} claims", req->claims_size());
+  return Unprepare(dispatcher_, ctx, ClaimsOf(*req), resp);
+}
+
+}  // namespace nvdra::kubelet

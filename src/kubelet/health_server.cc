@@ -1,0 +1,63 @@
+#include "kubelet/health_server.h"
+
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include "kubelet/proto/grpc_health/v1/health.grpc.pb.h"
+#include "util/log.h"
+
+namespace nvdra::kubelet {
+
+class HealthServer::Service final : public ::grpc::health::v1::Health::Service {
+ public:
+  explicit Service(Probe probe) : probe_(std::move(probe)) {}
+
+  grpc::Status Check(grpc::ServerContext*, const ::grpc::health::v1::HealthCheckRequest* req,
+                     ::grpc::health::v1::HealthCheckResponse* resp) override {
+    if (!req->service().empty() && req->service() != "liveness") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service");
+    }
+    Status s = probe_();
+    if (s.ok()) {
+      NVDRA_VLOG(7, "liveness check: serving");
+      resp->set_status(::grpc::health::v1::HealthCheckResponse::SERVING);
+    } else {
+      spdlog::error("liveness check failed: {}", s.message());
+      resp->set_status(::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  Probe probe_;
+};
+
+Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& host, int port,
+                                                          Probe probe) {
+  if (port < 0 || port > 65535) {
+    return InvalidArgument(fmt::format("health check port {} is out of range 0..65535", port));
+  }
+  std::unique_ptr<HealthServer> h(new HealthServer());
+  h->service_ = std::make_unique<Service>(std::move(probe));
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),
+                           &h->port_);
+  builder.RegisterService(h->service_.get());
+  h->server_ = builder.BuildAndStart();
+  if (!h->server_ || h->port_ == 0) {
+    return Unavailable(fmt::format("cannot listen for health checks on {}:{} (port in use?)", host, port));
+  }
+  spdlog::info("liveness endpoint grpc.health.v1.Health/Check on {}:{}", host, h->port_);
+  return h;
+}
+
+HealthServer::~HealthServer() { Stop(); }
+
+void HealthServer::Stop() {
+  if (!server_) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  server_->Wait();
+  server_.reset();
+}
+
+}  // namespace nvdra::kubelet

@@ -1,0 +1,38 @@
+// The liveness endpoint the upstream Helm chart probes: the standard
+// grpc.health.v1.Health/Check on TCP --healthcheck-port. Service "" and
+// "liveness" run the plugin's probe (which dials its own sockets); any other
+// service name is NOT_FOUND, like upstream.
+#pragma once
+
+#include <grpcpp/server.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "util/status.h"
+
+namespace nvdra::kubelet {
+
+class HealthServer {
+ public:
+  using Probe = std::function<Status()>;
+
+  // `host`: "[::]" for all interfaces (upstream's behaviour), "127.0.0.1"
+  // in tests. `port` 0 picks a free port (see port()).
+  static Result<std::unique_ptr<HealthServer>> Start(const std::string& host, int port, Probe probe);
+  ~HealthServer();
+
+  int port() const { return port_; }
+  void Stop();
+
+ private:
+  class Service;
+  HealthServer() = default;
+
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace nvdra::kubelet

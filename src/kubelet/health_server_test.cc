@@ -1,0 +1,70 @@
+#include "kubelet/health_server.h"
+
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+
+#include "kubelet/dra_plugin_server.h"
+#include "kubelet/fake_claim_engine.h"
+#include "kubelet/proto/grpc_health/v1/health.grpc.pb.h"
+#include "kubelet/test_util.h"
+
+namespace nvdra::kubelet {
+namespace {
+
+using ::grpc::health::v1::HealthCheckRequest;
+using ::grpc::health::v1::HealthCheckResponse;
+
+// Returns the serving status, or -1 - grpc code for an RPC error.
+int Check(int port, const std::string& service) {
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+  auto stub = ::grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  HealthCheckRequest req;
+  req.set_service(service);
+  HealthCheckResponse resp;
+  grpc::Status s = stub->Check(&ctx, req, &resp);
+  if (!s.ok()) return -1 - static_cast<int>(s.error_code());
+  return resp.status();
+}
+
+TEST(HealthServerTest, ReportsTheProbeForLivenessServicesOnly) {
+  std::atomic<bool> healthy{true};
+  auto h = HealthServer::Start("127.0.0.1", 0, [&] {
+    return healthy ? Status::Ok() : Unavailable("dra.sock is gone");
+  });
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  const int port = (*h)->port();
+  ASSERT_GT(port, 0);
+  EXPECT_EQ(Check(port, ""), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Check(port, "liveness"), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Check(port, "readiness"), -1 - static_cast<int>(grpc::StatusCode::NOT_FOUND));
+  healthy = false;
+  EXPECT_EQ(Check(port, "liveness"), HealthCheckResponse::NOT_SERVING);
+}
+
+TEST(HealthServerTest, NotServingWhenThePluginSocketsBreak) {
+  testing::ScratchDir dir;
+  FakeClaimEngine engine;
+  DraPluginOptions o;
+  o.driver_name = "compute-domain.nvidia.com";
+  o.plugins_dir = dir.path() + "/p";
+  o.registrar_dir = dir.path() + "/r";
+  auto server = DraPluginServer::Start(engine, o);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  DraPluginServer* s = server->get();
+  auto h = HealthServer::Start("127.0.0.1", 0, [s] { return s->CheckLiveness(std::chrono::seconds(5)); });
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(Check((*h)->port(), "liveness"), HealthCheckResponse::SERVING);
+  (*server)->Stop();
+  EXPECT_EQ(Check((*h)->port(), "liveness"), HealthCheckResponse::NOT_SERVING);
+}
+
+TEST(HealthServerTest, RefusesABadPort) {
+  EXPECT_FALSE(HealthServer::Start("127.0.0.1", 70000, [] { return Status::Ok(); }).ok());
+}
+
+}  // namespace
+}  // namespace nvdra::kubelet

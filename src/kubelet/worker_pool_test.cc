@@ -1,0 +1,35 @@
+#include "kubelet/worker_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+
+namespace nvdra::kubelet {
+namespace {
+
+TEST(WorkerPoolTest, RunsEveryJobAndDrainsOnShutdown) {
+  std::atomic<int> ran{0};
+  WorkerPool pool(3);
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(pool.Submit([&] { ++ran; }));
+  pool.Shutdown();
+  EXPECT_EQ(ran.load(), 50);
+  EXPECT_FALSE(pool.Submit([&] { ++ran; }));
+  EXPECT_EQ(ran.load(), 50);
+}
+
+TEST(WorkerPoolTest, JobsRunConcurrently) {
+  // The first job waits for the second: only possible with two threads.
+  WorkerPool pool(2);
+  std::promise<void> second_ran;
+  std::promise<void> first_done;
+  pool.Submit([&] {
+    second_ran.get_future().wait();
+    first_done.set_value();
+  });
+  pool.Submit([&] { second_ran.set_value(); });
+  EXPECT_EQ(first_done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+}
+
+}  // namespace
+}  // namespace nvdra::kubelet
