@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ledger/legacy_checkpoint.h"
 #include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/log.h"
@@ -106,6 +107,35 @@ Status ClaimLedger::CreateFreshLocked() {
   return CompactLocked();
 }
 
+void ClaimLedger::ImportLegacyLocked() {
+  if (!opts_.import_legacy_checkpoint) return;
+  std::string path = JoinPath(opts_.dir, kLegacyCheckpointFileName);
+  auto st = env_->Stat(path);
+  if (!st.ok() || !st->exists) return;
+  auto text = env_->ReadFrom(path, 0);
+  if (!text.ok()) {
+    report_.errors.push_back("cannot read the Go driver's " + path + ": " + text.status().message());
+    return;
+  }
+  auto imported = ParseLegacyCheckpoint(*text, opts_.driver_name, boot_id_);
+  if (!imported.ok()) {
+    report_.errors.push_back("cannot import " + path + ": " + imported.status().message() +
+                             "; claims it recorded must be cleaned up by the reconciler");
+    return;
+  }
+  for (auto& e : imported->entries) {
+    e.updated = opts_.clock->Now();
+    if (!boot_id_.empty() && e.boot_id != boot_id_) ++report_.earlier_boot_claims;
+    std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryToJson(e).dump());
+    state_.Put(std::move(e), rec.size());
+  }
+  report_.imported_legacy_claims = imported->entries.size();
+  report_.claims = state_.entries().size();
+  for (const auto& w : imported->warnings) report_.warnings.push_back(w);
+  report_.warnings.push_back(fmt::format(
+      "imported {} claims from the Go driver's {} (left unchanged)", imported->entries.size(), path));
+}
+
 Status ClaimLedger::QuarantineLocked(const std::string& bytes,
                                      const std::vector<DamagedRange>& damage) {
   std::string out;
@@ -126,7 +156,9 @@ Status ClaimLedger::ReloadLocked() {
   NVDRA_ASSIGN_OR_RETURN(FileIdentity id, env_->Stat(log_path_));
   if (!id.exists) {
     report_.created = true;
-    return CreateFreshLocked();
+    state_ = LedgerState();
+    ImportLegacyLocked();
+    return CompactLocked();
   }
   NVDRA_ASSIGN_OR_RETURN(std::string bytes, env_->ReadFrom(log_path_, 0));
   DecodedLog log = DecodeLog(bytes);

@@ -37,6 +37,11 @@ struct LedgerOptions {
   // How long a transition waits for another process holding the lock.
   std::chrono::nanoseconds lock_timeout = std::chrono::seconds(10);
   LedgerEnv* env = nullptr;  // nullptr: the real file system
+  // This driver's name (e.g. "gpu.nvidia.com"): filters allocation results
+  // when importing the Go driver's checkpoint.json. Empty: keep all.
+  std::string driver_name;
+  // Import checkpoint.json (read-only) when the directory has no ledger yet.
+  bool import_legacy_checkpoint = true;
   // Compact when dead bytes exceed compaction_ratio * live bytes + compaction_min_bytes.
   double compaction_ratio = 2.0;
   uint64_t compaction_min_bytes = 1 << 20;
@@ -49,6 +54,7 @@ struct OpenReport {
   size_t claims = 0;     // entries after recovery (tombstones included)
   size_t earlier_boot_claims = 0;
   size_t expired_tombstones = 0;
+  size_t imported_legacy_claims = 0;  // from the Go driver's checkpoint.json
   uint64_t damaged_bytes = 0;
   std::string quarantine_file;  // where damaged bytes were copied
   std::string set_aside_file;   // the whole previous file, when it could not be read
@@ -133,6 +139,7 @@ class ClaimLedger {
   Status CatchUpLocked();
   Status ReloadLocked();
   Status CreateFreshLocked();
+  void ImportLegacyLocked();
   Status CompactLocked();
   Status MaybeCompactLocked();
   Status AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp);
