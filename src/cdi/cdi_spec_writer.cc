@@ -74,8 +74,13 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
   auto existing = ReadFileToString(path);
   if (existing.ok() && *existing == content) return Status::Ok();
   NVDRA_RETURN_IF_ERROR(EnsureRoot());
-  return WriteFileAtomically(path, content, 0644)
-      .Wrap("writing CDI spec for claim " + claim_uid);
+  NVDRA_RETURN_IF_ERROR(WriteFileAtomically(path, content, 0644).Wrap("writing CDI spec for claim " + claim_uid));
+  // Runtimes read specs as root, but tools run by users should too, whatever
+  // our umask was.
+  if (::chmod(path.c_str(), 0644) != 0) {
+    return Internal("chmod " + path + ": " + ErrnoText(errno));
+  }
+  return Status::Ok();
 }
 
 Status CdiSpecWriter::RemoveClaimSpec(const std::string& claim_uid) const {
@@ -107,6 +112,32 @@ Result<std::vector<std::string>> CdiSpecWriter::ListClaimSpecUids() const {
   std::sort(uids.begin(), uids.end());
   uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
   return uids;
+}
+
+Result<std::vector<std::string>> CdiSpecWriter::SweepOrphanClaimSpecs(
+    const std::function<bool(const std::string&)>& is_known) const {
+  NVDRA_ASSIGN_OR_RETURN(auto uids, ListClaimSpecUids());
+  std::vector<std::string> removed;
+  for (const auto& uid : uids) {
+    if (is_known(uid)) continue;
+    NVDRA_RETURN_IF_ERROR(RemoveClaimSpec(uid));
+    removed.push_back(uid);
+  }
+  // ".<prefix><uid>.json.tmp-N" from WriteFileAtomically, orphaned by a crash
+  // between create and rename.
+  auto names = ListDirectory(root_);
+  if (names.ok()) {
+    const std::string tmp_prefix = "." + FilePrefix();
+    for (const auto& name : *names) {
+      if (name.rfind(tmp_prefix, 0) != 0) continue;
+      auto end = name.find(".json.tmp-");
+      if (end == std::string::npos) continue;
+      // A known claim's temp file may belong to a write in flight.
+      if (is_known(name.substr(tmp_prefix.size(), end - tmp_prefix.size()))) continue;
+      NVDRA_RETURN_IF_ERROR(RemoveFileIfExists(JoinPath(root_, name)));
+    }
+  }
+  return removed;
 }
 
 }  // namespace nvdra::cdi

@@ -5,6 +5,7 @@
 // re-writing on every Prepare (the directory is often tmpfs) is harmless.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,14 @@ class CdiSpecWriter {
   // UIDs of every claim spec of our vendor and class in the directory
   // (sorted, unique), for the reconciler's sweep.
   Result<std::vector<std::string>> ListClaimSpecUids() const;
+
+  // Removes the claim specs whose UID `is_known` rejects, and temp files a
+  // crashed write left behind; returns the UIDs removed. The caller holds
+  // whatever keeps new claims from being prepared meanwhile (the ledger
+  // records a claim before its spec is written, so "known" means "in the
+  // ledger in any state").
+  Result<std::vector<std::string>> SweepOrphanClaimSpecs(
+      const std::function<bool(const std::string& claim_uid)>& is_known) const;
 
  private:
   std::string FilePrefix() const;

@@ -131,6 +131,37 @@ TEST_F(CdiSpecWriterTest, RemoveAndListAndSweepOnlyOurFiles) {
   EXPECT_TRUE(PathExists(root_ + "/nvidia.yaml"));
 }
 
+TEST_F(CdiSpecWriterTest, SweepRemovesOrphansAndStaleTempFiles) {
+  CdiSpecWriter gpu(root_, "k8s.gpu.nvidia.com");
+  CdiSpecWriter cd(root_, "k8s.compute-domain.nvidia.com");
+  for (const std::string uid : {"aaaa-1", "bbbb-2", "cccc-3"}) {
+    ASSERT_TRUE(gpu.WriteClaimSpec(uid, GpuSpec(gpu, uid, 1)).ok());
+  }
+  ASSERT_TRUE(cd.WriteClaimSpec("dddd-4", GpuSpec(cd, "dddd-4", 1)).ok());
+  const std::string tmp = root_ + "/.k8s.gpu.nvidia.com-claim_eeee-5.json.tmp-123";
+  ASSERT_TRUE(WriteFileAtomically(tmp, "{").ok());
+  const std::string live_tmp = root_ + "/.k8s.gpu.nvidia.com-claim_bbbb-2.json.tmp-456";
+  ASSERT_TRUE(WriteFileAtomically(live_tmp, "{").ok());
+  auto removed = gpu.SweepOrphanClaimSpecs([](const std::string& uid) { return uid == "bbbb-2"; });
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, (std::vector<std::string>{"aaaa-1", "cccc-3"}));
+  EXPECT_EQ(*gpu.ListClaimSpecUids(), (std::vector<std::string>{"bbbb-2"}));
+  EXPECT_EQ(*cd.ListClaimSpecUids(), (std::vector<std::string>{"dddd-4"})) << "other vendors are not ours";
+  EXPECT_FALSE(PathExists(tmp));
+  EXPECT_TRUE(PathExists(live_tmp)) << "may be a write in flight for a known claim";
+}
+
+TEST_F(CdiSpecWriterTest, ModeIs0644WhateverTheUmask) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  mode_t old = ::umask(077);
+  Status s = w.WriteClaimSpec(kUid, GpuSpec(w, kUid, 1));
+  ::umask(old);
+  ASSERT_TRUE(s.ok());
+  struct stat st;
+  ASSERT_EQ(::stat(w.ClaimSpecPath(kUid)->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
 TEST_F(CdiSpecWriterTest, ListOfMissingRootIsEmpty) {
   CdiSpecWriter w(root_ + "/nope", "k8s.gpu.nvidia.com");
   auto uids = w.ListClaimSpecUids();

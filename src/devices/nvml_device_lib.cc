@@ -91,8 +91,11 @@ std::string ProfileFromNvmlName(const char* name, const nvmlGpuInstanceProfileIn
 
 Result<std::unique_ptr<NvmlDeviceLib>> NvmlDeviceLib::Open(const DeviceLibOptions& options) {
   DriverRoot root(options.container_driver_root, options.host_driver_root);
-  NVDRA_ASSIGN_OR_RETURN(std::string path, root.FindLibrary("libnvidia-ml.so.1"));
-  NVDRA_ASSIGN_OR_RETURN(auto lib, NvmlLibrary::Load(path));
+  auto path = root.FindLibrary("libnvidia-ml.so.1");
+  // The driver is often installed after the plugin starts (driver
+  // container, GPU operator): a missing library is worth retrying.
+  if (!path.ok()) return Unavailable(path.status().message());
+  NVDRA_ASSIGN_OR_RETURN(auto lib, NvmlLibrary::Load(*path));
   auto self = std::unique_ptr<NvmlDeviceLib>(new NvmlDeviceLib(root, std::move(lib), options));
   NVDRA_ASSIGN_OR_RETURN(self->xids_, XidPolicy::WithAdditional(options.additional_xids_to_ignore));
   return self;

@@ -132,10 +132,11 @@ TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {
       << "sorted by PCI bus id (0000:1a before 0000:3b)";
 }
 
-TEST_F(NvmlDeviceLibTest, MissingLibraryIsNotFound) {
+TEST_F(NvmlDeviceLibTest, MissingLibraryIsARetryableError) {
   auto lib = NvmlDeviceLib::Open(Options(dir_.path()));
   ASSERT_FALSE(lib.ok());
-  EXPECT_EQ(lib.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(lib.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(lib.status().message().find("--container-driver-root"), std::string::npos);
   EXPECT_NE(lib.status().message().find("libnvidia-ml.so.1"), std::string::npos);
 }
 
@@ -215,19 +216,19 @@ TEST_F(NvmlDeviceLibTest, CliqueDisagreementAndFabricNotReady) {
 
 TEST_F(NvmlDeviceLibTest, NoGpusButDeviceNodesIsUnavailable) {
   // A driver root with the fake library and a /dev/nvidia0 node.
-  ASSERT_TRUE(MakeDirectories(dir_.path() + "/root/usr/lib64").ok());
-  ASSERT_TRUE(MakeDirectories(dir_.path() + "/root/dev").ok());
+  ASSERT_TRUE(MakeDirectories(dir_.path() + "/drv/usr/lib64").ok());
+  ASSERT_TRUE(MakeDirectories(dir_.path() + "/drv/dev").ok());
   ASSERT_EQ(::symlink((std::string(NVDRA_FAKE_NVML_ROOT) + "/usr/lib64/libnvidia-ml.so.1").c_str(),
-                      (dir_.path() + "/root/usr/lib64/libnvidia-ml.so.1").c_str()), 0);
+                      (dir_.path() + "/drv/usr/lib64/libnvidia-ml.so.1").c_str()), 0);
   json cfg = BaseConfig();
   cfg["devices"] = json::array();
   Use(cfg);
-  auto lib = NvmlDeviceLib::Open(Options(dir_.path() + "/root"));
+  auto lib = NvmlDeviceLib::Open(Options(dir_.path() + "/drv"));
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   auto inv = (*lib)->Discover();
   ASSERT_TRUE(inv.ok()) << "no GPUs and no nodes: an honest empty node";
   EXPECT_TRUE(inv->gpus.empty());
-  ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/root/dev/nvidia0", "").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/drv/dev/nvidia0", "").ok());
   inv = (*lib)->Discover();
   EXPECT_EQ(inv.status().code(), StatusCode::kUnavailable) << "never publish zero devices as truth";
 }

@@ -77,7 +77,7 @@ TEST(DiscoverTest, NvmlAgainstFakeLibrary) {
 
 TEST(DiscoverTest, MissingLibraryFailsClearly) {
   RunResult r = RunDiscover("--container-driver-root=/nonexistent-driver-root");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 75) << "the driver may still be installed: worth a retry";
   EXPECT_TRUE(r.out.empty()) << "nothing is printed as if it were the truth";
 }
 

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   auto lib = OpenDeviceLib(o);
   if (!lib.ok()) {
     std::cerr << "error: " << lib.status().ToString() << "\n";
-    rc = 1;
+    rc = lib.status().retryable() ? 75 : 1;
   } else if (auto inv = (*lib)->Discover(); !inv.ok()) {
     std::cerr << "error: discovery failed: " << inv.status().ToString() << "\n";
     rc = inv.status().retryable() ? 75 : 1;  // EX_TEMPFAIL: try again later
