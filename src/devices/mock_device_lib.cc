@@ -233,10 +233,14 @@ Status MockHealthSource::PollOnce() {
   return Status::Ok();
 }
 
-Status MockHealthSource::Start(const NodeInventory& inventory, HealthCallback callback) {
-  if (thread_.joinable()) return FailedPrecondition("mock health source already started");
+void MockHealthSource::Register(const NodeInventory& inventory, HealthCallback callback) {
   inventory_ = inventory;
   callback_ = std::move(callback);
+}
+
+Status MockHealthSource::Start(const NodeInventory& inventory, HealthCallback callback) {
+  if (thread_.joinable()) return FailedPrecondition("mock health source already started");
+  Register(inventory, std::move(callback));
   NVDRA_RETURN_IF_ERROR(PollOnce());
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> l(mu_);

@@ -69,13 +69,11 @@ class MockHealthSource final : public DeviceHealthSource {
   ~MockHealthSource() override;
   Status Start(const NodeInventory& inventory, HealthCallback callback) override;
   void Stop() override;
-  // Handles lines appended since the last call; tests call it directly.
+  // The pieces Start uses, callable without a thread: Register sets the
+  // devices and the callback; PollOnce handles lines appended since the
+  // last call.
+  void Register(const NodeInventory& inventory, HealthCallback callback);
   Status PollOnce();
-
-  void SetInventoryForTest(const NodeInventory& inv, HealthCallback cb) {
-    inventory_ = inv;
-    callback_ = std::move(cb);
-  }
 
  private:
   void HandleLine(const std::string& line);

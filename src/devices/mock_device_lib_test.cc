@@ -138,7 +138,7 @@ TEST(MockDeviceLibTest, InjectedHealthEvents) {
   auto* mock = static_cast<MockDeviceLib*>(lib->get());
   MockHealthSource source(mock->health_events_path(), *XidPolicy::WithAdditional("48"));
   std::vector<std::string> got;
-  source.SetInventoryForTest(*inv, [&](const DeviceHealthEvent& e) {
+  source.Register(*inv, [&](const DeviceHealthEvent& e) {
     got.push_back(e.device + " " + HealthStateName(e.state) + " " + e.message);
   });
   ASSERT_TRUE(WriteFileAtomically(mock->health_events_path(),

@@ -125,6 +125,17 @@ typedef struct {
 
 }  // extern "C"
 
+// Layouts as in nvml.h on LP64 (x86_64, aarch64): a mismatch would corrupt
+// memory in the real library.
+static_assert(sizeof(nvmlPciInfo_t) == 68);
+static_assert(sizeof(nvmlMemory_t) == 24);
+static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
+static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152);
+static_assert(sizeof(nvmlGpuFabricInfo_t) == 28);
+static_assert(sizeof(nvmlDeviceAddressingMode_t) == 8);
+static_assert(sizeof(nvmlEventData_t) == 32);
+
 namespace nvdra::devices {
 
 // Function pointers resolved from the loaded library. Optional ones may be
