@@ -97,44 +97,73 @@ void BM_LedgerCycle(benchmark::State& state) {
   std::filesystem::remove_all(dir);
 }
 
-// The Go driver's shape: one JSON document with every claim, checksummed,
-// rewritten through tmp + fsync + rename (+ directory fsync) per transition.
+// The Go driver's shape (upstream reference, "Checkpoint format" and
+// "Prepare / Unprepare flows"): one JSON document with every claim and a
+// checksum over its re-serialisation. Every read parses the file and verifies
+// the checksum by marshalling again; every write marshals the whole document
+// and goes through tmp + fsync + rename (no directory fsync, as upstream).
 class JsonCheckpoint {
  public:
-  explicit JsonCheckpoint(std::string dir) : dir_(std::move(dir)) {}
-  nlohmann::json& claims() { return doc_["v2"]["preparedClaims"]; }
-  void Write() {
-    doc_.erase("checksum");
-    std::string body = doc_.dump();
-    doc_["checksum"] = Crc32c(body);
-    (void)WriteFileAtomically(JoinPath(dir_, "checkpoint.json"), doc_.dump());
+  explicit JsonCheckpoint(std::string dir)
+      : path_(JoinPath(dir, "checkpoint.json")), tmp_(JoinPath(dir, ".checkpoint.tmp")) {}
+
+  nlohmann::json Read() {
+    auto text = ReadFileToString(path_);
+    nlohmann::json doc = nlohmann::json::parse(text.ok() ? *text : "{}", nullptr, false);
+    uint32_t want = doc.value("checksum", 0u);
+    doc["checksum"] = 0;
+    if (Crc32c(doc.dump()) != want) std::abort();  // never happens here; keeps the work honest
+    return doc;
+  }
+
+  void Write(nlohmann::json doc) {
+    doc["checksum"] = 0;
+    doc["checksum"] = Crc32c(doc.dump());
+    std::string data = doc.dump();
+    int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || ::write(fd, data.data(), data.size()) != static_cast<ssize_t>(data.size()) ||
+        ::fsync(fd) != 0) {
+      std::abort();
+    }
+    ::close(fd);
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0) std::abort();
   }
 
  private:
-  std::string dir_;
-  nlohmann::json doc_ = {{"v2", {{"preparedClaims", nlohmann::json::object()}}}};
+  std::string path_, tmp_;
 };
 
 void BM_JsonCheckpointCycle(benchmark::State& state) {
   std::string dir = BenchDir();
   JsonCheckpoint cp(dir);
+  nlohmann::json doc = {{"checksum", 0}, {"v2", {{"preparedClaims", nlohmann::json::object()}}}};
   for (int64_t i = 0; i < state.range(0); ++i) {
     ClaimEntry e = HeldEntry(i);
-    cp.claims()[e.uid] = EntryToJson(e);
+    doc["v2"]["preparedClaims"][e.uid] = EntryToJson(e);
   }
-  cp.Write();
+  cp.Write(doc);
   int64_t i = 0;
   for (auto _ : state) {
     std::string uid = Uid("cycle", i++);
     ClaimEntry e = HeldEntry(1'000'000 + i);
     e.uid = uid;
     e.state = ClaimState::kPrepareStarted;
-    cp.claims()[uid] = EntryToJson(e);
-    cp.Write();  // PrepareStarted
-    cp.claims()[uid]["state"] = "PrepareCompleted";
-    cp.Write();  // PrepareCompleted
-    cp.claims().erase(uid);
-    cp.Write();  // unprepared
+    // Prepare: read #1 (idempotency and overlap checks), read #2 + write #1
+    // (PrepareStarted), read #3 + write #2 (PrepareCompleted).
+    nlohmann::json d = cp.Read();
+    benchmark::DoNotOptimize(d["v2"]["preparedClaims"].contains(uid));
+    d = cp.Read();
+    d["v2"]["preparedClaims"][uid] = EntryToJson(e);
+    cp.Write(d);
+    d = cp.Read();
+    d["v2"]["preparedClaims"][uid]["state"] = "PrepareCompleted";
+    cp.Write(d);
+    // Unprepare: read (find the claim), read + write (delete it).
+    d = cp.Read();
+    benchmark::DoNotOptimize(d["v2"]["preparedClaims"].contains(uid));
+    d = cp.Read();
+    d["v2"]["preparedClaims"].erase(uid);
+    cp.Write(d);
   }
   state.counters["held"] = static_cast<double>(state.range(0));
   std::filesystem::remove_all(dir);

@@ -99,7 +99,15 @@ auto ClaimLedger::Locked(F&& fn) -> decltype(fn()) {
 }
 
 std::string ClaimLedger::SidePath(const std::string& kind) const {
-  return fmt::format("{}.{}-{}", log_path_, kind, UnixMs(opts_.clock->Now()));
+  std::string base = fmt::format("{}.{}-{}", log_path_, kind, UnixMs(opts_.clock->Now()));
+  std::string path = base;
+  // Never overwrite an earlier side file: it may be the only copy of that damage.
+  for (int n = 1; n < 1000; ++n) {
+    auto id = env_->Stat(path);
+    if (!id.ok() || !id->exists) break;
+    path = base + "-" + std::to_string(n);
+  }
+  return path;
 }
 
 Status ClaimLedger::CreateFreshLocked() {

@@ -564,3 +564,23 @@ TEST_F(ClaimLedgerTest, DamageInTheMiddleKeepsLaterRecords) {
 
 }  // namespace
 }  // namespace nvdra::ledger
+
+namespace nvdra::ledger {
+namespace {
+
+TEST_F(ClaimLedgerTest, RepeatedDamageNeverOverwritesAnEarlierQuarantineFile) {
+  { auto l = OpenLedger(); }
+  std::vector<std::string> quarantined;
+  for (int round = 0; round < 2; ++round) {
+    auto bytes = *ReadFileToString(LogPath());
+    ASSERT_TRUE(WriteFileAtomically(LogPath(), bytes + "torn-" + std::to_string(round)).ok());
+    auto l = OpenLedger();  // same fake time both rounds
+    quarantined.push_back(l->report().quarantine_file);
+  }
+  ASSERT_NE(quarantined[0], quarantined[1]);
+  EXPECT_NE(ReadFileToString(quarantined[0])->find("torn-0"), std::string::npos);
+  EXPECT_NE(ReadFileToString(quarantined[1])->find("torn-1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nvdra::ledger

@@ -28,11 +28,7 @@ std::string FastTmp() {
 
 class ScratchInShm {
  public:
-  ScratchInShm() {
-    std::string base = FastTmp();
-    if (!base.empty()) ::setenv("TMPDIR", base.c_str(), 1);
-    dir_ = std::make_unique<testing::ScratchDir>();
-  }
+  ScratchInShm() : dir_(std::make_unique<testing::ScratchDir>(FastTmp())) {}
   const std::string& path() const { return dir_->path(); }
 
  private:

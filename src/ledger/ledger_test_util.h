@@ -14,9 +14,13 @@ namespace nvdra::ledger::testing {
 
 class ScratchDir {
  public:
-  ScratchDir() {
-    const char* base = getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/nvdra-ledger-XXXXXX";
+  // `base` empty: $TMPDIR, else /tmp.
+  explicit ScratchDir(std::string base = "") {
+    if (base.empty()) {
+      const char* env = getenv("TMPDIR");
+      base = env && *env ? env : "/tmp";
+    }
+    std::string tmpl = base + "/nvdra-ledger-XXXXXX";
     path_ = mkdtemp(tmpl.data()) ? tmpl : std::string();
   }
   ~ScratchDir() {
