@@ -25,6 +25,7 @@ struct ClaimSnapshot {
   bool allocated = false;
   std::vector<AllocatedResult> results;          // all drivers
   std::vector<config::ClaimConfig> configs;      // allocation configs, class ones first
+  std::vector<std::string> consumers;            // status.reservedFor UIDs
 };
 
 class ClaimSource {

@@ -85,6 +85,7 @@ kubelet::PrepareResult Engine::PrepareClaim(const kubelet::ClaimRef& claim, Stea
     }
     if (permanent) {
       spdlog::error("Permanent error preparing devices for claim {}: {}", claim.uid, devices.status().message());
+      if (options_.on_permanent_failure) options_.on_permanent_failure(claim, out.error);
     } else {
       spdlog::warn("{}", out.error);
     }
@@ -153,6 +154,7 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   }
   if (!plan->held.empty()) req.held = plan->held;
   req.undo = plan->undo;
+  req.consumers = snap->consumers;
   step = Steady::now();
   auto begin = ledger_.BeginPrepare(req);
   if (!begin.ok() && begin.status().code() == StatusCode::kConflict) {

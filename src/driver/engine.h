@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,9 @@ namespace nvdra::driver {
 struct EngineOptions {
   std::string driver;  // "gpu.nvidia.com"
   config::FeatureGates gates;
+  // Called after a claim failed for a reason a retry cannot fix (bad config,
+  // device not on this node), e.g. to post an Event on the ResourceClaim.
+  std::function<void(const kubelet::ClaimRef&, const std::string& message)> on_permanent_failure;
 };
 
 class Engine final : public kubelet::ClaimEngine {

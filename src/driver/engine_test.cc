@@ -66,7 +66,7 @@ class EngineTest : public ::testing::Test {
     auto l = ledger::ClaimLedger::Open(o);
     ASSERT_TRUE(l.ok()) << l.status().ToString();
     ledger_ = std::move(l).value();
-    engine_ = std::make_unique<Engine>(EngineOptions{kDriver, {}}, *ledger_, *kind_, claims_, *cdi_, nullptr);
+    engine_ = std::make_unique<Engine>(EngineOptions{kDriver, {}, {}}, *ledger_, *kind_, claims_, *cdi_, nullptr);
     ReconcilerOptions ro;
     ro.clock = &clock_;
     ro.completed_grace = std::chrono::minutes(10);
@@ -249,6 +249,21 @@ TEST_F(EngineTest, UnprepareRemovesSpecAndRefusesALatePrepare) {
   auto late = engine_->PrepareClaim(Ref(a), kFar);
   EXPECT_NE(late.error, "") << "a late Prepare retry must not resurrect an unprepared claim";
   EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+}
+
+TEST_F(EngineTest, ANewPodReusingAReleasedClaimIsPrepared) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  a.consumers = {"pod-1"};
+  claims_.Put(a);
+  auto first = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_EQ(first.error, "");
+  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  EXPECT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "") << "same consumer: a late retry";
+  a.consumers = {"pod-2"};  // the Job's next pod
+  claims_.Put(a);
+  auto second = engine_->PrepareClaim(Ref(a), kFar);
+  EXPECT_EQ(second.error, "");
+  EXPECT_EQ(second.devices, first.devices);
 }
 
 TEST_F(EngineTest, UnprepareOfUnknownClaimSucceedsWithoutTheApiServer) {

@@ -47,6 +47,14 @@ def wait_for(predicate, timeout=30.0, what="condition"):
         delay = min(delay * 2, 0.2)
 
 
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
 class ApiServer:
     def __init__(self, workdir, node_name):
         self.workdir = workdir
@@ -56,9 +64,8 @@ class ApiServer:
         self.proc = subprocess.Popen(
             [sys.executable, APISERVER, "--port-file", self.port_file, "--kubeconfig-out", self.kubeconfig],
             stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(lambda: os.path.exists(self.port_file) and open(self.port_file).read().strip(),
-                 what="the test API server")
-        self.port = int(open(self.port_file).read().strip())
+        wait_for(lambda: read_text(self.port_file).strip(), what="the test API server")
+        self.port = int(read_text(self.port_file).strip())
         self.url = "http://127.0.0.1:%d" % self.port
         wait_for(lambda: os.path.exists(self.kubeconfig), what="kubeconfig")
         self.load([{
@@ -287,8 +294,10 @@ class LocalNode:
 def parse_claims_output(text):
     """nvdractl's JSON output -> {uid: {"devices": [...], "error": str}}."""
     data = json.loads(text)
-    claims = data.get("claims", data)
     out = {}
-    for uid, c in claims.items():
-        out[uid] = {"devices": c.get("devices", []) or [], "error": c.get("error", "") or ""}
+    for c in data.get("claims", []):
+        error = c.get("error", "") or ""
+        if c.get("missing"):
+            error = error or "claim missing from the plugin's answer"
+        out[c["uid"]] = {"devices": c.get("devices", []) or [], "error": error}
     return out

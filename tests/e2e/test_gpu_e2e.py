@@ -79,6 +79,13 @@ class GpuEndToEnd(NodeTestCase):
         self.assertIn('strict decoding error: unknown field "unexpectedField"', r[claim[2]]["error"])
         self.assertEqual(self.live_entries(self.plugin), [])
         self.assertIn("Permanent error", self.plugin.read_log())
+        # The user sees it on the claim, as an Event.
+        status, body = self.node.api.request("GET", "/_nvdra/objects?resource=events")
+        self.assertEqual(status, 200)
+        events = [e for e in body["items"] if e.get("involvedObject", {}).get("uid") == claim[2]]
+        self.assertEqual(len(events), 1, body)
+        self.assertEqual(events[0]["reason"], "FailedPrepareDynamicResources")
+        self.assertIn("strict decoding error", events[0]["message"])
 
     def test_time_slicing_config_is_applied_and_undone(self):
         self.plugin.stop()

@@ -54,9 +54,9 @@ class RecoveryEndToEnd(NodeTestCase):
                 plugin.proc.wait(10)
                 plugin.log.close()
                 plugin.start()
-                # The kubelet retries until it succeeds: prepare, then unprepare.
-                r = plugin.prepare([claim])
+                # The kubelet retries the call that failed until it succeeds.
                 if fp in PREPARE_FAILPOINTS:
+                    r = plugin.prepare([claim])
                     self.assertOk(r, claim[2])
                     self.assertEqual(device_names(r[claim[2]]), ["gpu-%d" % (i % 8)])
                 self.assertOk(plugin.unprepare([claim]), claim[2])

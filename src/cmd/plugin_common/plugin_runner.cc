@@ -7,6 +7,7 @@
 #include "config/feature_gates.h"
 #include "driver/engine.h"
 #include "driver/reconciler.h"
+#include "kube/event_recorder.h"
 #include "kube/kube_config.h"
 #include "kube/slice_publisher.h"
 #include "kubelet/dra_plugin_server.h"
@@ -133,7 +134,16 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   }
 
   KubeClaimSource claims(*kube);
-  driver::EngineOptions eopts{driver, *gates};
+  kube::EventRecorderOptions evopts;
+  evopts.component = program;
+  evopts.instance = opts.node_name;
+  kube::EventRecorder events(*kube, evopts, SystemClock::Get());
+  driver::EngineOptions eopts{driver, *gates, {}};
+  eopts.on_permanent_failure = [&events](const kubelet::ClaimRef& c, const std::string& message) {
+    Status s = events.Record({"resource.k8s.io/v1", "ResourceClaim", c.ns, c.name, c.uid}, "Warning",
+                             "FailedPrepareDynamicResources", message);
+    if (!s.ok()) NVDRA_VLOG(4, "event for claim {} not posted: {}", c.ToString(), s.message());
+  };
   driver::Engine engine(eopts, **ledger, **kind, claims, cdi, dra_metrics);
 
   driver::ReconcilerOptions ropts;
