@@ -9,7 +9,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kKnownKeys[] = {"uid",      "namespace", "name", "state",  "allocation",
-                                      "held",     "prepared",  "undo", "bootID", "updatedUnixMs"};
+                                      "held",     "prepared",  "undo", "bootID", "updatedUnixMs", "consumers"};
 
 bool IsKnownKey(const std::string& k) {
   return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), k) != std::end(kKnownKeys);
@@ -65,6 +65,7 @@ json EntryToJson(const ClaimEntry& e) {
   }
   j["allocation"] = std::move(alloc);
   j["held"] = e.held;
+  if (!e.consumers.empty()) j["consumers"] = e.consumers;
   json prep = json::array();
   for (const auto& d : e.prepared) {
     json p = {{"requests", d.requests},
@@ -109,6 +110,7 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
     }
   }
   e.held = StrList(j, "held");
+  e.consumers = StrList(j, "consumers");
   if (auto it = j.find("prepared"); it != j.end() && it->is_array()) {
     for (const auto& p : *it) {
       if (!p.is_object()) continue;

@@ -46,6 +46,10 @@ struct ClaimEntry {
   // Exclusive resources (e.g. "gpu-0", "channel-3"); no two live claims share one.
   std::vector<std::string> held;
   std::vector<PreparedDevice> prepared;
+  // UIDs of the consumers (pods) the claim was reserved for when it was last
+  // prepared. Kept in the tombstone, so that a new consumer of a released
+  // claim can be told apart from a late retry for the old one.
+  std::vector<std::string> consumers;
   // Opaque record of the device kind: enough to undo without the API server.
   nlohmann::json undo;
   // Boot in which the node-side work was last done.

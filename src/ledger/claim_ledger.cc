@@ -366,6 +366,14 @@ const ClaimEntry* ClaimLedger::FindLive(const std::string& uid) const {
   return e;
 }
 
+// True when `now` names a consumer that `before` did not.
+static bool HasNewConsumer(const std::vector<std::string>& before, const std::vector<std::string>& now) {
+  for (const auto& c : now) {
+    if (std::find(before.begin(), before.end(), c) == before.end()) return true;
+  }
+  return false;
+}
+
 Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
   NVDRA_RETURN_IF_ERROR(ValidateClaimUid(req.uid));
   std::vector<std::string> held = SortedUnique(req.held ? *req.held : DefaultHeld(req.allocation));
@@ -393,7 +401,7 @@ Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
               "the unprepare finishes",
               Describe(*cur)));
         case ClaimState::kTombstone:
-          if (same) {
+          if (same && !HasNewConsumer(cur->consumers, req.consumers)) {
             auto left = std::chrono::duration_cast<std::chrono::seconds>(
                 opts_.tombstone_ttl - (opts_.clock->Now() - cur->updated));
             return FailedPrecondition(fmt::format(
@@ -419,6 +427,7 @@ Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
     e.state = ClaimState::kPrepareStarted;
     e.allocation = req.allocation;
     e.held = held;
+    e.consumers = SortedUnique(req.consumers);
     e.undo = req.undo;
     e.boot_id = boot_id_;
     e.updated = opts_.clock->Now();
@@ -505,6 +514,7 @@ Status ClaimLedger::FinishUnprepare(const std::string& uid) {
     e.name = cur->name;
     e.state = ClaimState::kTombstone;
     e.allocation = cur->allocation;
+    e.consumers = cur->consumers;
     e.extra = cur->extra;
     e.updated = opts_.clock->Now();
     return AppendLocked(e, "ledger-before-tombstone-write", "ledger-after-tombstone-write");

@@ -78,6 +78,11 @@ struct BeginPrepareRequest {
   // Exclusive resources; default: names of the non-admin allocated devices.
   std::optional<std::vector<std::string>> held;
   nlohmann::json undo;
+  // The claim's status.reservedFor consumer UIDs as the API server has them
+  // now. A tombstone refuses a Prepare of the same allocation unless a
+  // consumer appears that the released claim did not have (a new pod reusing
+  // the claim, not a late retry for the old one).
+  std::vector<std::string> consumers;
 };
 
 struct BeginResult {

@@ -226,6 +226,29 @@ TEST_F(ClaimLedgerTest, TombstoneRefusesLatePrepareUntilItExpires) {
   EXPECT_TRUE(other.ok()) << other.status().ToString();
 }
 
+TEST_F(ClaimLedgerTest, TombstoneAdmitsANewConsumerOfAReleasedClaim) {
+  auto l = OpenLedger();
+  auto first = Request("uid-a", {"gpu-0"});
+  first.consumers = {"pod-1"};
+  ASSERT_TRUE(l->BeginPrepare(first).ok());
+  ASSERT_TRUE(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), nullptr).ok());
+  ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+  ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
+  EXPECT_EQ(MustGet(*l, "uid-a").consumers, std::vector<std::string>{"pod-1"});
+  // A late retry for the same consumer (or with no consumer known) is refused.
+  auto late = Request("uid-a", {"gpu-0"});
+  late.consumers = {"pod-1"};
+  EXPECT_EQ(l->BeginPrepare(late).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(l->BeginPrepare(Request("uid-a", {"gpu-0"})).status().code(), StatusCode::kFailedPrecondition);
+  // The next pod of a Job reusing the claim is not.
+  auto next = Request("uid-a", {"gpu-0"});
+  next.consumers = {"pod-2"};
+  auto r = l->BeginPrepare(next);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->outcome, BeginOutcome::kStarted);
+  EXPECT_EQ(r->entry.consumers, std::vector<std::string>{"pod-2"});
+}
+
 TEST_F(ClaimLedgerTest, TombstoneExpiresAndIsCollected) {
   auto l = OpenLedger();
   for (int i = 0; i < 50; ++i) {

@@ -1,0 +1,15 @@
+// nvdra-gpu-kubelet-plugin: the kubelet plugin of driver gpu.nvidia.com.
+#include "cmd/plugin_common/plugin_runner.h"
+#include "devices/device_edits.h"
+#include "gpu/gpu_kind.h"
+
+int main(int argc, char** argv) {
+  using namespace nvdra;
+  return plugin::RunPlugin(
+      "nvdra-gpu-kubelet-plugin", gpu::kDriverName,
+      [](plugin::KindContext& ctx) -> Result<std::unique_ptr<driver::DeviceKind>> {
+        return std::unique_ptr<driver::DeviceKind>(std::make_unique<gpu::GpuKind>(
+            ctx.inventory, devices::DeviceEdits::ForLib(ctx.lib), ctx.lib.control(), ctx.cdi));
+      },
+      argc, argv);
+}

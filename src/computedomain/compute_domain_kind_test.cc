@@ -1,0 +1,149 @@
+#include "computedomain/compute_domain_kind.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "devices/device_lib.h"
+#include "util/file_util.h"
+
+namespace nvdra::computedomain {
+namespace {
+
+class FakeDomains final : public ComputeDomainSource {
+ public:
+  Result<ComputeDomainInfo> Get(const std::string& uid) override {
+    auto it = domains.find(uid);
+    if (it == domains.end()) return NotFound("ComputeDomain not found: " + uid);
+    return it->second;
+  }
+  std::map<std::string, ComputeDomainInfo> domains;
+};
+
+class ComputeDomainKindTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nvdra-cd-kind-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    devices::DeviceLibOptions o;
+    o.mock_hardware = "gb200x4";
+    o.mock_root = dir_ + "/mock";
+    auto lib = devices::OpenDeviceLib(o);
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+    lib_ = std::move(lib).value();
+    auto inv = lib_->Discover();
+    ASSERT_TRUE(inv.ok());
+    ASSERT_FALSE(inv->clique_id.empty());
+    cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.compute-domain.nvidia.com");
+    ComputeDomainKindOptions ko;
+    ko.plugin_dir = dir_ + "/plugin";
+    ko.clique_id = inv->clique_id;
+    domains_.domains["cd-1"] = {"cd-1", "default", "my-domain", true};
+    kind_ = std::make_unique<ComputeDomainKind>(ko, devices::DeviceEdits::ForLib(*lib_), domains_, *cdi_);
+  }
+  void TearDown() override {
+    kind_.reset();
+    lib_.reset();
+    (void)std::system(("rm -rf " + dir_).c_str());
+  }
+  driver::ClaimWork ChannelWork(const std::string& device, const std::string& mode = "Single",
+                                const std::string& domain = "cd-1") {
+    driver::ClaimWork w{"uid-1", "default", "c", {}, {}};
+    w.results.push_back({"channel", kDriverName, "node-1", device, false, ""});
+    config::ComputeDomainChannelConfig cc{domain, mode};
+    w.groups.push_back({cc, {}, {{"channel", device, "channel", kDriverName}}});
+    return w;
+  }
+
+  std::string dir_;
+  std::unique_ptr<devices::DeviceLib> lib_;
+  std::unique_ptr<cdi::CdiSpecWriter> cdi_;
+  FakeDomains domains_;
+  std::unique_ptr<ComputeDomainKind> kind_;
+};
+
+TEST_F(ComputeDomainKindTest, DeviceTypes) {
+  EXPECT_EQ(kind_->DeviceType("daemon-0"), "daemon");
+  EXPECT_EQ(kind_->DeviceType("channel-0"), "channel");
+  EXPECT_EQ(kind_->DeviceType("channel-2047"), "channel");
+  EXPECT_EQ(kind_->DeviceType("channel-2048"), "");
+  EXPECT_EQ(kind_->DeviceType("channel-01"), "");
+  EXPECT_EQ(kind_->DeviceType("channel-"), "");
+  EXPECT_EQ(kind_->DeviceType("gpu-0"), "");
+}
+
+TEST_F(ComputeDomainKindTest, ChannelsAreHeldPerId) {
+  auto plan = kind_->Plan(ChannelWork("channel-7"));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->held, std::vector<std::string>{"channel 7"});
+  auto all = kind_->Plan(ChannelWork("channel-0", "All"));
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->held.size(), 2048u);
+}
+
+TEST_F(ComputeDomainKindTest, ReadinessGatesChannelsWithARetryableError) {
+  auto w = ChannelWork("channel-1");
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(kind_->CheckReady(w, *plan).ok());
+  domains_.domains["cd-1"].node_ready = false;
+  Status s = kind_->CheckReady(w, *plan);
+  EXPECT_TRUE(s.retryable()) << s.ToString();
+  EXPECT_NE(s.message().find("not ready"), std::string::npos);
+  domains_.domains["cd-1"].ns = "other";
+  s = kind_->CheckReady(w, *plan);
+  EXPECT_FALSE(s.retryable());
+  EXPECT_NE(s.message().find("namespace is different"), std::string::npos);
+  auto unknown = ChannelWork("channel-1", "Single", "cd-unknown");
+  auto p2 = kind_->Plan(unknown);
+  ASSERT_TRUE(p2.ok());
+  s = kind_->CheckReady(unknown, *p2);
+  EXPECT_NE(s.message().find("ComputeDomain not found: cd-unknown"), std::string::npos);
+}
+
+TEST_F(ComputeDomainKindTest, ChannelPrepareInjectsTheChannelNode) {
+  auto w = ChannelWork("channel-3");
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  auto p = kind_->Prepare(w, *plan, nullptr);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->devices.size(), 1u);
+  EXPECT_EQ(p->devices[0].cdi_device_ids,
+            std::vector<std::string>{"k8s.compute-domain.nvidia.com/claim=uid-1-channel-3"});
+  std::string json = cdi::RenderJson(p->spec);
+  EXPECT_NE(json.find("/dev/nvidia-caps-imex-channels/channel3"), std::string::npos);
+  EXPECT_EQ(json.find("/dev/nvidia-caps-imex-channels/channel4"), std::string::npos);
+}
+
+TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareRemovesIt) {
+  driver::ClaimWork w{"uid-d", "default", "d", {}, {}};
+  w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
+  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", "daemon-0", "daemon", kDriverName}}});
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->held, std::vector<std::string>{"daemon-0"});
+  auto p = kind_->Prepare(w, *plan, nullptr);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::string json = cdi::RenderJson(p->spec);
+  EXPECT_NE(json.find("/imexd"), std::string::npos);
+  EXPECT_NE(json.find("COMPUTE_DOMAIN_UUID=cd-1"), std::string::npos);
+  EXPECT_NE(json.find("COMPUTE_DOMAIN_NAME=my-domain"), std::string::npos);
+  EXPECT_TRUE(PathExists(dir_ + "/plugin/domains/cd-1"));
+  ledger::ClaimEntry e;
+  e.uid = "uid-d";
+  e.undo = p->undo;
+  ASSERT_TRUE(kind_->Unprepare(e).ok());
+  EXPECT_FALSE(PathExists(dir_ + "/plugin/domains/cd-1"));
+}
+
+TEST_F(ComputeDomainKindTest, ClaimsWithoutAConfigOrWithABadDomainAreRefused) {
+  driver::ClaimWork w{"uid-1", "default", "c", {}, {}};
+  w.results.push_back({"channel", kDriverName, "node-1", "channel-0", false, ""});
+  EXPECT_FALSE(kind_->Plan(w).ok());
+  EXPECT_FALSE(kind_->Plan(ChannelWork("channel-0", "Single", "../etc")).ok());
+}
+
+}  // namespace
+}  // namespace nvdra::computedomain

@@ -1,0 +1,39 @@
+// Where the engine reads ResourceClaims from. The production implementation
+// wraps the Kubernetes client (kube/); tests use an in-memory one. Keeping the
+// port this small lets the reconciler and the engine share it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config_resolver.h"
+#include "util/status.h"
+
+namespace nvdra::driver {
+
+struct AllocatedResult {
+  std::string request;  // may carry a subrequest suffix ("req/sub")
+  std::string driver;
+  std::string pool;
+  std::string device;
+  bool admin_access = false;
+  std::string share_id;
+};
+
+struct ClaimSnapshot {
+  std::string uid, ns, name;
+  bool allocated = false;
+  std::vector<AllocatedResult> results;          // all drivers
+  std::vector<config::ClaimConfig> configs;      // allocation configs, class ones first
+  std::vector<std::string> consumers;            // status.reservedFor UIDs
+};
+
+class ClaimSource {
+ public:
+  virtual ~ClaimSource() = default;
+  // kNotFound when the claim does not exist; kUnavailable (retryable) for
+  // transport errors. The caller compares UIDs.
+  virtual Result<ClaimSnapshot> Get(const std::string& ns, const std::string& name) = 0;
+};
+
+}  // namespace nvdra::driver

@@ -1,0 +1,375 @@
+#include "driver/engine.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+#include "driver/engine_test_util.h"
+#include "driver/reconciler.h"
+#include "util/file_util.h"
+
+namespace nvdra::driver {
+namespace {
+
+using testing::FakeClaimSource;
+using testing::FakeKind;
+
+constexpr const char* kDriver = "gpu.nvidia.com";
+const auto kFar = std::chrono::steady_clock::now() + std::chrono::hours(1);
+
+ClaimSnapshot Claim(const std::string& uid, const std::string& name, std::vector<std::string> devices,
+                    std::vector<config::ClaimConfig> configs = {}) {
+  ClaimSnapshot c;
+  c.uid = uid;
+  c.ns = "default";
+  c.name = name;
+  c.allocated = true;
+  int i = 0;
+  for (const auto& d : devices) {
+    c.results.push_back({"req" + std::to_string(i++), kDriver, "node-1", d, false, ""});
+  }
+  c.configs = std::move(configs);
+  return c;
+}
+
+kubelet::ClaimRef Ref(const ClaimSnapshot& c) { return {c.ns, c.uid, c.name}; }
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nvdra-engine-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ASSERT_TRUE(MakeDirectories(dir_ + "/plugin").ok());
+    ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
+    cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com", "claim");
+    ASSERT_TRUE(cdi_->EnsureRoot().ok());
+    kind_ = std::make_unique<FakeKind>(*cdi_);
+    Reopen();
+  }
+  void TearDown() override {
+    reconciler_.reset();
+    engine_.reset();
+    ledger_.reset();
+    (void)std::system(("rm -rf " + dir_).c_str());
+  }
+  void Reopen() {
+    reconciler_.reset();
+    engine_.reset();
+    ledger_.reset();
+    ledger::LedgerOptions o;
+    o.dir = dir_ + "/plugin";
+    o.boot_id_path = dir_ + "/boot_id";
+    o.clock = &clock_;
+    o.tombstone_ttl = std::chrono::minutes(5);
+    auto l = ledger::ClaimLedger::Open(o);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    ledger_ = std::move(l).value();
+    engine_ = std::make_unique<Engine>(EngineOptions{kDriver, {}, {}}, *ledger_, *kind_, claims_, *cdi_, nullptr);
+    ReconcilerOptions ro;
+    ro.clock = &clock_;
+    ro.completed_grace = std::chrono::minutes(10);
+    reconciler_ = std::make_unique<Reconciler>(*engine_, *ledger_, claims_, *cdi_, nullptr, ro);
+  }
+  std::string SpecPath(const std::string& uid) { return *cdi_->ClaimSpecPath(uid); }
+  std::optional<ledger::ClaimEntry> Entry(const std::string& uid) {
+    auto e = ledger_->Get(uid);
+    EXPECT_TRUE(e.ok());
+    return e.ok() ? *e : std::nullopt;
+  }
+  off_t LedgerSize() {
+    struct stat st;
+    if (stat(ledger_->log_path().c_str(), &st) != 0) return -1;
+    return st.st_size;
+  }
+
+  std::string dir_;
+  FakeClock clock_;
+  FakeClaimSource claims_;
+  std::unique_ptr<cdi::CdiSpecWriter> cdi_;
+  std::unique_ptr<FakeKind> kind_;
+  std::unique_ptr<ledger::ClaimLedger> ledger_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Reconciler> reconciler_;
+};
+
+TEST_F(EngineTest, PreparesWritesCdiSpecAndCompletes) {
+  auto c = Claim("uid-a", "a", {"gpu-0", "gpu-1"});
+  claims_.Put(c);
+  auto r = engine_->PrepareClaim(Ref(c), kFar);
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.devices.size(), 2u);
+  EXPECT_EQ(r.devices[0].device, "gpu-0");
+  EXPECT_EQ(r.devices[0].pool, "node-1");
+  EXPECT_EQ(r.devices[0].request_names, std::vector<std::string>{"req0"});
+  EXPECT_EQ(r.devices[0].cdi_device_ids, std::vector<std::string>{"k8s.gpu.nvidia.com/claim=uid-a-gpu-0"});
+  EXPECT_TRUE(PathExists(SpecPath("uid-a")));
+  auto e = Entry("uid-a");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->state, ledger::ClaimState::kPrepareCompleted);
+  EXPECT_EQ(e->name, "a");
+  EXPECT_EQ(e->ns, "default");
+}
+
+TEST_F(EngineTest, RepeatedPrepareIsIdempotentAndRestoresTheCdiSpec) {
+  auto c = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(c);
+  auto first = engine_->PrepareClaim(Ref(c), kFar);
+  ASSERT_EQ(first.error, "");
+  auto spec = ReadFileToString(SpecPath("uid-a"));
+  ASSERT_TRUE(spec.ok());
+  off_t size = LedgerSize();
+  ASSERT_TRUE(RemoveFileIfExists(SpecPath("uid-a")).ok());  // tmpfs lost after a reboot
+
+  auto second = engine_->PrepareClaim(Ref(c), kFar);
+  ASSERT_EQ(second.error, "");
+  EXPECT_EQ(second.devices, first.devices);
+  EXPECT_EQ(LedgerSize(), size) << "an idempotent prepare must not write to the ledger";
+  EXPECT_EQ(kind_->prepares.load(), 1);
+  auto again = ReadFileToString(SpecPath("uid-a"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *spec);
+  EXPECT_EQ(Entry("uid-a")->state, ledger::ClaimState::kPrepareCompleted);
+}
+
+TEST_F(EngineTest, ClaimLookupErrorsArePerClaimAndLeaveNoEntry) {
+  auto missing = engine_->PrepareClaim({"default", "uid-x", "x"}, kFar);
+  EXPECT_NE(missing.error.find("retrieve claim default/x"), std::string::npos) << missing.error;
+
+  auto c = Claim("uid-new", "b", {"gpu-0"});
+  claims_.Put(c);
+  auto replaced = engine_->PrepareClaim({"default", "uid-old", "b"}, kFar);
+  EXPECT_NE(replaced.error.find("claim default/b got replaced"), std::string::npos) << replaced.error;
+
+  auto na = Claim("uid-na", "na", {"gpu-0"});
+  na.allocated = false;
+  claims_.Put(na);
+  auto not_alloc = engine_->PrepareClaim(Ref(na), kFar);
+  EXPECT_NE(not_alloc.error.find("claim default/na not allocated"), std::string::npos) << not_alloc.error;
+
+  EXPECT_FALSE(Entry("uid-x"));
+  EXPECT_FALSE(Entry("uid-old"));
+  EXPECT_FALSE(Entry("uid-na"));
+}
+
+TEST_F(EngineTest, OtherDriversResultsAreIgnored) {
+  auto c = Claim("uid-a", "a", {"gpu-0"});
+  c.results.push_back({"net", "net.example.com", "node-1", "nic-0", false, ""});
+  claims_.Put(c);
+  auto r = engine_->PrepareClaim(Ref(c), kFar);
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].device, "gpu-0");
+
+  auto only_other = Claim("uid-b", "b", {});
+  only_other.results.push_back({"net", "net.example.com", "node-1", "nic-0", false, ""});
+  claims_.Put(only_other);
+  auto none = engine_->PrepareClaim(Ref(only_other), kFar);
+  EXPECT_EQ(none.error, "");
+  EXPECT_TRUE(none.devices.empty());
+  EXPECT_FALSE(Entry("uid-b"));
+}
+
+TEST_F(EngineTest, UnknownConfigFieldIsAPermanentErrorBeforeAnyDurableWrite) {
+  config::ClaimConfig bad;
+  bad.source = config::ConfigSource::kFromClaim;
+  bad.driver = kDriver;
+  bad.parameters_json =
+      R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","unexpectedField":"foo"})";
+  auto c = Claim("uid-a", "a", {"gpu-0"}, {bad});
+  claims_.Put(c);
+  auto r = engine_->PrepareClaim(Ref(c), kFar);
+  EXPECT_NE(r.error.find("strict decoding error: unknown field \"unexpectedField\""), std::string::npos) << r.error;
+  EXPECT_FALSE(Entry("uid-a"));
+  EXPECT_EQ(kind_->prepares.load(), 0);
+  EXPECT_FALSE(PathExists(SpecPath("uid-a")));
+}
+
+TEST_F(EngineTest, DeviceNotPublishedHereIsRefused) {
+  auto c = Claim("uid-a", "a", {"gpu-99"});
+  claims_.Put(c);
+  auto r = engine_->PrepareClaim(Ref(c), kFar);
+  EXPECT_NE(r.error.find("gpu-99"), std::string::npos) << r.error;
+  EXPECT_FALSE(Entry("uid-a"));
+}
+
+TEST_F(EngineTest, DeviceHeldByAnotherClaimIsRefusedNamingTheHolder) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  auto b = Claim("uid-b", "b", {"gpu-0"});
+  claims_.Put(a);
+  claims_.Put(b);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  auto r = engine_->PrepareClaim(Ref(b), kFar);
+  EXPECT_NE(r.error.find("gpu-0 already allocated by claim uid-a (according to checkpoint)"), std::string::npos)
+      << r.error;
+  EXPECT_FALSE(Entry("uid-b"));
+  // Once A is unprepared, B gets the device.
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  EXPECT_EQ(engine_->PrepareClaim(Ref(b), kFar).error, "");
+}
+
+TEST_F(EngineTest, StaleHalfPreparedHolderIsCheckedRightAway) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  kind_->fail_prepare = Internal("device busy");
+  auto failed = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_NE(failed.error, "");
+  ASSERT_EQ(Entry("uid-a")->state, ledger::ClaimState::kPrepareStarted);
+  kind_->fail_prepare = Status::Ok();
+  claims_.Remove("default", "a");  // force-deleted pod and claim
+
+  auto b = Claim("uid-b", "b", {"gpu-0"});
+  claims_.Put(b);
+  auto r = engine_->PrepareClaim(Ref(b), kFar);
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(kind_->unprepared, std::vector<std::string>{"uid-a"});
+}
+
+TEST_F(EngineTest, LiveHalfPreparedHolderStillBlocks) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  kind_->fail_prepare = Internal("device busy");
+  ASSERT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  kind_->fail_prepare = Status::Ok();
+  auto b = Claim("uid-b", "b", {"gpu-0"});
+  claims_.Put(b);
+  auto r = engine_->PrepareClaim(Ref(b), kFar);
+  EXPECT_NE(r.error.find("already allocated by claim uid-a"), std::string::npos) << r.error;
+  EXPECT_TRUE(kind_->unprepared.empty());
+}
+
+TEST_F(EngineTest, UnprepareRemovesSpecAndRefusesALatePrepare) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  EXPECT_FALSE(PathExists(SpecPath("uid-a")));
+  EXPECT_EQ(kind_->unprepared, std::vector<std::string>{"uid-a"});
+  auto late = engine_->PrepareClaim(Ref(a), kFar);
+  EXPECT_NE(late.error, "") << "a late Prepare retry must not resurrect an unprepared claim";
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+}
+
+TEST_F(EngineTest, ANewPodReusingAReleasedClaimIsPrepared) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  a.consumers = {"pod-1"};
+  claims_.Put(a);
+  auto first = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_EQ(first.error, "");
+  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  EXPECT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "") << "same consumer: a late retry";
+  a.consumers = {"pod-2"};  // the Job's next pod
+  claims_.Put(a);
+  auto second = engine_->PrepareClaim(Ref(a), kFar);
+  EXPECT_EQ(second.error, "");
+  EXPECT_EQ(second.devices, first.devices);
+}
+
+TEST_F(EngineTest, UnprepareOfUnknownClaimSucceedsWithoutTheApiServer) {
+  claims_.FailWith(Unavailable("connection refused"));
+  EXPECT_EQ(engine_->UnprepareClaim({"default", "uid-nobody", "n"}, kFar), "");
+}
+
+TEST_F(EngineTest, UnprepareWorksWhenTheApiServerIsDown) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  claims_.FailWith(Unavailable("connection refused"));
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  auto e = Entry("uid-a");
+  EXPECT_TRUE(!e || e->state == ledger::ClaimState::kTombstone);
+}
+
+TEST_F(EngineTest, FailedDeviceUndoKeepsTheEntryForARetry) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  kind_->fail_unprepare = Internal("GPU in use");
+  EXPECT_NE(engine_->UnprepareClaim(Ref(a), kFar).find("GPU in use"), std::string::npos);
+  auto e = Entry("uid-a");
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(ledger::HoldsResources(e->state));
+  kind_->fail_unprepare = Status::Ok();
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+}
+
+TEST_F(EngineTest, PrepareAfterRebootRedoesNodeWorkAndReturnsSameDevices) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  auto first = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_EQ(first.error, "");
+  ASSERT_TRUE(RemoveFileIfExists(SpecPath("uid-a")).ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-2\n").ok());
+  Reopen();
+  auto second = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_EQ(second.error, "");
+  EXPECT_EQ(second.devices, first.devices);
+  EXPECT_EQ(kind_->prepares.load(), 2);
+  EXPECT_TRUE(PathExists(SpecPath("uid-a")));
+}
+
+TEST_F(EngineTest, ReconcilerRollsBackHalfPreparedClaimsWhoseClaimIsGone) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  auto b = Claim("uid-b", "b", {"gpu-1"});
+  claims_.Put(a);
+  claims_.Put(b);
+  kind_->fail_prepare = Internal("boom");
+  ASSERT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_NE(engine_->PrepareClaim(Ref(b), kFar).error, "");
+  kind_->fail_prepare = Status::Ok();
+  claims_.Remove("default", "a");
+  auto b2 = b;
+  b2.uid = "uid-b2";  // re-created under the same name
+  claims_.Put(b2);
+
+  auto rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.unprepared_started, 2);
+  auto ea = Entry("uid-a");
+  EXPECT_TRUE(!ea || !ledger::HoldsResources(ea->state));
+  auto eb = Entry("uid-b");
+  EXPECT_TRUE(!eb || !ledger::HoldsResources(eb->state));
+}
+
+TEST_F(EngineTest, ReconcilerKeepsEntriesWhenTheApiServerErrs) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  kind_->fail_prepare = Internal("boom");
+  ASSERT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  claims_.FailWith(Unavailable("503"));
+  auto rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.api_errors, 1);
+  EXPECT_EQ(rep.unprepared_started, 0);
+  EXPECT_EQ(Entry("uid-a")->state, ledger::ClaimState::kPrepareStarted);
+}
+
+TEST_F(EngineTest, ReconcilerUnpreparesGonePreparedClaimsOnlyAfterTheGracePeriod) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  claims_.Remove("default", "a");
+  auto rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.stale_completed, 1);
+  EXPECT_EQ(rep.unprepared_completed, 0);
+  EXPECT_EQ(Entry("uid-a")->state, ledger::ClaimState::kPrepareCompleted);
+  clock_.Advance(std::chrono::minutes(11));
+  rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.unprepared_completed, 1);
+  EXPECT_FALSE(PathExists(SpecPath("uid-a")));
+}
+
+TEST_F(EngineTest, ReconcilerRemovesOrphanCdiSpecsOnly) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  cdi::Spec orphan = cdi_->BuildClaimSpec("uid-orphan", {{"gpu-3", {}}});
+  orphan.devices[0].edits.env = {"X=1"};
+  ASSERT_TRUE(cdi_->WriteClaimSpec("uid-orphan", orphan).ok());
+  auto rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.orphan_specs_removed, 1);
+  EXPECT_FALSE(PathExists(SpecPath("uid-orphan")));
+  EXPECT_TRUE(PathExists(SpecPath("uid-a")));
+}
+
+}  // namespace
+}  // namespace nvdra::driver

@@ -1,0 +1,116 @@
+// Test doubles for the engine: an in-memory ClaimSource and a scripted
+// device kind. The ledger and the CDI writer in engine tests are the real
+// ones, on a temporary directory.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "driver/claim_source.h"
+#include "driver/device_kind.h"
+
+namespace nvdra::driver::testing {
+
+class FakeClaimSource final : public ClaimSource {
+ public:
+  Result<ClaimSnapshot> Get(const std::string& ns, const std::string& name) override {
+    std::lock_guard<std::mutex> l(mu_);
+    gets_++;
+    if (!error_.ok()) return error_;
+    auto it = claims_.find(ns + "/" + name);
+    if (it == claims_.end()) return NotFound("resourceclaims \"" + name + "\" not found");
+    return it->second;
+  }
+  void Put(ClaimSnapshot c) {
+    std::lock_guard<std::mutex> l(mu_);
+    claims_[c.ns + "/" + c.name] = std::move(c);
+  }
+  void Remove(const std::string& ns, const std::string& name) {
+    std::lock_guard<std::mutex> l(mu_);
+    claims_.erase(ns + "/" + name);
+  }
+  void FailWith(Status s) {
+    std::lock_guard<std::mutex> l(mu_);
+    error_ = std::move(s);
+  }
+  int gets() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return gets_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, ClaimSnapshot> claims_;
+  Status error_;
+  int gets_ = 0;
+};
+
+// Devices "gpu-0".."gpu-7" of type "gpu". Records what it prepared and undid.
+class FakeKind final : public DeviceKind {
+ public:
+  explicit FakeKind(const cdi::CdiSpecWriter& cdi, std::string driver = "gpu.nvidia.com")
+      : cdi_(cdi), driver_(std::move(driver)) {}
+
+  std::string driver_name() const override { return driver_; }
+  std::string DeviceType(const std::string& device) const override {
+    for (int i = 0; i < 8; i++) {
+      if (device == "gpu-" + std::to_string(i)) return "gpu";
+    }
+    return "";
+  }
+  std::vector<model::PublishedDevice> PublishedDevices() const override { return {}; }
+  Result<ClaimPlan> Plan(const ClaimWork& work) override {
+    ClaimPlan p;
+    std::set<std::string> names;
+    for (const auto& r : work.results) names.insert(r.device);
+    p.undo = {{"devices", std::vector<std::string>(names.begin(), names.end())}};
+    return p;
+  }
+  Result<PreparedClaim> Prepare(const ClaimWork& work, const ClaimPlan& plan,
+                                const nlohmann::json& previous_undo) override {
+    prepares++;
+    if (!fail_prepare.ok()) return fail_prepare;
+    PreparedClaim out;
+    out.undo = plan.undo;
+    out.undo["prepared"] = true;
+    NVDRA_ASSIGN_OR_RETURN(out.spec, Spec(work.uid, plan.undo["devices"].get<std::vector<std::string>>()));
+    for (const auto& r : work.results) {
+      out.devices.push_back({{r.request}, r.pool, r.device, {cdi_.DeviceId(work.uid, r.device)}, r.share_id});
+    }
+    return out;
+  }
+  Result<cdi::Spec> RebuildSpec(const ledger::ClaimEntry& entry) override {
+    std::set<std::string> names;
+    for (const auto& d : entry.prepared) names.insert(d.device);
+    return Spec(entry.uid, std::vector<std::string>(names.begin(), names.end()));
+  }
+  Status Unprepare(const ledger::ClaimEntry& entry) override {
+    std::lock_guard<std::mutex> l(mu_);
+    unprepared.push_back(entry.uid);
+    return fail_unprepare;
+  }
+
+  std::atomic<int> prepares{0};
+  Status fail_prepare;
+  Status fail_unprepare;
+  std::mutex mu_;
+  std::vector<std::string> unprepared;
+
+ private:
+  Result<cdi::Spec> Spec(const std::string& uid, const std::vector<std::string>& names) const {
+    std::vector<cdi::SpecDevice> devs;
+    for (const auto& n : names) {
+      cdi::ContainerEdits e;
+      e.env = {"FAKE_DEVICE=" + n};
+      devs.push_back({n, e});
+    }
+    return cdi_.BuildClaimSpec(uid, devs);
+  }
+  const cdi::CdiSpecWriter& cdi_;
+  std::string driver_;
+};
+
+}  // namespace nvdra::driver::testing

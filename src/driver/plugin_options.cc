@@ -1,0 +1,123 @@
+#include "driver/plugin_options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <sstream>
+
+namespace nvdra::driver {
+
+std::string PluginOptions::PluginDataDir(const std::string& driver) const {
+  std::string d = plugins_dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return d + "/" + driver;
+}
+
+Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver,
+                                         int argc, const char* const* argv) {
+  PluginOptions o;
+  CLI::App app{program + ": the nvdra kubelet plugin for " + driver};
+  app.set_version_flag("--version", "nvdra 0.1.0");
+  app.allow_extras(false);
+  int reconcile_s = 60, grace_s = 600, tomb_s = 300, prep_s = 30;
+
+  app.add_option("--node-name", o.node_name, "Name of this node (required)")->envname("NODE_NAME");
+  app.add_option("--namespace", o.namespace_name, "Namespace of the driver's objects")
+      ->envname("NAMESPACE")->capture_default_str();
+  app.add_option("--cdi-root", o.cdi_root, "Directory for CDI spec files")
+      ->envname("CDI_ROOT")->capture_default_str();
+  app.add_option("--nvidia-driver-root,--host-driver-root", o.nvidia_driver_root,
+                 "Root of the NVIDIA driver installation as the host sees it")
+      ->envname("NVIDIA_DRIVER_ROOT")->capture_default_str();
+  app.add_option("--container-driver-root", o.container_driver_root,
+                 "Where the host's driver root is mounted in this container")
+      ->envname("DRIVER_ROOT_CTR_PATH")->capture_default_str();
+  app.add_option("--kubelet-registrar-directory-path", o.registrar_dir,
+                 "Directory of the kubelet's plugin registration sockets")
+      ->envname("KUBELET_REGISTRAR_DIRECTORY_PATH")->capture_default_str();
+  app.add_option("--kubelet-plugins-directory-path", o.plugins_dir,
+                 "Directory of kubelet plugin data (the driver's folder, its DRA socket and ledger live below)")
+      ->envname("KUBELET_PLUGINS_DIRECTORY_PATH")->capture_default_str();
+  app.add_option("--healthcheck-port", o.healthcheck_port,
+                 "TCP port of the gRPC liveness service (-1: off, 0: any free port)")
+      ->envname("HEALTHCHECK_PORT")->capture_default_str();
+  app.add_option("--http-endpoint", o.http_endpoint,
+                 "host:port of the Prometheus metrics server (empty: off)")->envname("HTTP_ENDPOINT");
+  app.add_option("--metrics-path", o.metrics_path, "HTTP path of the metrics")
+      ->envname("METRICS_PATH")->capture_default_str();
+  app.add_option("--kubeconfig", o.kubeconfig, "Kubeconfig file (empty: in-cluster config)")
+      ->envname("KUBECONFIG");
+  app.add_option("--kube-api-qps", o.kube_api_qps, "Client-side QPS limit for the Kubernetes API")
+      ->envname("KUBE_API_QPS")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--kube-api-burst", o.kube_api_burst, "Client-side burst for the Kubernetes API")
+      ->envname("KUBE_API_BURST")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--feature-gates", o.feature_gates, "Feature gates, e.g. TimeSlicingSettings=true,MPSSupport=false")
+      ->envname("FEATURE_GATES");
+  app.add_option("-v,--v", o.verbosity, "Log verbosity (0 config and permanent errors ... 6 every request)")
+      ->envname("V")->check(CLI::Range(0, 10));
+  app.add_option("--logging-format", o.logging_format, "Log format: text or json")
+      ->envname("LOGGING_FORMAT")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  app.add_option("--additional-xids-to-ignore", o.additional_xids_to_ignore,
+                 "Comma-separated XIDs that do not make a GPU unhealthy")->envname("ADDITIONAL_XIDS_TO_IGNORE");
+
+  app.add_option("--mock-hardware", o.mock_hardware,
+                 "Use mock hardware: a built-in profile (h100x8, a100-mig, gb200x4) or a profile file")
+      ->envname("NVDRA_MOCK_HARDWARE");
+  app.add_option("--mock-state-dir", o.mock_state_dir,
+                 "Where mock hardware builds its fake driver root (default: <plugin dir>/mock)")
+      ->envname("NVDRA_MOCK_STATE_DIR");
+  app.add_option("--rolling-update-id", o.rolling_update_id,
+                 "Unique id of this plugin instance (e.g. the pod UID) so old and new pods run side by side")
+      ->envname("ROLLING_UPDATE_ID");
+  app.add_option("--reconcile-period", reconcile_s,
+                 "Seconds between reconciler passes (jittered by up to 10%)")
+      ->envname("NVDRA_RECONCILE_PERIOD")->check(CLI::Range(1, 86400))->capture_default_str();
+  app.add_option("--completed-claim-grace", grace_s,
+                 "Seconds a prepared claim whose ResourceClaim is gone is kept before the plugin unprepares it")
+      ->envname("NVDRA_COMPLETED_CLAIM_GRACE")->check(CLI::Range(0, 604800))->capture_default_str();
+  app.add_option("--tombstone-ttl", tomb_s,
+                 "Seconds a late Prepare retry of an unprepared claim is refused")
+      ->envname("NVDRA_TOMBSTONE_TTL")->check(CLI::Range(0, 604800))->capture_default_str();
+  app.add_option("--prepare-timeout", prep_s, "Per-claim deadline in seconds (below the kubelet's 45 s)")
+      ->envname("NVDRA_PREPARE_TIMEOUT")->check(CLI::Range(1, 44))->capture_default_str();
+  app.add_option("--boot-id-path", o.boot_id_path, "File holding the node's boot id")
+      ->envname("NVDRA_BOOT_ID_PATH")->capture_default_str();
+  app.add_option("--proc-devices-path", o.proc_devices_path,
+                 "Alternative /proc/devices (for character device majors)")->envname("ALT_PROC_DEVICES_PATH");
+  app.add_flag("--health-streaming", o.health_streaming,
+               "Serve the DRA device health stream (NodeWatchResources) and advertise it")
+      ->envname("NVDRA_HEALTH_STREAMING");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    std::ostringstream out;
+    if (e.get_name() == "CallForVersion") {
+      out << e.what() << "\n";
+    } else {
+      out << app.help();
+    }
+    std::cout << out.str();
+    return AlreadyExists("");
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return AlreadyExists("");
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgument(e.what());
+  }
+  if (o.node_name.empty()) return InvalidArgument("--node-name (or NODE_NAME) is required");
+  if (o.cdi_root.empty()) return InvalidArgument("--cdi-root must not be empty");
+  if (!o.rolling_update_id.empty()) {
+    for (char c : o.rolling_update_id) {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+      if (!ok) return InvalidArgument("--rolling-update-id must be letters, digits and '-'");
+    }
+  }
+  o.reconcile_period = std::chrono::seconds(reconcile_s);
+  o.completed_claim_grace = std::chrono::seconds(grace_s);
+  o.tombstone_ttl = std::chrono::seconds(tomb_s);
+  o.prepare_timeout = std::chrono::seconds(prep_s);
+  return o;
+}
+
+}  // namespace nvdra::driver

@@ -1,0 +1,56 @@
+// Command-line and environment configuration shared by both kubelet
+// plugins. Flag names and environment fallbacks follow the upstream driver so
+// manifests carry over; nvdra's own flags are documented in --help.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace nvdra::driver {
+
+struct PluginOptions {
+  // Upstream-compatible.
+  std::string node_name;
+  std::string namespace_name = "default";
+  std::string cdi_root = "/etc/cdi";
+  std::string nvidia_driver_root = "/";
+  std::string container_driver_root = "/driver-root";
+  std::string registrar_dir = "/var/lib/kubelet/plugins_registry";
+  std::string plugins_dir = "/var/lib/kubelet/plugins";
+  int healthcheck_port = -1;
+  std::string http_endpoint;
+  std::string metrics_path = "/metrics";
+  std::string kubeconfig;
+  double kube_api_qps = 5;
+  int kube_api_burst = 10;
+  std::string feature_gates;
+  int verbosity = 0;
+  std::string logging_format = "text";
+  std::string additional_xids_to_ignore;
+
+  // nvdra's own.
+  std::string mock_hardware;       // profile name or file; empty: NVML
+  std::string mock_state_dir;      // where the mock builds its fake driver root
+  std::string rolling_update_id;   // pod UID for side-by-side upgrades
+  std::chrono::seconds reconcile_period{60};
+  std::chrono::seconds completed_claim_grace{600};
+  std::chrono::seconds tombstone_ttl{300};
+  std::chrono::seconds prepare_timeout{30};
+  std::string boot_id_path = "/proc/sys/kernel/random/boot_id";
+  std::string proc_devices_path;   // ALT_PROC_DEVICES_PATH; empty: /proc/devices
+  bool health_streaming = false;
+
+  // <plugins_dir>/<driver>
+  std::string PluginDataDir(const std::string& driver) const;
+};
+
+// Parses argv for the plugin of `driver`. On --help or --version prints and
+// returns a Status with code kAlreadyExists and an empty message (exit 0);
+// on a bad flag returns InvalidArgument with a one-line reason.
+Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver,
+                                         int argc, const char* const* argv);
+
+}  // namespace nvdra::driver

@@ -1,0 +1,52 @@
+#include "driver/plugin_options.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace nvdra::driver {
+namespace {
+
+Result<PluginOptions> Parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "plugin");
+  return ParsePluginOptions("plugin", "gpu.nvidia.com", static_cast<int>(args.size()), args.data());
+}
+
+TEST(PluginOptionsTest, UpstreamFlagNamesAndDefaults) {
+  auto o = Parse({"--node-name", "n1", "--cdi-root", "/var/run/cdi", "--kubelet-plugins-directory-path", "/p/",
+                  "--healthcheck-port", "51516", "--kube-api-qps", "20", "--kube-api-burst", "30"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->node_name, "n1");
+  EXPECT_EQ(o->cdi_root, "/var/run/cdi");
+  EXPECT_EQ(o->PluginDataDir("gpu.nvidia.com"), "/p/gpu.nvidia.com");
+  EXPECT_EQ(o->healthcheck_port, 51516);
+  EXPECT_EQ(o->kube_api_qps, 20);
+  EXPECT_EQ(o->kube_api_burst, 30);
+  EXPECT_EQ(o->registrar_dir, "/var/lib/kubelet/plugins_registry");
+  EXPECT_EQ(o->metrics_path, "/metrics");
+  EXPECT_EQ(o->reconcile_period, std::chrono::seconds(60));
+}
+
+TEST(PluginOptionsTest, NodeNameFromEnvironment) {
+  setenv("NODE_NAME", "from-env", 1);
+  auto o = Parse({});
+  unsetenv("NODE_NAME");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->node_name, "from-env");
+}
+
+TEST(PluginOptionsTest, BadInputIsAOneLineError) {
+  auto missing = Parse({});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--node-name"), std::string::npos);
+  auto bad = Parse({"--node-name", "n", "--kube-api-qps", "fast"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().find('\n'), std::string::npos);
+  EXPECT_FALSE(Parse({"--node-name", "n", "--no-such-flag"}).ok());
+  EXPECT_FALSE(Parse({"--node-name", "n", "--prepare-timeout", "60"}).ok());
+  EXPECT_FALSE(Parse({"--node-name", "n", "--rolling-update-id", "../x"}).ok());
+  EXPECT_FALSE(Parse({"--node-name", "n", "positional"}).ok());
+}
+
+}  // namespace
+}  // namespace nvdra::driver

@@ -1,0 +1,86 @@
+// The reconciler: at start and periodically (with jitter) it compares every
+// ledger entry with the API server and the CDI directory, and converges:
+//   - PrepareStarted / UnprepareStarted entries whose ResourceClaim is gone
+//     (or exists with another UID) are unprepared by the plugin itself;
+//   - PrepareCompleted entries whose claim is gone are reported, and
+//     unprepared once they stayed gone for the grace period (the kubelet
+//     normally unprepares them; this catches force-deleted pods);
+//   - an API error leaves the entry for the next round;
+//   - expired tombstones are dropped and the ledger compacted when worthwhile;
+//   - CDI spec files of ours that belong to no live claim are removed.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "cdi/cdi_spec_writer.h"
+#include "driver/claim_source.h"
+#include "driver/engine.h"
+#include "ledger/claim_ledger.h"
+#include "metrics/dra_metrics.h"
+#include "util/clock.h"
+
+namespace nvdra::driver {
+
+struct ReconcilerOptions {
+  std::chrono::milliseconds period{60'000};
+  double jitter = 0.1;  // each wait is period * (1 + U[0, jitter])
+  std::chrono::milliseconds completed_grace{600'000};
+  const Clock* clock = &SystemClock::Get();
+};
+
+struct ReconcileReport {
+  int checked = 0;
+  int unprepared_started = 0;    // half-prepared claims rolled back
+  int unprepared_completed = 0;  // prepared claims gone past the grace period
+  int stale_completed = 0;       // prepared claims gone, still within the grace period
+  int api_errors = 0;
+  int orphan_specs_removed = 0;
+  int errors = 0;
+};
+
+class Reconciler {
+ public:
+  Reconciler(Engine& engine, ledger::ClaimLedger& ledger, ClaimSource& claims, const cdi::CdiSpecWriter& cdi,
+             metrics::DraMetrics* metrics, ReconcilerOptions options = {});
+  ~Reconciler();
+
+  ReconcileReport RunOnce();
+
+  // Runs RunOnce now and then every period until Stop.
+  void Start();
+  void Stop();
+  // Asks the loop for an early pass.
+  void Trigger();
+  // Waits until at least `runs` passes completed (for tests and start-up).
+  bool WaitForRuns(uint64_t runs, std::chrono::milliseconds timeout);
+  uint64_t runs() const;
+
+ private:
+  void Loop();
+
+  Engine& engine_;
+  ledger::ClaimLedger& ledger_;
+  ClaimSource& claims_;
+  const cdi::CdiSpecWriter& cdi_;
+  metrics::DraMetrics* metrics_;
+  ReconcilerOptions options_;
+
+  std::mutex run_mu_;  // one pass at a time
+  std::map<std::string, Clock::time_point> gone_since_;  // guarded by run_mu_
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool trigger_ = false;
+  uint64_t runs_ = 0;
+  std::thread thread_;
+  std::mt19937_64 rng_{std::random_device{}()};
+};
+
+}  // namespace nvdra::driver

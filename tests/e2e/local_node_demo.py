@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""nvdra on a local node with mock GPUs: the README's main command.
+
+Starts the test API server, both kubelet plugins on mock hardware, and plays
+the kubelet with nvdractl: registration, published ResourceSlices, claims
+prepared and unprepared, a shared claim, a channel conflict, a plugin crash
+and recovery. Prints what an operator would want to see.
+
+Options: --gpu-profile (default h100x8), --cd-profile (default gb200x4),
+--keep (leave the node running until Ctrl-C, for trying nvdractl by hand).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import localnode  # noqa: E402
+from localnode import CD_DRIVER, GPU_DRIVER, make_claim, opaque_config, wait_for  # noqa: E402
+
+
+def title(text):
+    print("\n\033[1m== %s\033[0m" % text)
+
+
+def show_result(label, result):
+    for uid, r in result.items():
+        if r["error"]:
+            print("  %-28s claim %s: ERROR %s" % (label, uid[:8], r["error"]))
+        for d in r["devices"]:
+            print("  %-28s claim %s: %s -> %s" % (label, uid[:8], d.get("deviceName", d.get("device")),
+                                                 ", ".join(d.get("cdiDeviceIds", d.get("cdi_device_ids", [])))))
+
+
+def timed(fn, *args):
+    t0 = time.monotonic()
+    out = fn(*args)
+    return out, (time.monotonic() - t0) * 1000
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gpu-profile", default="h100x8")
+    ap.add_argument("--cd-profile", default="gb200x4")
+    ap.add_argument("--keep", action="store_true", help="keep the node running until Ctrl-C")
+    args = ap.parse_args()
+
+    node = localnode.LocalNode()
+    try:
+        title("Local node %s in %s" % (node.node_name, node.workdir))
+        print("  test API server: %s (kubeconfig %s)" % (node.api.url, node.api.kubeconfig))
+        gpu = node.plugin(GPU_DRIVER, args.gpu_profile).start()
+        cd = node.plugin(CD_DRIVER, args.cd_profile).start()
+        for p in (gpu, cd):
+            info = node.ctl(["register", "--socket", p.reg_socket]).stdout.strip()
+            print("  registered %-26s pid %-7d %s" % (p.driver, p.proc.pid, info.replace("\n", " ")[:120]))
+
+        title("ResourceSlices published by the plugins")
+        slices = wait_for(lambda: node.api.slices(GPU_DRIVER), what="GPU slices")
+        cd_slices = wait_for(lambda: node.api.slices(CD_DRIVER), what="CD slices")
+        for s in slices + cd_slices:
+            devs = s["spec"]["devices"]
+            print("  %s pool %s: %d device(s)" % (s["spec"]["driver"], s["spec"]["pool"]["name"], len(devs)))
+            for d in devs[:3]:
+                attrs = d.get("attributes", {})
+                short = {k: list(v.values())[0] for k, v in attrs.items() if k in
+                         ("productName", "uuid", "type", "resource.kubernetes.io/pciBusID", "id")}
+                print("    %-12s %s" % (d["name"], json.dumps(short)))
+            if len(devs) > 3:
+                print("    ... and %d more" % (len(devs) - 3))
+
+        title("Pod 1 asks for one GPU")
+        c1 = make_claim("pod1-gpu", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": "gpu-0"}])
+        node.api.load([c1])
+        ref1 = ("default", "pod1-gpu", c1["metadata"]["uid"])
+        r, ms = timed(gpu.prepare, [ref1])
+        show_result("NodePrepareResources", r)
+        print("  took %.1f ms; CDI spec files: %s" % (ms, node.cdi_files()))
+
+        title("Two pods share one claim (prepared once, same device)")
+        c2 = make_claim("shared-gpu", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": "gpu-1"}])
+        node.api.load([c2])
+        ref2 = ("default", "shared-gpu", c2["metadata"]["uid"])
+        show_result("pod A", gpu.prepare([ref2]))
+        show_result("pod B (idempotent)", gpu.prepare([ref2]))
+
+        title("A claim with an unknown config field fails for good, and leaves nothing behind")
+        bad = make_claim("bad-config", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": "gpu-2"}],
+                         configs=[opaque_config(GPU_DRIVER, {"apiVersion": "resource.nvidia.com/v1beta1",
+                                                             "kind": "GpuConfig", "unexpectedField": "foo"})])
+        node.api.load([bad])
+        show_result("NodePrepareResources", gpu.prepare([("default", "bad-config", bad["metadata"]["uid"])]))
+
+        title("IMEX channels: different channels coexist, the same channel is refused")
+        domain = str(uuid.uuid4())
+        node.api.load([{"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                        "metadata": {"name": "demo-domain", "namespace": "default", "uid": domain},
+                        "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "demo-channel"}}},
+                        "status": {"status": "Ready", "nodes": [{"name": node.node_name, "status": "Ready"}]}}])
+        refs = []
+        for name, ch in (("chan-a", 0), ("chan-b", 0), ("chan-c", 1)):
+            c = make_claim(name, [{"request": "channel", "driver": CD_DRIVER, "pool": node.node_name,
+                                   "device": "channel-%d" % ch}],
+                           configs=[opaque_config(CD_DRIVER, {"apiVersion": "resource.nvidia.com/v1beta1",
+                                                              "kind": "ComputeDomainChannelConfig",
+                                                              "domainID": domain})])
+            node.api.load([c])
+            refs.append(("default", name, c["metadata"]["uid"]))
+            show_result(name + " (channel-%d)" % ch, cd.prepare([refs[-1]]))
+        show_result("chan-a released", cd.unprepare([refs[0]]))
+        show_result("chan-b retried", cd.prepare([refs[1]]))
+
+        title("The plugin is killed (-9) mid-prepare, the claim is deleted, the reconciler cleans up")
+        gpu.stop()
+        gpu.start(env={"NVDRA_FAILPOINTS": "engine-after-device-prepare=crash"})
+        c3 = make_claim("doomed", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": "gpu-3"}])
+        node.api.load([c3])
+        res = node.ctl(["prepare", "--socket", gpu.dra_socket, "default/doomed/" + c3["metadata"]["uid"]], check=False)
+        gpu.proc.wait(10)
+        print("  prepare RPC failed as the plugin died (exit %s)" % gpu.proc.returncode)
+        node.api.delete("resourceclaims", "default", "doomed")
+        gpu.start()
+        wait_for(lambda: "unprepared stale claim default/doomed" in gpu.read_log(), 30, "reconciler")
+        print("  plugin log: " + [l for l in gpu.read_log().splitlines() if "unprepared stale claim" in l][-1].strip())
+
+        title("Ledger, as an operator sees it (nvdractl ledger show)")
+        print(node.ctl(["ledger", "show", gpu.plugin_dir]).stdout.rstrip())
+
+        title("Latency over the real socket (50 prepare/unprepare cycles)")
+        prep, unprep = [], []
+        for i in range(50):
+            c = make_claim("bench-%d" % i, [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name,
+                                             "device": "gpu-%d" % (4 + i % 4)}])
+            node.api.load([c])
+            ref = ("default", "bench-%d" % i, c["metadata"]["uid"])
+            _, ms = timed(gpu.prepare, [ref])
+            prep.append(ms)
+            _, ms = timed(gpu.unprepare, [ref])
+            unprep.append(ms)
+        q = lambda xs, p: sorted(xs)[min(len(xs) - 1, int(len(xs) * p))]  # noqa: E731
+        print("  prepare   p50 %.1f ms  p99 %.1f ms (includes nvdractl start-up)" % (statistics.median(prep), q(prep, 0.99)))
+        print("  unprepare p50 %.1f ms  p99 %.1f ms" % (statistics.median(unprep), q(unprep, 0.99)))
+        print("  idle RSS: gpu plugin %d KiB, compute-domain plugin %d KiB" % (gpu.rss_kib(), cd.rss_kib()))
+
+        if args.keep:
+            title("Node left running; try for example:")
+            print("  %s/nvdractl prepare --socket %s default/pod1-gpu/%s" % (localnode.BIN, gpu.dra_socket, ref1[2]))
+            print("  %s/nvdractl ledger show %s" % (localnode.BIN, gpu.plugin_dir))
+            print("  Ctrl-C to stop.")
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                pass
+        title("Done")
+    finally:
+        node.close()
+
+
+if __name__ == "__main__":
+    main()

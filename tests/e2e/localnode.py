@@ -1,0 +1,303 @@
+"""A local node for end-to-end runs: the test API server, nvdra's kubelet
+plugins (real binaries, real sockets, real files) and nvdractl as the
+kubelet. Used by the end-to-end tests and by the README's local-node demo.
+
+Nothing here reaches into a plugin: every interaction goes through the
+plugin's gRPC sockets (via nvdractl), the API server's REST interface, or
+files a real node would have (the CDI directory, the ledger via nvdractl).
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("NVDRA_BIN_DIR", os.path.join(ROOT, "build", "bin"))
+APISERVER = os.path.join(ROOT, "tests", "apiserver", "nvdra_test_apiserver.py")
+
+GPU_DRIVER = "gpu.nvidia.com"
+CD_DRIVER = "compute-domain.nvidia.com"
+BINARIES = {
+    GPU_DRIVER: "nvdra-gpu-kubelet-plugin",
+    CD_DRIVER: "nvdra-compute-domain-kubelet-plugin",
+}
+
+
+def wait_for(predicate, timeout=30.0, what="condition"):
+    """Polls `predicate` until it returns a truthy value; fails after `timeout`.
+
+    Polling a condition with a deadline (not sleeping a fixed time) is how
+    these tests wait for another process."""
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError("timed out waiting for " + what)
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+class ApiServer:
+    def __init__(self, workdir, node_name):
+        self.workdir = workdir
+        self.port_file = os.path.join(workdir, "apiserver.port")
+        self.kubeconfig = os.path.join(workdir, "kubeconfig")
+        self.log = open(os.path.join(workdir, "apiserver.log"), "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, APISERVER, "--port-file", self.port_file, "--kubeconfig-out", self.kubeconfig],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(lambda: read_text(self.port_file).strip(), what="the test API server")
+        self.port = int(read_text(self.port_file).strip())
+        self.url = "http://127.0.0.1:%d" % self.port
+        wait_for(lambda: os.path.exists(self.kubeconfig), what="kubeconfig")
+        self.load([{
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": node_name, "uid": str(uuid.uuid4())},
+        }])
+
+    def request(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def load(self, objects):
+        status, body = self.request("POST", "/_nvdra/load", {"objects": objects})
+        assert status == 200, body
+
+    def delete(self, resource, namespace, name):
+        return self.request("POST", "/_nvdra/delete", {"resource": resource, "namespace": namespace, "name": name})
+
+    def slices(self, driver=None):
+        status, body = self.request("GET", "/apis/resource.k8s.io/v1/resourceslices")
+        assert status == 200, body
+        items = body.get("items", [])
+        if driver:
+            items = [s for s in items if s["spec"]["driver"] == driver]
+        return items
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def make_claim(name, results, namespace="default", configs=None, uid=None):
+    """A resource.k8s.io/v1 ResourceClaim, allocated as the scheduler would."""
+    uid = uid or str(uuid.uuid4())
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        "spec": {"devices": {"requests": [{"name": r["request"], "exactly": {"deviceClassName": "gpu.nvidia.com"}}
+                                          for r in results]}},
+        "status": {"allocation": {"devices": {
+            "results": [{"request": r["request"], "driver": r["driver"], "pool": r["pool"], "device": r["device"]}
+                        for r in results],
+            "config": configs or [],
+        }}},
+    }
+
+
+def opaque_config(driver, parameters, requests=None, source="FromClaim"):
+    c = {"source": source, "opaque": {"driver": driver, "parameters": parameters}}
+    if requests:
+        c["requests"] = requests
+    return c
+
+
+class Plugin:
+    """One kubelet plugin process."""
+
+    def __init__(self, node, driver, profile, rolling_update_id="", extra_args=None, env=None, name=None):
+        self.node = node
+        self.driver = driver
+        self.profile = profile
+        self.rolling_update_id = rolling_update_id
+        self.extra_args = list(extra_args or [])
+        self.env = dict(env or {})
+        self.name = name or (driver.split(".")[0] + ("-" + rolling_update_id if rolling_update_id else ""))
+        self.proc = None
+        self.log_path = os.path.join(node.workdir, self.name + ".log")
+        self.starts = 0
+
+    @property
+    def plugin_dir(self):
+        return os.path.join(self.node.plugins_dir, self.driver)
+
+    @property
+    def dra_socket(self):
+        sock = "dra-%s.sock" % self.rolling_update_id if self.rolling_update_id else "dra.sock"
+        return os.path.join(self.plugin_dir, sock)
+
+    @property
+    def reg_socket(self):
+        if self.rolling_update_id:
+            return os.path.join(self.node.registry_dir, "%s-%s-reg.sock" % (self.driver, self.rolling_update_id))
+        return os.path.join(self.node.registry_dir, "%s-reg.sock" % self.driver)
+
+    def start(self, env=None, wait=True):
+        args = [os.path.join(BIN, BINARIES[self.driver]),
+                "--node-name", self.node.node_name,
+                "--kubeconfig", self.node.api.kubeconfig,
+                "--cdi-root", self.node.cdi_root,
+                "--kubelet-plugins-directory-path", self.node.plugins_dir,
+                "--kubelet-registrar-directory-path", self.node.registry_dir,
+                "--mock-hardware", self.profile,
+                "--mock-state-dir", os.path.join(self.node.workdir, "mock-" + self.driver),
+                "--boot-id-path", self.node.boot_id_path,
+                "--reconcile-period", "1",
+                "--completed-claim-grace", "600",
+                "-v", "4"] + self.extra_args
+        if self.rolling_update_id:
+            args += ["--rolling-update-id", self.rolling_update_id]
+        e = dict(os.environ)
+        e.pop("NVDRA_FAILPOINTS", None)
+        e.update(self.env)
+        e.update(env or {})
+        self.starts += 1
+        self.log = open(self.log_path, "a")
+        self.log.write("==== start %d %s\n" % (self.starts, " ".join(args)))
+        self.log.flush()
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=e)
+        if wait:
+            self.wait_registered()
+        return self
+
+    def wait_registered(self, timeout=30):
+        def ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError("%s exited with %s; log:\n%s" % (self.name, self.proc.returncode, self.read_log()))
+            if not (os.path.exists(self.reg_socket) and os.path.exists(self.dra_socket)):
+                return False
+            r = self.node.ctl(["register", "--socket", self.reg_socket], check=False)
+            return r.returncode == 0
+        wait_for(ready, timeout, "plugin %s to register" % self.name)
+
+    def read_log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+        self.log.close()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        if self.proc:
+            self.log.close()
+        return self.proc.returncode if self.proc else None
+
+    def rss_kib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return None
+
+    # The kubelet's calls.
+    def prepare(self, claims, api="v1"):
+        return self.node.kubelet_call("prepare", self.dra_socket, claims, api)
+
+    def unprepare(self, claims, api="v1"):
+        return self.node.kubelet_call("unprepare", self.dra_socket, claims, api)
+
+    def ledger(self):
+        r = self.node.ctl(["ledger", "show", "--json", self.plugin_dir])
+        return json.loads(r.stdout)
+
+
+class LocalNode:
+    def __init__(self, workdir=None, node_name="node-1"):
+        self.owned = workdir is None
+        self.workdir = workdir or tempfile.mkdtemp(prefix="nvdra-node-")
+        self.node_name = node_name
+        self.plugins_dir = os.path.join(self.workdir, "plugins")
+        self.registry_dir = os.path.join(self.workdir, "plugins_registry")
+        self.cdi_root = os.path.join(self.workdir, "cdi")
+        self.boot_id_path = os.path.join(self.workdir, "boot_id")
+        for d in (self.plugins_dir, self.registry_dir, self.cdi_root):
+            os.makedirs(d, exist_ok=True)
+        self.set_boot_id(str(uuid.uuid4()))
+        self.api = ApiServer(self.workdir, node_name)
+        self.plugins = []
+
+    def set_boot_id(self, boot_id):
+        with open(self.boot_id_path, "w") as f:
+            f.write(boot_id + "\n")
+
+    def plugin(self, driver, profile, **kw):
+        p = Plugin(self, driver, profile, **kw)
+        self.plugins.append(p)
+        return p
+
+    def ctl(self, args, check=True, timeout=60):
+        r = subprocess.run([os.path.join(BIN, "nvdractl")] + args, capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode not in (0,):
+            raise RuntimeError("nvdractl %s failed (%d): %s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
+        return r
+
+    def kubelet_call(self, verb, socket, claims, api):
+        """claims: list of (namespace, name, uid). Returns {uid: {"devices": [...], "error": str}}."""
+        args = [verb, "--socket", socket, "--api", api] + ["%s/%s/%s" % c for c in claims]
+        r = self.ctl(args, check=False)
+        if r.returncode not in (0, 1):
+            raise RuntimeError("nvdractl %s: rpc failed (%d): %s%s" % (verb, r.returncode, r.stdout, r.stderr))
+        return parse_claims_output(r.stdout)
+
+    def cdi_files(self):
+        return sorted(os.listdir(self.cdi_root))
+
+    def close(self):
+        for p in self.plugins:
+            try:
+                p.stop()
+            except Exception:
+                pass
+        self.api.stop()
+        if self.owned and not os.environ.get("NVDRA_KEEP_WORKDIR"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def parse_claims_output(text):
+    """nvdractl's JSON output -> {uid: {"devices": [...], "error": str}}."""
+    data = json.loads(text)
+    out = {}
+    for c in data.get("claims", []):
+        error = c.get("error", "") or ""
+        if c.get("missing"):
+            error = error or "claim missing from the plugin's answer"
+        out[c["uid"]] = {"devices": c.get("devices", []) or [], "error": error}
+    return out

@@ -1,0 +1,141 @@
+"""End-to-end scenarios of the GPU plugin, mirroring the upstream suites."""
+
+import concurrent.futures
+import json
+import os
+import unittest
+
+from e2e_base import GPU_DRIVER, NodeTestCase, cdi_ids, device_names, opaque_config, wait_for
+
+UPSTREAM_GPU_ATTRIBUTES = {
+    "architecture", "brand", "cudaComputeCapability", "cudaDriverVersion", "driverVersion", "productName",
+    "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot", "type", "uuid", "addressingMode",
+}
+
+
+class GpuEndToEnd(NodeTestCase):
+    def setUp(self):
+        super().setUp()
+        self.plugin = self.gpu_plugin().start()
+
+    def test_one_pod_one_gpu(self):
+        claim = self.gpu_claim("pod1-gpu", ["gpu-0"])
+        r = self.plugin.prepare([claim])
+        self.assertOk(r, claim[2])
+        self.assertEqual(device_names(r[claim[2]]), ["gpu-0"])
+        self.assertEqual(cdi_ids(r[claim[2]]), ["k8s.gpu.nvidia.com/claim=%s-gpu-0" % claim[2]])
+        spec_file = "k8s.gpu.nvidia.com-claim_%s.json" % claim[2]
+        self.assertIn(spec_file, self.node.cdi_files())
+        with open(os.path.join(self.node.cdi_root, spec_file)) as f:
+            spec = json.load(f)
+        self.assertEqual(spec["kind"], "k8s.gpu.nvidia.com/claim")
+        self.assertLessEqual(tuple(int(x) for x in spec["cdiVersion"].split(".")), (0, 5, 0))
+        self.assertEqual([d["name"] for d in spec["devices"]], ["%s-gpu-0" % claim[2]])
+        self.assertOk(self.plugin.unprepare([claim]), claim[2])
+        self.assertNotIn(spec_file, self.node.cdi_files())
+        self.assertEqual(self.live_entries(self.plugin), [])
+
+    def test_two_pods_one_gpu_each(self):
+        a = self.gpu_claim("pod1-gpu", ["gpu-0"])
+        b = self.gpu_claim("pod2-gpu", ["gpu-1"])
+        r = self.plugin.prepare([a, b])
+        self.assertOk(r, a[2])
+        self.assertOk(r, b[2])
+        self.assertNotEqual(device_names(r[a[2]]), device_names(r[b[2]]))
+
+    def test_two_pods_share_one_claim(self):
+        claim = self.gpu_claim("shared", ["gpu-2"])
+        first = self.plugin.prepare([claim])
+        second = self.plugin.prepare([claim])
+        self.assertOk(first, claim[2])
+        self.assertEqual(first, second)
+        self.assertEqual(len(self.live_entries(self.plugin)), 1)
+
+    def test_one_pod_two_containers_share_a_claim_from_a_template(self):
+        claim = self.gpu_claim("pod-gpu-template-xyz12", ["gpu-3"])
+        r = self.plugin.prepare([claim])
+        self.assertOk(r, claim[2])
+        # Both containers reference the same CDI ids: one device, one spec.
+        self.assertEqual(len(cdi_ids(r[claim[2]])), 1)
+
+    def test_shared_claim_across_15_pods_5_loops(self):
+        for loop in range(5):
+            claim = self.gpu_claim("rc-shared-gpu", ["gpu-0"])
+            with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+                results = list(pool.map(lambda _: self.plugin.prepare([claim]), range(15)))
+            for r in results:
+                self.assertOk(r, claim[2])
+                self.assertEqual(r, results[0])
+            self.assertOk(self.plugin.unprepare([claim]), claim[2])
+            self.node.api.delete("resourceclaims", "default", "rc-shared-gpu")
+            self.assertEqual(self.live_entries(self.plugin), [], "loop %d" % loop)
+        self.assertEqual(self.node.cdi_files(), [])
+
+    def test_unknown_config_field_is_a_permanent_error_and_leaves_no_entry(self):
+        cfg = opaque_config(GPU_DRIVER, {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+                                         "unexpectedField": "foo"})
+        claim = self.gpu_claim("bad-config", ["gpu-0"], configs=[cfg])
+        r = self.plugin.prepare([claim])
+        self.assertIn('strict decoding error: unknown field "unexpectedField"', r[claim[2]]["error"])
+        self.assertEqual(self.live_entries(self.plugin), [])
+        self.assertIn("Permanent error", self.plugin.read_log())
+        # The user sees it on the claim, as an Event.
+        status, body = self.node.api.request("GET", "/_nvdra/objects?resource=events")
+        self.assertEqual(status, 200)
+        events = [e for e in body["items"] if e.get("involvedObject", {}).get("uid") == claim[2]]
+        self.assertEqual(len(events), 1, body)
+        self.assertEqual(events[0]["reason"], "FailedPrepareDynamicResources")
+        self.assertIn("strict decoding error", events[0]["message"])
+
+    def test_time_slicing_config_is_applied_and_undone(self):
+        self.plugin.stop()
+        self.plugin = self.gpu_plugin(name="gpu-ts", extra_args=["--feature-gates", "TimeSlicingSettings=true"]).start()
+        cfg = opaque_config(GPU_DRIVER, {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+                                         "sharing": {"strategy": "TimeSlicing",
+                                                     "timeSlicingConfig": {"interval": "Long"}}})
+        claim = self.gpu_claim("ts", ["gpu-1"], configs=[cfg])
+        self.assertOk(self.plugin.prepare([claim]), claim[2])
+        self.assertOk(self.plugin.unprepare([claim]), claim[2])
+        log_path = os.path.join(self.node.workdir, "mock-" + GPU_DRIVER, "state", "control.log")
+        with open(log_path) as f:
+            calls = [line.split() for line in f.read().splitlines()]
+        uuids = {c[1] for c in calls}
+        self.assertEqual(len(uuids), 1, calls)
+        uuid = uuids.pop()
+        # Prepare: compute mode DEFAULT, then interval Long (3); Unprepare: back to Default (0).
+        self.assertEqual(calls, [["SetComputeMode", uuid, "DEFAULT"], ["SetTimeSlice", uuid, "3"],
+                                 ["SetTimeSlice", uuid, "0"]])
+
+    def test_published_slices_carry_the_upstream_attribute_set(self):
+        slices = wait_for(lambda: self.node.api.slices(GPU_DRIVER), what="GPU ResourceSlices")
+        devices = [d for s in slices for d in s["spec"]["devices"]]
+        self.assertEqual(len(devices), 8)
+        self.assertEqual(sorted(d["name"] for d in devices), ["gpu-%d" % i for i in range(8)])
+        for d in devices:
+            self.assertEqual(set(d["attributes"].keys()), UPSTREAM_GPU_ATTRIBUTES, d["name"])
+            self.assertIn("memory", d["capacity"])
+        self.assertEqual(slices[0]["spec"]["pool"]["name"], self.node.node_name)
+
+    def test_reboot_restores_cdi_spec_and_returns_same_ids(self):
+        claim = self.gpu_claim("survivor", ["gpu-4"])
+        before = self.plugin.prepare([claim])
+        self.assertOk(before, claim[2])
+        self.plugin.stop()
+        for f in self.node.cdi_files():
+            os.remove(os.path.join(self.node.cdi_root, f))
+        self.node.set_boot_id("rebooted-boot-id")
+        self.plugin.start()
+        after = self.plugin.prepare([claim])
+        self.assertEqual(before, after)
+        self.assertIn("k8s.gpu.nvidia.com-claim_%s.json" % claim[2], self.node.cdi_files())
+
+    def test_v1beta1_kubelet_gets_the_same_devices(self):
+        claim = self.gpu_claim("old-kubelet", ["gpu-5"])
+        r = self.plugin.prepare([claim], api="v1beta1")
+        self.assertOk(r, claim[2])
+        self.assertEqual(device_names(r[claim[2]]), ["gpu-5"])
+        self.assertOk(self.plugin.unprepare([claim], api="v1beta1"), claim[2])
+
+
+if __name__ == "__main__":
+    unittest.main()

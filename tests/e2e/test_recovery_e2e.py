@@ -1,0 +1,99 @@
+"""Crash, restart and upgrade scenarios against the real plugin binaries."""
+
+import concurrent.futures
+import random
+import unittest
+
+from e2e_base import NodeTestCase, device_names, wait_for
+
+# Fault points on the prepare and unprepare paths (ledger and engine).
+PREPARE_FAILPOINTS = [
+    "ledger-before-started-write", "ledger-after-started-write",
+    "engine-after-device-prepare", "engine-after-cdi-write",
+    "ledger-before-completed-write", "ledger-after-completed-write",
+]
+UNPREPARE_FAILPOINTS = [
+    "ledger-before-unprepare-write", "ledger-after-unprepare-write",
+    "engine-after-device-unprepare",
+    "ledger-before-tombstone-write", "ledger-after-tombstone-write",
+]
+
+
+class RecoveryEndToEnd(NodeTestCase):
+    def test_stale_prepare_started_is_cleaned_up_after_its_claim_is_deleted(self):
+        plugin = self.gpu_plugin()
+        plugin.start(env={"NVDRA_FAILPOINTS": "engine-after-device-prepare=crash"})
+        claim = self.gpu_claim("batssuite-rc-stale", ["gpu-0"])
+        res = self.node.ctl(["prepare", "--socket", plugin.dra_socket, "%s/%s/%s" % claim], check=False)
+        self.assertNotEqual(res.returncode, 0, "the plugin should have crashed mid-prepare")
+        plugin.proc.wait(10)
+        plugin.log.close()
+        # The pod and claim are force-deleted while the plugin is down.
+        self.node.api.delete("resourceclaims", "default", "batssuite-rc-stale")
+        plugin.start()
+        wait_for(lambda: self.live_entries(plugin) == [], 30, "the reconciler to remove the stale claim")
+        self.assertIn("unprepared stale claim default/batssuite-rc-stale:" + claim[2], plugin.read_log())
+        self.assertEqual(self.node.cdi_files(), [])
+        # The kubelet's late Unprepare is a no-op success.
+        self.assertOk(plugin.unprepare([claim]), claim[2])
+
+    def test_kill_at_every_failpoint_then_kubelet_retry_converges(self):
+        plugin = self.gpu_plugin()
+        for i, fp in enumerate(PREPARE_FAILPOINTS + UNPREPARE_FAILPOINTS):
+            with self.subTest(failpoint=fp):
+                claim = self.gpu_claim("crash-%d" % i, ["gpu-%d" % (i % 8)])
+                if fp in PREPARE_FAILPOINTS:
+                    plugin.start(env={"NVDRA_FAILPOINTS": fp + "=crash"})
+                    res = self.node.ctl(["prepare", "--socket", plugin.dra_socket, "%s/%s/%s" % claim], check=False)
+                    self.assertNotEqual(res.returncode, 0)
+                else:
+                    plugin.start(env={"NVDRA_FAILPOINTS": fp + "=crash"})
+                    self.assertOk(plugin.prepare([claim]), claim[2])
+                    res = self.node.ctl(["unprepare", "--socket", plugin.dra_socket, "%s/%s/%s" % claim], check=False)
+                    self.assertNotEqual(res.returncode, 0)
+                plugin.proc.wait(10)
+                plugin.log.close()
+                plugin.start()
+                # The kubelet retries the call that failed until it succeeds.
+                if fp in PREPARE_FAILPOINTS:
+                    r = plugin.prepare([claim])
+                    self.assertOk(r, claim[2])
+                    self.assertEqual(device_names(r[claim[2]]), ["gpu-%d" % (i % 8)])
+                self.assertOk(plugin.unprepare([claim]), claim[2])
+                self.assertEqual(self.live_entries(plugin), [])
+                self.assertEqual(self.node.cdi_files(), [])
+                plugin.stop()
+
+    def test_two_plugin_processes_never_double_hold_a_device(self):
+        old = self.gpu_plugin(rolling_update_id="old-pod").start()
+        new = self.gpu_plugin(rolling_update_id="new-pod").start()
+        claims = [self.gpu_claim("storm-%d" % i, ["gpu-%d" % (i % 4)]) for i in range(24)]
+        rng = random.Random(7)
+
+        def worker(seed):
+            local = random.Random(seed)
+            for _ in range(12):
+                c = local.choice(claims)
+                p = local.choice([old, new])
+                if local.random() < 0.6:
+                    p.prepare([c])
+                else:
+                    p.unprepare([c])
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
+            list(pool.map(worker, [rng.random() for _ in range(6)]))
+        holders = {}
+        for e in self.live_entries(old):
+            for dev in e.get("held", []):
+                self.assertNotIn(dev, holders, "device %s held by %s and %s" % (dev, holders.get(dev), e["uid"]))
+                holders[dev] = e["uid"]
+        # Both processes see the same ledger.
+        self.assertEqual(sorted(e["uid"] for e in self.live_entries(old)),
+                         sorted(e["uid"] for e in self.live_entries(new)))
+        for c in claims:
+            self.assertOk(old.unprepare([c]), c[2])
+        self.assertEqual(self.live_entries(new), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
