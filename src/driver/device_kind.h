@@ -12,6 +12,7 @@
 
 #include "cdi/spec.h"
 #include "config/config_resolver.h"
+#include "devices/device_health.h"
 #include "driver/claim_source.h"
 #include "ledger/claim_entry.h"
 #include "model/published_device.h"
@@ -73,6 +74,13 @@ class DeviceKind {
   // The CDI spec of an already prepared claim, rebuilt from its ledger entry
   // (the CDI directory is often tmpfs: a repeated Prepare re-ensures it).
   virtual Result<cdi::Spec> RebuildSpec(const ledger::ClaimEntry& entry) = 0;
+
+  // Whether this kind's devices have hardware health (the plugin then runs
+  // the device layer's health source and feeds OnHealthEvent).
+  virtual bool MonitorsDeviceHealth() const { return false; }
+  // A health event for one of our devices. Returns true when what
+  // PublishedDevices() returns changed (e.g. a taint was added or cleared).
+  virtual bool OnHealthEvent(const devices::DeviceHealthEvent& event) { return false; }
 
   // Undoes what Prepare recorded in `undo`. Works from the record alone (no
   // API server) and never fails on a record it cannot fully parse: what

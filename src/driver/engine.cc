@@ -48,23 +48,6 @@ Engine::Engine(EngineOptions options, ledger::ClaimLedger& ledger, DeviceKind& k
                const cdi::CdiSpecWriter& cdi, metrics::DraMetrics* metrics)
     : options_(std::move(options)), ledger_(ledger), kind_(kind), claims_(claims), cdi_(cdi), metrics_(metrics) {}
 
-std::shared_ptr<std::mutex> Engine::ClaimLock(const std::string& uid) {
-  std::lock_guard<std::mutex> l(locks_mu_);
-  auto& weak = locks_[uid];
-  auto strong = weak.lock();
-  if (!strong) {
-    strong = std::make_shared<std::mutex>();
-    weak = strong;
-  }
-  // Drop entries of claims nobody works on any more, so the map stays small.
-  if (locks_.size() > 256) {
-    for (auto it = locks_.begin(); it != locks_.end();) {
-      it = it->second.expired() ? locks_.erase(it) : std::next(it);
-    }
-  }
-  return strong;
-}
-
 kubelet::PrepareResult Engine::PrepareClaim(const kubelet::ClaimRef& claim, Steady::time_point deadline) {
   auto t0 = Steady::now();
   std::optional<metrics::DraMetrics::InflightScope> inflight;
@@ -96,8 +79,8 @@ kubelet::PrepareResult Engine::PrepareClaim(const kubelet::ClaimRef& claim, Stea
 
 Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::ClaimRef& ref,
                                                              Steady::time_point deadline, bool* permanent) {
-  auto lock = ClaimLock(ref.uid);
-  std::lock_guard<std::mutex> claim_lock(*lock);
+  auto claim_lock = locks_.LockUntil(ref.uid, deadline);
+  if (!claim_lock) return DeadlineExceeded("another operation on this claim is still running; the kubelet will retry");
 
   // 1. The claim as the API server has it now.
   auto step = Steady::now();
@@ -226,7 +209,7 @@ std::string Engine::UnprepareClaim(const kubelet::ClaimRef& claim, Steady::time_
   auto t0 = Steady::now();
   std::optional<metrics::DraMetrics::InflightScope> inflight;
   if (metrics_ != nullptr) inflight.emplace(*metrics_, metrics::Operation::kUnprepare);
-  Status s = Unprepare(claim);
+  Status s = Unprepare(claim, deadline);
   if (metrics_ != nullptr) {
     metrics_->ObserveUnprepare(SecondsSince(t0), s.ok());
     if (!s.ok()) metrics_->RecordUnprepareError(metrics::kErrorUnprepareDevices);
@@ -238,9 +221,9 @@ std::string Engine::UnprepareClaim(const kubelet::ClaimRef& claim, Steady::time_
   return msg;
 }
 
-Status Engine::Unprepare(const kubelet::ClaimRef& ref) {
-  auto lock = ClaimLock(ref.uid);
-  std::lock_guard<std::mutex> l(*lock);
+Status Engine::Unprepare(const kubelet::ClaimRef& ref, Steady::time_point deadline) {
+  auto claim_lock = locks_.LockUntil(ref.uid, deadline);
+  if (!claim_lock) return DeadlineExceeded("another operation on this claim is still running; the kubelet will retry");
   auto entry = ledger_.BeginUnprepare(ref.uid);
   if (!entry.ok()) return entry.status();
   if (!entry->has_value()) {
@@ -260,8 +243,9 @@ Status Engine::UnprepareLocked(const ledger::ClaimEntry& entry) {
 }
 
 Status Engine::UnprepareEntry(const ledger::ClaimEntry& stale, const std::string& why) {
-  auto lock = ClaimLock(stale.uid);
-  std::lock_guard<std::mutex> l(*lock);
+  // Bounded: the caller may hold another claim's lock (a conflict check).
+  auto claim_lock = locks_.LockUntil(stale.uid, Steady::now() + std::chrono::seconds(10));
+  if (!claim_lock) return DeadlineExceeded("claim " + stale.uid + " is busy; will retry");
   auto entry = ledger_.BeginUnprepare(stale.uid);
   if (!entry.ok()) return entry.status();
   if (!entry->has_value()) return Status::Ok();
@@ -276,8 +260,7 @@ Status Engine::UnprepareEntry(const ledger::ClaimEntry& stale, const std::string
 }
 
 Result<bool> Engine::RemoveOrphanSpec(const std::string& uid) {
-  auto lock = ClaimLock(uid);
-  std::lock_guard<std::mutex> l(*lock);
+  auto claim_lock = locks_.Lock(uid);
   auto entry = ledger_.Get(uid);
   if (!entry.ok()) return entry.status();
   if (entry->has_value() && ledger::HoldsResources((*entry)->state)) return false;

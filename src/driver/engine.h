@@ -19,6 +19,7 @@
 #include "driver/device_kind.h"
 #include "kubelet/claim_engine.h"
 #include "ledger/claim_ledger.h"
+#include "ledger/claim_locks.h"
 #include "metrics/dra_metrics.h"
 
 namespace nvdra::driver {
@@ -56,14 +57,10 @@ class Engine final : public kubelet::ClaimEngine {
   const std::string& driver() const { return options_.driver; }
 
  private:
-  // Serialises all work on one claim UID inside this process (the kubelet's
-  // calls, the reconciler, a conflict check).
-  std::shared_ptr<std::mutex> ClaimLock(const std::string& uid);
-
   Result<std::vector<kubelet::PreparedDevice>> Prepare(const kubelet::ClaimRef& ref,
                                                        std::chrono::steady_clock::time_point deadline,
                                                        bool* permanent);
-  Status Unprepare(const kubelet::ClaimRef& ref);
+  Status Unprepare(const kubelet::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
   Status UnprepareLocked(const ledger::ClaimEntry& entry);
   // After a Conflict: if a holder is only PrepareStarted and its claim is
   // gone from the API server, unprepare it now. True if something was freed.
@@ -76,8 +73,9 @@ class Engine final : public kubelet::ClaimEngine {
   const cdi::CdiSpecWriter& cdi_;
   metrics::DraMetrics* metrics_;
 
-  std::mutex locks_mu_;
-  std::map<std::string, std::weak_ptr<std::mutex>> locks_;
+  // Serialises all work on one claim UID inside this process (the kubelet's
+  // calls, the reconciler, a conflict check); other claims run in parallel.
+  ledger::ClaimLocks locks_;
 };
 
 // Converts ledger devices into what the kubelet surface returns.

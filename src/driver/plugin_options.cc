@@ -8,7 +8,7 @@
 namespace nvdra::driver {
 
 std::string PluginOptions::PluginDataDir(const std::string& driver) const {
-  std::string d = plugins_dir;
+  std::string d = kubelet.plugin.plugins_dir;
   while (d.size() > 1 && d.back() == '/') d.pop_back();
   return d + "/" + driver;
 }
@@ -19,7 +19,8 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   CLI::App app{program + ": the nvdra kubelet plugin for " + driver};
   app.set_version_flag("--version", "nvdra 0.1.0");
   app.allow_extras(false);
-  int reconcile_s = 60, grace_s = 600, tomb_s = 300, prep_s = 30;
+  int reconcile_s = 60, grace_s = 600, tomb_s = 300;
+  kubelet::AddKubeletFlags(app, o.kubelet);
 
   app.add_option("--node-name", o.node_name, "Name of this node (required)")->envname("NODE_NAME");
   app.add_option("--namespace", o.namespace_name, "Namespace of the driver's objects")
@@ -32,15 +33,6 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   app.add_option("--container-driver-root", o.container_driver_root,
                  "Where the host's driver root is mounted in this container")
       ->envname("DRIVER_ROOT_CTR_PATH")->capture_default_str();
-  app.add_option("--kubelet-registrar-directory-path", o.registrar_dir,
-                 "Directory of the kubelet's plugin registration sockets")
-      ->envname("KUBELET_REGISTRAR_DIRECTORY_PATH")->capture_default_str();
-  app.add_option("--kubelet-plugins-directory-path", o.plugins_dir,
-                 "Directory of kubelet plugin data (the driver's folder, its DRA socket and ledger live below)")
-      ->envname("KUBELET_PLUGINS_DIRECTORY_PATH")->capture_default_str();
-  app.add_option("--healthcheck-port", o.healthcheck_port,
-                 "TCP port of the gRPC liveness service (-1: off, 0: any free port)")
-      ->envname("HEALTHCHECK_PORT")->capture_default_str();
   app.add_option("--http-endpoint", o.http_endpoint,
                  "host:port of the Prometheus metrics server (empty: off)")->envname("HTTP_ENDPOINT");
   app.add_option("--metrics-path", o.metrics_path, "HTTP path of the metrics")
@@ -66,9 +58,6 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   app.add_option("--mock-state-dir", o.mock_state_dir,
                  "Where mock hardware builds its fake driver root (default: <plugin dir>/mock)")
       ->envname("NVDRA_MOCK_STATE_DIR");
-  app.add_option("--rolling-update-id", o.rolling_update_id,
-                 "Unique id of this plugin instance (e.g. the pod UID) so old and new pods run side by side")
-      ->envname("ROLLING_UPDATE_ID");
   app.add_option("--reconcile-period", reconcile_s,
                  "Seconds between reconciler passes (jittered by up to 10%)")
       ->envname("NVDRA_RECONCILE_PERIOD")->check(CLI::Range(1, 86400))->capture_default_str();
@@ -78,8 +67,6 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   app.add_option("--tombstone-ttl", tomb_s,
                  "Seconds a late Prepare retry of an unprepared claim is refused")
       ->envname("NVDRA_TOMBSTONE_TTL")->check(CLI::Range(0, 604800))->capture_default_str();
-  app.add_option("--prepare-timeout", prep_s, "Per-claim deadline in seconds (below the kubelet's 45 s)")
-      ->envname("NVDRA_PREPARE_TIMEOUT")->check(CLI::Range(1, 44))->capture_default_str();
   app.add_option("--boot-id-path", o.boot_id_path, "File holding the node's boot id")
       ->envname("NVDRA_BOOT_ID_PATH")->capture_default_str();
   app.add_option("--proc-devices-path", o.proc_devices_path,
@@ -107,8 +94,9 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   }
   if (o.node_name.empty()) return InvalidArgument("--node-name (or NODE_NAME) is required");
   if (o.cdi_root.empty()) return InvalidArgument("--cdi-root must not be empty");
-  if (!o.rolling_update_id.empty()) {
-    for (char c : o.rolling_update_id) {
+  kubelet::FinishKubeletFlags(o.kubelet);
+  if (!o.kubelet.plugin.rolling_update_id.empty()) {
+    for (char c : o.kubelet.plugin.rolling_update_id) {
       bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
       if (!ok) return InvalidArgument("--rolling-update-id must be letters, digits and '-'");
     }
@@ -116,7 +104,6 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   o.reconcile_period = std::chrono::seconds(reconcile_s);
   o.completed_claim_grace = std::chrono::seconds(grace_s);
   o.tombstone_ttl = std::chrono::seconds(tomb_s);
-  o.prepare_timeout = std::chrono::seconds(prep_s);
   return o;
 }
 

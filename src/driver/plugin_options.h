@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kubelet/kubelet_flags.h"
 #include "util/status.h"
 
 namespace nvdra::driver {
@@ -18,9 +19,10 @@ struct PluginOptions {
   std::string cdi_root = "/etc/cdi";
   std::string nvidia_driver_root = "/";
   std::string container_driver_root = "/driver-root";
-  std::string registrar_dir = "/var/lib/kubelet/plugins_registry";
-  std::string plugins_dir = "/var/lib/kubelet/plugins";
-  int healthcheck_port = -1;
+  // --kubelet-plugins-directory-path, --kubelet-registrar-directory-path,
+  // --healthcheck-port, --rolling-update-id, --claim-timeout, ...: the
+  // kubelet surface's own flags.
+  kubelet::KubeletFlags kubelet;
   std::string http_endpoint;
   std::string metrics_path = "/metrics";
   std::string kubeconfig;
@@ -34,11 +36,9 @@ struct PluginOptions {
   // nvdra's own.
   std::string mock_hardware;       // profile name or file; empty: NVML
   std::string mock_state_dir;      // where the mock builds its fake driver root
-  std::string rolling_update_id;   // pod UID for side-by-side upgrades
   std::chrono::seconds reconcile_period{60};
   std::chrono::seconds completed_claim_grace{600};
   std::chrono::seconds tombstone_ttl{300};
-  std::chrono::seconds prepare_timeout{30};
   std::string boot_id_path = "/proc/sys/kernel/random/boot_id";
   std::string proc_devices_path;   // ALT_PROC_DEVICES_PATH; empty: /proc/devices
   bool health_streaming = false;

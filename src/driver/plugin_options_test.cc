@@ -19,10 +19,10 @@ TEST(PluginOptionsTest, UpstreamFlagNamesAndDefaults) {
   EXPECT_EQ(o->node_name, "n1");
   EXPECT_EQ(o->cdi_root, "/var/run/cdi");
   EXPECT_EQ(o->PluginDataDir("gpu.nvidia.com"), "/p/gpu.nvidia.com");
-  EXPECT_EQ(o->healthcheck_port, 51516);
+  EXPECT_EQ(o->kubelet.healthcheck_port, 51516);
   EXPECT_EQ(o->kube_api_qps, 20);
   EXPECT_EQ(o->kube_api_burst, 30);
-  EXPECT_EQ(o->registrar_dir, "/var/lib/kubelet/plugins_registry");
+  EXPECT_EQ(o->kubelet.plugin.registrar_dir, "/var/lib/kubelet/plugins_registry");
   EXPECT_EQ(o->metrics_path, "/metrics");
   EXPECT_EQ(o->reconcile_period, std::chrono::seconds(60));
 }
@@ -43,7 +43,7 @@ TEST(PluginOptionsTest, BadInputIsAOneLineError) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message().find('\n'), std::string::npos);
   EXPECT_FALSE(Parse({"--node-name", "n", "--no-such-flag"}).ok());
-  EXPECT_FALSE(Parse({"--node-name", "n", "--prepare-timeout", "60"}).ok());
+  EXPECT_FALSE(Parse({"--node-name", "n", "--claim-timeout", "60"}).ok());
   EXPECT_FALSE(Parse({"--node-name", "n", "--rolling-update-id", "../x"}).ok());
   EXPECT_FALSE(Parse({"--node-name", "n", "positional"}).ok());
 }

@@ -33,7 +33,7 @@ std::string GpuKind::DeviceType(const std::string& device) const {
 }
 
 std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {
-  return devices::GpuPublishedDevices(inventory_);
+  return taints_.Decorate(devices::GpuPublishedDevices(inventory_));
 }
 
 Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {

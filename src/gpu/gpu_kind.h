@@ -13,6 +13,7 @@
 #include "devices/device_info.h"
 #include "devices/gpu_control.h"
 #include "driver/device_kind.h"
+#include "gpu/health_taints.h"
 
 namespace nvdra::gpu {
 
@@ -31,6 +32,8 @@ class GpuKind final : public driver::DeviceKind {
                                         const nlohmann::json& previous_undo) override;
   Result<cdi::Spec> RebuildSpec(const ledger::ClaimEntry& entry) override;
   Status Unprepare(const ledger::ClaimEntry& entry) override;
+  bool MonitorsDeviceHealth() const override { return true; }
+  bool OnHealthEvent(const devices::DeviceHealthEvent& event) override { return taints_.Apply(event); }
 
  private:
   struct Located {
@@ -45,6 +48,7 @@ class GpuKind final : public driver::DeviceKind {
   devices::GpuControl& control_;
   const cdi::CdiSpecWriter& cdi_;
   std::map<std::string, Located> by_name_;
+  HealthTaints taints_;
 };
 
 }  // namespace nvdra::gpu

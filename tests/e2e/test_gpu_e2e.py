@@ -129,6 +129,36 @@ class GpuEndToEnd(NodeTestCase):
         self.assertEqual(before, after)
         self.assertIn("k8s.gpu.nvidia.com-claim_%s.json" % claim[2], self.node.cdi_files())
 
+    def test_device_health_reaches_the_kubelet_stream(self):
+        self.plugin.stop()
+        self.plugin = self.gpu_plugin(name="gpu-health", extra_args=["--health-streaming"]).start()
+        events = os.path.join(self.node.workdir, "mock-" + GPU_DRIVER, "health-events")
+        with open(events, "a") as f:
+            f.write("gpu-6 79\n")
+
+        def gpu6_unhealthy():
+            r = self.node.ctl(["watch-health", "--socket", self.plugin.dra_socket, "--count", "1",
+                               "--timeout", "5"], check=False)
+            for line in r.stdout.splitlines():
+                for d in json.loads(line).get("devices", []):
+                    if d["device_name"] == "gpu-6" and d["health"] == "UNHEALTHY":
+                        return d
+            return None
+        d = wait_for(gpu6_unhealthy, 30, "gpu-6 to be reported UNHEALTHY")
+        self.assertEqual(d["pool_name"], self.node.node_name)
+        self.assertIn("79", d["message"])
+
+        # The scheduler sees it too: the device is tainted in the published slice.
+        def gpu6_taints():
+            for s in self.node.api.slices(GPU_DRIVER):
+                for dev in s["spec"]["devices"]:
+                    if dev["name"] == "gpu-6" and dev.get("taints"):
+                        return dev["taints"]
+            return None
+        taints = wait_for(gpu6_taints, 30, "a taint on gpu-6")
+        self.assertEqual([(t["key"], t.get("value"), t["effect"]) for t in taints],
+                         [("gpu.nvidia.com/xid", "79", "NoSchedule")])
+
     def test_v1beta1_kubelet_gets_the_same_devices(self):
         claim = self.gpu_claim("old-kubelet", ["gpu-5"])
         r = self.plugin.prepare([claim], api="v1beta1")

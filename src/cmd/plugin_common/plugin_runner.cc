@@ -156,7 +156,8 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   publisher.Update((*kind)->PublishedDevices());
   publisher.Start();
 
-  // Device health: events from the hardware layer feed the kubelet's stream.
+  // Device health: events from the hardware layer feed the kubelet's health
+  // stream and the device taints in our ResourceSlices.
   kubelet::DeviceHealthBroadcaster broadcaster;
   std::unique_ptr<devices::DeviceHealthSource> health_source;
   if (opts.health_streaming) {
@@ -165,30 +166,34 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
       initial.push_back({opts.node_name, d.name, kubelet::DeviceHealthStatus::kHealthy, 0, 0, ""});
     }
     broadcaster.Replace(initial);
-    if (driver == "gpu.nvidia.com") {
-      health_source = (*lib)->NewHealthSource();
-      Status s = health_source->Start(*inventory, [&broadcaster, node = opts.node_name](const devices::DeviceHealthEvent& e) {
-        broadcaster.Update({{node, e.device, ToKubelet(e.state), 0, 0, e.message}});
-      });
-      if (!s.ok()) spdlog::error("device health monitoring is off: {}", s.message());
-    }
+  }
+  bool watch_health = (*kind)->MonitorsDeviceHealth() &&
+                      (opts.health_streaming || gates->Enabled(config::Gate::kNVMLDeviceHealthCheck));
+  if (watch_health) {
+    health_source = (*lib)->NewHealthSource();
+    driver::DeviceKind* k = kind->get();
+    Status s = health_source->Start(
+        *inventory, [&, k, node = opts.node_name](const devices::DeviceHealthEvent& e) {
+          if (e.state != devices::HealthState::kHealthy) {
+            spdlog::warn("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
+          }
+          if (opts.health_streaming) broadcaster.Update({{node, e.device, ToKubelet(e.state), 0, 0, e.message}});
+          if (k->OnHealthEvent(e)) publisher.Update(k->PublishedDevices());
+        });
+    if (!s.ok()) spdlog::error("device health monitoring is off: {}", s.message());
   }
 
-  kubelet::DraPluginOptions popts;
+  kubelet::DraPluginOptions popts = opts.kubelet.plugin;
   popts.driver_name = driver;
-  popts.plugins_dir = opts.plugins_dir;
-  popts.registrar_dir = opts.registrar_dir;
-  popts.rolling_update_id = opts.rolling_update_id;
   popts.health_source = opts.health_streaming ? &broadcaster : nullptr;
-  popts.dispatcher.claim_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(opts.prepare_timeout);
   auto server = kubelet::DraPluginServer::Start(engine, popts);
   if (!server.ok()) return Fail("start kubelet plugin servers", server.status());
   spdlog::info("serving DRA on {} and registration on {}", (*server)->paths().dra, (*server)->paths().registration);
 
   std::unique_ptr<kubelet::HealthServer> health;
-  if (opts.healthcheck_port >= 0) {
+  if (opts.kubelet.healthcheck_port >= 0) {
     kubelet::DraPluginServer* srv = server->get();
-    auto hs = kubelet::HealthServer::Start("0.0.0.0", opts.healthcheck_port,
+    auto hs = kubelet::HealthServer::Start(opts.kubelet.healthcheck_host, opts.kubelet.healthcheck_port,
                                            [srv] { return srv->CheckLiveness(std::chrono::seconds(5)); });
     if (!hs.ok()) return Fail("start health server", hs.status());
     health = std::move(hs).value();
