@@ -398,6 +398,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         body = status_body(429, "TooManyRequests",
                                            "Too many requests, please try again later.",
                                            {"retryAfterSeconds": int(fault.get("retry_after", 1))})
+                    elif code == 409:
+                        # What a racing writer causes; lets tests hit the path deterministically.
+                        body = status_body(409, "Conflict",
+                                           "Operation cannot be fulfilled: the object has been modified; "
+                                           "please apply your changes to the latest version and try again")
                     else:
                         body = status_body(code, "InternalError",
                                            "Internal error occurred: injected fault")
