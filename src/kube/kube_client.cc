@@ -254,13 +254,13 @@ ClaimCheckResult KubeClient::CheckClaim(const std::string& ns, const std::string
     out.status = claim.status();
     return out;
   }
-  if (claim->uid != uid) {
-    out.check = ClaimCheck::kReplaced;
-    out.status = FailedPrecondition("claim " + ns + "/" + name + " got replaced (UID in the API is " + claim->uid +
-                                    ", the kubelet asked for " + uid + ")");
-  } else if (!claim->allocated) {
+  // Same order and words as the Go kubelet plugin helper.
+  if (!claim->allocated) {
     out.check = ClaimCheck::kNotAllocated;
     out.status = FailedPrecondition("claim " + ns + "/" + name + " not allocated");
+  } else if (claim->uid != uid) {
+    out.check = ClaimCheck::kReplaced;
+    out.status = FailedPrecondition("claim " + ns + "/" + name + " got replaced");
   } else {
     out.check = ClaimCheck::kOk;
   }

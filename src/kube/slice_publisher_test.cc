@@ -234,6 +234,30 @@ TEST_F(SlicePublisherTest, InjectedConflictAndOutageThenConverges) {
   EXPECT_EQ(pub.stats().failed_syncs, 2u);
 }
 
+TEST_F(SlicePublisherTest, PermanentFailureBecomesNodeEvent) {
+  FakeClock clock;
+  EventRecorder events(*client_, {.component = kDriver, .instance = kNode}, clock);
+  SlicePublisherOptions o;
+  o.events = &events;
+  SlicePublisher pub(*client_, kDriver, kNode, o);
+  pub.Update(Devices(2));
+  ASSERT_TRUE(server_->InjectFault({{"status", 403}, {"method", "POST"},
+                                    {"path_prefix", "/apis/resource.k8s.io/"}, {"count", 2}}).ok());
+  EXPECT_EQ(pub.SyncOnce().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(pub.SyncOnce().code(), StatusCode::kPermissionDenied);
+  auto evs = server_->Objects("events");
+  ASSERT_TRUE(evs.ok());
+  ASSERT_EQ(evs->size(), 1u);  // the repeat is deduplicated
+  EXPECT_EQ((*evs)[0]["reason"], "ResourceSlicePublishFailed");
+  EXPECT_EQ((*evs)[0]["involvedObject"]["uid"], "node-uid-1");
+  ASSERT_TRUE(pub.SyncOnce().ok());
+  CheckPool(1, 2);
+  // Transient failures (outage) are not events.
+  ASSERT_TRUE(server_->InjectFault({{"status", 500}, {"count", 4}}).ok());
+  EXPECT_FALSE(pub.SyncOnce().ok());
+  EXPECT_EQ(server_->Objects("events")->size(), 1u);
+}
+
 TEST_F(SlicePublisherTest, NodeLookedUpOnceAndRequired) {
   ASSERT_TRUE(server_->DeleteObject("nodes", "", kNode).ok());
   SlicePublisher pub(*client_, kDriver, kNode);
