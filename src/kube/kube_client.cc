@@ -111,8 +111,9 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
       }
     } else if (!Retryable(r->status) || last) {
       return r;
-    } else if (r->status == 429) {
-      // Honour Retry-After (seconds): APF tells us when a seat frees up.
+    } else {
+      // Honour Retry-After (seconds) on 429 and 5xx: APF, or a server going
+      // down gracefully, tells us when to come back.
       std::string ra = r->Header("retry-after");
       if (!ra.empty() && std::all_of(ra.begin(), ra.end(), ::isdigit)) {
         auto secs = std::min<long long>(std::stoll(ra), options_.max_retry_after.count());

@@ -347,6 +347,37 @@ TEST(KubeClientApiServerTest, ComputeDomainCustomResources) {
   EXPECT_EQ(client->ListJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains", "app")->at("items").size(), 1u);
   EXPECT_EQ(client->GetJson("/apis/resource.nvidia.com/v1beta1/namespaces/other/computedomains/cd1").status().code(),
             StatusCode::kNotFound);
+
+  // Objects can also come from a multi-document YAML file.
+  std::string yaml_path = server.dir() + "/objects.yaml";
+  ASSERT_TRUE(WriteFileAtomically(yaml_path, R"(apiVersion: resource.nvidia.com/v1beta1
+kind: ComputeDomain
+metadata:
+  name: cd2
+  namespace: team
+spec:
+  numNodes: 4
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: imex
+  namespace: team
+  uid: 11111111-2222-3333-4444-555555555555
+status:
+  allocation:
+    devices:
+      results:
+      - {request: channel, driver: compute-domain.nvidia.com, pool: node1, device: channel-0}
+)").ok());
+  ASSERT_TRUE(server.LoadFile(yaml_path).ok());
+  EXPECT_EQ((*client->GetJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains/cd2"))["spec"]["numNodes"], 4);
+  auto claim = client->CheckClaim("team", "imex", "11111111-2222-3333-4444-555555555555");
+  EXPECT_EQ(claim.check, ClaimCheck::kOk) << claim.status.ToString();
+  EXPECT_EQ(claim.claim->results.at(0).device, "channel-0");
+  // Kinds the server does not serve are refused, not silently dropped.
+  ASSERT_TRUE(WriteFileAtomically(yaml_path, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").ok());
+  EXPECT_FALSE(server.LoadFile(yaml_path).ok());
 }
 
 }  // namespace
