@@ -1,7 +1,9 @@
 // KubeClient over real HTTP(S) against the test API server.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "kube/kube_client.h"
 #include "test_apiserver.h"
@@ -378,6 +380,38 @@ status:
   // Kinds the server does not serve are refused, not silently dropped.
   ASSERT_TRUE(WriteFileAtomically(yaml_path, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").ok());
   EXPECT_FALSE(server.LoadFile(yaml_path).ok());
+}
+
+}  // namespace
+}  // namespace nvdra::kube
+
+namespace nvdra::kube {
+namespace {
+
+TEST(KubeClientApiServerTest, ConcurrentCallersShareOneClient) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  ASSERT_TRUE(server.LoadObject(Claim("ns", "c", true)).ok());
+  auto client = KubeClient::FromConfig(server.Config(), Fast());
+  std::string uid = client->GetResourceClaim("ns", "c")->uid;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  auto start = std::chrono::steady_clock::now();
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) ok += client->CheckClaim("ns", "c", uid).check == ClaimCheck::kOk;
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(ok.load(), 200);
+  ::testing::Test::RecordProperty("checkclaim_200_ms", static_cast<int>(ms));
+  // Discovery ran once, not once per thread.
+  auto reqs = server.Requests();
+  ASSERT_TRUE(reqs.ok());
+  int discovery = 0;
+  for (const auto& r : *reqs) discovery += r["path"] == "/apis/resource.k8s.io";
+  EXPECT_EQ(discovery, 1);
 }
 
 }  // namespace
