@@ -222,12 +222,16 @@ Result<HttpResponse> KubeClient::DoResource(const std::string& method, const std
     NVDRA_ASSIGN_OR_RETURN(std::string v, ResourceApiVersion());
     std::string path = "/apis/resource.k8s.io/" + v + rest;
     NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do(method, path, body));
-    if (IsPathNotServed(r) && round == 0) {
+    if (IsPathNotServed(r)) {
       // The server stopped serving that version (downgrade, or a stale
       // discovery answer): rediscover once. A 404 for a missing object is a
       // Status body and never gets here.
       ForgetResourceApiVersion();
-      continue;
+      if (round == 0) continue;
+      // Never let this look like "object not found": callers unprepare
+      // claims on NotFound.
+      return Unavailable(method + " " + path + ": the API server does not serve resource.k8s.io/" + v +
+                         " although discovery listed it; will retry");
     }
     if (version_used) *version_used = v;
     return r;

@@ -160,6 +160,17 @@ TEST(KubeClientTest, ObjectNotFoundDoesNotTriggerFallback) {
   EXPECT_EQ(h.transport->seen.size(), 2u);
 }
 
+TEST(KubeClientTest, UnservedVersionNeverLooksLikeNotFound) {
+  Harness h;
+  const char* discovery = R"({"versions":[{"version":"v1"}]})";
+  h.transport->answers = {Resp(200, discovery), Resp(404, "404 page not found\n"), Resp(200, discovery),
+                          Resp(404, "404 page not found\n")};
+  auto r = h.client->CheckClaim("ns", "c", "u");
+  EXPECT_EQ(r.check, ClaimCheck::kError);
+  EXPECT_EQ(r.status.code(), StatusCode::kUnavailable) << r.status.ToString();
+  EXPECT_EQ(h.transport->seen.size(), 4u);
+}
+
 TEST(KubeClientTest, QueryEscape) {
   EXPECT_EQ(KubeClient::QueryEscape("spec.nodeName=n1,spec.driver=gpu.nvidia.com"),
             "spec.nodeName%3Dn1%2Cspec.driver%3Dgpu.nvidia.com");
