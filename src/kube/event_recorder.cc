@@ -1,5 +1,6 @@
 #include "kube/event_recorder.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include <fmt/format.h>
@@ -63,7 +64,14 @@ Status EventRecorder::Record(const ObjectReference& obj, const std::string& type
   std::string ns = obj.namespace_name.empty() ? "default" : obj.namespace_name;
   auto wall = clock_.Now();
   std::string stamp = Rfc3339(wall, false);
-  auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(wall.time_since_epoch()).count();
+  int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(wall.time_since_epoch()).count();
+  {
+    // Names are "<object>.<hex nanoseconds>" like the kubelet's; kept strictly
+    // increasing so two events in the same tick do not collide.
+    std::lock_guard<std::mutex> l(mu_);
+    nanos = std::max(nanos, last_nanos_ + 1);
+    last_nanos_ = nanos;
+  }
   json involved = {{"kind", obj.kind}, {"name", obj.name}, {"apiVersion", obj.api_version}};
   if (!obj.namespace_name.empty()) involved["namespace"] = obj.namespace_name;
   if (!obj.uid.empty()) involved["uid"] = obj.uid;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -53,6 +54,7 @@ class EventRecorder {
   std::map<std::string, std::chrono::steady_clock::time_point> last_;  // key -> last post
   uint64_t posted_ = 0;
   uint64_t suppressed_ = 0;
+  int64_t last_nanos_ = 0;
 };
 
 }  // namespace nvdra::kube

@@ -111,8 +111,9 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
       }
     } else if (!Retryable(r->status) || last) {
       return r;
-    } else if (r->status == 429) {
-      // Honour Retry-After (seconds): APF tells us when a seat frees up.
+    } else {
+      // Honour Retry-After (seconds) on 429 and 5xx: APF, or a server going
+      // down gracefully, tells us when to come back.
       std::string ra = r->Header("retry-after");
       if (!ra.empty() && std::all_of(ra.begin(), ra.end(), ::isdigit)) {
         auto secs = std::min<long long>(std::stoll(ra), options_.max_retry_after.count());
@@ -221,12 +222,16 @@ Result<HttpResponse> KubeClient::DoResource(const std::string& method, const std
     NVDRA_ASSIGN_OR_RETURN(std::string v, ResourceApiVersion());
     std::string path = "/apis/resource.k8s.io/" + v + rest;
     NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do(method, path, body));
-    if (IsPathNotServed(r) && round == 0) {
+    if (IsPathNotServed(r)) {
       // The server stopped serving that version (downgrade, or a stale
       // discovery answer): rediscover once. A 404 for a missing object is a
       // Status body and never gets here.
       ForgetResourceApiVersion();
-      continue;
+      if (round == 0) continue;
+      // Never let this look like "object not found": callers unprepare
+      // claims on NotFound.
+      return Unavailable(method + " " + path + ": the API server does not serve resource.k8s.io/" + v +
+                         " although discovery listed it; will retry");
     }
     if (version_used) *version_used = v;
     return r;
@@ -254,13 +259,13 @@ ClaimCheckResult KubeClient::CheckClaim(const std::string& ns, const std::string
     out.status = claim.status();
     return out;
   }
-  if (claim->uid != uid) {
-    out.check = ClaimCheck::kReplaced;
-    out.status = FailedPrecondition("claim " + ns + "/" + name + " got replaced (UID in the API is " + claim->uid +
-                                    ", the kubelet asked for " + uid + ")");
-  } else if (!claim->allocated) {
+  // Same order and words as the Go kubelet plugin helper.
+  if (!claim->allocated) {
     out.check = ClaimCheck::kNotAllocated;
     out.status = FailedPrecondition("claim " + ns + "/" + name + " not allocated");
+  } else if (claim->uid != uid) {
+    out.check = ClaimCheck::kReplaced;
+    out.status = FailedPrecondition("claim " + ns + "/" + name + " got replaced");
   } else {
     out.check = ClaimCheck::kOk;
   }

@@ -1,7 +1,9 @@
 // KubeClient over real HTTP(S) against the test API server.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "kube/kube_client.h"
 #include "test_apiserver.h"
@@ -260,6 +262,156 @@ TEST_F(TlsTest, NoCredentialsIsUnauthorized) {
   auto r = KubeClient::FromConfig(c, Fast())->GetNode("nameValue");
   EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(r.status().message().find("Unauthorized"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nvdra::kube
+
+namespace nvdra::kube {
+namespace {
+
+TEST(KubeClientApiServerTest, ResourceSliceRestSemantics) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto client = KubeClient::FromConfig(server.Config(), Fast());
+  const std::string base = "/apis/resource.k8s.io/v1/resourceslices";
+  json slice = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
+                {"metadata", {{"generateName", "00000-gpu.nvidia.com-n1-"}}},
+                {"spec", {{"driver", "gpu.nvidia.com"}, {"nodeName", "n1"},
+                          {"pool", {{"name", "n1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                          {"devices", json::array()}}}};
+  auto created = client->CreateJson(base, slice);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::string name = (*created)["metadata"]["name"];
+  EXPECT_EQ(name.rfind("00000-gpu.nvidia.com-n1-", 0), 0u);
+  EXPECT_EQ(name.size(), std::string("00000-gpu.nvidia.com-n1-").size() + 5);
+  std::string uid = (*created)["metadata"]["uid"], rv = (*created)["metadata"]["resourceVersion"];
+
+  json dup = *created;
+  EXPECT_EQ(client->CreateJson(base, dup).status().code(), StatusCode::kAlreadyExists);
+
+  // PUT with the current resourceVersion works; with a stale one it is a 409.
+  json upd = *created;
+  upd["spec"]["pool"]["generation"] = 2;
+  auto updated = client->UpdateJson(base + "/" + name, upd);
+  ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+  EXPECT_NE((*updated)["metadata"]["resourceVersion"], rv);
+  auto stale = client->UpdateJson(base + "/" + name, upd);
+  EXPECT_EQ(stale.status().code(), StatusCode::kConflict);
+  EXPECT_NE(stale.status().message().find("the object has been modified"), std::string::npos);
+  upd["metadata"].erase("resourceVersion");
+  EXPECT_EQ(client->UpdateJson(base + "/" + name, upd).status().code(), StatusCode::kInvalidArgument);
+
+  // Field selectors: supported fields filter, others are a 400.
+  EXPECT_EQ(client->ListJson(base, "", "spec.nodeName=n1,spec.driver=gpu.nvidia.com")->at("items").size(), 1u);
+  EXPECT_EQ(client->ListJson(base, "", "spec.nodeName=n2")->at("items").size(), 0u);
+  EXPECT_EQ(client->ListJson(base, "", "spec.driver!=gpu.nvidia.com")->at("items").size(), 0u);
+  EXPECT_EQ(client->ListJson(base, "", "spec.bogus=x").status().code(), StatusCode::kInvalidArgument);
+
+  // DELETE preconditions.
+  EXPECT_EQ(client->Delete(base + "/" + name, "other-uid").code(), StatusCode::kConflict);
+  EXPECT_EQ(client->Delete(base + "/" + name, uid, rv).code(), StatusCode::kConflict);  // rv is stale
+  std::string cur_rv = (*updated)["metadata"]["resourceVersion"];
+  EXPECT_TRUE(client->Delete(base + "/" + name, uid, cur_rv).ok());
+  EXPECT_EQ(client->Delete(base + "/" + name).code(), StatusCode::kNotFound);
+
+  // Too many devices is Invalid, like the real validation.
+  json big = slice;
+  for (int i = 0; i < 129; ++i) big["spec"]["devices"].push_back({{"name", "d" + std::to_string(i)}});
+  EXPECT_EQ(client->CreateJson(base, big).status().code(), StatusCode::kInvalidArgument);
+  // Claims are read-only here, as they are for a node plugin's RBAC-less paths.
+  EXPECT_EQ(client->CreateJson("/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims", json::object()).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(KubeClientApiServerTest, ComputeDomainCustomResources) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  json cd = {{"apiVersion", "resource.nvidia.com/v1beta1"}, {"kind", "ComputeDomain"},
+             {"metadata", {{"name", "cd1"}, {"namespace", "team"}, {"uid", "cd-uid"}, {"labels", {{"app", "a"}}}}},
+             {"spec", {{"numNodes", 2}, {"channel", {{"resourceClaimTemplate", {{"name", "t"}}}}}}}};
+  json clique = {{"apiVersion", "resource.nvidia.com/v1beta1"}, {"kind", "ComputeDomainClique"},
+                 {"metadata", {{"name", "cd-uid.clique-1"}, {"namespace", "team"},
+                               {"labels", {{"resource.nvidia.com/computeDomain", "cd-uid"}}}}}};
+  ASSERT_TRUE(server.LoadObject(cd).ok());
+  ASSERT_TRUE(server.LoadObject(clique).ok());
+  auto client = KubeClient::FromConfig(server.Config(), Fast());
+  auto got = client->GetJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains/cd1");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)["metadata"]["uid"], "cd-uid");
+  EXPECT_EQ((*got)["spec"]["numNodes"], 2);
+  auto list = client->ListJson("/apis/resource.nvidia.com/v1beta1/computedomaincliques", 
+                               "resource.nvidia.com/computeDomain=cd-uid");
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_EQ((*list)["items"].size(), 1u);
+  EXPECT_EQ((*list)["kind"], "ComputeDomainCliqueList");
+  EXPECT_EQ(client->ListJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains", "app=b")->at("items").size(), 0u);
+  EXPECT_EQ(client->ListJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains", "app")->at("items").size(), 1u);
+  EXPECT_EQ(client->GetJson("/apis/resource.nvidia.com/v1beta1/namespaces/other/computedomains/cd1").status().code(),
+            StatusCode::kNotFound);
+
+  // Objects can also come from a multi-document YAML file.
+  std::string yaml_path = server.dir() + "/objects.yaml";
+  ASSERT_TRUE(WriteFileAtomically(yaml_path, R"(apiVersion: resource.nvidia.com/v1beta1
+kind: ComputeDomain
+metadata:
+  name: cd2
+  namespace: team
+spec:
+  numNodes: 4
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: imex
+  namespace: team
+  uid: 11111111-2222-3333-4444-555555555555
+status:
+  allocation:
+    devices:
+      results:
+      - {request: channel, driver: compute-domain.nvidia.com, pool: node1, device: channel-0}
+)").ok());
+  ASSERT_TRUE(server.LoadFile(yaml_path).ok());
+  EXPECT_EQ((*client->GetJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains/cd2"))["spec"]["numNodes"], 4);
+  auto claim = client->CheckClaim("team", "imex", "11111111-2222-3333-4444-555555555555");
+  EXPECT_EQ(claim.check, ClaimCheck::kOk) << claim.status.ToString();
+  EXPECT_EQ(claim.claim->results.at(0).device, "channel-0");
+  // Kinds the server does not serve are refused, not silently dropped.
+  ASSERT_TRUE(WriteFileAtomically(yaml_path, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").ok());
+  EXPECT_FALSE(server.LoadFile(yaml_path).ok());
+}
+
+}  // namespace
+}  // namespace nvdra::kube
+
+namespace nvdra::kube {
+namespace {
+
+TEST(KubeClientApiServerTest, ConcurrentCallersShareOneClient) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  ASSERT_TRUE(server.LoadObject(Claim("ns", "c", true)).ok());
+  auto client = KubeClient::FromConfig(server.Config(), Fast());
+  std::string uid = client->GetResourceClaim("ns", "c")->uid;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  auto start = std::chrono::steady_clock::now();
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) ok += client->CheckClaim("ns", "c", uid).check == ClaimCheck::kOk;
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(ok.load(), 200);
+  ::testing::Test::RecordProperty("checkclaim_200_ms", static_cast<int>(ms));
+  // Discovery ran once, not once per thread.
+  auto reqs = server.Requests();
+  ASSERT_TRUE(reqs.ok());
+  int discovery = 0;
+  for (const auto& r : *reqs) discovery += r["path"] == "/apis/resource.k8s.io";
+  EXPECT_EQ(discovery, 1);
 }
 
 }  // namespace

@@ -65,6 +65,16 @@ TEST(KubeClientTest, RetriesServerAndConnectionErrorsWithBackoff) {
   EXPECT_EQ(h.transport->seen.size(), 4u);
 }
 
+TEST(KubeClientTest, RetryAfterOn503AndCap) {
+  KubeClientOptions o;
+  o.max_retry_after = std::chrono::seconds(10);
+  Harness h(o);
+  h.transport->answers = {Resp(503, "{}", {{"retry-after", "2"}}), Resp(429, "{}", {{"retry-after", "3600"}}),
+                          Resp(200)};
+  ASSERT_TRUE(h.client->GetJson("/x").ok());
+  EXPECT_EQ(h.sleeps, (std::vector<std::chrono::nanoseconds>{2s, 10s}));
+}
+
 TEST(KubeClientTest, GivesUpAfterMaxAttempts) {
   KubeClientOptions o;
   o.max_attempts = 3;
@@ -148,6 +158,17 @@ TEST(KubeClientTest, ObjectNotFoundDoesNotTriggerFallback) {
   EXPECT_EQ(r.check, ClaimCheck::kNotFound);
   EXPECT_EQ(r.status.code(), StatusCode::kNotFound);
   EXPECT_EQ(h.transport->seen.size(), 2u);
+}
+
+TEST(KubeClientTest, UnservedVersionNeverLooksLikeNotFound) {
+  Harness h;
+  const char* discovery = R"({"versions":[{"version":"v1"}]})";
+  h.transport->answers = {Resp(200, discovery), Resp(404, "404 page not found\n"), Resp(200, discovery),
+                          Resp(404, "404 page not found\n")};
+  auto r = h.client->CheckClaim("ns", "c", "u");
+  EXPECT_EQ(r.check, ClaimCheck::kError);
+  EXPECT_EQ(r.status.code(), StatusCode::kUnavailable) << r.status.ToString();
+  EXPECT_EQ(h.transport->seen.size(), 4u);
 }
 
 TEST(KubeClientTest, QueryEscape) {

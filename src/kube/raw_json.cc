@@ -85,23 +85,26 @@ std::optional<std::string_view> FindRawJson(std::string_view doc, const std::vec
     if (const auto* key = std::get_if<std::string>(&step)) {
       if (!sc.Peek('{')) return std::nullopt;
       ++sc.pos;
-      bool found = false;
-      while (true) {
-        if (sc.Peek('}')) return std::nullopt;
+      // With duplicate keys the last one wins, as in nlohmann (and Go).
+      std::optional<size_t> found;
+      while (!sc.Peek('}')) {
         sc.SkipWs();
         size_t kb = sc.pos;
         if (!sc.SkipString()) return std::nullopt;
         std::string k = DecodeKey(sc.Slice(kb, sc.pos));
         if (!sc.Peek(':')) return std::nullopt;
         ++sc.pos;
-        if (k == *key) {
-          found = true;
-          break;
-        }
+        sc.SkipWs();
+        if (k == *key) found = sc.pos;
         if (!sc.SkipValue()) return std::nullopt;
-        if (sc.Peek(',')) ++sc.pos;
+        if (sc.Peek(',')) {
+          ++sc.pos;
+        } else if (!sc.Peek('}')) {
+          return std::nullopt;
+        }
       }
       if (!found) return std::nullopt;
+      sc.pos = *found;
     } else {
       size_t index = std::get<size_t>(step);
       if (!sc.Peek('[')) return std::nullopt;

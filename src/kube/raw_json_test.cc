@@ -19,6 +19,8 @@ TEST(RawJsonTest, MissingPaths) {
   EXPECT_FALSE(FindRawJson(doc, {"a", size_t{2}}).has_value());
   EXPECT_FALSE(FindRawJson(doc, {"a", "x"}).has_value());
   EXPECT_EQ(*FindRawJson(doc, {"k\"q"}), "true");
+  EXPECT_EQ(*FindRawJson(R"({"a":1,"a":{"b":2}})", {"a", "b"}), "2");  // last duplicate wins
+  EXPECT_FALSE(FindRawJson(R"({"a":1 "b":2})", {"b"}).has_value());
 }
 
 }  // namespace

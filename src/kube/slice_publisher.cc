@@ -234,7 +234,20 @@ Status SlicePublisher::SyncOnce() {
     }
   }
   cv_.notify_all();
-  if (!s.ok()) NVDRA_VLOG(0, "ResourceSlice sync for driver {} failed: {}", driver_, s.ToString());
+  if (!s.ok()) {
+    NVDRA_VLOG(0, "ResourceSlice sync for driver {} failed: {}", driver_, s.ToString());
+    bool permanent = s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kInvalidArgument;
+    if (permanent && options_.events != nullptr) {
+      std::string uid;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        uid = node_uid_;
+      }
+      // Best effort: the recorder rate-limits, and a failed post changes nothing here.
+      (void)options_.events->Record({"v1", "Node", "", node_, uid}, "Warning", "ResourceSlicePublishFailed",
+                                    "publishing ResourceSlices of driver " + driver_ + " failed: " + s.message());
+    }
+  }
   return s;
 }
 

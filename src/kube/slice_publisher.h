@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "kube/event_recorder.h"
 #include "kube/kube_client.h"
 #include "model/published_device.h"
 #include "util/status.h"
@@ -26,6 +27,9 @@ struct SlicePublisherOptions {
   std::chrono::milliseconds retry_period{5'000};  // after a failed sync
   // The Node's UID when the caller knows it; looked up once otherwise.
   std::string node_uid;
+  // Where to report failures retrying cannot fix (forbidden, invalid), as a
+  // Warning Event on the Node. Optional.
+  EventRecorder* events = nullptr;
 };
 
 struct SlicePublisherStats {

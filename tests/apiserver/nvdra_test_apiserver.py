@@ -305,6 +305,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "nvdra-test-apiserver"
 
+    def setup(self):
+        if hasattr(self.request, "do_handshake"):
+            self.request.settimeout(10)
+            self.request.do_handshake()
+            self.request.settimeout(None)
+        super().setup()
+
     def log_message(self, fmt, *args):
         if self.server.verbose:
             sys.stderr.write("%s\n" % (fmt % args))
@@ -377,7 +384,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         store = self.server.store
         try:
             if path.startswith("/_nvdra/"):
-                return self.control(method, path, query)
+                try:
+                    return self.control(method, path, query)
+                except (ValueError, KeyError, OSError) as e:
+                    return self.send_json(400, {"error": "%s: %s" % (type(e).__name__, e)})
             with store.lock:
                 store.requests.append({"method": method, "path": path, "query": url.query})
                 fault = store.faults.take(method, path)
@@ -398,6 +408,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         body = status_body(429, "TooManyRequests",
                                            "Too many requests, please try again later.",
                                            {"retryAfterSeconds": int(fault.get("retry_after", 1))})
+                    elif code == 403:
+                        body = status_body(403, "Forbidden",
+                                           'injected: the caller cannot %s this resource' % method.lower())
+                    elif code == 409:
+                        # What a racing writer causes; lets tests hit the path deterministically.
+                        body = status_body(409, "Conflict",
+                                           "Operation cannot be fulfilled: the object has been modified; "
+                                           "please apply your changes to the latest version and try again")
                     else:
                         body = status_body(code, "InternalError",
                                            "Internal error occurred: injected fault")
@@ -749,7 +767,9 @@ def main():
         ctx.load_cert_chain(os.path.join(args.tls_dir, "server.crt"), os.path.join(args.tls_dir, "server.key"))
         ctx.load_verify_locations(os.path.join(args.tls_dir, "ca.crt"))
         ctx.verify_mode = ssl.CERT_OPTIONAL
-        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        # The handshake runs in the handler thread (setup), so one slow or
+        # failing client cannot stall the accept loop.
+        server.socket = ctx.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     port = server.server_address[1]
     scheme = "https" if args.tls_dir else "http"
     url = "%s://127.0.0.1:%d" % (scheme, port)
