@@ -86,9 +86,6 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
     }
     std::cout << out.str();
     return AlreadyExists("");
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return AlreadyExists("");
   } catch (const CLI::ParseError& e) {
     return InvalidArgument(e.what());
   }

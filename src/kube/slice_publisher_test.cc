@@ -72,7 +72,9 @@ class SlicePublisherTest : public ::testing::Test {
       EXPECT_EQ(s["spec"]["nodeName"], kNode);
       EXPECT_EQ(s["spec"]["pool"]["name"], kNode);
       EXPECT_EQ(s["spec"]["pool"]["resourceSliceCount"], want_slices);
-      if (gen >= 0) EXPECT_EQ(s["spec"]["pool"]["generation"], gen);
+      if (gen >= 0) {
+        EXPECT_EQ(s["spec"]["pool"]["generation"], gen);
+      }
       gen = s["spec"]["pool"]["generation"];
       EXPECT_EQ(s["metadata"]["ownerReferences"][0]["uid"], "node-uid-1");
       EXPECT_EQ(s["metadata"]["ownerReferences"][0]["kind"], "Node");

@@ -159,7 +159,7 @@ TEST_P(CrashMatrixTest, ReopensWithEveryAcknowledgedTransitionAndConverges) {
   // 4. The kubelet's retries converge: half-done prepares complete, half-done unprepares finish.
   for (const auto& e : *entries) {
     if (e.state == ClaimState::kPrepareStarted) {
-      BeginPrepareRequest req{e.uid, e.ns, e.name, e.allocation, e.held, nullptr};
+      BeginPrepareRequest req{e.uid, e.ns, e.name, e.allocation, e.held, nullptr, {}};
       auto b = ledger->BeginPrepare(req);
       ASSERT_TRUE(b.ok()) << b.status().ToString();
       EXPECT_EQ(b->outcome, BeginOutcome::kRetry);

@@ -79,7 +79,7 @@ TEST(LegacyCheckpointTest, LedgerImportsOnceAndLeavesTheFileAlone) {
     EXPECT_EQ(l->report().imported_legacy_claims, 2u);
     auto b = l->BeginPrepare({kUid1, "default", "c1",
                               {{"gpu", "gpu.nvidia.com", "node-a", "gpu-0", false, ""}},
-                              std::nullopt, nullptr});
+                              std::nullopt, nullptr, {}});
     ASSERT_TRUE(b.ok()) << b.status().ToString();
     EXPECT_EQ(b->outcome, BeginOutcome::kAlreadyPrepared);
     // The imported holds are enforced.

@@ -13,4 +13,7 @@ void AddLedgerCommands(CLI::App& app, int& exit_code);
 // `nvdractl register|prepare|unprepare|watch-health`: speak to a plugin as the kubelet does.
 void AddKubeletCommands(CLI::App& app, int& exit_code);
 
+// `nvdractl cycle`: prepare/unprepare latency over the real socket.
+void AddCycleCommand(CLI::App& app, int& exit_code);
+
 }  // namespace nvdra::ctl

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   nvdra::ctl::AddLedgerCommands(app, exit_code);
   nvdra::ctl::AddKubeletCommands(app, exit_code);
+  nvdra::ctl::AddCycleCommand(app, exit_code);
   app.parse_complete_callback([&] { nvdra::InitLogging(verbosity); });
   try {
     app.parse(argc, argv);
