@@ -7,7 +7,7 @@ after the other over the real DRA socket, as a kubelet does for short-lived
 pods, and reports p50/p90/p99 of each call. Then the plugins' resident
 memory (VmRSS) is read after they have been idle for a moment.
 
-Usage: python3 bench/e2e_latency.py [--claims 300]   (after building)
+Usage: python3 bench/e2e_latency.py [--claims 300] [--kube-api-qps 5]   (after building)
 """
 
 import argparse
@@ -25,11 +25,13 @@ from localnode import CD_DRIVER, GPU_DRIVER, make_claim, wait_for  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--claims", type=int, default=300)
+    ap.add_argument("--kube-api-qps", type=int, default=5, help="the plugins' --kube-api-qps (burst: twice that)")
     args = ap.parse_args()
     node = localnode.LocalNode()
     try:
-        gpu = node.plugin(GPU_DRIVER, "h100x8").start()
-        cd = node.plugin(CD_DRIVER, "gb200x4").start()
+        qps = ["--kube-api-qps", str(args.kube_api_qps), "--kube-api-burst", str(2 * args.kube_api_qps)]
+        gpu = node.plugin(GPU_DRIVER, "h100x8", extra_args=qps).start()
+        cd = node.plugin(CD_DRIVER, "gb200x4", extra_args=qps).start()
         wait_for(lambda: node.api.slices(GPU_DRIVER), what="slices")
         claims = []
         objs = []

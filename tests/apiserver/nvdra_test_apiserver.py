@@ -304,6 +304,10 @@ def labels_match(obj, reqs):
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "nvdra-test-apiserver"
+    # Go's net/http (the real API server) sets TCP_NODELAY; without it the
+    # separate header and body writes of a kept-alive response stall on
+    # delayed ACKs for 40 ms each.
+    disable_nagle_algorithm = True
 
     def setup(self):
         if hasattr(self.request, "do_handshake"):
