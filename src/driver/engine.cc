@@ -1,5 +1,7 @@
 #include "driver/engine.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <set>
 
@@ -284,6 +286,8 @@ void Engine::RefreshGauges() {
   }
   metrics_->SetPreparedDeviceCounts(devices);
   metrics_->SetLedgerClaimCounts(states);
+  struct stat st;
+  if (::stat(ledger_.log_path().c_str(), &st) == 0) metrics_->SetLedgerBytes(static_cast<double>(st.st_size));
 }
 
 }  // namespace nvdra::driver

@@ -159,6 +159,24 @@ class GpuEndToEnd(NodeTestCase):
         self.assertEqual([(t["key"], t.get("value"), t["effect"]) for t in taints],
                          [("gpu.nvidia.com/xid", "79", "NoSchedule")])
 
+    def test_metrics_endpoint_counts_requests(self):
+        import socket
+        import urllib.request
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.plugin.stop()
+        self.plugin = self.gpu_plugin(name="gpu-metrics",
+                                      extra_args=["--http-endpoint", "127.0.0.1:%d" % port]).start()
+        claim = self.gpu_claim("metered", ["gpu-7"])
+        self.assertOk(self.plugin.prepare([claim]), claim[2])
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as resp:
+            text = resp.read().decode()
+        self.assertIn('nvidia_dra_requests_total{driver="gpu.nvidia.com",operation="prepare"} 1', text)
+        self.assertIn('nvidia_dra_prepared_devices{node="%s",driver="gpu.nvidia.com",device_type="gpu"} 1'
+                      % self.node.node_name, text)
+        self.assertNotIn('nvdra_ledger_bytes{driver="gpu.nvidia.com"} 0\n', text)
+
     def test_v1beta1_kubelet_gets_the_same_devices(self):
         claim = self.gpu_claim("old-kubelet", ["gpu-5"])
         r = self.plugin.prepare([claim], api="v1beta1")

@@ -1,5 +1,6 @@
 #include "cmd/plugin_common/plugin_runner.h"
 
+#include <mutex>
 #include <iostream>
 #include <thread>
 
@@ -44,13 +45,13 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   // Signals are blocked before any thread starts, so only Wait() sees them.
   kubelet::ShutdownSignal::Block();
 
-  auto parsed = driver::ParsePluginOptions(program, driver, argc, argv);
+  auto parsed = ParsePluginOptions(program, driver, argc, argv);
   if (!parsed.ok()) {
     if (parsed.status().code() == StatusCode::kAlreadyExists) return 0;  // --help / --version
     std::cerr << program << ": " << parsed.status().message() << "\n";
     return 2;
   }
-  const driver::PluginOptions& opts = *parsed;
+  const PluginOptions& opts = *parsed;
   InitLogging(opts.verbosity, opts.logging_format);
 
   auto gates = config::FeatureGates::Parse(opts.feature_gates);
@@ -107,14 +108,10 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
     }
   }
 
-  auto kcfg = kube::ResolveKubeConfig(opts.kubeconfig, kube::RealGetEnv);
-  if (!kcfg.ok()) return Fail("Kubernetes client configuration", kcfg.status());
-  kube::KubeClientOptions kopts;
-  kopts.qps = opts.kube_api_qps;
-  kopts.burst = opts.kube_api_burst;
-  auto kube = kube::KubeClient::FromConfig(*kcfg, kopts);
+  auto kube = kube::NewKubeClient(opts.kube);
+  if (!kube.ok()) return Fail("Kubernetes client configuration", kube.status());
 
-  KindContext ctx{opts, plugin_dir, **lib, *inventory, cdi, *kube};
+  KindContext ctx{opts, plugin_dir, **lib, *inventory, cdi, **kube};
   auto kind = factory(ctx);
   if (!kind.ok()) return Fail("set up device kind", kind.status());
 
@@ -133,11 +130,11 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
     spdlog::info("serving metrics on port {} at {}", (*plugin_metrics)->port(), opts.metrics_path);
   }
 
-  KubeClaimSource claims(*kube);
+  KubeClaimSource claims(**kube);
   kube::EventRecorderOptions evopts;
   evopts.component = program;
   evopts.instance = opts.node_name;
-  kube::EventRecorder events(*kube, evopts, SystemClock::Get());
+  kube::EventRecorder events(**kube, evopts, SystemClock::Get());
   driver::EngineOptions eopts{driver, *gates, {}};
   eopts.on_permanent_failure = [&events](const kubelet::ClaimRef& c, const std::string& message) {
     Status s = events.Record({"resource.k8s.io/v1", "ResourceClaim", c.ns, c.name, c.uid}, "Warning",
@@ -152,9 +149,18 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   driver::Reconciler reconciler(engine, **ledger, claims, cdi, dra_metrics, ropts);
   reconciler.Start();
 
-  kube::SlicePublisher publisher(*kube, driver, opts.node_name);
+  kube::SlicePublisher publisher(**kube, driver, opts.node_name);
   publisher.Update((*kind)->PublishedDevices());
   publisher.Start();
+  // Slice sync counts come from the publisher's own statistics at scrape time.
+  auto synced = std::make_shared<std::pair<uint64_t, uint64_t>>(0, 0);  // reported ok, failed
+  auto synced_mu = std::make_shared<std::mutex>();
+  (*plugin_metrics)->registry().AddRefreshHook([&publisher, dra_metrics, synced, synced_mu] {
+    std::lock_guard<std::mutex> l(*synced_mu);
+    auto st = publisher.stats();
+    for (; synced->first < st.syncs - st.failed_syncs; synced->first++) dra_metrics->RecordSliceSync("success");
+    for (; synced->second < st.failed_syncs; synced->second++) dra_metrics->RecordSliceSync("error");
+  });
 
   // Device health: events from the hardware layer feed the kubelet's health
   // stream and the device taints in our ResourceSlices.

@@ -11,13 +11,13 @@
 #include "cdi/cdi_spec_writer.h"
 #include "devices/device_lib.h"
 #include "driver/device_kind.h"
-#include "driver/plugin_options.h"
+#include "cmd/plugin_common/plugin_options.h"
 #include "kube/kube_client.h"
 
 namespace nvdra::plugin {
 
 struct KindContext {
-  const driver::PluginOptions& options;
+  const PluginOptions& options;
   std::string plugin_dir;
   devices::DeviceLib& lib;
   const devices::NodeInventory& inventory;

@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "kube/kube_flags.h"
 #include "kubelet/kubelet_flags.h"
 #include "util/status.h"
 
-namespace nvdra::driver {
+namespace nvdra::plugin {
 
 struct PluginOptions {
   // Upstream-compatible.
@@ -25,9 +26,8 @@ struct PluginOptions {
   kubelet::KubeletFlags kubelet;
   std::string http_endpoint;
   std::string metrics_path = "/metrics";
-  std::string kubeconfig;
-  double kube_api_qps = 5;
-  int kube_api_burst = 10;
+  // --kubeconfig, --kube-api-qps, --kube-api-burst: the Kubernetes client's flags.
+  kube::KubeFlags kube;
   std::string feature_gates;
   int verbosity = 0;
   std::string logging_format = "text";
@@ -53,4 +53,4 @@ struct PluginOptions {
 Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver,
                                          int argc, const char* const* argv);
 
-}  // namespace nvdra::driver
+}  // namespace nvdra::plugin

@@ -1,10 +1,10 @@
-#include "driver/plugin_options.h"
+#include "cmd/plugin_common/plugin_options.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-namespace nvdra::driver {
+namespace nvdra::plugin {
 namespace {
 
 Result<PluginOptions> Parse(std::vector<const char*> args) {
@@ -20,8 +20,8 @@ TEST(PluginOptionsTest, UpstreamFlagNamesAndDefaults) {
   EXPECT_EQ(o->cdi_root, "/var/run/cdi");
   EXPECT_EQ(o->PluginDataDir("gpu.nvidia.com"), "/p/gpu.nvidia.com");
   EXPECT_EQ(o->kubelet.healthcheck_port, 51516);
-  EXPECT_EQ(o->kube_api_qps, 20);
-  EXPECT_EQ(o->kube_api_burst, 30);
+  EXPECT_EQ(o->kube.qps, 20);
+  EXPECT_EQ(o->kube.burst, 30);
   EXPECT_EQ(o->kubelet.plugin.registrar_dir, "/var/lib/kubelet/plugins_registry");
   EXPECT_EQ(o->metrics_path, "/metrics");
   EXPECT_EQ(o->reconcile_period, std::chrono::seconds(60));
@@ -49,4 +49,4 @@ TEST(PluginOptionsTest, BadInputIsAOneLineError) {
 }
 
 }  // namespace
-}  // namespace nvdra::driver
+}  // namespace nvdra::plugin

@@ -1,11 +1,11 @@
-#include "driver/plugin_options.h"
+#include "cmd/plugin_common/plugin_options.h"
 
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <sstream>
 
-namespace nvdra::driver {
+namespace nvdra::plugin {
 
 std::string PluginOptions::PluginDataDir(const std::string& driver) const {
   std::string d = kubelet.plugin.plugins_dir;
@@ -37,12 +37,7 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
                  "host:port of the Prometheus metrics server (empty: off)")->envname("HTTP_ENDPOINT");
   app.add_option("--metrics-path", o.metrics_path, "HTTP path of the metrics")
       ->envname("METRICS_PATH")->capture_default_str();
-  app.add_option("--kubeconfig", o.kubeconfig, "Kubeconfig file (empty: in-cluster config)")
-      ->envname("KUBECONFIG");
-  app.add_option("--kube-api-qps", o.kube_api_qps, "Client-side QPS limit for the Kubernetes API")
-      ->envname("KUBE_API_QPS")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--kube-api-burst", o.kube_api_burst, "Client-side burst for the Kubernetes API")
-      ->envname("KUBE_API_BURST")->check(CLI::PositiveNumber)->capture_default_str();
+  kube::AddKubeFlags(app, o.kube);
   app.add_option("--feature-gates", o.feature_gates, "Feature gates, e.g. TimeSlicingSettings=true,MPSSupport=false")
       ->envname("FEATURE_GATES");
   app.add_option("-v,--v", o.verbosity, "Log verbosity (0 config and permanent errors ... 6 every request)")
@@ -104,4 +99,4 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   return o;
 }
 
-}  // namespace nvdra::driver
+}  // namespace nvdra::plugin
