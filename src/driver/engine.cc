@@ -113,6 +113,12 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   }
   if (work.results.empty()) return std::vector<kubelet::PreparedDevice>{};
 
+  // A claim completed in this boot is answered from the ledger as it is:
+  // its configs and readiness gates were checked when it was prepared, and a
+  // repeated Prepare must return the same devices even if, say, its
+  // ComputeDomain is not ready at this moment. Only the CDI spec is re-ensured.
+  if (auto done = CompletedEntry(ref.uid, work.results); done) return AnswerFromLedger(ref, *done);
+
   // 3. Configs, validated before anything durable happens.
   auto groups = config::ResolveConfigs(options_.driver, snap->configs, refs, options_.gates);
   if (!groups.ok()) {
@@ -150,15 +156,7 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   if (!begin.ok()) return begin.status();
 
   const ledger::ClaimEntry& entry = begin->entry;
-  if (begin->outcome == ledger::BeginOutcome::kAlreadyPrepared) {
-    // Idempotent: same devices, nothing durable changes; only re-ensure the
-    // CDI spec (tmpfs may have lost it).
-    auto spec = kind_.RebuildSpec(entry);
-    if (!spec.ok()) return spec.status().Wrap("rebuild CDI spec");
-    if (!spec->devices.empty()) NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(ref.uid, *spec).Wrap("write CDI spec"));
-    NVDRA_VLOG(2, "Prepare of claim {} already completed; returning the recorded devices", ref.ToString());
-    return ToKubeletDevices(entry.prepared);
-  }
+  if (begin->outcome == ledger::BeginOutcome::kAlreadyPrepared) return AnswerFromLedger(ref, entry);
 
   // 5. The device work.
   nlohmann::json previous = begin->outcome == ledger::BeginOutcome::kStarted ? nlohmann::json() : entry.undo;
@@ -185,6 +183,29 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   NVDRA_RETURN_IF_ERROR(ledger_.CompletePrepare(ref.uid, std::move(devices), prepared->undo));
   if (metrics_ != nullptr) metrics_->ObservePrepareStep(metrics::PrepareStep::kLedgerComplete, SecondsSince(step));
   return ToKubeletDevices(prepared->devices);
+}
+
+std::optional<ledger::ClaimEntry> Engine::CompletedEntry(const std::string& uid,
+                                                         const std::vector<AllocatedResult>& results) {
+  auto entry = ledger_.Get(uid);
+  if (!entry.ok() || !entry->has_value()) return std::nullopt;
+  const ledger::ClaimEntry& e = **entry;
+  if (e.state != ledger::ClaimState::kPrepareCompleted || e.from_earlier_boot) return std::nullopt;
+  std::vector<ledger::AllocatedDevice> now;
+  for (const auto& r : results) now.push_back({r.request, r.driver, r.pool, r.device, r.admin_access, r.share_id});
+  if (!ledger::SameAllocation(e.allocation, now)) return std::nullopt;  // BeginPrepare explains the mismatch
+  return e;
+}
+
+Result<std::vector<kubelet::PreparedDevice>> Engine::AnswerFromLedger(const kubelet::ClaimRef& ref,
+                                                                     const ledger::ClaimEntry& entry) {
+  // Idempotent: same devices, nothing durable changes; only re-ensure the
+  // CDI spec (the CDI directory is often tmpfs).
+  auto spec = kind_.RebuildSpec(entry);
+  if (!spec.ok()) return spec.status().Wrap("rebuild CDI spec");
+  if (!spec->devices.empty()) NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(ref.uid, *spec).Wrap("write CDI spec"));
+  NVDRA_VLOG(2, "Prepare of claim {} already completed; returning the recorded devices", ref.ToString());
+  return ToKubeletDevices(entry.prepared);
 }
 
 bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::string& self_uid) {

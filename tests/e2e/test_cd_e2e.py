@@ -80,6 +80,14 @@ class ComputeDomainEndToEnd(NodeTestCase):
         self.set_domain(ready=True)
         self.assertOk(self.plugin.prepare([a]), a[2])
 
+    def test_prepared_claim_stays_prepared_when_the_domain_flaps(self):
+        a = self.channel_claim("chan-flap", 2)
+        first = self.plugin.prepare([a])
+        self.assertOk(first, a[2])
+        self.set_domain(ready=False)
+        # A repeated Prepare (another pod, a kubelet restart) returns the recorded devices.
+        self.assertEqual(self.plugin.prepare([a]), first)
+
     def test_published_devices(self):
         slices = wait_for(lambda: self.node.api.slices(CD_DRIVER), what="ComputeDomain slices")
         names = sorted(d["name"] for s in slices for d in s["spec"]["devices"])
