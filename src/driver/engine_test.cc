@@ -358,6 +358,23 @@ TEST_F(EngineTest, ReconcilerUnpreparesGonePreparedClaimsOnlyAfterTheGracePeriod
   EXPECT_FALSE(PathExists(SpecPath("uid-a")));
 }
 
+TEST_F(EngineTest, ShallowPassesLeavePreparedClaimsToTheKubelet) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  int gets = claims_.gets();
+  auto rep = reconciler_->RunOnce(/*deep=*/false);
+  EXPECT_EQ(claims_.gets(), gets) << "a shallow pass must not ask the API server about prepared claims";
+  EXPECT_EQ(rep.stale_completed, 0);
+  claims_.Remove("default", "a");
+  rep = reconciler_->RunOnce(/*deep=*/true);
+  EXPECT_EQ(rep.stale_completed, 1);
+  clock_.Advance(std::chrono::minutes(11));
+  reconciler_->RunOnce(/*deep=*/false);  // the grace clock keeps running between deep passes
+  rep = reconciler_->RunOnce(/*deep=*/true);
+  EXPECT_EQ(rep.unprepared_completed, 1);
+}
+
 TEST_F(EngineTest, ReconcilerRemovesOrphanCdiSpecsOnly) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);

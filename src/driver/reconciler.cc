@@ -1,5 +1,6 @@
 #include "driver/reconciler.h"
 
+#include <algorithm>
 #include <set>
 
 #include "util/log.h"
@@ -12,7 +13,7 @@ Reconciler::Reconciler(Engine& engine, ledger::ClaimLedger& ledger, ClaimSource&
 
 Reconciler::~Reconciler() { Stop(); }
 
-ReconcileReport Reconciler::RunOnce() {
+ReconcileReport Reconciler::RunOnce(bool deep) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   ReconcileReport rep;
 
@@ -37,6 +38,10 @@ ReconcileReport Reconciler::RunOnce() {
   for (const auto& e : *entries) {
     if (!ledger::HoldsResources(e.state)) continue;
     live.insert(e.uid);
+    if (!deep && e.state == ledger::ClaimState::kPrepareCompleted) {
+      if (gone_since_.count(e.uid)) seen_gone.insert(e.uid);  // keep its grace clock running
+      continue;
+    }
     rep.checked++;
     std::string ref = e.ns + "/" + e.name + ":" + e.uid;
     if (e.name.empty()) {
@@ -115,7 +120,7 @@ ReconcileReport Reconciler::RunOnce() {
   }
 
   if (metrics_ != nullptr) {
-    metrics_->SetStaleCompletedClaims(rep.stale_completed);
+    if (deep) metrics_->SetStaleCompletedClaims(rep.stale_completed);
     metrics_->RecordReconcileRun(rep.errors == 0 ? "success" : "error");
   }
   engine_.RefreshGauges();
@@ -160,7 +165,13 @@ bool Reconciler::WaitForRuns(uint64_t runs, std::chrono::milliseconds timeout) {
 
 void Reconciler::Loop() {
   for (;;) {
-    RunOnce();
+    uint64_t run;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      run = runs_;
+    }
+    int every = std::max(1, options_.completed_check_every);
+    RunOnce(run % static_cast<uint64_t>(every) == 0);
     std::unique_lock<std::mutex> l(mu_);
     runs_++;
     cv_.notify_all();

@@ -31,6 +31,11 @@ struct ReconcilerOptions {
   std::chrono::milliseconds period{60'000};
   double jitter = 0.1;  // each wait is period * (1 + U[0, jitter])
   std::chrono::milliseconds completed_grace{600'000};
+  // Prepared claims are normally released by the kubelet, so checking each of
+  // them against the API server every pass would only spend the client's rate
+  // limit (shared with Prepare). They are checked on every N-th pass (and on
+  // the first); half-prepared claims on every pass.
+  int completed_check_every = 10;
   const Clock* clock = &SystemClock::Get();
 };
 
@@ -50,7 +55,8 @@ class Reconciler {
              metrics::DraMetrics* metrics, ReconcilerOptions options = {});
   ~Reconciler();
 
-  ReconcileReport RunOnce();
+  // `deep`: also check PrepareCompleted entries against the API server.
+  ReconcileReport RunOnce(bool deep = true);
 
   // Runs RunOnce now and then every period until Stop.
   void Start();
