@@ -24,12 +24,7 @@ def cdi_ids(result):
 class NodeTestCase(unittest.TestCase):
     def setUp(self):
         self.node = localnode.LocalNode()
-        self.addCleanup(self.close_node)
-
-    def close_node(self):
-        if any(getattr(self, "_outcome", None) and e for e in []):
-            pass
-        self.node.close()
+        self.addCleanup(self.node.close)
 
     def gpu_plugin(self, profile="h100x8", **kw):
         return self.node.plugin(GPU_DRIVER, profile, **kw)
