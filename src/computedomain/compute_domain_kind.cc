@@ -117,12 +117,14 @@ Status ComputeDomainKind::CheckReady(const driver::ClaimWork& work, const driver
     }
     return cd.status().Wrap("look up ComputeDomain " + domain);
   }
-  if (cd->ns != work.ns) {
+  bool has_channels = !plan.undo.value("channels", nlohmann::json::array()).empty();
+  // Only channel claims must share the domain's namespace: daemon claims come
+  // from the template the controller creates in the driver's namespace.
+  if (has_channels && cd->ns != work.ns) {
     return FailedPrecondition(
         "error asserting ComputeDomain's namespace: the ResourceClaim's namespace is different than the "
         "ComputeDomain's namespace");
   }
-  bool has_channels = !plan.undo.value("channels", nlohmann::json::array()).empty();
   if (has_channels && !cd->node_ready) {
     return Unavailable("current node not ready in ComputeDomain " + cd->ns + "/" + cd->name +
                        " (its IMEX daemon is not Ready yet); the kubelet will retry");
