@@ -201,9 +201,16 @@ Result<cdi::Spec> ComputeDomainKind::RebuildSpec(const ledger::ClaimEntry& entry
 Status ComputeDomainKind::Unprepare(const ledger::ClaimEntry& entry) {
   const nlohmann::json& undo = entry.undo;
   if (!undo.is_object()) return Status::Ok();
-  if (undo.value("daemon", false)) {
-    std::string domain = undo.value("domainID", "");
-    if (IsValidDomainId(domain)) {
+  // Typed look-ups: value() throws on a field of another type, and a record
+  // this version cannot parse must be skipped, not crash every retry.
+  auto daemon = undo.find("daemon");
+  auto domain_id = undo.find("domainID");
+  if (daemon != undo.end() && daemon->is_boolean() && daemon->get<bool>()) {
+    std::string domain = domain_id != undo.end() && domain_id->is_string() ? domain_id->get<std::string>() : "";
+    if (!IsValidDomainId(domain)) {
+      spdlog::warn("claim {}: undo record names no valid domain ({}); leaving the domain directory", entry.uid,
+                   undo.dump());
+    } else {
       std::error_code ec;
       std::filesystem::remove_all(DomainDir(domain), ec);
       if (ec) spdlog::warn("claim {}: remove {}: {}", entry.uid, DomainDir(domain), ec.message());

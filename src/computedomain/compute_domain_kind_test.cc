@@ -158,6 +158,20 @@ TEST_F(ComputeDomainKindTest, DaemonClaimsMayLiveOutsideTheDomainsNamespace) {
   EXPECT_NE(s.message().find("namespace is different"), std::string::npos) << s.ToString();
 }
 
+TEST_F(ComputeDomainKindTest, UnprepareSkipsUndoFieldsOfAnUnexpectedType) {
+  ASSERT_TRUE(MakeDirectories(dir_ + "/plugin/domains/cd-1", 0755).ok());
+  ledger::ClaimEntry e;
+  e.uid = "uid-d";
+  for (auto undo : {nlohmann::json{{"daemon", "yes"}, {"domainID", "cd-1"}},
+                    nlohmann::json{{"daemon", true}, {"domainID", 7}}, nlohmann::json{{"daemon", 1}}}) {
+    e.undo = undo;
+    Status s;
+    EXPECT_NO_THROW(s = kind_->Unprepare(e)) << undo.dump();
+    EXPECT_TRUE(s.ok()) << undo.dump() << ": " << s.ToString();
+  }
+  EXPECT_TRUE(PathExists(dir_ + "/plugin/domains/cd-1"));
+}
+
 TEST_F(ComputeDomainKindTest, ClaimsWithoutAConfigOrWithABadDomainAreRefused) {
   driver::ClaimWork w{"uid-1", "default", "c", {}, {}};
   w.results.push_back({"channel", kDriverName, "node-1", "channel-0", false, ""});
