@@ -113,6 +113,21 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   }
   if (work.results.empty()) return std::vector<kubelet::PreparedDevice>{};
 
+  std::vector<ledger::AllocatedDevice> allocation;
+  for (const auto& r : work.results) {
+    allocation.push_back({r.request, r.driver, r.pool, r.device, r.admin_access, r.share_id});
+  }
+  // A claim completed in this boot answers from the ledger before its configs
+  // and the kind's readiness gate are checked again: a repeated Prepare must
+  // return the recorded devices even when, say, the ComputeDomain's daemon is
+  // restarting or a feature gate changed since.
+  auto recorded = ledger_.Get(ref.uid);
+  if (!recorded.ok()) return recorded.status();
+  if (recorded->has_value() && (*recorded)->state == ledger::ClaimState::kPrepareCompleted &&
+      !(*recorded)->from_earlier_boot && ledger::SameAllocation((*recorded)->allocation, allocation)) {
+    return AlreadyPrepared(ref, **recorded);
+  }
+
   // 3. Configs, validated before anything durable happens.
   auto groups = config::ResolveConfigs(options_.driver, snap->configs, refs, options_.gates);
   if (!groups.ok()) {
@@ -134,9 +149,7 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   req.uid = ref.uid;
   req.ns = ref.ns;
   req.name = ref.name;
-  for (const auto& r : work.results) {
-    req.allocation.push_back({r.request, r.driver, r.pool, r.device, r.admin_access, r.share_id});
-  }
+  req.allocation = allocation;
   if (!plan->held.empty()) req.held = plan->held;
   req.undo = plan->undo;
   req.consumers = snap->consumers;
@@ -150,15 +163,7 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   if (!begin.ok()) return begin.status();
 
   const ledger::ClaimEntry& entry = begin->entry;
-  if (begin->outcome == ledger::BeginOutcome::kAlreadyPrepared) {
-    // Idempotent: same devices, nothing durable changes; only re-ensure the
-    // CDI spec (tmpfs may have lost it).
-    auto spec = kind_.RebuildSpec(entry);
-    if (!spec.ok()) return spec.status().Wrap("rebuild CDI spec");
-    if (!spec->devices.empty()) NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(ref.uid, *spec).Wrap("write CDI spec"));
-    NVDRA_VLOG(2, "Prepare of claim {} already completed; returning the recorded devices", ref.ToString());
-    return ToKubeletDevices(entry.prepared);
-  }
+  if (begin->outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(ref, entry);
 
   // 5. The device work.
   nlohmann::json previous = begin->outcome == ledger::BeginOutcome::kStarted ? nlohmann::json() : entry.undo;
@@ -185,6 +190,17 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   NVDRA_RETURN_IF_ERROR(ledger_.CompletePrepare(ref.uid, std::move(devices), prepared->undo));
   if (metrics_ != nullptr) metrics_->ObservePrepareStep(metrics::PrepareStep::kLedgerComplete, SecondsSince(step));
   return ToKubeletDevices(prepared->devices);
+}
+
+Result<std::vector<kubelet::PreparedDevice>> Engine::AlreadyPrepared(const kubelet::ClaimRef& ref,
+                                                                     const ledger::ClaimEntry& entry) {
+  // Idempotent: same devices, nothing durable changes; only re-ensure the
+  // CDI spec (tmpfs may have lost it).
+  auto spec = kind_.RebuildSpec(entry);
+  if (!spec.ok()) return spec.status().Wrap("rebuild CDI spec");
+  if (!spec->devices.empty()) NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(ref.uid, *spec).Wrap("write CDI spec"));
+  NVDRA_VLOG(2, "Prepare of claim {} already completed; returning the recorded devices", ref.ToString());
+  return ToKubeletDevices(entry.prepared);
 }
 
 bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::string& self_uid) {

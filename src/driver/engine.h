@@ -60,6 +60,9 @@ class Engine final : public kubelet::ClaimEngine {
   Result<std::vector<kubelet::PreparedDevice>> Prepare(const kubelet::ClaimRef& ref,
                                                        std::chrono::steady_clock::time_point deadline,
                                                        bool* permanent);
+  // The answer to a Prepare of a claim completed in this boot.
+  Result<std::vector<kubelet::PreparedDevice>> AlreadyPrepared(const kubelet::ClaimRef& ref,
+                                                               const ledger::ClaimEntry& entry);
   Status Unprepare(const kubelet::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
   Status UnprepareLocked(const ledger::ClaimEntry& entry);
   // After a Conflict: if a holder is only PrepareStarted and its claim is
