@@ -71,8 +71,14 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
   }
   NVDRA_RETURN_IF_ERROR(ValidateSpec(spec).Wrap("CDI spec for claim " + claim_uid));
   std::string content = RenderJson(spec);
+  // The upstream driver wrote the same device names to "<prefix><uid>.yaml".
+  // Left next to ours (a claim prepared before an upgrade and prepared again),
+  // runtimes see each device in two specs and refuse it as conflicting.
+  const std::string legacy = JoinPath(root_, FilePrefix() + claim_uid + ".yaml");
   auto existing = ReadFileToString(path);
-  if (existing.ok() && *existing == content) return Status::Ok();
+  if (existing.ok() && *existing == content) {
+    return RemoveFileIfExists(legacy).Wrap("removing the upstream CDI spec of claim " + claim_uid);
+  }
   NVDRA_RETURN_IF_ERROR(EnsureRoot());
   NVDRA_RETURN_IF_ERROR(WriteFileAtomically(path, content, 0644).Wrap("writing CDI spec for claim " + claim_uid));
   // Runtimes read specs as root, but tools run by users should too, whatever
@@ -80,7 +86,7 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
   if (::chmod(path.c_str(), 0644) != 0) {
     return Internal("chmod " + path + ": " + ErrnoText(errno));
   }
-  return Status::Ok();
+  return RemoveFileIfExists(legacy).Wrap("removing the upstream CDI spec of claim " + claim_uid);
 }
 
 Status CdiSpecWriter::RemoveClaimSpec(const std::string& claim_uid) const {

@@ -100,6 +100,26 @@ TEST_F(CdiSpecWriterTest, RewriteRecreatesMissingFileAndIsIdempotent) {
   EXPECT_EQ(names->size(), 1u) << "no temp file may be left behind";
 }
 
+TEST_F(CdiSpecWriterTest, WritingAClaimSpecReplacesTheUpstreamYamlOfThatClaim) {
+  // The upstream driver's spec of a claim prepared before an upgrade names the
+  // same CDI devices; both files side by side make every device conflicting.
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  ASSERT_TRUE(w.EnsureRoot().ok());
+  const std::string legacy = root_ + "/k8s.gpu.nvidia.com-claim_" + kUid + ".yaml";
+  const std::string other = root_ + "/k8s.gpu.nvidia.com-claim_bbbb-2.yaml";
+  ASSERT_TRUE(WriteFileAtomically(legacy, "x").ok());
+  ASSERT_TRUE(WriteFileAtomically(other, "x").ok());
+  Spec spec = GpuSpec(w, kUid, 1);
+  ASSERT_TRUE(w.WriteClaimSpec(kUid, spec).ok());
+  EXPECT_TRUE(PathExists(*w.ClaimSpecPath(kUid)));
+  EXPECT_FALSE(PathExists(legacy));
+  EXPECT_TRUE(PathExists(other)) << "another claim's spec is not ours to touch";
+  // Also when our file already holds the same bytes.
+  ASSERT_TRUE(WriteFileAtomically(legacy, "x").ok());
+  ASSERT_TRUE(w.WriteClaimSpec(kUid, spec).ok());
+  EXPECT_FALSE(PathExists(legacy));
+}
+
 TEST_F(CdiSpecWriterTest, RejectsSpecOfOtherKindOrClaim) {
   CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
   CdiSpecWriter cd(root_, "k8s.compute-domain.nvidia.com");

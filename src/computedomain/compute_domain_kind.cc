@@ -117,12 +117,14 @@ Status ComputeDomainKind::CheckReady(const driver::ClaimWork& work, const driver
     }
     return cd.status().Wrap("look up ComputeDomain " + domain);
   }
-  if (cd->ns != work.ns) {
+  bool has_channels = !plan.undo.value("channels", nlohmann::json::array()).empty();
+  // Only channel claims must share the domain's namespace: daemon claims come
+  // from the template the controller creates in the driver's namespace.
+  if (has_channels && cd->ns != work.ns) {
     return FailedPrecondition(
         "error asserting ComputeDomain's namespace: the ResourceClaim's namespace is different than the "
         "ComputeDomain's namespace");
   }
-  bool has_channels = !plan.undo.value("channels", nlohmann::json::array()).empty();
   if (has_channels && !cd->node_ready) {
     return Unavailable("current node not ready in ComputeDomain " + cd->ns + "/" + cd->name +
                        " (its IMEX daemon is not Ready yet); the kubelet will retry");
@@ -199,9 +201,16 @@ Result<cdi::Spec> ComputeDomainKind::RebuildSpec(const ledger::ClaimEntry& entry
 Status ComputeDomainKind::Unprepare(const ledger::ClaimEntry& entry) {
   const nlohmann::json& undo = entry.undo;
   if (!undo.is_object()) return Status::Ok();
-  if (undo.value("daemon", false)) {
-    std::string domain = undo.value("domainID", "");
-    if (IsValidDomainId(domain)) {
+  // Typed look-ups: value() throws on a field of another type, and a record
+  // this version cannot parse must be skipped, not crash every retry.
+  auto daemon = undo.find("daemon");
+  auto domain_id = undo.find("domainID");
+  if (daemon != undo.end() && daemon->is_boolean() && daemon->get<bool>()) {
+    std::string domain = domain_id != undo.end() && domain_id->is_string() ? domain_id->get<std::string>() : "";
+    if (!IsValidDomainId(domain)) {
+      spdlog::warn("claim {}: undo record names no valid domain ({}); leaving the domain directory", entry.uid,
+                   undo.dump());
+    } else {
       std::error_code ec;
       std::filesystem::remove_all(DomainDir(domain), ec);
       if (ec) spdlog::warn("claim {}: remove {}: {}", entry.uid, DomainDir(domain), ec.message());

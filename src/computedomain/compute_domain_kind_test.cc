@@ -138,6 +138,40 @@ TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareR
   EXPECT_FALSE(PathExists(dir_ + "/plugin/domains/cd-1"));
 }
 
+TEST_F(ComputeDomainKindTest, DaemonClaimsMayLiveOutsideTheDomainsNamespace) {
+  // The controller creates the daemon's claim template in the driver's
+  // namespace, not in the ComputeDomain's.
+  driver::ClaimWork w{"uid-d", "nvidia-dra-driver", "d", {}, {}};
+  w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
+  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", "daemon-0", "daemon", kDriverName}}});
+  domains_.domains["cd-1"].node_ready = false;  // the daemon is what makes the node ready
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  Status s = kind_->CheckReady(w, *plan);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // A channel claim in that namespace is still refused.
+  auto ch = ChannelWork("channel-0");
+  ch.ns = "nvidia-dra-driver";
+  auto cplan = kind_->Plan(ch);
+  ASSERT_TRUE(cplan.ok());
+  s = kind_->CheckReady(ch, *cplan);
+  EXPECT_NE(s.message().find("namespace is different"), std::string::npos) << s.ToString();
+}
+
+TEST_F(ComputeDomainKindTest, UnprepareSkipsUndoFieldsOfAnUnexpectedType) {
+  ASSERT_TRUE(MakeDirectories(dir_ + "/plugin/domains/cd-1", 0755).ok());
+  ledger::ClaimEntry e;
+  e.uid = "uid-d";
+  for (auto undo : {nlohmann::json{{"daemon", "yes"}, {"domainID", "cd-1"}},
+                    nlohmann::json{{"daemon", true}, {"domainID", 7}}, nlohmann::json{{"daemon", 1}}}) {
+    e.undo = undo;
+    Status s;
+    EXPECT_NO_THROW(s = kind_->Unprepare(e)) << undo.dump();
+    EXPECT_TRUE(s.ok()) << undo.dump() << ": " << s.ToString();
+  }
+  EXPECT_TRUE(PathExists(dir_ + "/plugin/domains/cd-1"));
+}
+
 TEST_F(ComputeDomainKindTest, ClaimsWithoutAConfigOrWithABadDomainAreRefused) {
   driver::ClaimWork w{"uid-1", "default", "c", {}, {}};
   w.results.push_back({"channel", kDriverName, "node-1", "channel-0", false, ""});

@@ -113,11 +113,20 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   }
   if (work.results.empty()) return std::vector<kubelet::PreparedDevice>{};
 
-  // A claim completed in this boot is answered from the ledger as it is:
-  // its configs and readiness gates were checked when it was prepared, and a
-  // repeated Prepare must return the same devices even if, say, its
-  // ComputeDomain is not ready at this moment. Only the CDI spec is re-ensured.
-  if (auto done = CompletedEntry(ref.uid, work.results); done) return AnswerFromLedger(ref, *done);
+  std::vector<ledger::AllocatedDevice> allocation;
+  for (const auto& r : work.results) {
+    allocation.push_back({r.request, r.driver, r.pool, r.device, r.admin_access, r.share_id});
+  }
+  // A claim completed in this boot answers from the ledger before its configs
+  // and the kind's readiness gate are checked again: a repeated Prepare must
+  // return the recorded devices even when, say, the ComputeDomain's daemon is
+  // restarting or a feature gate changed since.
+  auto recorded = ledger_.Get(ref.uid);
+  if (!recorded.ok()) return recorded.status();
+  if (recorded->has_value() && (*recorded)->state == ledger::ClaimState::kPrepareCompleted &&
+      !(*recorded)->from_earlier_boot && ledger::SameAllocation((*recorded)->allocation, allocation)) {
+    return AlreadyPrepared(ref, **recorded);
+  }
 
   // 3. Configs, validated before anything durable happens.
   auto groups = config::ResolveConfigs(options_.driver, snap->configs, refs, options_.gates);
@@ -140,9 +149,7 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   req.uid = ref.uid;
   req.ns = ref.ns;
   req.name = ref.name;
-  for (const auto& r : work.results) {
-    req.allocation.push_back({r.request, r.driver, r.pool, r.device, r.admin_access, r.share_id});
-  }
+  req.allocation = allocation;
   if (!plan->held.empty()) req.held = plan->held;
   req.undo = plan->undo;
   req.consumers = snap->consumers;
@@ -156,7 +163,7 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   if (!begin.ok()) return begin.status();
 
   const ledger::ClaimEntry& entry = begin->entry;
-  if (begin->outcome == ledger::BeginOutcome::kAlreadyPrepared) return AnswerFromLedger(ref, entry);
+  if (begin->outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(ref, entry);
 
   // 5. The device work.
   nlohmann::json previous = begin->outcome == ledger::BeginOutcome::kStarted ? nlohmann::json() : entry.undo;
@@ -185,22 +192,10 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   return ToKubeletDevices(prepared->devices);
 }
 
-std::optional<ledger::ClaimEntry> Engine::CompletedEntry(const std::string& uid,
-                                                         const std::vector<AllocatedResult>& results) {
-  auto entry = ledger_.Get(uid);
-  if (!entry.ok() || !entry->has_value()) return std::nullopt;
-  const ledger::ClaimEntry& e = **entry;
-  if (e.state != ledger::ClaimState::kPrepareCompleted || e.from_earlier_boot) return std::nullopt;
-  std::vector<ledger::AllocatedDevice> now;
-  for (const auto& r : results) now.push_back({r.request, r.driver, r.pool, r.device, r.admin_access, r.share_id});
-  if (!ledger::SameAllocation(e.allocation, now)) return std::nullopt;  // BeginPrepare explains the mismatch
-  return e;
-}
-
-Result<std::vector<kubelet::PreparedDevice>> Engine::AnswerFromLedger(const kubelet::ClaimRef& ref,
+Result<std::vector<kubelet::PreparedDevice>> Engine::AlreadyPrepared(const kubelet::ClaimRef& ref,
                                                                      const ledger::ClaimEntry& entry) {
   // Idempotent: same devices, nothing durable changes; only re-ensure the
-  // CDI spec (the CDI directory is often tmpfs).
+  // CDI spec (tmpfs may have lost it).
   auto spec = kind_.RebuildSpec(entry);
   if (!spec.ok()) return spec.status().Wrap("rebuild CDI spec");
   if (!spec->devices.empty()) NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(ref.uid, *spec).Wrap("write CDI spec"));

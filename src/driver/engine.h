@@ -61,12 +61,11 @@ class Engine final : public kubelet::ClaimEngine {
   Result<std::vector<kubelet::PreparedDevice>> Prepare(const kubelet::ClaimRef& ref,
                                                        std::chrono::steady_clock::time_point deadline,
                                                        bool* permanent);
+  // The answer to a Prepare of a claim completed in this boot.
+  Result<std::vector<kubelet::PreparedDevice>> AlreadyPrepared(const kubelet::ClaimRef& ref,
+                                                               const ledger::ClaimEntry& entry);
   Status Unprepare(const kubelet::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
-  // The ledger entry of `uid` if it is PrepareCompleted in this boot for
-  // exactly these results.
-  std::optional<ledger::ClaimEntry> CompletedEntry(const std::string& uid, const std::vector<AllocatedResult>& results);
-  Result<std::vector<kubelet::PreparedDevice>> AnswerFromLedger(const kubelet::ClaimRef& ref,
-                                                                const ledger::ClaimEntry& entry);
+
   Status UnprepareLocked(const ledger::ClaimEntry& entry);
   // After a Conflict: if a holder is only PrepareStarted and its claim is
   // gone from the API server, unprepare it now. True if something was freed.

@@ -133,6 +133,27 @@ TEST_F(EngineTest, RepeatedPrepareIsIdempotentAndRestoresTheCdiSpec) {
   EXPECT_EQ(Entry("uid-a")->state, ledger::ClaimState::kPrepareCompleted);
 }
 
+TEST_F(EngineTest, RepeatedPrepareReturnsTheRecordedDevicesWhenTheReadinessGateNoLongerHolds) {
+  auto c = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(c);
+  auto first = engine_->PrepareClaim(Ref(c), kFar);
+  ASSERT_EQ(first.error, "");
+  ASSERT_TRUE(RemoveFileIfExists(SpecPath("uid-a")).ok());
+  // E.g. the ComputeDomain's daemon restarts while the kubelet repeats the call.
+  kind_->not_ready = Unavailable("current node not ready");
+  auto second = engine_->PrepareClaim(Ref(c), kFar);
+  ASSERT_EQ(second.error, "");
+  EXPECT_EQ(second.devices, first.devices);
+  EXPECT_TRUE(PathExists(SpecPath("uid-a")));
+  EXPECT_EQ(kind_->prepares.load(), 1);
+  // A claim that is not prepared yet still waits for the gate.
+  auto d = Claim("uid-b", "b", {"gpu-1"});
+  claims_.Put(d);
+  auto other = engine_->PrepareClaim(Ref(d), kFar);
+  EXPECT_NE(other.error.find("not ready"), std::string::npos) << other.error;
+  EXPECT_FALSE(Entry("uid-b"));
+}
+
 TEST_F(EngineTest, ClaimLookupErrorsArePerClaimAndLeaveNoEntry) {
   auto missing = engine_->PrepareClaim({"default", "uid-x", "x"}, kFar);
   EXPECT_NE(missing.error.find("retrieve claim default/x"), std::string::npos) << missing.error;

@@ -69,6 +69,7 @@ class FakeKind final : public DeviceKind {
     p.undo = {{"devices", std::vector<std::string>(names.begin(), names.end())}};
     return p;
   }
+  Status CheckReady(const ClaimWork&, const ClaimPlan&) override { return not_ready; }
   Result<PreparedClaim> Prepare(const ClaimWork& work, const ClaimPlan& plan,
                                 const nlohmann::json& previous_undo) override {
     prepares++;
@@ -94,6 +95,7 @@ class FakeKind final : public DeviceKind {
   }
 
   std::atomic<int> prepares{0};
+  Status not_ready;  // what CheckReady returns
   Status fail_prepare;
   Status fail_unprepare;
   std::mutex mu_;

@@ -34,6 +34,10 @@ class GpuEndToEnd(NodeTestCase):
         self.assertOk(self.plugin.unprepare([claim]), claim[2])
         self.assertNotIn(spec_file, self.node.cdi_files())
         self.assertEqual(self.live_entries(self.plugin), [])
+        # SIGTERM: a clean exit that removes our sockets.
+        self.assertEqual(self.plugin.stop(), 0)
+        self.assertFalse(os.path.exists(self.plugin.dra_socket))
+        self.assertFalse(os.path.exists(self.plugin.reg_socket))
 
     def test_two_pods_one_gpu_each(self):
         a = self.gpu_claim("pod1-gpu", ["gpu-0"])

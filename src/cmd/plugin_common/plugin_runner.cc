@@ -161,6 +161,12 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
     for (; synced->first < st.syncs - st.failed_syncs; synced->first++) dra_metrics->RecordSliceSync("success");
     for (; synced->second < st.failed_syncs; synced->second++) dra_metrics->RecordSliceSync("error");
   });
+  // The hook reads the publisher: the metrics server stops before the
+  // publisher goes away, on every return path.
+  struct StopMetricsFirst {
+    metrics::PluginMetrics* m;
+    ~StopMetricsFirst() { m->Stop(); }
+  } stop_metrics_first{plugin_metrics->get()};
 
   // Device health: events from the hardware layer feed the kubelet's health
   // stream and the device taints in our ResourceSlices.
