@@ -78,8 +78,16 @@ def main():
             if len(devs) > 3:
                 print("    ... and %d more" % (len(devs) - 3))
 
+        # Device names come from what the GPU plugin published, so any profile works.
+        names = sorted((d["name"] for sl in slices for d in sl["spec"]["devices"]),
+                       key=lambda n: [int(t) if t.isdigit() else t for t in n.replace("-", " ").split()])
+        if len(names) < 3:
+            raise SystemExit("the demo needs a GPU profile with at least 3 devices")
+        dev = lambda i: names[i % len(names)]  # noqa: E731
+        free = lambda i: names[2 + i % (len(names) - 2)]  # noqa: E731  (not held by pod 1 or the shared claim)
+
         title("Pod 1 asks for one GPU")
-        c1 = make_claim("pod1-gpu", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": "gpu-0"}])
+        c1 = make_claim("pod1-gpu", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": dev(0)}])
         node.api.load([c1])
         ref1 = ("default", "pod1-gpu", c1["metadata"]["uid"])
         r, ms = timed(gpu.prepare, [ref1])
@@ -87,14 +95,14 @@ def main():
         print("  took %.1f ms; CDI spec files: %s" % (ms, node.cdi_files()))
 
         title("Two pods share one claim (prepared once, same device)")
-        c2 = make_claim("shared-gpu", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": "gpu-1"}])
+        c2 = make_claim("shared-gpu", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": dev(1)}])
         node.api.load([c2])
         ref2 = ("default", "shared-gpu", c2["metadata"]["uid"])
         show_result("pod A", gpu.prepare([ref2]))
         show_result("pod B (idempotent)", gpu.prepare([ref2]))
 
         title("A claim with an unknown config field fails for good, and leaves nothing behind")
-        bad = make_claim("bad-config", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": "gpu-2"}],
+        bad = make_claim("bad-config", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": free(0)}],
                          configs=[opaque_config(GPU_DRIVER, {"apiVersion": "resource.nvidia.com/v1beta1",
                                                              "kind": "GpuConfig", "unexpectedField": "foo"})])
         node.api.load([bad])
@@ -122,7 +130,7 @@ def main():
         title("The plugin is killed (-9) mid-prepare, the claim is deleted, the reconciler cleans up")
         gpu.stop()
         gpu.start(env={"NVDRA_FAILPOINTS": "engine-after-device-prepare=crash"})
-        c3 = make_claim("doomed", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": "gpu-3"}])
+        c3 = make_claim("doomed", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name, "device": free(1)}])
         node.api.load([c3])
         res = node.ctl(["prepare", "--socket", gpu.dra_socket, "default/doomed/" + c3["metadata"]["uid"]], check=False)
         gpu.proc.wait(10)
@@ -139,7 +147,7 @@ def main():
         objs, refs = [], []
         for i in range(100):
             c = make_claim("bench-%d" % i, [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name,
-                                             "device": "gpu-%d" % (4 + i % 4)}])
+                                             "device": free(i)}])
             objs.append(c)
             refs.append("default/bench-%d/%s" % (i, c["metadata"]["uid"]))
         node.api.load(objs)
