@@ -66,11 +66,9 @@ void SetDeadline(grpc::ClientContext& ctx, PluginClient::Timeout timeout) {
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
 }
 
-template <typename Stub, typename Request, typename Response, bool kShareId>
-Result<std::map<std::string, PrepareResult>> DoPrepare(const std::string& path,
-                                                       const std::vector<ClaimRef>& claims,
-                                                       PluginClient::Timeout timeout) {
-  auto stub = Stub(Dial(path));
+// A prepare or unprepare request of either API version for `claims`.
+template <typename Request>
+Request RequestFor(const std::vector<ClaimRef>& claims) {
   Request req;
   for (const auto& c : claims) {
     auto* pc = req.add_claims();
@@ -78,6 +76,15 @@ Result<std::map<std::string, PrepareResult>> DoPrepare(const std::string& path,
     pc->set_uid(c.uid);
     pc->set_name(c.name);
   }
+  return req;
+}
+
+template <typename Stub, typename Request, typename Response, bool kShareId>
+Result<std::map<std::string, PrepareResult>> DoPrepare(const std::string& path,
+                                                       const std::vector<ClaimRef>& claims,
+                                                       PluginClient::Timeout timeout) {
+  auto stub = Stub(Dial(path));
+  Request req = RequestFor<Request>(claims);
   Response resp;
   grpc::ClientContext ctx;
   SetDeadline(ctx, timeout);
@@ -107,13 +114,7 @@ Result<std::map<std::string, std::string>> DoUnprepare(const std::string& path,
                                                        const std::vector<ClaimRef>& claims,
                                                        PluginClient::Timeout timeout) {
   auto stub = Stub(Dial(path));
-  Request req;
-  for (const auto& c : claims) {
-    auto* pc = req.add_claims();
-    pc->set_namespace_(c.ns);
-    pc->set_uid(c.uid);
-    pc->set_name(c.name);
-  }
+  Request req = RequestFor<Request>(claims);
   Response resp;
   grpc::ClientContext ctx;
   SetDeadline(ctx, timeout);

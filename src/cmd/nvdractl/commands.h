@@ -5,7 +5,17 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kubelet/claim_engine.h"
+
 namespace nvdra::ctl {
+
+// Claims given as "namespace/name/uid"; nullopt (after saying why on stderr)
+// when one is malformed.
+std::optional<std::vector<kubelet::ClaimRef>> ParseClaimRefs(const std::vector<std::string>& claims);
 
 // `nvdractl ledger show|verify <dir>`: look inside a node's claim ledger.
 void AddLedgerCommands(CLI::App& app, int& exit_code);

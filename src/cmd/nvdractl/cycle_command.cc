@@ -39,15 +39,13 @@ void AddCycleCommand(CLI::App& app, int& exit_code) {
     kubelet::PluginClient client(args->socket);
     std::vector<double> prep, unprep;
     nlohmann::json errors = nlohmann::json::array();
-    for (const auto& s : args->claims) {
-      auto a = s.find('/');
-      auto b = a == std::string::npos ? a : s.find('/', a + 1);
-      if (b == std::string::npos) {
-        std::cerr << "claim \"" << s << "\" is not namespace/name/uid" << std::endl;
-        exit_code = 2;
-        return;
-      }
-      kubelet::ClaimRef c{s.substr(0, a), s.substr(b + 1), s.substr(a + 1, b - a - 1)};
+    auto claims = ParseClaimRefs(args->claims);
+    if (!claims) {
+      exit_code = 2;
+      return;
+    }
+    for (const auto& c : *claims) {
+      const std::string s = c.ns + "/" + c.name + "/" + c.uid;
       auto t0 = std::chrono::steady_clock::now();
       auto p = client.Prepare(kubelet::DraApi::kV1, {c}, std::chrono::seconds(45));
       auto t1 = std::chrono::steady_clock::now();

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <iostream>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,23 @@
 #include "kubelet/plugin_client.h"
 
 namespace nvdra::ctl {
+
+std::optional<std::vector<kubelet::ClaimRef>> ParseClaimRefs(const std::vector<std::string>& in) {
+  std::vector<kubelet::ClaimRef> out;
+  for (const auto& s : in) {
+    // "namespace/name/uid"; the UID is everything after the second '/', so
+    // malformed UIDs can be sent on purpose.
+    auto a = s.find('/');
+    auto b = a == std::string::npos ? a : s.find('/', a + 1);
+    if (b == std::string::npos) {
+      std::cerr << "claim \"" << s << "\" is not namespace/name/uid" << std::endl;
+      return std::nullopt;
+    }
+    out.push_back({s.substr(0, a), s.substr(b + 1), s.substr(a + 1, b - a - 1)});
+  }
+  return out;
+}
+
 namespace {
 
 using kubelet::ClaimRef;
@@ -32,17 +51,6 @@ const char* kExitCodes =
     "\nExit status: 0 success; 1 the plugin answered but a claim failed, is missing "
     "from the answer, or the answer is invalid; 2 the call failed (no connection, "
     "timeout, gRPC error) or the arguments are bad.";
-
-// "namespace/name/uid"; the UID is everything after the second '/', so
-// malformed UIDs can be sent on purpose.
-bool ParseClaim(const std::string& s, ClaimRef& out) {
-  auto a = s.find('/');
-  if (a == std::string::npos) return false;
-  auto b = s.find('/', a + 1);
-  if (b == std::string::npos) return false;
-  out = {s.substr(0, a), s.substr(b + 1), s.substr(a + 1, b - a - 1)};
-  return true;
-}
 
 void Print(const json& j) { std::cout << j.dump(2) << std::endl; }
 
@@ -67,19 +75,6 @@ void AddClaimOptions(CLI::App* cmd, ClaimArgs& a) {
   cmd->add_option("claims", a.claims, "claims as namespace/name/uid")->required();
 }
 
-std::optional<std::vector<ClaimRef>> ParseClaims(const std::vector<std::string>& in) {
-  std::vector<ClaimRef> out;
-  for (const auto& s : in) {
-    ClaimRef c;
-    if (!ParseClaim(s, c)) {
-      std::cerr << "claim \"" << s << "\" is not namespace/name/uid" << std::endl;
-      return std::nullopt;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
@@ -96,82 +91,74 @@ json Unexpected(const std::vector<ClaimRef>& claims, const std::vector<std::stri
   return extra;
 }
 
-int RunPrepare(const ClaimArgs& a) {
-  auto claims = ParseClaims(a.claims);
-  if (!claims) return kCallFailed;
-  DraApi api = a.api == "v1" ? DraApi::kV1 : DraApi::kV1beta1;
-  auto r = PluginClient(a.socket).Prepare(api, *claims, Millis(a.timeout_s));
-  if (!r.ok()) return CallFailed(a.socket, r.status());
+json DevicesJson(const std::vector<kubelet::PreparedDevice>& devices) {
+  json out = json::array();
+  for (const auto& d : devices) {
+    json dj{{"request_names", d.request_names},
+            {"pool_name", d.pool},
+            {"device_name", d.device},
+            {"cdi_device_ids", d.cdi_device_ids}};
+    if (d.share_id) dj["share_id"] = *d.share_id;
+    out.push_back(std::move(dj));
+  }
+  return out;
+}
+
+// The report both commands print: one entry per requested UID (a claim
+// missing from the answer is a failure), then UIDs nobody asked for.
+// `error_of` and `fill` read the plugin's answer for one UID.
+template <typename Answer, typename Fill>
+int Report(const ClaimArgs& a, const std::vector<ClaimRef>& claims, const std::map<std::string, Answer>& answer,
+           const std::function<const std::string&(const Answer&)>& error_of, const Fill& fill) {
   int rc = kOk;
   json out{{"api", a.api}, {"claims", json::array()}};
   std::vector<std::string> uids;
-  for (const auto& [uid, res] : *r) uids.push_back(uid);
+  for (const auto& [uid, unused] : answer) uids.push_back(uid);
   std::set<std::string> seen;
-  for (const auto& c : *claims) {
+  for (const auto& c : claims) {
     if (!seen.insert(c.uid).second) continue;  // one entry per UID, like the response
     json j = ClaimJson(c);
-    auto it = r->find(c.uid);
-    if (it == r->end()) {
+    auto it = answer.find(c.uid);
+    if (it == answer.end()) {
       j["missing"] = true;
       j["error"] = "claim missing from the response";
       rc = kClaimFailed;
     } else {
-      j["error"] = it->second.error;
-      if (!it->second.error.empty()) {
+      const std::string& err = error_of(it->second);
+      j["error"] = err;
+      if (!err.empty()) {
         rc = kClaimFailed;
-        std::cerr << fmt::format("claim {}: {}", c.ToString(), it->second.error) << std::endl;
+        std::cerr << fmt::format("claim {}: {}", c.ToString(), err) << std::endl;
       }
-      json devices = json::array();
-      for (const auto& d : it->second.devices) {
-        json dj{{"request_names", d.request_names},
-                {"pool_name", d.pool},
-                {"device_name", d.device},
-                {"cdi_device_ids", d.cdi_device_ids}};
-        if (d.share_id) dj["share_id"] = *d.share_id;
-        devices.push_back(std::move(dj));
-      }
-      j["devices"] = std::move(devices);
+      fill(j, it->second);
     }
     out["claims"].push_back(std::move(j));
   }
-  out["unexpected_uids"] = Unexpected(*claims, uids);
+  out["unexpected_uids"] = Unexpected(claims, uids);
   if (!out["unexpected_uids"].empty()) rc = kClaimFailed;
   Print(out);
   return rc;
 }
 
+int RunPrepare(const ClaimArgs& a) {
+  auto claims = ParseClaimRefs(a.claims);
+  if (!claims) return kCallFailed;
+  DraApi api = a.api == "v1" ? DraApi::kV1 : DraApi::kV1beta1;
+  auto r = PluginClient(a.socket).Prepare(api, *claims, Millis(a.timeout_s));
+  if (!r.ok()) return CallFailed(a.socket, r.status());
+  return Report<kubelet::PrepareResult>(
+      a, *claims, *r, [](const kubelet::PrepareResult& p) -> const std::string& { return p.error; },
+      [](json& j, const kubelet::PrepareResult& p) { j["devices"] = DevicesJson(p.devices); });
+}
+
 int RunUnprepare(const ClaimArgs& a) {
-  auto claims = ParseClaims(a.claims);
+  auto claims = ParseClaimRefs(a.claims);
   if (!claims) return kCallFailed;
   DraApi api = a.api == "v1" ? DraApi::kV1 : DraApi::kV1beta1;
   auto r = PluginClient(a.socket).Unprepare(api, *claims, Millis(a.timeout_s));
   if (!r.ok()) return CallFailed(a.socket, r.status());
-  int rc = kOk;
-  json out{{"api", a.api}, {"claims", json::array()}};
-  std::vector<std::string> uids;
-  for (const auto& [uid, err] : *r) uids.push_back(uid);
-  std::set<std::string> seen;
-  for (const auto& c : *claims) {
-    if (!seen.insert(c.uid).second) continue;
-    json j = ClaimJson(c);
-    auto it = r->find(c.uid);
-    if (it == r->end()) {
-      j["missing"] = true;
-      j["error"] = "claim missing from the response";
-      rc = kClaimFailed;
-    } else {
-      j["error"] = it->second;
-      if (!it->second.empty()) {
-        rc = kClaimFailed;
-        std::cerr << fmt::format("claim {}: {}", c.ToString(), it->second) << std::endl;
-      }
-    }
-    out["claims"].push_back(std::move(j));
-  }
-  out["unexpected_uids"] = Unexpected(*claims, uids);
-  if (!out["unexpected_uids"].empty()) rc = kClaimFailed;
-  Print(out);
-  return rc;
+  return Report<std::string>(
+      a, *claims, *r, [](const std::string& e) -> const std::string& { return e; }, [](json&, const std::string&) {});
 }
 
 }  // namespace
