@@ -2,7 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
+#include "util/test_temp_dir.h"
+
 #include <map>
 
 #include "devices/device_lib.h"
@@ -24,9 +25,7 @@ class FakeDomains final : public ComputeDomainSource {
 class ComputeDomainKindTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/nvdra-cd-kind-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
     devices::DeviceLibOptions o;
     o.mock_hardware = "gb200x4";
     o.mock_root = dir_ + "/mock";
@@ -46,7 +45,6 @@ class ComputeDomainKindTest : public ::testing::Test {
   void TearDown() override {
     kind_.reset();
     lib_.reset();
-    (void)std::system(("rm -rf " + dir_).c_str());
   }
   driver::ClaimWork ChannelWork(const std::string& device, const std::string& mode = "Single",
                                 const std::string& domain = "cd-1") {
@@ -57,6 +55,7 @@ class ComputeDomainKindTest : public ::testing::Test {
     return w;
   }
 
+  ::nvdra::testing::TempDir tmp_{"nvdra-cd-kind"};
   std::string dir_;
   std::unique_ptr<devices::DeviceLib> lib_;
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;

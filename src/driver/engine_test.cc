@@ -1,9 +1,10 @@
 #include "driver/engine.h"
 
 #include <gtest/gtest.h>
+
+#include "util/test_temp_dir.h"
 #include <sys/stat.h>
 
-#include <cstdlib>
 
 #include "driver/engine_test_util.h"
 #include "driver/reconciler.h"
@@ -38,9 +39,7 @@ kubelet::ClaimRef Ref(const ClaimSnapshot& c) { return {c.ns, c.uid, c.name}; }
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/nvdra-engine-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
     ASSERT_TRUE(MakeDirectories(dir_ + "/plugin").ok());
     ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
     cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com", "claim");
@@ -52,7 +51,6 @@ class EngineTest : public ::testing::Test {
     reconciler_.reset();
     engine_.reset();
     ledger_.reset();
-    (void)std::system(("rm -rf " + dir_).c_str());
   }
   void Reopen() {
     reconciler_.reset();
@@ -84,6 +82,7 @@ class EngineTest : public ::testing::Test {
     return st.st_size;
   }
 
+  ::nvdra::testing::TempDir tmp_{"nvdra-engine"};
   std::string dir_;
   FakeClock clock_;
   FakeClaimSource claims_;

@@ -2,7 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
+#include "util/test_temp_dir.h"
+
 
 #include "devices/device_lib.h"
 #include "util/file_util.h"
@@ -13,14 +14,11 @@ namespace {
 class GpuKindTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/nvdra-gpu-kind-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
   }
   void TearDown() override {
     kind_.reset();
     lib_.reset();
-    (void)std::system(("rm -rf " + dir_).c_str());
   }
   void Open(const std::string& profile) {
     devices::DeviceLibOptions o;
@@ -45,6 +43,7 @@ class GpuKindTest : public ::testing::Test {
     return s.ok() ? *s : "";
   }
 
+  ::nvdra::testing::TempDir tmp_{"nvdra-gpu-kind"};
   std::string dir_;
   std::unique_ptr<devices::DeviceLib> lib_;
   devices::NodeInventory inventory_;

@@ -1,9 +1,10 @@
 #include "util/file_util.h"
 
 #include <gtest/gtest.h>
+
+#include "util/test_temp_dir.h"
 #include <sys/stat.h>
 
-#include <cstdlib>
 
 namespace nvdra {
 namespace {
@@ -11,11 +12,9 @@ namespace {
 class FileUtilTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/nvdra-file-util-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
   }
-  void TearDown() override { (void)std::system(("rm -rf " + dir_).c_str()); }
+  ::nvdra::testing::TempDir tmp_{"nvdra-file-util"};
   std::string dir_;
 };
 
