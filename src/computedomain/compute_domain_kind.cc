@@ -5,6 +5,7 @@
 #include <set>
 
 #include "devices/published_devices.h"
+#include "metrics/dra_metrics.h"
 #include "util/file_util.h"
 #include "util/log.h"
 
@@ -47,6 +48,10 @@ std::string ComputeDomainKind::DeviceType(const std::string& device) const {
   if (device == devices::kDaemonDeviceName) return "daemon";
   if (ChannelId(device)) return "channel";
   return "";
+}
+
+std::vector<std::string> ComputeDomainKind::MetricDeviceTypes() const {
+  return metrics::kComputeDomainDeviceTypes;
 }
 
 std::vector<model::PublishedDevice> ComputeDomainKind::PublishedDevices() const {

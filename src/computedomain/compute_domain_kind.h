@@ -32,6 +32,7 @@ class ComputeDomainKind final : public driver::DeviceKind {
 
   std::string driver_name() const override { return kDriverName; }
   std::string DeviceType(const std::string& device) const override;
+  std::vector<std::string> MetricDeviceTypes() const override;
   std::vector<model::PublishedDevice> PublishedDevices() const override;
   Result<driver::ClaimPlan> Plan(const driver::ClaimWork& work) override;
   Status CheckReady(const driver::ClaimWork& work, const driver::ClaimPlan& plan) override;

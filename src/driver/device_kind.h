@@ -52,6 +52,10 @@ class DeviceKind {
   // "gpu", "mig", "channel", "daemon", ...; "" for a device we do not have.
   virtual std::string DeviceType(const std::string& device) const = 0;
 
+  // The device_type label values of nvidia_dra_prepared_devices this kind
+  // reports (upstream's set, pre-created at zero).
+  virtual std::vector<std::string> MetricDeviceTypes() const = 0;
+
   // Devices for this node's ResourceSlice pool.
   virtual std::vector<model::PublishedDevice> PublishedDevices() const = 0;
 

@@ -61,6 +61,7 @@ class FakeKind final : public DeviceKind {
     }
     return "";
   }
+  std::vector<std::string> MetricDeviceTypes() const override { return {"gpu", "unknown"}; }
   std::vector<model::PublishedDevice> PublishedDevices() const override { return {}; }
   Result<ClaimPlan> Plan(const ClaimWork& work) override {
     ClaimPlan p;

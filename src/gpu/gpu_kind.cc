@@ -4,6 +4,7 @@
 #include <set>
 
 #include "devices/published_devices.h"
+#include "metrics/dra_metrics.h"
 #include "util/log.h"
 
 namespace nvdra::gpu {
@@ -31,6 +32,8 @@ std::string GpuKind::DeviceType(const std::string& device) const {
   if (l == nullptr) return "";
   return l->mig != nullptr ? "mig" : "gpu";
 }
+
+std::vector<std::string> GpuKind::MetricDeviceTypes() const { return metrics::kGpuDeviceTypes; }
 
 std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {
   return taints_.Decorate(devices::GpuPublishedDevices(inventory_));

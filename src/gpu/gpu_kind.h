@@ -26,6 +26,7 @@ class GpuKind final : public driver::DeviceKind {
 
   std::string driver_name() const override { return kDriverName; }
   std::string DeviceType(const std::string& device) const override;
+  std::vector<std::string> MetricDeviceTypes() const override;
   std::vector<model::PublishedDevice> PublishedDevices() const override;
   Result<driver::ClaimPlan> Plan(const driver::ClaimWork& work) override;
   Result<driver::PreparedClaim> Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan,

@@ -11,13 +11,13 @@ from localnode import CD_DRIVER, GPU_DRIVER, make_claim, opaque_config, wait_for
 
 
 def device_names(result):
-    return sorted(d.get("deviceName", d.get("device_name", d.get("device"))) for d in result["devices"])
+    return sorted(d["device_name"] for d in result["devices"])
 
 
 def cdi_ids(result):
     out = []
     for d in result["devices"]:
-        out += d.get("cdiDeviceIds", d.get("cdi_device_ids", []))
+        out += d.get("cdi_device_ids", [])
     return sorted(out)
 
 

@@ -202,11 +202,11 @@ class Plugin:
         with open(self.log_path) as f:
             return f.read()
 
-    def kill9(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
+    def wait_exit(self, timeout=10):
+        """Waits for a plugin that is expected to die (an armed crash failpoint)."""
+        self.proc.wait(timeout)
         self.log.close()
+        return self.proc.returncode
 
     def stop(self):
         if self.proc and self.proc.poll() is None:

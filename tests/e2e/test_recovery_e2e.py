@@ -26,8 +26,7 @@ class RecoveryEndToEnd(NodeTestCase):
         claim = self.gpu_claim("batssuite-rc-stale", ["gpu-0"])
         res = self.node.ctl(["prepare", "--socket", plugin.dra_socket, "%s/%s/%s" % claim], check=False)
         self.assertNotEqual(res.returncode, 0, "the plugin should have crashed mid-prepare")
-        plugin.proc.wait(10)
-        plugin.log.close()
+        plugin.wait_exit()
         # The pod and claim are force-deleted while the plugin is down.
         self.node.api.delete("resourceclaims", "default", "batssuite-rc-stale")
         plugin.start()
@@ -51,8 +50,7 @@ class RecoveryEndToEnd(NodeTestCase):
                     self.assertOk(plugin.prepare([claim]), claim[2])
                     res = self.node.ctl(["unprepare", "--socket", plugin.dra_socket, "%s/%s/%s" % claim], check=False)
                     self.assertNotEqual(res.returncode, 0)
-                plugin.proc.wait(10)
-                plugin.log.close()
+                plugin.wait_exit()
                 plugin.start()
                 # The kubelet retries the call that failed until it succeeds.
                 if fp in PREPARE_FAILPOINTS:

@@ -118,8 +118,7 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   metrics::PluginMetricsOptions mopts;
   mopts.dra.driver = driver;
   mopts.dra.node = opts.node_name;
-  mopts.dra.device_types =
-      driver == "gpu.nvidia.com" ? metrics::kGpuDeviceTypes : metrics::kComputeDomainDeviceTypes;
+  mopts.dra.device_types = (*kind)->MetricDeviceTypes();
   mopts.dra.ledger_states = {"PrepareStarted", "PrepareCompleted", "UnprepareStarted", "Tombstone"};
   mopts.http_endpoint = opts.http_endpoint;
   mopts.metrics_path = opts.metrics_path;
