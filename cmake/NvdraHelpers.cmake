@@ -7,11 +7,9 @@ function(nvdra_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main Threads::Threads)
-  target_compile_definitions(${name} PRIVATE
-    NVDRA_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    NVDRA_BINARY_DIR="${PROJECT_BINARY_DIR}"
-    NVDRA_BIN_DIR="${CMAKE_RUNTIME_OUTPUT_DIRECTORY}"
-    NVDRA_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+  # Paths come from one generated object (util/test_paths.h), so test
+  # objects compile the same in every checkout.
+  target_link_libraries(${name} PRIVATE nvdra_test_paths)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()

@@ -1,3 +1,4 @@
+#include "util/test_paths.h"
 #include "cdi/cdi_spec_writer.h"
 
 #include <gtest/gtest.h>

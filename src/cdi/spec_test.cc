@@ -1,3 +1,4 @@
+#include "util/test_paths.h"
 #include "cdi/spec.h"
 
 #include <gtest/gtest.h>

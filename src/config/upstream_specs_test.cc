@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "util/test_paths.h"
 #include "config/config_decoder.h"
 #include "config/config_resolver.h"
 #include "config/yaml_to_json.h"

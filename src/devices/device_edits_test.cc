@@ -1,5 +1,6 @@
 // CDI edits for every device kind, written through the CDI spec writer and
 // pinned by golden files; device-node checks; IMEX channel nodes.
+#include "util/test_paths.h"
 #include "devices/device_edits.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+#include "util/test_paths.h"
 #include "devices/published_devices.h"
 
 #include <gtest/gtest.h>

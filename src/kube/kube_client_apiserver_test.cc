@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "util/test_paths.h"
 #include "kube/kube_client.h"
 #include "test_apiserver.h"
 #include "util/file_util.h"

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "util/test_paths.h"
 #include "util/file_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);

@@ -1,3 +1,4 @@
+#include "util/test_paths.h"
 #include "kube/resource_claim.h"
 
 #include <gtest/gtest.h>

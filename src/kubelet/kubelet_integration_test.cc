@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/test_paths.h"
 #include "kubelet/proto/grpc_health/v1/health.grpc.pb.h"
 #include "kubelet/test_util.h"
 #include "util/file_util.h"

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "util/test_paths.h"
 #include "ledger/claim_ledger.h"
 #include "ledger/crash_script.h"
 #include "ledger/ledger_inspector.h"

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "util/test_paths.h"
 #include "util/file_util.h"
 
 namespace {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "util/test_paths.h"
 #include "ledger/claim_ledger.h"
 #include "ledger/ledger_test_util.h"
 #include "util/file_util.h"
