@@ -13,6 +13,8 @@
 #include "devices/published_devices.h"
 #include "util/file_util.h"
 #include "util/log.h"
+#include "util/parse_number.h"
+#include "util/run_guarded.h"
 
 namespace nvdra::devices {
 
@@ -49,11 +51,11 @@ class MockGpuControl final : public GpuControl {
   }
 
  private:
-  Status Record(const std::string& uuid, const std::string& line) {
+  Status Record(const std::string& uuid, const std::string& line) EXCLUDES(mu_) {
     if (std::find(uuids_.begin(), uuids_.end(), uuid) == uuids_.end()) {
       return NotFound("no GPU with UUID " + uuid + " on this (mock) node");
     }
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return Internal("opening mock control log " + log_path_ + ": " + ErrnoText(errno));
     std::string text = line + "\n";
@@ -62,7 +64,7 @@ class MockGpuControl final : public GpuControl {
     if (n != static_cast<ssize_t>(text.size())) return Internal("writing mock control log " + log_path_);
     return Status::Ok();
   }
-  std::mutex mu_;
+  Mutex mu_;  // one writer at a time, so log lines never interleave
   std::string log_path_;
   std::vector<std::string> uuids_;
 };
@@ -198,13 +200,12 @@ void MockHealthSource::HandleLine(const std::string& line) {
     ev.state = HealthState::kHealthy;
     ev.message = "recovered";
   } else {
-    uint64_t xid = 0;
-    try {
-      xid = std::stoull(what);
-    } catch (const std::exception&) {
+    Result<uint64_t> parsed = ParseUint64(what);
+    if (!parsed.ok()) {
       spdlog::warn("mock health events: ignoring line \"{}\"", line);
       return;
     }
+    const uint64_t xid = *parsed;
     bool critical = policy_.IsCritical(xid);
     ev.state = critical ? HealthState::kUnhealthy : HealthState::kHealthy;
     ev.xid = xid;
@@ -243,15 +244,17 @@ Status MockHealthSource::Start(const NodeInventory& inventory, HealthCallback ca
   Register(inventory, std::move(callback));
   NVDRA_RETURN_IF_ERROR(PollOnce());
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(mu_);
     while (!stop_) {
       // Polling a small file is cheap and works on every file system.
-      cv_.wait_for(l, std::chrono::milliseconds(500), [this] { return stop_; });
+      cv_.WaitFor(mu_, std::chrono::milliseconds(500), [this]() REQUIRES(mu_) { return stop_; });
       if (stop_) break;
-      l.unlock();
-      Status s = PollOnce();
+      l.Unlock();
+      // The barrier keeps an exception (from the file or the callback) from
+      // ending the process; the next poll tries again.
+      Status s = RunGuarded("the mock health event poll", [this] { return PollOnce(); });
       if (!s.ok()) spdlog::warn("mock health events: {}", s.ToString());
-      l.lock();
+      l.Lock();
     }
   });
   return Status::Ok();
@@ -259,10 +262,10 @@ Status MockHealthSource::Start(const NodeInventory& inventory, HealthCallback ca
 
 void MockHealthSource::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -13,12 +13,11 @@
 //   state/control.log      one line per GpuControl call
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "devices/device_lib.h"
 #include "devices/mock_profile.h"
+#include "util/mutex.h"
 
 namespace nvdra::devices {
 
@@ -68,7 +67,7 @@ class MockHealthSource final : public DeviceHealthSource {
   MockHealthSource(std::string events_path, XidPolicy policy);
   ~MockHealthSource() override;
   Status Start(const NodeInventory& inventory, HealthCallback callback) override;
-  void Stop() override;
+  void Stop() override EXCLUDES(mu_);
   // The pieces Start uses, callable without a thread: Register sets the
   // devices and the callback; PollOnce handles lines appended since the
   // last call.
@@ -82,9 +81,9 @@ class MockHealthSource final : public DeviceHealthSource {
   NodeInventory inventory_;
   HealthCallback callback_;
   size_t offset_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -4,12 +4,19 @@
 #include <thread>
 
 #include "kube/curl_transport.h"
+#include "util/parse_number.h"
 
 namespace nvdra::kube {
 
 using nlohmann::json;
 
 namespace {
+
+// Device names and attributes come from the driver; a string that is not
+// UTF-8 is sent with replacement characters instead of throwing.
+std::string DumpForRequest(const json& object) {
+  return object.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 bool Retryable(long status) { return status == 429 || (status >= 500 && status != 501); }
 
@@ -66,7 +73,7 @@ void KubeClient::Sleep(std::chrono::nanoseconds d) {
 }
 
 KubeClientStats KubeClient::stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return stats_;
 }
 
@@ -91,7 +98,7 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
   for (int attempt = 1;; ++attempt) {
     auto wait = limiter_.Reserve();
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       ++stats_.requests;
       if (attempt > 1) ++stats_.retries;
       if (wait.count() > 0) ++stats_.rate_limited;
@@ -114,10 +121,12 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
     } else {
       // Honour Retry-After (seconds) on 429 and 5xx: APF, or a server going
       // down gracefully, tells us when to come back.
+      // Delay-seconds only (an HTTP date is ignored); a huge value is capped.
       std::string ra = r->Header("retry-after");
       if (!ra.empty() && std::all_of(ra.begin(), ra.end(), ::isdigit)) {
-        auto secs = std::min<long long>(std::stoll(ra), options_.max_retry_after.count());
-        delay = std::chrono::seconds(secs);
+        Result<int64_t> secs = ParseInt64(ra);
+        const int64_t cap = options_.max_retry_after.count();
+        delay = std::chrono::seconds(secs.ok() ? std::min<int64_t>(*secs, cap) : cap);
       }
     }
     Sleep(delay);
@@ -148,7 +157,7 @@ Result<json> KubeClient::ListJson(const std::string& path, const std::string& la
 }
 
 Result<json> KubeClient::CreateJson(const std::string& path, const json& object) {
-  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("POST", path, object.dump()));
+  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("POST", path, DumpForRequest(object)));
   if (r.status / 100 != 2) return StatusFromResponse("POST", path, r);
   try {
     return json::parse(r.body);
@@ -158,7 +167,7 @@ Result<json> KubeClient::CreateJson(const std::string& path, const json& object)
 }
 
 Result<json> KubeClient::UpdateJson(const std::string& path, const json& object) {
-  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("PUT", path, object.dump()));
+  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("PUT", path, DumpForRequest(object)));
   if (r.status / 100 != 2) return StatusFromResponse("PUT", path, r);
   try {
     return json::parse(r.body);
@@ -182,7 +191,7 @@ Status KubeClient::Delete(const std::string& path, const std::string& uid, const
 
 Result<std::string> KubeClient::ResourceApiVersion() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (!resource_version_.empty()) return resource_version_;
   }
   const std::string path = "/apis/resource.k8s.io";
@@ -200,7 +209,7 @@ Result<std::string> KubeClient::ResourceApiVersion() {
   }
   for (const auto& want : options_.resource_versions) {
     if (std::find(served.begin(), served.end(), want) != served.end()) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       resource_version_ = want;
       return want;
     }
@@ -212,7 +221,7 @@ Result<std::string> KubeClient::ResourceApiVersion() {
 }
 
 void KubeClient::ForgetResourceApiVersion() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   resource_version_.clear();
 }
 
@@ -249,28 +258,6 @@ Result<ResourceClaim> KubeClient::GetResourceClaim(const std::string& ns, const 
   auto claim = DecodeResourceClaim(r.body);
   if (!claim.ok()) return claim.status().Wrap("retrieve ResourceClaim " + ns + "/" + name);
   return claim;
-}
-
-ClaimCheckResult KubeClient::CheckClaim(const std::string& ns, const std::string& name, const std::string& uid) {
-  ClaimCheckResult out;
-  auto claim = GetResourceClaim(ns, name);
-  if (!claim.ok()) {
-    out.check = claim.status().code() == StatusCode::kNotFound ? ClaimCheck::kNotFound : ClaimCheck::kError;
-    out.status = claim.status();
-    return out;
-  }
-  // Same order and words as the Go kubelet plugin helper.
-  if (!claim->allocated) {
-    out.check = ClaimCheck::kNotAllocated;
-    out.status = FailedPrecondition("claim " + ns + "/" + name + " not allocated");
-  } else if (claim->uid != uid) {
-    out.check = ClaimCheck::kReplaced;
-    out.status = FailedPrecondition("claim " + ns + "/" + name + " got replaced");
-  } else {
-    out.check = ClaimCheck::kOk;
-  }
-  out.claim = std::move(claim).value();
-  return out;
 }
 
 Result<json> KubeClient::GetNode(const std::string& name) { return GetJson("/api/v1/nodes/" + name); }

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "kube/rate_limiter.h"
 #include "kube/resource_claim.h"
 #include "util/clock.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra::kube {
@@ -45,21 +45,6 @@ struct KubeClientStats {
   uint64_t rate_limited = 0;   // requests that waited for the rate limiter
 };
 
-// Why a claim cannot be prepared, as the engine needs to tell it apart.
-enum class ClaimCheck {
-  kOk,
-  kNotFound,      // no claim of that name (deleted)
-  kReplaced,      // a claim of that name exists with another UID
-  kNotAllocated,  // status.allocation is not set
-  kError,         // could not ask: transport or server error
-};
-
-struct ClaimCheckResult {
-  ClaimCheck check = ClaimCheck::kError;
-  Status status;  // OK only for kOk; otherwise a message naming the claim
-  std::optional<ResourceClaim> claim;
-};
-
 class KubeClient {
  public:
   KubeClient(std::unique_ptr<HttpTransport> transport, KubeClientOptions options = {});
@@ -68,7 +53,8 @@ class KubeClient {
 
   // One request with rate limiting and retries. Returns the final response
   // whatever its HTTP status; errors only when no response came back.
-  Result<HttpResponse> Do(const std::string& method, const std::string& path, const std::string& body = "");
+  Result<HttpResponse> Do(const std::string& method, const std::string& path, const std::string& body = "")
+      EXCLUDES(mu_);
 
   // JSON helpers: a non-2xx answer becomes a Status (NotFound, AlreadyExists,
   // Conflict, PermissionDenied, InvalidArgument, Unavailable) carrying the
@@ -83,16 +69,14 @@ class KubeClient {
 
   // The resource.k8s.io version to use ("v1", "v1beta2", "v1beta1"): the most
   // preferred one the server serves, from discovery; remembered.
-  Result<std::string> ResourceApiVersion();
+  Result<std::string> ResourceApiVersion() EXCLUDES(mu_);
   // Forgets the remembered version (after the server stopped serving it).
-  void ForgetResourceApiVersion();
+  void ForgetResourceApiVersion() EXCLUDES(mu_);
 
   Result<ResourceClaim> GetResourceClaim(const std::string& namespace_name, const std::string& name);
-  // GET plus the checks the kubelet plugin helper makes before Prepare.
-  ClaimCheckResult CheckClaim(const std::string& namespace_name, const std::string& name, const std::string& uid);
   Result<nlohmann::json> GetNode(const std::string& name);
 
-  KubeClientStats stats() const;
+  KubeClientStats stats() const EXCLUDES(mu_);
 
   // Percent-encodes a query parameter value.
   static std::string QueryEscape(const std::string& s);
@@ -108,9 +92,9 @@ class KubeClient {
   KubeClientOptions options_;
   const Clock& clock_;
   RateLimiter limiter_;
-  mutable std::mutex mu_;
-  std::string resource_version_;  // guarded by mu_
-  KubeClientStats stats_;         // guarded by mu_
+  mutable Mutex mu_;
+  std::string resource_version_ GUARDED_BY(mu_);
+  KubeClientStats stats_ GUARDED_BY(mu_);
 };
 
 // Maps a non-2xx response to a Status with the API server's message.

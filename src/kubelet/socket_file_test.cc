@@ -35,7 +35,7 @@ ino_t Inode(const std::string& path) {
 }
 
 TEST(SocketFileTest, PublishReplacesStaleSocketAndRemovesOnlyOurs) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   const std::string path = dir.path() + "/sub/dra.sock";
   ASSERT_TRUE(MakeDirectories(dir.path() + "/sub").ok());
   ::close(Listen(path));  // a stale socket file: nobody listens any more
@@ -54,7 +54,7 @@ TEST(SocketFileTest, PublishReplacesStaleSocketAndRemovesOnlyOurs) {
 }
 
 TEST(SocketFileTest, LeavesAnotherInstancesSocketAlone) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   const std::string path = dir.path() + "/reg.sock";
   auto mine = SocketFile::Prepare(path);
   ASSERT_TRUE(mine.ok());
@@ -76,7 +76,7 @@ TEST(SocketFileTest, LeavesAnotherInstancesSocketAlone) {
 }
 
 TEST(SocketFileTest, RefusesNonSocketsAndOverlongPaths) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   const std::string file = dir.path() + "/dra.sock";
   ASSERT_TRUE(WriteFileAtomically(file, "not a socket", 0644, false).ok());
   auto r = SocketFile::Prepare(file);

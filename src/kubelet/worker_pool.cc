@@ -1,5 +1,7 @@
 #include "kubelet/worker_pool.h"
 
+#include "util/run_guarded.h"
+
 namespace nvdra::kubelet {
 
 WorkerPool::WorkerPool(int threads) {
@@ -12,20 +14,20 @@ WorkerPool::~WorkerPool() { Shutdown(); }
 
 bool WorkerPool::Submit(std::function<void()> job) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return false;
     queue_.push_back(std::move(job));
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
   return true;
 }
 
 void WorkerPool::Shutdown() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
@@ -35,13 +37,14 @@ void WorkerPool::Run() {
   for (;;) {
     std::function<void()> job;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      cv_.Wait(mu_, [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping and drained
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    job();
+    // Logged by the barrier; the pool keeps its thread either way.
+    (void)RunGuarded("a worker pool job", job);
   }
 }
 

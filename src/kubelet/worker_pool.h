@@ -3,12 +3,12 @@
 // arrive.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "util/mutex.h"
 
 namespace nvdra::kubelet {
 
@@ -19,21 +19,22 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  // False once shutdown has begun (the job is not run).
-  bool Submit(std::function<void()> job);
+  // False once shutdown has begun (the job is not run). An exception that
+  // escapes a job is logged and dropped; the thread goes on with the next.
+  bool Submit(std::function<void()> job) EXCLUDES(mu_);
   // Stops accepting jobs, finishes the queued ones and joins the threads.
-  void Shutdown();
+  void Shutdown() EXCLUDES(mu_);
 
   int size() const { return static_cast<int>(threads_.size()); }
 
  private:
-  void Run();
+  void Run() EXCLUDES(mu_);
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;  // fixed after construction
 };
 
 }  // namespace nvdra::kubelet

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <future>
+#include <stdexcept>
 
 namespace nvdra::kubelet {
 namespace {
@@ -29,6 +30,15 @@ TEST(WorkerPoolTest, JobsRunConcurrently) {
   });
   pool.Submit([&] { second_ran.set_value(); });
   EXPECT_EQ(first_done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+}
+
+TEST(WorkerPoolTest, ThrowingJobDoesNotEndItsThread) {
+  // One thread: the job after the throwing one runs only if the thread lived.
+  WorkerPool pool(1);
+  std::promise<void> after;
+  ASSERT_TRUE(pool.Submit([] { throw std::runtime_error("job failed"); }));
+  ASSERT_TRUE(pool.Submit([&] { after.set_value(); }));
+  EXPECT_EQ(after.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
 }
 
 }  // namespace

@@ -11,13 +11,14 @@
 #include "ledger/claim_ledger.h"
 #include "ledger/ledger_test_util.h"
 #include "util/file_util.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::ctl {
 namespace {
 
 using ledger::testing::Prepared;
 using ledger::testing::Request;
-using ledger::testing::ScratchDir;
+using ::nvdra::testing::TempDir;
 
 struct CtlRun {
   int exit_code = -1;
@@ -48,7 +49,7 @@ void MakeLedger(const std::string& dir) {
 }
 
 TEST(NvdractlLedgerTest, ShowPrintsClaimsAsTableAndJson) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
   CtlRun table = Nvdractl("ledger show " + dir.path());
   EXPECT_EQ(table.exit_code, 0) << table.out;
@@ -64,7 +65,7 @@ TEST(NvdractlLedgerTest, ShowPrintsClaimsAsTableAndJson) {
 }
 
 TEST(NvdractlLedgerTest, VerifyPassesOnHealthyLedger) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
   CtlRun r = Nvdractl("ledger verify " + dir.path());
   EXPECT_EQ(r.exit_code, 0) << r.out;
@@ -72,7 +73,7 @@ TEST(NvdractlLedgerTest, VerifyPassesOnHealthyLedger) {
 }
 
 TEST(NvdractlLedgerTest, VerifyFailsOnDamageAndLeavesTheDirectoryAlone) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
   std::string path = JoinPath(dir.path(), ledger::kLogFileName);
   std::string bytes = *ReadFileToString(path);
@@ -91,7 +92,7 @@ TEST(NvdractlLedgerTest, VerifyFailsOnDamageAndLeavesTheDirectoryAlone) {
 }
 
 TEST(NvdractlLedgerTest, VerifyWithoutLedgerExitsTwo) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   EXPECT_EQ(Nvdractl("ledger verify " + dir.path()).exit_code, 2);
 }
 
