@@ -15,7 +15,8 @@ Reconciler::Reconciler(Engine& engine, ledger::ClaimLedger& ledger, ClaimSource&
       cdi_(cdi),
       metrics_(metrics),
       options_(options),
-      worker_({.period = options.period, .jitter = options.jitter, .clock = options.clock}, [this] { return Pass(); }) {}
+      worker_({.period = options.period, .jitter = options.jitter, .clock = options.clock},
+              [this] { return Pass(); }) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
