@@ -60,8 +60,9 @@ std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view v, Clock::t
     if (end == nullptr || *end != '\0') continue;
     time_t when = ::timegm(&tm);
     if (when == static_cast<time_t>(-1)) return std::nullopt;
-    auto delta = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::from_time_t(when) - now);
-    return std::max(delta, std::chrono::seconds(0));
+    // In seconds: a far-future date overflows the clock's nanoseconds.
+    auto now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+    return std::chrono::seconds(std::max<int64_t>(0, static_cast<int64_t>(when) - now_s));
   }
   return std::nullopt;
 }

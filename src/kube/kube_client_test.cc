@@ -205,6 +205,7 @@ TEST(KubeClientTest, ParseRetryAfterForms) {
   EXPECT_EQ(ParseRetryAfter("Sun Nov  6 08:49:39 1994", now), 2s);
   EXPECT_EQ(ParseRetryAfter("Sun, 06 Nov 1994 08:00:00 GMT", now), 0s);  // in the past: now
   EXPECT_GE(*ParseRetryAfter("99999999999999999999", now), std::chrono::seconds(1'000'000'000));
+  EXPECT_GE(*ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", now), std::chrono::seconds(1'000'000'000));
   for (const char* bad : {"", "1.5", "-1", "0x10", "Sun, 06 Nov 1994", "tomorrow", "12 s"}) {
     EXPECT_FALSE(ParseRetryAfter(bad, now).has_value()) << bad;
   }
