@@ -70,6 +70,7 @@ Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, std::string d
   std::unique_ptr<Plugin> p(new Plugin(std::move(program), std::move(driver), std::move(config)));
   spdlog::info("Starting {} for driver {} on node {}; feature gates: {}", p->program_, p->driver_,
                p->options_.node_name, p->gates_.ToString());
+  NVDRA_RETURN_IF_ERROR(p->CheckNoOtherInstance());
   NVDRA_RETURN_IF_ERROR(p->SetUpHardware());
   NVDRA_RETURN_IF_ERROR(p->SetUpCdiAndLedger());
   NVDRA_RETURN_IF_ERROR(p->SetUpKubeClient());
@@ -80,6 +81,13 @@ Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, std::string d
   NVDRA_RETURN_IF_ERROR(p->StartHealthMonitoring());
   NVDRA_RETURN_IF_ERROR(p->StartServers());
   return p;
+}
+
+// A second instance on the same sockets stops before touching anything.
+Status Plugin::CheckNoOtherInstance() {
+  kubelet::DraPluginOptions sockets = options_.kubelet.plugin;
+  sockets.driver_name = driver_;
+  return kubelet::CheckNoLiveInstance(sockets).Wrap("start");
 }
 
 Status Plugin::SetUpHardware() {

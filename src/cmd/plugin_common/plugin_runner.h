@@ -69,6 +69,7 @@ class Plugin {
  private:
   Plugin(std::string program, std::string driver, PluginConfig config);
 
+  Status CheckNoOtherInstance();
   Status SetUpHardware();
   Status SetUpCdiAndLedger();
   Status SetUpKubeClient();
