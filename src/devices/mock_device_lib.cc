@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
 #include <sstream>
 
 #include "devices/nvcaps.h"
@@ -14,7 +15,6 @@
 #include "util/file_util.h"
 #include "util/log.h"
 #include "util/parse_number.h"
-#include "util/run_guarded.h"
 
 namespace nvdra::devices {
 
@@ -176,7 +176,17 @@ std::unique_ptr<DeviceHealthSource> MockDeviceLib::NewHealthSource() {
 }
 
 MockHealthSource::MockHealthSource(std::string events_path, XidPolicy policy)
-    : path_(std::move(events_path)), policy_(std::move(policy)) {}
+    : path_(std::move(events_path)),
+      policy_(std::move(policy)),
+      // Polling a small file is cheap and works on every file system.
+      poller_({.period = std::chrono::milliseconds(500),
+               .run_at_start = false,
+               .name = "the mock health event poll"},
+              [this] {
+        Status s = PollOnce();
+        if (!s.ok()) spdlog::warn("mock health events: {}", s.ToString());
+        return s;
+      }) {}
 
 MockHealthSource::~MockHealthSource() { Stop(); }
 
@@ -240,33 +250,17 @@ void MockHealthSource::Register(const NodeInventory& inventory, HealthCallback c
 }
 
 Status MockHealthSource::Start(const NodeInventory& inventory, HealthCallback callback) {
-  if (thread_.joinable()) return FailedPrecondition("mock health source already started");
+  if (started_) return FailedPrecondition("mock health source already started");
   Register(inventory, std::move(callback));
   NVDRA_RETURN_IF_ERROR(PollOnce());
-  thread_ = std::thread([this] {
-    MutexLock l(mu_);
-    while (!stop_) {
-      // Polling a small file is cheap and works on every file system.
-      cv_.WaitFor(mu_, std::chrono::milliseconds(500), [this]() REQUIRES(mu_) { return stop_; });
-      if (stop_) break;
-      l.Unlock();
-      // The barrier keeps an exception (from the file or the callback) from
-      // ending the process; the next poll tries again.
-      Status s = RunGuarded("the mock health event poll", [this] { return PollOnce(); });
-      if (!s.ok()) spdlog::warn("mock health events: {}", s.ToString());
-      l.Lock();
-    }
-  });
+  started_ = true;
+  poller_.Start();
   return Status::Ok();
 }
 
 void MockHealthSource::Stop() {
-  {
-    MutexLock l(mu_);
-    stop_ = true;
-  }
-  cv_.NotifyAll();
-  if (thread_.joinable()) thread_.join();
+  poller_.Stop();
+  started_ = false;
 }
 
 }  // namespace nvdra::devices

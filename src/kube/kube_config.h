@@ -55,7 +55,7 @@ class BearerToken {
   Mutex mu_;
   std::string token_ GUARDED_BY(mu_);
   const std::string file_;
-  std::timespec mtime_ GUARDED_BY(mu_){};
+  std::timespec mtime_ GUARDED_BY(mu_) = {};
   long long size_ GUARDED_BY(mu_) = -1;
 };
 

@@ -44,16 +44,18 @@ class ClaimDispatcher {
   // Status only for a request that cannot be answered per claim (a claim
   // without UID). `call_deadline` is the caller's own deadline, if any.
   Result<std::map<std::string, PrepareResult>> Prepare(
-      const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max());
+      const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max())
+      EXCLUDES(mu_);
   // Entry value: "" on success, else the claim's error.
   Result<std::map<std::string, std::string>> Unprepare(
-      const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max());
+      const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max())
+      EXCLUDES(mu_);
 
   // Answers every waiting call with a retryable error and refuses new
   // work; returns at once.
-  void BeginShutdown();
+  void BeginShutdown() EXCLUDES(mu_);
   // BeginShutdown(), then waits for the engine calls already running.
-  void Shutdown();
+  void Shutdown() EXCLUDES(mu_);
 
   const DispatcherOptions& options() const { return options_; }
 
@@ -83,7 +85,7 @@ class ClaimDispatcher {
   // Calls the engine behind the exception barrier: whatever escapes it
   // becomes this claim's internal error.
   void CallEngine(const Task& task, Clock::time_point deadline, PrepareResult& prepare,
-                  std::string& unprepare_error);
+                  std::string& unprepare_error) EXCLUDES(mu_);
   // Waits for `tasks`; returns, per task, "" when done or the error to report.
   std::vector<std::string> Await(const std::vector<std::shared_ptr<Task>>& tasks, Op op,
                                  Clock::time_point deadline) REQUIRES(mu_);
