@@ -65,7 +65,7 @@ class MockHealthSource final : public DeviceHealthSource {
   MockHealthSource(std::string events_path, XidPolicy policy);
   ~MockHealthSource() override;
   Status Start(const NodeInventory& inventory, HealthCallback callback) override;
-  void Stop() override EXCLUDES(mu_);
+  void Stop() override;
   // The pieces Start uses, callable without a thread: Register sets the
   // devices and the callback; PollOnce handles lines appended since the
   // last call.
