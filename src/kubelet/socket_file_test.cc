@@ -54,7 +54,7 @@ TEST(SocketFileTest, PublishReplacesStaleSocketAndRemovesOnlyOurs) {
 }
 
 TEST(SocketFileTest, RefusesASocketThatStillAnswers) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   const std::string path = dir.path() + "/reg.sock";
   auto mine = SocketFile::Prepare(path);
   ASSERT_TRUE(mine.ok());
@@ -92,7 +92,7 @@ TEST(SocketFileTest, LeavesAnotherInstancesSocketAlone) {
 }
 
 TEST(SocketFileTest, PublishedSocketHasItsModeWhateverTheUmask) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   const std::string path = dir.path() + "/dra.sock";
   auto sock = SocketFile::Prepare(path);
   ASSERT_TRUE(sock.ok());
