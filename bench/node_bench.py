@@ -43,7 +43,8 @@ from localnode import BIN, CD_DRIVER, GPU_DRIVER, make_claim, wait_for  # noqa: 
 # PrepareCompleted, UnprepareStarted, Unprepared; docs/ledger-format.md).
 LEDGER_APPENDS_PER_CYCLE = 4
 RECORD_BYTES = 400
-FAST = ["--kube-api-qps", "1000", "--kube-api-burst", "2000", "--reconcile-period", "3600"]
+FAST = ["--kube-api-qps", "1000", "--kube-api-burst", "2000"]
+QUIET = 3600  # reconcile period: no background API calls during the run
 ROWS = []
 
 
@@ -72,13 +73,14 @@ class Claims:
         self.node = node
         self.n = 0
 
-    def make(self, count, prefix="c"):
+    def make(self, count, prefix="c", devices=(0, 1, 2, 3)):
         objs, refs = [], []
-        for _ in range(count):
+        for k in range(count):
             i = self.n
             self.n += 1
             c = make_claim("%s-%d" % (prefix, i), [{"request": "gpu", "driver": GPU_DRIVER,
-                                                    "pool": self.node.node_name, "device": "gpu-%d" % (i % 8)}])
+                                                    "pool": self.node.node_name,
+                                                    "device": "gpu-%d" % devices[k % len(devices)]}])
             objs.append(c)
             refs.append("default/%s-%d/%s" % (prefix, i, c["metadata"]["uid"]))
         for k in range(0, len(objs), 500):
@@ -186,7 +188,7 @@ def fake_plugin(node):
     p = subprocess.Popen([os.path.join(BIN, "nvdra-fake-plugin"), "--kubelet-plugins-directory-path",
                           os.path.join(d, "plugins"), "--kubelet-registrar-directory-path",
                           os.path.join(d, "registry"), "--healthcheck-port", "-1"],
-                         stdout=out, stderr=subprocess.STDOUT)
+                         stdout=out, stderr=subprocess.DEVNULL)
 
     def ready():
         out.seek(0)
@@ -196,15 +198,11 @@ def fake_plugin(node):
     return p, info["dra_socket"]
 
 
-def seed(gpu, claims, count, held_every):
-    """Adds `count` ledger entries: claims prepared in batches, then all but
-    every `held_every`-th unprepared (those stay held; the rest leave
-    tombstones)."""
-    refs = claims.make(count, prefix="seed")
-    cycle(gpu.dra_socket, refs, "--batch", "100", "--prepare-only")
-    drop = [r for i, r in enumerate(refs) if i % held_every != 0]
-    if drop:
-        cycle(gpu.dra_socket, drop, "--batch", "100", "--unprepare-only")
+def seed(gpu, claims, count):
+    """Adds `count` tombstones: claims prepared and unprepared four to a call
+    (one per GPU of gpu-0..3; a GPU is held by one claim at a time)."""
+    if count > 0:
+        cycle(gpu.dra_socket, claims.make(count, prefix="seed"), "--batch", "4")
 
 
 def ledger_entries(node, gpu):
@@ -214,23 +212,28 @@ def ledger_entries(node, gpu):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--claims", type=int, default=200, help="claims per latency point")
+    ap.add_argument("--entries", default="1000,2000",
+                    help="ledger sizes to measure at, comma-separated (10,000 takes minutes to seed on a real disk)")
+    ap.add_argument("--workdir-root", default=None,
+                    help="where the node's directory goes (default TMPDIR; /dev/shm takes fdatasync out)")
     ap.add_argument("--quick", action="store_true", help="smaller run (smoke): 20 claims a point, 1,000 entries max")
     args = ap.parse_args()
     n = 20 if args.quick else args.claims
-    sizes = [1000] if args.quick else [1000, 10000]
+    sizes = [1000] if args.quick else [int(x) for x in args.entries.split(",")]
     summary = {"load_average": os.getloadavg()}
     print("load average at start: %.1f %.1f %.1f (ratios in one run are what count)" % os.getloadavg())
 
-    node = localnode.LocalNode()
+    import tempfile
+    node = localnode.LocalNode(workdir=tempfile.mkdtemp(prefix="nvdra-bench-", dir=args.workdir_root))
+    node.owned = True
     fake = None
     try:
-        gpu = node.plugin(GPU_DRIVER, "h100x8", extra_args=FAST)
-        cd = node.plugin(CD_DRIVER, "gb200x4", extra_args=FAST)
+        gpu = node.plugin(GPU_DRIVER, "h100x8", extra_args=FAST, reconcile_period=QUIET)
+        cd = node.plugin(CD_DRIVER, "gb200x4", extra_args=FAST, reconcile_period=QUIET)
         t_gpu = start_timed(gpu)
         t_cd = start_timed(cd)
         wait_for(lambda: node.api.slices(GPU_DRIVER), what="slices")
         claims = Claims(node)
-        cycle(gpu.dra_socket, claims.make(5, prefix="warm"))
 
         print("\n== footprint (idle)")
         idle = {}
@@ -245,6 +248,7 @@ def main():
         report("gpu start to GetInfo", t_gpu, "ms", target=100)
         report("compute-domain start to GetInfo", t_cd, "ms", target=100)
         summary["idle"] = idle
+        cycle(gpu.dra_socket, claims.make(5, prefix="warm"))
 
         print("\n== floor (same client, one held connection)")
         fake, fake_sock = fake_plugin(node)
@@ -263,6 +267,9 @@ def main():
         fake = None
 
         print("\n== prepare/unprepare p50 by ledger size (one claim at a time)")
+        # Four claims stay held all run (gpu-4..7); the rest become tombstones.
+        held = claims.make(4, prefix="held", devices=(4, 5, 6, 7))
+        cycle(gpu.dra_socket, held, "--prepare-only")
         base = cycle(gpu.dra_socket, claims.make(n, prefix="lat0"))
         p0, u0 = base["prepare_ms"]["p50"], base["unprepare_ms"]["p50"]
         entries = ledger_entries(node, gpu)
@@ -272,17 +279,20 @@ def main():
         summary["latency"] = {entries: base}
         rss_after_2000 = None
         for size in sizes:
-            seed(gpu, claims, size - ledger_entries(node, gpu), held_every=10)
+            seed(gpu, claims, size - ledger_entries(node, gpu))
             if rss_after_2000 is None and claims.n >= 2000:
                 settle(gpu.proc.pid)
                 rss_after_2000 = proc_figures(gpu.proc.pid)["VmRSS"]
             r = cycle(gpu.dra_socket, claims.make(n, prefix="lat%d" % size))
+            if rss_after_2000 is None and claims.n >= 2000:
+                settle(gpu.proc.pid)
+                rss_after_2000 = proc_figures(gpu.proc.pid)["VmRSS"]
             entries = ledger_entries(node, gpu)
             summary["latency"][entries] = r
             report("prepare p50 at %d entries" % entries, r["prepare_ms"]["p50"], "ms", ref=p0, target=1.1)
             report("unprepare p50 at %d entries" % entries, r["unprepare_ms"]["p50"], "ms", ref=u0, target=1.1)
         if rss_after_2000 is None:
-            seed(gpu, claims, max(0, 2000 - claims.n), held_every=10)
+            seed(gpu, claims, max(0, 2000 - claims.n))
             settle(gpu.proc.pid)
             rss_after_2000 = proc_figures(gpu.proc.pid)["VmRSS"]
         report("gpu RSS after 2,000 claims vs idle", rss_after_2000 / 1024, "MiB",
@@ -293,11 +303,16 @@ def main():
                ref=idle[gpu.name]["VmRSS"] / 1024)
 
         print("\n== claims arriving together (group commit)")
+        # Each claim takes a whole GPU and the mock node has eight, so at most
+        # eight claims can be prepared at once here; 64 needs a bigger profile.
+        cycle(gpu.dra_socket, held, "--unprepare-only")
+        all8 = tuple(range(8))
         per = 64 if args.quick else 128
-        serial = cycle(gpu.dra_socket, claims.make(per, prefix="gc1"))["claims_per_s"]
+        serial = cycle(gpu.dra_socket, claims.make(per, prefix="gc1", devices=all8))["claims_per_s"]
         report("claims/s, 1 at a time", serial, "/s")
-        for conc in (8, 64):
-            r = cycle(gpu.dra_socket, claims.make(per, prefix="gc%d" % conc), "--concurrency", str(conc))
+        for conc in (4, 8):
+            r = cycle(gpu.dra_socket, claims.make(per, prefix="gc%d" % conc, devices=all8),
+                      "--concurrency", str(conc))
             report("claims/s, %d together (vs serial)" % conc, r["claims_per_s"], "/s", ref=serial)
         gpu.stop()
         cd.stop()
@@ -305,11 +320,13 @@ def main():
         print("\n== default client rate limit (5 QPS, burst 10)")
         node2 = localnode.LocalNode()
         try:
-            slow = node2.plugin(GPU_DRIVER, "h100x8", extra_args=["--reconcile-period", "3600"]).start()
+            slow = node2.plugin(GPU_DRIVER, "h100x8", reconcile_period=QUIET).start()
             wait_for(lambda: node2.api.slices(GPU_DRIVER), what="slices")
             claims2 = Claims(node2)
             for together in (8, 64):
-                refs = claims2.make(together, prefix="rl%d" % together)
+                refs = claims2.make(together, prefix="rl%d" % together, devices=tuple(range(8)))
+                if together > 8:
+                    continue  # more claims than GPUs on the mock node; see above
                 time.sleep(2.5)  # the token bucket refills to its burst (setup, not synchronisation)
                 node2.api.request("GET", "/_nvdra/requests?clear=1")
                 r = cycle(slow.dra_socket, refs, "--concurrency", str(together), "--prepare-only")
