@@ -24,8 +24,7 @@ namespace nvdra::plugin {
 namespace {
 
 int Fail(const std::string& what, const Status& s) {
-  spdlog::error("{}: {}", what, s.message());
-  std::cerr << "error: " << what << ": " << s.message() << "\n";
+  NVDRA_ERROR("{}: {}", what, s.message());
   return 1;
 }
 
@@ -63,7 +62,7 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
     std::cerr << program << ": --feature-gates: " << s.message() << "\n";
     return 2;
   }
-  spdlog::info("Starting {} for driver {} on node {}; feature gates: {}", program, driver, opts.node_name,
+  NVDRA_INFO("Starting {} for driver {} on node {}; feature gates: {}", program, driver, opts.node_name,
                gates->ToString());
 
   const std::string plugin_dir = opts.PluginDataDir(driver);
@@ -83,11 +82,11 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   for (int attempt = 1;; attempt++) {
     inventory = (*lib)->Discover();
     if (inventory.ok()) break;
-    spdlog::error("device discovery failed (attempt {}), retrying: {}", attempt, inventory.status().message());
+    NVDRA_ERROR("device discovery failed (attempt {}), retrying: {}", attempt, inventory.status().message());
     if (attempt >= 30) return Fail("device discovery", inventory.status());
     std::this_thread::sleep_for(std::chrono::seconds(std::min(attempt, 10)));
   }
-  spdlog::info("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory->gpus.size(),
+  NVDRA_INFO("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory->gpus.size(),
                (*lib)->backend_name(), inventory->driver_version, inventory->clique_id);
 
   cdi::CdiSpecWriter cdi(opts.cdi_root, "k8s." + driver, "claim");
@@ -102,9 +101,9 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   {
     auto rep = (*ledger)->report();
     if (rep.clean()) {
-      spdlog::info("ledger: {}", rep.Summary());
+      NVDRA_INFO("ledger: {}", rep.Summary());
     } else {
-      spdlog::error("ledger: {}", rep.Summary());
+      NVDRA_ERROR("ledger: {}", rep.Summary());
     }
   }
 
@@ -125,9 +124,6 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   auto plugin_metrics = metrics::PluginMetrics::Start(mopts);
   if (!plugin_metrics.ok()) return Fail("metrics", plugin_metrics.status());
   metrics::DraMetrics* dra_metrics = &(*plugin_metrics)->dra();
-  if (!opts.http_endpoint.empty()) {
-    spdlog::info("serving metrics on port {} at {}", (*plugin_metrics)->port(), opts.metrics_path);
-  }
 
   KubeClaimSource claims(**kube);
   kube::EventRecorderOptions evopts;
@@ -186,12 +182,12 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
     Status s = health_source->Start(
         *inventory, [&, k, node = opts.node_name](const devices::DeviceHealthEvent& e) {
           if (e.state != devices::HealthState::kHealthy) {
-            spdlog::warn("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
+            NVDRA_WARN("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
           }
           if (opts.health_streaming) broadcaster.Update({{node, e.device, ToKubelet(e.state), 0, 0, e.message}});
           if (k->OnHealthEvent(e)) publisher.Update(k->PublishedDevices());
         });
-    if (!s.ok()) spdlog::error("device health monitoring is off: {}", s.message());
+    if (!s.ok()) NVDRA_ERROR("device health monitoring is off: {}", s.message());
   }
 
   kubelet::DraPluginOptions popts = opts.kubelet.plugin;
@@ -199,7 +195,6 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   popts.health_source = opts.health_streaming ? &broadcaster : nullptr;
   auto server = kubelet::DraPluginServer::Start(engine, popts);
   if (!server.ok()) return Fail("start kubelet plugin servers", server.status());
-  spdlog::info("serving DRA on {} and registration on {}", (*server)->paths().dra, (*server)->paths().registration);
 
   std::unique_ptr<kubelet::HealthServer> health;
   if (opts.kubelet.healthcheck_port >= 0) {
@@ -208,11 +203,10 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
                                            [srv] { return srv->CheckLiveness(std::chrono::seconds(5)); });
     if (!hs.ok()) return Fail("start health server", hs.status());
     health = std::move(hs).value();
-    spdlog::info("serving gRPC health on port {}", health->port());
   }
 
   int sig = kubelet::ShutdownSignal::Wait();
-  spdlog::info("received signal {}, shutting down", sig);
+  NVDRA_INFO("received signal {}, shutting down", sig);
   if (health) health->Stop();
   (*server)->Stop();
   if (health_source) health_source->Stop();
@@ -220,7 +214,7 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   publisher.Stop();
   reconciler.Stop();
   (*plugin_metrics)->Stop();
-  spdlog::info("shutdown");
+  NVDRA_INFO("shutdown");
   return 0;
 }
 
