@@ -202,7 +202,7 @@ void MockHealthSource::HandleLine(const std::string& line) {
     try {
       xid = std::stoull(what);
     } catch (const std::exception&) {
-      spdlog::warn("mock health events: ignoring line \"{}\"", line);
+      NVDRA_WARN("mock health events: ignoring line \"{}\"", line);
       return;
     }
     bool critical = policy_.IsCritical(xid);
@@ -250,7 +250,7 @@ Status MockHealthSource::Start(const NodeInventory& inventory, HealthCallback ca
       if (stop_) break;
       l.unlock();
       Status s = PollOnce();
-      if (!s.ok()) spdlog::warn("mock health events: {}", s.ToString());
+      if (!s.ok()) NVDRA_WARN("mock health events: {}", s.ToString());
       l.lock();
     }
   });

@@ -62,7 +62,7 @@ Result<SocketFile> SocketFile::Prepare(const std::string& path) {
           path));
     }
     if (Listening(path)) {
-      spdlog::warn("{} is served by another process; this instance takes the name over", path);
+      NVDRA_WARN("{} is served by another process; this instance takes the name over", path);
     } else {
       NVDRA_VLOG(1, "replacing stale socket {}", path);
     }

@@ -1,7 +1,7 @@
 #include "metrics/metrics_server.h"
 
 #include <httplib.h>
-#include <spdlog/spdlog.h>
+#include "util/log.h"
 
 #include <chrono>
 
@@ -98,7 +98,7 @@ Status MetricsServer::Start() {
   thread_ = std::thread([s = &impl_->server, endpoint = options_.endpoint] {
     // The gRPC service keeps working without metrics, so a dead accept loop
     // is logged rather than taking the plugin down as upstream does.
-    if (!s->listen_after_bind()) spdlog::error("metrics server on {} stopped serving", endpoint);
+    if (!s->listen_after_bind()) NVDRA_ERROR("metrics server on {} stopped serving", endpoint);
   });
   // stop() is a no-op until the accept loop runs, so wait for it: otherwise a
   // Stop right after Start would leave the thread serving forever.
@@ -110,7 +110,7 @@ Status MetricsServer::Start() {
     Stop();
     return Internal("metrics server on " + options_.endpoint + " did not start serving");
   }
-  spdlog::info("serving metrics on {} port {} at {}", hp.host.empty() ? "all interfaces" : hp.host,
+  NVDRA_INFO("serving metrics on {} port {} at {}", hp.host.empty() ? "all interfaces" : hp.host,
                port_, options_.metrics_path);
   return Status::Ok();
 }

@@ -84,7 +84,7 @@ sed 's/system:serviceaccount:nvdra:nvdra-kubelet-plugin/system:serviceaccount:nv
 expect_rejected "policy naming another account" \
   "matches system:serviceaccount:nvdra:nvdra-service-account, but the kubelet plugin pods run as" \
   "$work/mut-policy.yaml" "${help_args[@]}"
-sed 's/"--rolling-update-id"/"--rolling-update-idx"/' "$base" > "$work/mut-flag.yaml"
+sed 's/- --rolling-update-id$/- --rolling-update-idx/' "$base" > "$work/mut-flag.yaml"
 expect_rejected "plugin flag the binary lacks" "flag --rolling-update-idx does not exist" \
   "$work/mut-flag.yaml" "${help_args[@]}"
 sed 's/name: HEALTHCHECK_PORT/name: HEALTH_CHECK_PORT/' "$base" > "$work/mut-env.yaml"

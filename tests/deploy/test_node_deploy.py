@@ -14,11 +14,11 @@ and remove its sockets.
 
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import unittest
 import uuid
 
@@ -104,8 +104,17 @@ class NodeDeployTest(unittest.TestCase):
 
     def setUp(self):
         self.node = localnode.LocalNode()
-        # Short, because socket paths under it carry a pod UID (108-byte limit).
-        self.host = tempfile.mkdtemp(prefix="nvh-", dir="/tmp")
+        # Short: socket paths below it carry a pod UID, and a Unix socket path
+        # has 107 bytes (a real node's longest, the compute-domain
+        # registration socket, takes 105 of them).
+        self.host = None
+        while self.host is None:
+            path = "/tmp/%05x" % random.getrandbits(20)
+            try:
+                os.mkdir(path, 0o755)
+                self.host = path
+            except FileExistsError:
+                pass
         self.container = "nvdra-node-test-%d" % os.getpid()
         self.pod_uid = str(uuid.uuid4())
 
