@@ -134,16 +134,28 @@ class NodeDeployTest(unittest.TestCase):
         if ctr.get("securityContext", {}).get("privileged"):
             args.append("--privileged")
         propagation = {"Bidirectional": "rshared", "HostToContainer": "rslave", None: "rprivate"}
+        # Directories the DaemonSet mounts at their host path (the kubelet's
+        # and the CDI directories: paths in sockets and specs mean the same
+        # on both sides) keep that property here, at their place in the
+        # temporary host; the settings naming them move along.
+        same_path = {}
         for m in ctr["volumeMounts"]:
-            src = self.on_host(volumes[m["name"]]["hostPath"]["path"])
+            host_path = volumes[m["name"]]["hostPath"]["path"]
+            src = self.on_host(host_path)
+            dst = m["mountPath"]
+            if dst == host_path:
+                dst = same_path[host_path] = src
             os.makedirs(src, exist_ok=True)
             opts = [propagation[m.get("mountPropagation")]] + (["ro"] if m.get("readOnly") else [])
-            args += ["--volume", "%s:%s:%s" % (src, m["mountPath"], ",".join(opts))]
+            args += ["--volume", "%s:%s:%s" % (src, dst, ",".join(opts))]
         downward = {"spec.nodeName": self.node.node_name, "metadata.namespace": "nvdra",
                     "metadata.uid": self.pod_uid}
         env = {}
         for e in ctr["env"]:
             env[e["name"]] = e["value"] if "value" in e else downward[e["valueFrom"]["fieldRef"]["fieldPath"]]
+        for k, v in env.items():
+            if v in same_path:
+                env[k] = same_path[v]
         # The host's driver root is where this host keeps it; ports must not
         # collide with anything else on the (shared) host network.
         env["NVIDIA_DRIVER_ROOT"] = self.on_host(env["NVIDIA_DRIVER_ROOT"])
@@ -164,7 +176,8 @@ class NodeDeployTest(unittest.TestCase):
         return args + ["--entrypoint", words[0], TEST_IMAGE] + words[1:], env
 
     def logs(self):
-        return run(["podman", "logs", self.container], check=False, capture_output=True).stdout
+        return run(["podman", "logs", self.container], check=False, stdout=subprocess.PIPE,
+                   stderr=subprocess.STDOUT).stdout
 
     def alive(self):
         out = run(["podman", "inspect", "--format", "{{.State.Running}}", self.container], check=False,
@@ -184,7 +197,8 @@ class NodeDeployTest(unittest.TestCase):
         r = self.node.ctl(["register", "--socket", reg, "--driver", GPU_DRIVER])
         info = json.loads(r.stdout)
         self.assertTrue(info["registered"], r.stdout)
-        self.assertEqual(info["info"]["endpoint"], "/var/lib/kubelet/plugins/%s/dra-%s.sock" % (GPU_DRIVER, self.pod_uid))
+        self.assertEqual(info["info"]["endpoint"], dra)
+        self.assertEqual(env["KUBELET_PLUGINS_DIRECTORY_PATH"], self.on_host("/var/lib/kubelet/plugins"))
 
         # The plugin reached the API server over the host network.
         slices = wait_for(lambda: self.node.api.slices(GPU_DRIVER), 60, "ResourceSlices")
@@ -219,7 +233,7 @@ class NodeDeployTest(unittest.TestCase):
                    capture_output=True).stdout.strip()
         logs = self.logs()
         self.assertEqual(code, "0", logs)
-        self.assertIn("shutdown", logs)
+        self.assertRegex(logs, r"\nI\d{4} [0-9:.]+ +\d+ plugin_runner\.cc:\d+\] shutdown\n")
         self.assertFalse(os.path.exists(reg), os.listdir(os.path.dirname(reg)))
         self.assertFalse(os.path.exists(dra), os.listdir(os.path.dirname(dra)))
 
