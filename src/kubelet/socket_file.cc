@@ -42,6 +42,10 @@ Result<SocketFile> SocketFile::Prepare(const std::string& path) {
   std::string bind = (p.parent_path() / fmt::format(".{}.{}-{:08x}", p.filename().string(),
                                                     ::getpid(), nonce))
                          .string();
+  if (path.size() > kMaxSocketPathLength) {
+    return InvalidArgument(fmt::format("socket path {} is too long: Unix sockets allow {} bytes; use a shorter "
+                                       "directory or driver name", path, kMaxSocketPathLength));
+  }
   // Names with a pod UID in them (--rolling-update-id) leave no room for the
   // full name twice; a short private name still fits.
   if (bind.size() > kMaxSocketPathLength) {
