@@ -57,6 +57,8 @@ void RunPrepare(const kubelet::PluginClient& client, Call& call) {
   call.prepare_ms = MsSince(t0);
   if (!p.ok()) {
     call.errors.push_back("prepare: " + p.status().message());
+    std::string hint = UnimplementedHint(p.status().message(), client.socket_path(), Surface::kDra, "v1");
+    if (!hint.empty()) call.errors.push_back("hint: " + hint);
     return;
   }
   for (const auto& c : call.claims) {
