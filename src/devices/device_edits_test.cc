@@ -39,8 +39,13 @@ struct Fixture {
     EXPECT_TRUE(l.ok()) << l.status().ToString();
     lib = std::move(*l);
     inv = *lib->Discover();
-    edits = std::make_unique<DeviceEdits>(DriverRoot(lib->driver_root().container_root(), "/run/nvidia/driver"),
-                                          lib->proc_devices_path(), lib->capabilities_dir(), true);
+    DriverRoot root(lib->driver_root().container_root(), "/run/nvidia/driver");
+    edits = std::make_unique<DeviceEdits>(root, lib->proc_devices_path(), lib->capabilities_dir(), true);
+    // Driver files and hooks as the GPU plugin attaches them.
+    std::string version = inv.driver_version;
+    edits->UseDriverFiles(std::make_shared<DriverFilesCache>(
+        root, [version]() -> Result<std::string> { return version; },
+        "/var/lib/kubelet/plugins/gpu.nvidia.com/nvidia-cdi-hook"));
   }
 };
 
@@ -62,8 +67,12 @@ TEST(DeviceEditsTest, FullGpuClaimSpec) {
   Fixture f("h100x8");
   auto common = f.edits->CommonGpuEdits();
   ASSERT_TRUE(common.ok()) << common.status().ToString();
-  ASSERT_EQ(common->device_nodes.size(), 3u);
+  ASSERT_EQ(common->device_nodes.size(), 4u);
   EXPECT_EQ(common->device_nodes[0].path, "/dev/nvidiactl");
+  EXPECT_EQ(common->device_nodes[3].path, "/dev/nvidia-modeset");
+  EXPECT_EQ(common->hooks.size(), 4u);
+  EXPECT_EQ(common->mounts.front().host_path,
+            "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01");
   EXPECT_EQ(common->device_nodes[0].host_path, "/run/nvidia/driver/dev/nvidiactl");
   auto g0 = f.edits->GpuEdits(f.inv.gpus[0]);
   auto g5 = f.edits->GpuEdits(f.inv.gpus[5]);
@@ -144,7 +153,7 @@ TEST(DeviceEditsTest, UvmNodesAreOptional) {
   ASSERT_EQ(::unlink((f.lib->driver_root().container_root() + "/dev/nvidia-uvm-tools").c_str()), 0);
   auto common = f.edits->CommonGpuEdits();
   ASSERT_TRUE(common.ok());
-  EXPECT_EQ(common->device_nodes.size(), 2u);
+  EXPECT_EQ(common->device_nodes.size(), 3u);
 }
 
 TEST(DeviceEditsTest, RegularFileIsNotANodeOnRealHardware) {

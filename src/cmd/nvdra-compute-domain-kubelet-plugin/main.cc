@@ -15,6 +15,14 @@ int main(int argc, char** argv) {
         computedomain::ComputeDomainKindOptions o;
         o.plugin_dir = ctx.plugin_dir;
         o.clique_id = ctx.inventory.clique_id;
+        // The base spec (k8s.compute-domain.nvidia.com-device_base) daemon
+        // claims get next to their own device, rewritten at every start.
+        const std::string vendor = std::string("k8s.") + computedomain::kDriverName;
+        auto base = devices::DeviceEdits::ForLib(ctx.lib, ctx.driver_files).BaseSpec(vendor);
+        if (!base.ok()) return base.status().Wrap("CDI base spec");
+        cdi::CdiSpecWriter base_writer(ctx.cdi.root(), vendor, "device");
+        NVDRA_RETURN_IF_ERROR(base_writer.WriteClaimSpec("base", *base).Wrap("write CDI base spec"));
+        o.base_device_id = vendor + "/device=all";
         return std::unique_ptr<driver::DeviceKind>(std::make_unique<computedomain::ComputeDomainKind>(
             o, devices::DeviceEdits::ForLib(ctx.lib), *domains, ctx.cdi));
       },

@@ -90,6 +90,37 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   spdlog::info("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory->gpus.size(),
                (*lib)->backend_name(), inventory->driver_version, inventory->clique_id);
 
+  // Driver files and hooks: discovered once here, re-discovered by the
+  // cache when the driver changes underneath us.
+  auto hook_path = devices::InstallCdiHook(opts.nvidia_cdi_hook_path, (*lib)->cdi_hook_source(), plugin_dir);
+  if (!hook_path.ok()) return Fail("set up nvidia-cdi-hook", hook_path.status());
+  if (hook_path->empty()) {
+    spdlog::warn("no nvidia-cdi-hook: {} does not exist and --nvidia-cdi-hook-path is not set; CDI specs carry no "
+                 "hooks (containers get no libcuda.so links, no ldcache update and no CUDA compat setup)",
+                 (*lib)->cdi_hook_source());
+  }
+  devices::DeviceLib* lib_ptr = lib->get();
+  std::string first_version = inventory->driver_version;
+  auto driver_files = std::make_shared<devices::DriverFilesCache>(
+      (*lib)->driver_root(),
+      [lib_ptr, first_version, first = true]() mutable -> Result<std::string> {
+        if (first) {
+          first = false;
+          return first_version;
+        }
+        auto inv = lib_ptr->Discover();
+        if (!inv.ok()) return inv.status();
+        return inv->driver_version;
+      },
+      *hook_path);
+  if (auto files = driver_files->Files(); files.ok()) {
+    spdlog::info("driver {} files: {} libraries, {} binaries, {} firmware files, {} IPC sockets; hooks: {}",
+                 files->driver_version, files->libraries.size(), files->binaries.size(), files->firmware.size(),
+                 files->ipc.size(), hook_path->empty() ? "off" : *hook_path);
+  } else {
+    spdlog::error("driver files: {} (GPU claims fail until they are found)", files.status().message());
+  }
+
   cdi::CdiSpecWriter cdi(opts.cdi_root, "k8s." + driver, "claim");
   if (Status s = cdi.EnsureRoot(); !s.ok()) return Fail("CDI root", s);
 
@@ -111,7 +142,7 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   auto kube = kube::NewKubeClient(opts.kube);
   if (!kube.ok()) return Fail("Kubernetes client configuration", kube.status());
 
-  KindContext ctx{opts, plugin_dir, **lib, *inventory, cdi, **kube};
+  KindContext ctx{opts, plugin_dir, **lib, *inventory, cdi, **kube, driver_files};
   auto kind = factory(ctx);
   if (!kind.ok()) return Fail("set up device kind", kind.status());
 

@@ -10,6 +10,7 @@
 
 #include "cdi/cdi_spec_writer.h"
 #include "devices/device_lib.h"
+#include "devices/driver_files.h"
 #include "driver/device_kind.h"
 #include "cmd/plugin_common/plugin_options.h"
 #include "kube/kube_client.h"
@@ -23,6 +24,8 @@ struct KindContext {
   const devices::NodeInventory& inventory;
   const cdi::CdiSpecWriter& cdi;
   kube::KubeClient& kube;
+  // The driver's files and hooks for spec-level edits (shared, cached).
+  std::shared_ptr<devices::DriverFilesCache> driver_files;
 };
 
 using KindFactory = std::function<Result<std::unique_ptr<driver::DeviceKind>>(KindContext&)>;
