@@ -4,6 +4,8 @@
 #include "devices/device_edits.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -146,6 +148,27 @@ TEST(DeviceEditsTest, MissingDeviceNodeFailsWithActionableError) {
   EXPECT_NE(e.status().message().find("nvidia-modprobe"), std::string::npos);
   ASSERT_EQ(::unlink((f.lib->driver_root().container_root() + "/dev/nvidiactl").c_str()), 0);
   EXPECT_FALSE(f.edits->CommonGpuEdits().ok());
+}
+
+TEST(DeviceEditsTest, ComputeDomainBaseSpecHasTheManagementDeviceAndTheDriver) {
+  Fixture f("gb200x4");
+  auto spec = f.edits->BaseSpec("k8s.compute-domain.nvidia.com");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->kind, "k8s.compute-domain.nvidia.com/device");
+  ASSERT_EQ(spec->devices.size(), 1u);
+  EXPECT_EQ(spec->devices[0].name, "all");
+  std::vector<std::string> paths;
+  for (const auto& n : spec->devices[0].edits.device_nodes) paths.push_back(n.path);
+  for (const char* want : {"/dev/nvidia0", "/dev/nvidia3", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-modeset",
+                           "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps-imex-channels/channel0"}) {
+    EXPECT_NE(std::find(paths.begin(), paths.end(), want), paths.end()) << want;
+  }
+  EXPECT_EQ(std::find(paths.begin(), paths.end(), "/dev/nvidia-caps"), paths.end()) << "a directory is no node";
+  EXPECT_EQ(spec->edits.env.back(), "NVIDIA_VISIBLE_DEVICES=void");
+  EXPECT_EQ(spec->edits.hooks.size(), 4u);
+  EXPECT_FALSE(spec->edits.mounts.empty());
+  EXPECT_TRUE(cdi::ValidateSpec(*spec).ok());
+  EXPECT_EQ(cdi::MinimumVersion(*spec), "0.5.0");  // hostPath under /run/nvidia/driver
 }
 
 TEST(DeviceEditsTest, UvmNodesAreOptional) {
