@@ -3,13 +3,6 @@
 #include <nlohmann/json.hpp>
 
 namespace nvdra::config {
-
-JsonValue::JsonValue() = default;
-JsonValue::~JsonValue() = default;
-JsonValue::JsonValue(const JsonValue&) = default;
-JsonValue::JsonValue(JsonValue&&) noexcept = default;
-JsonValue& JsonValue::operator=(const JsonValue&) = default;
-JsonValue& JsonValue::operator=(JsonValue&&) noexcept = default;
 namespace {
 
 // Builds a JsonValue tree from nlohmann's SAX events. nlohmann's SAX driver

@@ -29,15 +29,6 @@ struct JsonValue {
   // rejected by clang with libstdc++ in C++20 mode.
   std::vector<JsonMember> members;
 
-  // Declared here, defined in the .cc: clang instantiates the implicit ones
-  // while JsonValue is still incomplete and rejects pair<string, JsonValue>.
-  JsonValue();
-  ~JsonValue();
-  JsonValue(const JsonValue&);
-  JsonValue(JsonValue&&) noexcept;
-  JsonValue& operator=(const JsonValue&);
-  JsonValue& operator=(JsonValue&&) noexcept;
-
   // "string", "number", "bool", "array", "object", "null": the words Go's
   // encoding/json uses in type errors.
   std::string_view TypeName() const;
