@@ -1,5 +1,6 @@
 // nvdra-compute-domain-kubelet-plugin: the kubelet plugin of driver
 // compute-domain.nvidia.com (IMEX channels and daemons).
+#include "cdi/static_spec.h"
 #include "cmd/plugin_common/kube_sources.h"
 #include "cmd/plugin_common/plugin_runner.h"
 #include "computedomain/compute_domain_kind.h"
@@ -20,8 +21,7 @@ int main(int argc, char** argv) {
         const std::string vendor = std::string("k8s.") + computedomain::kDriverName;
         auto base = devices::DeviceEdits::ForLib(ctx.lib, ctx.driver_files).BaseSpec(vendor);
         if (!base.ok()) return base.status().Wrap("CDI base spec");
-        cdi::CdiSpecWriter base_writer(ctx.cdi.root(), vendor, "device");
-        NVDRA_RETURN_IF_ERROR(base_writer.WriteClaimSpec("base", *base).Wrap("write CDI base spec"));
+        NVDRA_RETURN_IF_ERROR(cdi::WriteStaticSpec(ctx.cdi.root(), vendor + "-device_base", *base));
         o.base_device_id = vendor + "/device=all";
         return std::unique_ptr<driver::DeviceKind>(std::make_unique<computedomain::ComputeDomainKind>(
             o, devices::DeviceEdits::ForLib(ctx.lib), *domains, ctx.cdi));
