@@ -155,7 +155,7 @@ Status MockDeviceLib::Build() {
     NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
                                    kMockImexChannelsMajor, c, 0666));
   }
-  NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, profile_));
+  NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, root_.host_root(), profile_));
   if (!PathExists(health_events_path())) {
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(health_events_path(), "", 0644, false));
   }

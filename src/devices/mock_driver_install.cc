@@ -147,7 +147,7 @@ std::vector<std::string> MockDriverLibraries(const std::string& version) {
   return out;
 }
 
-Status BuildMockDriverInstall(const std::string& root, const MockProfile& profile) {
+Status BuildMockDriverInstall(const std::string& root, const std::string& host_root, const MockProfile& profile) {
   const std::string& v = profile.inventory.driver_version;
   if (v.empty() || v.find('/') != std::string::npos) {
     return InvalidArgument("mock profile " + profile.name + " has no usable driverVersion");
@@ -221,7 +221,7 @@ Status BuildMockDriverInstall(const std::string& root, const MockProfile& profil
                                    "#!/bin/sh\n"
                                    "# nvidia-cdi-hook stand-in of the nvdra mock driver: records each call (its\n"
                                    "# arguments, one line per call) instead of changing the container.\n"
-                                   "printf '%s\\n' \"$*\" >> " + Quote(MockCdiHookLogPath(root)) + "\n",
+                                   "printf '%s\\n' \"$*\" >> " + Quote(MockCdiHookLogPath(host_root)) + "\n",
                                    0755));
   return Status::Ok();
 }

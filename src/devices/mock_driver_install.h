@@ -26,8 +26,9 @@ namespace nvdra::devices {
 inline constexpr int kMockDrmMajor = 226;
 
 // Creates or refreshes the installation; existing files with the right
-// content are left alone.
-Status BuildMockDriverInstall(const std::string& root, const MockProfile& profile);
+// content are left alone. `host_root` is where the host sees `root` (the
+// recording hook runs on the host and writes its log there).
+Status BuildMockDriverInstall(const std::string& root, const std::string& host_root, const MockProfile& profile);
 
 // Paths inside `root`.
 std::string MockCdiHookPath(const std::string& root);
