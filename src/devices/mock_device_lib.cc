@@ -9,6 +9,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "devices/mock_driver_install.h"
 #include "devices/nvcaps.h"
 #include "devices/pcie_root.h"
 #include "devices/published_devices.h"
@@ -74,15 +75,15 @@ class MockGpuControl final : public GpuControl {
 int MockDeviceLib::MigGiCapMinor(int gpu_minor, int gi) { return 100 + gpu_minor * 200 + gi * 10; }
 int MockDeviceLib::MigCiCapMinor(int gpu_minor, int gi, int ci) { return MigGiCapMinor(gpu_minor, gi) + 1 + ci; }
 
-MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, XidPolicy xids)
-    : profile_(std::move(profile)), dir_(root), root_(root, root), xids_(std::move(xids)) {}
+MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, std::string host_root, XidPolicy xids)
+    : profile_(std::move(profile)), dir_(root), root_(root, host_root.empty() ? root : host_root), xids_(std::move(xids)) {}
 
 Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile, const std::string& root,
-                                                             XidPolicy xids) {
+                                                             XidPolicy xids, const std::string& host_root) {
   if (root.empty() || root.front() != '/') {
     return InvalidArgument("mock driver root \"" + root + "\" must be an absolute path");
   }
-  auto lib = std::unique_ptr<MockDeviceLib>(new MockDeviceLib(std::move(profile), root, std::move(xids)));
+  auto lib = std::unique_ptr<MockDeviceLib>(new MockDeviceLib(std::move(profile), root, host_root, std::move(xids)));
   NVDRA_RETURN_IF_ERROR(lib->Build().Wrap("building mock driver root in " + root));
   std::vector<std::string> uuids;
   for (const auto& g : lib->profile_.inventory.gpus) uuids.push_back(g.uuid);
@@ -92,6 +93,7 @@ Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile
 
 std::string MockDeviceLib::proc_devices_path() const { return JoinPath(dir_, "proc/devices"); }
 std::string MockDeviceLib::capabilities_dir() const { return JoinPath(dir_, kCapabilitiesDir); }
+std::string MockDeviceLib::cdi_hook_source() const { return MockCdiHookPath(dir_); }
 std::string MockDeviceLib::health_events_path() const { return JoinPath(dir_, "health-events"); }
 std::string MockDeviceLib::control_log_path() const { return JoinPath(dir_, "state/control.log"); }
 
@@ -154,6 +156,7 @@ Status MockDeviceLib::Build() {
     NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
                                    kMockImexChannelsMajor, c, 0666));
   }
+  NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, root_.host_root(), profile_));
   if (!PathExists(health_events_path())) {
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(health_events_path(), "", 0644, false));
   }
@@ -184,7 +187,7 @@ MockHealthSource::MockHealthSource(std::string events_path, XidPolicy policy)
                .name = "the mock health event poll"},
               [this] {
         Status s = PollOnce();
-        if (!s.ok()) spdlog::warn("mock health events: {}", s.ToString());
+        if (!s.ok()) NVDRA_WARN("mock health events: {}", s.ToString());
         return s;
       }) {}
 
@@ -212,7 +215,7 @@ void MockHealthSource::HandleLine(const std::string& line) {
   } else {
     Result<uint64_t> parsed = ParseUint64(what);
     if (!parsed.ok()) {
-      spdlog::warn("mock health events: ignoring line \"{}\"", line);
+      NVDRA_WARN("mock health events: ignoring line \"{}\"", line);
       return;
     }
     const uint64_t xid = *parsed;

@@ -11,6 +11,8 @@
 //   sys/bus/pci/devices/<bdf> -> ../../../devices/<pcieRoot>/<bdf>
 //   health-events          lines "<device> <xid>|lost|unmonitored" to inject
 //   state/control.log      one line per GpuControl call
+//   the driver's user-space files, DRM nodes and a recording nvidia-cdi-hook
+//   (mock_driver_install.h)
 #pragma once
 
 #include "devices/device_lib.h"
@@ -27,9 +29,11 @@ inline constexpr int kMockImexChannelsMajor = 235;
 
 class MockDeviceLib final : public DeviceLib {
  public:
-  // Builds (or refreshes) the fake driver root under `root`.
+  // Builds (or refreshes) the fake driver root under `root`. `host_root` is
+  // where the host sees that directory when it is mounted into a container
+  // (CDI specs name host paths); empty: the same path.
   static Result<std::unique_ptr<MockDeviceLib>> Create(MockProfile profile, const std::string& root,
-                                                       XidPolicy xids = XidPolicy());
+                                                       XidPolicy xids = XidPolicy(), const std::string& host_root = "");
 
   Result<NodeInventory> Discover() override;
   GpuControl& control() override { return *control_; }
@@ -39,6 +43,8 @@ class MockDeviceLib final : public DeviceLib {
   std::string capabilities_dir() const override;
   std::string backend_name() const override { return "mock:" + profile_.name; }
   bool device_nodes_may_be_files() const override { return true; }
+  // The recording stand-in, as if the plugin image shipped it.
+  std::string cdi_hook_source() const override;
 
   const MockProfile& profile() const { return profile_; }
   std::string health_events_path() const;
@@ -49,7 +55,7 @@ class MockDeviceLib final : public DeviceLib {
   static int MigCiCapMinor(int gpu_minor, int gi, int ci);
 
  private:
-  MockDeviceLib(MockProfile profile, std::string root, XidPolicy xids);
+  MockDeviceLib(MockProfile profile, std::string root, std::string host_root, XidPolicy xids);
   Status Build();
   MockProfile profile_;
   std::string dir_;

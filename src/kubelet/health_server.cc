@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "kubelet/proto/grpc_health/v1/health.grpc.pb.h"
+#include "kubelet/server_threads.h"
 #include "util/log.h"
 #include "util/run_guarded.h"
 
@@ -23,7 +24,7 @@ class HealthServer::Service final : public ::grpc::health::v1::Health::Service {
       NVDRA_VLOG(7, "liveness check: serving");
       resp->set_status(::grpc::health::v1::HealthCheckResponse::SERVING);
     } else {
-      spdlog::error("liveness check failed: {}", s.message());
+      NVDRA_ERROR("liveness check failed: {}", s.message());
       resp->set_status(::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
     }
     return grpc::Status::OK;
@@ -41,6 +42,7 @@ Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& hos
   std::unique_ptr<HealthServer> h(new HealthServer());
   h->service_ = std::make_unique<Service>(std::move(probe));
   grpc::ServerBuilder builder;
+  LimitServerThreads(builder);
   builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),
                            &h->port_);
   builder.RegisterService(h->service_.get());
@@ -48,7 +50,7 @@ Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& hos
   if (!h->server_ || h->port_ == 0) {
     return Unavailable(fmt::format("cannot listen for health checks on {}:{} (port in use?)", host, port));
   }
-  spdlog::info("liveness endpoint grpc.health.v1.Health/Check on {}:{}", host, h->port_);
+  NVDRA_INFO("liveness endpoint grpc.health.v1.Health/Check on {}:{}", host, h->port_);
   return h;
 }
 

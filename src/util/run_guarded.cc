@@ -1,10 +1,9 @@
 #include "util/run_guarded.h"
 
-#include <spdlog/spdlog.h>
-
 #include <exception>
 #include <string>
-#include <typeinfo>
+
+#include "util/log.h"
 
 namespace nvdra {
 
@@ -22,7 +21,7 @@ Status EscapedException(std::string_view what) {
   std::string msg = "internal error in " + std::string(what) +
                     ": unexpected exception: " + DescribeCurrentException() +
                     " (this is a bug in the driver; the operation failed and may be retried)";
-  spdlog::error("{}", msg);
+  NVDRA_ERROR("{}", msg);
   return Internal(std::move(msg));
 }
 

@@ -17,13 +17,23 @@ namespace nvdra::ctl {
 // when one is malformed.
 std::optional<std::vector<kubelet::ClaimRef>> ParseClaimRefs(const std::vector<std::string>& claims);
 
+// What a plugin serves on a socket, to explain an UNIMPLEMENTED answer.
+enum class Surface { kRegistration, kDra, kHealth };
+
+// A hint for a failed call to `socket`, or "" when the failure is not an
+// UNIMPLEMENTED answer: the wrong socket (registration vs DRA), another DRA
+// API version, or device health streaming that is off.
+std::string UnimplementedHint(const std::string& message, const std::string& socket, Surface surface,
+                              const std::string& api);
+
 // `nvdractl ledger show|verify <dir>`: look inside a node's claim ledger.
 void AddLedgerCommands(CLI::App& app, int& exit_code);
 
 // `nvdractl register|prepare|unprepare|watch-health`: speak to a plugin as the kubelet does.
 void AddKubeletCommands(CLI::App& app, int& exit_code);
 
-// `nvdractl cycle`: prepare/unprepare latency over the real socket.
+// `nvdractl cycle` and `nvdractl wait-info`: prepare/unprepare latency and
+// claims per second over one held connection, and time to GetInfo.
 void AddCycleCommand(CLI::App& app, int& exit_code);
 
 }  // namespace nvdra::ctl

@@ -1,5 +1,7 @@
 #include "cmd/plugin_common/plugin_runner.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <iostream>
 #include <thread>
@@ -39,7 +41,7 @@ Result<devices::NodeInventory> DiscoverWithRetry(devices::DeviceLib& lib) {
   for (int attempt = 1;; attempt++) {
     auto inventory = lib.Discover();
     if (inventory.ok() || attempt >= kAttempts) return inventory;
-    spdlog::error("device discovery failed (attempt {}), retrying: {}", attempt, inventory.status().message());
+    NVDRA_ERROR("device discovery failed (attempt {}), retrying: {}", attempt, inventory.status().message());
     std::this_thread::sleep_for(std::chrono::seconds(std::min(attempt, 10)));
   }
 }
@@ -68,7 +70,7 @@ Plugin::~Plugin() = default;
 Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, std::string driver, PluginConfig config,
                                               const KindFactory& factory) {
   std::unique_ptr<Plugin> p(new Plugin(std::move(program), std::move(driver), std::move(config)));
-  spdlog::info("Starting {} for driver {} on node {}; feature gates: {}", p->program_, p->driver_,
+  NVDRA_INFO("Starting {} for driver {} on node {}; feature gates: {}", p->program_, p->driver_,
                p->options_.node_name, p->gates_.ToString());
   NVDRA_RETURN_IF_ERROR(p->CheckNoOtherInstance());
   NVDRA_RETURN_IF_ERROR(p->SetUpHardware());
@@ -106,8 +108,42 @@ Status Plugin::SetUpHardware() {
   auto inventory = DiscoverWithRetry(*lib_);
   if (!inventory.ok()) return inventory.status().Wrap("device discovery");
   inventory_ = std::move(inventory).value();
-  spdlog::info("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory_.gpus.size(),
+  NVDRA_INFO("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory_.gpus.size(),
                lib_->backend_name(), inventory_.driver_version, inventory_.clique_id);
+  return SetUpDriverFiles();
+}
+
+// Driver files and hooks: discovered once here, re-discovered by the cache
+// when the driver changes underneath us. Files that cannot be found are
+// logged; GPU claims then fail with the reason until they appear.
+Status Plugin::SetUpDriverFiles() {
+  auto hook_path = devices::InstallCdiHook(options_.nvidia_cdi_hook_path, lib_->cdi_hook_source(), plugin_dir_);
+  if (!hook_path.ok()) return hook_path.status().Wrap("set up nvidia-cdi-hook");
+  if (hook_path->empty()) {
+    spdlog::warn("no nvidia-cdi-hook: {} does not exist and --nvidia-cdi-hook-path is not set; CDI specs carry no "
+                 "hooks (containers get no libcuda.so links, no ldcache update and no CUDA compat setup)",
+                 lib_->cdi_hook_source());
+  }
+  devices::DeviceLib* lib = lib_.get();
+  driver_files_ = std::make_shared<devices::DriverFilesCache>(
+      lib_->driver_root(),
+      [lib, version = inventory_.driver_version, first = true]() mutable -> Result<std::string> {
+        if (first) {  // the version discovery just reported
+          first = false;
+          return version;
+        }
+        auto inv = lib->Discover();
+        if (!inv.ok()) return inv.status();
+        return inv->driver_version;
+      },
+      *hook_path);
+  if (auto files = driver_files_->Files(); files.ok()) {
+    spdlog::info("driver {} files: {} libraries, {} binaries, {} firmware files, {} IPC sockets; hooks: {}",
+                 files->driver_version, files->libraries.size(), files->binaries.size(), files->firmware.size(),
+                 files->ipc.size(), hook_path->empty() ? "off" : *hook_path);
+  } else {
+    spdlog::error("driver files: {} (GPU claims fail until they are found)", files.status().message());
+  }
   return Status::Ok();
 }
 
@@ -123,9 +159,9 @@ Status Plugin::SetUpCdiAndLedger() {
   ledger_ = std::move(ledger).value();
   auto report = ledger_->report();
   if (report.clean()) {
-    spdlog::info("ledger: {}", report.Summary());
+    NVDRA_INFO("ledger: {}", report.Summary());
   } else {
-    spdlog::error("ledger: {}", report.Summary());
+    NVDRA_ERROR("ledger: {}", report.Summary());
   }
   return Status::Ok();
 }
@@ -143,7 +179,7 @@ Status Plugin::SetUpKubeClient() {
 }
 
 Status Plugin::SetUpKind(const KindFactory& factory) {
-  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_};
+  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_};
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");
   kind_ = std::move(kind).value();
@@ -161,9 +197,6 @@ Status Plugin::SetUpMetrics() {
   auto m = metrics::PluginMetrics::Start(mopts);
   if (!m.ok()) return m.status().Wrap("metrics");
   metrics_ = std::move(m).value();
-  if (!options_.http_endpoint.empty()) {
-    spdlog::info("serving metrics on port {} at {}", metrics_->port(), options_.metrics_path);
-  }
   return Status::Ok();
 }
 
@@ -212,13 +245,13 @@ Status Plugin::StartHealthMonitoring() {
   if (!watch) return Status::Ok();
   health_source_ = lib_->NewHealthSource();
   Status s = health_source_->Start(inventory_, [this](const devices::DeviceHealthEvent& e) { OnHealthEvent(e); });
-  if (!s.ok()) spdlog::error("device health monitoring is off: {}", s.message());
+  if (!s.ok()) NVDRA_ERROR("device health monitoring is off: {}", s.message());
   return Status::Ok();
 }
 
 void Plugin::OnHealthEvent(const devices::DeviceHealthEvent& e) {
   if (e.state != devices::HealthState::kHealthy) {
-    spdlog::warn("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
+    NVDRA_WARN("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
   }
   if (options_.health_streaming) {
     broadcaster_.Update({{options_.node_name, e.device, ToKubelet(e.state), 0, 0, e.message}});
@@ -233,7 +266,6 @@ Status Plugin::StartServers() {
   auto server = kubelet::DraPluginServer::Start(*engine_, popts);
   if (!server.ok()) return server.status().Wrap("start kubelet plugin servers");
   server_ = std::move(server).value();
-  spdlog::info("serving DRA on {} and registration on {}", server_->paths().dra, server_->paths().registration);
 
   if (options_.kubelet.healthcheck_port < 0) return Status::Ok();
   auto probe = [srv = server_.get()] { return srv->CheckLiveness(std::chrono::seconds(5)); };
@@ -241,12 +273,15 @@ Status Plugin::StartServers() {
       kubelet::HealthServer::Start(options_.kubelet.healthcheck_host, options_.kubelet.healthcheck_port, probe);
   if (!health.ok()) return health.status().Wrap("start health server");
   health_server_ = std::move(health).value();
-  spdlog::info("serving gRPC health on port {}", health_server_->port());
   return Status::Ok();
 }
 
 int RunPlugin(const std::string& program, const std::string& driver, const KindFactory& factory, int argc,
               char** argv) {
+  // glibc gives each thread that allocates its own arena (up to 8 per core),
+  // which idle plugin threads hold as resident memory; the plugin's work is
+  // small and mostly serial, so two arenas suffice. Set before any thread.
+  mallopt(M_ARENA_MAX, 2);
   // Signals are blocked before any thread starts, so only Wait() sees them.
   kubelet::ShutdownSignal::Block();
   auto config = LoadPluginConfig(program, driver, argc, argv);
@@ -258,14 +293,13 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   {
     auto plugin = Plugin::Start(program, driver, std::move(config).value(), factory);
     if (!plugin.ok()) {
-      spdlog::error("{}", plugin.status().message());
-      std::cerr << "error: " << plugin.status().message() << "\n";
+      NVDRA_ERROR("{}", plugin.status().message());
       return 1;
     }
     int sig = kubelet::ShutdownSignal::Wait();
-    spdlog::info("received signal {}, shutting down", sig);
+    NVDRA_INFO("received signal {}, shutting down", sig);
   }
-  spdlog::info("shutdown");
+  NVDRA_INFO("shutdown");
   return 0;
 }
 
