@@ -55,7 +55,7 @@ json EntryToJson(const ClaimEntry& e) {
   j["uid"] = e.uid;
   j["namespace"] = e.ns;
   j["name"] = e.name;
-  j["state"] = ClaimStateName(e.state);
+  j["state"] = e.unknown_state.empty() ? ClaimStateName(e.state) : e.unknown_state;
   json alloc = json::array();
   for (const auto& d : e.allocation) {
     json a = {{"request", d.request}, {"driver", d.driver}, {"pool", d.pool}, {"device", d.device}};
@@ -91,8 +91,13 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
   if (e.uid.empty()) return InvalidArgument("claim entry has no uid");
   std::string state = Str(j, "state");
   auto st = ParseClaimState(state);
-  if (!st) return InvalidArgument("claim " + e.uid + " has unknown state \"" + state + "\"");
-  e.state = *st;
+  if (st) {
+    e.state = *st;
+  } else {
+    if (state.empty()) return InvalidArgument("claim " + e.uid + " has no state");
+    e.state = ClaimState::kPrepareStarted;
+    e.unknown_state = state;
+  }
   e.ns = Str(j, "namespace");
   e.name = Str(j, "name");
   if (auto it = j.find("allocation"); it != j.end() && it->is_array()) {
@@ -132,6 +137,33 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
     if (!IsKnownKey(it.key())) e.extra[it.key()] = it.value();
   }
   return e;
+}
+
+nlohmann::json ParsePersistedJson(std::string_view text) {
+  // Depth is checked before the parser recurses: a pre-scan that counts
+  // brackets outside strings. It costs one pass over a record of a few KiB.
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxPersistedJsonDepth) return json(json::value_t::discarded);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
 bool SameAllocation(std::vector<AllocatedDevice> a, std::vector<AllocatedDevice> b) {

@@ -57,14 +57,26 @@ struct ClaimEntry {
   std::chrono::system_clock::time_point updated;
   // Unknown top-level keys from a newer writer, written back untouched.
   nlohmann::json extra = nlohmann::json::object();
+  // The state as a newer writer recorded it, when this version does not know
+  // it. Such an entry still supersedes older entries of its claim; in memory
+  // it acts as PrepareStarted (it holds its resources, a Prepare redoes the
+  // node work, an Unprepare undoes it), and it is written back with this
+  // state until a transition of this version replaces it.
+  std::string unknown_state;
 
   // Not stored: set by the ledger when boot_id differs from the current boot.
   bool from_earlier_boot = false;
 };
 
 nlohmann::json EntryToJson(const ClaimEntry& e);
-// Lenient where it can be (missing optional keys), strict on uid and state.
+// Lenient where it can be (missing optional keys), strict on the uid. A state
+// this version does not know is kept in unknown_state (see there).
 Result<ClaimEntry> EntryFromJson(const nlohmann::json& j);
+
+// Parses a persisted entry (a ledger record's payload) with its nesting depth
+// bounded, so a crafted record cannot exhaust the stack. Discarded on error.
+nlohmann::json ParsePersistedJson(std::string_view text);
+inline constexpr int kMaxPersistedJsonDepth = 64;
 
 // Allocations compare as sets: the order of results carries no meaning.
 bool SameAllocation(std::vector<AllocatedDevice> a, std::vector<AllocatedDevice> b);

@@ -40,7 +40,8 @@ struct LedgerOptions {
   // This driver's name (e.g. "gpu.nvidia.com"): filters allocation results
   // when importing the Go driver's checkpoint.json. Empty: keep all.
   std::string driver_name;
-  // Import checkpoint.json (read-only) when the directory has no ledger yet.
+  // Import checkpoint.json when the directory has no ledger yet (under the
+  // Go driver's pu.lock), then retire it (rename it aside).
   bool import_legacy_checkpoint = true;
   // Compact when dead bytes exceed compaction_ratio * live bytes + compaction_min_bytes.
   double compaction_ratio = 2.0;
@@ -55,6 +56,15 @@ struct OpenReport {
   size_t earlier_boot_claims = 0;
   size_t expired_tombstones = 0;
   size_t imported_legacy_claims = 0;  // from the Go driver's checkpoint.json
+  // A ledger.log (or the Go driver's checkpoint.json) existed but could not
+  // be read: the claims it held are unknown here. Until FinishRecovery, the
+  // plugin must keep every CDI spec and rebuild the entries of claims the API
+  // server still shows allocated to this node (RebuildEntry). Survives
+  // restarts (it is recorded in the ledger's meta record).
+  bool claims_may_be_missing = false;
+  // Resources two live claims hold according to the log, as
+  // "<resource> (claims <uid>, <uid>)".
+  std::vector<std::string> double_holds;
   uint64_t damaged_bytes = 0;
   std::string quarantine_file;  // where damaged bytes were copied
   std::string set_aside_file;   // the whole previous file, when it could not be read
@@ -70,7 +80,6 @@ enum class BeginOutcome {
   kAlreadyPrepared,  // completed in this boot: return entry.prepared, nothing written
   kRedoAfterReboot,  // completed in an earlier boot: redo node work, return entry.prepared
 };
-const char* BeginOutcomeName(BeginOutcome o);
 
 struct BeginPrepareRequest {
   std::string uid, ns, name;
@@ -83,6 +92,20 @@ struct BeginPrepareRequest {
   // consumer appears that the released claim did not have (a new pod reusing
   // the claim, not a late retry for the old one).
   std::vector<std::string> consumers;
+};
+
+// A claim whose entry was lost, rebuilt from what survived on the node (its
+// CDI spec) and, where the caller has it, from the API server.
+struct RebuiltClaim {
+  std::string uid, ns, name;  // ns/name may be empty: the next Prepare brings them
+  // Device names (the part after "<uid>-" in the CDI spec), held exclusively
+  // unless `held` says otherwise.
+  std::vector<std::string> devices;
+  std::vector<std::string> cdi_device_ids;
+  // The allocation results for this driver, when the API server was asked.
+  std::vector<AllocatedDevice> allocation;
+  std::optional<std::vector<std::string>> held;
+  std::string source = "cdi";  // recorded in undo.rebuilt.from
 };
 
 struct BeginResult {
@@ -106,9 +129,6 @@ class ClaimLedger {
   // same UID, an unprepare in progress, or a tombstoned (released) claim.
   Result<BeginResult> BeginPrepare(const BeginPrepareRequest& request);
 
-  // Records more undo data before touching more devices.
-  Status UpdateUndo(const std::string& uid, nlohmann::json undo);
-
   // Records PrepareCompleted with the devices returned to the kubelet. After a
   // reboot the devices must equal the recorded ones.
   Status CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared,
@@ -131,6 +151,25 @@ class ClaimLedger {
   // always with force).
   Status CollectGarbage(bool force_compaction = false);
 
+  // Records the namespace and name of a claim whose entry has none (imported
+  // from an old Go checkpoint, or rebuilt), so the reconciler can look it up.
+  // A recorded name is never replaced; writes nothing when there is one.
+  Status AdoptName(const std::string& uid, const std::string& ns, const std::string& name);
+
+  // Whether an unreadable ledger or checkpoint was set aside and not yet
+  // recovered (see OpenReport::claims_may_be_missing). Fresh: another process
+  // may have finished the recovery.
+  Result<bool> ClaimsMayBeMissing();
+  // Records a claim whose entry was lost as PrepareCompleted in this boot, with
+  // undo {"rebuilt": {...}}. A no-op for a claim already live here; Conflict
+  // when another live claim holds one of its resources. The next Prepare of
+  // the claim adopts the allocation it brings and redoes the node work
+  // (BeginOutcome::kRetry), so the answer to the kubelet is rebuilt exactly.
+  Status RebuildEntry(const RebuiltClaim& claim);
+  // Ends the recovery: the entries that could be rebuilt are; from now on
+  // the ledger is the truth again and orphan CDI specs may be swept.
+  Status FinishRecovery();
+
   OpenReport report() const;
   const std::string& boot_id() const { return boot_id_; }
   std::string log_path() const;
@@ -144,9 +183,16 @@ class ClaimLedger {
   Status CatchUpLocked();
   Status ReloadLocked();
   Status CreateFreshLocked();
-  void ImportLegacyLocked();
+  Status SetAsideUnreadableLocked(const std::string& kind, const std::string& why);
+  Status ImportLegacyLocked();
+  void RetireLegacyCheckpointLocked();
+  void CheckLegacyNextToLedgerLocked();
+  Status AdoptNameLocked(const ClaimEntry& cur, const std::string& ns, const std::string& name);
+  Status ClearTempPathLocked();
   Status CompactLocked();
   Status MaybeCompactLocked();
+  Status OpenExistingForAppendLocked(const FileIdentity& id, uint64_t size, uint64_t meta_bytes);
+  void RefreshReportLocked();
   Status AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp);
   Status QuarantineLocked(const std::string& bytes, const std::vector<DamagedRange>& damage);
   ClaimEntry Decorate(ClaimEntry e) const;
@@ -166,6 +212,9 @@ class ClaimLedger {
   uint64_t meta_bytes_ = 0;   // header + meta record of the current file
   OpenReport report_;
   bool opened_ = false;
+  // A checkpoint.json to rename once the ledger holding its claims is durable.
+  std::string legacy_to_retire_;
+  std::unique_ptr<FileLock> legacy_lock_;  // the Go driver's pu.lock, during Open only
 };
 
 }  // namespace nvdra::ledger

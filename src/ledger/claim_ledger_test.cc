@@ -155,8 +155,9 @@ TEST_F(ClaimLedgerTest, DifferentAllocationForKnownUidIsRefused) {
 
 TEST_F(ClaimLedgerTest, RetryOfStartedClaimReturnsPreviousUndo) {
   auto l = OpenLedger();
-  ASSERT_TRUE(l->BeginPrepare(Request("uid-a", {"gpu-0"})).ok());
-  ASSERT_TRUE(l->UpdateUndo("uid-a", {{"step", 2}}).ok());
+  auto first = Request("uid-a", {"gpu-0"});
+  first.undo = {{"step", 2}};
+  ASSERT_TRUE(l->BeginPrepare(first).ok());
   auto b = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->outcome, BeginOutcome::kRetry);
@@ -368,7 +369,6 @@ TEST_F(ClaimLedgerTest, EveryLedgerFailpointIsReached) {
   auto l = std::move(ClaimLedger::Open(o)).value();
   FailPoints::Process().Clear();
   PrepareFully(*l, "uid-a", {"gpu-0"});
-  ASSERT_TRUE(l->UpdateUndo("uid-a", {{"x", 1}}).ok());
   ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
   ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
   ASSERT_TRUE(l->CollectGarbage(true).ok());
@@ -377,8 +377,7 @@ TEST_F(ClaimLedgerTest, EveryLedgerFailpointIsReached) {
         "ledger-after-completed-write", "ledger-before-unprepare-write",
         "ledger-after-unprepare-write", "ledger-before-tombstone-write",
         "ledger-after-tombstone-write", "ledger-before-compaction-rename",
-        "ledger-after-compaction-rename", "ledger-mid-append", "ledger-before-undo-write",
-        "ledger-after-undo-write"}) {
+        "ledger-after-compaction-rename", "ledger-mid-append"}) {
     EXPECT_GE(FailPoints::Process().HitCount(fp), 1) << fp;
   }
 }

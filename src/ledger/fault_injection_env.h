@@ -26,6 +26,9 @@ class FaultInjectionEnv final : public LedgerEnv {
     }
   }
   void set_fail_syncs(bool fail) { fail_syncs_ = fail; }
+  // New files (compaction, side files) get half their bytes, then the write
+  // fails as on a full disk; appends to the open log still succeed.
+  void set_fail_new_files(bool fail) { fail_new_files_ = fail; }
   uint64_t bytes_appended() const { return bytes_appended_; }
   int syncs() const { return syncs_; }
 
@@ -47,6 +50,11 @@ class FaultInjectionEnv final : public LedgerEnv {
   }
   Status WriteNewFile(const std::string& path, std::string_view data) override {
     if (fail_syncs_) return Unavailable("injected sync failure");
+    if (fail_new_files_) {
+      // What a full disk leaves: the file exists with part of its bytes.
+      (void)base().WriteNewFile(path, data.substr(0, data.size() / 2));
+      return Unavailable("cannot write " + path + ": No space left on device (injected)");
+    }
     NVDRA_RETURN_IF_ERROR(base().WriteNewFile(path, data));
     std::lock_guard<std::mutex> l(mu_);
     synced_[path] = data.size();
@@ -106,6 +114,7 @@ class FaultInjectionEnv final : public LedgerEnv {
   std::mutex mu_;
   std::map<std::string, uint64_t> synced_;
   bool fail_syncs_ = false;
+  bool fail_new_files_ = false;
   uint64_t bytes_appended_ = 0;
   int syncs_ = 0;
 };

@@ -68,6 +68,8 @@ Result<LedgerInspection> InspectLedger(const std::string& dir, const std::string
   }
   out.generation = state.generation();
   out.double_held = state.double_held();
+  out.double_holds = state.double_holds();
+  out.claims_may_be_missing = state.meta().lost_claims_since_ms != 0;
   for (const auto& [uid, e] : state.entries()) {
     ClaimEntry c = e;
     c.from_earlier_boot = c.state != ClaimState::kTombstone && !current_boot_id.empty() &&

@@ -120,11 +120,13 @@ class PosixEnv final : public LedgerEnv {
   }
 
   Status WriteNewFile(const std::string& path, std::string_view data) override {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return IoError("cannot create", path, errno);
     Status s = WriteAll(fd, data, path);
     if (s.ok() && ::fsync(fd) != 0) s = IoError("cannot sync", path, errno);
     ::close(fd);
+    // A full disk must not be left fuller by the bytes that did fit.
+    if (!s.ok()) ::unlink(path.c_str());
     return s;
   }
 
@@ -139,8 +141,15 @@ class PosixEnv final : public LedgerEnv {
 
   Result<std::unique_ptr<FileLock>> Lock(const std::string& path,
                                          std::chrono::steady_clock::time_point deadline) override {
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return IoError("cannot open lock file", path, errno);
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      if (errno == ELOOP) {
+        return FailedPrecondition("lock file " + path +
+                                  " is a symbolic link; refusing to follow it (remove it; the "
+                                  "plugin creates a plain file)");
+      }
+      return IoError("cannot open lock file", path, errno);
+    }
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return std::unique_ptr<FileLock>(new PosixFileLock(fd));
     if (errno != EWOULDBLOCK) {
       int err = errno;

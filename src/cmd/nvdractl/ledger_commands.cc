@@ -66,6 +66,11 @@ void PrintProblems(const LedgerInspection& in, std::FILE* f) {
   }
   if (in.double_held > 0) {
     std::fprintf(f, "INCONSISTENT: %zu resources recorded for two live claims\n", in.double_held);
+    for (const auto& d : in.double_holds) std::fprintf(f, "INCONSISTENT: %s\n", d.c_str());
+  }
+  if (in.claims_may_be_missing) {
+    std::fprintf(f, "RECOVERING: an unreadable ledger or checkpoint was set aside; claims may be missing "
+                    "until they are rebuilt (nvdractl ledger rebuild)\n");
   }
   for (const auto& n : in.notes) std::fprintf(f, "note: %s\n", n.c_str());
   for (const auto& s : in.side_files) {
@@ -95,6 +100,8 @@ nlohmann::json ToJson(const LedgerInspection& in) {
           {"damaged", in.damaged()},
           {"damage", damage},
           {"doubleHeld", in.double_held},
+          {"doubleHolds", in.double_holds},
+          {"claimsMayBeMissing", in.claims_may_be_missing},
           {"notes", in.notes},
           {"sideFiles", in.side_files},
           {"claims", claims}};
