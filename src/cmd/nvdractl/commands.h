@@ -17,7 +17,8 @@ namespace nvdra::ctl {
 // when one is malformed.
 std::optional<std::vector<kubelet::ClaimRef>> ParseClaimRefs(const std::vector<std::string>& claims);
 
-// `nvdractl ledger show|verify <dir>`: look inside a node's claim ledger.
+// `nvdractl ledger show|verify|rebuild|export-upstream <dir>`: look inside a
+// node's claim ledger, rebuild lost entries, hand claims back to the Go driver.
 void AddLedgerCommands(CLI::App& app, int& exit_code);
 
 // `nvdractl register|prepare|unprepare|watch-health`: speak to a plugin as the kubelet does.
