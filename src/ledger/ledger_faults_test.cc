@@ -6,7 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sstream>
+
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "ledger/claim_ledger.h"
 #include "ledger/fault_injection_env.h"
@@ -292,6 +296,42 @@ TEST_F(LedgerFaultsTest, UnknownStateSupersedesOlderEntriesOfItsClaim) {
   ASSERT_TRUE(u.ok() && u->has_value()) << u.status().ToString();
   ASSERT_TRUE(again->FinishUnprepare("uid-a").ok());
   EXPECT_TRUE(again->BeginPrepare(Request("uid-x", {"gpu-7"})).ok());
+}
+
+// Item 11 (persisted JSON): a record nested 70,000 deep is not parsed
+// recursively; it is kept verbatim like any record this version cannot read.
+TEST_F(LedgerFaultsTest, DeeplyNestedRecordIsKeptVerbatimNotRecursedInto) {
+  {
+    auto l = Open(Options());
+    PrepareFully(*l, "uid-a", {"gpu-0"});
+  }
+  std::string deep = R"({"uid":"uid-b","state":"PrepareStarted","undo":)" + std::string(70000, '[') +
+                     std::string(70000, ']') + "}";
+  auto bytes = *ReadFileToString(LogPath());
+  ASSERT_TRUE(WriteFileAtomically(LogPath(), bytes + EncodeRecord(2, deep)).ok());
+  auto l = Open(Options());
+  ASSERT_NE(l, nullptr);
+  EXPECT_FALSE(l->report().warnings.empty());
+  EXPECT_FALSE(l->Get("uid-b")->has_value());
+  EXPECT_EQ((*l->Get("uid-a"))->state, ClaimState::kPrepareCompleted);
+  ASSERT_TRUE(l->CollectGarbage(true).ok());
+  EXPECT_NE(ReadFileToString(LogPath())->find(std::string(1000, '[')), std::string::npos);
+}
+
+// Item 19: operators grep for upstream's words.
+TEST_F(LedgerFaultsTest, UnprepareLogsUpstreamsDeletedClaimLine) {
+  std::ostringstream out;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out)));
+  {
+    auto l = Open(Options());
+    PrepareFully(*l, "uid-a", {"gpu-0"});
+    ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+    ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
+  }
+  spdlog::set_default_logger(previous);
+  EXPECT_NE(out.str().find("Deleted claim from checkpoint: default/claim-uid-a"), std::string::npos) << out.str();
 }
 
 }  // namespace
