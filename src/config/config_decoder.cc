@@ -411,6 +411,4 @@ Result<Config> Decode(std::string_view json, bool strict) {
 
 Result<Config> DecodeStrict(std::string_view json) { return Decode(json, /*strict=*/true); }
 
-Result<Config> DecodeLenient(std::string_view json) { return Decode(json, /*strict=*/false); }
-
 }  // namespace nvdra::config
