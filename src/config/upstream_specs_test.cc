@@ -188,5 +188,20 @@ TEST(UpstreamSpecsTest, YamlScalarsBecomeTheJsonTheApiServerStores) {
   EXPECT_EQ(testing::YamlToJson(node), R"({"a":50,"b":"10Gi","c":"50","d":true,"e":null,"f":1.5,"g":["x",2]})");
 }
 
+TEST(UpstreamSpecsTest, DeepYamlIsRefusedNotAStackOverflow) {
+  // The parser refuses deep text itself; a node built in code is bounded by
+  // the converter.
+  EXPECT_THROW(YAML::Load(std::string(70'000, '[') + std::string(70'000, ']')), YAML::Exception);
+  YAML::Node root = YAML::Load("[]");
+  YAML::Node cur = root;
+  for (int i = 0; i < 20'000; ++i) {
+    YAML::Node next = YAML::Load("[]");
+    cur.push_back(next);
+    cur.reset(next);
+  }
+  EXPECT_THROW(testing::YamlToJson(root), std::invalid_argument);
+  EXPECT_EQ(testing::YamlToJson(YAML::Load("[[[1]]]")), "[[[1]]]");
+}
+
 }  // namespace
 }  // namespace nvdra::config

@@ -86,7 +86,7 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
 
   // 1. The claim as the API server has it now.
   auto step = Steady::now();
-  auto snap = claims_.Get(ref.ns, ref.name);
+  auto snap = claims_.GetUntil(ref.ns, ref.name, deadline);
   if (metrics_ != nullptr) metrics_->ObservePrepareStep(metrics::PrepareStep::kFetchClaim, SecondsSince(step));
   if (!snap.ok()) {
     return snap.status().Wrap("retrieve claim " + ref.ns + "/" + ref.name);

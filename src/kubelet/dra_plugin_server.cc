@@ -61,9 +61,23 @@ Result<PluginSocketPaths> SocketPathsFor(const DraPluginOptions& o) {
   return p;
 }
 
+Status CheckNoLiveInstance(const DraPluginOptions& options) {
+  NVDRA_ASSIGN_OR_RETURN(PluginSocketPaths paths, SocketPathsFor(options));
+  for (const std::string& path : {paths.registration, paths.dra}) {
+    if (SocketAnswers(path)) {
+      return FailedPrecondition(fmt::format(
+          "another {} plugin is running and serving {}; refusing to start a second instance on the "
+          "same sockets (stop the other one first, or give each instance its own --rolling-update-id)",
+          options.driver_name, path));
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<DraPluginServer>> DraPluginServer::Start(ClaimEngine& engine,
                                                                 DraPluginOptions options) {
   NVDRA_ASSIGN_OR_RETURN(PluginSocketPaths paths, SocketPathsFor(options));
+  NVDRA_RETURN_IF_ERROR(CheckNoLiveInstance(options));
   std::unique_ptr<DraPluginServer> s(new DraPluginServer());
   s->options_ = options;
   s->paths_ = paths;

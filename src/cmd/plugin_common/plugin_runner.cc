@@ -66,6 +66,13 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   spdlog::info("Starting {} for driver {} on node {}; feature gates: {}", program, driver, opts.node_name,
                gates->ToString());
 
+  // A second instance on the same sockets stops before touching anything.
+  {
+    kubelet::DraPluginOptions sockets = opts.kubelet.plugin;
+    sockets.driver_name = driver;
+    if (Status s = kubelet::CheckNoLiveInstance(sockets); !s.ok()) return Fail("start", s);
+  }
+
   const std::string plugin_dir = opts.PluginDataDir(driver);
   if (Status s = MakeDirectories(plugin_dir, 0750); !s.ok()) return Fail("create plugin directory", s);
 
