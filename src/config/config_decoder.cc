@@ -411,4 +411,6 @@ Result<Config> Decode(std::string_view json, bool strict) {
 
 Result<Config> DecodeStrict(std::string_view json) { return Decode(json, /*strict=*/true); }
 
+Result<Config> DecodeLenient(std::string_view json) { return Decode(json, /*strict=*/false); }
+
 }  // namespace nvdra::config

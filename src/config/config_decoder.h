@@ -18,4 +18,10 @@ namespace nvdra::config {
 // InvalidArgument error whose message names the field.
 Result<Config> DecodeStrict(std::string_view json);
 
+// For data this driver wrote earlier, possibly by an older or newer version
+// (the ledger's undo records). Unknown and duplicate fields are ignored and
+// a field of the wrong type is skipped, so only a document without a known
+// apiVersion/kind, or one that is not JSON, fails.
+Result<Config> DecodeLenient(std::string_view json);
+
 }  // namespace nvdra::config

@@ -106,7 +106,7 @@ TEST(ConfigResolverTest, GroupsAreDeterministicAndCarryTheirOrigin) {
   ASSERT_EQ(again->size(), groups->size());
   for (size_t i = 0; i < groups->size(); ++i) {
     EXPECT_EQ((*again)[i].results, (*groups)[i].results);
-    EXPECT_EQ((*again)[i].config, (*groups)[i].config);
+    EXPECT_EQ(ToCanonicalJson((*again)[i].config), ToCanonicalJson((*groups)[i].config));
   }
 }
 

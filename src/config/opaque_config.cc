@@ -82,6 +82,25 @@ Status ValidateMigSharing(const MigDeviceSharing& s, const FeatureGates& gates) 
   return s.mps_config ? ValidateMps(*s.mps_config) : Status::Ok();
 }
 
+nlohmann::ordered_json MpsToJson(const MpsConfig& c) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (c.default_active_thread_percentage) j["defaultActiveThreadPercentage"] = *c.default_active_thread_percentage;
+  if (c.default_pinned_device_memory_limit) j["defaultPinnedDeviceMemoryLimit"] = c.default_pinned_device_memory_limit->text();
+  if (!c.default_per_device_pinned_memory_limit.empty()) {
+    nlohmann::ordered_json m = nlohmann::ordered_json::object();
+    for (const auto& [k, q] : c.default_per_device_pinned_memory_limit) m[k] = q.text();
+    j["defaultPerDevicePinnedMemoryLimit"] = std::move(m);
+  }
+  return j;
+}
+
+nlohmann::ordered_json Header(std::string_view kind) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["kind"] = kind;
+  j["apiVersion"] = kApiVersion;
+  return j;
+}
+
 }  // namespace
 
 std::optional<TimeSliceInterval> ParseTimeSliceInterval(std::string_view name) {
@@ -215,6 +234,45 @@ Status Validate(const Config& config, const FeatureGates& gates) {
           },
       },
       config);
+}
+
+std::string ToCanonicalJson(const Config& config) {
+  nlohmann::ordered_json j = Header(KindOf(config));
+  std::visit(Overloaded{
+                 [&](const GpuConfig& c) {
+                   if (!c.sharing) return;
+                   nlohmann::ordered_json s = nlohmann::ordered_json::object();
+                   s["strategy"] = c.sharing->strategy;
+                   if (c.sharing->time_slicing_config) {
+                     nlohmann::ordered_json t = nlohmann::ordered_json::object();
+                     if (c.sharing->time_slicing_config->interval) t["interval"] = *c.sharing->time_slicing_config->interval;
+                     s["timeSlicingConfig"] = std::move(t);
+                   }
+                   if (c.sharing->mps_config) s["mpsConfig"] = MpsToJson(*c.sharing->mps_config);
+                   j["sharing"] = std::move(s);
+                 },
+                 [&](const MigDeviceConfig& c) {
+                   if (!c.sharing) return;
+                   nlohmann::ordered_json s = nlohmann::ordered_json::object();
+                   s["strategy"] = c.sharing->strategy;
+                   if (c.sharing->mps_config) s["mpsConfig"] = MpsToJson(*c.sharing->mps_config);
+                   j["sharing"] = std::move(s);
+                 },
+                 [&](const VfioDeviceConfig& c) {
+                   if (!c.iommu) return;
+                   nlohmann::ordered_json i = nlohmann::ordered_json::object();
+                   i["backendPolicy"] = c.iommu->backend_policy;
+                   if (c.iommu->enable_api_device) i["enableAPIDevice"] = *c.iommu->enable_api_device;
+                   j["iommu"] = std::move(i);
+                 },
+                 [&](const ComputeDomainChannelConfig& c) {
+                   j["domainID"] = c.domain_id;
+                   if (!c.allocation_mode.empty()) j["allocationMode"] = c.allocation_mode;
+                 },
+                 [&](const ComputeDomainDaemonConfig& c) { j["domainID"] = c.domain_id; },
+             },
+             config);
+  return j.dump();
 }
 
 }  // namespace nvdra::config

@@ -132,4 +132,8 @@ void Normalize(Config& config, const FeatureGates& gates);
 // "TimeSlicingSettings" feature gate is not enabled`, "domainID cannot be empty".
 Status Validate(const Config& config, const FeatureGates& gates);
 
+// Compact JSON with a fixed member order (kind, apiVersion, then fields in
+// declaration order; map keys sorted). DecodeLenient(ToCanonicalJson(c)) == c.
+std::string ToCanonicalJson(const Config& config);
+
 }  // namespace nvdra::config
