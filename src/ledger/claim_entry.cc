@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "util/json_depth.h"
+
 namespace nvdra::ledger {
 namespace {
 
@@ -140,28 +142,9 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
 }
 
 nlohmann::json ParsePersistedJson(std::string_view text) {
-  // Depth is checked before the parser recurses: a pre-scan that counts
-  // brackets outside strings. It costs one pass over a record of a few KiB.
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxPersistedJsonDepth) return json(json::value_t::discarded);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
+  // Checked before the parser recurses: one pass over a record of a few KiB.
+  if (JsonNestingDepth(text, kMaxPersistedJsonDepth) > kMaxPersistedJsonDepth) {
+    return json(json::value_t::discarded);
   }
   return json::parse(text, nullptr, /*allow_exceptions=*/false);
 }

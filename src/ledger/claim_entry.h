@@ -76,7 +76,7 @@ Result<ClaimEntry> EntryFromJson(const nlohmann::json& j);
 // Parses a persisted entry (a ledger record's payload) with its nesting depth
 // bounded, so a crafted record cannot exhaust the stack. Discarded on error.
 nlohmann::json ParsePersistedJson(std::string_view text);
-inline constexpr int kMaxPersistedJsonDepth = 64;
+inline constexpr size_t kMaxPersistedJsonDepth = 64;
 
 // Allocations compare as sets: the order of results carries no meaning.
 bool SameAllocation(std::vector<AllocatedDevice> a, std::vector<AllocatedDevice> b);

@@ -20,7 +20,7 @@ namespace {
 class SharedLock {
  public:
   explicit SharedLock(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd_ < 0) return;
     auto wait = std::chrono::milliseconds(1);
     for (int i = 0; i < 12; ++i) {
