@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
 #include <sstream>
 
 #include "devices/nvcaps.h"
@@ -174,7 +175,14 @@ std::unique_ptr<DeviceHealthSource> MockDeviceLib::NewHealthSource() {
 }
 
 MockHealthSource::MockHealthSource(std::string events_path, XidPolicy policy)
-    : path_(std::move(events_path)), policy_(std::move(policy)) {}
+    : path_(std::move(events_path)),
+      policy_(std::move(policy)),
+      // Polling a small file is cheap and works on every file system.
+      poller_({.period = std::chrono::milliseconds(500), .run_at_start = false}, [this] {
+        Status s = PollOnce();
+        if (!s.ok()) spdlog::warn("mock health events: {}", s.ToString());
+        return s;
+      }) {}
 
 MockHealthSource::~MockHealthSource() { Stop(); }
 
@@ -239,31 +247,17 @@ void MockHealthSource::Register(const NodeInventory& inventory, HealthCallback c
 }
 
 Status MockHealthSource::Start(const NodeInventory& inventory, HealthCallback callback) {
-  if (thread_.joinable()) return FailedPrecondition("mock health source already started");
+  if (started_) return FailedPrecondition("mock health source already started");
   Register(inventory, std::move(callback));
   NVDRA_RETURN_IF_ERROR(PollOnce());
-  thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(mu_);
-    while (!stop_) {
-      // Polling a small file is cheap and works on every file system.
-      cv_.wait_for(l, std::chrono::milliseconds(500), [this] { return stop_; });
-      if (stop_) break;
-      l.unlock();
-      Status s = PollOnce();
-      if (!s.ok()) spdlog::warn("mock health events: {}", s.ToString());
-      l.lock();
-    }
-  });
+  started_ = true;
+  poller_.Start();
   return Status::Ok();
 }
 
 void MockHealthSource::Stop() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  poller_.Stop();
+  started_ = false;
 }
 
 }  // namespace nvdra::devices

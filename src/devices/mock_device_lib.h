@@ -13,12 +13,9 @@
 //   state/control.log      one line per GpuControl call
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-
 #include "devices/device_lib.h"
 #include "devices/mock_profile.h"
+#include "util/periodic_worker.h"
 
 namespace nvdra::devices {
 
@@ -82,10 +79,9 @@ class MockHealthSource final : public DeviceHealthSource {
   NodeInventory inventory_;
   HealthCallback callback_;
   size_t offset_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
+  bool started_ = false;
+  // Last: it stops before the state its polls use goes away.
+  PeriodicWorker poller_;
 };
 
 }  // namespace nvdra::devices

@@ -11,12 +11,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <mutex>
-#include <random>
 #include <string>
-#include <thread>
 
 #include "cdi/cdi_spec_writer.h"
 #include "driver/claim_source.h"
@@ -24,6 +21,7 @@
 #include "ledger/claim_ledger.h"
 #include "metrics/dra_metrics.h"
 #include "util/clock.h"
+#include "util/periodic_worker.h"
 
 namespace nvdra::driver {
 
@@ -68,7 +66,8 @@ class Reconciler {
   uint64_t runs() const;
 
  private:
-  void Loop();
+  // One pass of the background loop.
+  Status Pass();
 
   Engine& engine_;
   ledger::ClaimLedger& ledger_;
@@ -80,13 +79,8 @@ class Reconciler {
   std::mutex run_mu_;  // one pass at a time
   std::map<std::string, Clock::time_point> gone_since_;  // guarded by run_mu_
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool trigger_ = false;
-  uint64_t runs_ = 0;
-  std::thread thread_;
-  std::mt19937_64 rng_{std::random_device{}()};
+  // Last: it stops before the members its passes use go away.
+  PeriodicWorker worker_;
 };
 
 }  // namespace nvdra::driver
