@@ -9,7 +9,8 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kKnownKeys[] = {"uid",      "namespace", "name", "state",  "allocation",
-                                      "held",     "prepared",  "undo", "bootID", "updatedUnixMs", "consumers"};
+                                      "held",     "prepared",  "undo", "bootID", "updatedUnixMs", "consumers",
+                                      "attempt"};
 
 bool IsKnownKey(const std::string& k) {
   return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), k) != std::end(kKnownKeys);
@@ -66,6 +67,7 @@ json EntryToJson(const ClaimEntry& e) {
   j["allocation"] = std::move(alloc);
   j["held"] = e.held;
   if (!e.consumers.empty()) j["consumers"] = e.consumers;
+  if (!e.attempt.empty()) j["attempt"] = e.attempt;
   json prep = json::array();
   for (const auto& d : e.prepared) {
     json p = {{"requests", d.requests},
@@ -111,6 +113,7 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
   }
   e.held = StrList(j, "held");
   e.consumers = StrList(j, "consumers");
+  e.attempt = Str(j, "attempt");
   if (auto it = j.find("prepared"); it != j.end() && it->is_array()) {
     for (const auto& p : *it) {
       if (!p.is_object()) continue;
