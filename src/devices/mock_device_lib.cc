@@ -73,15 +73,15 @@ class MockGpuControl final : public GpuControl {
 int MockDeviceLib::MigGiCapMinor(int gpu_minor, int gi) { return 100 + gpu_minor * 200 + gi * 10; }
 int MockDeviceLib::MigCiCapMinor(int gpu_minor, int gi, int ci) { return MigGiCapMinor(gpu_minor, gi) + 1 + ci; }
 
-MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, XidPolicy xids)
-    : profile_(std::move(profile)), dir_(root), root_(root, root), xids_(std::move(xids)) {}
+MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, std::string host_root, XidPolicy xids)
+    : profile_(std::move(profile)), dir_(root), root_(root, host_root.empty() ? root : host_root), xids_(std::move(xids)) {}
 
 Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile, const std::string& root,
-                                                             XidPolicy xids) {
+                                                             XidPolicy xids, const std::string& host_root) {
   if (root.empty() || root.front() != '/') {
     return InvalidArgument("mock driver root \"" + root + "\" must be an absolute path");
   }
-  auto lib = std::unique_ptr<MockDeviceLib>(new MockDeviceLib(std::move(profile), root, std::move(xids)));
+  auto lib = std::unique_ptr<MockDeviceLib>(new MockDeviceLib(std::move(profile), root, host_root, std::move(xids)));
   NVDRA_RETURN_IF_ERROR(lib->Build().Wrap("building mock driver root in " + root));
   std::vector<std::string> uuids;
   for (const auto& g : lib->profile_.inventory.gpus) uuids.push_back(g.uuid);
@@ -180,7 +180,7 @@ MockHealthSource::MockHealthSource(std::string events_path, XidPolicy policy)
       // Polling a small file is cheap and works on every file system.
       poller_({.period = std::chrono::milliseconds(500), .run_at_start = false}, [this] {
         Status s = PollOnce();
-        if (!s.ok()) spdlog::warn("mock health events: {}", s.ToString());
+        if (!s.ok()) NVDRA_WARN("mock health events: {}", s.ToString());
         return s;
       }) {}
 
@@ -210,7 +210,7 @@ void MockHealthSource::HandleLine(const std::string& line) {
     try {
       xid = std::stoull(what);
     } catch (const std::exception&) {
-      spdlog::warn("mock health events: ignoring line \"{}\"", line);
+      NVDRA_WARN("mock health events: ignoring line \"{}\"", line);
       return;
     }
     bool critical = policy_.IsCritical(xid);

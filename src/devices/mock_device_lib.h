@@ -27,9 +27,11 @@ inline constexpr int kMockImexChannelsMajor = 235;
 
 class MockDeviceLib final : public DeviceLib {
  public:
-  // Builds (or refreshes) the fake driver root under `root`.
+  // Builds (or refreshes) the fake driver root under `root`. `host_root` is
+  // where the host sees that directory when it is mounted into a container
+  // (CDI specs name host paths); empty: the same path.
   static Result<std::unique_ptr<MockDeviceLib>> Create(MockProfile profile, const std::string& root,
-                                                       XidPolicy xids = XidPolicy());
+                                                       XidPolicy xids = XidPolicy(), const std::string& host_root = "");
 
   Result<NodeInventory> Discover() override;
   GpuControl& control() override { return *control_; }
@@ -49,7 +51,7 @@ class MockDeviceLib final : public DeviceLib {
   static int MigCiCapMinor(int gpu_minor, int gi, int ci);
 
  private:
-  MockDeviceLib(MockProfile profile, std::string root, XidPolicy xids);
+  MockDeviceLib(MockProfile profile, std::string root, std::string host_root, XidPolicy xids);
   Status Build();
   MockProfile profile_;
   std::string dir_;

@@ -36,9 +36,19 @@ Result<SocketFile> SocketFile::Prepare(const std::string& path) {
     return InvalidArgument(fmt::format("socket path {} must be absolute", path));
   }
   std::random_device rd;
+  const unsigned nonce = rd();
   std::string bind = (p.parent_path() / fmt::format(".{}.{}-{:08x}", p.filename().string(),
-                                                    ::getpid(), rd()))
+                                                    ::getpid(), nonce))
                          .string();
+  if (path.size() > kMaxSocketPathLength) {
+    return InvalidArgument(fmt::format("socket path {} is too long: Unix sockets allow {} bytes; use a shorter "
+                                       "directory or driver name", path, kMaxSocketPathLength));
+  }
+  // Names with a pod UID in them (--rolling-update-id) leave no room for the
+  // full name twice; a short private name still fits.
+  if (bind.size() > kMaxSocketPathLength) {
+    bind = (p.parent_path() / fmt::format(".{}-{:08x}.sock", ::getpid(), nonce)).string();
+  }
   if (bind.size() > kMaxSocketPathLength) {
     return InvalidArgument(fmt::format(
         "socket path {} is too long: Unix sockets allow {} bytes and we need {} for a temporary "

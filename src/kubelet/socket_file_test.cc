@@ -120,5 +120,24 @@ TEST(SocketFileTest, RefusesNonSocketsAndOverlongPaths) {
   EXPECT_FALSE(SocketFile::Prepare("relative/dra.sock").ok());
 }
 
+TEST(SocketFileTest, PodUidNamesThatFitGetAShortPrivateName) {
+  testing::ScratchDir dir;
+  // As in a DaemonSet with --rolling-update-id set to the pod UID: the name
+  // fits, the name with ".<name>.<pid>-<nonce>" would not.
+  std::string name = "compute-domain.nvidia.com-0b6e4a5c-1f2d-4c3b-9a8e-0123456789ab-reg.sock";
+  std::string path = dir.path() + "/";
+  path += std::string(kMaxSocketPathLength - 3 - path.size() - name.size(), 'r') + "/" + name;
+  ASSERT_LE(path.size(), kMaxSocketPathLength);
+  ASSERT_GT(path.size() + 12, kMaxSocketPathLength);
+  auto sock = SocketFile::Prepare(path);
+  ASSERT_TRUE(sock.ok()) << sock.status().ToString();
+  EXPECT_LE(sock->bind_path().size(), kMaxSocketPathLength);
+  int fd = Listen(sock->bind_path());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(sock->Publish().ok());
+  EXPECT_TRUE(PathExists(path));
+  ::close(fd);
+}
+
 }  // namespace
 }  // namespace nvdra::kubelet

@@ -3,7 +3,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -258,7 +257,7 @@ struct MetricsServer::Impl {
       }
       int n = ::poll(fds.data(), fds.size(), timeout_ms);
       if (n < 0 && errno != EINTR) {
-        spdlog::error("metrics server stopped serving: poll: {}", std::strerror(errno));
+        NVDRA_ERROR("metrics server stopped serving: poll: {}", std::strerror(errno));
         break;
       }
       if (n > 0) {
@@ -322,7 +321,7 @@ Status MetricsServer::Start() {
   impl->serving = true;
   impl->thread = std::thread([i = impl.get()] { i->Loop(); });
   impl_ = std::move(impl);
-  spdlog::info("serving metrics on {} port {} at {}", hp.host.empty() ? "all interfaces" : hp.host, port_,
+  NVDRA_INFO("serving metrics on {} port {} at {}", hp.host.empty() ? "all interfaces" : hp.host, port_,
                options_.metrics_path);
   return Status::Ok();
 }

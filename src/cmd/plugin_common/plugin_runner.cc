@@ -39,7 +39,7 @@ Result<devices::NodeInventory> DiscoverWithRetry(devices::DeviceLib& lib) {
   for (int attempt = 1;; attempt++) {
     auto inventory = lib.Discover();
     if (inventory.ok() || attempt >= kAttempts) return inventory;
-    spdlog::error("device discovery failed (attempt {}), retrying: {}", attempt, inventory.status().message());
+    NVDRA_ERROR("device discovery failed (attempt {}), retrying: {}", attempt, inventory.status().message());
     std::this_thread::sleep_for(std::chrono::seconds(std::min(attempt, 10)));
   }
 }
@@ -68,7 +68,7 @@ Plugin::~Plugin() = default;
 Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, std::string driver, PluginConfig config,
                                               const KindFactory& factory) {
   std::unique_ptr<Plugin> p(new Plugin(std::move(program), std::move(driver), std::move(config)));
-  spdlog::info("Starting {} for driver {} on node {}; feature gates: {}", p->program_, p->driver_,
+  NVDRA_INFO("Starting {} for driver {} on node {}; feature gates: {}", p->program_, p->driver_,
                p->options_.node_name, p->gates_.ToString());
   NVDRA_RETURN_IF_ERROR(p->CheckNoOtherInstance());
   NVDRA_RETURN_IF_ERROR(p->SetUpHardware());
@@ -106,7 +106,7 @@ Status Plugin::SetUpHardware() {
   auto inventory = DiscoverWithRetry(*lib_);
   if (!inventory.ok()) return inventory.status().Wrap("device discovery");
   inventory_ = std::move(inventory).value();
-  spdlog::info("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory_.gpus.size(),
+  NVDRA_INFO("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory_.gpus.size(),
                lib_->backend_name(), inventory_.driver_version, inventory_.clique_id);
   return Status::Ok();
 }
@@ -123,9 +123,9 @@ Status Plugin::SetUpCdiAndLedger() {
   ledger_ = std::move(ledger).value();
   auto report = ledger_->report();
   if (report.clean()) {
-    spdlog::info("ledger: {}", report.Summary());
+    NVDRA_INFO("ledger: {}", report.Summary());
   } else {
-    spdlog::error("ledger: {}", report.Summary());
+    NVDRA_ERROR("ledger: {}", report.Summary());
   }
   return Status::Ok();
 }
@@ -161,9 +161,6 @@ Status Plugin::SetUpMetrics() {
   auto m = metrics::PluginMetrics::Start(mopts);
   if (!m.ok()) return m.status().Wrap("metrics");
   metrics_ = std::move(m).value();
-  if (!options_.http_endpoint.empty()) {
-    spdlog::info("serving metrics on port {} at {}", metrics_->port(), options_.metrics_path);
-  }
   return Status::Ok();
 }
 
@@ -212,13 +209,13 @@ Status Plugin::StartHealthMonitoring() {
   if (!watch) return Status::Ok();
   health_source_ = lib_->NewHealthSource();
   Status s = health_source_->Start(inventory_, [this](const devices::DeviceHealthEvent& e) { OnHealthEvent(e); });
-  if (!s.ok()) spdlog::error("device health monitoring is off: {}", s.message());
+  if (!s.ok()) NVDRA_ERROR("device health monitoring is off: {}", s.message());
   return Status::Ok();
 }
 
 void Plugin::OnHealthEvent(const devices::DeviceHealthEvent& e) {
   if (e.state != devices::HealthState::kHealthy) {
-    spdlog::warn("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
+    NVDRA_WARN("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
   }
   if (options_.health_streaming) {
     broadcaster_.Update({{options_.node_name, e.device, ToKubelet(e.state), 0, 0, e.message}});
@@ -233,7 +230,6 @@ Status Plugin::StartServers() {
   auto server = kubelet::DraPluginServer::Start(*engine_, popts);
   if (!server.ok()) return server.status().Wrap("start kubelet plugin servers");
   server_ = std::move(server).value();
-  spdlog::info("serving DRA on {} and registration on {}", server_->paths().dra, server_->paths().registration);
 
   if (options_.kubelet.healthcheck_port < 0) return Status::Ok();
   auto probe = [srv = server_.get()] { return srv->CheckLiveness(std::chrono::seconds(5)); };
@@ -241,7 +237,6 @@ Status Plugin::StartServers() {
       kubelet::HealthServer::Start(options_.kubelet.healthcheck_host, options_.kubelet.healthcheck_port, probe);
   if (!health.ok()) return health.status().Wrap("start health server");
   health_server_ = std::move(health).value();
-  spdlog::info("serving gRPC health on port {}", health_server_->port());
   return Status::Ok();
 }
 
@@ -258,14 +253,13 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   {
     auto plugin = Plugin::Start(program, driver, std::move(config).value(), factory);
     if (!plugin.ok()) {
-      spdlog::error("{}", plugin.status().message());
-      std::cerr << "error: " << plugin.status().message() << "\n";
+      NVDRA_ERROR("{}", plugin.status().message());
       return 1;
     }
     int sig = kubelet::ShutdownSignal::Wait();
-    spdlog::info("received signal {}, shutting down", sig);
+    NVDRA_INFO("received signal {}, shutting down", sig);
   }
-  spdlog::info("shutdown");
+  NVDRA_INFO("shutdown");
   return 0;
 }
 
