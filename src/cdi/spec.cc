@@ -72,6 +72,19 @@ Status ValidateEdits(const ContainerEdits& e, const std::string& where) {
     if (h.hook_name.empty() || h.path.empty()) {
       return InvalidArgument(where + ": hook needs hookName and path");
     }
+    // The OCI lifecycle names every CDI version knows (hooks need no
+    // version above the 0.3.0 baseline).
+    static const char* const kHookNames[] = {"prestart", "createRuntime", "createContainer", "startContainer",
+                                             "poststart", "poststop"};
+    bool known = false;
+    for (const char* n : kHookNames) known = known || h.hook_name == n;
+    if (!known) return InvalidArgument(where + ": hook " + h.path + " has invalid hookName \"" + h.hook_name + "\"");
+    if (h.path.front() != '/') return InvalidArgument(where + ": hook path \"" + h.path + "\" is not absolute");
+    for (const auto& env : h.env) {
+      if (env.find('=') == std::string::npos || env.front() == '=') {
+        return InvalidArgument(where + ": hook environment entry \"" + env + "\" is not KEY=VALUE");
+      }
+    }
   }
   return Status::Ok();
 }
@@ -183,6 +196,8 @@ Status ValidateSpec(const Spec& spec) {
   NVDRA_RETURN_IF_ERROR(ValidateEdits(spec.edits, "CDI spec " + spec.kind));
   return Status::Ok();
 }
+
+std::string RenderEditsJson(const ContainerEdits& edits) { return EditsToJson(edits).dump(2) + "\n"; }
 
 std::string RenderJson(const Spec& spec) {
   ordered_json j = ordered_json::object();

@@ -52,4 +52,7 @@ bool IsValidDeviceName(const std::string& name);
 // the same Spec always renders to the same bytes. Empty fields are omitted.
 std::string RenderJson(const Spec& spec);
 
+// The same rendering for one containerEdits object (for diagnostics).
+std::string RenderEditsJson(const ContainerEdits& edits);
+
 }  // namespace nvdra::cdi

@@ -130,6 +130,26 @@ TEST(CdiSpecTest, RenderMatchesGoldenAndParsesAsJsonAndYaml) {
   EXPECT_EQ(y["devices"][1]["containerEdits"]["deviceNodes"][0]["major"].as<int>(), 236);
 }
 
+TEST(CdiSpecTest, HooksNeedNoNewerVersionAndAreValidated) {
+  Spec s;
+  s.kind = "k8s.gpu.nvidia.com/claim";
+  s.devices.push_back({"gpu-0", {.device_nodes = {{.path = "/dev/nvidia0"}}}});
+  s.edits.hooks.push_back({.hook_name = "createContainer", .path = "/usr/bin/nvidia-cdi-hook",
+                           .args = {"nvidia-cdi-hook", "disable-device-node-modification"},
+                           .env = {"NVIDIA_CTK_DEBUG=false"}});
+  EXPECT_TRUE(ValidateSpec(s).ok());
+  EXPECT_EQ(MinimumVersion(s), "0.3.0");
+  Spec bad = s;
+  bad.edits.hooks[0].hook_name = "beforeStart";
+  EXPECT_NE(ValidateSpec(bad).message().find("invalid hookName"), std::string::npos);
+  bad = s;
+  bad.edits.hooks[0].path = "nvidia-cdi-hook";
+  EXPECT_NE(ValidateSpec(bad).message().find("is not absolute"), std::string::npos);
+  bad = s;
+  bad.edits.hooks[0].env = {"NOEQUALS"};
+  EXPECT_NE(ValidateSpec(bad).message().find("KEY=VALUE"), std::string::npos);
+}
+
 TEST(CdiSpecTest, RenderIsByteStable) {
   EXPECT_EQ(RenderJson(SampleSpec()), RenderJson(SampleSpec()));
 }

@@ -193,6 +193,9 @@ Result<driver::PreparedClaim> ComputeDomainKind::Prepare(const driver::ClaimWork
     if (with_edits.count(cdi::CdiSpecWriter::ClaimDeviceName(work.uid, r.device))) {
       d.cdi_device_ids = {cdi_.DeviceId(work.uid, r.device)};
     }
+    if (r.device == devices::kDaemonDeviceName && !options_.base_device_id.empty()) {
+      d.cdi_device_ids.push_back(options_.base_device_id);
+    }
     d.share_id = r.share_id;
     out.devices.push_back(std::move(d));
   }

@@ -23,6 +23,9 @@ struct ComputeDomainKindOptions {
   std::string plugin_dir;        // <plugins dir>/compute-domain.nvidia.com (domains/ lives below)
   std::string clique_id;         // "<clusterUUID>.<cliqueId>" or "" without NVLink fabric
   int channels_to_publish = 1;   // upstream publishes channel-0 only
+  // CDI id of the base spec's management device, returned for daemon
+  // claims next to the claim's own device ("" when there is no base spec).
+  std::string base_device_id;
 };
 
 class ComputeDomainKind final : public driver::DeviceKind {

@@ -137,6 +137,32 @@ TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareR
   EXPECT_FALSE(PathExists(dir_ + "/plugin/domains/cd-1"));
 }
 
+TEST_F(ComputeDomainKindTest, DaemonClaimGetsTheBaseDeviceNextToItsOwn) {
+  ComputeDomainKindOptions ko;
+  ko.plugin_dir = dir_ + "/plugin";
+  ko.clique_id = "c.1";
+  ko.base_device_id = "k8s.compute-domain.nvidia.com/device=all";
+  ComputeDomainKind kind(ko, devices::DeviceEdits::ForLib(*lib_), domains_, *cdi_);
+  driver::ClaimWork w{"uid-b", "default", "d", {}, {}};
+  w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
+  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", "daemon-0", "daemon", kDriverName}}});
+  auto plan = kind.Plan(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto p = kind.Prepare(w, *plan, nullptr);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->devices.size(), 1u);
+  EXPECT_EQ(p->devices[0].cdi_device_ids,
+            (std::vector<std::string>{"k8s.compute-domain.nvidia.com/claim=uid-b-daemon-0",
+                                      "k8s.compute-domain.nvidia.com/device=all"}));
+  // Channels never get it.
+  auto cw = ChannelWork("channel-2");
+  auto cplan = kind.Plan(cw);
+  ASSERT_TRUE(cplan.ok());
+  auto cp = kind.Prepare(cw, *cplan, nullptr);
+  ASSERT_TRUE(cp.ok()) << cp.status().ToString();
+  EXPECT_EQ(cp->devices[0].cdi_device_ids.size(), 1u);
+}
+
 TEST_F(ComputeDomainKindTest, DaemonClaimsMayLiveOutsideTheDomainsNamespace) {
   // The controller creates the daemon's claim template in the driver's
   // namespace, not in the ComputeDomain's.

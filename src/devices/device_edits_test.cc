@@ -4,6 +4,8 @@
 #include "devices/device_edits.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -39,8 +41,13 @@ struct Fixture {
     EXPECT_TRUE(l.ok()) << l.status().ToString();
     lib = std::move(*l);
     inv = *lib->Discover();
-    edits = std::make_unique<DeviceEdits>(DriverRoot(lib->driver_root().container_root(), "/run/nvidia/driver"),
-                                          lib->proc_devices_path(), lib->capabilities_dir(), true);
+    DriverRoot root(lib->driver_root().container_root(), "/run/nvidia/driver");
+    edits = std::make_unique<DeviceEdits>(root, lib->proc_devices_path(), lib->capabilities_dir(), true);
+    // Driver files and hooks as the GPU plugin attaches them.
+    std::string version = inv.driver_version;
+    edits->UseDriverFiles(std::make_shared<DriverFilesCache>(
+        root, [version]() -> Result<std::string> { return version; },
+        "/var/lib/kubelet/plugins/gpu.nvidia.com/nvidia-cdi-hook"));
   }
 };
 
@@ -62,8 +69,12 @@ TEST(DeviceEditsTest, FullGpuClaimSpec) {
   Fixture f("h100x8");
   auto common = f.edits->CommonGpuEdits();
   ASSERT_TRUE(common.ok()) << common.status().ToString();
-  ASSERT_EQ(common->device_nodes.size(), 3u);
+  ASSERT_EQ(common->device_nodes.size(), 4u);
   EXPECT_EQ(common->device_nodes[0].path, "/dev/nvidiactl");
+  EXPECT_EQ(common->device_nodes[3].path, "/dev/nvidia-modeset");
+  EXPECT_EQ(common->hooks.size(), 4u);
+  EXPECT_EQ(common->mounts.front().host_path,
+            "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01");
   EXPECT_EQ(common->device_nodes[0].host_path, "/run/nvidia/driver/dev/nvidiactl");
   auto g0 = f.edits->GpuEdits(f.inv.gpus[0]);
   auto g5 = f.edits->GpuEdits(f.inv.gpus[5]);
@@ -139,12 +150,33 @@ TEST(DeviceEditsTest, MissingDeviceNodeFailsWithActionableError) {
   EXPECT_FALSE(f.edits->CommonGpuEdits().ok());
 }
 
+TEST(DeviceEditsTest, ComputeDomainBaseSpecHasTheManagementDeviceAndTheDriver) {
+  Fixture f("gb200x4");
+  auto spec = f.edits->BaseSpec("k8s.compute-domain.nvidia.com");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->kind, "k8s.compute-domain.nvidia.com/device");
+  ASSERT_EQ(spec->devices.size(), 1u);
+  EXPECT_EQ(spec->devices[0].name, "all");
+  std::vector<std::string> paths;
+  for (const auto& n : spec->devices[0].edits.device_nodes) paths.push_back(n.path);
+  for (const char* want : {"/dev/nvidia0", "/dev/nvidia3", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-modeset",
+                           "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps-imex-channels/channel0"}) {
+    EXPECT_NE(std::find(paths.begin(), paths.end(), want), paths.end()) << want;
+  }
+  EXPECT_EQ(std::find(paths.begin(), paths.end(), "/dev/nvidia-caps"), paths.end()) << "a directory is no node";
+  EXPECT_EQ(spec->edits.env.back(), "NVIDIA_VISIBLE_DEVICES=void");
+  EXPECT_EQ(spec->edits.hooks.size(), 4u);
+  EXPECT_FALSE(spec->edits.mounts.empty());
+  EXPECT_TRUE(cdi::ValidateSpec(*spec).ok());
+  EXPECT_EQ(cdi::MinimumVersion(*spec), "0.5.0");  // hostPath under /run/nvidia/driver
+}
+
 TEST(DeviceEditsTest, UvmNodesAreOptional) {
   Fixture f("h100x8");
   ASSERT_EQ(::unlink((f.lib->driver_root().container_root() + "/dev/nvidia-uvm-tools").c_str()), 0);
   auto common = f.edits->CommonGpuEdits();
   ASSERT_TRUE(common.ok());
-  EXPECT_EQ(common->device_nodes.size(), 2u);
+  EXPECT_EQ(common->device_nodes.size(), 3u);
 }
 
 TEST(DeviceEditsTest, RegularFileIsNotANodeOnRealHardware) {

@@ -49,6 +49,9 @@ class DeviceLib {
   virtual std::string backend_name() const = 0;
   // True when regular files may stand for device nodes (the mock root).
   virtual bool device_nodes_may_be_files() const { return false; }
+  // The nvidia-cdi-hook this process ships (copied into the plugin
+  // directory when --nvidia-cdi-hook-path is empty).
+  virtual std::string cdi_hook_source() const { return "/usr/bin/nvidia-cdi-hook"; }
 };
 
 Result<std::unique_ptr<DeviceLib>> OpenDeviceLib(const DeviceLibOptions& options);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "devices/mock_driver_install.h"
 #include "devices/nvcaps.h"
 #include "devices/pcie_root.h"
 #include "devices/published_devices.h"
@@ -91,6 +92,7 @@ Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile
 
 std::string MockDeviceLib::proc_devices_path() const { return JoinPath(dir_, "proc/devices"); }
 std::string MockDeviceLib::capabilities_dir() const { return JoinPath(dir_, kCapabilitiesDir); }
+std::string MockDeviceLib::cdi_hook_source() const { return MockCdiHookPath(dir_); }
 std::string MockDeviceLib::health_events_path() const { return JoinPath(dir_, "health-events"); }
 std::string MockDeviceLib::control_log_path() const { return JoinPath(dir_, "state/control.log"); }
 
@@ -153,6 +155,7 @@ Status MockDeviceLib::Build() {
     NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
                                    kMockImexChannelsMajor, c, 0666));
   }
+  NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, root_.host_root(), profile_));
   if (!PathExists(health_events_path())) {
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(health_events_path(), "", 0644, false));
   }

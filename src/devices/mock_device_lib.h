@@ -11,6 +11,8 @@
 //   sys/bus/pci/devices/<bdf> -> ../../../devices/<pcieRoot>/<bdf>
 //   health-events          lines "<device> <xid>|lost|unmonitored" to inject
 //   state/control.log      one line per GpuControl call
+//   the driver's user-space files, DRM nodes and a recording nvidia-cdi-hook
+//   (mock_driver_install.h)
 #pragma once
 
 #include "devices/device_lib.h"
@@ -41,6 +43,8 @@ class MockDeviceLib final : public DeviceLib {
   std::string capabilities_dir() const override;
   std::string backend_name() const override { return "mock:" + profile_.name; }
   bool device_nodes_may_be_files() const override { return true; }
+  // The recording stand-in, as if the plugin image shipped it.
+  std::string cdi_hook_source() const override;
 
   const MockProfile& profile() const { return profile_; }
   std::string health_events_path() const;

@@ -72,7 +72,7 @@ Result<cdi::Spec> GpuKind::BuildSpec(const std::string& uid, const std::vector<s
     if (l == nullptr) {
       return NotFound("device " + name + " is no longer present on this node (was it removed or was MIG reconfigured?)");
     }
-    auto edits = l->mig != nullptr ? edits_.MigEdits(*l->mig) : edits_.GpuEdits(*l->gpu);
+    auto edits = l->mig != nullptr ? edits_.MigEdits(*l->mig, l->gpu) : edits_.GpuEdits(*l->gpu);
     if (!edits.ok()) return edits.status().Wrap("CDI edits for " + name);
     devs.push_back({name, std::move(edits).value()});
   }

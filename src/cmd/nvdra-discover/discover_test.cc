@@ -51,6 +51,19 @@ TEST(DiscoverTest, CdiSpecForAllDevices) {
   EXPECT_EQ(j["devices"].size(), 7u);
 }
 
+TEST(DiscoverTest, CommonEditsShowTheDriverFilesAndHooks) {
+  RunResult r = RunDiscover("--mock-hardware=h100x8 --common-edits --nvidia-cdi-hook-path=/opt/nvidia-cdi-hook");
+  ASSERT_EQ(r.exit_code, 0);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["env"][0], "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib/x86_64-linux-gnu");
+  bool libcuda = false;
+  for (const auto& m : j["mounts"]) libcuda |= m["containerPath"] == "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01";
+  EXPECT_TRUE(libcuda);
+  ASSERT_EQ(j["hooks"].size(), 4u);
+  EXPECT_EQ(j["hooks"][0]["path"], "/opt/nvidia-cdi-hook");
+  EXPECT_EQ(j["hooks"][1]["args"][2], "--host-driver-version=570.158.01");
+}
+
 TEST(DiscoverTest, NvmlAgainstFakeLibrary) {
   char tmpl[] = "/tmp/nvdra-discover-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);

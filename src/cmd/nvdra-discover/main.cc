@@ -20,10 +20,22 @@ namespace {
 using namespace nvdra;
 using namespace nvdra::devices;
 
+// The hook the plugin would use: the flag, else the binary it would copy;
+// "" (and a note on stderr) when there is none.
+std::string HookPath(const DeviceLib& lib, const std::string& flag) {
+  if (!flag.empty()) return flag;
+  std::string source = lib.cdi_hook_source();
+  if (PathExists(source)) return source;
+  std::cerr << "note: no nvidia-cdi-hook at " << source
+            << " and --nvidia-cdi-hook-path is not set: the plugins would write CDI specs without hooks\n";
+  return "";
+}
+
 // A spec with one device per published GPU device, as a claim holding all
 // of them would get; shows the device nodes each one needs.
-Result<cdi::Spec> AllDevicesSpec(const DeviceLib& lib, const NodeInventory& inv) {
-  DeviceEdits edits = DeviceEdits::ForLib(lib);
+Result<cdi::Spec> AllDevicesSpec(const DeviceLib& lib, const NodeInventory& inv,
+                                 std::shared_ptr<DriverFilesCache> files) {
+  DeviceEdits edits = DeviceEdits::ForLib(lib, std::move(files));
   cdi::Spec spec;
   spec.kind = "k8s.gpu.nvidia.com/claim";
   NVDRA_ASSIGN_OR_RETURN(spec.edits, edits.CommonGpuEdits());
@@ -33,7 +45,7 @@ Result<cdi::Spec> AllDevicesSpec(const DeviceLib& lib, const NodeInventory& inv)
       spec.devices.push_back({GpuDeviceName(g.minor), e});
     }
     for (const auto& m : g.migs) {
-      NVDRA_ASSIGN_OR_RETURN(auto e, edits.MigEdits(m));
+      NVDRA_ASSIGN_OR_RETURN(auto e, edits.MigEdits(m, &g));
       spec.devices.push_back({MigDeviceName(m), e});
     }
   }
@@ -49,6 +61,8 @@ int main(int argc, char** argv) {
   int verbosity = 0;
   int channels = 1;
   bool cdi_spec = false;
+  bool common_edits = false;
+  std::string hook_flag;
   app.add_option("--mock-hardware", o.mock_hardware,
                  "built-in mock profile (h100x8, a100-mig, gb200x4) or profile file; empty uses NVML");
   app.add_option("--mock-root", o.mock_root, "directory for the mock driver root (default: a new temporary one)");
@@ -60,6 +74,10 @@ int main(int argc, char** argv) {
   app.add_option("--sysfs-root", o.sysfs_root, "sysfs mount point")->capture_default_str();
   app.add_option("--channels", channels, "IMEX channels to list when the node is in a clique")->capture_default_str();
   app.add_flag("--cdi-spec", cdi_spec, "print a CDI spec with the edits of every GPU device instead");
+  app.add_flag("--common-edits", common_edits,
+               "print the spec-level edits of GPU claims instead: the driver's files, device nodes and hooks");
+  app.add_option("--nvidia-cdi-hook-path", hook_flag, "host path of nvidia-cdi-hook for the hooks")
+      ->envname("NVIDIA_CDI_HOOK_PATH");
   app.add_option("-v", verbosity, "log verbosity");
   CLI11_PARSE(app, argc, argv);
   InitLogging(verbosity);
@@ -81,12 +99,24 @@ int main(int argc, char** argv) {
   } else if (auto inv = (*lib)->Discover(); !inv.ok()) {
     std::cerr << "error: discovery failed: " << inv.status().ToString() << "\n";
     rc = inv.status().retryable() ? 75 : 1;  // EX_TEMPFAIL: try again later
-  } else if (cdi_spec) {
-    auto spec = AllDevicesSpec(**lib, *inv);
+  } else if (cdi_spec || common_edits) {
+    std::string version = inv->driver_version;
+    auto files = std::make_shared<DriverFilesCache>((*lib)->driver_root(),
+                                                    [version]() -> Result<std::string> { return version; },
+                                                    HookPath(**lib, hook_flag));
+    Result<cdi::Spec> spec = Internal("unset");
+    if (cdi_spec) {
+      spec = AllDevicesSpec(**lib, *inv, files);
+    } else if (auto e = DeviceEdits::ForLib(**lib, files).CommonGpuEdits(); e.ok()) {
+      std::cout << cdi::RenderEditsJson(*e);
+      spec = cdi::Spec{};
+    } else {
+      spec = e.status();
+    }
     if (!spec.ok()) {
       std::cerr << "error: " << spec.status().ToString() << "\n";
       rc = 1;
-    } else {
+    } else if (cdi_spec) {
       std::cout << cdi::RenderJson(*spec);
     }
   } else {

@@ -35,6 +35,20 @@ TEST(PluginOptionsTest, NodeNameFromEnvironment) {
   EXPECT_EQ(o->node_name, "from-env");
 }
 
+TEST(PluginOptionsTest, CdiHookPathFlagAndEnvironment) {
+  auto none = Parse({"--node-name", "n"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->nvidia_cdi_hook_path, "") << "empty: copy the image's hook";
+  auto flag = Parse({"--node-name", "n", "--nvidia-cdi-hook-path", "/usr/local/bin/nvidia-cdi-hook"});
+  ASSERT_TRUE(flag.ok());
+  EXPECT_EQ(flag->nvidia_cdi_hook_path, "/usr/local/bin/nvidia-cdi-hook");
+  setenv("NVIDIA_CDI_HOOK_PATH", "/opt/hook", 1);
+  auto env = Parse({"--node-name", "n"});
+  unsetenv("NVIDIA_CDI_HOOK_PATH");
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(env->nvidia_cdi_hook_path, "/opt/hook");
+}
+
 TEST(PluginOptionsTest, BadInputIsAOneLineError) {
   auto missing = Parse({});
   ASSERT_FALSE(missing.ok());

@@ -108,6 +108,40 @@ Status Plugin::SetUpHardware() {
   inventory_ = std::move(inventory).value();
   NVDRA_INFO("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory_.gpus.size(),
                lib_->backend_name(), inventory_.driver_version, inventory_.clique_id);
+  return SetUpDriverFiles();
+}
+
+// Driver files and hooks: discovered once here, re-discovered by the cache
+// when the driver changes underneath us. Files that cannot be found are
+// logged; GPU claims then fail with the reason until they appear.
+Status Plugin::SetUpDriverFiles() {
+  auto hook_path = devices::InstallCdiHook(options_.nvidia_cdi_hook_path, lib_->cdi_hook_source(), plugin_dir_);
+  if (!hook_path.ok()) return hook_path.status().Wrap("set up nvidia-cdi-hook");
+  if (hook_path->empty()) {
+    spdlog::warn("no nvidia-cdi-hook: {} does not exist and --nvidia-cdi-hook-path is not set; CDI specs carry no "
+                 "hooks (containers get no libcuda.so links, no ldcache update and no CUDA compat setup)",
+                 lib_->cdi_hook_source());
+  }
+  devices::DeviceLib* lib = lib_.get();
+  driver_files_ = std::make_shared<devices::DriverFilesCache>(
+      lib_->driver_root(),
+      [lib, version = inventory_.driver_version, first = true]() mutable -> Result<std::string> {
+        if (first) {  // the version discovery just reported
+          first = false;
+          return version;
+        }
+        auto inv = lib->Discover();
+        if (!inv.ok()) return inv.status();
+        return inv->driver_version;
+      },
+      *hook_path);
+  if (auto files = driver_files_->Files(); files.ok()) {
+    spdlog::info("driver {} files: {} libraries, {} binaries, {} firmware files, {} IPC sockets; hooks: {}",
+                 files->driver_version, files->libraries.size(), files->binaries.size(), files->firmware.size(),
+                 files->ipc.size(), hook_path->empty() ? "off" : *hook_path);
+  } else {
+    spdlog::error("driver files: {} (GPU claims fail until they are found)", files.status().message());
+  }
   return Status::Ok();
 }
 
@@ -143,7 +177,7 @@ Status Plugin::SetUpKubeClient() {
 }
 
 Status Plugin::SetUpKind(const KindFactory& factory) {
-  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_};
+  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_};
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");
   kind_ = std::move(kind).value();

@@ -15,6 +15,7 @@
 #include "cmd/plugin_common/plugin_options.h"
 #include "config/feature_gates.h"
 #include "devices/device_lib.h"
+#include "devices/driver_files.h"
 #include "driver/device_kind.h"
 #include "driver/engine.h"
 #include "driver/reconciler.h"
@@ -36,6 +37,8 @@ struct KindContext {
   const devices::NodeInventory& inventory;
   const cdi::CdiSpecWriter& cdi;
   kube::KubeClient& kube;
+  // The driver's files and hooks for spec-level edits (shared, cached).
+  std::shared_ptr<devices::DriverFilesCache> driver_files;
 };
 
 using KindFactory = std::function<Result<std::unique_ptr<driver::DeviceKind>>(KindContext&)>;
@@ -71,6 +74,7 @@ class Plugin {
 
   Status CheckNoOtherInstance();
   Status SetUpHardware();
+  Status SetUpDriverFiles();
   Status SetUpCdiAndLedger();
   Status SetUpKubeClient();
   Status SetUpKind(const KindFactory& factory);
@@ -91,6 +95,8 @@ class Plugin {
   // Hardware.
   std::unique_ptr<devices::DeviceLib> lib_;
   devices::NodeInventory inventory_;
+  // The driver's files and hooks (asks lib_ for the version: declared after it).
+  std::shared_ptr<devices::DriverFilesCache> driver_files_;
   // CDI and the ledger.
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;
   std::unique_ptr<ledger::ClaimLedger> ledger_;

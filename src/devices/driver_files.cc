@@ -1,0 +1,476 @@
+#include "devices/driver_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include "devices/ld_cache.h"
+#include "util/file_util.h"
+#include "util/log.h"
+
+namespace nvdra::devices {
+
+namespace {
+
+const std::vector<std::string> kLibraryMountOptions = {"ro", "nosuid", "nodev", "rbind", "rprivate"};
+const std::vector<std::string> kIpcMountOptions = {"nosuid", "nodev", "rbind", "rprivate", "noexec"};
+
+// Where the toolkit looks for driver libraries when the cache does not name them.
+const std::vector<std::string>& LibrarySearchDirs() {
+  static const std::vector<std::string> dirs = {
+      "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+      "/usr/lib/x86_64-linux-gnu/nvidia/current", "/usr/lib/aarch64-linux-gnu/nvidia/current",
+      "/lib64", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+      "/lib/x86_64-linux-gnu/nvidia/current", "/lib/aarch64-linux-gnu/nvidia/current"};
+  return dirs;
+}
+
+// Unversioned libraries the toolkit mounts explicitly (its
+// getExplicitDriverLibraryMounts list), looked up in the driver's library
+// directories, symlinks resolved.
+const std::vector<std::string>& ExplicitLibraries() {
+  static const std::vector<std::string> libs = {
+      "libEGL.so", "libGL.so", "libGLESv1_CM.so", "libGLESv2.so", "libGLX.so", "libGLdispatch.so",
+      "libOpenCL.so", "libOpenGL.so", "libnvidia-api.so", "libnvidia-egl-xcb.so", "libnvidia-egl-xlib.so"};
+  return libs;
+}
+
+const std::vector<std::string>& Binaries() {
+  static const std::vector<std::string> bins = {"nvidia-smi", "nvidia-debugdump", "nvidia-persistenced",
+                                                "nvidia-cuda-mps-control", "nvidia-cuda-mps-server"};
+  return bins;
+}
+
+std::string Dirname(const std::string& p) {
+  auto slash = p.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return p.substr(0, slash);
+}
+
+std::string Basename(const std::string& p) {
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+bool Glob(const std::string& pattern, const std::string& name) {
+  return ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+}
+
+bool IsRegularFile(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool IsSymlink(const std::string& p) {
+  struct stat st;
+  return ::lstat(p.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+// The toolkit's isLibName: "lib?*.so*" where what follows ".so" is empty or
+// starts with ".".
+bool IsLibName(const std::string& path) {
+  std::string base = Basename(path);
+  if (!Glob("lib?*.so*", base)) return false;
+  auto pos = base.rfind(".so");
+  std::string rest = base.substr(pos + 3);
+  return rest.empty() || rest.front() == '.';
+}
+
+// "libcuda.so.1" -> "libcuda.so"; "" when there is no ".so" suffix part.
+std::string SoLink(const std::string& name) {
+  std::string n = name;
+  while (true) {
+    auto dot = n.rfind('.');
+    if (dot == std::string::npos || dot == 0) return "";
+    std::string ext = n.substr(dot);
+    if (ext == ".so") return n;
+    n = n.substr(0, dot);
+  }
+}
+
+// Sorted names of a directory; empty when it cannot be read.
+std::vector<std::string> DirEntries(const std::string& dir) {
+  auto names = ListDirectory(dir);
+  return names.ok() ? *names : std::vector<std::string>{};
+}
+
+class Finder {
+ public:
+  Finder(std::string root, const DriverRoot& driver_root) : root_(std::move(root)), driver_root_(driver_root) {}
+
+  // Container view of an in-root path.
+  std::string Abs(const std::string& in_root) const { return root_ == "/" ? in_root : root_ + in_root; }
+  std::string Host(const std::string& in_root) const {
+    const std::string& h = driver_root_.host_root();
+    return h == "/" ? in_root : h + in_root;
+  }
+
+  // Resolves an in-root path to a regular file; "" when it is missing, a
+  // directory, a dangling link or a loop.
+  std::string RegularFile(const std::string& in_root) const {
+    auto r = ResolveInRoot(root_, in_root);
+    if (!r.ok() || !IsRegularFile(Abs(*r))) return "";
+    return *r;
+  }
+
+  cdi::Mount FileMount(const std::string& in_root_path, const std::string& container_path,
+                       const std::vector<std::string>& options) const {
+    return cdi::Mount{Host(in_root_path), container_path, options, ""};
+  }
+
+ private:
+  std::string root_;
+  const DriverRoot& driver_root_;
+};
+
+}  // namespace
+
+Result<std::string> ResolveInRoot(const std::string& root, const std::string& path) {
+  std::vector<std::string> todo;  // components still to walk, last one on top
+  auto push_path = [&todo](const std::string& p) {
+    std::vector<std::string> parts;
+    size_t i = 0;
+    while (i <= p.size()) {
+      size_t j = p.find('/', i);
+      if (j == std::string::npos) j = p.size();
+      if (j > i) parts.push_back(p.substr(i, j - i));
+      i = j + 1;
+    }
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) todo.push_back(*it);
+  };
+  push_path(path);
+  std::string cur;  // resolved so far, "" is the root
+  int links = 0;
+  while (!todo.empty()) {
+    std::string comp = todo.back();
+    todo.pop_back();
+    if (comp == ".") continue;
+    if (comp == "..") {
+      auto slash = cur.rfind('/');
+      cur = slash == std::string::npos ? "" : cur.substr(0, slash);
+      continue;
+    }
+    std::string next = cur + "/" + comp;
+    std::string full = root == "/" ? next : root + next;
+    struct stat st;
+    if (::lstat(full.c_str(), &st) != 0) return NotFound(full + ": " + ErrnoText(errno));
+    if (!S_ISLNK(st.st_mode)) {
+      cur = next;
+      continue;
+    }
+    if (++links > 40) return FailedPrecondition(full + ": too many levels of symbolic links");
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(full.c_str(), buf, sizeof buf - 1);
+    if (n < 0) return NotFound(full + ": " + ErrnoText(errno));
+    std::string target(buf, static_cast<size_t>(n));
+    if (!target.empty() && target.front() == '/') cur = "";
+    push_path(target);
+  }
+  return cur.empty() ? std::string("/") : cur;
+}
+
+cdi::Hook CdiHook(const std::string& hook_path, const std::string& name, std::vector<std::string> args) {
+  cdi::Hook h;
+  h.hook_name = "createContainer";
+  h.path = hook_path;
+  h.args = {Basename(hook_path), name};
+  h.args.insert(h.args.end(), args.begin(), args.end());
+  h.env = {"NVIDIA_CTK_DEBUG=false"};
+  return h;
+}
+
+Result<DriverFiles> DiscoverDriverFiles(const DriverRoot& driver_root, const std::string& version) {
+  if (version.empty() || version.find_first_of("*/") != std::string::npos) {
+    return InvalidArgument("driver version \"" + version + "\" cannot name driver files");
+  }
+  char resolved[PATH_MAX];
+  if (::realpath(driver_root.container_root().c_str(), resolved) == nullptr) {
+    return NotFound("driver root " + driver_root.container_root() + ": " + ErrnoText(errno) +
+                    " (check --container-driver-root)");
+  }
+  const std::string root = resolved;
+  Finder f(root, driver_root);
+  DriverFiles out;
+  out.driver_version = version;
+  const std::string suffix_glob = "*.so." + version;
+
+  // Versioned libraries: the cache first (the toolkit's source of truth),
+  // then the directories the driver's libraries live in, so a library that
+  // the cache missed (ldconfig not rerun) is still found.
+  std::vector<std::string> libs;  // in-root paths of regular files
+  std::set<std::string> seen;
+  auto add_lib = [&](const std::string& in_root) {
+    if (!in_root.empty() && seen.insert(in_root).second) libs.push_back(in_root);
+  };
+  auto cache = ReadLdCache(f.Abs("/etc/ld.so.cache"));
+  if (cache.ok()) {
+    for (const auto& e : *cache) {
+      if (!IsLdCache64Bit(e.flags) || e.path.empty() || e.path.front() != '/') continue;
+      std::string file = f.RegularFile(e.path);
+      if (file.empty()) continue;
+      if (Glob(suffix_glob, Basename(file)) || Glob(suffix_glob, Basename(e.path))) add_lib(file);
+    }
+  } else if (cache.status().code() != StatusCode::kNotFound) {
+    spdlog::warn("driver files: ignoring {}: {}", f.Abs("/etc/ld.so.cache"), cache.status().message());
+  }
+  std::vector<std::string> scan_dirs;
+  {
+    std::set<std::string> dirs;
+    for (const auto& l : libs) dirs.insert(Dirname(l));
+    if (dirs.empty()) {
+      // No cache, or the cache knows no library of this version.
+      for (const auto& d : LibrarySearchDirs()) scan_dirs.push_back(d);
+    } else {
+      for (const auto& l : libs) {
+        std::string d = Dirname(l);
+        if (std::find(scan_dirs.begin(), scan_dirs.end(), d) == scan_dirs.end()) scan_dirs.push_back(d);
+      }
+    }
+  }
+  {
+    std::vector<std::string> with_vdpau;
+    for (const auto& d : scan_dirs) {
+      with_vdpau.push_back(d);
+      with_vdpau.push_back(d + "/vdpau");
+    }
+    for (const auto& d : with_vdpau) {
+      for (const auto& name : DirEntries(f.Abs(d))) {
+        if (!Glob(suffix_glob, name)) continue;
+        add_lib(f.RegularFile(d + "/" + name));
+      }
+    }
+  }
+  bool have_core = false;
+  for (const auto& l : libs) {
+    std::string b = Basename(l);
+    have_core = have_core || b == "libcuda.so." + version || b == "libnvidia-ml.so." + version;
+  }
+  if (!have_core) {
+    return NotFound("no libcuda.so." + version + " or libnvidia-ml.so." + version + " under driver root " + root +
+                    " (is driver " + version + " installed there, and does NVML report the installed version?)");
+  }
+  for (const auto& l : libs) {
+    if (Basename(l).find(".so." + version) == std::string::npos) continue;  // vdpau/ etc. keep their dirs out
+    std::string d = Dirname(l);
+    if (Basename(d) == "vdpau") continue;
+    if (std::find(out.library_dirs.begin(), out.library_dirs.end(), d) == out.library_dirs.end()) {
+      out.library_dirs.push_back(d);
+    }
+  }
+  // The legacy NVVM library and the explicit unversioned set, in the
+  // driver's library directories.
+  for (const auto& d : out.library_dirs) {
+    for (const auto& name : DirEntries(f.Abs(d))) {
+      if (Glob("libnvidia-nvvm70.so.*", name)) add_lib(f.RegularFile(d + "/" + name));
+    }
+  }
+  for (const auto& name : ExplicitLibraries()) {
+    for (const auto& d : out.library_dirs) {
+      std::string file = f.RegularFile(d + "/" + name);
+      if (!file.empty()) {
+        add_lib(file);
+        break;
+      }
+    }
+  }
+  for (const auto& l : libs) out.libraries.push_back(f.FileMount(l, l, kLibraryMountOptions));
+
+  // Links the toolkit's create-symlinks hook makes next to each library.
+  std::set<std::string> link_seen;
+  auto add_link = [&](const std::string& s) {
+    if (link_seen.insert(s).second) out.symlinks.push_back(s);
+  };
+  for (const auto& l : libs) {
+    std::string dir = Dirname(l), name = Basename(l);
+    if (Glob("libcuda.so.*.*", name)) add_link("libcuda.so.1::" + dir + "/libcuda.so");
+    if (Glob("libGLX_nvidia.so.*.*", name)) add_link(name + "::" + dir + "/libGLX_indirect.so.0");
+    if (Glob("libnvidia-opticalflow.so.*.*", name)) {
+      add_link("libnvidia-opticalflow.so.1::" + dir + "/libnvidia-opticalflow.so");
+    }
+    if (!Glob("*.*.*", name)) continue;
+    // The soname link is the one ldconfig made: a link in the same
+    // directory, named <stem>.so.<N>, pointing at this file.
+    std::string stem = SoLink(name);
+    std::string soname;
+    if (!stem.empty()) {
+      for (const auto& entry : DirEntries(f.Abs(dir))) {
+        if (entry == name || entry.rfind(stem + ".", 0) != 0 || !IsSymlink(f.Abs(dir + "/" + entry))) continue;
+        char buf[PATH_MAX];
+        ssize_t n = ::readlink(f.Abs(dir + "/" + entry).c_str(), buf, sizeof buf - 1);
+        if (n <= 0 || Basename(std::string(buf, static_cast<size_t>(n))) != name) continue;
+        if (soname.empty() || entry.size() < soname.size()) soname = entry;
+      }
+    }
+    if (!soname.empty()) add_link(name + "::" + dir + "/" + soname);
+    std::string so_target = soname.empty() ? name : soname;
+    std::string so_link = SoLink(so_target);
+    if (!so_link.empty() && so_link != so_target && IsSymlink(f.Abs(dir + "/" + so_link))) {
+      add_link(so_target + "::" + dir + "/" + so_link);
+    }
+  }
+
+  // IPC sockets of the driver's daemons, and the MPS pipe directory.
+  for (const char* sock : {"/nvidia-persistenced/socket", "/nvidia-fabricmanager/socket"}) {
+    for (const char* base : {"/run", "/var/run"}) {
+      std::string p = std::string(base) + sock;
+      auto r = ResolveInRoot(root, p);
+      if (!r.ok()) continue;
+      out.ipc.push_back(f.FileMount(*r, p, kIpcMountOptions));
+      break;
+    }
+  }
+  if (auto r = ResolveInRoot(root, "/tmp/nvidia-mps"); r.ok()) {
+    out.ipc.push_back(f.FileMount(*r, "/tmp/nvidia-mps", kIpcMountOptions));
+  }
+
+  // GSP firmware: nvidia/<version>/gsp*.bin in the kernel's firmware paths.
+  {
+    std::vector<std::string> fw_dirs;
+    struct utsname u;
+    std::string release = ::uname(&u) == 0 ? u.release : "";
+    if (!release.empty()) fw_dirs.push_back("/lib/firmware/updates/" + release);
+    fw_dirs.push_back("/lib/firmware/updates");
+    if (!release.empty()) fw_dirs.push_back("/lib/firmware/" + release);
+    fw_dirs.push_back("/lib/firmware");
+    std::set<std::string> fw_seen;
+    for (const auto& d : fw_dirs) {
+      std::string dir = d + "/nvidia/" + version;
+      for (const auto& name : DirEntries(f.Abs(dir))) {
+        if (!Glob("gsp*.bin", name)) continue;
+        std::string file = f.RegularFile(dir + "/" + name);
+        if (file.empty() || !fw_seen.insert(name).second) continue;
+        out.firmware.push_back(f.FileMount(file, dir + "/" + name, kLibraryMountOptions));
+      }
+    }
+  }
+
+  // Binaries, mounted where they were found (on the container's PATH).
+  for (const auto& bin : Binaries()) {
+    for (const char* d : {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/opt/bin"}) {
+      std::string p = std::string(d) + "/" + bin;
+      std::string file = f.RegularFile(p);
+      if (file.empty() || ::access(f.Abs(file).c_str(), X_OK) != 0) continue;
+      out.binaries.push_back(f.FileMount(file, p, kLibraryMountOptions));
+      break;
+    }
+  }
+  return out;
+}
+
+cdi::ContainerEdits DriverFiles::Edits(const std::string& hook_path) const {
+  cdi::ContainerEdits e;
+  std::string dirs;
+  for (const auto& d : library_dirs) dirs += (dirs.empty() ? "" : ":") + d;
+  e.env.push_back("NVIDIA_CTK_LIBCUDA_DIR=" + dirs);
+  for (const auto* list : {&libraries, &ipc, &firmware, &binaries}) {
+    e.mounts.insert(e.mounts.end(), list->begin(), list->end());
+  }
+  if (hook_path.empty()) return e;
+  if (!symlinks.empty()) {
+    std::vector<std::string> args;
+    for (const auto& s : symlinks) {
+      args.push_back("--link");
+      args.push_back(s);
+    }
+    e.hooks.push_back(CdiHook(hook_path, "create-symlinks", std::move(args)));
+  }
+  e.hooks.push_back(CdiHook(hook_path, "enable-cuda-compat", {"--host-driver-version=" + driver_version}));
+  std::vector<std::string> folders;
+  for (const auto& m : libraries) {
+    if (!IsLibName(m.container_path)) continue;
+    std::string d = Dirname(m.container_path);
+    if (std::find(folders.begin(), folders.end(), d) == folders.end()) folders.push_back(d);
+  }
+  if (!folders.empty()) {
+    std::vector<std::string> args;
+    for (const auto& d : folders) {
+      args.push_back("--folder");
+      args.push_back(d);
+    }
+    e.hooks.push_back(CdiHook(hook_path, "update-ldcache", std::move(args)));
+  }
+  e.hooks.push_back(CdiHook(hook_path, "disable-device-node-modification", {}));
+  return e;
+}
+
+DrmNodes FindDrmNodes(const DriverRoot& root, const std::string& pci_bus_id) {
+  DrmNodes out;
+  for (const char* kind : {"card", "render"}) {
+    std::string link = "/dev/dri/by-path/pci-" + pci_bus_id + "-" + kind;
+    std::string full = root.ContainerDevPath(link);
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(full.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) continue;
+    std::string target(buf, static_cast<size_t>(n));
+    std::string node = "/dev/dri/" + Basename(target);
+    struct stat st;
+    if (::stat(root.ContainerDevPath(node).c_str(), &st) != 0) continue;
+    out.nodes.push_back(node);
+    out.links.push_back(target + "::" + link);
+  }
+  return out;
+}
+
+DriverFilesCache::DriverFilesCache(DriverRoot root, VersionSource version_source, std::string hook_path)
+    : root_(std::move(root)), version_source_(std::move(version_source)), hook_path_(std::move(hook_path)) {}
+
+Status DriverFilesCache::RefreshLocked() {
+  if (have_ && !probe_.empty() && PathExists(probe_)) return Status::Ok();
+  auto version = version_source_();
+  if (!version.ok()) return version.status().Wrap("driver version");
+  if (have_ && *version == files_.driver_version && (probe_.empty() || PathExists(probe_))) return Status::Ok();
+  auto files = DiscoverDriverFiles(root_, *version);
+  if (!files.ok()) return files.status().Wrap("discover driver files");
+  if (have_) {
+    spdlog::info("driver files: driver {} replaced {}; {} libraries", *version, files_.driver_version,
+                 files->libraries.size());
+  }
+  files_ = std::move(files).value();
+  have_ = true;
+  probe_.clear();
+  // Probe through the container view of the first library.
+  if (!files_.libraries.empty()) {
+    char resolved[PATH_MAX];
+    std::string base = ::realpath(root_.container_root().c_str(), resolved) ? resolved : root_.container_root();
+    const std::string& in_root = files_.libraries.front().container_path;
+    probe_ = base == "/" ? in_root : base + in_root;
+  }
+  return Status::Ok();
+}
+
+Result<DriverFiles> DriverFilesCache::Files() {
+  std::lock_guard<std::mutex> l(mu_);
+  NVDRA_RETURN_IF_ERROR(RefreshLocked());
+  return files_;
+}
+
+Result<cdi::ContainerEdits> DriverFilesCache::CommonEdits() {
+  std::lock_guard<std::mutex> l(mu_);
+  NVDRA_RETURN_IF_ERROR(RefreshLocked());
+  return files_.Edits(hook_path_);
+}
+
+Result<std::string> InstallCdiHook(const std::string& flag_path, const std::string& source,
+                                   const std::string& plugin_dir) {
+  if (!flag_path.empty()) return flag_path;
+  if (!IsRegularFile(source)) return std::string();
+  auto content = ReadFileToString(source);
+  if (!content.ok()) return content.status().Wrap("read CDI hook " + source);
+  std::string dest = JoinPath(plugin_dir, kCdiHookName);
+  auto existing = ReadFileToString(dest);
+  if (!existing.ok() || *existing != *content) {
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(dest, *content, 0755, false).Wrap("install CDI hook " + dest));
+  }
+  if (::chmod(dest.c_str(), 0755) != 0) return Internal("chmod " + dest + ": " + ErrnoText(errno));
+  return dest;
+}
+
+}  // namespace nvdra::devices

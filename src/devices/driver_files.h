@@ -1,0 +1,113 @@
+// The NVIDIA driver's user-space files a GPU container needs, found the way
+// the NVIDIA Container Toolkit's nvcdi finds them: every library whose name
+// ends in ".so.<driver version>" (from the driver root's ld.so.cache, and the
+// directories those libraries live in, with their vdpau/ subdirectory), the
+// legacy NVVM library and the unversioned libraries the toolkit adds
+// explicitly, the driver's binaries, its GSP firmware and the IPC sockets of
+// its daemons. Files are found under the driver root as this process sees it
+// (e.g. /driver-root) and written as host paths (the runtime reads specs on
+// the host), mounted at their path inside the driver root.
+//
+// The result also carries the createContainer hooks the toolkit's specs hold
+// (nvidia-cdi-hook create-symlinks, enable-cuda-compat, update-ldcache,
+// disable-device-node-modification), rendered only when a hook binary is
+// configured.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cdi/container_edits.h"
+#include "devices/driver_root.h"
+#include "util/status.h"
+
+namespace nvdra::devices {
+
+inline constexpr const char* kDefaultCdiHookSource = "/usr/bin/nvidia-cdi-hook";
+inline constexpr const char* kCdiHookName = "nvidia-cdi-hook";
+
+struct DriverFiles {
+  std::string driver_version;
+  // Mount lists (host path -> path inside the driver root), in the order
+  // the toolkit merges them.
+  std::vector<cdi::Mount> libraries;
+  std::vector<cdi::Mount> ipc;
+  std::vector<cdi::Mount> firmware;
+  std::vector<cdi::Mount> binaries;
+  // Container paths of the directories holding the versioned libraries
+  // (NVIDIA_CTK_LIBCUDA_DIR).
+  std::vector<std::string> library_dirs;
+  // "<target>::<link>" pairs for create-symlinks (the .so.1 soname links,
+  // the .so development links and the toolkit's fixed extras such as
+  // libcuda.so), in container paths.
+  std::vector<std::string> symlinks;
+
+  // The spec-level edits: env, mounts, and with a non-empty `hook_path`
+  // (a host path) the createContainer hooks.
+  cdi::ContainerEdits Edits(const std::string& hook_path) const;
+};
+
+// Discovers the files of driver `version` under `root`. A driver root that
+// is a symlink is resolved first. Libraries that are directories or dangling
+// links are skipped; no libcuda or libnvidia-ml of `version` is NotFound
+// (the driver is not installed, or NVML reports another version).
+Result<DriverFiles> DiscoverDriverFiles(const DriverRoot& root, const std::string& version);
+
+// The per-GPU DRM nodes (/dev/dri/card<N>, /dev/dri/renderD<M>) found
+// through /dev/dri/by-path/pci-<busId>-{card,render} under the dev root;
+// empty when the GPU has no display engine exposed.
+struct DrmNodes {
+  std::vector<std::string> nodes;  // "/dev/dri/card1", "/dev/dri/renderD128"
+  std::vector<std::string> links;  // "../card1::/dev/dri/by-path/pci-0000:3b:00.0-card", ...
+};
+DrmNodes FindDrmNodes(const DriverRoot& root, const std::string& pci_bus_id);
+
+// One createContainer hook of nvidia-cdi-hook, shaped as the toolkit shapes
+// it (args[0] is the binary's name, env NVIDIA_CTK_DEBUG=false).
+cdi::Hook CdiHook(const std::string& hook_path, const std::string& name, std::vector<std::string> args);
+
+// Resolves `path` (absolute, inside `root`) following symlinks within
+// `root`: absolute link targets are taken relative to `root`, as a
+// chroot would. Returns the resolved path inside `root`.
+Result<std::string> ResolveInRoot(const std::string& root, const std::string& path);
+
+// Discovered once, kept while the driver stays: Get() re-discovers when
+// `version_source` reports another version than the cached one. The version
+// is only asked again when a cached library disappeared (an upgrade removes
+// the old files), so a steady node costs one stat per call.
+class DriverFilesCache {
+ public:
+  using VersionSource = std::function<Result<std::string>()>;
+  DriverFilesCache(DriverRoot root, VersionSource version_source, std::string hook_path);
+
+  // The spec-level edits for GPU containers.
+  Result<cdi::ContainerEdits> CommonEdits();
+  Result<DriverFiles> Files();
+  // Host path of nvidia-cdi-hook, or "" when hooks are off.
+  const std::string& hook_path() const { return hook_path_; }
+  const DriverRoot& root() const { return root_; }
+
+ private:
+  Status RefreshLocked();
+  DriverRoot root_;
+  VersionSource version_source_;
+  std::string hook_path_;
+  std::mutex mu_;
+  bool have_ = false;
+  DriverFiles files_;
+  std::string probe_;  // a cached library (container view) whose absence triggers a refresh
+};
+
+// Sets up the hook binary the specs name, as upstream does: a non-empty
+// `flag_path` (--nvidia-cdi-hook-path) is used as is; otherwise `source`
+// (normally /usr/bin/nvidia-cdi-hook of the plugin image) is copied into
+// `plugin_dir` with mode 0755 and that copy is used, because the plugin
+// directory is the same path on the host. Returns "" when there is no
+// binary to copy: specs then carry no hooks.
+Result<std::string> InstallCdiHook(const std::string& flag_path, const std::string& source,
+                                   const std::string& plugin_dir);
+
+}  // namespace nvdra::devices

@@ -1,0 +1,42 @@
+// The user-space half of the mock driver: a driver installation for the
+// profile's driver version inside the mock driver root, shaped like the
+// NVIDIA .run installer leaves it, so that driver-file discovery, the CDI
+// hooks and a real container runtime all run against it:
+//   usr/lib/x86_64-linux-gnu/lib*.so.<version> (empty files, no ELF) with
+//     their soname and .so links, vdpau/, the legacy NVVM library
+//   etc/ld.so.cache                       (glibc format, 64-bit entries)
+//   usr/bin/nvidia-smi                    (shell script: -L lists the GPUs
+//                                          whose device nodes it can see)
+//   usr/bin/nvidia-{debugdump,persistenced,cuda-mps-control,cuda-mps-server}
+//   lib/firmware/nvidia/<version>/gsp_*.bin
+//   run/nvidia-persistenced/socket        (a Unix socket)
+//   dev/dri/card<N> dev/dri/renderD<M> dev/dri/by-path/pci-<busId>-{card,render}
+//   toolkit/nvidia-cdi-hook               (test stand-in: appends its
+//                                          arguments to state/cdi-hook.log)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "devices/mock_profile.h"
+#include "util/status.h"
+
+namespace nvdra::devices {
+
+inline constexpr int kMockDrmMajor = 226;
+
+// Creates or refreshes the installation; existing files with the right
+// content are left alone. `host_root` is where the host sees `root` (the
+// recording hook runs on the host and writes its log there).
+Status BuildMockDriverInstall(const std::string& root, const std::string& host_root, const MockProfile& profile);
+
+// Paths inside `root`.
+std::string MockCdiHookPath(const std::string& root);
+std::string MockCdiHookLogPath(const std::string& root);
+inline constexpr const char* kMockLibDir = "/usr/lib/x86_64-linux-gnu";
+
+// The versioned library names the installation holds for `version`
+// (e.g. "libcuda.so.570.158.01"), for tests.
+std::vector<std::string> MockDriverLibraries(const std::string& version);
+
+}  // namespace nvdra::devices

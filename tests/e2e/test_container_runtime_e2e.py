@@ -1,0 +1,282 @@
+"""Claims prepared by the real plugins, run in containers by a real OCI runtime.
+
+Podman (with runc) reads the CDI specs the plugins wrote and starts a busybox
+container with the CDI ids the plugin returned; a script inside reports what
+the container got (device nodes, driver libraries, nvidia-smi -L, env), and
+the mock driver's recording nvidia-cdi-hook reports which hooks ran with
+which arguments. Podman 4.3 reads specs only from /etc/cdi and /var/run/cdi,
+so each run happens in a private mount namespace (unshare -m) with the
+node's CDI directory bind-mounted over /etc/cdi and an empty one over
+/var/run/cdi.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+import uuid
+
+from e2e_base import CD_DRIVER, GPU_DRIVER, NodeTestCase, cdi_ids, make_claim, opaque_config, wait_for
+
+DRIVER_VERSION = {"h100x8": "570.158.01", "a100-mig": "550.127.08", "gb200x4": "570.158.01"}
+LIB_DIR = "/usr/lib/x86_64-linux-gnu"
+BUSYBOX = shutil.which("busybox") or "/bin/busybox"
+APPLETS = ["sh", "ls", "cat", "env", "test", "[", "echo", "find", "sort", "grep", "readlink", "stat", "printf"]
+
+# Runs inside the container: one JSON object on stdout.
+REPORT = r"""
+set -e
+q() { printf '"%s"' "$1"; }
+printf '{"nodes": ['
+first=1
+for n in $(find /dev -name 'nvidia*' -o -name 'card*' -o -name 'renderD*' -o -name 'channel*' | sort); do
+  [ -c "$n" ] || continue
+  [ $first = 1 ] || printf ', '; first=0; q "$n"
+done
+printf '], "files": {'
+first=1
+for f in "$@"; do
+  [ $first = 1 ] || printf ', '; first=0
+  if [ -f "$f" ]; then q "$f"; printf ': true'; else q "$f"; printf ': false'; fi
+done
+printf '}, "smi": '
+if [ -x /usr/bin/nvidia-smi ]; then
+  out=$(/usr/bin/nvidia-smi -L 2>&1) && rc=0 || rc=$?
+  printf '{"rc": %d, "lines": [' "$rc"
+  first=1
+  echo "$out" | while IFS= read -r line; do
+    [ $first = 1 ] || printf ', '; first=0; q "$line"
+  done
+  printf ']}'
+else
+  printf 'null'
+fi
+printf ', "env": {'
+first=1
+for k in NVIDIA_CTK_LIBCUDA_DIR CLIQUE_ID COMPUTE_DOMAIN_UUID NVIDIA_VISIBLE_DEVICES; do
+  eval v=\${$k-__unset__}
+  [ "$v" = __unset__ ] && continue
+  [ $first = 1 ] || printf ', '; first=0; q "$k"; printf ': '; q "$v"
+done
+printf '}, "imexd": %s}\n' "$([ -d /imexd ] && echo true || echo false)"
+"""
+
+
+def runtime_missing():
+    if os.geteuid() != 0:
+        return "needs root (podman with runc, mknod'ed device nodes)"
+    for tool in ("podman", "runc", "unshare"):
+        if shutil.which(tool) is None and not os.path.exists("/usr/sbin/" + tool):
+            return "%s is not installed (scripts/setup installs it)" % tool
+    if not os.path.exists(BUSYBOX):
+        return "busybox-static is not installed (scripts/setup installs it)"
+    return None
+
+
+@unittest.skipIf(runtime_missing(), runtime_missing() or "")
+class ContainerRuntime(NodeTestCase):
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.mkdtemp(prefix="nvdra-ctr-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.rootfs = os.path.join(self.tmp, "rootfs")
+        os.makedirs(os.path.join(self.rootfs, "bin"))
+        shutil.copy(BUSYBOX, os.path.join(self.rootfs, "bin", "busybox"))
+        for a in APPLETS:
+            os.symlink("busybox", os.path.join(self.rootfs, "bin", a))
+        for d in ("dev", "proc", "sys", "tmp", "etc"):
+            os.makedirs(os.path.join(self.rootfs, d), exist_ok=True)
+        with open(os.path.join(self.rootfs, "report.sh"), "w") as f:
+            f.write(REPORT)
+
+    def mock_root(self, driver):
+        return os.path.join(self.node.workdir, "mock-" + driver)
+
+    def hook_calls(self, driver):
+        path = os.path.join(self.mock_root(driver), "state", "cdi-hook.log")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return f.read().splitlines()
+
+    def run_container(self, driver, ids, files=()):
+        """Runs report.sh in a container with the CDI ids; returns its report."""
+        log = os.path.join(self.mock_root(driver), "state", "cdi-hook.log")
+        if os.path.exists(log):
+            os.remove(log)
+        empty = os.path.join(self.tmp, "empty-cdi")
+        os.makedirs(empty, exist_ok=True)
+        podman = ["podman", "--root", os.path.join(self.tmp, "storage"), "--runroot", os.path.join(self.tmp, "run"),
+                  "--storage-driver", "vfs", "--runtime", shutil.which("runc") or "/usr/sbin/runc",
+                  "run", "--rm", "--network", "none",
+                  "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
+        for i in ids:
+            podman += ["--device", i]
+        podman += ["--rootfs", self.rootfs, "/bin/sh", "/report.sh"] + list(files)
+        inner = ("set -e; mount --make-rprivate /; mkdir -p /etc/cdi /var/run/cdi; "
+                 "mount --bind \"$1\" /etc/cdi; mount --bind \"$2\" /var/run/cdi; shift 2; exec \"$@\"")
+        cmd = ["unshare", "-m", "sh", "-c", inner, "sh", self.node.cdi_root, empty] + podman
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+        self.assertEqual(r.returncode, 0, "podman failed: %s\n%s" % (r.stdout, r.stderr))
+        try:
+            return json.loads(r.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            self.fail("no report from the container: %r %r" % (r.stdout, r.stderr))
+
+    def gpu_nodes(self, report):
+        return sorted(n for n in report["nodes"] if n[len("/dev/nvidia"):].isdigit())
+
+    def assert_driver(self, report, driver, version):
+        """What every GPU container gets: libraries, binaries, env, hooks."""
+        for lib in ("libcuda.so." + version, "libnvidia-ml.so." + version):
+            self.assertTrue(report["files"][LIB_DIR + "/" + lib], lib)
+        self.assertTrue(report["files"]["/lib/firmware/nvidia/%s/gsp_ga10x.bin" % version])
+        self.assertTrue(report["files"]["/usr/bin/nvidia-smi"])
+        self.assertEqual(report["env"].get("NVIDIA_CTK_LIBCUDA_DIR"), LIB_DIR)
+        for n in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"):
+            self.assertIn(n, report["nodes"])
+        calls = self.hook_calls(driver)
+        names = [c.split()[0] for c in calls]
+        for h in ("create-symlinks", "enable-cuda-compat", "update-ldcache", "disable-device-node-modification"):
+            self.assertIn(h, names, calls)
+        self.assertIn("enable-cuda-compat --host-driver-version=" + version, calls)
+        self.assertIn("update-ldcache --folder %s --folder %s/vdpau" % (LIB_DIR, LIB_DIR), calls)
+        links = [c for c in calls if c.startswith("create-symlinks") and "libcuda" in c][0].split()
+        self.assertIn("libcuda.so.%s::%s/libcuda.so.1" % (version, LIB_DIR), links)
+        self.assertIn("libcuda.so.1::%s/libcuda.so" % LIB_DIR, links)
+        return calls
+
+    def files_to_check(self, version):
+        return [LIB_DIR + "/libcuda.so." + version, LIB_DIR + "/libnvidia-ml.so." + version,
+                "/lib/firmware/nvidia/%s/gsp_ga10x.bin" % version, "/usr/bin/nvidia-smi"]
+
+    def gpu_claim_ids(self, plugin, name, devices):
+        claim = self.gpu_claim(name, devices)
+        r = plugin.prepare([claim])
+        self.assertOk(r, claim[2])
+        return claim, cdi_ids(r[claim[2]])
+
+    def inventory(self, profile):
+        r = subprocess.run([os.path.join(os.environ.get("NVDRA_BIN_DIR", ""), "nvdra-discover"),
+                            "--mock-hardware=" + profile], capture_output=True, text=True, check=True)
+        return json.loads(r.stdout)["inventory"]
+
+    def test_one_full_gpu(self):
+        plugin = self.gpu_plugin().start()
+        _, ids = self.gpu_claim_ids(plugin, "one-gpu", ["gpu-3"])
+        v = DRIVER_VERSION["h100x8"]
+        report = self.run_container(GPU_DRIVER, ids, self.files_to_check(v))
+        self.assertEqual(self.gpu_nodes(report), ["/dev/nvidia3"])
+        self.assertIn("/dev/dri/card4", report["nodes"])
+        self.assertIn("/dev/dri/renderD131", report["nodes"])
+        self.assertNotIn("/dev/dri/card1", report["nodes"])
+        gpus = self.inventory("h100x8")["gpus"]
+        self.assertEqual(report["smi"], {"rc": 0, "lines": [
+            "GPU 0: NVIDIA H100 80GB HBM3 (UUID: %s)" % gpus[3]["uuid"]]})
+        calls = self.assert_driver(report, GPU_DRIVER, v)
+        self.assertIn("create-symlinks --link ../card4::/dev/dri/by-path/pci-%s-card "
+                      "--link ../renderD131::/dev/dri/by-path/pci-%s-render" % (gpus[3]["pciBusId"],
+                                                                              gpus[3]["pciBusId"]), calls)
+
+    def test_two_gpus_replacing_an_upstream_yaml_spec(self):
+        plugin = self.gpu_plugin().start()
+        claim = self.gpu_claim("two-gpus", ["gpu-1", "gpu-6"])
+        # The upstream driver's spec of the same claim (same device names):
+        # left in place, the runtime would refuse the duplicate devices.
+        legacy = os.path.join(self.node.cdi_root, "k8s.gpu.nvidia.com-claim_%s.yaml" % claim[2])
+        with open(legacy, "w") as f:
+            f.write("---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n"
+                    "- name: %s-gpu-1\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia1\n" % claim[2])
+        r = plugin.prepare([claim])
+        self.assertOk(r, claim[2])
+        ids = cdi_ids(r[claim[2]])
+        self.assertEqual(len(ids), 2)
+        self.assertFalse(os.path.exists(legacy))
+        v = DRIVER_VERSION["h100x8"]
+        report = self.run_container(GPU_DRIVER, ids, self.files_to_check(v))
+        self.assertEqual(self.gpu_nodes(report), ["/dev/nvidia1", "/dev/nvidia6"])
+        gpus = self.inventory("h100x8")["gpus"]
+        self.assertEqual(report["smi"]["lines"], [
+            "GPU 0: NVIDIA H100 80GB HBM3 (UUID: %s)" % gpus[1]["uuid"],
+            "GPU 1: NVIDIA H100 80GB HBM3 (UUID: %s)" % gpus[6]["uuid"]])
+        self.assert_driver(report, GPU_DRIVER, v)
+
+    def test_mig_device(self):
+        plugin = self.gpu_plugin(profile="a100-mig").start()
+        slices = wait_for(lambda: self.node.api.slices(GPU_DRIVER), what="GPU ResourceSlices")
+        migs = sorted(d["name"] for s in slices for d in s["spec"]["devices"]
+                      if d["attributes"]["type"]["string"] == "mig")
+        self.assertTrue(migs)
+        _, ids = self.gpu_claim_ids(plugin, "one-mig", [migs[0]])
+        v = DRIVER_VERSION["a100-mig"]
+        report = self.run_container(GPU_DRIVER, ids, self.files_to_check(v))
+        parent = int(migs[0].split("-")[1])
+        self.assertEqual(self.gpu_nodes(report), ["/dev/nvidia%d" % parent])
+        caps = [n for n in report["nodes"] if n.startswith("/dev/nvidia-caps/")]
+        self.assertEqual(len(caps), 2, report["nodes"])  # the GI and the CI capability
+        gpus = self.inventory("a100-mig")["gpus"]
+        gpu = [g for g in gpus if g["minor"] == parent][0]
+        mig = [m for m in gpu["migDevices"] if migs[0].endswith("-%d-%d" % (m["giProfileId"], m["placementStart"]))][0]
+        self.assertEqual(report["smi"]["lines"], [
+            "GPU 0: %s (UUID: %s)" % (gpu["productName"], gpu["uuid"]),
+            "  MIG %s Device 0: (UUID: %s)" % (mig["profile"], mig["uuid"])])
+        self.assert_driver(report, GPU_DRIVER, v)
+
+    def domain(self):
+        uid = str(uuid.uuid4())
+        self.node.api.load([{
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+            "metadata": {"name": "cd1", "namespace": "default", "uid": uid},
+            "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "cd1-channel"}}},
+            "status": {"status": "Ready", "nodes": [{"name": self.node.node_name, "status": "Ready",
+                                                     "cliqueID": "x", "ipAddress": "10.0.0.1"}]},
+        }])
+        return uid
+
+    def cd_claim(self, name, device, kind, domain):
+        req = "channel" if kind == "ComputeDomainChannelConfig" else "daemon"
+        params = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": kind, "domainID": domain}
+        c = make_claim(name, [{"request": req, "driver": CD_DRIVER, "pool": self.node.node_name, "device": device}],
+                       configs=[opaque_config(CD_DRIVER, params, requests=[req])])
+        self.node.api.load([c])
+        return ("default", name, c["metadata"]["uid"])
+
+    def test_imex_channel(self):
+        domain = self.domain()
+        plugin = self.cd_plugin().start()
+        claim = self.cd_claim("chan", "channel-0", "ComputeDomainChannelConfig", domain)
+        r = plugin.prepare([claim])
+        self.assertOk(r, claim[2])
+        report = self.run_container(CD_DRIVER, cdi_ids(r[claim[2]]))
+        self.assertEqual([n for n in report["nodes"] if "imex" in n], ["/dev/nvidia-caps-imex-channels/channel0"])
+        self.assertEqual(self.gpu_nodes(report), [])
+        self.assertIsNone(report["smi"], "a channel brings no driver")
+
+    def test_daemon(self):
+        domain = self.domain()
+        plugin = self.cd_plugin().start()
+        claim = self.cd_claim("daemon", "daemon-0", "ComputeDomainDaemonConfig", domain)
+        r = plugin.prepare([claim])
+        self.assertOk(r, claim[2])
+        ids = cdi_ids(r[claim[2]])
+        self.assertEqual(ids, sorted(["k8s.compute-domain.nvidia.com/claim=%s-daemon-0" % claim[2],
+                                      "k8s.compute-domain.nvidia.com/device=all"]))
+        self.assertIn("k8s.compute-domain.nvidia.com-device_base.json", self.node.cdi_files())
+        v = DRIVER_VERSION["gb200x4"]
+        report = self.run_container(CD_DRIVER, ids, self.files_to_check(v))
+        self.assertTrue(report["imexd"])
+        self.assertEqual(report["env"].get("COMPUTE_DOMAIN_UUID"), domain)
+        self.assertTrue(report["env"].get("CLIQUE_ID"))
+        self.assertIn("/dev/nvidia-caps/nvidia-cap1", report["nodes"])
+        # The base spec's management device: every GPU node, the driver,
+        # and no GPU for the NVIDIA runtime to add on top.
+        self.assertEqual(report["env"].get("NVIDIA_VISIBLE_DEVICES"), "void")
+        self.assertEqual(self.gpu_nodes(report), ["/dev/nvidia%d" % i for i in range(4)])
+        self.assertEqual(len(report["smi"]["lines"]), 4)
+        self.assert_driver(report, CD_DRIVER, v)
+
+
+if __name__ == "__main__":
+    unittest.main()
