@@ -8,6 +8,7 @@
 #include "kubelet/device_health_service.h"
 #include "kubelet/dra_service.h"
 #include "kubelet/plugin_client.h"
+#include "kubelet/server_threads.h"
 #include "kubelet/registration_service.h"
 #include "util/log.h"
 #include "util/uid.h"
@@ -21,6 +22,7 @@ constexpr auto kShutdownGrace = std::chrono::seconds(2);
 Result<std::unique_ptr<grpc::Server>> Serve(const SocketFile& socket,
                                             const std::vector<grpc::Service*>& services) {
   grpc::ServerBuilder builder;
+  LimitServerThreads(builder);
   builder.AddListeningPort("unix:" + socket.bind_path(), grpc::InsecureServerCredentials());
   for (auto* s : services) builder.RegisterService(s);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "kubelet/proto/grpc_health/v1/health.grpc.pb.h"
+#include "kubelet/server_threads.h"
 #include "util/log.h"
 
 namespace nvdra::kubelet {
@@ -40,6 +41,7 @@ Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& hos
   std::unique_ptr<HealthServer> h(new HealthServer());
   h->service_ = std::make_unique<Service>(std::move(probe));
   grpc::ServerBuilder builder;
+  LimitServerThreads(builder);
   builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),
                            &h->port_);
   builder.RegisterService(h->service_.get());

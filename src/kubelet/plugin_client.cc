@@ -80,10 +80,11 @@ Request RequestFor(const std::vector<ClaimRef>& claims) {
 }
 
 template <typename Stub, typename Request, typename Response, bool kShareId>
-Result<std::map<std::string, PrepareResult>> DoPrepare(const std::string& path,
+Result<std::map<std::string, PrepareResult>> DoPrepare(std::shared_ptr<grpc::Channel> channel,
+                                                       const std::string& path,
                                                        const std::vector<ClaimRef>& claims,
                                                        PluginClient::Timeout timeout) {
-  auto stub = Stub(Dial(path));
+  auto stub = Stub(std::move(channel));
   Request req = RequestFor<Request>(claims);
   Response resp;
   grpc::ClientContext ctx;
@@ -110,10 +111,11 @@ Result<std::map<std::string, PrepareResult>> DoPrepare(const std::string& path,
 }
 
 template <typename Stub, typename Request, typename Response>
-Result<std::map<std::string, std::string>> DoUnprepare(const std::string& path,
+Result<std::map<std::string, std::string>> DoUnprepare(std::shared_ptr<grpc::Channel> channel,
+                                                       const std::string& path,
                                                        const std::vector<ClaimRef>& claims,
                                                        PluginClient::Timeout timeout) {
-  auto stub = Stub(Dial(path));
+  auto stub = Stub(std::move(channel));
   Request req = RequestFor<Request>(claims);
   Response resp;
   grpc::ClientContext ctx;
@@ -126,9 +128,10 @@ Result<std::map<std::string, std::string>> DoUnprepare(const std::string& path,
 }
 
 template <typename Stub, typename Request, typename Response, bool kV1>
-Status DoWatch(const std::string& path, PluginClient::Timeout timeout,
+Status DoWatch(std::shared_ptr<grpc::Channel> channel, const std::string& path,
+               PluginClient::Timeout timeout,
                const std::function<bool(const std::vector<DeviceHealth>&)>& on_message) {
-  auto stub = Stub(Dial(path));
+  auto stub = Stub(std::move(channel));
   grpc::ClientContext ctx;
   SetDeadline(ctx, timeout);
   Request req;
@@ -194,10 +197,17 @@ std::vector<std::string> ValidatePluginInfo(const PluginInfo& info, const std::s
   return problems;
 }
 
-PluginClient::PluginClient(std::string socket_path) : socket_path_(std::move(socket_path)) {}
+PluginClient::PluginClient(std::string socket_path, Connection connection)
+    : socket_path_(std::move(socket_path)) {
+  if (connection == Connection::kHold) held_ = Dial(socket_path_);
+}
+
+PluginClient::~PluginClient() = default;
+
+std::shared_ptr<grpc::Channel> PluginClient::Channel() const { return held_ ? held_ : Dial(socket_path_); }
 
 Result<PluginInfo> PluginClient::GetInfo(Timeout timeout) const {
-  pluginregistration::Registration::Stub stub(Dial(socket_path_));
+  pluginregistration::Registration::Stub stub(Channel());
   grpc::ClientContext ctx;
   SetDeadline(ctx, timeout);
   pluginregistration::InfoRequest req;
@@ -211,7 +221,7 @@ Result<PluginInfo> PluginClient::GetInfo(Timeout timeout) const {
 
 Status PluginClient::NotifyRegistrationStatus(bool registered, const std::string& error,
                                               Timeout timeout) const {
-  pluginregistration::Registration::Stub stub(Dial(socket_path_));
+  pluginregistration::Registration::Stub stub(Channel());
   grpc::ClientContext ctx;
   SetDeadline(ctx, timeout);
   pluginregistration::RegistrationStatus req;
@@ -227,20 +237,20 @@ Result<std::map<std::string, PrepareResult>> PluginClient::Prepare(
     DraApi api, const std::vector<ClaimRef>& claims, Timeout timeout) const {
   if (api == DraApi::kV1) {
     return DoPrepare<drav1::DRAPlugin::Stub, drav1::NodePrepareResourcesRequest,
-                     drav1::NodePrepareResourcesResponse, true>(socket_path_, claims, timeout);
+                     drav1::NodePrepareResourcesResponse, true>(Channel(), socket_path_, claims, timeout);
   }
   return DoPrepare<drav1beta1::DRAPlugin::Stub, drav1beta1::NodePrepareResourcesRequest,
-                   drav1beta1::NodePrepareResourcesResponse, false>(socket_path_, claims, timeout);
+                   drav1beta1::NodePrepareResourcesResponse, false>(Channel(), socket_path_, claims, timeout);
 }
 
 Result<std::map<std::string, std::string>> PluginClient::Unprepare(
     DraApi api, const std::vector<ClaimRef>& claims, Timeout timeout) const {
   if (api == DraApi::kV1) {
     return DoUnprepare<drav1::DRAPlugin::Stub, drav1::NodeUnprepareResourcesRequest,
-                       drav1::NodeUnprepareResourcesResponse>(socket_path_, claims, timeout);
+                       drav1::NodeUnprepareResourcesResponse>(Channel(), socket_path_, claims, timeout);
   }
   return DoUnprepare<drav1beta1::DRAPlugin::Stub, drav1beta1::NodeUnprepareResourcesRequest,
-                     drav1beta1::NodeUnprepareResourcesResponse>(socket_path_, claims, timeout);
+                     drav1beta1::NodeUnprepareResourcesResponse>(Channel(), socket_path_, claims, timeout);
 }
 
 Status PluginClient::WatchHealth(
@@ -248,10 +258,10 @@ Status PluginClient::WatchHealth(
     const std::function<bool(const std::vector<DeviceHealth>&)>& on_message) const {
   if (api == HealthApi::kV1) {
     return DoWatch<::v1::DRAResourceHealth::Stub, ::v1::NodeWatchResourcesRequest,
-                   ::v1::NodeWatchResourcesResponse, true>(socket_path_, timeout, on_message);
+                   ::v1::NodeWatchResourcesResponse, true>(Channel(), socket_path_, timeout, on_message);
   }
   return DoWatch<::v1alpha1::DRAResourceHealth::Stub, ::v1alpha1::NodeWatchResourcesRequest,
-                 ::v1alpha1::NodeWatchResourcesResponse, false>(socket_path_, timeout, on_message);
+                 ::v1alpha1::NodeWatchResourcesResponse, false>(Channel(), socket_path_, timeout, on_message);
 }
 
 }  // namespace nvdra::kubelet

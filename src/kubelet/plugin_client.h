@@ -1,8 +1,11 @@
 // Talks to a DRA kubelet plugin the way the kubelet does: the registration
 // handshake, NodePrepareResources / NodeUnprepareResources in v1 or v1beta1,
 // and the device health stream. Used by nvdractl (the kubelet stand-in) and
-// by the liveness probe. Every call dials afresh, so a probe notices a socket
-// that was removed or replaced even while an old connection still works.
+// by the liveness probe. By default every call dials afresh, so a probe
+// notices a socket that was removed or replaced even while an old connection
+// still works; a client built with Connection::kHold keeps one channel for
+// all its calls, as the kubelet does (benchmarks measure the plugin, not
+// connection setup).
 #pragma once
 
 #include <chrono>
@@ -15,6 +18,10 @@
 #include "kubelet/claim_engine.h"
 #include "kubelet/device_health_broadcaster.h"
 #include "util/status.h"
+
+namespace grpc {
+class Channel;
+}
 
 namespace nvdra::kubelet {
 
@@ -38,8 +45,11 @@ class PluginClient {
  public:
   using Timeout = std::chrono::milliseconds;
 
+  enum class Connection { kPerCall, kHold };
+
   // `socket_path`: a Unix socket path (registration or DRA socket).
-  explicit PluginClient(std::string socket_path);
+  explicit PluginClient(std::string socket_path, Connection connection = Connection::kPerCall);
+  ~PluginClient();
 
   Result<PluginInfo> GetInfo(Timeout timeout) const;
   Status NotifyRegistrationStatus(bool registered, const std::string& error, Timeout timeout) const;
@@ -60,7 +70,11 @@ class PluginClient {
   const std::string& socket_path() const { return socket_path_; }
 
  private:
+  // The held channel, or a fresh one per call.
+  std::shared_ptr<grpc::Channel> Channel() const;
+
   std::string socket_path_;
+  std::shared_ptr<grpc::Channel> held_;  // set only for Connection::kHold; thread-safe to share
 };
 
 }  // namespace nvdra::kubelet

@@ -2,46 +2,73 @@
 
 namespace nvdra::kubelet {
 
-WorkerPool::WorkerPool(int threads) {
-  if (threads < 1) threads = 1;
-  threads_.reserve(threads);
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
-}
+WorkerPool::WorkerPool(int max_threads, std::chrono::milliseconds idle_exit)
+    : max_(max_threads < 1 ? 1 : max_threads), idle_exit_(idle_exit) {}
 
 WorkerPool::~WorkerPool() { Shutdown(); }
 
 bool WorkerPool::Submit(std::function<void()> job) {
+  JoinExited();
+  std::lock_guard lock(mu_);
+  if (stopping_) return false;
+  queue_.push_back(std::move(job));
+  // A thread is started only when none is waiting for work: the queue never
+  // holds more jobs than there are busy threads unless the pool is full.
+  if (idle_ < static_cast<int>(queue_.size()) && static_cast<int>(threads_.size()) < max_) {
+    std::thread t([this] { Run(); });
+    threads_.emplace(t.get_id(), std::move(t));
+  } else {
+    cv_.notify_one();
+  }
+  return true;
+}
+
+int WorkerPool::live_threads() {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(threads_.size());
+}
+
+void WorkerPool::JoinExited() {
+  std::vector<std::thread> done;
   {
     std::lock_guard lock(mu_);
-    if (stopping_) return false;
-    queue_.push_back(std::move(job));
+    done.swap(exited_);
   }
-  cv_.notify_one();
-  return true;
+  for (auto& t : done) t.join();
 }
 
 void WorkerPool::Shutdown() {
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     stopping_ = true;
+    cv_.notify_all();
+    all_exited_.wait(lock, [this] { return threads_.empty(); });
   }
-  cv_.notify_all();
-  for (auto& t : threads_) {
-    if (t.joinable()) t.join();
-  }
+  JoinExited();
 }
 
 void WorkerPool::Run() {
+  std::unique_lock lock(mu_);
   for (;;) {
-    std::function<void()> job;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained
-      job = std::move(queue_.front());
-      queue_.pop_front();
+    ++idle_;
+    bool woke = cv_.wait_for(lock, idle_exit_, [this] { return stopping_ || !queue_.empty(); });
+    --idle_;
+    if (queue_.empty()) {
+      // Stopping and drained, or idle for idle_exit_: hand this thread to
+      // the next Submit or Shutdown to join, and end.
+      (void)woke;
+      auto self = threads_.find(std::this_thread::get_id());
+      exited_.push_back(std::move(self->second));
+      threads_.erase(self);
+      if (threads_.empty()) all_exited_.notify_all();
+      return;
     }
+    std::function<void()> job = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
     job();
+    job = nullptr;  // the job's captures die outside the lock
+    lock.lock();
   }
 }
 

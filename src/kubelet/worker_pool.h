@@ -1,11 +1,15 @@
-// A fixed set of threads running queued jobs in FIFO order. Bounds how many
+// A bounded set of threads running queued jobs in FIFO order. Bounds how many
 // claims the engine works on at once, independent of how many gRPC calls
-// arrive.
+// arrive. Threads start only when a job finds no idle one and leave after
+// they have been idle for a while, so an idle plugin holds none (each parked
+// thread costs a stack and, with glibc, a share of an allocator arena).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -14,7 +18,11 @@ namespace nvdra::kubelet {
 
 class WorkerPool {
  public:
-  explicit WorkerPool(int threads);
+  static constexpr std::chrono::milliseconds kDefaultIdleExit{30000};
+
+  // At most `max_threads` jobs run at once; a thread with no job for
+  // `idle_exit` ends.
+  explicit WorkerPool(int max_threads, std::chrono::milliseconds idle_exit = kDefaultIdleExit);
   ~WorkerPool();  // runs what is queued, then joins
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -24,16 +32,24 @@ class WorkerPool {
   // Stops accepting jobs, finishes the queued ones and joins the threads.
   void Shutdown();
 
-  int size() const { return static_cast<int>(threads_.size()); }
+  int size() const { return max_; }
+  // Threads alive now (for tests and the footprint benchmark's reasoning).
+  int live_threads();
 
  private:
   void Run();
+  void JoinExited();
 
+  const int max_;
+  const std::chrono::milliseconds idle_exit_;
   std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable all_exited_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  int idle_ = 0;
+  std::map<std::thread::id, std::thread> threads_;
+  std::vector<std::thread> exited_;  // ended (or ending) threads not joined yet
 };
 
 }  // namespace nvdra::kubelet

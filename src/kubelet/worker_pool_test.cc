@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <future>
+#include <thread>
 
 namespace nvdra::kubelet {
 namespace {
@@ -29,6 +30,52 @@ TEST(WorkerPoolTest, JobsRunConcurrently) {
   });
   pool.Submit([&] { second_ran.set_value(); });
   EXPECT_EQ(first_done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+}
+
+TEST(WorkerPoolTest, StartsNoThreadUntilAJobArrives) {
+  WorkerPool pool(8);
+  EXPECT_EQ(pool.live_threads(), 0);
+  std::promise<void> ran;
+  pool.Submit([&] { ran.set_value(); });
+  EXPECT_EQ(ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(pool.live_threads(), 1);
+}
+
+TEST(WorkerPoolTest, NeverRunsMoreThanItsMaximumAtOnce) {
+  WorkerPool pool(3);
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  std::atomic<int> running{0}, peak{0}, done{0};
+  for (int i = 0; i < 10; ++i) {
+    pool.Submit([&] {
+      int now = ++running;
+      int p = peak.load();
+      while (now > p && !peak.compare_exchange_weak(p, now)) {
+      }
+      go.wait();
+      --running;
+      ++done;
+    });
+  }
+  EXPECT_EQ(pool.live_threads(), 3);
+  release.set_value();
+  pool.Shutdown();
+  EXPECT_EQ(done.load(), 10);
+  EXPECT_LE(peak.load(), 3);
+  EXPECT_EQ(pool.live_threads(), 0);
+}
+
+TEST(WorkerPoolTest, IdleThreadsEndAndNewWorkStartsThemAgain) {
+  WorkerPool pool(4, std::chrono::milliseconds(20));
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 4; ++i) pool.Submit([&] { ++ran; });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (pool.live_threads() > 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(pool.live_threads(), 0);
+  EXPECT_EQ(ran.load(), 4);
+  std::promise<void> again;
+  EXPECT_TRUE(pool.Submit([&] { again.set_value(); }));
+  EXPECT_EQ(again.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
 }
 
 }  // namespace

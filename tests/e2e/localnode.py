@@ -139,7 +139,8 @@ def opaque_config(driver, parameters, requests=None, source="FromClaim"):
 class Plugin:
     """One kubelet plugin process."""
 
-    def __init__(self, node, driver, profile, rolling_update_id="", extra_args=None, env=None, name=None):
+    def __init__(self, node, driver, profile, rolling_update_id="", extra_args=None, env=None, name=None,
+                 reconcile_period=1):
         self.node = node
         self.driver = driver
         self.profile = profile
@@ -149,6 +150,7 @@ class Plugin:
         self.name = name or (driver.split(".")[0] + ("-" + rolling_update_id if rolling_update_id else ""))
         self.proc = None
         self.log_path = os.path.join(node.workdir, self.name + ".log")
+        self.reconcile_period = reconcile_period
         self.starts = 0
 
     @property
@@ -177,7 +179,7 @@ class Plugin:
                 "--mock-state-dir", os.path.join(self.node.workdir, "mock-" + self.driver),
                 "--boot-id-path", self.node.boot_id_path]
         # Defaults a test may override through extra_args (each flag once).
-        for flag, value in (("--reconcile-period", "1"), ("--completed-claim-grace", "600")):
+        for flag, value in (("--reconcile-period", str(self.reconcile_period)), ("--completed-claim-grace", "600")):
             if flag not in self.extra_args:
                 args += [flag, value]
         args += ["-v", "4"] + self.extra_args

@@ -32,7 +32,8 @@ void AddLedgerCommands(CLI::App& app, int& exit_code);
 // `nvdractl register|prepare|unprepare|watch-health`: speak to a plugin as the kubelet does.
 void AddKubeletCommands(CLI::App& app, int& exit_code);
 
-// `nvdractl cycle`: prepare/unprepare latency over the real socket.
+// `nvdractl cycle` and `nvdractl wait-info`: prepare/unprepare latency and
+// claims per second over one held connection, and time to GetInfo.
 void AddCycleCommand(CLI::App& app, int& exit_code);
 
 }  // namespace nvdra::ctl

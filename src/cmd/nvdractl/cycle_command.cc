@@ -1,10 +1,19 @@
-// nvdractl cycle: prepares and unprepares claims one after the other, as the
-// kubelet does for short-lived pods, and reports the latency of each call
-// over the real socket. For measuring a node, not for production traffic.
+// nvdractl cycle / wait-info: measure a plugin over the real socket.
+// `cycle` prepares and unprepares claims as the kubelet does for short-lived
+// pods, over one held gRPC connection (as the kubelet holds one), one claim
+// at a time or in waves of concurrent claims, and reports the latency of each
+// call and the claims per second. `wait-info` polls the registration socket
+// until GetInfo answers and prints when it did, so a caller can time a
+// plugin's start. For measuring a node, not for production traffic.
+#include <sys/stat.h>
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cmd/nvdractl/commands.h"
 #include "kubelet/plugin_client.h"
@@ -15,6 +24,10 @@ namespace {
 struct CycleArgs {
   std::string socket;
   std::vector<std::string> claims;
+  int concurrency = 1;
+  int batch = 1;
+  bool prepare_only = false;
+  bool unprepare_only = false;
 };
 
 nlohmann::json Summary(std::vector<double> ms) {
@@ -24,48 +37,154 @@ nlohmann::json Summary(std::vector<double> ms) {
   return {{"count", ms.size()}, {"p50", at(0.50)}, {"p90", at(0.90)}, {"p99", at(0.99)}, {"max", ms.back()}};
 }
 
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string Name(const kubelet::ClaimRef& c) { return c.ns + "/" + c.name + "/" + c.uid; }
+
+// One call's claims and what it measured.
+struct Call {
+  std::vector<kubelet::ClaimRef> claims;
+  double prepare_ms = -1;
+  double unprepare_ms = -1;
+  std::vector<std::string> errors;
+};
+
+void RunPrepare(const kubelet::PluginClient& client, Call& call) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto p = client.Prepare(kubelet::DraApi::kV1, call.claims, std::chrono::seconds(45));
+  call.prepare_ms = MsSince(t0);
+  if (!p.ok()) {
+    call.errors.push_back("prepare: " + p.status().message());
+    std::string hint = UnimplementedHint(p.status().message(), client.socket_path(), Surface::kDra, "v1");
+    if (!hint.empty()) call.errors.push_back("hint: " + hint);
+    return;
+  }
+  for (const auto& c : call.claims) {
+    auto it = p->find(c.uid);
+    if (it == p->end()) call.errors.push_back(Name(c) + ": missing from the prepare answer");
+    else if (!it->second.error.empty()) call.errors.push_back(Name(c) + ": " + it->second.error);
+  }
+}
+
+void RunUnprepare(const kubelet::PluginClient& client, Call& call) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto u = client.Unprepare(kubelet::DraApi::kV1, call.claims, std::chrono::seconds(45));
+  call.unprepare_ms = MsSince(t0);
+  if (!u.ok()) {
+    call.errors.push_back("unprepare: " + u.status().message());
+    return;
+  }
+  for (const auto& c : call.claims) {
+    auto it = u->find(c.uid);
+    if (it != u->end() && !it->second.empty()) call.errors.push_back(Name(c) + ": " + it->second);
+  }
+}
+
+// Runs `step` on every call of the wave at once, one thread per call, the
+// way the kubelet prepares the claims of pods that start together.
+template <typename Step>
+void Together(std::vector<Call>& wave, Step step) {
+  if (wave.size() == 1) {
+    step(wave[0]);
+    return;
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(wave.size());
+  for (auto& call : wave) threads.emplace_back([&call, &step] { step(call); });
+  for (auto& t : threads) t.join();
+}
+
 }  // namespace
 
 void AddCycleCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CycleArgs>();
   auto* cmd = app.add_subcommand(
       "cycle",
-      "Prepare then unprepare each claim in turn (v1, one claim per call) and print the latency "
+      "Prepare then unprepare the claims (v1) over one held connection and print the latency "
       "of the calls as JSON: {\"prepare_ms\": {count, p50, p90, p99, max}, \"unprepare_ms\": ..., "
-      "\"errors\": [..]}. Exit status 1 if any call failed.");
+      "\"wave_ms\": ..., \"claims_per_s\", \"errors\": [..]}. Claims go in waves of --concurrency "
+      "calls of --batch claims each; a wave is prepared together, then unprepared together. Exit "
+      "status 1 if any call failed.");
   cmd->add_option("--socket", args->socket, "the plugin's DRA socket")->required();
+  cmd->add_option("--concurrency", args->concurrency, "calls in flight together (default 1)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--batch", args->batch, "claims per call (default 1)")->check(CLI::Range(1, 100000));
+  cmd->add_flag("--prepare-only", args->prepare_only, "prepare and keep the claims prepared");
+  cmd->add_flag("--unprepare-only", args->unprepare_only, "only unprepare the claims");
   cmd->add_option("claims", args->claims, "claims as namespace/name/uid")->required();
   cmd->callback([args, &exit_code] {
-    kubelet::PluginClient client(args->socket);
-    std::vector<double> prep, unprep;
-    nlohmann::json errors = nlohmann::json::array();
     auto claims = ParseClaimRefs(args->claims);
     if (!claims) {
       exit_code = 2;
       return;
     }
-    for (const auto& c : *claims) {
-      const std::string s = c.ns + "/" + c.name + "/" + c.uid;
-      auto t0 = std::chrono::steady_clock::now();
-      auto p = client.Prepare(kubelet::DraApi::kV1, {c}, std::chrono::seconds(45));
-      auto t1 = std::chrono::steady_clock::now();
-      auto u = client.Unprepare(kubelet::DraApi::kV1, {c}, std::chrono::seconds(45));
-      auto t2 = std::chrono::steady_clock::now();
-      prep.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      unprep.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-      if (!p.ok()) {
-        errors.push_back(s + ": prepare: " + p.status().message());
-        std::string hint = UnimplementedHint(p.status().message(), args->socket, Surface::kDra, "v1");
-        if (!hint.empty()) std::cerr << "hint: " << hint << std::endl;
-      }
-      if (p.ok() && p->count(c.uid) && !p->at(c.uid).error.empty()) errors.push_back(s + ": " + p->at(c.uid).error);
-      if (!u.ok()) errors.push_back(s + ": unprepare: " + u.status().message());
-      else if (u->count(c.uid) && !u->at(c.uid).empty()) errors.push_back(s + ": " + u->at(c.uid));
+    kubelet::PluginClient client(args->socket, kubelet::PluginClient::Connection::kHold);
+    std::vector<Call> calls;
+    for (size_t i = 0; i < claims->size(); i += args->batch) {
+      Call c;
+      c.claims.assign(claims->begin() + i,
+                      claims->begin() + std::min(claims->size(), i + static_cast<size_t>(args->batch)));
+      calls.push_back(std::move(c));
     }
-    std::cout << nlohmann::json{{"prepare_ms", Summary(prep)}, {"unprepare_ms", Summary(unprep)}, {"errors", errors}}
+    std::vector<double> prep, unprep, waves;
+    nlohmann::json errors = nlohmann::json::array();
+    double total_ms = 0;
+    for (size_t i = 0; i < calls.size(); i += args->concurrency) {
+      std::vector<Call> wave(calls.begin() + i,
+                             calls.begin() + std::min(calls.size(), i + static_cast<size_t>(args->concurrency)));
+      auto t0 = std::chrono::steady_clock::now();
+      if (!args->unprepare_only) Together(wave, [&](Call& c) { RunPrepare(client, c); });
+      if (!args->prepare_only) Together(wave, [&](Call& c) { RunUnprepare(client, c); });
+      double ms = MsSince(t0);
+      waves.push_back(ms);
+      total_ms += ms;
+      for (const auto& c : wave) {
+        if (c.prepare_ms >= 0) prep.push_back(c.prepare_ms);
+        if (c.unprepare_ms >= 0) unprep.push_back(c.unprepare_ms);
+        for (const auto& e : c.errors) errors.push_back(e);
+      }
+    }
+    std::cout << nlohmann::json{{"prepare_ms", Summary(prep)},
+                                {"unprepare_ms", Summary(unprep)},
+                                {"wave_ms", Summary(waves)},
+                                {"total_ms", total_ms},
+                                {"claims_per_s", total_ms > 0 ? 1000.0 * claims->size() / total_ms : 0.0},
+                                {"errors", errors}}
                      .dump(2)
               << std::endl;
     exit_code = errors.empty() ? 0 : 1;
+  });
+
+  auto wait_socket = std::make_shared<std::string>();
+  auto wait_timeout_ms = std::make_shared<int>(10000);
+  auto* wait = app.add_subcommand(
+      "wait-info",
+      "Print {\"ready\": true} once started, then poll the registration socket every millisecond "
+      "until GetInfo answers and print {\"answered_unix_ns\": N} (CLOCK_REALTIME). Exit status 1 "
+      "on timeout.");
+  wait->add_option("--socket", *wait_socket, "the plugin's registration socket")->required();
+  wait->add_option("--timeout-ms", *wait_timeout_ms, "give up after this long (default 10000)");
+  wait->callback([wait_socket, wait_timeout_ms, &exit_code] {
+    std::cout << nlohmann::json{{"ready", true}}.dump() << std::endl;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*wait_timeout_ms);
+    kubelet::PluginClient client(*wait_socket);
+    while (std::chrono::steady_clock::now() < deadline) {
+      struct stat st;
+      if (::stat(wait_socket->c_str(), &st) == 0 && client.GetInfo(std::chrono::milliseconds(500)).ok()) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        std::cout << nlohmann::json{{"answered_unix_ns", static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec}}
+                         .dump()
+                  << std::endl;
+        exit_code = 0;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::cerr << "GetInfo on " << *wait_socket << " did not answer within " << *wait_timeout_ms << " ms\n";
+    exit_code = 1;
   });
 }
 

@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""The plugins' performance targets on a local node, measured in one run.
+
+A local node (the test API server on loopback, the real plugin binaries on
+mock hardware) and `nvdractl cycle` as the kubelet: one held gRPC connection
+for all calls. Prints each figure with its ratio against its reference and
+target, then a JSON summary. The figures:
+
+  * p50 prepare/unprepare at ~0, 1,000 and 10,000 ledger entries (held
+    claims and tombstones), against the p50 at ~0;
+  * the floor: the same client against nvdra-fake-plugin (no work), plus one
+    keep-alive claim GET against the same API server, plus the ledger's
+    appends with fdatasync in the plugin's directory;
+  * claims per second with 1, 8 and 64 claims in flight together;
+  * idle RSS, PSS and threads of each plugin, start-to-GetInfo time, RSS
+    after 2,000 claims were prepared and unprepared;
+  * under the default client rate limit (5 QPS, burst 10): latency of 8 and
+    64 claims arriving together, and which API calls were made while they
+    were prepared.
+
+Ratios measured in one run are what to compare: absolute numbers move with
+the machine's load.
+
+Usage (after scripts/build):  python3 bench/node_bench.py [--quick]
+"""
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+
+import localnode  # noqa: E402
+from localnode import BIN, CD_DRIVER, GPU_DRIVER, make_claim, wait_for  # noqa: E402
+
+# Records a prepare+unprepare cycle appends with fdatasync (PrepareStarted,
+# PrepareCompleted, UnprepareStarted, Unprepared; docs/ledger-format.md).
+LEDGER_APPENDS_PER_CYCLE = 4
+RECORD_BYTES = 400
+FAST = ["--kube-api-qps", "1000", "--kube-api-burst", "2000"]
+QUIET = 3600  # reconcile period: no background API calls during the run
+ROWS = []
+
+
+def report(name, value, unit, ref=None, target=None, note=""):
+    """One line: the figure, its ratio to `ref` and the target ratio it must meet."""
+    ratio = value / ref if ref else None
+    ok = None
+    if target is not None:
+        ok = (ratio if ratio is not None else value) <= target
+    line = "%-52s %10.2f %-6s" % (name, value, unit)
+    if ratio is not None:
+        line += "  ratio %5.2fx" % ratio
+    if target is not None:
+        line += "  target <= %g%s  %s" % (target, "x" if ratio is not None else " " + unit,
+                                          "ok" if ok else "MISSED")
+    if note:
+        line += "  (" + note + ")"
+    print(line, flush=True)
+    ROWS.append({"name": name, "value": value, "unit": unit, "ratio": ratio, "target": target, "ok": ok})
+
+
+class Claims:
+    """Allocated single-GPU claims, loaded into the API server in bulk."""
+
+    def __init__(self, node):
+        self.node = node
+        self.n = 0
+
+    def make(self, count, prefix="c", devices=(0, 1, 2, 3)):
+        objs, refs = [], []
+        for k in range(count):
+            i = self.n
+            self.n += 1
+            c = make_claim("%s-%d" % (prefix, i), [{"request": "gpu", "driver": GPU_DRIVER,
+                                                    "pool": self.node.node_name,
+                                                    "device": "gpu-%d" % devices[k % len(devices)]}])
+            objs.append(c)
+            refs.append("default/%s-%d/%s" % (prefix, i, c["metadata"]["uid"]))
+        for k in range(0, len(objs), 500):
+            self.node.api.load(objs[k:k + 500])
+        return refs
+
+
+def cycle(socket, claims, *flags):
+    r = subprocess.run([os.path.join(BIN, "nvdractl"), "cycle", "--socket", socket] + list(flags) + claims,
+                       capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        raise RuntimeError("nvdractl cycle failed (%d): %s%s" % (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+    return json.loads(r.stdout)
+
+
+def proc_figures(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "RssAnon", "RssFile", "Threads"):
+                out[k] = int(v.split()[0])
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    out["Pss"] = int(line.split()[1])
+    except OSError:
+        out["Pss"] = None
+    return out
+
+
+def settle(pid, seconds=2.0):
+    """Lets a plugin go idle: waits until its CPU time stops moving (or `seconds` pass)."""
+    def cpu():
+        with open("/proc/%d/stat" % pid) as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        return int(parts[11]) + int(parts[12])
+    deadline = time.monotonic() + seconds
+    last = cpu()
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = cpu()
+        if now == last:
+            return
+        last = now
+
+
+def start_timed(plugin):
+    """Starts `plugin` and returns ms from exec to its registration socket answering GetInfo."""
+    waiter = subprocess.Popen([os.path.join(BIN, "nvdractl"), "wait-info", "--socket", plugin.reg_socket,
+                               "--timeout-ms", "30000"], stdout=subprocess.PIPE, text=True)
+    assert json.loads(waiter.stdout.readline())["ready"]
+    t0 = time.time_ns()
+    plugin.start(wait=False)
+    line = waiter.stdout.readline()
+    waiter.wait(30)
+    if not line:
+        raise RuntimeError("%s never answered GetInfo; log:\n%s" % (plugin.name, plugin.read_log()))
+    plugin.wait_registered()
+    return (json.loads(line)["answered_unix_ns"] - t0) / 1e6
+
+
+def get_p50(api_url, claim_ref, n):
+    """p50 of a keep-alive GET of one ResourceClaim, as the plugin does once per prepare."""
+    u = urllib.parse.urlparse(api_url)
+    ns, name, _ = claim_ref.split("/")
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    path = "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s" % (ns, name)
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        resp.read()
+        times.append((time.perf_counter() - t0) * 1e3)
+        assert resp.status == 200, resp.status
+    conn.close()
+    return statistics.median(times)
+
+
+def fdatasync_p50(directory, n):
+    """p50 of one ledger-sized append with fdatasync, in the directory the ledger lives in."""
+    path = os.path.join(directory, "bench-append")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    rec = b"x" * RECORD_BYTES
+    times = []
+    try:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            os.write(fd, rec)
+            os.fdatasync(fd)
+            times.append((time.perf_counter() - t0) * 1e3)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return statistics.median(times)
+
+
+def fake_plugin(node):
+    d = os.path.join(node.workdir, "fake")
+    os.makedirs(os.path.join(d, "plugins"), exist_ok=True)
+    os.makedirs(os.path.join(d, "registry"), exist_ok=True)
+    out = open(os.path.join(d, "stdout"), "w+")
+    p = subprocess.Popen([os.path.join(BIN, "nvdra-fake-plugin"), "--kubelet-plugins-directory-path",
+                          os.path.join(d, "plugins"), "--kubelet-registrar-directory-path",
+                          os.path.join(d, "registry"), "--healthcheck-port", "-1"],
+                         stdout=out, stderr=subprocess.DEVNULL)
+
+    def ready():
+        out.seek(0)
+        first = out.readline()
+        return json.loads(first) if first.endswith("\n") else None
+    info = wait_for(ready, what="nvdra-fake-plugin")
+    return p, info["dra_socket"]
+
+
+def seed(gpu, claims, count):
+    """Adds `count` tombstones: claims prepared and unprepared four to a call
+    (one per GPU of gpu-0..3; a GPU is held by one claim at a time)."""
+    if count > 0:
+        cycle(gpu.dra_socket, claims.make(count, prefix="seed"), "--batch", "4")
+
+
+def ledger_entries(node, gpu):
+    return len(gpu.ledger().get("claims", []))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--claims", type=int, default=200, help="claims per latency point")
+    ap.add_argument("--entries", default="1000,2000",
+                    help="ledger sizes to measure at, comma-separated (10,000 takes minutes to seed on a real disk)")
+    ap.add_argument("--workdir-root", default=None,
+                    help="where the node's directory goes (default TMPDIR; /dev/shm takes fdatasync out)")
+    ap.add_argument("--quick", action="store_true", help="smaller run (smoke): 20 claims a point, 1,000 entries max")
+    args = ap.parse_args()
+    n = 20 if args.quick else args.claims
+    sizes = [1000] if args.quick else [int(x) for x in args.entries.split(",")]
+    summary = {"load_average": os.getloadavg()}
+    print("load average at start: %.1f %.1f %.1f (ratios in one run are what count)" % os.getloadavg())
+
+    import tempfile
+    node = localnode.LocalNode(workdir=tempfile.mkdtemp(prefix="nvdra-bench-", dir=args.workdir_root))
+    node.owned = True
+    fake = None
+    try:
+        gpu = node.plugin(GPU_DRIVER, "h100x8", extra_args=FAST, reconcile_period=QUIET)
+        cd = node.plugin(CD_DRIVER, "gb200x4", extra_args=FAST, reconcile_period=QUIET)
+        t_gpu = start_timed(gpu)
+        t_cd = start_timed(cd)
+        wait_for(lambda: node.api.slices(GPU_DRIVER), what="slices")
+        claims = Claims(node)
+
+        print("\n== footprint (idle)")
+        idle = {}
+        for p in (gpu, cd):
+            settle(p.proc.pid)
+            idle[p.name] = f = proc_figures(p.proc.pid)
+            report("%s idle RSS" % p.name, f["VmRSS"] / 1024, "MiB", target=15,
+                   note="anon %.1f, file %.1f MiB" % (f["RssAnon"] / 1024, f["RssFile"] / 1024))
+            if f["Pss"] is not None:
+                report("%s idle PSS" % p.name, f["Pss"] / 1024, "MiB")
+            report("%s threads" % p.name, f["Threads"], "", target=12)
+        report("gpu start to GetInfo", t_gpu, "ms", target=100)
+        report("compute-domain start to GetInfo", t_cd, "ms", target=100)
+        summary["idle"] = idle
+        cycle(gpu.dra_socket, claims.make(5, prefix="warm"))
+
+        print("\n== floor (same client, one held connection)")
+        fake, fake_sock = fake_plugin(node)
+        cycle(fake_sock, claims.make(5, prefix="fwarm"))
+        f = cycle(fake_sock, claims.make(n, prefix="floor"))
+        get = get_p50(node.api.url, claims.make(1, prefix="get")[0], max(n, 50))
+        sync = fdatasync_p50(gpu.plugin_dir, max(n, 50))
+        floor = f["prepare_ms"]["p50"] + f["unprepare_ms"]["p50"] + get + LEDGER_APPENDS_PER_CYCLE * sync
+        report("no-op plugin prepare p50", f["prepare_ms"]["p50"], "ms")
+        report("no-op plugin unprepare p50", f["unprepare_ms"]["p50"], "ms")
+        report("claim GET p50 (keep-alive)", get, "ms")
+        report("append %d B + fdatasync p50" % RECORD_BYTES, sync, "ms")
+        report("floor: no-op cycle + GET + %d appends" % LEDGER_APPENDS_PER_CYCLE, floor, "ms")
+        fake.terminate()
+        fake.wait(10)
+        fake = None
+
+        print("\n== prepare/unprepare p50 by ledger size (one claim at a time)")
+        # Four claims stay held all run (gpu-4..7); the rest become tombstones.
+        held = claims.make(4, prefix="held", devices=(4, 5, 6, 7))
+        cycle(gpu.dra_socket, held, "--prepare-only")
+        base = cycle(gpu.dra_socket, claims.make(n, prefix="lat0"))
+        p0, u0 = base["prepare_ms"]["p50"], base["unprepare_ms"]["p50"]
+        entries = ledger_entries(node, gpu)
+        report("prepare p50 at %d entries" % entries, p0, "ms")
+        report("unprepare p50 at %d entries" % entries, u0, "ms")
+        report("prepare+unprepare p50 vs floor", p0 + u0, "ms", ref=floor, target=1.5)
+        summary["latency"] = {entries: base}
+        rss_after_2000 = None
+        for size in sizes:
+            seed(gpu, claims, size - ledger_entries(node, gpu))
+            if rss_after_2000 is None and claims.n >= 2000:
+                settle(gpu.proc.pid)
+                rss_after_2000 = proc_figures(gpu.proc.pid)["VmRSS"]
+            r = cycle(gpu.dra_socket, claims.make(n, prefix="lat%d" % size))
+            if rss_after_2000 is None and claims.n >= 2000:
+                settle(gpu.proc.pid)
+                rss_after_2000 = proc_figures(gpu.proc.pid)["VmRSS"]
+            entries = ledger_entries(node, gpu)
+            summary["latency"][entries] = r
+            report("prepare p50 at %d entries" % entries, r["prepare_ms"]["p50"], "ms", ref=p0, target=1.1)
+            report("unprepare p50 at %d entries" % entries, r["unprepare_ms"]["p50"], "ms", ref=u0, target=1.1)
+        if rss_after_2000 is None:
+            seed(gpu, claims, max(0, 2000 - claims.n))
+            settle(gpu.proc.pid)
+            rss_after_2000 = proc_figures(gpu.proc.pid)["VmRSS"]
+        report("gpu RSS after 2,000 claims vs idle", rss_after_2000 / 1024, "MiB",
+               ref=idle[gpu.name]["VmRSS"] / 1024, target=1.5)
+        settle(gpu.proc.pid)
+        f = proc_figures(gpu.proc.pid)
+        report("gpu RSS at %d entries vs idle" % ledger_entries(node, gpu), f["VmRSS"] / 1024, "MiB",
+               ref=idle[gpu.name]["VmRSS"] / 1024)
+
+        print("\n== claims arriving together (group commit)")
+        # Each claim takes a whole GPU and the mock node has eight, so at most
+        # eight claims can be prepared at once here; 64 needs a bigger profile.
+        cycle(gpu.dra_socket, held, "--unprepare-only")
+        all8 = tuple(range(8))
+        per = 64 if args.quick else 128
+        serial = cycle(gpu.dra_socket, claims.make(per, prefix="gc1", devices=all8))["claims_per_s"]
+        report("claims/s, 1 at a time", serial, "/s")
+        for conc in (4, 8):
+            r = cycle(gpu.dra_socket, claims.make(per, prefix="gc%d" % conc, devices=all8),
+                      "--concurrency", str(conc))
+            report("claims/s, %d together (vs serial)" % conc, r["claims_per_s"], "/s", ref=serial)
+        gpu.stop()
+        cd.stop()
+
+        print("\n== default client rate limit (5 QPS, burst 10)")
+        node2 = localnode.LocalNode()
+        try:
+            slow = node2.plugin(GPU_DRIVER, "h100x8", reconcile_period=QUIET).start()
+            wait_for(lambda: node2.api.slices(GPU_DRIVER), what="slices")
+            claims2 = Claims(node2)
+            for together in (8, 64):
+                refs = claims2.make(together, prefix="rl%d" % together, devices=tuple(range(8)))
+                if together > 8:
+                    continue  # more claims than GPUs on the mock node; see above
+                time.sleep(2.5)  # the token bucket refills to its burst (setup, not synchronisation)
+                node2.api.request("GET", "/_nvdra/requests?clear=1")
+                r = cycle(slow.dra_socket, refs, "--concurrency", str(together), "--prepare-only")
+                _, body = node2.api.request("GET", "/_nvdra/requests?clear=1")
+                calls = {}
+                for q in body["requests"]:
+                    kind = q["method"] + " " + ("resourceclaims" if "/resourceclaims/" in q["path"] else q["path"])
+                    calls[kind] = calls.get(kind, 0) + 1
+                report("%d claims together: prepare p50" % together, r["prepare_ms"]["p50"], "ms")
+                report("%d claims together: last prepare" % together, r["prepare_ms"]["max"], "ms")
+                others = sum(v for k, v in calls.items() if k != "GET resourceclaims")
+                report("%d claims together: API calls besides claim GETs" % together, others, "", target=0,
+                       note=json.dumps(calls))
+                cycle(slow.dra_socket, refs, "--unprepare-only")
+        finally:
+            node2.close()
+    finally:
+        if fake:
+            fake.terminate()
+        node.close()
+    missed = [r["name"] for r in ROWS if r["ok"] is False]
+    summary["rows"] = ROWS
+    summary["missed"] = missed
+    print("\n" + json.dumps(summary, indent=1, default=str))
+    print("\nmissed targets: %d%s" % (len(missed), "".join("\n  " + m for m in missed)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The benchmark's kubelet stand-in (nvdractl cycle and wait-info) against a
+real GPU plugin: claims in waves over one held connection end prepared or
+unprepared as asked, and wait-info sees the registration socket answer.
+A smoke test of the client bench/node_bench.py relies on; no timings asserted."""
+
+import json
+import os
+import subprocess
+import unittest
+
+from e2e_base import NodeTestCase
+from localnode import BIN
+
+
+def ctl(*args):
+    r = subprocess.run([os.path.join(BIN, "nvdractl")] + list(args), capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+class BenchClientEndToEnd(NodeTestCase):
+    def claims(self, count):
+        return ["%s/%s/%s" % self.gpu_claim("b-%d" % i, ["gpu-%d" % (i % 8)]) for i in range(count)]
+
+    def test_concurrent_waves_prepare_and_unprepare_every_claim(self):
+        gpu = self.gpu_plugin().start()
+        refs = self.claims(6)
+        rc, out, err = ctl("cycle", "--socket", gpu.dra_socket, "--concurrency", "3", *refs)
+        self.assertEqual(rc, 0, out + err)
+        r = json.loads(out)
+        self.assertEqual(r["errors"], [])
+        self.assertEqual(r["prepare_ms"]["count"], 6)
+        self.assertEqual(r["unprepare_ms"]["count"], 6)
+        self.assertEqual(r["wave_ms"]["count"], 2)
+        self.assertGreater(r["claims_per_s"], 0)
+        self.assertEqual(self.live_entries(gpu), [])
+
+    def test_prepare_only_holds_claims_until_unprepare_only(self):
+        gpu = self.gpu_plugin().start()
+        refs = self.claims(5)
+        rc, out, err = ctl("cycle", "--socket", gpu.dra_socket, "--batch", "2", "--prepare-only", *refs)
+        self.assertEqual(rc, 0, out + err)
+        r = json.loads(out)
+        self.assertEqual(r["prepare_ms"]["count"], 3)  # calls of 2, 2 and 1 claims
+        self.assertIsNone(r["unprepare_ms"])
+        self.assertEqual(len(self.live_entries(gpu)), 5)
+        rc, out, err = ctl("cycle", "--socket", gpu.dra_socket, "--unprepare-only", *refs)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(self.live_entries(gpu), [])
+
+    def test_wait_info_reports_when_the_registration_socket_answers(self):
+        gpu = self.gpu_plugin().start()
+        rc, out, err = ctl("wait-info", "--socket", gpu.reg_socket, "--timeout-ms", "20000")
+        self.assertEqual(rc, 0, out + err)
+        lines = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(lines[0], {"ready": True})
+        self.assertGreater(lines[1]["answered_unix_ns"], 0)
+        rc, _, err = ctl("wait-info", "--socket", gpu.reg_socket + ".missing", "--timeout-ms", "50")
+        self.assertEqual(rc, 1)
+        self.assertIn("did not answer", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
