@@ -11,7 +11,8 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kKnownKeys[] = {"uid",      "namespace", "name", "state",  "allocation",
-                                      "held",     "prepared",  "undo", "bootID", "updatedUnixMs", "consumers"};
+                                      "held",     "prepared",  "undo", "bootID", "updatedUnixMs", "consumers",
+                                      "attempt"};
 
 bool IsKnownKey(const std::string& k) {
   return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), k) != std::end(kKnownKeys);
@@ -68,6 +69,7 @@ json EntryToJson(const ClaimEntry& e) {
   j["allocation"] = std::move(alloc);
   j["held"] = e.held;
   if (!e.consumers.empty()) j["consumers"] = e.consumers;
+  if (!e.attempt.empty()) j["attempt"] = e.attempt;
   json prep = json::array();
   for (const auto& d : e.prepared) {
     json p = {{"requests", d.requests},
@@ -118,6 +120,7 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
   }
   e.held = StrList(j, "held");
   e.consumers = StrList(j, "consumers");
+  e.attempt = Str(j, "attempt");
   if (auto it = j.find("prepared"); it != j.end() && it->is_array()) {
     for (const auto& p : *it) {
       if (!p.is_object()) continue;

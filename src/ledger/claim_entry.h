@@ -47,9 +47,12 @@ struct ClaimEntry {
   std::vector<std::string> held;
   std::vector<PreparedDevice> prepared;
   // UIDs of the consumers (pods) the claim was reserved for when it was last
-  // prepared. Kept in the tombstone, so that a new consumer of a released
-  // claim can be told apart from a late retry for the old one.
+  // prepared (for inspection; kept in the tombstone).
   std::vector<std::string> consumers;
+  // Names the BeginPrepare that started the current prepare (or the redo
+  // after a reboot): CompletePrepare must present it, so an attempt that
+  // was superseded (unprepared, or begun again) can never complete.
+  std::string attempt;
   // Opaque record of the device kind: enough to undo without the API server.
   nlohmann::json undo;
   // Boot in which the node-side work was last done.

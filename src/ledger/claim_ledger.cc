@@ -1,6 +1,7 @@
 #include "ledger/claim_ledger.h"
 
 #include <algorithm>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -519,12 +520,15 @@ const ClaimEntry* ClaimLedger::FindLive(const std::string& uid) const {
   return e;
 }
 
-// True when `now` names a consumer that `before` did not.
-static bool HasNewConsumer(const std::vector<std::string>& before, const std::vector<std::string>& now) {
-  for (const auto& c : now) {
-    if (std::find(before.begin(), before.end(), c) == before.end()) return true;
-  }
-  return false;
+// A fresh name for one BeginPrepare: unique across processes and restarts
+// with overwhelming probability.
+static std::string NewAttempt() {
+  static std::mutex mu;
+  static std::random_device device;
+  std::lock_guard<std::mutex> l(mu);
+  uint64_t hi = (static_cast<uint64_t>(device()) << 32) | device();
+  uint64_t lo = (static_cast<uint64_t>(device()) << 32) | device();
+  return fmt::format("{:016x}{:016x}", hi, lo);
 }
 
 Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
@@ -551,24 +555,39 @@ Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
       switch (cur->state) {
         case ClaimState::kPrepareCompleted: {
           BeginResult r{BeginOutcome::kAlreadyPrepared, Decorate(*cur)};
-          if (r.entry.from_earlier_boot) r.outcome = BeginOutcome::kRedoAfterReboot;
-          return r;
+          if (!r.entry.from_earlier_boot) return r;
+          // The redo's CompletePrepare must name this attempt. The entry
+          // keeps its old boot id, so a crash before then still redoes.
+          ClaimEntry e = *cur;
+          e.attempt = NewAttempt();
+          e.updated = opts_.clock->Now();
+          NVDRA_RETURN_IF_ERROR(
+              AppendLocked(e, "ledger-before-started-write", "ledger-after-started-write"));
+          return BeginResult{BeginOutcome::kRedoAfterReboot, Decorate(e)};
         }
-        case ClaimState::kPrepareStarted:
-          return BeginResult{BeginOutcome::kRetry, Decorate(*cur)};
+        case ClaimState::kPrepareStarted: {
+          // A new attempt supersedes the earlier one: it can no longer complete.
+          ClaimEntry e = *cur;
+          e.attempt = NewAttempt();
+          e.consumers = SortedUnique(req.consumers);
+          e.updated = opts_.clock->Now();
+          NVDRA_RETURN_IF_ERROR(
+              AppendLocked(e, "ledger-before-started-write", "ledger-after-started-write"));
+          return BeginResult{BeginOutcome::kRetry, Decorate(e)};
+        }
         case ClaimState::kUnprepareStarted:
           return FailedPrecondition(fmt::format(
               "claim {} is being unprepared (UnprepareStarted); refusing to prepare it until "
               "the unprepare finishes",
               Describe(*cur)));
         case ClaimState::kTombstone:
-          if (same && !HasNewConsumer(cur->consumers, req.consumers)) {
+          if (same && req.consumers.empty()) {
             auto left = std::chrono::duration_cast<std::chrono::seconds>(
                 opts_.tombstone_ttl - (opts_.clock->Now() - cur->updated));
             return FailedPrecondition(fmt::format(
-                "claim {} was unprepared recently; refusing a late Prepare of the same "
-                "allocation, which would resurrect a claim the kubelet already released (the "
-                "refusal expires in {}s)",
+                "claim {} was unprepared recently and is reserved for no pod now; refusing a "
+                "late Prepare of the same allocation, which would resurrect a claim the kubelet "
+                "already released (the refusal expires in {}s)",
                 Describe(*cur), left.count()));
           }
           break;  // a new allocation under the same UID starts afresh
@@ -590,6 +609,7 @@ Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
     e.held = held;
     e.consumers = SortedUnique(req.consumers);
     e.undo = req.undo;
+    e.attempt = NewAttempt();
     e.boot_id = boot_id_;
     e.updated = opts_.clock->Now();
     if (cur != nullptr) e.extra = cur->extra;
@@ -698,7 +718,7 @@ Status ClaimLedger::FinishRecovery() {
 }
 
 Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared,
-                                    nlohmann::json undo) {
+                                    nlohmann::json undo, std::optional<std::string> attempt) {
   return Locked([&]() -> Status {
     const ClaimEntry* cur = FindLive(uid);
     if (cur == nullptr || cur->state == ClaimState::kTombstone ||
@@ -706,6 +726,12 @@ Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<Prepared
       return FailedPrecondition(fmt::format(
           "cannot complete prepare of claim {}: it is {} (was it unprepared meanwhile?)", uid,
           cur == nullptr ? "not in the ledger" : ClaimStateName(cur->state)));
+    }
+    if (attempt && *attempt != cur->attempt) {
+      return FailedPrecondition(fmt::format(
+          "cannot complete prepare of claim {}: the attempt that began it was superseded (by "
+          "another prepare or an unprepare meanwhile); the kubelet will retry",
+          Describe(*cur)));
     }
     if (cur->state == ClaimState::kPrepareCompleted) {
       if (cur->prepared != prepared) {

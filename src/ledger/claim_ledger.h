@@ -32,8 +32,9 @@ struct LedgerOptions {
   std::string boot_id;
   std::string boot_id_path = kDefaultBootIdPath;
   const Clock* clock = &SystemClock::Get();
-  // How long an unprepared claim refuses a late Prepare of the same allocation.
-  std::chrono::nanoseconds tombstone_ttl = std::chrono::minutes(2);
+  // How long an unprepared claim refuses a late Prepare of the same allocation
+  // (the plugins' --tombstone-ttl, default 300 s).
+  std::chrono::nanoseconds tombstone_ttl = std::chrono::seconds(300);
   // How long a transition waits for another process holding the lock.
   std::chrono::nanoseconds lock_timeout = std::chrono::seconds(10);
   LedgerEnv* env = nullptr;  // nullptr: the real file system
@@ -76,9 +77,9 @@ struct OpenReport {
 
 enum class BeginOutcome {
   kStarted,          // fresh: PrepareStarted recorded, do the device work
-  kRetry,            // was PrepareStarted: redo; entry.undo says what an earlier attempt recorded
+  kRetry,            // was PrepareStarted: redo (a new attempt is recorded); entry.undo says what an earlier attempt recorded
   kAlreadyPrepared,  // completed in this boot: return entry.prepared, nothing written
-  kRedoAfterReboot,  // completed in an earlier boot: redo node work, return entry.prepared
+  kRedoAfterReboot,  // completed in an earlier boot: redo node work (a new attempt is recorded), return entry.prepared
 };
 
 struct BeginPrepareRequest {
@@ -88,9 +89,10 @@ struct BeginPrepareRequest {
   std::optional<std::vector<std::string>> held;
   nlohmann::json undo;
   // The claim's status.reservedFor consumer UIDs as the API server has them
-  // now. A tombstone refuses a Prepare of the same allocation unless a
-  // consumer appears that the released claim did not have (a new pod reusing
-  // the claim, not a late retry for the old one).
+  // now. The kubelet prepares a claim only for a pod in reservedFor, so while
+  // any consumer is listed a Prepare is legitimate, even right after an
+  // unprepare (pod A ended, pod B starts). A tombstone refuses only a Prepare
+  // of the same allocation for a claim reserved for nobody: a late retry.
   std::vector<std::string> consumers;
 };
 
@@ -130,9 +132,12 @@ class ClaimLedger {
   Result<BeginResult> BeginPrepare(const BeginPrepareRequest& request);
 
   // Records PrepareCompleted with the devices returned to the kubelet. After a
-  // reboot the devices must equal the recorded ones.
+  // reboot the devices must equal the recorded ones. `attempt` is the
+  // BeginResult's entry.attempt: the completion is refused (FailedPrecondition)
+  // when another BeginPrepare or an unprepare came in between. The claim
+  // engine always passes it; nullopt (tools, tests) skips that check.
   Status CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared,
-                         nlohmann::json undo);
+                         nlohmann::json undo, std::optional<std::string> attempt = std::nullopt);
 
   // nullopt: unknown (or already unprepared) claim, nothing to do. Otherwise
   // the entry, now UnprepareStarted: undo the devices, then FinishUnprepare.
@@ -172,6 +177,7 @@ class ClaimLedger {
 
   OpenReport report() const;
   const std::string& boot_id() const { return boot_id_; }
+  const std::string& dir() const { return opts_.dir; }
   std::string log_path() const;
 
  private:
