@@ -67,41 +67,57 @@ std::string ComputeDomainKind::DomainDir(const std::string& domain_uid) const {
   return JoinPath(JoinPath(options_.plugin_dir, "domains"), domain_uid);
 }
 
+namespace {
+
+// The domain a config names, checked against the one the claim named so far.
+Status JoinDomain(std::string& domain, const std::string& config_domain) {
+  if (!IsValidDomainId(config_domain)) return InvalidArgument("domainID \"" + config_domain + "\" is not a valid UID");
+  if (!domain.empty() && domain != config_domain) {
+    return InvalidArgument("claim mixes ComputeDomains " + domain + " and " + config_domain);
+  }
+  domain = config_domain;
+  return Status::Ok();
+}
+
+Status PlanChannel(const config::ComputeDomainChannelConfig& ch, const config::ConfigGroup& group,
+                   driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
+  if (group.results.size() != 1) {
+    return InvalidArgument("a ComputeDomainChannelConfig applies to exactly one channel, got " +
+                           std::to_string(group.results.size()) + " results");
+  }
+  NVDRA_RETURN_IF_ERROR(JoinDomain(undo.domain_id, ch.domain_id));
+  const std::string& device = group.results[0].device;
+  auto id = ComputeDomainKind::ChannelId(device);
+  if (!id) return InvalidArgument("requested device is not allocatable: " + device);
+  if (ch.allocation_mode == config::kAllocationModeAll) {
+    undo.all_channels = true;
+    for (int i = 0; i < devices::kMaxImexChannels; i++) plan.held.push_back(ChannelResource(i));
+  } else {
+    plan.held.push_back(ChannelResource(*id));
+  }
+  undo.channels.push_back({device, *id, nlohmann::json::object()});
+  return Status::Ok();
+}
+
+Status PlanDaemon(const config::ComputeDomainDaemonConfig& d, const config::ConfigGroup& group,
+                  const std::string& claim_uid, driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
+  if (group.results.size() != 1) return InvalidArgument("only expected 1 device for requests in claim " + claim_uid);
+  NVDRA_RETURN_IF_ERROR(JoinDomain(undo.domain_id, d.domain_id));
+  undo.daemon = true;
+  plan.held.push_back(devices::kDaemonDeviceName);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<driver::ClaimPlan> ComputeDomainKind::Plan(const driver::ClaimWork& work) {
   driver::ClaimPlan plan;
   ComputeDomainUndo undo;
-  std::string& domain = undo.domain_id;
   for (const auto& group : work.groups) {
     if (const auto* ch = std::get_if<config::ComputeDomainChannelConfig>(&group.config)) {
-      if (group.results.size() != 1) {
-        return InvalidArgument("a ComputeDomainChannelConfig applies to exactly one channel, got " +
-                               std::to_string(group.results.size()) + " results");
-      }
-      if (!IsValidDomainId(ch->domain_id)) return InvalidArgument("domainID \"" + ch->domain_id + "\" is not a valid UID");
-      if (!domain.empty() && domain != ch->domain_id) {
-        return InvalidArgument("claim mixes ComputeDomains " + domain + " and " + ch->domain_id);
-      }
-      domain = ch->domain_id;
-      auto id = ChannelId(group.results[0].device);
-      if (!id) return InvalidArgument("requested device is not allocatable: " + group.results[0].device);
-      if (ch->allocation_mode == config::kAllocationModeAll) {
-        undo.all_channels = true;
-        for (int i = 0; i < devices::kMaxImexChannels; i++) plan.held.push_back(ChannelResource(i));
-      } else {
-        plan.held.push_back(ChannelResource(*id));
-      }
-      undo.channels.push_back({group.results[0].device, *id, nlohmann::json::object()});
+      NVDRA_RETURN_IF_ERROR(PlanChannel(*ch, group, plan, undo));
     } else if (const auto* d = std::get_if<config::ComputeDomainDaemonConfig>(&group.config)) {
-      if (group.results.size() != 1) {
-        return InvalidArgument("only expected 1 device for requests in claim " + work.uid);
-      }
-      if (!IsValidDomainId(d->domain_id)) return InvalidArgument("domainID \"" + d->domain_id + "\" is not a valid UID");
-      if (!domain.empty() && domain != d->domain_id) {
-        return InvalidArgument("claim mixes ComputeDomains " + domain + " and " + d->domain_id);
-      }
-      domain = d->domain_id;
-      undo.daemon = true;
-      plan.held.push_back(devices::kDaemonDeviceName);
+      NVDRA_RETURN_IF_ERROR(PlanDaemon(*d, group, work.uid, plan, undo));
     }
   }
   for (const auto& r : work.results) {

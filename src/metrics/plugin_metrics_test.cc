@@ -25,7 +25,7 @@ TEST(PluginMetricsTest, WithoutEndpointNoServer) {
 TEST(PluginMetricsTest, ServesEverythingGzipAccepted) {
   auto p = PluginMetrics::Start({.dra = {.driver = "fabric.example.com",
                                          .node = "n",
-                                         .device_types = kComputeDomainDeviceTypes},
+                                         .device_types = {"channel", "daemon", "unknown"}},
                                  .http_endpoint = "127.0.0.1:0"});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_GT((*p)->port(), 0);

@@ -8,9 +8,7 @@ driver::ClaimSnapshot ToSnapshot(const kube::ResourceClaim& claim) {
   s.ns = claim.namespace_name;
   s.name = claim.name;
   s.allocated = claim.allocated;
-  for (const auto& r : claim.results) {
-    s.results.push_back({r.request, r.driver, r.pool, r.device, r.admin_access, r.share_id.value_or("")});
-  }
+  s.results = claim.results;
   for (const auto& c : claim.reserved_for) s.consumers.push_back(c.uid);
   // Class configs come first: precedence is class < claim, later beats earlier.
   for (int pass = 0; pass < 2; pass++) {
