@@ -46,9 +46,9 @@ class ComputeDomainKind final : public driver::DeviceKind {
                                    const std::vector<std::string>& prepared_devices) override;
   Status Unprepare(const std::string& claim_uid, const nlohmann::json& undo) override;
 
-  // Publishing port.
-  std::vector<model::PublishedDevice> PublishedDevices() const override;
+  // Publishing port (no hardware health: channels have none).
   std::vector<std::string> MetricDeviceTypes() const override;
+  std::vector<model::PublishedDevice> PublishedDevices() const override;
 
   // "channel-7" -> 7; nullopt for anything else.
   static std::optional<int> ChannelId(const std::string& device);
