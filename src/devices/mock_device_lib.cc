@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
 #include <sstream>
 
 #include "devices/nvcaps.h"
@@ -72,15 +73,15 @@ class MockGpuControl final : public GpuControl {
 int MockDeviceLib::MigGiCapMinor(int gpu_minor, int gi) { return 100 + gpu_minor * 200 + gi * 10; }
 int MockDeviceLib::MigCiCapMinor(int gpu_minor, int gi, int ci) { return MigGiCapMinor(gpu_minor, gi) + 1 + ci; }
 
-MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, XidPolicy xids)
-    : profile_(std::move(profile)), dir_(root), root_(root, root), xids_(std::move(xids)) {}
+MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, std::string host_root, XidPolicy xids)
+    : profile_(std::move(profile)), dir_(root), root_(root, host_root.empty() ? root : host_root), xids_(std::move(xids)) {}
 
 Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile, const std::string& root,
-                                                             XidPolicy xids) {
+                                                             XidPolicy xids, const std::string& host_root) {
   if (root.empty() || root.front() != '/') {
     return InvalidArgument("mock driver root \"" + root + "\" must be an absolute path");
   }
-  auto lib = std::unique_ptr<MockDeviceLib>(new MockDeviceLib(std::move(profile), root, std::move(xids)));
+  auto lib = std::unique_ptr<MockDeviceLib>(new MockDeviceLib(std::move(profile), root, host_root, std::move(xids)));
   NVDRA_RETURN_IF_ERROR(lib->Build().Wrap("building mock driver root in " + root));
   std::vector<std::string> uuids;
   for (const auto& g : lib->profile_.inventory.gpus) uuids.push_back(g.uuid);
@@ -174,7 +175,14 @@ std::unique_ptr<DeviceHealthSource> MockDeviceLib::NewHealthSource() {
 }
 
 MockHealthSource::MockHealthSource(std::string events_path, XidPolicy policy)
-    : path_(std::move(events_path)), policy_(std::move(policy)) {}
+    : path_(std::move(events_path)),
+      policy_(std::move(policy)),
+      // Polling a small file is cheap and works on every file system.
+      poller_({.period = std::chrono::milliseconds(500), .run_at_start = false}, [this] {
+        Status s = PollOnce();
+        if (!s.ok()) NVDRA_WARN("mock health events: {}", s.ToString());
+        return s;
+      }) {}
 
 MockHealthSource::~MockHealthSource() { Stop(); }
 
@@ -202,7 +210,7 @@ void MockHealthSource::HandleLine(const std::string& line) {
     try {
       xid = std::stoull(what);
     } catch (const std::exception&) {
-      spdlog::warn("mock health events: ignoring line \"{}\"", line);
+      NVDRA_WARN("mock health events: ignoring line \"{}\"", line);
       return;
     }
     bool critical = policy_.IsCritical(xid);
@@ -239,31 +247,17 @@ void MockHealthSource::Register(const NodeInventory& inventory, HealthCallback c
 }
 
 Status MockHealthSource::Start(const NodeInventory& inventory, HealthCallback callback) {
-  if (thread_.joinable()) return FailedPrecondition("mock health source already started");
+  if (started_) return FailedPrecondition("mock health source already started");
   Register(inventory, std::move(callback));
   NVDRA_RETURN_IF_ERROR(PollOnce());
-  thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(mu_);
-    while (!stop_) {
-      // Polling a small file is cheap and works on every file system.
-      cv_.wait_for(l, std::chrono::milliseconds(500), [this] { return stop_; });
-      if (stop_) break;
-      l.unlock();
-      Status s = PollOnce();
-      if (!s.ok()) spdlog::warn("mock health events: {}", s.ToString());
-      l.lock();
-    }
-  });
+  started_ = true;
+  poller_.Start();
   return Status::Ok();
 }
 
 void MockHealthSource::Stop() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  poller_.Stop();
+  started_ = false;
 }
 
 }  // namespace nvdra::devices

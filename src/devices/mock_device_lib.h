@@ -13,12 +13,9 @@
 //   state/control.log      one line per GpuControl call
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-
 #include "devices/device_lib.h"
 #include "devices/mock_profile.h"
+#include "util/periodic_worker.h"
 
 namespace nvdra::devices {
 
@@ -30,9 +27,11 @@ inline constexpr int kMockImexChannelsMajor = 235;
 
 class MockDeviceLib final : public DeviceLib {
  public:
-  // Builds (or refreshes) the fake driver root under `root`.
+  // Builds (or refreshes) the fake driver root under `root`. `host_root` is
+  // where the host sees that directory when it is mounted into a container
+  // (CDI specs name host paths); empty: the same path.
   static Result<std::unique_ptr<MockDeviceLib>> Create(MockProfile profile, const std::string& root,
-                                                       XidPolicy xids = XidPolicy());
+                                                       XidPolicy xids = XidPolicy(), const std::string& host_root = "");
 
   Result<NodeInventory> Discover() override;
   GpuControl& control() override { return *control_; }
@@ -52,7 +51,7 @@ class MockDeviceLib final : public DeviceLib {
   static int MigCiCapMinor(int gpu_minor, int gi, int ci);
 
  private:
-  MockDeviceLib(MockProfile profile, std::string root, XidPolicy xids);
+  MockDeviceLib(MockProfile profile, std::string root, std::string host_root, XidPolicy xids);
   Status Build();
   MockProfile profile_;
   std::string dir_;
@@ -82,10 +81,9 @@ class MockHealthSource final : public DeviceHealthSource {
   NodeInventory inventory_;
   HealthCallback callback_;
   size_t offset_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
+  bool started_ = false;
+  // Last: it stops before the state its polls use goes away.
+  PeriodicWorker poller_;
 };
 
 }  // namespace nvdra::devices

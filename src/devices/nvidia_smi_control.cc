@@ -1,5 +1,8 @@
 #include "devices/nvidia_smi_control.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,9 +12,16 @@
 namespace nvdra::devices {
 
 Status RunCommand(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  return RunCommandWithin(argv, env, kDefaultCommandTimeout);
+}
+
+Status RunCommandWithin(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                        std::chrono::milliseconds timeout) {
   if (argv.empty()) return InvalidArgument("empty command");
   int pipefd[2];
-  if (::pipe(pipefd) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
+  // Close-on-exec: commands started by other threads must not inherit our
+  // pipe (they would hold it open and hide this command's exit).
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + std::strerror(errno));
   // Build everything the child needs before fork: only async-signal-safe
   // calls happen between fork and exec.
   std::vector<std::string> envs;
@@ -32,30 +42,45 @@ Status RunCommand(const std::vector<std::string>& argv, const std::vector<std::s
   pid_t pid = ::fork();
   if (pid < 0) return Internal(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // Its own process group, so a timeout kills whatever it started too.
+    ::setpgid(0, 0);
     ::dup2(pipefd[1], 1);
     ::dup2(pipefd[1], 2);
-    ::close(pipefd[0]);
-    ::close(pipefd[1]);
     ::execve(cargv[0], cargv.data(), cenv.data());
     ::_exit(127);
   }
+  ::setpgid(pid, pid);  // also here: no race with the child's own call
   ::close(pipefd[1]);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
   std::string output;
   char buf[4096];
-  ssize_t n;
-  while ((n = ::read(pipefd[0], buf, sizeof buf)) != 0) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
+  for (;;) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
       break;
     }
+    pollfd p{pipefd[0], POLLIN, 0};
+    int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 60'000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;  // re-check the deadline
+    ssize_t n = ::read(pipefd[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // every writer closed its end: the command is done
     if (output.size() < 64 * 1024) output.append(buf, static_cast<size_t>(n));
   }
   ::close(pipefd[0]);
+  if (timed_out) ::kill(-pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   std::string cmd;
   for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  if (timed_out) {
+    return DeadlineExceeded("command \"" + cmd + "\" did not finish within " + std::to_string(timeout.count()) +
+                            " ms and was killed");
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
   while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
   return Internal("command \"" + cmd + "\" failed (" +

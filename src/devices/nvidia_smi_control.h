@@ -4,6 +4,7 @@
 // runner is injectable so tests see the exact command lines.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,7 +18,17 @@ namespace nvdra::devices {
 using CommandRunner =
     std::function<Status(const std::vector<std::string>& argv, const std::vector<std::string>& env)>;
 
-// fork/exec and wait, capturing combined output for error messages.
+// How long an external command may run before it is killed: nvidia-smi can
+// hang on a GPU that stopped answering, and a Prepare or Unprepare waiting on
+// it must not hang with it.
+inline constexpr std::chrono::milliseconds kDefaultCommandTimeout{30'000};
+
+// fork/exec and wait, capturing combined output for error messages. The
+// command runs in its own process group; when it outlives `timeout` the whole
+// group is killed and the result is DeadlineExceeded.
+Status RunCommandWithin(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                        std::chrono::milliseconds timeout);
+// The same with kDefaultCommandTimeout.
 Status RunCommand(const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
 class NvidiaSmiControl final : public GpuControl {

@@ -309,7 +309,7 @@ Status NvmlDeviceLib::DiscoverMigs(nvmlDevice_t dev, GpuInfo& gpu) {
     return std::tie(x.gi_id, x.ci_id) < std::tie(y.gi_id, y.ci_id);
   });
   if (gpu.migs.empty()) {
-    spdlog::warn("GPU {} has MIG enabled but no MIG devices; nothing is published for it", gpu.uuid);
+    NVDRA_WARN("GPU {} has MIG enabled but no MIG devices; nothing is published for it", gpu.uuid);
   }
   return Status::Ok();
 }
@@ -374,7 +374,7 @@ bool XidWatcher::PollOnce(unsigned timeout_ms) {
     return true;
   }
   if (rc != NVML_SUCCESS) {
-    spdlog::warn("NVML event wait failed: {}", lib_->ErrorText("nvmlEventSetWait_v2", rc));
+    NVDRA_WARN("NVML event wait failed: {}", lib_->ErrorText("nvmlEventSetWait_v2", rc));
     return false;
   }
   if (data.eventType != nvmlEventTypeXidCriticalError) return true;

@@ -324,5 +324,17 @@ TEST(NvidiaSmiControlTest, RunCommandReportsFailureWithOutput) {
   EXPECT_FALSE(RunCommand({"/nonexistent/binary"}, {}).ok());
 }
 
+// A hung nvidia-smi once hung the claim operation waiting for it: the
+// command, and anything it started, is killed at its timeout.
+TEST(NvidiaSmiControlTest, RunCommandKillsAHungCommandAtItsTimeout) {
+  Status s = RunCommandWithin({"/bin/sh", "-c", "echo started; sleep 1000 & sleep 1000"}, {},
+                              std::chrono::milliseconds(300));
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  EXPECT_NE(s.message().find("did not finish within 300 ms and was killed"), std::string::npos) << s.message();
+  EXPECT_TRUE(s.retryable());
+  // A quick command is unaffected by a timeout.
+  EXPECT_TRUE(RunCommandWithin({"/bin/sh", "-c", "exit 0"}, {}, std::chrono::milliseconds(30'000)).ok());
+}
+
 }  // namespace
 }  // namespace nvdra::devices

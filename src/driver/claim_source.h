@@ -3,6 +3,7 @@
 // port this small lets the reconciler and the engine share it.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,15 @@ class ClaimSource {
   // kNotFound when the claim does not exist; kUnavailable (retryable) for
   // transport errors. The caller compares UIDs.
   virtual Result<ClaimSnapshot> Get(const std::string& ns, const std::string& name) = 0;
+  // The same, giving up at `deadline` (the kubelet's deadline for the claim)
+  // with a retryable error (kDeadlineExceeded) instead of retrying a slow or
+  // throttling API server past it. Sources without retries of their own
+  // need not override it.
+  virtual Result<ClaimSnapshot> GetUntil(const std::string& ns, const std::string& name,
+                                         std::chrono::steady_clock::time_point deadline) {
+    (void)deadline;
+    return Get(ns, name);
+  }
 };
 
 }  // namespace nvdra::driver

@@ -99,7 +99,7 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
   auto claim_lock = locks_.LockUntil(ref.uid, deadline);
   if (!claim_lock) return ClaimBusy();
 
-  NVDRA_ASSIGN_OR_RETURN(ClaimSnapshot snap, FetchClaim(ref));
+  NVDRA_ASSIGN_OR_RETURN(ClaimSnapshot snap, FetchClaim(ref, deadline));
   NVDRA_ASSIGN_OR_RETURN(ClaimWork work, OurResults(ref, snap));
   if (work.results.empty()) return Devices{};
   // A claim completed in this boot answers from the ledger before its configs
@@ -120,9 +120,9 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
 }
 
 // Step 1: the claim as the API server has it now.
-Result<ClaimSnapshot> Engine::FetchClaim(const model::ClaimRef& ref) {
+Result<ClaimSnapshot> Engine::FetchClaim(const model::ClaimRef& ref, Steady::time_point deadline) {
   auto timer = Time(metrics::PrepareStep::kFetchClaim);
-  auto snap = claims_.Get(ref.ns, ref.name);
+  auto snap = claims_.GetUntil(ref.ns, ref.name, deadline);
   if (!snap.ok()) return snap.status().Wrap("retrieve claim " + ref.ObjectName());
   if (snap->uid != ref.uid) {
     return FailedPrecondition("claim " + ref.ObjectName() + " got replaced (the API server has UID " + snap->uid +

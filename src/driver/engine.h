@@ -90,7 +90,7 @@ class Engine final : public kubelet::ClaimEngine {
 
   // The steps of a Prepare, in order.
   Result<Devices> Prepare(const model::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
-  Result<ClaimSnapshot> FetchClaim(const model::ClaimRef& ref);
+  Result<ClaimSnapshot> FetchClaim(const model::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
   Result<ClaimWork> OurResults(const model::ClaimRef& ref, const ClaimSnapshot& snap) const;
   // The recorded devices when the claim was completed in this boot with the
   // same allocation; nullopt otherwise.

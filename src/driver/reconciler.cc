@@ -8,7 +8,12 @@
 namespace nvdra::driver {
 
 Reconciler::Reconciler(Engine& engine, ClaimSource& claims, metrics::DraMetrics* metrics, ReconcilerOptions options)
-    : engine_(engine), claims_(claims), metrics_(metrics), options_(options) {}
+    : engine_(engine),
+      claims_(claims),
+      metrics_(metrics),
+      options_(options),
+      worker_({.period = options.period, .jitter = options.jitter, .clock = options.clock},
+              [this] { return Pass(); }) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
@@ -117,58 +122,25 @@ void Reconciler::Finish(bool deep, ReconcileReport& rep) {
              rep.checked, rep.unprepared_started, rep.unprepared_completed, rep.api_errors);
 }
 
-void Reconciler::Start() {
-  std::lock_guard<std::mutex> l(mu_);
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] { Loop(); });
-}
+void Reconciler::Start() { worker_.Start(); }
 
-void Reconciler::Stop() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void Reconciler::Stop() { worker_.Stop(); }
 
-void Reconciler::Trigger() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    trigger_ = true;
-  }
-  cv_.notify_all();
-}
+void Reconciler::Trigger() { worker_.Trigger(); }
 
-uint64_t Reconciler::runs() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return runs_;
-}
+uint64_t Reconciler::runs() const { return worker_.runs(); }
 
 bool Reconciler::WaitForRuns(uint64_t runs, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_for(l, timeout, [&] { return runs_ >= runs; });
+  return worker_.WaitForRuns(runs, timeout);
 }
 
-void Reconciler::Loop() {
-  for (;;) {
-    uint64_t run;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      run = runs_;
-    }
-    int every = std::max(1, options_.completed_check_every);
-    RunOnce(run % static_cast<uint64_t>(every) == 0);
-    std::unique_lock<std::mutex> l(mu_);
-    runs_++;
-    cv_.notify_all();
-    std::uniform_real_distribution<double> u(0.0, options_.jitter);
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(options_.period * (1.0 + u(rng_)));
-    cv_.wait_for(l, wait, [&] { return stop_ || trigger_; });
-    if (stop_) return;
-    trigger_ = false;
-  }
+Status Reconciler::Pass() {
+  // Inside a pass, runs() counts the passes before this one.
+  uint64_t every = static_cast<uint64_t>(std::max(1, options_.completed_check_every));
+  RunOnce(worker_.runs() % every == 0);
+  // Problems are per claim and counted in the report; the next pass comes
+  // one period later either way.
+  return Status::Ok();
 }
 
 }  // namespace nvdra::driver

@@ -14,19 +14,17 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <mutex>
-#include <random>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "driver/claim_decision.h"
 #include "driver/claim_source.h"
 #include "driver/engine.h"
 #include "metrics/dra_metrics.h"
 #include "util/clock.h"
+#include "util/periodic_worker.h"
 
 namespace nvdra::driver {
 
@@ -72,7 +70,8 @@ class Reconciler {
   uint64_t runs() const;
 
  private:
-  void Loop();
+  // One pass of the background loop.
+  Status Pass();
 
   // The steps of one pass.
   void CheckEntry(const ledger::ClaimEntry& entry, Clock::time_point now, ReconcileReport& rep,
@@ -88,13 +87,8 @@ class Reconciler {
   std::mutex run_mu_;  // one pass at a time
   std::map<std::string, Clock::time_point> gone_since_;  // guarded by run_mu_
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool trigger_ = false;
-  uint64_t runs_ = 0;
-  std::thread thread_;
-  std::mt19937_64 rng_{std::random_device{}()};
+  // Last: it stops before the members its passes use go away.
+  PeriodicWorker worker_;
 };
 
 }  // namespace nvdra::driver

@@ -1,9 +1,13 @@
 #include "kube/kube_client.h"
 
+#include <time.h>
+
 #include <algorithm>
+#include <cctype>
 #include <thread>
 
 #include "kube/curl_transport.h"
+#include "util/json_depth.h"
 
 namespace nvdra::kube {
 
@@ -14,15 +18,61 @@ namespace {
 bool Retryable(long status) { return status == 429 || (status >= 500 && status != 501); }
 
 std::optional<json> ParseStatusBody(const HttpResponse& r) {
-  try {
-    json j = json::parse(r.body);
-    if (j.is_object() && j.value("kind", "") == "Status") return j;
-  } catch (...) {
+  if (!CheckJsonDepth(r.body, "").ok()) return std::nullopt;
+  json j = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    auto kind = j.find("kind");
+    if (kind != j.end() && kind->is_string() && kind->get<std::string>() == "Status") return j;
   }
   return std::nullopt;
 }
 
+std::string StringField(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string Millis(std::chrono::nanoseconds d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
+}
+
 }  // namespace
+
+std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view v, Clock::time_point now) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  if (v.empty()) return std::nullopt;
+  if (std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    // Saturate instead of overflowing: any caller clamps to far less.
+    constexpr int64_t kMax = int64_t{1} << 40;
+    int64_t secs = 0;
+    for (char c : v) {
+      secs = secs * 10 + (c - '0');
+      if (secs > kMax) return std::chrono::seconds(kMax);
+    }
+    return std::chrono::seconds(secs);
+  }
+  // HTTP-date: the three forms RFC 9110 makes recipients accept, all GMT.
+  std::string text(v);
+  for (const char* format : {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %d %H:%M:%S %Y"}) {
+    struct tm tm {};
+    const char* end = ::strptime(text.c_str(), format, &tm);
+    if (end == nullptr || *end != '\0') continue;
+    time_t when = ::timegm(&tm);
+    if (when == static_cast<time_t>(-1)) return std::nullopt;
+    // In seconds: a far-future date overflows the clock's nanoseconds.
+    auto now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+    return std::chrono::seconds(std::max<int64_t>(0, static_cast<int64_t>(when) - now_s));
+  }
+  return std::nullopt;
+}
+
+Result<json> ParseJsonBody(std::string_view body, const std::string& what) {
+  NVDRA_RETURN_IF_ERROR(CheckJsonDepth(body, what + ": response"));
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Internal(what + ": response is not valid JSON");
+  return j;
+}
 
 bool IsPathNotServed(const HttpResponse& r) { return r.status == 404 && !ParseStatusBody(r).has_value(); }
 
@@ -30,8 +80,8 @@ Status StatusFromResponse(const std::string& method, const std::string& path, co
   std::string reason;
   std::string message;
   if (auto s = ParseStatusBody(r)) {
-    reason = s->value("reason", "");
-    message = s->value("message", "");
+    reason = StringField(*s, "reason");
+    message = StringField(*s, "message");
   } else {
     message = r.body.substr(0, 200);
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
@@ -85,11 +135,23 @@ std::string KubeClient::QueryEscape(const std::string& s) {
   return out;
 }
 
-Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string& path, const std::string& body) {
+Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string& path, const std::string& body,
+                                    Deadline deadline) {
   HttpRequest req{method, path, body, options_.request_timeout};
   auto backoff = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.initial_backoff);
+  const std::string what = method + " " + path;
+  // What the last attempt got, for the message when the deadline ends retries.
+  std::string last_outcome = "no attempt was made";
+  auto past_deadline = [&](const std::string& why) {
+    return DeadlineExceeded(what + ": " + why + " (last attempt: " + last_outcome + "); will retry later");
+  };
   for (int attempt = 1;; ++attempt) {
     auto wait = limiter_.Reserve();
+    if (deadline != kNoDeadline && clock_.SteadyNow() + wait >= deadline) {
+      return past_deadline("the deadline passed" + std::string(attempt > 1 ? " after " + std::to_string(attempt - 1) +
+                                                                                 " attempts"
+                                                                           : " before the request could be sent"));
+    }
     {
       std::lock_guard<std::mutex> l(mu_);
       ++stats_.requests;
@@ -97,9 +159,15 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
       if (wait.count() > 0) ++stats_.rate_limited;
     }
     Sleep(wait);
+    if (deadline != kNoDeadline) {
+      // A slow server must not hold the caller past its deadline either.
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.SteadyNow());
+      req.timeout = std::clamp(left, std::chrono::milliseconds(1), options_.request_timeout);
+    }
     auto r = transport_->RoundTrip(req);
     bool last = attempt >= options_.max_attempts;
     std::chrono::nanoseconds delay = backoff;
+    std::string retry_after_note;
     if (!r.ok()) {
       bool transient = r.status().code() == StatusCode::kUnavailable ||
                        r.status().code() == StatusCode::kDeadlineExceeded;
@@ -109,30 +177,31 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
         }
         return r.status();
       }
+      last_outcome = r.status().message();
     } else if (!Retryable(r->status) || last) {
       return r;
     } else {
-      // Honour Retry-After (seconds) on 429 and 5xx: APF, or a server going
-      // down gracefully, tells us when to come back.
-      std::string ra = r->Header("retry-after");
-      if (!ra.empty() && std::all_of(ra.begin(), ra.end(), ::isdigit)) {
-        auto secs = std::min<long long>(std::stoll(ra), options_.max_retry_after.count());
-        delay = std::chrono::seconds(secs);
+      last_outcome = "HTTP " + std::to_string(r->status);
+      // Honour Retry-After on 429 and 5xx: APF, or a server going down
+      // gracefully, tells us when to come back. Whatever it says is clamped.
+      if (auto ra = ParseRetryAfter(r->Header("retry-after"), clock_.Now())) {
+        // Clamp in seconds: the saturated value overflows nanoseconds.
+        delay = std::min(*ra, std::chrono::duration_cast<std::chrono::seconds>(options_.max_retry_after));
+        retry_after_note = ", and the server asked to retry after " + Millis(delay);
       }
+    }
+    if (deadline != kNoDeadline && clock_.SteadyNow() + delay >= deadline) {
+      return past_deadline("the next attempt would start after the deadline" + retry_after_note);
     }
     Sleep(delay);
     backoff = std::min<std::chrono::nanoseconds>(backoff * 2, options_.max_backoff);
   }
 }
 
-Result<json> KubeClient::GetJson(const std::string& path) {
-  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("GET", path));
+Result<json> KubeClient::GetJson(const std::string& path, Deadline deadline) {
+  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("GET", path, "", deadline));
   if (r.status / 100 != 2) return StatusFromResponse("GET", path, r);
-  try {
-    return json::parse(r.body);
-  } catch (const json::exception& e) {
-    return Internal("GET " + path + ": response is not valid JSON: " + e.what());
-  }
+  return ParseJsonBody(r.body, "GET " + path);
 }
 
 Result<json> KubeClient::ListJson(const std::string& path, const std::string& label_selector,
@@ -150,21 +219,13 @@ Result<json> KubeClient::ListJson(const std::string& path, const std::string& la
 Result<json> KubeClient::CreateJson(const std::string& path, const json& object) {
   NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("POST", path, object.dump()));
   if (r.status / 100 != 2) return StatusFromResponse("POST", path, r);
-  try {
-    return json::parse(r.body);
-  } catch (const json::exception& e) {
-    return Internal("POST " + path + ": response is not valid JSON: " + e.what());
-  }
+  return ParseJsonBody(r.body, "POST " + path);
 }
 
 Result<json> KubeClient::UpdateJson(const std::string& path, const json& object) {
   NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("PUT", path, object.dump()));
   if (r.status / 100 != 2) return StatusFromResponse("PUT", path, r);
-  try {
-    return json::parse(r.body);
-  } catch (const json::exception& e) {
-    return Internal("PUT " + path + ": response is not valid JSON: " + e.what());
-  }
+  return ParseJsonBody(r.body, "PUT " + path);
 }
 
 Status KubeClient::Delete(const std::string& path, const std::string& uid, const std::string& resource_version) {
@@ -180,23 +241,24 @@ Status KubeClient::Delete(const std::string& path, const std::string& uid, const
   return Status::Ok();
 }
 
-Result<std::string> KubeClient::ResourceApiVersion() {
+Result<std::string> KubeClient::ResourceApiVersion(Deadline deadline) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!resource_version_.empty()) return resource_version_;
   }
   const std::string path = "/apis/resource.k8s.io";
-  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("GET", path));
+  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("GET", path, "", deadline));
   if (r.status == 404) {
     return FailedPrecondition("the API server does not serve resource.k8s.io (is DRA enabled?)");
   }
   if (r.status / 100 != 2) return StatusFromResponse("GET", path, r);
   std::vector<std::string> served;
-  try {
-    json j = json::parse(r.body);
-    for (const auto& v : j.value("versions", json::array())) served.push_back(v.value("version", ""));
-  } catch (const json::exception& e) {
-    return Internal("GET " + path + ": discovery document is not valid JSON: " + e.what());
+  NVDRA_ASSIGN_OR_RETURN(json j, ParseJsonBody(r.body, "GET " + path));
+  auto versions = j.is_object() ? j.find("versions") : j.end();
+  if (versions != j.end() && versions->is_array()) {
+    for (const auto& v : *versions) {
+      if (v.is_object()) served.push_back(StringField(v, "version"));
+    }
   }
   for (const auto& want : options_.resource_versions) {
     if (std::find(served.begin(), served.end(), want) != served.end()) {
@@ -217,11 +279,12 @@ void KubeClient::ForgetResourceApiVersion() {
 }
 
 Result<HttpResponse> KubeClient::DoResource(const std::string& method, const std::string& rest,
-                                            const std::string& body, std::string* version_used) {
+                                            const std::string& body, std::string* version_used,
+                                            Deadline deadline) {
   for (int round = 0;; ++round) {
-    NVDRA_ASSIGN_OR_RETURN(std::string v, ResourceApiVersion());
+    NVDRA_ASSIGN_OR_RETURN(std::string v, ResourceApiVersion(deadline));
     std::string path = "/apis/resource.k8s.io/" + v + rest;
-    NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do(method, path, body));
+    NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do(method, path, body, deadline));
     if (IsPathNotServed(r)) {
       // The server stopped serving that version (downgrade, or a stale
       // discovery answer): rediscover once. A 404 for a missing object is a
@@ -238,10 +301,11 @@ Result<HttpResponse> KubeClient::DoResource(const std::string& method, const std
   }
 }
 
-Result<ResourceClaim> KubeClient::GetResourceClaim(const std::string& ns, const std::string& name) {
+Result<ResourceClaim> KubeClient::GetResourceClaim(const std::string& ns, const std::string& name,
+                                                   Deadline deadline) {
   std::string rest = "/namespaces/" + ns + "/resourceclaims/" + name;
   std::string v;
-  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, DoResource("GET", rest, "", &v));
+  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, DoResource("GET", rest, "", &v, deadline));
   if (r.status / 100 != 2) {
     return StatusFromResponse("GET", "/apis/resource.k8s.io/" + v + rest, r)
         .Wrap("retrieve ResourceClaim " + ns + "/" + name);
@@ -251,9 +315,10 @@ Result<ResourceClaim> KubeClient::GetResourceClaim(const std::string& ns, const 
   return claim;
 }
 
-ClaimCheckResult KubeClient::CheckClaim(const std::string& ns, const std::string& name, const std::string& uid) {
+ClaimCheckResult KubeClient::CheckClaim(const std::string& ns, const std::string& name, const std::string& uid,
+                                        Deadline deadline) {
   ClaimCheckResult out;
-  auto claim = GetResourceClaim(ns, name);
+  auto claim = GetResourceClaim(ns, name, deadline);
   if (!claim.ok()) {
     out.check = claim.status().code() == StatusCode::kNotFound ? ClaimCheck::kNotFound : ClaimCheck::kError;
     out.status = claim.status();

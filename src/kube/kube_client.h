@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,12 @@
 #include "util/status.h"
 
 namespace nvdra::kube {
+
+// When a caller must have an answer by (a claim's kubelet deadline): retries
+// and each request's timeout stop there. steady_clock, as the Clock's
+// SteadyNow().
+using Deadline = std::chrono::steady_clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
 
 struct KubeClientOptions {
   double qps = 5;  // --kube-api-qps
@@ -67,13 +74,16 @@ class KubeClient {
   static std::unique_ptr<KubeClient> FromConfig(const KubeConfig& config, KubeClientOptions options = {});
 
   // One request with rate limiting and retries. Returns the final response
-  // whatever its HTTP status; errors only when no response came back.
-  Result<HttpResponse> Do(const std::string& method, const std::string& path, const std::string& body = "");
+  // whatever its HTTP status; errors when no response came back, or
+  // kDeadlineExceeded (retryable) when `deadline` passes, or would pass
+  // before the next attempt (a backoff or Retry-After reaching beyond it).
+  Result<HttpResponse> Do(const std::string& method, const std::string& path, const std::string& body = "",
+                          Deadline deadline = kNoDeadline);
 
   // JSON helpers: a non-2xx answer becomes a Status (NotFound, AlreadyExists,
   // Conflict, PermissionDenied, InvalidArgument, Unavailable) carrying the
   // server's message.
-  Result<nlohmann::json> GetJson(const std::string& path);
+  Result<nlohmann::json> GetJson(const std::string& path, Deadline deadline = kNoDeadline);
   Result<nlohmann::json> ListJson(const std::string& path, const std::string& label_selector = "",
                                   const std::string& field_selector = "");
   Result<nlohmann::json> CreateJson(const std::string& path, const nlohmann::json& object);
@@ -83,13 +93,17 @@ class KubeClient {
 
   // The resource.k8s.io version to use ("v1", "v1beta2", "v1beta1"): the most
   // preferred one the server serves, from discovery; remembered.
-  Result<std::string> ResourceApiVersion();
+  Result<std::string> ResourceApiVersion(Deadline deadline = kNoDeadline);
   // Forgets the remembered version (after the server stopped serving it).
   void ForgetResourceApiVersion();
 
-  Result<ResourceClaim> GetResourceClaim(const std::string& namespace_name, const std::string& name);
+  // A claim that cannot be decoded (malformed results, too deep) is
+  // InvalidArgument, never a claim with fewer devices.
+  Result<ResourceClaim> GetResourceClaim(const std::string& namespace_name, const std::string& name,
+                                         Deadline deadline = kNoDeadline);
   // GET plus the checks the kubelet plugin helper makes before Prepare.
-  ClaimCheckResult CheckClaim(const std::string& namespace_name, const std::string& name, const std::string& uid);
+  ClaimCheckResult CheckClaim(const std::string& namespace_name, const std::string& name, const std::string& uid,
+                              Deadline deadline = kNoDeadline);
   Result<nlohmann::json> GetNode(const std::string& name);
 
   KubeClientStats stats() const;
@@ -101,7 +115,7 @@ class KubeClient {
   // A resource.k8s.io request that re-discovers the served version once when
   // the server answers "404 page not found" for the group version.
   Result<HttpResponse> DoResource(const std::string& method, const std::string& rest, const std::string& body,
-                                  std::string* version_used);
+                                  std::string* version_used, Deadline deadline = kNoDeadline);
   void Sleep(std::chrono::nanoseconds d);
 
   std::unique_ptr<HttpTransport> transport_;
@@ -112,6 +126,16 @@ class KubeClient {
   std::string resource_version_;  // guarded by mu_
   KubeClientStats stats_;         // guarded by mu_
 };
+
+// How long a Retry-After header asks us to wait: delta-seconds (any number
+// of digits; huge values saturate) or an HTTP-date (IMF-fixdate, RFC 850 or
+// asctime form) relative to `now`. nullopt for anything else, so the caller
+// falls back to its own backoff. Never throws; the caller clamps.
+std::optional<std::chrono::seconds> ParseRetryAfter(std::string_view value, Clock::time_point now);
+
+// Parses a response body as JSON, refusing documents nested deeper than
+// kMaxJsonDepth; errors name `what`.
+Result<nlohmann::json> ParseJsonBody(std::string_view body, const std::string& what);
 
 // Maps a non-2xx response to a Status with the API server's message.
 Status StatusFromResponse(const std::string& method, const std::string& path, const HttpResponse& response);

@@ -172,6 +172,87 @@ TEST(KubeClientApiServerTest, TimeoutOnSlowServer) {
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
 }
 
+// A slow API server once kept one prepare retrying for 54 s against a 5 s
+// deadline: every attempt waited out the full request timeout.
+TEST(KubeClientApiServerTest, SlowServerStopsAtTheClaimDeadline) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  ASSERT_TRUE(server.LoadObject(Claim("ns", "c", true)).ok());
+  KubeClientOptions o = Fast();
+  o.initial_backoff = std::chrono::milliseconds(250);
+  auto client = KubeClient::FromConfig(server.Config(), o);
+  ASSERT_TRUE(client->ResourceApiVersion().ok());
+  ASSERT_TRUE(server.Requests(/*clear=*/true).ok());
+  ASSERT_TRUE(server
+                  .InjectFault({{"status", 500},
+                                {"latency_ms", 1000},
+                                {"count", -1},
+                                {"path_prefix", "/apis/resource.k8s.io/v1/namespaces/"}})
+                  .ok());
+  auto c = client->GetResourceClaim("ns", "c", std::chrono::steady_clock::now() + std::chrono::milliseconds(1500));
+  EXPECT_EQ(c.status().code(), StatusCode::kDeadlineExceeded) << c.status().ToString();
+  EXPECT_TRUE(c.status().retryable());
+  // At most the first slow attempt and one cut short by the deadline; without
+  // a deadline the client makes all five.
+  auto seen = server.Requests();
+  ASSERT_TRUE(seen.ok());
+  EXPECT_GE(seen->size(), 1u);
+  EXPECT_LE(seen->size(), 2u) << seen->dump();
+}
+
+// Retry-After too large for any integer aborted the plugin, at startup too
+// (the slices LIST): now it is clamped, in seconds or as an HTTP date.
+TEST(KubeClientApiServerTest, AnyRetryAfterIsSurvivedAndClamped) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  ASSERT_TRUE(server.LoadFile(kFixtures + "/core.v1.Node.json").ok());
+  std::vector<std::chrono::nanoseconds> sleeps;
+  KubeClientOptions o = Fast();
+  o.max_retry_after = std::chrono::seconds(60);
+  o.sleep = [&](std::chrono::nanoseconds d) { sleeps.push_back(d); };
+  auto client = KubeClient::FromConfig(server.Config(), o);
+  ASSERT_TRUE(client->ResourceApiVersion().ok());
+  ASSERT_TRUE(server.InjectFault({{"status", 429}, {"retry_after", "99999999999999999999"}, {"count", 1}}).ok());
+  ASSERT_TRUE(server.InjectFault({{"status", 503}, {"retry_after", "Fri, 31 Dec 9999 23:59:59 GMT"}, {"count", 1}}).ok());
+  ASSERT_TRUE(server.InjectFault({{"status", 429}, {"retry_after", "later"}, {"count", 1}}).ok());
+  auto slices = client->ListJson("/apis/resource.k8s.io/v1/resourceslices", "", "spec.nodeName=n1");
+  ASSERT_TRUE(slices.ok()) << slices.status().ToString();
+  ASSERT_EQ(sleeps.size(), 3u);
+  EXPECT_EQ(sleeps[0], std::chrono::seconds(60));
+  EXPECT_EQ(sleeps[1], std::chrono::seconds(60));
+  EXPECT_LT(sleeps[2], std::chrono::seconds(1));  // garbage: our own backoff
+  EXPECT_TRUE(client->GetNode("nameValue").ok());
+}
+
+// What the API server sends is decoded strictly: malformed results and
+// absurd nesting are errors, never a claim with zero devices or a crash.
+TEST(KubeClientApiServerTest, MalformedAndDeepClaimsAreErrors) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto client = KubeClient::FromConfig(server.Config(), Fast());
+  ASSERT_TRUE(client->ResourceApiVersion().ok());
+  const std::string path = "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c";
+  auto served = [](const std::string& results) {
+    return R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1","metadata":{"name":"c","namespace":"ns",)"
+           R"("uid":"u","resourceVersion":"5"},"status":{"allocation":{"devices":{"results":)" + results + "}}}}";
+  };
+  for (const std::string& results : {std::string("{}"), std::string("[null]"), std::string("[7]")}) {
+    ASSERT_TRUE(server.InjectFault({{"raw_body", served(results)}, {"path_prefix", path}}).ok());
+    auto c = client->CheckClaim("ns", "c", "u");
+    EXPECT_EQ(c.check, ClaimCheck::kError) << results;
+    EXPECT_EQ(c.status.code(), StatusCode::kInvalidArgument) << results;
+    EXPECT_NE(c.status.message().find("unexpected shape"), std::string::npos) << c.status.message();
+  }
+  const std::string deep = std::string(70'000, '[') + std::string(70'000, ']');
+  ASSERT_TRUE(server.InjectFault({{"raw_body", served("[]").insert(1, R"("x":)" + deep + ",")}, {"path_prefix", path}})
+                  .ok());
+  auto c = client->GetResourceClaim("ns", "c");
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("deeper than"), std::string::npos) << c.status().ToString();
+  ASSERT_TRUE(server.InjectFault({{"raw_body", deep}, {"path_prefix", "/api/v1/nodes"}}).ok());
+  EXPECT_EQ(client->GetNode("n").status().code(), StatusCode::kInvalidArgument);
+}
+
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

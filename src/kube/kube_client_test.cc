@@ -171,6 +171,92 @@ TEST(KubeClientTest, UnservedVersionNeverLooksLikeNotFound) {
   EXPECT_EQ(h.transport->seen.size(), 4u);
 }
 
+// A Retry-After no integer type holds once aborted the process (also at
+// startup, through the slices LIST): it saturates and is clamped.
+TEST(KubeClientTest, HugeRetryAfterIsClampedNotFatal) {
+  KubeClientOptions o;
+  o.max_retry_after = 60s;
+  Harness h(o);
+  h.transport->answers = {Resp(429, "{}", {{"retry-after", "99999999999999999999"}}),
+                          Resp(503, "{}", {{"retry-after", std::string(400, '9')}}), Resp(200)};
+  ASSERT_TRUE(h.client->GetJson("/apis/resource.k8s.io/v1/resourceslices").ok());
+  EXPECT_EQ(h.sleeps, (std::vector<std::chrono::nanoseconds>{60s, 60s}));
+}
+
+TEST(KubeClientTest, RetryAfterAsHttpDateAndGarbage) {
+  KubeClientOptions o;
+  o.initial_backoff = 100ms;
+  Harness h(o);
+  // The fake clock starts at 2023-11-14 22:13:20 UTC.
+  h.transport->answers = {Resp(503, "{}", {{"retry-after", "Tue, 14 Nov 2023 22:13:50 GMT"}}),
+                          Resp(503, "{}", {{"retry-after", "soon"}}),
+                          Resp(503, "{}", {{"retry-after", "-5"}}), Resp(200)};
+  ASSERT_TRUE(h.client->GetJson("/x").ok());
+  // 30 s from the date; garbage and negative numbers fall back to backoff.
+  EXPECT_EQ(h.sleeps, (std::vector<std::chrono::nanoseconds>{30s, 200ms, 400ms}));
+}
+
+TEST(KubeClientTest, ParseRetryAfterForms) {
+  const Clock::time_point now{std::chrono::seconds(784111777)};  // Sun, 06 Nov 1994 08:49:37 GMT
+  EXPECT_EQ(ParseRetryAfter("120", now), 120s);
+  EXPECT_EQ(ParseRetryAfter(" 7 ", now), 7s);
+  EXPECT_EQ(ParseRetryAfter("Sun, 06 Nov 1994 08:50:37 GMT", now), 60s);
+  EXPECT_EQ(ParseRetryAfter("Sunday, 06-Nov-94 08:49:47 GMT", now), 10s);
+  EXPECT_EQ(ParseRetryAfter("Sun Nov  6 08:49:39 1994", now), 2s);
+  EXPECT_EQ(ParseRetryAfter("Sun, 06 Nov 1994 08:00:00 GMT", now), 0s);  // in the past: now
+  EXPECT_GE(*ParseRetryAfter("99999999999999999999", now), std::chrono::seconds(1'000'000'000));
+  EXPECT_GE(*ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", now), std::chrono::seconds(1'000'000'000));
+  for (const char* bad : {"", "1.5", "-1", "0x10", "Sun, 06 Nov 1994", "tomorrow", "12 s"}) {
+    EXPECT_FALSE(ParseRetryAfter(bad, now).has_value()) << bad;
+  }
+}
+
+// Retries stop at the caller's deadline, and no single request may run past
+// it: a slow API server once kept a prepare retrying for 54 s against a 5 s
+// deadline.
+TEST(KubeClientTest, RetriesStopAtTheDeadline) {
+  KubeClientOptions o;
+  o.initial_backoff = 300ms;
+  Harness h(o);
+  h.transport->answers = {Resp(500), Resp(500), Resp(500), Resp(500), Resp(200)};
+  auto r = h.client->GetJson("/x", h.clock.SteadyNow() + 1s);
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_TRUE(r.status().retryable());
+  EXPECT_NE(r.status().message().find("HTTP 500"), std::string::npos) << r.status().message();
+  // Attempts at 0, 300 and 900 ms; the next backoff (1.2 s) ends past it.
+  ASSERT_EQ(h.transport->seen.size(), 3u);
+  EXPECT_EQ(h.transport->seen[0].timeout, 1000ms);
+  EXPECT_EQ(h.transport->seen[2].timeout, 100ms);
+  EXPECT_EQ(h.sleeps, (std::vector<std::chrono::nanoseconds>{300ms, 600ms}));
+}
+
+TEST(KubeClientTest, RetryAfterBeyondTheDeadlineEndsTheCallNow) {
+  Harness h;
+  h.transport->answers = {Resp(429, "{}", {{"retry-after", "30"}}), Resp(200)};
+  auto r = h.client->GetJson("/x", h.clock.SteadyNow() + 5s);
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(r.status().message().find("asked to retry after 30000ms"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(h.sleeps.empty());
+  EXPECT_EQ(h.transport->seen.size(), 1u);
+  // Without a deadline the same answer is waited out.
+  h.transport->answers = {Resp(429, "{}", {{"retry-after", "30"}}), Resp(200)};
+  EXPECT_TRUE(h.client->GetJson("/x").ok());
+}
+
+TEST(KubeClientTest, DeeplyNestedResponsesAreErrors) {
+  Harness h;
+  const std::string deep = std::string(70'000, '[') + std::string(70'000, ']');
+  h.transport->answers = {Resp(200, deep), Resp(200, R"({"versions":[{"version":"v1"}]})"),
+                          Resp(200, R"({"kind":"ResourceClaim","metadata":{"name":"c","x":)" + deep + "}}")};
+  auto r = h.client->GetJson("/x");
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("deeper than"), std::string::npos) << r.status().message();
+  // A deep error body is only text to quote.
+  EXPECT_EQ(StatusFromResponse("GET", "/p", Resp(404, deep)).code(), StatusCode::kNotFound);
+  auto c = h.client->GetResourceClaim("ns", "c");
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(KubeClientTest, QueryEscape) {
   EXPECT_EQ(KubeClient::QueryEscape("spec.nodeName=n1,spec.driver=gpu.nvidia.com"),
             "spec.nodeName%3Dn1%2Cspec.driver%3Dgpu.nvidia.com");

@@ -9,10 +9,23 @@
 
 #include "kube/raw_json.h"
 #include "kube/resource_claim.h"
+#include "util/json_depth.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   auto claim = nvdra::kube::DecodeResourceClaim(text);
+  // Too deep to decode: it must have been refused, and the checks below
+  // (recursive comparisons) are not for such documents.
+  if (nvdra::JsonNestingDepth(text, nvdra::kMaxJsonDepth) > nvdra::kMaxJsonDepth) {
+    if (claim.ok()) std::abort();
+    return 0;
+  }
+  // A claim with results names a device in every one of them.
+  if (claim.ok()) {
+    for (const auto& r : claim->results) {
+      if (r.driver.empty() || r.device.empty() || r.pool.empty() || r.request.empty()) std::abort();
+    }
+  }
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return 0;
   // Valid JSON: every value FindRawJson returns must equal the parsed one.

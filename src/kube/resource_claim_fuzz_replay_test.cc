@@ -25,6 +25,7 @@ std::vector<std::string> Seeds() {
     if (t.ok()) out.push_back(*t);
   }
   out.push_back(R"({"kind":"ResourceClaim","status":{"allocation":{"devices":{"config":[{"opaque":{"driver":"d","parameters":{"a\"b":[1,{"}":"]"}], "e":"\u00e9"}}}]}}}})");
+  out.push_back(R"({"kind":"ResourceClaim","status":{"allocation":{"devices":{"results":[null,7,{}]}}}})");
   return out;
 }
 
@@ -46,6 +47,10 @@ TEST(ResourceClaimFuzzReplayTest, SeedsAndMutations) {
       Feed(m);
     }
   }
+  // Nesting far past the limit, at the top and inside opaque parameters.
+  Feed(std::string(70'000, '[') + std::string(70'000, ']'));
+  Feed(R"({"kind":"ResourceClaim","status":{"allocation":{"devices":{"config":[{"opaque":{"parameters":)" +
+       std::string(70'000, '{'));
   // Reaching here means no input crashed or broke the raw-bytes invariant.
   EXPECT_GT(runs, 4000u);
 }

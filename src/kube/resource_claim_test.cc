@@ -75,5 +75,49 @@ TEST(ResourceClaimTest, NotAllocatedAndErrors) {
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
 }
 
+// Results that name no device must fail the decode: a claim read as
+// "allocated, zero devices" would be prepared with nothing.
+TEST(ResourceClaimTest, MalformedResultsAreErrorsNotZeroDevices) {
+  auto with_devices = [](const std::string& devices) {
+    return R"({"kind":"ResourceClaim","metadata":{"name":"c","namespace":"n","uid":"u"},)"
+           R"("status":{"allocation":{"devices":)" + devices + "}}}";
+  };
+  for (const std::string& devices :
+       {std::string(R"({"results":{}})"), std::string(R"({"results":{"request":"r"}})"),
+        std::string(R"({"results":[null]})"), std::string(R"({"results":[7]})"), std::string(R"({"results":"gpu-0"})"),
+        std::string(R"({"results":[{}]})"), std::string(R"({"results":[{"request":"r","driver":"d","pool":"p"}]})"),
+        std::string(R"({"results":[{"request":"r","driver":"d","pool":"p","device":7}]})"),
+        std::string(R"({"results":[],"config":{}})"), std::string(R"({"results":[],"config":[3]})"),
+        std::string(R"({"results":[],"config":[{"opaque":[]}]})"), std::string("[]"), std::string("5")}) {
+    auto c = DecodeResourceClaim(with_devices(devices));
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << devices;
+    EXPECT_NE(c.status().message().find("ResourceClaim n/c has an unexpected shape"), std::string::npos)
+        << c.status().message();
+  }
+  EXPECT_FALSE(DecodeResourceClaim(R"({"kind":"ResourceClaim","status":{"allocation":7}})").ok());
+  EXPECT_FALSE(DecodeResourceClaim(R"({"kind":"ResourceClaim","status":{"reservedFor":[1]}})").ok());
+  EXPECT_FALSE(DecodeResourceClaim(R"({"kind":"ResourceClaim","metadata":[]})").ok());
+  // Null and empty lists are what the API server sends for "none".
+  auto none = DecodeResourceClaim(with_devices(R"({"results":null,"config":[]})"));
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->allocated);
+  EXPECT_TRUE(none->results.empty());
+}
+
+TEST(ResourceClaimTest, DeepNestingIsAnErrorNotACrash) {
+  const size_t depth = 70'000;
+  for (const std::string& where : {std::string("metadata"), std::string("params")}) {
+    std::string deep = std::string(depth, '[') + std::string(depth, ']');
+    std::string text =
+        where == "metadata"
+            ? R"({"kind":"ResourceClaim","metadata":{"name":"c","managedFields":)" + deep + "}}"
+            : R"({"kind":"ResourceClaim","metadata":{"name":"c"},"status":{"allocation":{"devices":{"results":[],)"
+              R"("config":[{"source":"FromClaim","opaque":{"driver":"d","parameters":{"a":)" + deep + "}}}]}}}}";
+    auto c = DecodeResourceClaim(text);
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << where;
+    EXPECT_NE(c.status().message().find("deeper than"), std::string::npos) << c.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace nvdra::kube

@@ -51,18 +51,168 @@ json Comparable(const json& spec) {
 
 struct Existing {
   std::string name, uid, resource_version;
-  std::optional<size_t> index;
+  std::optional<size_t> index;  // set for slices of our pool only
   int64_t generation = 0;
   json spec;
 };
+
+// This node's slices of our driver as the API server has them, sorted by
+// name, and the newest generation of our pool among them (0: none).
+struct Listed {
+  std::vector<Existing> slices;
+  int64_t max_generation = 0;
+};
+
+Listed ParseListed(const json& list, const std::string& driver, const std::string& node) {
+  Listed out;
+  for (const auto& item : list.value("items", json::array())) {
+    Existing e;
+    const json& meta = item.value("metadata", json::object());
+    e.name = meta.value("name", "");
+    e.uid = meta.value("uid", "");
+    e.resource_version = meta.value("resourceVersion", "");
+    e.spec = item.value("spec", json::object());
+    const json& pool = e.spec.value("pool", json::object());
+    // Only our pool is indexed; any other pool of ours on this node is obsolete.
+    if (pool.value("name", "") == node) {
+      e.index = IndexFromName(e.name, driver, node);
+      e.generation = pool.value("generation", int64_t{0});
+      out.max_generation = std::max(out.max_generation, e.generation);
+    }
+    out.slices.push_back(std::move(e));
+  }
+  std::sort(out.slices.begin(), out.slices.end(),
+            [](const Existing& a, const Existing& b) { return a.name < b.name; });
+  return out;
+}
+
+// The pool we want: the spec of each slice index at a given generation.
+class DesiredPool {
+ public:
+  DesiredPool(const std::string& driver, const std::string& node, const std::string& version,
+              std::vector<model::PublishedDevice> devices)
+      : driver_(driver), node_(node), version_(version), chunks_(ChunkDevices(std::move(devices))) {
+    // An empty inventory is still a pool: one slice without devices tells
+    // the scheduler the node has nothing, rather than "not published yet".
+    if (chunks_.empty()) chunks_.emplace_back();
+  }
+  size_t size() const { return chunks_.size(); }
+  json Spec(size_t index, int64_t generation) const {
+    return BuildSliceSpec(driver_, node_, PoolRef{node_, generation, static_cast<int64_t>(chunks_.size())},
+                          chunks_[index], version_);
+  }
+  // Whether `e` already says what index `i` should say at `generation`.
+  bool Matches(const Existing& e, size_t i, int64_t generation) const {
+    return Comparable(e.spec) == Comparable(Spec(i, generation));
+  }
+
+ private:
+  std::string driver_, node_, version_;
+  std::vector<std::vector<model::PublishedDevice>> chunks_;
+};
+
+// The content changed when a slice of the newest generation disagrees with
+// what we want at its index (or lies beyond the pool's end): the pool then
+// gets the next generation. Only missing slices (deleted by someone else) do
+// not need one.
+int64_t ChooseGeneration(const Listed& listed, const DesiredPool& desired) {
+  const int64_t newest = listed.max_generation;
+  bool changed = newest == 0;
+  for (const auto& e : listed.slices) {
+    if (!e.index || e.generation != newest) continue;
+    if (*e.index >= desired.size() || !desired.Matches(e, *e.index, newest)) changed = true;
+  }
+  return changed ? newest + 1 : newest;
+}
+
+// What one sync writes: per index the slice to keep (already right, else the
+// first of that index, to update) or none (to create); the rest is obsolete.
+struct Plan {
+  int64_t generation = 0;
+  std::vector<const Existing*> keep;
+  std::vector<bool> keep_ok;
+  std::vector<const Existing*> obsolete;
+};
+
+Plan MakePlan(const Listed& listed, const DesiredPool& desired) {
+  Plan plan;
+  plan.generation = ChooseGeneration(listed, desired);
+  plan.keep.assign(desired.size(), nullptr);
+  plan.keep_ok.assign(desired.size(), false);
+  for (const auto& e : listed.slices) {
+    if (!e.index || *e.index >= desired.size()) continue;
+    size_t i = *e.index;
+    bool ok = desired.Matches(e, i, plan.generation);
+    if (plan.keep[i] == nullptr || (ok && !plan.keep_ok[i])) {
+      plan.keep[i] = &e;
+      plan.keep_ok[i] = ok;
+    }
+  }
+  for (const auto& e : listed.slices) {
+    bool kept = e.index && *e.index < desired.size() && plan.keep[*e.index] == &e;
+    if (!kept) plan.obsolete.push_back(&e);
+  }
+  return plan;
+}
+
+// Where one sync writes: the collection's path in the served API version,
+// and the Node that owns every slice.
+struct Target {
+  KubeClient& client;
+  std::string version;
+  std::string base;  // .../resourceslices
+  std::string node;
+  std::string driver;
+  json owner;
+};
+
+json SliceObject(const Target& t, json metadata, json spec) {
+  metadata["ownerReferences"] = t.owner;
+  return {{"apiVersion", "resource.k8s.io/" + t.version},
+          {"kind", "ResourceSlice"},
+          {"metadata", std::move(metadata)},
+          {"spec", std::move(spec)}};
+}
+
+Status DeleteObsolete(const Target& t, const Plan& plan, SliceSyncResult& result) {
+  for (const Existing* e : plan.obsolete) {
+    Status s = t.client.Delete(t.base + "/" + e->name, e->uid, e->resource_version);
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return s.Wrap("delete obsolete ResourceSlice " + e->name);
+    ++result.deletes;
+  }
+  return Status::Ok();
+}
+
+Status WriteSlices(const Target& t, const Plan& plan, const DesiredPool& desired, SliceSyncResult& result) {
+  for (size_t i = 0; i < desired.size(); ++i) {
+    if (plan.keep[i] != nullptr && plan.keep_ok[i]) continue;
+    json spec = desired.Spec(i, plan.generation);
+    if (const Existing* e = plan.keep[i]; e != nullptr) {
+      json obj = SliceObject(t, {{"name", e->name}, {"resourceVersion", e->resource_version}}, std::move(spec));
+      auto r = t.client.UpdateJson(t.base + "/" + e->name, obj);
+      if (!r.ok()) return r.status().Wrap("update ResourceSlice " + e->name);
+      ++result.updates;
+    } else {
+      json obj = SliceObject(t, {{"generateName", GenerateName(i, t.driver, t.node)}}, std::move(spec));
+      auto r = t.client.CreateJson(t.base, obj);
+      if (!r.ok()) return r.status().Wrap("create ResourceSlice " + std::to_string(i) + " of pool " + t.node);
+      ++result.creates;
+    }
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
 SlicePublisher::SlicePublisher(KubeClient& client, std::string driver, std::string node,
                                SlicePublisherOptions options)
-    : client_(client), driver_(std::move(driver)), node_(std::move(node)), options_(std::move(options)) {
-  node_uid_ = options_.node_uid;
-}
+    : client_(client),
+      driver_(std::move(driver)),
+      node_(std::move(node)),
+      options_(std::move(options)),
+      node_uid_(options_.node_uid),
+      worker_({.period = options_.resync_period, .retry_period = options_.retry_period},
+              [this] { return SyncOnce(); }) {}
 
 SlicePublisher::~SlicePublisher() { Stop(); }
 
@@ -70,19 +220,15 @@ void SlicePublisher::Update(std::vector<model::PublishedDevice> devices) {
   {
     std::lock_guard<std::mutex> l(mu_);
     devices_ = std::move(devices);
-    ++inventory_version_;
-    trigger_ = true;
   }
-  cv_.notify_all();
+  worker_.Trigger();
 }
 
-void SlicePublisher::TriggerSync() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    trigger_ = true;
-  }
-  cv_.notify_all();
-}
+void SlicePublisher::TriggerSync() { worker_.Trigger(); }
+
+void SlicePublisher::Start() { worker_.Start(); }
+
+void SlicePublisher::Stop() { worker_.Stop(); }
 
 SlicePublisherStats SlicePublisher::stats() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -90,8 +236,7 @@ SlicePublisherStats SlicePublisher::stats() const {
 }
 
 bool SlicePublisher::WaitForSyncs(uint64_t count, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_for(l, timeout, [&] { return stats_.syncs >= count; });
+  return worker_.WaitForRuns(count, timeout);
 }
 
 Result<std::string> SlicePublisher::NodeUid() {
@@ -114,172 +259,79 @@ Status SlicePublisher::SyncOnce() {
     std::lock_guard<std::mutex> l(mu_);
     devices = devices_;
   }
-  uint64_t creates = 0, updates = 0, deletes = 0;
-  int64_t generation = 0;
-  size_t slice_count = 0;
-  auto sync = [&]() -> Status {
-    if (!devices) return Status::Ok();  // discovery not done: publish nothing
-    NVDRA_ASSIGN_OR_RETURN(std::string version, client_.ResourceApiVersion());
-    NVDRA_ASSIGN_OR_RETURN(std::string node_uid, NodeUid());
-    const std::string base = "/apis/resource.k8s.io/" + version + "/resourceslices";
-    auto listed = client_.ListJson(base, "", "spec.nodeName=" + node_ + ",spec.driver=" + driver_);
-    if (!listed.ok() && listed.status().code() == StatusCode::kNotFound) client_.ForgetResourceApiVersion();
-    if (!listed.ok()) return listed.status().Wrap("list ResourceSlices of node " + node_);
+  SliceSyncResult result;
+  result.published = devices.has_value();
+  // Before discovery nothing is published.
+  if (devices) result.status = Publish(std::move(*devices), result);
+  Record(result);
+  if (!result.status.ok()) ReportFailure(result.status);
+  return result.status;
+}
 
-    std::vector<Existing> existing;
-    int64_t max_gen = 0;
-    for (const auto& item : listed->value("items", json::array())) {
-      Existing e;
-      const json& meta = item.value("metadata", json::object());
-      e.name = meta.value("name", "");
-      e.uid = meta.value("uid", "");
-      e.resource_version = meta.value("resourceVersion", "");
-      e.spec = item.value("spec", json::object());
-      const json& pool = e.spec.value("pool", json::object());
-      // Only our pool is indexed; any other pool of ours on this node is obsolete.
-      if (pool.value("name", "") == node_) {
-        e.index = IndexFromName(e.name, driver_, node_);
-        e.generation = pool.value("generation", int64_t{0});
-        max_gen = std::max(max_gen, e.generation);
-      }
-      existing.push_back(std::move(e));
-    }
-    std::sort(existing.begin(), existing.end(), [](const Existing& a, const Existing& b) { return a.name < b.name; });
+Status SlicePublisher::Publish(std::vector<model::PublishedDevice> devices, SliceSyncResult& result) {
+  NVDRA_ASSIGN_OR_RETURN(std::string version, client_.ResourceApiVersion());
+  NVDRA_ASSIGN_OR_RETURN(std::string node_uid, NodeUid());
+  Target target{client_,
+                version,
+                "/apis/resource.k8s.io/" + version + "/resourceslices",
+                node_,
+                driver_,
+                json::array({{{"apiVersion", "v1"},
+                              {"kind", "Node"},
+                              {"name", node_},
+                              {"uid", node_uid},
+                              {"controller", true}}})};
 
-    auto chunks = ChunkDevices(*devices);
-    // An empty inventory is still a pool: one slice without devices tells
-    // the scheduler the node has nothing, rather than "not published yet".
-    if (chunks.empty()) chunks.emplace_back();
-    const size_t n = chunks.size();
+  auto list = client_.ListJson(target.base, "", "spec.nodeName=" + node_ + ",spec.driver=" + driver_);
+  if (!list.ok()) {
+    // The served version may have changed under us: ask again next time.
+    if (list.status().code() == StatusCode::kNotFound) client_.ForgetResourceApiVersion();
+    return list.status().Wrap("list ResourceSlices of node " + node_);
+  }
+  const Listed listed = ParseListed(*list, driver_, node_);
+  const DesiredPool desired(driver_, node_, version, std::move(devices));
+  const Plan plan = MakePlan(listed, desired);
 
-    auto desired = [&](size_t i, int64_t gen) {
-      return BuildSliceSpec(driver_, node_, PoolRef{node_, gen, static_cast<int64_t>(n)}, chunks[i], version);
-    };
-    // The content changed when a slice of the newest generation disagrees
-    // with what we want at its index (or lies beyond the pool's end). Only
-    // missing slices (deleted by someone else) do not need a new generation.
-    bool changed = max_gen == 0;
-    for (const auto& e : existing) {
-      if (!e.index || e.generation != max_gen) continue;
-      if (*e.index >= n || Comparable(e.spec) != Comparable(desired(*e.index, max_gen))) changed = true;
-    }
-    generation = changed ? max_gen + 1 : max_gen;
+  NVDRA_RETURN_IF_ERROR(DeleteObsolete(target, plan, result));
+  NVDRA_RETURN_IF_ERROR(WriteSlices(target, plan, desired, result));
+  result.generation = plan.generation;
+  result.slices = desired.size();
+  return Status::Ok();
+}
 
-    // Pick, per index, the slice to keep (already right, else the first of
-    // that index to update); everything else is obsolete.
-    std::vector<const Existing*> keep(n, nullptr);
-    std::vector<bool> keep_ok(n, false);
-    for (const auto& e : existing) {
-      if (!e.index || *e.index >= n) continue;
-      size_t i = *e.index;
-      bool ok = Comparable(e.spec) == Comparable(desired(i, generation));
-      if (keep[i] == nullptr || (ok && !keep_ok[i])) {
-        keep[i] = &e;
-        keep_ok[i] = ok;
-      }
-    }
-    for (const auto& e : existing) {
-      bool kept = e.index && *e.index < n && keep[*e.index] == &e;
-      if (kept) continue;
-      Status s = client_.Delete(base + "/" + e.name, e.uid, e.resource_version);
-      if (!s.ok() && s.code() != StatusCode::kNotFound) return s.Wrap("delete obsolete ResourceSlice " + e.name);
-      ++deletes;
-    }
-    json owner = json::array({{{"apiVersion", "v1"},
-                               {"kind", "Node"},
-                               {"name", node_},
-                               {"uid", node_uid},
-                               {"controller", true}}});
-    for (size_t i = 0; i < n; ++i) {
-      if (keep[i] != nullptr && keep_ok[i]) continue;
-      json spec = desired(i, generation);
-      if (keep[i] != nullptr) {
-        json obj = {{"apiVersion", "resource.k8s.io/" + version},
-                    {"kind", "ResourceSlice"},
-                    {"metadata", {{"name", keep[i]->name}, {"resourceVersion", keep[i]->resource_version},
-                                  {"ownerReferences", owner}}},
-                    {"spec", spec}};
-        auto r = client_.UpdateJson(base + "/" + keep[i]->name, obj);
-        if (!r.ok()) return r.status().Wrap("update ResourceSlice " + keep[i]->name);
-        ++updates;
-      } else {
-        json obj = {{"apiVersion", "resource.k8s.io/" + version},
-                    {"kind", "ResourceSlice"},
-                    {"metadata", {{"generateName", GenerateName(i, driver_, node_)}, {"ownerReferences", owner}}},
-                    {"spec", spec}};
-        auto r = client_.CreateJson(base, obj);
-        if (!r.ok()) return r.status().Wrap("create ResourceSlice " + std::to_string(i) + " of pool " + node_);
-        ++creates;
-      }
-    }
-    slice_count = n;
-    return Status::Ok();
-  };
-  Status s = sync();
+void SlicePublisher::Record(const SliceSyncResult& result) {
   {
     std::lock_guard<std::mutex> l(mu_);
     ++stats_.syncs;
-    stats_.creates += creates;
-    stats_.updates += updates;
-    stats_.deletes += deletes;
-    if (s.ok()) {
-      if (devices) {
-        stats_.generation = generation;
-        stats_.slices = slice_count;
+    stats_.creates += result.creates;
+    stats_.updates += result.updates;
+    stats_.deletes += result.deletes;
+    if (result.status.ok()) {
+      if (result.published) {
+        stats_.generation = result.generation;
+        stats_.slices = result.slices;
       }
       stats_.last_error = Status::Ok();
     } else {
       ++stats_.failed_syncs;
-      stats_.last_error = s;
+      stats_.last_error = result.status;
     }
   }
-  cv_.notify_all();
-  if (!s.ok()) {
-    NVDRA_VLOG(0, "ResourceSlice sync for driver {} failed: {}", driver_, s.ToString());
-    bool permanent = s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kInvalidArgument;
-    if (permanent && options_.events != nullptr) {
-      std::string uid;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        uid = node_uid_;
-      }
-      // Best effort: the recorder rate-limits, and a failed post changes nothing here.
-      (void)options_.events->Record({"v1", "Node", "", node_, uid}, "Warning", "ResourceSlicePublishFailed",
-                                    "publishing ResourceSlices of driver " + driver_ + " failed: " + s.message());
-    }
-  }
-  return s;
+  if (options_.observer != nullptr) options_.observer->OnSliceSync(result);
 }
 
-void SlicePublisher::Start() {
-  std::lock_guard<std::mutex> l(mu_);
-  if (thread_.joinable()) return;
-  stop_ = false;
-  trigger_ = true;
-  thread_ = std::thread([this] { Loop(); });
-}
-
-void SlicePublisher::Stop() {
+void SlicePublisher::ReportFailure(const Status& s) {
+  NVDRA_VLOG(0, "ResourceSlice sync for driver {} failed: {}", driver_, s.ToString());
+  bool permanent = s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kInvalidArgument;
+  if (!permanent || options_.events == nullptr) return;
+  std::string uid;
   {
     std::lock_guard<std::mutex> l(mu_);
-    stop_ = true;
+    uid = node_uid_;
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void SlicePublisher::Loop() {
-  auto wait = std::chrono::milliseconds(0);
-  while (true) {
-    {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait_for(l, wait, [&] { return stop_ || trigger_; });
-      if (stop_) return;
-      trigger_ = false;
-    }
-    Status s = SyncOnce();
-    wait = s.ok() ? options_.resync_period : options_.retry_period;
-  }
+  // Best effort: the recorder rate-limits, and a failed post changes nothing here.
+  (void)options_.events->Record({"v1", "Node", "", node_, uid}, "Warning", "ResourceSlicePublishFailed",
+                                "publishing ResourceSlices of driver " + driver_ + " failed: " + s.message());
 }
 
 }  // namespace nvdra::kube

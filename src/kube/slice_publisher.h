@@ -7,20 +7,40 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kube/event_recorder.h"
 #include "kube/kube_client.h"
 #include "model/published_device.h"
+#include "util/periodic_worker.h"
 #include "util/status.h"
 
 namespace nvdra::kube {
+
+// The outcome of one sync.
+struct SliceSyncResult {
+  Status status;
+  // False before hardware discovery: nothing was asked of the API server.
+  bool published = false;
+  uint64_t creates = 0;
+  uint64_t updates = 0;
+  uint64_t deletes = 0;
+  int64_t generation = 0;  // the pool's generation, when the sync succeeded
+  size_t slices = 0;       // slices in the pool, when the sync succeeded
+};
+
+// Told about every sync (metrics, for one), on the thread that ran it, with
+// none of the publisher's locks held. Must not call back into the publisher's
+// SyncOnce.
+class SlicePublisherObserver {
+ public:
+  virtual ~SlicePublisherObserver() = default;
+  virtual void OnSliceSync(const SliceSyncResult& result) = 0;
+};
 
 struct SlicePublisherOptions {
   std::chrono::milliseconds resync_period{30'000};
@@ -30,6 +50,8 @@ struct SlicePublisherOptions {
   // Where to report failures retrying cannot fix (forbidden, invalid), as a
   // Warning Event on the Node. Optional.
   EventRecorder* events = nullptr;
+  // Told about every sync. Optional; must outlive the publisher.
+  SlicePublisherObserver* observer = nullptr;
 };
 
 struct SlicePublisherStats {
@@ -65,14 +87,19 @@ class SlicePublisher {
   void Stop();
   void TriggerSync();
 
-  // Waits until at least `count` syncs have completed (see stats().syncs).
+  // Waits until the background loop completed at least `count` syncs.
   bool WaitForSyncs(uint64_t count, std::chrono::milliseconds timeout);
 
   SlicePublisherStats stats() const;
 
  private:
-  void Loop();
+  // Brings the pool in line with `devices`, counting its writes in `result`.
+  Status Publish(std::vector<model::PublishedDevice> devices, SliceSyncResult& result);
   Result<std::string> NodeUid();
+  // Adds a finished sync to the stats and tells the observer.
+  void Record(const SliceSyncResult& result);
+  // Logs a failed sync, and posts a Node event when retrying cannot fix it.
+  void ReportFailure(const Status& s);
 
   KubeClient& client_;
   const std::string driver_;
@@ -80,15 +107,12 @@ class SlicePublisher {
   const SlicePublisherOptions options_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::optional<std::vector<model::PublishedDevice>> devices_;  // nullopt: discovery not done
-  uint64_t inventory_version_ = 0;
   std::string node_uid_;
-  bool trigger_ = false;
-  bool stop_ = false;
   SlicePublisherStats stats_;
   std::mutex sync_mu_;  // one SyncOnce at a time
-  std::thread thread_;
+  // Last: it stops before the members its syncs use go away.
+  PeriodicWorker worker_;
 };
 
 }  // namespace nvdra::kube

@@ -236,6 +236,44 @@ TEST_F(SlicePublisherTest, InjectedConflictAndOutageThenConverges) {
   EXPECT_EQ(pub.stats().failed_syncs, 2u);
 }
 
+// Keeps every sync result it is told about.
+class RecordingObserver : public SlicePublisherObserver {
+ public:
+  void OnSliceSync(const SliceSyncResult& result) override { results.push_back(result); }
+  std::vector<SliceSyncResult> results;
+};
+
+TEST_F(SlicePublisherTest, ObserverHearsEverySyncAndItsOutcome) {
+  RecordingObserver observer;
+  SlicePublisherOptions o;
+  o.observer = &observer;
+  SlicePublisher pub(*client_, kDriver, kNode, o);
+  ASSERT_TRUE(pub.SyncOnce().ok());
+  pub.Update(Devices(3));
+  ASSERT_TRUE(server_->InjectFault({{"status", 409}, {"method", "POST"}, {"count", 1}}).ok());
+  EXPECT_EQ(pub.SyncOnce().code(), StatusCode::kConflict);
+  ASSERT_TRUE(pub.SyncOnce().ok());
+  ASSERT_TRUE(pub.SyncOnce().ok());
+  ASSERT_EQ(observer.results.size(), 4u);
+  const auto& before = observer.results[0];
+  EXPECT_TRUE(before.status.ok());
+  EXPECT_FALSE(before.published);
+  const auto& conflict = observer.results[1];
+  EXPECT_EQ(conflict.status.code(), StatusCode::kConflict);
+  EXPECT_TRUE(conflict.published);
+  EXPECT_EQ(conflict.creates, 0u);
+  const auto& created = observer.results[2];
+  EXPECT_TRUE(created.status.ok());
+  EXPECT_EQ(created.creates, 1u);
+  EXPECT_EQ(created.generation, 1);
+  EXPECT_EQ(created.slices, 1u);
+  const auto& quiet = observer.results[3];
+  EXPECT_TRUE(quiet.status.ok());
+  EXPECT_EQ(quiet.creates + quiet.updates + quiet.deletes, 0u);
+  EXPECT_EQ(quiet.generation, 1);
+  EXPECT_EQ(pub.stats().failed_syncs, 1u);
+}
+
 TEST_F(SlicePublisherTest, PermanentFailureBecomesNodeEvent) {
   FakeClock clock;
   EventRecorder events(*client_, {.component = kDriver, .instance = kNode}, clock);

@@ -201,7 +201,7 @@ Result<std::map<std::string, PrepareResult>> ClaimDispatcher::Prepare(
   NVDRA_RETURN_IF_ERROR(ValidateRequest(claims, "prepare", invalid, valid));
   std::map<std::string, PrepareResult> out;
   for (auto& [uid, err] : invalid) {
-    spdlog::error("refusing to prepare claim: {}", err);
+    NVDRA_ERROR("refusing to prepare claim: {}", err);
     out[uid].error = err;
   }
   if (valid.empty()) return out;
@@ -225,7 +225,7 @@ Result<std::map<std::string, PrepareResult>> ClaimDispatcher::Prepare(
       r = tasks[i]->prepare;
     }
     if (!r.error.empty()) {
-      spdlog::error("prepare of claim {} failed: {}", valid[i].ToString(), r.error);
+      NVDRA_ERROR("prepare of claim {} failed: {}", valid[i].ToString(), r.error);
     } else {
       NVDRA_VLOG(1, "prepared claim {} ({} devices)", valid[i].ToString(), r.devices.size());
     }
@@ -238,7 +238,7 @@ Result<std::map<std::string, std::string>> ClaimDispatcher::Unprepare(
   std::map<std::string, std::string> out;
   std::vector<ClaimRef> valid;
   NVDRA_RETURN_IF_ERROR(ValidateRequest(claims, "unprepare", out, valid));
-  for (auto& [uid, err] : out) spdlog::error("refusing to unprepare claim: {}", err);
+  for (auto& [uid, err] : out) NVDRA_ERROR("refusing to unprepare claim: {}", err);
   if (valid.empty()) return out;
 
   const auto deadline = std::min(Clock::now() + options_.claim_timeout, call_deadline);
@@ -256,7 +256,7 @@ Result<std::map<std::string, std::string>> ClaimDispatcher::Unprepare(
     std::string& err = out[valid[i].uid];
     err = late[i].empty() ? tasks[i]->unprepare_error : late[i];
     if (!err.empty()) {
-      spdlog::error("unprepare of claim {} failed: {}", valid[i].ToString(), err);
+      NVDRA_ERROR("unprepare of claim {} failed: {}", valid[i].ToString(), err);
     } else {
       NVDRA_VLOG(1, "unprepared claim {}", valid[i].ToString());
     }

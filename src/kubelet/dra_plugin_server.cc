@@ -61,9 +61,23 @@ Result<PluginSocketPaths> SocketPathsFor(const DraPluginOptions& o) {
   return p;
 }
 
+Status CheckNoLiveInstance(const DraPluginOptions& options) {
+  NVDRA_ASSIGN_OR_RETURN(PluginSocketPaths paths, SocketPathsFor(options));
+  for (const std::string& path : {paths.registration, paths.dra}) {
+    if (SocketAnswers(path)) {
+      return FailedPrecondition(fmt::format(
+          "another {} plugin is running and serving {}; refusing to start a second instance on the "
+          "same sockets (stop the other one first, or give each instance its own --rolling-update-id)",
+          options.driver_name, path));
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<DraPluginServer>> DraPluginServer::Start(ClaimEngine& engine,
                                                                 DraPluginOptions options) {
   NVDRA_ASSIGN_OR_RETURN(PluginSocketPaths paths, SocketPathsFor(options));
+  NVDRA_RETURN_IF_ERROR(CheckNoLiveInstance(options));
   std::unique_ptr<DraPluginServer> s(new DraPluginServer());
   s->options_ = options;
   s->paths_ = paths;
@@ -90,7 +104,7 @@ Result<std::unique_ptr<DraPluginServer>> DraPluginServer::Start(ClaimEngine& eng
   NVDRA_ASSIGN_OR_RETURN(s->registration_server_,
                          Serve(*s->registration_socket_, {s->registration_.get()}));
   NVDRA_RETURN_IF_ERROR(s->registration_socket_->Publish());
-  spdlog::info("DRA driver {} serving {} and registration socket {}", options.driver_name,
+  NVDRA_INFO("DRA driver {} serving {} and registration socket {}", options.driver_name,
                paths.dra, paths.registration);
   return s;
 }
@@ -104,7 +118,7 @@ void DraPluginServer::Stop() {
   // socket goes away.
   if (registration_server_) registration_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   if (registration_socket_) {
-    if (Status st = registration_socket_->RemoveIfOurs(); !st.ok()) spdlog::error("{}", st.message());
+    if (Status st = registration_socket_->RemoveIfOurs(); !st.ok()) NVDRA_ERROR("{}", st.message());
   }
   // End health streams and answer calls waiting for claims, so the DRA
   // server can finish its calls promptly; engine calls still running are
@@ -118,12 +132,12 @@ void DraPluginServer::Stop() {
   }
   if (dra_server_) dra_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   if (dra_socket_) {
-    if (Status st = dra_socket_->RemoveIfOurs(); !st.ok()) spdlog::error("{}", st.message());
+    if (Status st = dra_socket_->RemoveIfOurs(); !st.ok()) NVDRA_ERROR("{}", st.message());
   }
   if (dispatcher_stop.joinable()) dispatcher_stop.join();
   if (dra_server_) dra_server_->Wait();
   if (registration_server_) registration_server_->Wait();
-  spdlog::info("DRA driver {} stopped", options_.driver_name);
+  NVDRA_INFO("DRA driver {} stopped", options_.driver_name);
 }
 
 Status DraPluginServer::CheckLiveness(std::chrono::milliseconds timeout) const {

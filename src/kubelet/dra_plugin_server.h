@@ -46,11 +46,17 @@ struct PluginSocketPaths {
 // rolling-update id or relative directory.
 Result<PluginSocketPaths> SocketPathsFor(const DraPluginOptions& options);
 
+// FailedPrecondition when another process still serves either socket of
+// `options` (same driver and rolling-update id): a second instance must not
+// start, and callers check this before any other side effect of starting.
+Status CheckNoLiveInstance(const DraPluginOptions& options);
+
 class DraPluginServer {
  public:
   // Replaces stale sockets, starts both servers and publishes their sockets
   // (the DRA socket first, so the kubelet never learns of an endpoint that
-  // does not answer yet).
+  // does not answer yet). Refuses (FailedPrecondition) while another
+  // process serves either socket.
   static Result<std::unique_ptr<DraPluginServer>> Start(ClaimEngine& engine, DraPluginOptions options);
   ~DraPluginServer();  // Stop()
 

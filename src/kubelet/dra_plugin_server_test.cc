@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -202,14 +203,34 @@ TEST_F(DraPluginServerTest, ReplacesStaleSocketsAndRemovesThemOnStop) {
   EXPECT_TRUE(listing->empty());  // no temporary bind names left either
 }
 
-TEST_F(DraPluginServerTest, StoppingLeavesAnotherInstancesSocketsAlone) {
-  auto old_server = Start(Options());
-  auto new_server = Start(Options());  // same names: takes them over
-  old_server->Stop();
-  EXPECT_TRUE(PathExists(new_server->paths().dra));
-  EXPECT_TRUE(PathExists(new_server->paths().registration));
-  EXPECT_TRUE(new_server->CheckLiveness(kTimeout).ok());
-  EXPECT_TRUE(PluginClient(new_server->paths().dra).Prepare(DraApi::kV1, {Claim("a")}, kTimeout).ok());
+// A second instance on the same names used to take them over; the first
+// then lost its sockets and, on stopping, could delete the second's.
+TEST_F(DraPluginServerTest, SecondInstanceOnTheSameSocketsRefusesToStart) {
+  auto first = Start(Options());
+  auto second = DraPluginServer::Start(engine_, Options());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("another gpu.nvidia.com plugin is running"));
+  EXPECT_THAT(second.status().message(), HasSubstr("--rolling-update-id"));
+  EXPECT_FALSE(CheckNoLiveInstance(Options()).ok());
+  EXPECT_TRUE(first->CheckLiveness(kTimeout).ok());
+  EXPECT_TRUE(PluginClient(first->paths().dra).Prepare(DraApi::kV1, {Claim("a")}, kTimeout).ok());
+  first->Stop();
+  EXPECT_TRUE(CheckNoLiveInstance(Options()).ok());
+  auto again = Start(Options());  // once the first is gone, a new one starts
+  EXPECT_TRUE(again->CheckLiveness(kTimeout).ok());
+}
+
+TEST_F(DraPluginServerTest, SocketsGetTheirModeWhateverTheUmask) {
+  mode_t old_umask = ::umask(0);
+  auto server = Start(Options());
+  ::umask(old_umask);
+  for (const auto& p : {server->paths().dra, server->paths().registration}) {
+    struct stat st {};
+    ASSERT_EQ(::lstat(p.c_str(), &st), 0) << p;
+    EXPECT_TRUE(S_ISSOCK(st.st_mode));
+    EXPECT_EQ(st.st_mode & 07777, kSocketMode) << p;
+  }
 }
 
 TEST_F(DraPluginServerTest, RollingUpdateInstancesServeSideBySide) {

@@ -22,7 +22,7 @@ class HealthServer::Service final : public ::grpc::health::v1::Health::Service {
       NVDRA_VLOG(7, "liveness check: serving");
       resp->set_status(::grpc::health::v1::HealthCheckResponse::SERVING);
     } else {
-      spdlog::error("liveness check failed: {}", s.message());
+      NVDRA_ERROR("liveness check failed: {}", s.message());
       resp->set_status(::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
     }
     return grpc::Status::OK;
@@ -47,7 +47,7 @@ Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& hos
   if (!h->server_ || h->port_ == 0) {
     return Unavailable(fmt::format("cannot listen for health checks on {}:{} (port in use?)", host, port));
   }
-  spdlog::info("liveness endpoint grpc.health.v1.Health/Check on {}:{}", host, h->port_);
+  NVDRA_INFO("liveness endpoint grpc.health.v1.Health/Check on {}:{}", host, h->port_);
   return h;
 }
 

@@ -278,15 +278,28 @@ TEST_F(KubeletIntegrationTest, SigtermRemovesSocketsAndStaleOnesAreReplaced) {
   EXPECT_FALSE(PathExists(reg));
 }
 
-TEST_F(KubeletIntegrationTest, AnotherInstancesSocketsAreLeftAlone) {
-  FakePlugin old_pod(dir_.path());
-  FakePlugin new_pod(dir_.path());  // same names: takes them over
-  EXPECT_EQ(old_pod.Terminate(), 0);
-  ASSERT_TRUE(PathExists(new_pod.dra()));
-  ASSERT_TRUE(PathExists(new_pod.reg()));
-  EXPECT_EQ(Ctl({"register", "--socket", new_pod.reg()}).rc, 0);
-  EXPECT_EQ(new_pod.Terminate(), 0);
-  EXPECT_FALSE(PathExists(new_pod.dra()));
+// Two real plugin processes on the same sockets (same driver, no distinct
+// --rolling-update-id): the second used to take the names over, and the
+// first then deleted them on exit. Now the second refuses to start.
+TEST_F(KubeletIntegrationTest, SecondPluginOnTheSameSocketsRefusesToStart) {
+  FakePlugin first(dir_.path());
+  Process second({kBin + "/nvdra-fake-plugin", "--kubelet-plugins-directory-path", dir_.path() + "/plugins",
+                  "--kubelet-registrar-directory-path", dir_.path() + "/registry", "--healthcheck-host",
+                  "127.0.0.1"});
+  EXPECT_EQ(second.ReadLine(), "");  // no readiness line: it never served
+  EXPECT_NE(second.Wait(), 0);
+  ASSERT_TRUE(PathExists(first.dra()));
+  ASSERT_TRUE(PathExists(first.reg()));
+  auto reg = Ctl({"register", "--socket", first.reg()});
+  EXPECT_EQ(reg.rc, 0) << reg.out.dump();
+  EXPECT_EQ(Ctl({"prepare", "--socket", first.dra(), ClaimArg("a")}).rc, 0);
+  EXPECT_EQ(first.Terminate(), 0);
+  EXPECT_FALSE(PathExists(first.dra()));
+  EXPECT_FALSE(PathExists(first.reg()));
+  // With the first gone, the same command line starts.
+  FakePlugin next(dir_.path());
+  EXPECT_EQ(Ctl({"register", "--socket", next.reg()}).rc, 0);
+  EXPECT_EQ(next.Terminate(), 0);
 }
 
 TEST_F(KubeletIntegrationTest, RollingUpdatePodsServeSideBySide) {

@@ -48,7 +48,7 @@ grpc::Status RegistrationService::NotifyRegistrationStatus(
     last_ = Status{status->plugin_registered(), status->error()};
   }
   if (!status->plugin_registered()) {
-    spdlog::error("kubelet rejected the registration of DRA driver {}: {}", info_.name(),
+    NVDRA_ERROR("kubelet rejected the registration of DRA driver {}: {}", info_.name(),
                   status->error());
     return grpc::Status(grpc::StatusCode::UNKNOWN,
                         "failed registration process: " + status->error());

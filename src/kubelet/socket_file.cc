@@ -15,21 +15,19 @@
 #include "util/log.h"
 
 namespace nvdra::kubelet {
-namespace {
-
-// Whether something accepts connections on `path` right now.
-bool Listening(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+bool SocketAnswers(const std::string& path) {
+  // Non-blocking: a live but busy listener with a full backlog answers
+  // EAGAIN instead of stalling our start; only ECONNREFUSED (no listener)
+  // and ENOENT mean nobody is there.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return false;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 || errno == EAGAIN;
   ::close(fd);
   return ok;
 }
-
-}  // namespace
 
 Result<SocketFile> SocketFile::Prepare(const std::string& path) {
   namespace fs = std::filesystem;
@@ -38,9 +36,19 @@ Result<SocketFile> SocketFile::Prepare(const std::string& path) {
     return InvalidArgument(fmt::format("socket path {} must be absolute", path));
   }
   std::random_device rd;
+  const unsigned nonce = rd();
   std::string bind = (p.parent_path() / fmt::format(".{}.{}-{:08x}", p.filename().string(),
-                                                    ::getpid(), rd()))
+                                                    ::getpid(), nonce))
                          .string();
+  if (path.size() > kMaxSocketPathLength) {
+    return InvalidArgument(fmt::format("socket path {} is too long: Unix sockets allow {} bytes; use a shorter "
+                                       "directory or driver name", path, kMaxSocketPathLength));
+  }
+  // Names with a pod UID in them (--rolling-update-id) leave no room for the
+  // full name twice; a short private name still fits.
+  if (bind.size() > kMaxSocketPathLength) {
+    bind = (p.parent_path() / fmt::format(".{}-{:08x}.sock", ::getpid(), nonce)).string();
+  }
   if (bind.size() > kMaxSocketPathLength) {
     return InvalidArgument(fmt::format(
         "socket path {} is too long: Unix sockets allow {} bytes and we need {} for a temporary "
@@ -55,8 +63,11 @@ Result<SocketFile> SocketFile::Prepare(const std::string& path) {
           "{} exists and is not a socket; refusing to replace it (remove it if it is not needed)",
           path));
     }
-    if (Listening(path)) {
-      spdlog::warn("{} is served by another process; this instance takes the name over", path);
+    if (SocketAnswers(path)) {
+      return FailedPrecondition(fmt::format(
+          "{} is served by another running plugin instance; refusing to start beside it on the same "
+          "sockets (stop the other instance, or give each instance its own --rolling-update-id)",
+          path));
     } else {
       NVDRA_VLOG(1, "replacing stale socket {}", path);
     }
@@ -71,6 +82,13 @@ Status SocketFile::Publish() {
   if (::lstat(bind_path_.c_str(), &st) != 0) {
     return Internal(fmt::format("server socket {} was not created: {}", bind_path_,
                                 std::strerror(errno)));
+  }
+  // The mode the socket got from the umask is not the one we want (a umask
+  // of 0 would let any local user drive the plugin).
+  if (::chmod(bind_path_.c_str(), kSocketMode) != 0) {
+    int err = errno;
+    ::unlink(bind_path_.c_str());
+    return Internal(fmt::format("cannot set the mode of socket {}: {}", bind_path_, std::strerror(err)));
   }
   if (::rename(bind_path_.c_str(), path_.c_str()) != 0) {
     int err = errno;

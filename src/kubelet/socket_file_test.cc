@@ -53,6 +53,23 @@ TEST(SocketFileTest, PublishReplacesStaleSocketAndRemovesOnlyOurs) {
   ::close(fd);
 }
 
+TEST(SocketFileTest, RefusesASocketThatStillAnswers) {
+  testing::ScratchDir dir;
+  const std::string path = dir.path() + "/reg.sock";
+  auto mine = SocketFile::Prepare(path);
+  ASSERT_TRUE(mine.ok());
+  int fd1 = Listen(mine->bind_path());
+  ASSERT_TRUE(mine->Publish().ok());
+  EXPECT_TRUE(SocketAnswers(path));
+  auto theirs = SocketFile::Prepare(path);
+  ASSERT_FALSE(theirs.ok());
+  EXPECT_EQ(theirs.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(theirs.status().message(), HasSubstr("served by another running plugin instance"));
+  EXPECT_TRUE(mine->StillOurs());
+  ::close(fd1);
+  EXPECT_FALSE(SocketAnswers(path));
+}
+
 TEST(SocketFileTest, LeavesAnotherInstancesSocketAlone) {
   testing::ScratchDir dir;
   const std::string path = dir.path() + "/reg.sock";
@@ -60,9 +77,9 @@ TEST(SocketFileTest, LeavesAnotherInstancesSocketAlone) {
   ASSERT_TRUE(mine.ok());
   int fd1 = Listen(mine->bind_path());
   ASSERT_TRUE(mine->Publish().ok());
-  // A second instance takes the name over.
-  auto theirs = SocketFile::Prepare(path);
-  ASSERT_TRUE(theirs.ok());
+  ::close(fd1);  // this instance stopped answering (hung or dying)...
+  auto theirs = SocketFile::Prepare(path);  // ...so a new one may take the name
+  ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
   int fd2 = Listen(theirs->bind_path());
   ASSERT_TRUE(theirs->Publish().ok());
   const ino_t their_inode = Inode(path);
@@ -71,8 +88,22 @@ TEST(SocketFileTest, LeavesAnotherInstancesSocketAlone) {
   EXPECT_TRUE(PathExists(path));
   EXPECT_EQ(Inode(path), their_inode);
   EXPECT_TRUE(theirs->StillOurs());
-  ::close(fd1);
   ::close(fd2);
+}
+
+TEST(SocketFileTest, PublishedSocketHasItsModeWhateverTheUmask) {
+  testing::ScratchDir dir;
+  const std::string path = dir.path() + "/dra.sock";
+  auto sock = SocketFile::Prepare(path);
+  ASSERT_TRUE(sock.ok());
+  mode_t old_umask = ::umask(0);
+  int fd = Listen(sock->bind_path());
+  ::umask(old_umask);
+  ASSERT_TRUE(sock->Publish().ok());
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, kSocketMode);
+  ::close(fd);
 }
 
 TEST(SocketFileTest, RefusesNonSocketsAndOverlongPaths) {
@@ -87,6 +118,25 @@ TEST(SocketFileTest, RefusesNonSocketsAndOverlongPaths) {
   ASSERT_FALSE(longp.ok());
   EXPECT_THAT(longp.status().message(), HasSubstr("too long"));
   EXPECT_FALSE(SocketFile::Prepare("relative/dra.sock").ok());
+}
+
+TEST(SocketFileTest, PodUidNamesThatFitGetAShortPrivateName) {
+  testing::ScratchDir dir;
+  // As in a DaemonSet with --rolling-update-id set to the pod UID: the name
+  // fits, the name with ".<name>.<pid>-<nonce>" would not.
+  std::string name = "compute-domain.nvidia.com-0b6e4a5c-1f2d-4c3b-9a8e-0123456789ab-reg.sock";
+  std::string path = dir.path() + "/";
+  path += std::string(kMaxSocketPathLength - 3 - path.size() - name.size(), 'r') + "/" + name;
+  ASSERT_LE(path.size(), kMaxSocketPathLength);
+  ASSERT_GT(path.size() + 12, kMaxSocketPathLength);
+  auto sock = SocketFile::Prepare(path);
+  ASSERT_TRUE(sock.ok()) << sock.status().ToString();
+  EXPECT_LE(sock->bind_path().size(), kMaxSocketPathLength);
+  int fd = Listen(sock->bind_path());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(sock->Publish().ok());
+  EXPECT_TRUE(PathExists(path));
+  ::close(fd);
 }
 
 }  // namespace

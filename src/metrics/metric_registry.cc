@@ -1,6 +1,6 @@
 #include "metrics/metric_registry.h"
 
-#include <spdlog/spdlog.h>
+#include "util/log.h"
 
 #include <algorithm>
 #include <charconv>
@@ -158,7 +158,7 @@ Histogram::Snapshot Histogram::Take() const {
 template <typename T>
 T& MetricFamily<T>::WithLabels(const LabelValues& values) {
   if (values.size() != label_names_.size()) {
-    spdlog::error("metric {}: got {} label values for {} label names; update dropped", name_,
+    NVDRA_ERROR("metric {}: got {} label values for {} label names; update dropped", name_,
                   values.size(), label_names_.size());
     std::unique_lock lock(mu_);
     if (!detached_) detached_ = NewSeries();

@@ -1,12 +1,15 @@
 // The HTTP endpoint behind --http-endpoint / --metrics-path: serves a
-// MetricRegistry in the Prometheus text format and a trivial /healthz. It runs
-// on its own threads so a slow scraper never touches the gRPC path.
+// MetricRegistry in the Prometheus text format and a trivial /healthz. One
+// thread multiplexes every connection with poll(), and each connection has a
+// deadline for sending its request and reading the answer, so no client (a
+// half-sent request, a reader that never reads, a flood of idle connections)
+// can hold a worker and stall scrapes. The gRPC path never touches it.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "metrics/metric_registry.h"
 #include "util/status.h"
@@ -24,8 +27,12 @@ Result<HostPort> ParseEndpoint(std::string_view endpoint);
 struct MetricsServerOptions {
   std::string endpoint = {};  // --http-endpoint, e.g. ":8080" or "127.0.0.1:0"
   std::string metrics_path = "/metrics";
-  // Worker threads; scrapes are rare, so a couple keep the footprint small.
-  size_t threads = 2;
+  // How long a connection may take from accept to its answer being sent;
+  // a slower client is disconnected. Prometheus sends its request at once.
+  std::chrono::milliseconds connection_timeout{10'000};
+  // Connections held at once; a new one beyond this closes the oldest, so a
+  // flood of idle connections cannot lock scrapes out.
+  size_t max_connections = 128;
 };
 
 class MetricsServer {
@@ -39,7 +46,7 @@ class MetricsServer {
   // Binds and starts serving. A bad endpoint or a port that cannot be bound
   // is returned as an error; nothing is left running then.
   Status Start();
-  // Stops serving and joins the threads. Idempotent.
+  // Stops serving, closes every connection and joins the thread. Idempotent.
   void Stop();
 
   // The bound port (useful with port 0); 0 before Start.
@@ -51,7 +58,6 @@ class MetricsServer {
   const MetricRegistry& registry_;
   MetricsServerOptions options_;
   std::unique_ptr<Impl> impl_;
-  std::thread thread_;
   int port_ = 0;
 };
 

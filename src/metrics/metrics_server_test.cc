@@ -1,7 +1,16 @@
 #include "metrics/metrics_server.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+#include <vector>
 
 namespace nvdra::metrics {
 namespace {
@@ -18,13 +27,13 @@ size_t Append(char* data, size_t size, size_t n, void* out) {
   return size * n;
 }
 
-HttpReply Get(const std::string& url) {
+HttpReply Get(const std::string& url, long timeout_s = 10) {
   HttpReply r;
   CURL* c = curl_easy_init();
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
   curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
   r.err = curl_easy_perform(c);
   if (r.err == CURLE_OK) {
@@ -138,6 +147,108 @@ TEST(MetricsServerTest, StartStopStartAgain) {
   server.Stop();
   ASSERT_TRUE(server.Start().ok());
   EXPECT_EQ(Get(Url(server, "/healthz")).body, "ok");
+}
+
+// A raw loopback TCP connection to the server, for clients no HTTP library
+// would be: half-sent requests, tricklers, readers that never read.
+int Connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  return fd;
+}
+
+void Send(int fd, const std::string& s) { (void)!::send(fd, s.data(), s.size(), MSG_NOSIGNAL); }
+
+// Reads until the server closes the connection.
+std::string ReadToEof(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+// Half-sent requests that keep trickling header bytes once held the server's
+// few workers, and /metrics went unanswered for over 70 s. A scrape must be
+// answered while such clients are connected.
+TEST(MetricsServerTest, TricklingHalfSentRequestsDoNotStallScrapes) {
+  MetricRegistry reg;
+  ASSERT_TRUE(reg.AddGauge("up", "Up.").ok());
+  MetricsServer server(reg, {.endpoint = "127.0.0.1:0"});
+  ASSERT_TRUE(server.Start().ok());
+  std::vector<int> slow;
+  for (int i = 0; i < 8; ++i) {
+    slow.push_back(Connect(server.port()));
+    Send(slow.back(), "GET /metrics HTTP/1.1\r\nHost: x\r\n");
+  }
+  // The attack: every client keeps sending a header line now and then, so no
+  // per-read timeout ever fires. It runs until the scrape has its answer.
+  std::atomic<bool> scraped{false};
+  std::thread trickle([&] {
+    while (!scraped.load()) {
+      for (int fd : slow) Send(fd, "X: y\r\n");
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  HttpReply m = Get(Url(server, "/metrics"), /*timeout_s=*/60);
+  scraped = true;
+  trickle.join();
+  ASSERT_EQ(m.err, CURLE_OK) << curl_easy_strerror(m.err);
+  EXPECT_EQ(m.code, 200);
+  EXPECT_NE(m.body.find("up 0\n"), std::string::npos);
+  for (int fd : slow) ::close(fd);
+}
+
+TEST(MetricsServerTest, ASlowClientIsCutOffAtItsDeadline) {
+  MetricRegistry reg;
+  MetricsServer server(reg, {.endpoint = "127.0.0.1:0", .connection_timeout = std::chrono::milliseconds(200)});
+  ASSERT_TRUE(server.Start().ok());
+  int fd = Connect(server.port());
+  Send(fd, "GET /metrics HTTP/1.1\r\n");
+  // Returns once the server gives up on the request: it never answers it.
+  EXPECT_EQ(ReadToEof(fd), "");
+  ::close(fd);
+  EXPECT_EQ(Get(Url(server, "/healthz")).code, 200);
+}
+
+TEST(MetricsServerTest, AFloodOfIdleConnectionsCannotLockScrapesOut) {
+  MetricRegistry reg;
+  MetricsServer server(reg, {.endpoint = "127.0.0.1:0", .max_connections = 16});
+  ASSERT_TRUE(server.Start().ok());
+  std::vector<int> idle;
+  for (int i = 0; i < 64; ++i) idle.push_back(Connect(server.port()));
+  HttpReply m = Get(Url(server, "/metrics"), /*timeout_s=*/60);
+  ASSERT_EQ(m.err, CURLE_OK) << curl_easy_strerror(m.err);
+  EXPECT_EQ(m.code, 200);
+  for (int fd : idle) ::close(fd);
+}
+
+TEST(MetricsServerTest, RawRequestsGetCompleteAnswers) {
+  MetricRegistry reg;
+  ASSERT_TRUE(reg.AddGauge("up", "Up.").ok());
+  MetricsServer server(reg, {.endpoint = "127.0.0.1:0"});
+  ASSERT_TRUE(server.Start().ok());
+  auto ask = [&](const std::string& request) {
+    int fd = Connect(server.port());
+    Send(fd, request);
+    std::string reply = ReadToEof(fd);
+    ::close(fd);
+    return reply;
+  };
+  std::string ok = ask("GET /metrics?x=1 HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(ok.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << ok;
+  EXPECT_NE(ok.find("\r\n\r\n# HELP up Up.\n"), std::string::npos) << ok;
+  std::string head = ask("HEAD /healthz HTTP/1.1\nHost: x\n\n");
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+  EXPECT_NE(head.find("Content-Length: 2\r\n"), std::string::npos);
+  EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n");  // no body
+  EXPECT_EQ(ask("POST /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
+  EXPECT_EQ(ask("nonsense\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(ask("GET /" + std::string(20'000, 'a')).rfind("HTTP/1.1 431", 0), 0u);
 }
 
 }  // namespace

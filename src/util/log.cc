@@ -1,9 +1,13 @@
 #include "util/log.h"
 
-#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
+#include <iterator>
+#include <string_view>
 
 namespace nvdra {
 
@@ -11,51 +15,108 @@ static std::atomic<int> g_verbosity{0};
 
 namespace {
 
-// %j: the message as a JSON string body (quotes, backslashes and control
-// characters escaped), so --logging-format=json emits valid JSON lines.
-class JsonMessageFlag final : public spdlog::custom_flag_formatter {
+std::string_view BaseName(const char* path) {
+  std::string_view p(path);
+  auto slash = p.rfind('/');
+  return slash == std::string_view::npos ? p : p.substr(slash + 1);
+}
+
+// klog shows "???:1" when it cannot find the caller.
+void AppendCaller(const spdlog::source_loc& loc, spdlog::memory_buf_t& dest) {
+  if (loc.empty()) {
+    dest.append(std::string_view("???:1"));
+  } else {
+    fmt::format_to(std::back_inserter(dest), "{}:{}", BaseName(loc.filename), loc.line);
+  }
+}
+
+// klog's text header: Lmmdd hh:mm:ss.uuuuuu <pid, width 7> file:line] msg
+class KlogFormatter final : public spdlog::formatter {
  public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
-    static const char* kHex = "0123456789abcdef";
-    for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
-      switch (c) {
-        case '"': dest.append(std::string_view("\\\"")); break;
-        case '\\': dest.append(std::string_view("\\\\")); break;
-        case '\n': dest.append(std::string_view("\\n")); break;
-        case '\r': dest.append(std::string_view("\\r")); break;
-        case '\t': dest.append(std::string_view("\\t")); break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[6] = {'\\', 'u', '0', '0', kHex[(c >> 4) & 0xf], kHex[c & 0xf]};
-            dest.append(std::string_view(buf, 6));
-          } else {
-            dest.push_back(c);
-          }
-      }
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    char severity = 'I';
+    switch (msg.level) {
+      case spdlog::level::warn: severity = 'W'; break;
+      case spdlog::level::err: severity = 'E'; break;
+      case spdlog::level::critical: severity = 'F'; break;
+      default: break;
+    }
+    std::time_t secs = std::chrono::system_clock::to_time_t(msg.time);
+    std::tm tm{};
+    localtime_r(&secs, &tm);
+    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(msg.time.time_since_epoch()).count() % 1000000;
+    fmt::format_to(std::back_inserter(dest), "{}{:02}{:02} {:02}:{:02}:{:02}.{:06} {:>7} ", severity, tm.tm_mon + 1,
+                   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros, pid_);
+    AppendCaller(msg.source, dest);
+    dest.append(std::string_view("] "));
+    dest.append(msg.payload.data(), msg.payload.data() + msg.payload.size());
+    dest.push_back('\n');
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<KlogFormatter>(); }
+
+ private:
+  int pid_ = static_cast<int>(getpid());
+};
+
+void AppendJsonString(std::string_view s, spdlog::memory_buf_t& dest) {
+  static const char* kHex = "0123456789abcdef";
+  dest.push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"': dest.append(std::string_view("\\\"")); break;
+      case '\\': dest.append(std::string_view("\\\\")); break;
+      case '\n': dest.append(std::string_view("\\n")); break;
+      case '\r': dest.append(std::string_view("\\r")); break;
+      case '\t': dest.append(std::string_view("\\t")); break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[6] = {'\\', 'u', '0', '0', kHex[(c >> 4) & 0xf], kHex[c & 0xf]};
+          dest.append(std::string_view(buf, 6));
+        } else {
+          dest.push_back(c);
+        }
     }
   }
-  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessageFlag>(); }
+  dest.push_back('"');
+}
+
+// component-base's JSON format: ts (seconds since the epoch), caller, msg,
+// and v on everything but errors.
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(msg.time.time_since_epoch()).count();
+    fmt::format_to(std::back_inserter(dest), R"({{"ts":{}.{:06},"caller":")", micros / 1000000, micros % 1000000);
+    AppendCaller(msg.source, dest);
+    dest.append(std::string_view(R"(","msg":)"));
+    AppendJsonString(std::string_view(msg.payload.data(), msg.payload.size()), dest);
+    if (msg.level < spdlog::level::err) {
+      fmt::format_to(std::back_inserter(dest), R"(,"v":{})", log_internal::current_v);
+    }
+    dest.append(std::string_view("}\n"));
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
 };
 
 }  // namespace
 
-void InitLogging(int verbosity, const std::string& format) {
+void InitLoggingTo(spdlog::sink_ptr sink, int verbosity, const std::string& format) {
   g_verbosity.store(verbosity);
-  auto logger = spdlog::get("nvdra");
-  if (!logger) logger = spdlog::stderr_logger_mt("nvdra");
+  // A fresh logger with exactly one sink each time: a line is written once.
+  auto logger = std::make_shared<spdlog::logger>("nvdra", std::move(sink));
   if (format == "json") {
-    auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
-    f->add_flag<JsonMessageFlag>('j').set_pattern(
-        R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","pid":%P,"msg":"%j"})");
-    logger->set_formatter(std::move(f));
+    logger->set_formatter(std::make_unique<JsonFormatter>());
   } else {
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f %L %P] %v", spdlog::pattern_time_type::utc);
+    logger->set_formatter(std::make_unique<KlogFormatter>());
   }
-  logger->set_level(verbosity >= 6 ? spdlog::level::trace
-                    : verbosity >= 4 ? spdlog::level::debug
-                                     : spdlog::level::info);
-  logger->flush_on(spdlog::level::info);
-  spdlog::set_default_logger(logger);
+  // -v gates NVDRA_VLOG; every line that passes it is written.
+  logger->set_level(spdlog::level::trace);
+  logger->flush_on(spdlog::level::trace);
+  spdlog::set_default_logger(std::move(logger));
+}
+
+void InitLogging(int verbosity, const std::string& format) {
+  InitLoggingTo(std::make_shared<spdlog::sinks::stderr_sink_mt>(), verbosity, format);
 }
 
 int LogVerbosity() { return g_verbosity.load(); }

@@ -1,6 +1,17 @@
-// Logging set-up. Components log through spdlog; verbosity follows the
-// Kubernetes -v convention: 0 config and permanent errors, 1 (un)prepare
-// confirmations, 2 no-ops, 4 debug detail, 6 every request and ledger write.
+// Logging set-up. Components log through spdlog, in the formats Kubernetes
+// operators already parse:
+//   text (default), klog's header:  I1201 02:07:40.560567   22750 engine.cc:123] msg
+//   json (--logging-format json), component-base's keys:
+//     {"ts":1764554860.560567,"caller":"engine.cc:123","msg":"msg","v":0}
+//     (error lines carry no "v", as in component-base).
+// Verbosity follows upstream's documented -v levels: 0 configuration and
+// permanent errors, 1 (un)prepare confirmations, 2 no-op unprepares, 4 detail
+// worth having while debugging a node, 6 every kubelet request and ledger
+// write, 7 health checks.
+//
+// Log through the NVDRA_* macros: they record the source file and line that
+// both formats show. Plain spdlog::info() still works but shows "???:1", as
+// klog does when it cannot tell the caller.
 #pragma once
 
 #include <spdlog/spdlog.h>
@@ -9,16 +20,40 @@
 
 namespace nvdra {
 
-// Sets the process logger: text (default) or json lines on stderr.
+// Sets the process logger: format "text" (klog) or "json" lines on stderr.
 void InitLogging(int verbosity, const std::string& format = "text");
+
+// The same, writing to `sink` instead of stderr (tests).
+void InitLoggingTo(spdlog::sink_ptr sink, int verbosity, const std::string& format = "text");
 
 // The -v level set by InitLogging.
 int LogVerbosity();
 
+namespace log_internal {
+// The -v level of the line being logged, for the json "v" key. spdlog
+// formats synchronously in the calling thread, so a thread-local carries it.
+inline thread_local int current_v = 0;
+struct VScope {
+  explicit VScope(int v) { current_v = v; }
+  ~VScope() { current_v = 0; }
+};
+}  // namespace log_internal
+
 }  // namespace nvdra
 
+#define NVDRA_LOG_AT_(lvl, ...) \
+  spdlog::log(spdlog::source_loc{__FILE__, __LINE__, static_cast<const char*>(__func__)}, lvl, __VA_ARGS__)
+
 // Logs at Kubernetes-style verbosity `v` (info level, only when -v >= v).
-#define NVDRA_VLOG(v, ...)                                      \
-  do {                                                          \
-    if (::nvdra::LogVerbosity() >= (v)) spdlog::info(__VA_ARGS__); \
+#define NVDRA_VLOG(v, ...)                                     \
+  do {                                                         \
+    if (::nvdra::LogVerbosity() >= (v)) {                      \
+      ::nvdra::log_internal::VScope nvdra_vscope_(v);          \
+      NVDRA_LOG_AT_(spdlog::level::info, __VA_ARGS__);         \
+    }                                                          \
   } while (0)
+
+// Always logged (V0 information, warnings, errors).
+#define NVDRA_INFO(...) NVDRA_LOG_AT_(spdlog::level::info, __VA_ARGS__)
+#define NVDRA_WARN(...) NVDRA_LOG_AT_(spdlog::level::warn, __VA_ARGS__)
+#define NVDRA_ERROR(...) NVDRA_LOG_AT_(spdlog::level::err, __VA_ARGS__)

@@ -403,15 +403,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
+                if "raw_body" in fault:
+                    # Bytes no JSON library here would produce (nesting deeper
+                    # than Python can parse, odd shapes): sent as they are.
+                    self.read_body()
+                    data = fault["raw_body"].encode()
+                    self.send_response(int(fault.get("status", 200)))
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if fault.get("status"):
                     self.read_body()
                     code = int(fault["status"])
                     headers = {}
+                    # Retry-After goes out verbatim (seconds, an HTTP date, or
+                    # garbage), on any status that carries it.
+                    retry_after = str(fault.get("retry_after", 1 if code == 429 else ""))
+                    if retry_after:
+                        headers["Retry-After"] = retry_after
                     if code == 429:
-                        headers["Retry-After"] = str(fault.get("retry_after", 1))
+                        details = {"retryAfterSeconds": int(retry_after)} if retry_after.isdigit() else None
                         body = status_body(429, "TooManyRequests",
-                                           "Too many requests, please try again later.",
-                                           {"retryAfterSeconds": int(fault.get("retry_after", 1))})
+                                           "Too many requests, please try again later.", details)
                     elif code == 403:
                         body = status_body(403, "Forbidden",
                                            'injected: the caller cannot %s this resource' % method.lower())

@@ -81,7 +81,8 @@ class TestApiServer {
     NVDRA_ASSIGN_OR_RETURN(auto j, Control("replace", {{"resource", resource}, {"namespace", ns}, {"name", name}}));
     return j["uid"].get<std::string>();
   }
-  // rule: {"status": 429|500, "retry_after": s, "latency_ms": ms, "drop": true,
+  // rule: {"status": 429|500, "retry_after": s or "text", "latency_ms": ms, "drop": true,
+  //        "raw_body": "text sent as is (status default 200)",
   //        "count": n (-1 forever), "path_prefix": "/apis/...", "method": "PUT"}
   Status InjectFault(const nlohmann::json& rule) {
     return Control("faults", {{"rules", nlohmann::json::array({rule})}}).status();

@@ -13,6 +13,7 @@ Options: --gpu-profile (default h100x8), --cd-profile (default gb200x4),
 import argparse
 import json
 import os
+import socket
 import sys
 import time
 import uuid
@@ -23,8 +24,18 @@ import localnode  # noqa: E402
 from localnode import CD_DRIVER, GPU_DRIVER, make_claim, opaque_config, wait_for  # noqa: E402
 
 
+# Bold titles on a terminal only: logs and pipes get plain text.
+BOLD, PLAIN = ("\033[1m", "\033[0m") if sys.stdout.isatty() else ("", "")
+
+
 def title(text):
-    print("\n\033[1m== %s\033[0m" % text)
+    print("\n%s== %s%s" % (BOLD, text, PLAIN), flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def show_result(label, result):
@@ -58,8 +69,9 @@ def main():
         # Prepare reads its ResourceClaim once, so a node preparing many claims
         # in a burst wants more.
         qps = ["--kube-api-qps", str(args.kube_api_qps), "--kube-api-burst", str(2 * args.kube_api_qps)]
-        gpu = node.plugin(GPU_DRIVER, args.gpu_profile, extra_args=qps).start()
-        cd = node.plugin(CD_DRIVER, args.cd_profile, extra_args=qps).start()
+        metrics = {GPU_DRIVER: "127.0.0.1:%d" % free_port(), CD_DRIVER: "127.0.0.1:%d" % free_port()}
+        gpu = node.plugin(GPU_DRIVER, args.gpu_profile, extra_args=qps + ["--http-endpoint", metrics[GPU_DRIVER]]).start()
+        cd = node.plugin(CD_DRIVER, args.cd_profile, extra_args=qps + ["--http-endpoint", metrics[CD_DRIVER]]).start()
         for p in (gpu, cd):
             info = node.ctl(["register", "--socket", p.reg_socket]).stdout.strip()
             print("  registered %-26s pid %-7d %s" % (p.driver, p.proc.pid, info.replace("\n", " ")[:120]))
@@ -158,10 +170,25 @@ def main():
         print("  idle RSS: gpu plugin %d KiB, compute-domain plugin %d KiB" % (gpu.rss_kib(), cd.rss_kib()))
 
         if args.keep:
-            title("Node left running; try for example:")
-            print("  %s/nvdractl prepare --socket %s default/pod1-gpu/%s" % (localnode.BIN, gpu.dra_socket, ref1[2]))
-            print("  %s/nvdractl ledger show --boot-id-file %s %s" % (localnode.BIN, node.boot_id_path, gpu.plugin_dir))
-            print("  Ctrl-C to stop.")
+            ctl = os.path.join(localnode.BIN, "nvdractl")
+            example = make_claim("my-claim", [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name,
+                                               "device": free(len(names))}])
+            example_file = os.path.join(node.workdir, "my-claim.json")
+            with open(example_file, "w") as f:
+                json.dump({"objects": [example]}, f, indent=2)
+            title("Node left running in %s" % node.workdir)
+            print("  logs: %s, %s, %s" % (gpu.log_path, cd.log_path, os.path.join(node.workdir, "apiserver.log")))
+            print("  add a claim (allocated as the scheduler would, on device %s) and prepare it:"
+                  % example["status"]["allocation"]["devices"]["results"][0]["device"])
+            print("    curl -s -X POST -H 'Content-Type: application/json' --data @%s %s/_nvdra/load"
+                  % (example_file, node.api.url))
+            print("    %s prepare --socket %s default/my-claim/%s" % (ctl, gpu.dra_socket, example["metadata"]["uid"]))
+            print("    %s unprepare --socket %s default/my-claim/%s" % (ctl, gpu.dra_socket, example["metadata"]["uid"]))
+            print("  metrics: curl -s http://%s/metrics | grep ^nvidia_dra" % metrics[GPU_DRIVER])
+            print("           curl -s http://%s/metrics | grep ^nvidia_dra" % metrics[CD_DRIVER])
+            print("  ledger:  %s ledger show --boot-id-file %s %s" % (ctl, node.boot_id_path, gpu.plugin_dir))
+            print("  slices:  curl -s %s/apis/resource.k8s.io/v1/resourceslices" % node.api.url)
+            print("  Ctrl-C to stop.", flush=True)
             try:
                 while True:
                     time.sleep(3600)

@@ -181,6 +181,41 @@ class GpuEndToEnd(NodeTestCase):
                       % self.node.node_name, text)
         self.assertNotIn('nvdra_ledger_bytes{driver="gpu.nvidia.com"} 0\n', text)
 
+    def test_forbidden_slice_publish_posts_a_node_event_and_counts_an_error(self):
+        import socket
+        import urllib.request
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.plugin.stop()
+        # A restarted kubelet wipes the node's slices; the plugin's first
+        # create is then refused the way a missing RBAC rule refuses it.
+        for item in self.node.api.slices(GPU_DRIVER):
+            self.node.api.delete("resourceslices", "", item["metadata"]["name"])
+        status, body = self.node.api.request("POST", "/_nvdra/faults", {"rules": [
+            {"status": 403, "method": "POST", "path_prefix": "/apis/resource.k8s.io/", "count": 1}]})
+        self.assertEqual(status, 200, body)
+        self.plugin = self.gpu_plugin(name="gpu-forbidden",
+                                      extra_args=["--http-endpoint", "127.0.0.1:%d" % port]).start()
+
+        def node_events():
+            status, body = self.node.api.request("GET", "/_nvdra/objects?resource=events")
+            self.assertEqual(status, 200, body)
+            return [e for e in body["items"] if e.get("involvedObject", {}).get("kind") == "Node"
+                    and e.get("reason") == "ResourceSlicePublishFailed"]
+        events = wait_for(node_events, 30, "a ResourceSlicePublishFailed event on the Node")
+        self.assertEqual(events[0]["involvedObject"]["name"], self.node.node_name)
+        self.assertEqual(events[0]["type"], "Warning")
+        # The retry after the refusal publishes the pool, and both syncs are counted.
+        wait_for(lambda: self.node.api.slices(GPU_DRIVER), 30, "the republished slices")
+
+        def scrape():
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as resp:
+                text = resp.read().decode()
+            return text if 'result="success"} 0\n' not in text else None
+        text = wait_for(scrape, 30, "a successful slice sync in the metrics")
+        self.assertIn('nvdra_slice_sync_total{driver="gpu.nvidia.com",result="error"} 1\n', text)
+
     def test_v1beta1_kubelet_gets_the_same_devices(self):
         claim = self.gpu_claim("old-kubelet", ["gpu-5"])
         r = self.plugin.prepare([claim], api="v1beta1")

@@ -13,7 +13,7 @@
 #include "computedomain/compute_domain_kind.h"
 #include "config/config_resolver.h"
 #include "gpu/gpu_kind.h"
-#include "yaml_to_json.h"
+#include "config/yaml_to_json.h"
 
 namespace nvdra::config {
 namespace {
@@ -193,6 +193,21 @@ TEST(UpstreamSpecsTest, UnknownFieldIsRejectedWithUpstreamWording) {
 TEST(UpstreamSpecsTest, YamlScalarsBecomeTheJsonTheApiServerStores) {
   auto node = YAML::Load("a: 50\nb: 10Gi\nc: \"50\"\nd: true\ne: ~\nf: 1.5\ng: [x, 2]\n");
   EXPECT_EQ(testing::YamlToJson(node), R"({"a":50,"b":"10Gi","c":"50","d":true,"e":null,"f":1.5,"g":["x",2]})");
+}
+
+TEST(UpstreamSpecsTest, DeepYamlIsRefusedNotAStackOverflow) {
+  // The parser refuses deep text itself; a node built in code is bounded by
+  // the converter.
+  EXPECT_THROW(YAML::Load(std::string(70'000, '[') + std::string(70'000, ']')), YAML::Exception);
+  YAML::Node root = YAML::Load("[]");
+  YAML::Node cur = root;
+  for (int i = 0; i < 20'000; ++i) {
+    YAML::Node next = YAML::Load("[]");
+    cur.push_back(next);
+    cur.reset(next);
+  }
+  EXPECT_THROW(testing::YamlToJson(root), std::invalid_argument);
+  EXPECT_EQ(testing::YamlToJson(YAML::Load("[[[1]]]")), "[[[1]]]");
 }
 
 }  // namespace

@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   }
 
   int sig = ShutdownSignal::Wait();
-  spdlog::info("signal {}: shutting down", sig);
+  NVDRA_INFO("signal {}: shutting down", sig);
   if (liveness) liveness->Stop();
   health.Close();
   engine.CancelAll();

@@ -17,6 +17,15 @@ namespace nvdra::ctl {
 // when one is malformed.
 std::optional<std::vector<kubelet::ClaimRef>> ParseClaimRefs(const std::vector<std::string>& claims);
 
+// What a plugin serves on a socket, to explain an UNIMPLEMENTED answer.
+enum class Surface { kRegistration, kDra, kHealth };
+
+// A hint for a failed call to `socket`, or "" when the failure is not an
+// UNIMPLEMENTED answer: the wrong socket (registration vs DRA), another DRA
+// API version, or device health streaming that is off.
+std::string UnimplementedHint(const std::string& message, const std::string& socket, Surface surface,
+                              const std::string& api);
+
 // `nvdractl ledger show|verify <dir>`: look inside a node's claim ledger.
 void AddLedgerCommands(CLI::App& app, int& exit_code);
 

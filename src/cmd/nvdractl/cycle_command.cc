@@ -53,8 +53,12 @@ void AddCycleCommand(CLI::App& app, int& exit_code) {
       auto t2 = std::chrono::steady_clock::now();
       prep.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       unprep.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-      if (!p.ok()) errors.push_back(s + ": prepare: " + p.status().message());
-      else if (p->count(c.uid) && !p->at(c.uid).error.empty()) errors.push_back(s + ": " + p->at(c.uid).error);
+      if (!p.ok()) {
+        errors.push_back(s + ": prepare: " + p.status().message());
+        std::string hint = UnimplementedHint(p.status().message(), args->socket, Surface::kDra, "v1");
+        if (!hint.empty()) std::cerr << "hint: " << hint << std::endl;
+      }
+      if (p.ok() && p->count(c.uid) && !p->at(c.uid).error.empty()) errors.push_back(s + ": " + p->at(c.uid).error);
       if (!u.ok()) errors.push_back(s + ": unprepare: " + u.status().message());
       else if (u->count(c.uid) && !u->at(c.uid).empty()) errors.push_back(s + ": " + u->at(c.uid));
     }

@@ -35,6 +35,31 @@ std::optional<std::vector<kubelet::ClaimRef>> ParseClaimRefs(const std::vector<s
   return out;
 }
 
+std::string UnimplementedHint(const std::string& message, const std::string& socket, Surface surface,
+                              const std::string& api) {
+  if (message.find("UNIMPLEMENTED") == std::string::npos) return "";
+  const bool registration_socket = socket.ends_with("-reg.sock");
+  const std::string dra_socket =
+      "the DRA socket <kubelet plugins dir>/<driver>/dra.sock (e.g. /var/lib/kubelet/plugins/gpu.nvidia.com/dra.sock)";
+  switch (surface) {
+    case Surface::kRegistration:
+      return socket + " does not serve pluginregistration.Registration: register speaks to the registration "
+             "socket <registrar dir>/<driver>-reg.sock (e.g. /var/lib/kubelet/plugins_registry/gpu.nvidia.com-reg.sock), "
+             "not to " + dra_socket;
+    case Surface::kDra:
+      if (registration_socket) {
+        return socket + " is a registration socket; prepare, unprepare and cycle speak to " + dra_socket;
+      }
+      return "the plugin does not serve DRA API " + api + " on " + socket + "; try --api " +
+             (api == "v1" ? "v1beta1" : "v1");
+    case Surface::kHealth:
+      if (registration_socket) return socket + " is a registration socket; watch-health speaks to " + dra_socket;
+      return "the plugin does not stream device health (" + api +
+             "): it does only when started with --health-streaming (NVDRA_HEALTH_STREAMING=true)";
+  }
+  return "";
+}
+
 namespace {
 
 using kubelet::ClaimRef;
@@ -54,9 +79,14 @@ const char* kExitCodes =
 
 void Print(const json& j) { std::cout << j.dump(2) << std::endl; }
 
-int CallFailed(const std::string& socket, const Status& s) {
+int CallFailed(const std::string& socket, const Status& s, Surface surface, const std::string& api) {
   std::cerr << s.message() << std::endl;
-  Print(json{{"socket", socket}, {"rpc_error", s.message()}});
+  json out{{"socket", socket}, {"rpc_error", s.message()}};
+  if (std::string hint = UnimplementedHint(s.message(), socket, surface, api); !hint.empty()) {
+    std::cerr << "hint: " << hint << std::endl;
+    out["hint"] = hint;
+  }
+  Print(out);
   return kCallFailed;
 }
 
@@ -145,7 +175,7 @@ int RunPrepare(const ClaimArgs& a) {
   if (!claims) return kCallFailed;
   DraApi api = a.api == "v1" ? DraApi::kV1 : DraApi::kV1beta1;
   auto r = PluginClient(a.socket).Prepare(api, *claims, Millis(a.timeout_s));
-  if (!r.ok()) return CallFailed(a.socket, r.status());
+  if (!r.ok()) return CallFailed(a.socket, r.status(), Surface::kDra, a.api);
   return Report<kubelet::PrepareResult>(
       a, *claims, *r, [](const kubelet::PrepareResult& p) -> const std::string& { return p.error; },
       [](json& j, const kubelet::PrepareResult& p) { j["devices"] = DevicesJson(p.devices); });
@@ -156,7 +186,7 @@ int RunUnprepare(const ClaimArgs& a) {
   if (!claims) return kCallFailed;
   DraApi api = a.api == "v1" ? DraApi::kV1 : DraApi::kV1beta1;
   auto r = PluginClient(a.socket).Unprepare(api, *claims, Millis(a.timeout_s));
-  if (!r.ok()) return CallFailed(a.socket, r.status());
+  if (!r.ok()) return CallFailed(a.socket, r.status(), Surface::kDra, a.api);
   return Report<std::string>(
       a, *claims, *r, [](const std::string& e) -> const std::string& { return e; }, [](json&, const std::string&) {});
 }
@@ -178,7 +208,7 @@ void AddKubeletCommands(CLI::App& app, int& exit_code) {
                   "default, as the kubelet), validate the answer, NotifyRegistrationStatus.\n"
                   "Output: {\"socket\", \"info\": {\"type\", \"name\", \"endpoint\", "
                   "\"supported_versions\"}, \"problems\": [..], \"registered\": bool, "
-                  "\"notify_error\": \"..\"}; on a failed call {\"socket\", \"rpc_error\"}.\n"
+                  "\"notify_error\": \"..\"}; on a failed call {\"socket\", \"rpc_error\", \"hint\" (when the socket does not serve the call)}.\n"
                   "With --reject the plugin is told registration failed; success then means "
                   "the plugin answered with an error, as it must.") +
           kExitCodes);
@@ -192,7 +222,7 @@ void AddKubeletCommands(CLI::App& app, int& exit_code) {
     PluginClient client(a.socket);
     auto info = client.GetInfo(Millis(a.timeout_s));
     if (!info.ok()) {
-      exit_code = CallFailed(a.socket, info.status());
+      exit_code = CallFailed(a.socket, info.status(), Surface::kRegistration, "");
       return;
     }
     auto problems = kubelet::ValidatePluginInfo(*info, a.driver);
@@ -230,7 +260,7 @@ void AddKubeletCommands(CLI::App& app, int& exit_code) {
           "Output: {\"api\", \"claims\": [{\"namespace\", \"name\", \"uid\", \"error\", "
           "\"devices\": [{\"request_names\", \"pool_name\", \"device_name\", \"cdi_device_ids\", "
           "\"share_id\" (v1, when set)}], \"missing\": true (only when absent)}], "
-          "\"unexpected_uids\": [..]}; on a failed call {\"socket\", \"rpc_error\"}." +
+          "\"unexpected_uids\": [..]}; on a failed call {\"socket\", \"rpc_error\", \"hint\" (when the socket does not serve the call)}." +
           kExitCodes);
   AddClaimOptions(prep, *prep_args);
   prep->callback([prep_args, &exit_code] { exit_code = RunPrepare(*prep_args); });
@@ -287,6 +317,9 @@ void AddKubeletCommands(CLI::App& app, int& exit_code) {
         });
     if (!s.ok()) {
       std::cerr << s.message() << std::endl;
+      if (std::string hint = UnimplementedHint(s.message(), a.socket, Surface::kHealth, a.api); !hint.empty()) {
+        std::cerr << "hint: " << hint << std::endl;
+      }
       exit_code = kCallFailed;
     } else {
       exit_code = (a.count > 0 && received < a.count) ? kClaimFailed : kOk;

@@ -31,7 +31,12 @@ driver::ClaimSnapshot ToSnapshot(const kube::ResourceClaim& claim) {
 }
 
 Result<driver::ClaimSnapshot> KubeClaimSource::Get(const std::string& ns, const std::string& name) {
-  auto claim = client_.GetResourceClaim(ns, name);
+  return GetUntil(ns, name, kube::kNoDeadline);
+}
+
+Result<driver::ClaimSnapshot> KubeClaimSource::GetUntil(const std::string& ns, const std::string& name,
+                                                        std::chrono::steady_clock::time_point deadline) {
+  auto claim = client_.GetResourceClaim(ns, name, deadline);
   if (!claim.ok()) return claim.status();
   return ToSnapshot(*claim);
 }

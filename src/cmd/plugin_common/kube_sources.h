@@ -13,6 +13,8 @@ class KubeClaimSource final : public driver::ClaimSource {
  public:
   explicit KubeClaimSource(kube::KubeClient& client) : client_(client) {}
   Result<driver::ClaimSnapshot> Get(const std::string& ns, const std::string& name) override;
+  Result<driver::ClaimSnapshot> GetUntil(const std::string& ns, const std::string& name,
+                                         std::chrono::steady_clock::time_point deadline) override;
 
  private:
   kube::KubeClient& client_;

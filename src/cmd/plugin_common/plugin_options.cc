@@ -13,15 +13,19 @@ std::string PluginOptions::PluginDataDir(const std::string& driver) const {
   return d + "/" + driver;
 }
 
-Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver,
-                                         int argc, const char* const* argv) {
-  PluginOptions o;
-  CLI::App app{program + ": the nvdra kubelet plugin for " + driver};
-  app.set_version_flag("--version", "nvdra 0.1.0");
-  app.allow_extras(false);
-  int reconcile_s = 60, grace_s = 600, tomb_s = 300;
-  kubelet::AddKubeletFlags(app, o.kubelet);
+namespace {
 
+// Durations are flags in whole seconds.
+struct DurationFlags {
+  int reconcile = 60;
+  int completed_grace = 600;
+  int tombstone_ttl = 300;
+};
+
+// Flags and environment variables with the upstream driver's names, so
+// manifests carry over.
+void AddUpstreamFlags(CLI::App& app, PluginOptions& o) {
+  kubelet::AddKubeletFlags(app, o.kubelet);
   app.add_option("--node-name", o.node_name, "Name of this node (required)")->envname("NODE_NAME");
   app.add_option("--namespace", o.namespace_name, "Namespace of the driver's objects")
       ->envname("NAMESPACE")->capture_default_str();
@@ -46,20 +50,22 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
       ->envname("LOGGING_FORMAT")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--additional-xids-to-ignore", o.additional_xids_to_ignore,
                  "Comma-separated XIDs that do not make a GPU unhealthy")->envname("ADDITIONAL_XIDS_TO_IGNORE");
+}
 
+void AddNvdraFlags(CLI::App& app, PluginOptions& o, DurationFlags& s) {
   app.add_option("--mock-hardware", o.mock_hardware,
                  "Use mock hardware: a built-in profile (h100x8, a100-mig, gb200x4) or a profile file")
       ->envname("NVDRA_MOCK_HARDWARE");
   app.add_option("--mock-state-dir", o.mock_state_dir,
                  "Where mock hardware builds its fake driver root (default: <plugin dir>/mock)")
       ->envname("NVDRA_MOCK_STATE_DIR");
-  app.add_option("--reconcile-period", reconcile_s,
+  app.add_option("--reconcile-period", s.reconcile,
                  "Seconds between reconciler passes (jittered by up to 10%)")
       ->envname("NVDRA_RECONCILE_PERIOD")->check(CLI::Range(1, 86400))->capture_default_str();
-  app.add_option("--completed-claim-grace", grace_s,
+  app.add_option("--completed-claim-grace", s.completed_grace,
                  "Seconds a prepared claim whose ResourceClaim is gone is kept before the plugin unprepares it")
       ->envname("NVDRA_COMPLETED_CLAIM_GRACE")->check(CLI::Range(0, 604800))->capture_default_str();
-  app.add_option("--tombstone-ttl", tomb_s,
+  app.add_option("--tombstone-ttl", s.tombstone_ttl,
                  "Seconds a late Prepare retry of an unprepared claim is refused")
       ->envname("NVDRA_TOMBSTONE_TTL")->check(CLI::Range(0, 604800))->capture_default_str();
   app.add_option("--boot-id-path", o.boot_id_path, "File holding the node's boot id")
@@ -69,7 +75,10 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   app.add_flag("--health-streaming", o.health_streaming,
                "Serve the DRA device health stream (NodeWatchResources) and advertise it")
       ->envname("NVDRA_HEALTH_STREAMING");
+}
 
+// --help and --version print and return kAlreadyExists with an empty message.
+Status ParseArgs(CLI::App& app, int argc, const char* const* argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -84,18 +93,36 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   } catch (const CLI::ParseError& e) {
     return InvalidArgument(e.what());
   }
+  return Status::Ok();
+}
+
+Status Validate(const PluginOptions& o) {
   if (o.node_name.empty()) return InvalidArgument("--node-name (or NODE_NAME) is required");
   if (o.cdi_root.empty()) return InvalidArgument("--cdi-root must not be empty");
-  kubelet::FinishKubeletFlags(o.kubelet);
-  if (!o.kubelet.plugin.rolling_update_id.empty()) {
-    for (char c : o.kubelet.plugin.rolling_update_id) {
-      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-      if (!ok) return InvalidArgument("--rolling-update-id must be letters, digits and '-'");
-    }
+  for (char c : o.kubelet.plugin.rolling_update_id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok) return InvalidArgument("--rolling-update-id must be letters, digits and '-'");
   }
-  o.reconcile_period = std::chrono::seconds(reconcile_s);
-  o.completed_claim_grace = std::chrono::seconds(grace_s);
-  o.tombstone_ttl = std::chrono::seconds(tomb_s);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver,
+                                         int argc, const char* const* argv) {
+  PluginOptions o;
+  DurationFlags seconds;
+  CLI::App app{program + ": the nvdra kubelet plugin for " + driver};
+  app.set_version_flag("--version", "nvdra 0.1.0");
+  app.allow_extras(false);
+  AddUpstreamFlags(app, o);
+  AddNvdraFlags(app, o, seconds);
+  NVDRA_RETURN_IF_ERROR(ParseArgs(app, argc, argv));
+  kubelet::FinishKubeletFlags(o.kubelet);
+  NVDRA_RETURN_IF_ERROR(Validate(o));
+  o.reconcile_period = std::chrono::seconds(seconds.reconcile);
+  o.completed_claim_grace = std::chrono::seconds(seconds.completed_grace);
+  o.tombstone_ttl = std::chrono::seconds(seconds.tombstone_ttl);
   return o;
 }
 

@@ -1,33 +1,16 @@
 #include "cmd/plugin_common/plugin_runner.h"
 
-#include <mutex>
+#include <algorithm>
 #include <iostream>
 #include <thread>
 
-#include "cmd/plugin_common/kube_sources.h"
-#include "config/feature_gates.h"
-#include "driver/engine.h"
-#include "driver/reconciler.h"
-#include "kube/event_recorder.h"
-#include "kube/kube_config.h"
-#include "kube/slice_publisher.h"
-#include "kubelet/dra_plugin_server.h"
-#include "kubelet/health_server.h"
 #include "kubelet/shutdown_signal.h"
-#include "ledger/claim_ledger.h"
-#include "metrics/plugin_metrics.h"
 #include "util/file_util.h"
 #include "util/log.h"
 
 namespace nvdra::plugin {
 
 namespace {
-
-int Fail(const std::string& what, const Status& s) {
-  spdlog::error("{}: {}", what, s.message());
-  std::cerr << "error: " << what << ": " << s.message() << "\n";
-  return 1;
-}
 
 kubelet::DeviceHealthStatus ToKubelet(devices::HealthState s) {
   switch (s) {
@@ -38,192 +21,248 @@ kubelet::DeviceHealthStatus ToKubelet(devices::HealthState s) {
   return kubelet::DeviceHealthStatus::kUnknown;
 }
 
+// Counts slice syncs in the DRA metrics as they finish.
+class SliceSyncMetrics final : public kube::SlicePublisherObserver {
+ public:
+  explicit SliceSyncMetrics(metrics::DraMetrics& metrics) : metrics_(metrics) {}
+  void OnSliceSync(const kube::SliceSyncResult& result) override {
+    metrics_.RecordSliceSync(result.status.ok() ? "success" : "error");
+  }
+
+ private:
+  metrics::DraMetrics& metrics_;
+};
+
+// A failed discovery is retried, never published as an empty node.
+Result<devices::NodeInventory> DiscoverWithRetry(devices::DeviceLib& lib) {
+  constexpr int kAttempts = 30;
+  for (int attempt = 1;; attempt++) {
+    auto inventory = lib.Discover();
+    if (inventory.ok() || attempt >= kAttempts) return inventory;
+    NVDRA_ERROR("device discovery failed (attempt {}), retrying: {}", attempt, inventory.status().message());
+    std::this_thread::sleep_for(std::chrono::seconds(std::min(attempt, 10)));
+  }
+}
+
 }  // namespace
+
+Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc,
+                                      char** argv) {
+  NVDRA_ASSIGN_OR_RETURN(PluginOptions options, ParsePluginOptions(program, driver, argc, argv));
+  InitLogging(options.verbosity, options.logging_format);
+  auto gates = config::FeatureGates::Parse(options.feature_gates);
+  if (!gates.ok()) return gates.status().Wrap("--feature-gates");
+  NVDRA_RETURN_IF_ERROR(gates->Validate().Wrap("--feature-gates"));
+  return PluginConfig{std::move(options), std::move(gates).value()};
+}
+
+Plugin::Plugin(std::string program, std::string driver, PluginConfig config)
+    : program_(std::move(program)),
+      driver_(std::move(driver)),
+      options_(std::move(config.options)),
+      gates_(std::move(config.gates)),
+      plugin_dir_(options_.PluginDataDir(driver_)) {}
+
+Plugin::~Plugin() = default;
+
+Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, std::string driver, PluginConfig config,
+                                              const KindFactory& factory) {
+  std::unique_ptr<Plugin> p(new Plugin(std::move(program), std::move(driver), std::move(config)));
+  NVDRA_INFO("Starting {} for driver {} on node {}; feature gates: {}", p->program_, p->driver_,
+               p->options_.node_name, p->gates_.ToString());
+  NVDRA_RETURN_IF_ERROR(p->CheckNoOtherInstance());
+  NVDRA_RETURN_IF_ERROR(p->SetUpHardware());
+  NVDRA_RETURN_IF_ERROR(p->SetUpCdiAndLedger());
+  NVDRA_RETURN_IF_ERROR(p->SetUpKubeClient());
+  NVDRA_RETURN_IF_ERROR(p->SetUpKind(factory));
+  NVDRA_RETURN_IF_ERROR(p->SetUpMetrics());
+  NVDRA_RETURN_IF_ERROR(p->StartEngineAndReconciler());
+  NVDRA_RETURN_IF_ERROR(p->StartSlicePublisher());
+  NVDRA_RETURN_IF_ERROR(p->StartHealthMonitoring());
+  NVDRA_RETURN_IF_ERROR(p->StartServers());
+  return p;
+}
+
+// A second instance on the same sockets stops before touching anything.
+Status Plugin::CheckNoOtherInstance() {
+  kubelet::DraPluginOptions sockets = options_.kubelet.plugin;
+  sockets.driver_name = driver_;
+  return kubelet::CheckNoLiveInstance(sockets).Wrap("start");
+}
+
+Status Plugin::SetUpHardware() {
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(plugin_dir_, 0750).Wrap("create plugin directory"));
+  devices::DeviceLibOptions dopts;
+  dopts.mock_hardware = options_.mock_hardware;
+  dopts.mock_root =
+      options_.mock_state_dir.empty() ? JoinPath(plugin_dir_, "mock-driver-root") : options_.mock_state_dir;
+  dopts.container_driver_root = options_.container_driver_root;
+  dopts.host_driver_root = options_.nvidia_driver_root;
+  dopts.proc_devices_path = options_.proc_devices_path;
+  dopts.additional_xids_to_ignore = options_.additional_xids_to_ignore;
+  auto lib = devices::OpenDeviceLib(dopts);
+  if (!lib.ok()) return lib.status().Wrap("open device library");
+  lib_ = std::move(lib).value();
+  auto inventory = DiscoverWithRetry(*lib_);
+  if (!inventory.ok()) return inventory.status().Wrap("device discovery");
+  inventory_ = std::move(inventory).value();
+  NVDRA_INFO("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory_.gpus.size(),
+               lib_->backend_name(), inventory_.driver_version, inventory_.clique_id);
+  return Status::Ok();
+}
+
+Status Plugin::SetUpCdiAndLedger() {
+  cdi_ = std::make_unique<cdi::CdiSpecWriter>(options_.cdi_root, "k8s." + driver_, "claim");
+  NVDRA_RETURN_IF_ERROR(cdi_->EnsureRoot().Wrap("CDI root"));
+  ledger::LedgerOptions lopts;
+  lopts.dir = plugin_dir_;
+  lopts.boot_id_path = options_.boot_id_path;
+  lopts.tombstone_ttl = options_.tombstone_ttl;
+  auto ledger = ledger::ClaimLedger::Open(lopts);
+  if (!ledger.ok()) return ledger.status().Wrap("open ledger");
+  ledger_ = std::move(ledger).value();
+  auto report = ledger_->report();
+  if (report.clean()) {
+    NVDRA_INFO("ledger: {}", report.Summary());
+  } else {
+    NVDRA_ERROR("ledger: {}", report.Summary());
+  }
+  return Status::Ok();
+}
+
+Status Plugin::SetUpKubeClient() {
+  auto kube = kube::NewKubeClient(options_.kube);
+  if (!kube.ok()) return kube.status().Wrap("Kubernetes client configuration");
+  kube_ = std::move(kube).value();
+  claims_ = std::make_unique<KubeClaimSource>(*kube_);
+  kube::EventRecorderOptions evopts;
+  evopts.component = program_;
+  evopts.instance = options_.node_name;
+  events_ = std::make_unique<kube::EventRecorder>(*kube_, evopts, SystemClock::Get());
+  return Status::Ok();
+}
+
+Status Plugin::SetUpKind(const KindFactory& factory) {
+  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *kube_};
+  auto kind = factory(ctx);
+  if (!kind.ok()) return kind.status().Wrap("set up device kind");
+  kind_ = std::move(kind).value();
+  return Status::Ok();
+}
+
+Status Plugin::SetUpMetrics() {
+  metrics::PluginMetricsOptions mopts;
+  mopts.dra.driver = driver_;
+  mopts.dra.node = options_.node_name;
+  mopts.dra.device_types = kind_->MetricDeviceTypes();
+  mopts.dra.ledger_states = {"PrepareStarted", "PrepareCompleted", "UnprepareStarted", "Tombstone"};
+  mopts.http_endpoint = options_.http_endpoint;
+  mopts.metrics_path = options_.metrics_path;
+  auto m = metrics::PluginMetrics::Start(mopts);
+  if (!m.ok()) return m.status().Wrap("metrics");
+  metrics_ = std::move(m).value();
+  return Status::Ok();
+}
+
+Status Plugin::StartEngineAndReconciler() {
+  driver::EngineOptions eopts;
+  eopts.gates = gates_;
+  eopts.node_name = options_.node_name;
+  eopts.on_permanent_failure = [events = events_.get()](const model::ClaimRef& c, const std::string& message) {
+    Status s = events->Record({"resource.k8s.io/v1", "ResourceClaim", c.ns, c.name, c.uid}, "Warning",
+                              "FailedPrepareDynamicResources", message);
+    if (!s.ok()) NVDRA_VLOG(4, "event for claim {} not posted: {}", c.ToString(), s.message());
+  };
+  engine_ = std::make_unique<driver::Engine>(eopts, *ledger_, *kind_, *claims_, *cdi_, &metrics_->dra());
+
+  driver::ReconcilerOptions ropts;
+  ropts.period = std::chrono::duration_cast<std::chrono::milliseconds>(options_.reconcile_period);
+  ropts.completed_grace = std::chrono::duration_cast<std::chrono::milliseconds>(options_.completed_claim_grace);
+  ropts.node_name = options_.node_name;
+  reconciler_ =
+      std::make_unique<driver::Reconciler>(*engine_, *claims_, &metrics_->dra(), ropts);
+  reconciler_->Start();
+  return Status::Ok();
+}
+
+Status Plugin::StartSlicePublisher() {
+  slice_observer_ = std::make_unique<SliceSyncMetrics>(metrics_->dra());
+  kube::SlicePublisherOptions sopts;
+  sopts.events = events_.get();
+  sopts.observer = slice_observer_.get();
+  publisher_ = std::make_unique<kube::SlicePublisher>(*kube_, driver_, options_.node_name, sopts);
+  publisher_->Update(kind_->PublishedDevices());
+  publisher_->Start();
+  return Status::Ok();
+}
+
+// Events from the hardware layer feed the kubelet's health stream and the
+// device taints in our ResourceSlices. Monitoring that cannot start is logged,
+// not fatal.
+Status Plugin::StartHealthMonitoring() {
+  if (options_.health_streaming) {
+    std::vector<kubelet::DeviceHealth> initial;
+    for (const auto& d : kind_->PublishedDevices()) {
+      initial.push_back({options_.node_name, d.name, kubelet::DeviceHealthStatus::kHealthy, 0, 0, ""});
+    }
+    broadcaster_.Replace(initial);
+  }
+  bool watch = kind_->MonitorsDeviceHealth() &&
+               (options_.health_streaming || gates_.Enabled(config::Gate::kNVMLDeviceHealthCheck));
+  if (!watch) return Status::Ok();
+  health_source_ = lib_->NewHealthSource();
+  Status s = health_source_->Start(inventory_, [this](const devices::DeviceHealthEvent& e) { OnHealthEvent(e); });
+  if (!s.ok()) NVDRA_ERROR("device health monitoring is off: {}", s.message());
+  return Status::Ok();
+}
+
+void Plugin::OnHealthEvent(const devices::DeviceHealthEvent& e) {
+  if (e.state != devices::HealthState::kHealthy) {
+    NVDRA_WARN("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
+  }
+  if (options_.health_streaming) {
+    broadcaster_.Update({{options_.node_name, e.device, ToKubelet(e.state), 0, 0, e.message}});
+  }
+  if (kind_->OnHealthEvent(e)) publisher_->Update(kind_->PublishedDevices());
+}
+
+Status Plugin::StartServers() {
+  kubelet::DraPluginOptions popts = options_.kubelet.plugin;
+  popts.driver_name = driver_;
+  popts.health_source = options_.health_streaming ? &broadcaster_ : nullptr;
+  auto server = kubelet::DraPluginServer::Start(*engine_, popts);
+  if (!server.ok()) return server.status().Wrap("start kubelet plugin servers");
+  server_ = std::move(server).value();
+
+  if (options_.kubelet.healthcheck_port < 0) return Status::Ok();
+  auto probe = [srv = server_.get()] { return srv->CheckLiveness(std::chrono::seconds(5)); };
+  auto health =
+      kubelet::HealthServer::Start(options_.kubelet.healthcheck_host, options_.kubelet.healthcheck_port, probe);
+  if (!health.ok()) return health.status().Wrap("start health server");
+  health_server_ = std::move(health).value();
+  return Status::Ok();
+}
 
 int RunPlugin(const std::string& program, const std::string& driver, const KindFactory& factory, int argc,
               char** argv) {
   // Signals are blocked before any thread starts, so only Wait() sees them.
   kubelet::ShutdownSignal::Block();
-
-  auto parsed = ParsePluginOptions(program, driver, argc, argv);
-  if (!parsed.ok()) {
-    if (parsed.status().code() == StatusCode::kAlreadyExists) return 0;  // --help / --version
-    std::cerr << program << ": " << parsed.status().message() << "\n";
+  auto config = LoadPluginConfig(program, driver, argc, argv);
+  if (!config.ok()) {
+    if (config.status().code() == StatusCode::kAlreadyExists) return 0;  // --help / --version
+    std::cerr << program << ": " << config.status().message() << "\n";
     return 2;
   }
-  const PluginOptions& opts = *parsed;
-  InitLogging(opts.verbosity, opts.logging_format);
-
-  auto gates = config::FeatureGates::Parse(opts.feature_gates);
-  if (!gates.ok()) {
-    std::cerr << program << ": --feature-gates: " << gates.status().message() << "\n";
-    return 2;
-  }
-  if (Status s = gates->Validate(); !s.ok()) {
-    std::cerr << program << ": --feature-gates: " << s.message() << "\n";
-    return 2;
-  }
-  spdlog::info("Starting {} for driver {} on node {}; feature gates: {}", program, driver, opts.node_name,
-               gates->ToString());
-
-  const std::string plugin_dir = opts.PluginDataDir(driver);
-  if (Status s = MakeDirectories(plugin_dir, 0750); !s.ok()) return Fail("create plugin directory", s);
-
-  // Hardware first: a failed discovery is retried, never published as an empty node.
-  devices::DeviceLibOptions dopts;
-  dopts.mock_hardware = opts.mock_hardware;
-  dopts.mock_root = opts.mock_state_dir.empty() ? JoinPath(plugin_dir, "mock-driver-root") : opts.mock_state_dir;
-  dopts.container_driver_root = opts.container_driver_root;
-  dopts.host_driver_root = opts.nvidia_driver_root;
-  dopts.proc_devices_path = opts.proc_devices_path;
-  dopts.additional_xids_to_ignore = opts.additional_xids_to_ignore;
-  auto lib = devices::OpenDeviceLib(dopts);
-  if (!lib.ok()) return Fail("open device library", lib.status());
-  Result<devices::NodeInventory> inventory = Internal("not discovered");
-  for (int attempt = 1;; attempt++) {
-    inventory = (*lib)->Discover();
-    if (inventory.ok()) break;
-    spdlog::error("device discovery failed (attempt {}), retrying: {}", attempt, inventory.status().message());
-    if (attempt >= 30) return Fail("device discovery", inventory.status());
-    std::this_thread::sleep_for(std::chrono::seconds(std::min(attempt, 10)));
-  }
-  spdlog::info("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory->gpus.size(),
-               (*lib)->backend_name(), inventory->driver_version, inventory->clique_id);
-
-  cdi::CdiSpecWriter cdi(opts.cdi_root, "k8s." + driver, "claim");
-  if (Status s = cdi.EnsureRoot(); !s.ok()) return Fail("CDI root", s);
-
-  ledger::LedgerOptions lopts;
-  lopts.dir = plugin_dir;
-  lopts.boot_id_path = opts.boot_id_path;
-  lopts.tombstone_ttl = opts.tombstone_ttl;
-  auto ledger = ledger::ClaimLedger::Open(lopts);
-  if (!ledger.ok()) return Fail("open ledger", ledger.status());
   {
-    auto rep = (*ledger)->report();
-    if (rep.clean()) {
-      spdlog::info("ledger: {}", rep.Summary());
-    } else {
-      spdlog::error("ledger: {}", rep.Summary());
+    auto plugin = Plugin::Start(program, driver, std::move(config).value(), factory);
+    if (!plugin.ok()) {
+      NVDRA_ERROR("{}", plugin.status().message());
+      return 1;
     }
+    int sig = kubelet::ShutdownSignal::Wait();
+    NVDRA_INFO("received signal {}, shutting down", sig);
   }
-
-  auto kube = kube::NewKubeClient(opts.kube);
-  if (!kube.ok()) return Fail("Kubernetes client configuration", kube.status());
-
-  KindContext ctx{opts, plugin_dir, **lib, *inventory, **kube};
-  auto kind = factory(ctx);
-  if (!kind.ok()) return Fail("set up device kind", kind.status());
-
-  metrics::PluginMetricsOptions mopts;
-  mopts.dra.driver = driver;
-  mopts.dra.node = opts.node_name;
-  mopts.dra.device_types = (*kind)->MetricDeviceTypes();
-  mopts.dra.ledger_states = {"PrepareStarted", "PrepareCompleted", "UnprepareStarted", "Tombstone"};
-  mopts.http_endpoint = opts.http_endpoint;
-  mopts.metrics_path = opts.metrics_path;
-  auto plugin_metrics = metrics::PluginMetrics::Start(mopts);
-  if (!plugin_metrics.ok()) return Fail("metrics", plugin_metrics.status());
-  metrics::DraMetrics* dra_metrics = &(*plugin_metrics)->dra();
-  if (!opts.http_endpoint.empty()) {
-    spdlog::info("serving metrics on port {} at {}", (*plugin_metrics)->port(), opts.metrics_path);
-  }
-
-  KubeClaimSource claims(**kube);
-  kube::EventRecorderOptions evopts;
-  evopts.component = program;
-  evopts.instance = opts.node_name;
-  kube::EventRecorder events(**kube, evopts, SystemClock::Get());
-  driver::EngineOptions eopts;
-  eopts.gates = *gates;
-  eopts.node_name = opts.node_name;
-  eopts.on_permanent_failure = [&events](const model::ClaimRef& c, const std::string& message) {
-    Status s = events.Record({"resource.k8s.io/v1", "ResourceClaim", c.ns, c.name, c.uid}, "Warning",
-                             "FailedPrepareDynamicResources", message);
-    if (!s.ok()) NVDRA_VLOG(4, "event for claim {} not posted: {}", c.ToString(), s.message());
-  };
-  driver::Engine engine(eopts, **ledger, **kind, claims, cdi, dra_metrics);
-
-  driver::ReconcilerOptions ropts;
-  ropts.period = std::chrono::duration_cast<std::chrono::milliseconds>(opts.reconcile_period);
-  ropts.completed_grace = std::chrono::duration_cast<std::chrono::milliseconds>(opts.completed_claim_grace);
-  ropts.node_name = opts.node_name;
-  driver::Reconciler reconciler(engine, claims, dra_metrics, ropts);
-  reconciler.Start();
-
-  kube::SlicePublisher publisher(**kube, driver, opts.node_name);
-  publisher.Update((*kind)->PublishedDevices());
-  publisher.Start();
-  // Slice sync counts come from the publisher's own statistics at scrape time.
-  auto synced = std::make_shared<std::pair<uint64_t, uint64_t>>(0, 0);  // reported ok, failed
-  auto synced_mu = std::make_shared<std::mutex>();
-  (*plugin_metrics)->registry().AddRefreshHook([&publisher, dra_metrics, synced, synced_mu] {
-    std::lock_guard<std::mutex> l(*synced_mu);
-    auto st = publisher.stats();
-    for (; synced->first < st.syncs - st.failed_syncs; synced->first++) dra_metrics->RecordSliceSync("success");
-    for (; synced->second < st.failed_syncs; synced->second++) dra_metrics->RecordSliceSync("error");
-  });
-  // The hook reads the publisher: the metrics server stops before the
-  // publisher goes away, on every return path.
-  struct StopMetricsFirst {
-    metrics::PluginMetrics* m;
-    ~StopMetricsFirst() { m->Stop(); }
-  } stop_metrics_first{plugin_metrics->get()};
-
-  // Device health: events from the hardware layer feed the kubelet's health
-  // stream and the device taints in our ResourceSlices.
-  kubelet::DeviceHealthBroadcaster broadcaster;
-  std::unique_ptr<devices::DeviceHealthSource> health_source;
-  if (opts.health_streaming) {
-    std::vector<kubelet::DeviceHealth> initial;
-    for (const auto& d : (*kind)->PublishedDevices()) {
-      initial.push_back({opts.node_name, d.name, kubelet::DeviceHealthStatus::kHealthy, 0, 0, ""});
-    }
-    broadcaster.Replace(initial);
-  }
-  bool watch_health = (*kind)->MonitorsDeviceHealth() &&
-                      (opts.health_streaming || gates->Enabled(config::Gate::kNVMLDeviceHealthCheck));
-  if (watch_health) {
-    health_source = (*lib)->NewHealthSource();
-    driver::DeviceKind* k = kind->get();
-    Status s = health_source->Start(
-        *inventory, [&, k, node = opts.node_name](const devices::DeviceHealthEvent& e) {
-          if (e.state != devices::HealthState::kHealthy) {
-            spdlog::warn("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
-          }
-          if (opts.health_streaming) broadcaster.Update({{node, e.device, ToKubelet(e.state), 0, 0, e.message}});
-          if (k->OnHealthEvent(e)) publisher.Update(k->PublishedDevices());
-        });
-    if (!s.ok()) spdlog::error("device health monitoring is off: {}", s.message());
-  }
-
-  kubelet::DraPluginOptions popts = opts.kubelet.plugin;
-  popts.driver_name = driver;
-  popts.health_source = opts.health_streaming ? &broadcaster : nullptr;
-  auto server = kubelet::DraPluginServer::Start(engine, popts);
-  if (!server.ok()) return Fail("start kubelet plugin servers", server.status());
-  spdlog::info("serving DRA on {} and registration on {}", (*server)->paths().dra, (*server)->paths().registration);
-
-  std::unique_ptr<kubelet::HealthServer> health;
-  if (opts.kubelet.healthcheck_port >= 0) {
-    kubelet::DraPluginServer* srv = server->get();
-    auto hs = kubelet::HealthServer::Start(opts.kubelet.healthcheck_host, opts.kubelet.healthcheck_port,
-                                           [srv] { return srv->CheckLiveness(std::chrono::seconds(5)); });
-    if (!hs.ok()) return Fail("start health server", hs.status());
-    health = std::move(hs).value();
-    spdlog::info("serving gRPC health on port {}", health->port());
-  }
-
-  int sig = kubelet::ShutdownSignal::Wait();
-  spdlog::info("received signal {}, shutting down", sig);
-  if (health) health->Stop();
-  (*server)->Stop();
-  if (health_source) health_source->Stop();
-  broadcaster.Close();
-  publisher.Stop();
-  reconciler.Stop();
-  (*plugin_metrics)->Stop();
-  spdlog::info("shutdown");
+  NVDRA_INFO("shutdown");
   return 0;
 }
 

@@ -1,7 +1,9 @@
-// The one main() both kubelet plugins share: flags, logging, hardware, the
-// ledger, the Kubernetes client, the engine, the reconciler, the slice
-// publisher, the kubelet-facing servers, metrics and a clean shutdown. A
-// plugin binary only says which device kind it serves.
+// The one main() both kubelet plugins share: a Plugin object that builds,
+// phase by phase, everything a kubelet plugin runs (hardware, the CDI writer
+// and the ledger, the Kubernetes client, the device kind, metrics, the engine
+// and the reconciler, the slice publisher, device health, the kubelet-facing
+// servers) and takes it down in the reverse order. A plugin binary only says
+// which device kind it serves.
 #pragma once
 
 #include <functional>
@@ -9,10 +11,21 @@
 #include <string>
 
 #include "cdi/cdi_spec_writer.h"
+#include "cmd/plugin_common/kube_sources.h"
+#include "cmd/plugin_common/plugin_options.h"
+#include "config/feature_gates.h"
 #include "devices/device_lib.h"
 #include "driver/device_kind.h"
-#include "cmd/plugin_common/plugin_options.h"
+#include "driver/engine.h"
+#include "driver/reconciler.h"
+#include "kube/event_recorder.h"
 #include "kube/kube_client.h"
+#include "kube/slice_publisher.h"
+#include "kubelet/device_health_broadcaster.h"
+#include "kubelet/dra_plugin_server.h"
+#include "kubelet/health_server.h"
+#include "ledger/claim_ledger.h"
+#include "metrics/plugin_metrics.h"
 
 namespace nvdra::plugin {
 
@@ -25,6 +38,82 @@ struct KindContext {
 };
 
 using KindFactory = std::function<Result<std::unique_ptr<driver::DeviceKind>>(KindContext&)>;
+
+// The first phase, before anything else runs: flags, feature gates, logging.
+struct PluginConfig {
+  PluginOptions options;
+  config::FeatureGates gates;
+};
+
+// Parses the command line and starts logging. --help and --version return
+// kAlreadyExists with an empty message (exit 0); anything else is a usage
+// error (exit 2).
+Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc,
+                                      char** argv);
+
+// One running kubelet plugin. Start builds it in phases, each a step of its
+// own; the members are declared in the order the phases build them, so
+// destruction takes the plugin down in the reverse order: the servers stop
+// taking calls first, then health monitoring, the publisher, the reconciler,
+// the engine, metrics, and the state underneath last. A failed phase returns
+// its error and whatever was built is taken down the same way.
+class Plugin {
+ public:
+  static Result<std::unique_ptr<Plugin>> Start(std::string program, std::string driver, PluginConfig config,
+                                               const KindFactory& factory);
+  ~Plugin();
+  Plugin(const Plugin&) = delete;
+  Plugin& operator=(const Plugin&) = delete;
+
+ private:
+  Plugin(std::string program, std::string driver, PluginConfig config);
+
+  Status CheckNoOtherInstance();
+  Status SetUpHardware();
+  Status SetUpCdiAndLedger();
+  Status SetUpKubeClient();
+  Status SetUpKind(const KindFactory& factory);
+  Status SetUpMetrics();
+  Status StartEngineAndReconciler();
+  Status StartSlicePublisher();
+  Status StartHealthMonitoring();
+  Status StartServers();
+
+  void OnHealthEvent(const devices::DeviceHealthEvent& event);
+
+  // Options and logging.
+  const std::string program_;
+  const std::string driver_;
+  const PluginOptions options_;
+  const config::FeatureGates gates_;
+  const std::string plugin_dir_;
+  // Hardware.
+  std::unique_ptr<devices::DeviceLib> lib_;
+  devices::NodeInventory inventory_;
+  // CDI and the ledger.
+  std::unique_ptr<cdi::CdiSpecWriter> cdi_;
+  std::unique_ptr<ledger::ClaimLedger> ledger_;
+  // The Kubernetes client and what speaks through it.
+  std::unique_ptr<kube::KubeClient> kube_;
+  std::unique_ptr<KubeClaimSource> claims_;
+  std::unique_ptr<kube::EventRecorder> events_;
+  // The device kind.
+  std::unique_ptr<driver::DeviceKind> kind_;
+  // Metrics.
+  std::unique_ptr<metrics::PluginMetrics> metrics_;
+  // The engine and the reconciler.
+  std::unique_ptr<driver::Engine> engine_;
+  std::unique_ptr<driver::Reconciler> reconciler_;
+  // The slice publisher and what it reports to.
+  std::unique_ptr<kube::SlicePublisherObserver> slice_observer_;
+  std::unique_ptr<kube::SlicePublisher> publisher_;
+  // Device health.
+  kubelet::DeviceHealthBroadcaster broadcaster_;
+  std::unique_ptr<devices::DeviceHealthSource> health_source_;
+  // The kubelet-facing servers.
+  std::unique_ptr<kubelet::DraPluginServer> server_;
+  std::unique_ptr<kubelet::HealthServer> health_server_;
+};
 
 // Runs the plugin until SIGTERM/SIGINT; returns the process exit code.
 int RunPlugin(const std::string& program, const std::string& driver, const KindFactory& factory, int argc,

@@ -1,25 +1,34 @@
-#include "yaml_to_json.h"
+#include "config/yaml_to_json.h"
 
 #include <regex>
+#include <stdexcept>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 namespace nvdra::config::testing {
 namespace {
 
-nlohmann::ordered_json Convert(const YAML::Node& node) {
+// yaml-cpp's parser stops at 500 levels, but a node built in code has no
+// such limit, and Convert recurses once per level.
+constexpr int kMaxYamlDepth = 500;
+
+nlohmann::ordered_json Convert(const YAML::Node& node, int depth = 0) {
+  if (depth > kMaxYamlDepth) {
+    throw std::invalid_argument("YAML nests deeper than " + std::to_string(kMaxYamlDepth) + " levels");
+  }
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
       return nullptr;
     case YAML::NodeType::Sequence: {
       nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-      for (const auto& item : node) arr.push_back(Convert(item));
+      for (const auto& item : node) arr.push_back(Convert(item, depth + 1));
       return arr;
     }
     case YAML::NodeType::Map: {
       nlohmann::ordered_json obj = nlohmann::ordered_json::object();
-      for (const auto& kv : node) obj[kv.first.as<std::string>()] = Convert(kv.second);
+      for (const auto& kv : node) obj[kv.first.as<std::string>()] = Convert(kv.second, depth + 1);
       return obj;
     }
     case YAML::NodeType::Scalar: {

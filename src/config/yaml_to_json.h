@@ -14,6 +14,7 @@ namespace nvdra::config::testing {
 
 // JSON text for a YAML node. Plain scalars become null, bool, integer or
 // float when they look like one (YAML 1.2 core schema), quoted ones strings.
+// Throws std::invalid_argument for nesting deeper than 500 levels.
 std::string YamlToJson(const YAML::Node& node);
 
 // One opaque config found in a manifest.

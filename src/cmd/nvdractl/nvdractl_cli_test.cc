@@ -1,0 +1,98 @@
+// Runs the real nvdractl binary: its documented exit status for bad
+// arguments, and the hints it gives when a socket answers UNIMPLEMENTED
+// (the wrong socket, or health streaming that is off).
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kubelet/dra_plugin_server.h"
+#include "kubelet/fake_claim_engine.h"
+#include "kubelet/test_util.h"
+#include "util/test_paths.h"
+
+namespace nvdra::ctl {
+namespace {
+
+struct CtlRun {
+  int exit_code = -1;
+  std::string out;
+};
+
+CtlRun Nvdractl(const std::string& args) {
+  std::string cmd = std::string(NVDRA_BIN_DIR) + "/nvdractl " + args + " 2>&1";
+  CtlRun r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(NvdractlCliTest, BadArgumentsExitTwo) {
+  for (const char* args : {"", "no-such-command", "prepare default/a/uid", "prepare --socket", "--bogus ledger show /tmp",
+                           "prepare --socket /tmp/x.sock --api v9 default/a/uid", "ledger show"}) {
+    CtlRun r = Nvdractl(args);
+    EXPECT_EQ(r.exit_code, 2) << "nvdractl " << args << "\n" << r.out;
+  }
+  CtlRun help = Nvdractl("--help");
+  EXPECT_EQ(help.exit_code, 0) << help.out;
+  EXPECT_NE(help.out.find("Exit status"), std::string::npos) << help.out;
+  CtlRun sub_help = Nvdractl("prepare --help");
+  EXPECT_EQ(sub_help.exit_code, 0) << sub_help.out;
+}
+
+class NvdractlHintTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kubelet::DraPluginOptions o;
+    o.driver_name = "gpu.nvidia.com";
+    o.plugins_dir = dir_.path() + "/plugins";
+    o.registrar_dir = dir_.path() + "/registry";
+    auto s = kubelet::DraPluginServer::Start(engine_, o);  // health streaming off
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+  }
+  std::string dra() const { return server_->paths().dra; }
+  std::string reg() const { return server_->paths().registration; }
+
+  kubelet::testing::ScratchDir dir_;
+  kubelet::FakeClaimEngine engine_;
+  std::unique_ptr<kubelet::DraPluginServer> server_;
+};
+
+TEST_F(NvdractlHintTest, RegisterOnTheDraSocketPointsAtTheRegistrationSocket) {
+  CtlRun r = Nvdractl("register --socket " + dra());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("UNIMPLEMENTED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hint: " + dra() + " does not serve pluginregistration.Registration"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("-reg.sock"), std::string::npos) << r.out;
+}
+
+TEST_F(NvdractlHintTest, PrepareOnTheRegistrationSocketPointsAtTheDraSocket) {
+  CtlRun r = Nvdractl("prepare --socket " + reg() + " default/a/" + kubelet::testing::Uid("1"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("hint: " + reg() + " is a registration socket"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"hint\""), std::string::npos) << r.out;  // also in the JSON answer
+}
+
+TEST_F(NvdractlHintTest, WatchHealthWithStreamingOffNamesTheFlag) {
+  CtlRun r = Nvdractl("watch-health --timeout 5 --socket " + dra());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--health-streaming"), std::string::npos) << r.out;
+}
+
+TEST_F(NvdractlHintTest, WorkingCallsGiveNoHint) {
+  CtlRun r = Nvdractl("register --socket " + reg());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("hint"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace nvdra::ctl

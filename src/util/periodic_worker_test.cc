@@ -1,0 +1,252 @@
+// PeriodicWorker: when runs happen (period, retry period, jitter, triggers)
+// with a clock moved by hand, and how Stop ends a wait or a run in progress.
+#include "util/periodic_worker.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <vector>
+
+namespace nvdra {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+// Holds the work inside a run until the test opens it.
+class Gate {
+ public:
+  void Pass() {
+    std::unique_lock<std::mutex> l(mu_);
+    ++entered_;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return open_; });
+  }
+  bool WaitEntered(int n) {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, 30s, [&] { return entered_ >= n; });
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int entered_ = 0;
+  bool open_ = false;
+};
+
+// Work that records the clock's time at the start of each run.
+class RecordingWork {
+ public:
+  explicit RecordingWork(const Clock& clock) : clock_(clock) {}
+  PeriodicWorker::Work Fn() {
+    return [this]() -> Status {
+      std::lock_guard<std::mutex> l(mu_);
+      at_.push_back(clock_.SteadyNow());
+      return fail_ ? Unavailable("injected") : Status::Ok();
+    };
+  }
+  void SetFail(bool fail) {
+    std::lock_guard<std::mutex> l(mu_);
+    fail_ = fail;
+  }
+  std::vector<steady::time_point> at() {
+    std::lock_guard<std::mutex> l(mu_);
+    return at_;
+  }
+
+ private:
+  const Clock& clock_;
+  std::mutex mu_;
+  std::vector<steady::time_point> at_;
+  bool fail_ = false;
+};
+
+PeriodicWorkerOptions Options(const Clock& clock, std::chrono::milliseconds period) {
+  PeriodicWorkerOptions o;
+  o.period = period;
+  o.clock = &clock;
+  return o;
+}
+
+TEST(PeriodicWorkerTest, RunsAtStartThenOncePerPeriod) {
+  FakeClock clock;
+  RecordingWork work(clock);
+  PeriodicWorker w(Options(clock, 10s), work.Fn());
+  const steady::time_point t0 = clock.SteadyNow();
+  w.Start();
+  ASSERT_TRUE(w.WaitForRuns(1, 30s));
+  EXPECT_EQ(w.next_run(), t0 + 10s);
+  // Not due yet: a wake-up re-reads the clock but does not run.
+  clock.Advance(9s);
+  w.Wake();
+  clock.Advance(1s);
+  w.Wake();
+  ASSERT_TRUE(w.WaitForRuns(2, 30s));
+  EXPECT_EQ(w.next_run(), t0 + 20s);
+  clock.Advance(10s);
+  w.Wake();
+  ASSERT_TRUE(w.WaitForRuns(3, 30s));
+  w.Stop();
+  EXPECT_EQ(work.at(), (std::vector<steady::time_point>{t0, t0 + 10s, t0 + 20s}));
+}
+
+TEST(PeriodicWorkerTest, FirstRunAfterOnePeriodWhenAskedTo) {
+  FakeClock clock;
+  RecordingWork work(clock);
+  PeriodicWorkerOptions o = Options(clock, 5s);
+  o.run_at_start = false;
+  PeriodicWorker w(o, work.Fn());
+  const steady::time_point t0 = clock.SteadyNow();
+  w.Start();
+  EXPECT_EQ(w.next_run(), t0 + 5s);
+  clock.Advance(5s);
+  w.Wake();
+  ASSERT_TRUE(w.WaitForRuns(1, 30s));
+  w.Stop();
+  EXPECT_EQ(work.at(), (std::vector<steady::time_point>{t0 + 5s}));
+}
+
+TEST(PeriodicWorkerTest, RetryPeriodAfterAFailedRun) {
+  FakeClock clock;
+  RecordingWork work(clock);
+  PeriodicWorkerOptions o = Options(clock, 30s);
+  o.retry_period = 5s;
+  PeriodicWorker w(o, work.Fn());
+  work.SetFail(true);
+  const steady::time_point t0 = clock.SteadyNow();
+  w.Start();
+  ASSERT_TRUE(w.WaitForRuns(1, 30s));
+  EXPECT_EQ(w.next_run(), t0 + 5s);
+  work.SetFail(false);
+  clock.Advance(5s);
+  w.Wake();
+  ASSERT_TRUE(w.WaitForRuns(2, 30s));
+  EXPECT_EQ(w.next_run(), t0 + 35s);
+}
+
+TEST(PeriodicWorkerTest, FailedRunWaitsThePeriodWithoutARetryPeriod) {
+  FakeClock clock;
+  RecordingWork work(clock);
+  PeriodicWorker w(Options(clock, 30s), work.Fn());
+  work.SetFail(true);
+  const steady::time_point t0 = clock.SteadyNow();
+  w.Start();
+  ASSERT_TRUE(w.WaitForRuns(1, 30s));
+  EXPECT_EQ(w.next_run(), t0 + 30s);
+}
+
+TEST(PeriodicWorkerTest, JitterStretchesEachWaitWithinItsBound) {
+  FakeClock clock;
+  RecordingWork work(clock);
+  PeriodicWorkerOptions o = Options(clock, 100s);
+  o.jitter = 0.5;
+  PeriodicWorker w(o, work.Fn());
+  w.Start();
+  std::vector<steady::duration> waits;
+  for (uint64_t run = 1; run <= 20; ++run) {
+    ASSERT_TRUE(w.WaitForRuns(run, 30s));
+    waits.push_back(w.next_run() - clock.SteadyNow());  // the clock stands still
+    w.Trigger();
+  }
+  for (auto d : waits) {
+    EXPECT_GE(d, steady::duration(100s));
+    EXPECT_LE(d, steady::duration(150s));
+  }
+  // Twenty equal draws from a continuous distribution mean no jitter at all.
+  EXPECT_NE(std::count(waits.begin(), waits.end(), waits[0]), 20);
+}
+
+TEST(PeriodicWorkerTest, TriggersDuringARunMakeOneMoreRun) {
+  FakeClock clock;
+  Gate gate;
+  std::atomic<int> calls{0};
+  PeriodicWorker w(Options(clock, 1h), [&]() -> Status {
+    if (calls.fetch_add(1) == 0) gate.Pass();
+    return Status::Ok();
+  });
+  w.Start();
+  ASSERT_TRUE(gate.WaitEntered(1));
+  w.Trigger();
+  w.Trigger();
+  w.Trigger();
+  gate.Open();
+  ASSERT_TRUE(w.WaitForRuns(2, 30s));
+  // The clock stands still: only a trigger can start another run.
+  w.Trigger();
+  ASSERT_TRUE(w.WaitForRuns(3, 30s));
+  w.Stop();
+  EXPECT_EQ(w.runs(), 3u);
+  EXPECT_EQ(calls.load(), 3);
+}
+
+TEST(PeriodicWorkerTest, StopEndsALongWaitPromptly) {
+  // The real clock and an hour-long period: Stop must not wait it out.
+  std::atomic<int> calls{0};
+  PeriodicWorkerOptions o;
+  o.period = 1h;
+  PeriodicWorker w(o, [&]() -> Status {
+    calls++;
+    return Status::Ok();
+  });
+  w.Start();
+  ASSERT_TRUE(w.WaitForRuns(1, 30s));
+  auto stopped = std::async(std::launch::async, [&] { w.Stop(); });
+  ASSERT_EQ(stopped.wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(PeriodicWorkerTest, StopLetsTheRunInProgressFinish) {
+  FakeClock clock;
+  Gate gate;
+  std::atomic<int> calls{0};
+  PeriodicWorker w(Options(clock, 1h), [&]() -> Status {
+    calls++;
+    gate.Pass();
+    return Status::Ok();
+  });
+  w.Start();
+  ASSERT_TRUE(gate.WaitEntered(1));
+  auto stopped = std::async(std::launch::async, [&] { w.Stop(); });
+  // The run is still inside the work, so Stop cannot have returned.
+  EXPECT_EQ(stopped.wait_for(0s), std::future_status::timeout);
+  gate.Open();
+  ASSERT_EQ(stopped.wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(w.runs(), 1u);
+  // Stopped: a trigger starts nothing.
+  w.Trigger();
+  EXPECT_FALSE(w.WaitForRuns(2, 10ms));
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(PeriodicWorkerTest, WaitForRunsTimesOutWithoutRuns) {
+  FakeClock clock;
+  PeriodicWorker w(Options(clock, 1h), [] { return Status::Ok(); });
+  EXPECT_FALSE(w.WaitForRuns(1, 1ms));
+  EXPECT_EQ(w.runs(), 0u);
+}
+
+TEST(PeriodicWorkerTest, StartsAgainAfterStop) {
+  FakeClock clock;
+  PeriodicWorker w(Options(clock, 1h), [] { return Status::Ok(); });
+  w.Start();
+  w.Start();  // a no-op while running
+  ASSERT_TRUE(w.WaitForRuns(1, 30s));
+  w.Stop();
+  w.Stop();
+  w.Start();
+  ASSERT_TRUE(w.WaitForRuns(2, 30s));
+  w.Stop();
+  EXPECT_EQ(w.runs(), 2u);
+}
+
+}  // namespace
+}  // namespace nvdra

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""The GPU kubelet plugin in a container, run the way deploy/base runs it.
+
+An image is assembled from this build's binaries and the libraries they link
+on a Debian bookworm-slim base made with mmdebstrap (cached). The container
+gets the DaemonSet's command, arguments, environment and host mounts, read
+from deploy/base/daemonset.yaml, with every host path moved under a temporary
+"host" directory; the mock driver root lives in that host's driver root. The
+test API server runs on loopback and the container uses the host network.
+From the host, nvdractl registers the plugin and prepares a claim; the CDI
+spec must appear on the host naming host paths; SIGTERM must stop the plugin
+and remove its sockets.
+"""
+
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import unittest
+import uuid
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+
+import localnode  # noqa: E402
+from localnode import GPU_DRIVER, make_claim, wait_for  # noqa: E402
+
+BUILD = os.environ.get("NVDRA_BUILD_DIR", os.path.join(ROOT, "build"))
+BIN = localnode.BIN
+BASE_IMAGE = "debian:bookworm-slim"
+TEST_IMAGE = "localhost/nvdra-node-test:latest"
+# glibc comes with the base image; the rest is copied from this machine.
+BASE_LIBS = ("libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "ld-linux")
+
+
+def run(args, **kw):
+    kw.setdefault("check", True)
+    kw.setdefault("text", True)
+    return subprocess.run(args, **kw)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def linked_libraries(binaries):
+    libs = set()
+    out = run(["ldd"] + binaries, capture_output=True).stdout
+    for line in out.splitlines():
+        parts = line.split("=>")
+        if len(parts) == 2 and parts[1].strip().startswith("/"):
+            path = parts[1].split()[0]
+            if not os.path.basename(path).startswith(BASE_LIBS):
+                libs.add(path)
+    return sorted(libs)
+
+
+def build_test_image(cache):
+    run(["bash", os.path.join(ROOT, "scripts", "debian-base-image"), BASE_IMAGE, "slim", cache])
+    conf = run(["bash", os.path.join(ROOT, "scripts", "podman-conf"), cache, BASE_IMAGE], capture_output=True).stdout
+    for line in conf.splitlines():
+        if line.startswith("export CONTAINERS_CONF="):
+            os.environ["CONTAINERS_CONF"] = line.split("=", 1)[1]
+    ctx = os.path.join(BUILD, "deploy-test-image")
+    shutil.rmtree(ctx, ignore_errors=True)
+    os.makedirs(os.path.join(ctx, "rootfs", "usr", "bin"))
+    libdir = os.path.join(ctx, "rootfs", "usr", "lib", "x86_64-linux-gnu")
+    os.makedirs(libdir)
+    binaries = [os.path.join(BIN, b) for b in ("nvdra-gpu-kubelet-plugin", "nvdractl")]
+    for b in binaries:
+        shutil.copy2(b, os.path.join(ctx, "rootfs", "usr", "bin"))
+    for lib in linked_libraries(binaries):
+        shutil.copy(lib, os.path.join(libdir, os.path.basename(lib)))  # follows symlinks: the soname
+    with open(os.path.join(ctx, "Containerfile"), "w") as f:
+        f.write("FROM %s\nCOPY rootfs/ /\nRUN ldconfig\n" % BASE_IMAGE)
+    run(["podman", "build", "--quiet", "--pull=never", "--network=host", "--tag", TEST_IMAGE, ctx],
+        stdout=subprocess.DEVNULL)
+
+
+def daemonset_container(name):
+    with open(os.path.join(ROOT, "deploy", "base", "daemonset.yaml")) as f:
+        ds = yaml.safe_load(f)
+    spec = ds["spec"]["template"]["spec"]
+    ctr = next(c for c in spec["containers"] if c["name"] == name)
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    return ctr, volumes
+
+
+class NodeDeployTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("podman", "mmdebstrap"):
+            if shutil.which(tool) is None:
+                raise RuntimeError("%s not found (scripts/setup installs it)" % tool)
+        build_test_image(os.path.join(BUILD, "image-cache"))
+
+    def setUp(self):
+        self.node = localnode.LocalNode()
+        # Short: socket paths below it carry a pod UID, and a Unix socket path
+        # has 107 bytes (a real node's longest, the compute-domain
+        # registration socket, takes 105 of them).
+        self.host = None
+        while self.host is None:
+            path = "/tmp/%05x" % random.getrandbits(20)
+            try:
+                os.mkdir(path, 0o755)
+                self.host = path
+            except FileExistsError:
+                pass
+        self.container = "nvdra-node-test-%d" % os.getpid()
+        self.pod_uid = str(uuid.uuid4())
+
+    def tearDown(self):
+        run(["podman", "rm", "--force", "--time", "0", self.container], check=False,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.node.close()
+        shutil.rmtree(self.host, ignore_errors=True)
+
+    def on_host(self, path):
+        return os.path.join(self.host, path.lstrip("/")).rstrip("/") or self.host
+
+    def podman_args(self):
+        """podman run arguments for the gpus container, as the DaemonSet has it."""
+        ctr, volumes = daemonset_container("gpus")
+        args = ["podman", "run", "--detach", "--name", self.container, "--network=host"]
+        if ctr.get("securityContext", {}).get("privileged"):
+            args.append("--privileged")
+        propagation = {"Bidirectional": "rshared", "HostToContainer": "rslave", None: "rprivate"}
+        # Directories the DaemonSet mounts at their host path (the kubelet's
+        # and the CDI directories: paths in sockets and specs mean the same
+        # on both sides) keep that property here, at their place in the
+        # temporary host; the settings naming them move along.
+        same_path = {}
+        for m in ctr["volumeMounts"]:
+            host_path = volumes[m["name"]]["hostPath"]["path"]
+            src = self.on_host(host_path)
+            dst = m["mountPath"]
+            if dst == host_path:
+                dst = same_path[host_path] = src
+            os.makedirs(src, exist_ok=True)
+            opts = [propagation[m.get("mountPropagation")]] + (["ro"] if m.get("readOnly") else [])
+            args += ["--volume", "%s:%s:%s" % (src, dst, ",".join(opts))]
+        downward = {"spec.nodeName": self.node.node_name, "metadata.namespace": "nvdra",
+                    "metadata.uid": self.pod_uid}
+        env = {}
+        for e in ctr["env"]:
+            env[e["name"]] = e["value"] if "value" in e else downward[e["valueFrom"]["fieldRef"]["fieldPath"]]
+        for k, v in env.items():
+            if v in same_path:
+                env[k] = same_path[v]
+        # The host's driver root is where this host keeps it; ports must not
+        # collide with anything else on the (shared) host network.
+        env["NVIDIA_DRIVER_ROOT"] = self.on_host(env["NVIDIA_DRIVER_ROOT"])
+        self.health_port = free_port()
+        env["HEALTHCHECK_PORT"] = str(self.health_port)
+        env["HTTP_ENDPOINT"] = "127.0.0.1:%d" % free_port()
+        for k, v in sorted(env.items()):
+            args += ["--env", "%s=%s" % (k, v)]
+        args += ["--volume", "%s:/etc/nvdra/kubeconfig:ro" % self.node.api.kubeconfig]
+        words = []
+        for w in ctr["command"] + ctr["args"]:
+            for k, v in env.items():
+                w = w.replace("$(%s)" % k, v)
+            words.append(w)
+        # The mock hardware keeps its driver root where the real one is mounted.
+        words += ["--mock-hardware", "h100x8", "--mock-state-dir", "/driver-root",
+                  "--kubeconfig", "/etc/nvdra/kubeconfig"]
+        return args + ["--entrypoint", words[0], TEST_IMAGE] + words[1:], env
+
+    def logs(self):
+        return run(["podman", "logs", self.container], check=False, stdout=subprocess.PIPE,
+                   stderr=subprocess.STDOUT).stdout
+
+    def alive(self):
+        out = run(["podman", "inspect", "--format", "{{.State.Running}}", self.container], check=False,
+                  capture_output=True).stdout.strip()
+        if out != "true":
+            raise AssertionError("the plugin container stopped:\n" + self.logs())
+        return True
+
+    def test_gpu_plugin_runs_like_the_daemonset(self):
+        args, env = self.podman_args()
+        run(args, stdout=subprocess.DEVNULL)
+        reg = self.on_host("/var/lib/kubelet/plugins_registry/%s-%s-reg.sock" % (GPU_DRIVER, self.pod_uid))
+        dra = self.on_host("/var/lib/kubelet/plugins/%s/dra-%s.sock" % (GPU_DRIVER, self.pod_uid))
+        wait_for(lambda: self.alive() and os.path.exists(reg), 60, "the registration socket on the host")
+
+        # Register from the host, as the kubelet's plugin watcher does.
+        r = self.node.ctl(["register", "--socket", reg, "--driver", GPU_DRIVER])
+        info = json.loads(r.stdout)
+        self.assertTrue(info["registered"], r.stdout)
+        self.assertEqual(info["info"]["endpoint"], dra)
+        self.assertEqual(env["KUBELET_PLUGINS_DIRECTORY_PATH"], self.on_host("/var/lib/kubelet/plugins"))
+
+        # The plugin reached the API server over the host network.
+        slices = wait_for(lambda: self.node.api.slices(GPU_DRIVER), 60, "ResourceSlices")
+        devices = [d["name"] for s in slices for d in s["spec"]["devices"]]
+        self.assertEqual(len(devices), 8, devices)
+
+        claim = make_claim("in-container", [{"request": "gpu", "driver": GPU_DRIVER, "pool": self.node.node_name,
+                                             "device": devices[0]}])
+        self.node.api.load([claim])
+        res = self.node.kubelet_call("prepare", dra, [("default", "in-container", claim["metadata"]["uid"])], "v1")
+        got = res[claim["metadata"]["uid"]]
+        self.assertEqual(got["error"], "", self.logs())
+        self.assertEqual([d["device_name"] for d in got["devices"]], [devices[0]])
+
+        # The CDI spec is on the host, naming host paths that exist there.
+        cdi_dir = self.on_host("/var/run/cdi")
+        specs = [f for f in os.listdir(cdi_dir) if claim["metadata"]["uid"] in f]
+        self.assertEqual(len(specs), 1, os.listdir(cdi_dir))
+        with open(os.path.join(cdi_dir, specs[0])) as f:
+            spec = yaml.safe_load(f)
+        nodes = [n for d in spec["devices"] for n in d["containerEdits"].get("deviceNodes", [])]
+        nodes += spec.get("containerEdits", {}).get("deviceNodes", [])
+        self.assertTrue(nodes, spec)
+        for n in nodes:
+            host_path = n.get("hostPath", n["path"])
+            self.assertTrue(host_path.startswith(env["NVIDIA_DRIVER_ROOT"] + "/"), n)
+            self.assertTrue(os.path.exists(host_path), n)
+
+        # SIGTERM (podman stop) ends it cleanly and takes the sockets along.
+        run(["podman", "stop", "--time", "30", self.container], stdout=subprocess.DEVNULL)
+        code = run(["podman", "inspect", "--format", "{{.State.ExitCode}}", self.container],
+                   capture_output=True).stdout.strip()
+        logs = self.logs()
+        self.assertEqual(code, "0", logs)
+        self.assertRegex(logs, r"\nI\d{4} [0-9:.]+ +\d+ plugin_runner\.cc:\d+\] shutdown\n")
+        self.assertFalse(os.path.exists(reg), os.listdir(os.path.dirname(reg)))
+        self.assertFalse(os.path.exists(dra), os.listdir(os.path.dirname(dra)))
+
+
+if __name__ == "__main__":
+    unittest.main()
