@@ -1,0 +1,48 @@
+#include "computedomain/fabric_clique.h"
+
+#include <set>
+
+namespace nvdra::computedomain {
+
+Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus, bool crash_on_fabric_errors) {
+  CliqueIdentity out;
+  std::set<std::string> cliques;
+  for (const auto& g : gpus) {
+    if (!g.supported) {
+      cliques.insert("");
+      continue;
+    }
+    bool ok = g.completed && g.healthy;
+    if (!ok) {
+      std::string what = "NVLink fabric of GPU " + g.gpu + " is not ready (" + g.detail + ")";
+      bool multi_node = !g.cluster_uuid.empty();
+      if (crash_on_fabric_errors && multi_node) {
+        return FailedPrecondition(what +
+                                  "; with the CrashOnNVLinkFabricErrors feature gate this is fatal: check the "
+                                  "fabric manager and the NVLink switches, or disable the gate to run without a "
+                                  "clique");
+      }
+      if (out.warning.empty()) {
+        out.warning = what + (multi_node ? "; CrashOnNVLinkFabricErrors is off, running without a clique"
+                                         : "; a single-node NVLink system, running without a clique");
+      }
+      cliques.insert("");
+      continue;
+    }
+    cliques.insert(g.cluster_uuid.empty() ? "" : g.cluster_uuid + "." + std::to_string(g.clique_id));
+  }
+  if (cliques.size() > 1) {
+    std::string list;
+    for (const auto& c : cliques) list += (list.empty() ? "" : ", ") + (c.empty() ? "<none>" : c);
+    return FailedPrecondition("GPUs disagree on their NVLink clique (" + list + "); check the fabric manager");
+  }
+  if (!cliques.empty()) out.clique_id = *cliques.begin();
+  return out;
+}
+
+std::string CliqueLogLine(const CliqueIdentity& identity) {
+  if (identity.clique_id.empty()) return "identified fabric clique: none (no multi-node NVLink fabric)";
+  return "identified fabric clique: " + identity.clique_id;
+}
+
+}  // namespace nvdra::computedomain

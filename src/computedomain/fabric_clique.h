@@ -1,0 +1,40 @@
+// The node's NVLink clique, "<clusterUUID>.<cliqueId>", decided from each
+// GPU's NVML fabric info (nvmlDeviceGetGpuFabricInfo) as the upstream plugin
+// decides it, including its policy for fabric errors: with the
+// CrashOnNVLinkFabricErrors gate a fabric that did not come up is fatal, except
+// on a single-node NVLink system (GPUs with no multi-node cluster UUID),
+// where it only means "no clique" (upstream fixed that crash in 2026).
+// Without the gate an error is logged and the node has no clique.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace nvdra::computedomain {
+
+struct GpuFabricReading {
+  std::string gpu;            // UUID, for messages
+  bool supported = true;      // false: NVML_ERROR_NOT_SUPPORTED (no NVLink fabric)
+  std::string cluster_uuid;   // formatted; "" when NVML reports all zeroes
+  unsigned clique_id = 0;
+  bool completed = true;      // state == NVML_GPU_FABRIC_STATE_COMPLETED
+  bool healthy = true;        // status == NVML_SUCCESS
+  std::string detail;         // state and status as text, for messages
+};
+
+struct CliqueIdentity {
+  std::string clique_id;  // "" without a clique
+  // A fabric error that was not fatal (gate off, or a single-node system).
+  std::string warning;
+};
+
+// kFailedPrecondition when GPUs disagree on their clique or (with the gate)
+// a multi-node fabric did not come up; the message names the GPU.
+Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus, bool crash_on_fabric_errors);
+
+// The log line operators grep for ("identified fabric clique").
+std::string CliqueLogLine(const CliqueIdentity& identity);
+
+}  // namespace nvdra::computedomain
