@@ -33,7 +33,7 @@ class TreeBuilder : public nlohmann::json_sax<nlohmann::json> {
   bool binary(binary_t&) override { return false; }
   bool start_object(std::size_t) override { return Open(JsonValue::Type::kObject); }
   bool key(string_t& k) override {
-    stack_.back()->members.emplace_back(std::move(k), JsonValue{});
+    stack_.back()->members.push_back(JsonMember{std::move(k), JsonValue{}});
     return true;
   }
   bool end_object() override {

@@ -13,6 +13,8 @@
 
 namespace nvdra::config {
 
+struct JsonMember;
+
 struct JsonValue {
   enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
 
@@ -23,11 +25,18 @@ struct JsonValue {
   // True for numbers written without fraction or exponent that fit 64 bits.
   bool is_integer = false;
   std::vector<JsonValue> elements;
-  std::vector<std::pair<std::string, JsonValue>> members;
+  // A named struct rather than std::pair: a pair of an incomplete type is
+  // rejected by clang with libstdc++ in C++20 mode.
+  std::vector<JsonMember> members;
 
   // "string", "number", "bool", "array", "object", "null": the words Go's
   // encoding/json uses in type errors.
   std::string_view TypeName() const;
+};
+
+struct JsonMember {
+  std::string first;   // the key
+  JsonValue second;    // the value
 };
 
 struct JsonParseLimits {
