@@ -107,14 +107,14 @@ std::optional<bool> DomainWatch::Exists(const std::string& domain_uid) const {
   return domains_->GetByUid(domain_uid) != nullptr;
 }
 
-Result<DomainState> DomainWatch::Get(const std::string& domain_uid) const {
+Result<ComputeDomainInfo> DomainWatch::Lookup(const std::string& domain_uid) const {
   if (!domains_->synced()) {
     Status e = domains_->last_error();
     return Unavailable("the ComputeDomain watch has not synced yet" + (e.ok() ? "" : " (" + e.message() + ")"));
   }
   auto cd = domains_->GetByUid(domain_uid);
   if (!cd) return NotFound("ComputeDomain not found: " + domain_uid);
-  DomainState st;
+  ComputeDomainInfo st;
   st.uid = domain_uid;
   st.ns = Str((*cd)["metadata"], "namespace");
   st.name = Str((*cd)["metadata"], "name");
@@ -156,7 +156,7 @@ Result<DomainState> DomainWatch::Get(const std::string& domain_uid) const {
   return st;
 }
 
-Result<DomainState> DomainWatch::WaitReady(const std::string& domain_uid, Steady::time_point deadline) const {
+Result<ComputeDomainInfo> DomainWatch::WaitReady(const std::string& domain_uid, Steady::time_point deadline) {
   // A domain created moments ago may not have reached the watch yet; an
   // unknown UID is reported after this grace rather than waited on for the
   // whole deadline.
@@ -164,7 +164,7 @@ Result<DomainState> DomainWatch::WaitReady(const std::string& domain_uid, Steady
   auto recheck = std::chrono::milliseconds(100);
   for (;;) {
     uint64_t seen = notifier_->version();
-    auto st = Get(domain_uid);
+    auto st = Lookup(domain_uid);
     if (st.ok() && st->node_ready) return st;
     auto now = Steady::now();
     if (!st.ok() && st.status().code() == StatusCode::kNotFound && now >= not_found_until) return st;

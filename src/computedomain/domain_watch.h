@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 
+#include "computedomain/compute_domain_source.h"
 #include "kube/kube_client.h"
 #include "kube/watch_cache.h"
 #include "util/status.h"
@@ -32,17 +33,10 @@ struct DomainWatchOptions {
   std::chrono::milliseconds max_backoff{15'000};
 };
 
-struct DomainState {
-  std::string uid, ns, name;
-  bool node_ready = false;
-  // Why this node is not ready, naming the object and field looked at.
-  std::string not_ready;
-};
-
-class DomainWatch {
+class DomainWatch final : public ComputeDomainSource {
  public:
   DomainWatch(kube::KubeClient& client, DomainWatchOptions options);
-  ~DomainWatch();
+  ~DomainWatch() override;
 
   void Start();
   void Stop();
@@ -50,7 +44,8 @@ class DomainWatch {
 
   // kNotFound ("ComputeDomain not found: <uid>") when the synced cache has
   // no such domain; kUnavailable while the caches have not synced yet.
-  Result<DomainState> Get(const std::string& domain_uid) const;
+  Result<ComputeDomainInfo> Get(const std::string& domain_uid) override { return Lookup(domain_uid); }
+  Result<ComputeDomainInfo> Lookup(const std::string& domain_uid) const;
   // Whether the domain exists (for the directory cleanup); nullopt while the
   // cache is not synced, so nothing is removed on a guess.
   std::optional<bool> Exists(const std::string& domain_uid) const;
@@ -59,7 +54,8 @@ class DomainWatch {
   // re-checking on every change the watches bring (and at least every
   // `max_backoff`-capped interval). Holds no lock while waiting. Returns the
   // last state; check node_ready.
-  Result<DomainState> WaitReady(const std::string& domain_uid, std::chrono::steady_clock::time_point deadline) const;
+  Result<ComputeDomainInfo> WaitReady(const std::string& domain_uid,
+                                      std::chrono::steady_clock::time_point deadline) override;
 
   // The clique may change (fabric partitioning); readiness follows it.
   void SetCliqueId(const std::string& clique_id);

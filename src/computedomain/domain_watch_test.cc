@@ -58,13 +58,13 @@ json Clique(const std::string& uid, const std::string& node_status) {
 
 // Waits on the watch's changes (no fixed sleeps) until the state's
 // not-ready reason contains `text`; returns the state then.
-DomainState WaitReason(const DomainWatch& w, const std::string& uid, const std::string& text) {
+ComputeDomainInfo WaitReason(const DomainWatch& w, const std::string& uid, const std::string& text) {
   auto deadline = Steady::now() + std::chrono::seconds(15);
   uint64_t seen = w.domains().notifier().version();
   for (;;) {
-    auto st = w.Get(uid);
+    auto st = w.Lookup(uid);
     if ((st.ok() && st->not_ready.find(text) != std::string::npos) || Steady::now() >= deadline) {
-      return st.ok() ? *st : DomainState{};
+      return st.ok() ? *st : ComputeDomainInfo{};
     }
     seen = w.domains().notifier().WaitForChange(seen, deadline);
   }

@@ -1,6 +1,7 @@
 #include "computedomain/fabric_clique.h"
 
 #include <set>
+#include <vector>
 
 namespace nvdra::computedomain {
 
@@ -43,6 +44,40 @@ Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus,
 std::string CliqueLogLine(const CliqueIdentity& identity) {
   if (identity.clique_id.empty()) return "identified fabric clique: none (no multi-node NVLink fabric)";
   return "identified fabric clique: " + identity.clique_id;
+}
+
+namespace {
+
+// "570.158.01" -> {570, 158, 1}; non-numeric parts end the version.
+std::vector<long> VersionParts(const std::string& v) {
+  std::vector<long> out;
+  size_t i = 0;
+  while (i < v.size()) {
+    size_t j = v.find('.', i);
+    if (j == std::string::npos) j = v.size();
+    std::string part = v.substr(i, j - i);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) break;
+    out.push_back(std::stol(part));
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> ValidateDriverVersion(const std::string& driver_version, bool dns_names_gate) {
+  if (!dns_names_gate) {
+    return "driver version validation: " + driver_version + " (no minimum without IMEXDaemonsWithDNSNames)";
+  }
+  auto have = VersionParts(driver_version);
+  auto want = VersionParts(kMinDriverForDnsNames);
+  if (have.empty() || have < want) {
+    return FailedPrecondition("minimum version not satisfied for IMEXDaemonsWithDNSNames feature: driver " +
+                              driver_version + " < " + kMinDriverForDnsNames +
+                              " (upgrade the driver or set IMEXDaemonsWithDNSNames=false)");
+  }
+  return "driver version validation: " + driver_version + " >= " + kMinDriverForDnsNames +
+         " for IMEXDaemonsWithDNSNames: ok";
 }
 
 }  // namespace nvdra::computedomain

@@ -37,4 +37,11 @@ Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus,
 // The log line operators grep for ("identified fabric clique").
 std::string CliqueLogLine(const CliqueIdentity& identity);
 
+// IMEX daemons with DNS names (the IMEXDaemonsWithDNSNames gate) need driver
+// 570.158.01 or newer; upstream refuses to start below it with
+// "minimum version not satisfied for IMEXDaemonsWithDNSNames feature".
+inline constexpr const char* kMinDriverForDnsNames = "570.158.01";
+// "driver version validation: ..." (operators grep for it) on success.
+Result<std::string> ValidateDriverVersion(const std::string& driver_version, bool dns_names_gate);
+
 }  // namespace nvdra::computedomain

@@ -60,5 +60,18 @@ TEST(FabricCliqueTest, DisagreeingGpusAreAnError) {
   EXPECT_NE(c.status().message().find("disagree"), std::string::npos);
 }
 
+TEST(FabricCliqueTest, DriverVersionValidationForDnsNames) {
+  auto ok = ValidateDriverVersion("570.158.01", true);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_NE(ok->find("driver version validation"), std::string::npos);
+  EXPECT_TRUE(ValidateDriverVersion("580.65.06", true).ok());
+  auto old = ValidateDriverVersion("570.124.06", true);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("minimum version not satisfied for IMEXDaemonsWithDNSNames feature"),
+            std::string::npos);
+  EXPECT_FALSE(ValidateDriverVersion("550.127.08", true).ok());
+  EXPECT_TRUE(ValidateDriverVersion("550.127.08", false).ok());
+}
+
 }  // namespace
 }  // namespace nvdra::computedomain

@@ -69,6 +69,15 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   app.add_flag("--health-streaming", o.health_streaming,
                "Serve the DRA device health stream (NodeWatchResources) and advertise it")
       ->envname("NVDRA_HEALTH_STREAMING");
+  if (driver == "compute-domain.nvidia.com") {
+    app.add_option("--compute-domain-daemon-config-template", o.compute_domain_daemon_config_template,
+                   "IMEX daemon config template copied into each domain's directory (upstream's image ships it "
+                   "at the default path)")
+        ->envname("COMPUTE_DOMAIN_DAEMON_CONFIG_TEMPLATE")->capture_default_str();
+    app.add_option("--gpu-clique-label-enabled", o.gpu_clique_label,
+                   "Label the node nvidia.com/gpu.clique=<clique> (true/false)")
+        ->envname("GPU_CLIQUE_LABEL_ENABLED")->capture_default_str();
+  }
 
   try {
     app.parse(argc, argv);

@@ -43,6 +43,10 @@ struct PluginOptions {
   std::string proc_devices_path;   // ALT_PROC_DEVICES_PATH; empty: /proc/devices
   bool health_streaming = false;
 
+  // compute-domain.nvidia.com only.
+  std::string compute_domain_daemon_config_template = "/templates/compute-domain-daemon-config.tmpl.cfg";
+  bool gpu_clique_label = false;  // GPU_CLIQUE_LABEL_ENABLED
+
   // <plugins_dir>/<driver>
   std::string PluginDataDir(const std::string& driver) const;
 };
