@@ -39,7 +39,8 @@ constexpr const char* kGroupVersion = "/apis/resource.nvidia.com/v1beta1";
 }  // namespace
 
 DomainWatch::DomainWatch(kube::KubeClient& client, DomainWatchOptions options)
-    : options_(std::move(options)),
+    : client_(client),
+      options_(std::move(options)),
       notifier_(std::make_shared<kube::ChangeNotifier>()),
       clique_id_(options_.clique_id) {
   const std::string node = options_.node_name;
@@ -120,15 +121,19 @@ Result<ComputeDomainInfo> DomainWatch::Lookup(const std::string& domain_uid) con
   st.name = Str((*cd)["metadata"], "name");
   const std::string& node = options_.node_name;
   if (cliques_) {
-    if (!cliques_->synced()) {
+    std::string name = domain_uid + "." + clique_id();
+    std::string where = "ComputeDomainClique " + options_.driver_namespace + "/" + name;
+    kube::WatchCache::ObjectPtr clique;
+    if (cliques_->synced()) {
+      clique = cliques_->Get(options_.driver_namespace, name);
+    } else if (cliques_->last_error().code() == StatusCode::kPermissionDenied) {
+      clique = GetCliqueDirectly(name);
+    } else {
       Status e = cliques_->last_error();
       st.not_ready = "the ComputeDomainClique watch in namespace " + options_.driver_namespace + " has not synced yet" +
                      (e.ok() ? "" : " (" + e.message() + ")");
       return st;
     }
-    std::string name = domain_uid + "." + clique_id();
-    std::string where = "ComputeDomainClique " + options_.driver_namespace + "/" + name;
-    auto clique = cliques_->Get(options_.driver_namespace, name);
     if (!clique) {
       st.not_ready = where + " does not exist yet (no IMEX daemon of this clique has reported)";
       return st;
@@ -154,6 +159,14 @@ Result<ComputeDomainInfo> DomainWatch::Lookup(const std::string& domain_uid) con
   st.node_ready = s == "Ready";
   if (!st.node_ready) st.not_ready = "node " + node + " is " + (s.empty() ? "NotReady" : s) + " in " + where + " status.nodes";
   return st;
+}
+
+kube::WatchCache::ObjectPtr DomainWatch::GetCliqueDirectly(const std::string& name) const {
+  auto got = client_.GetJson(std::string(kGroupVersion) + "/namespaces/" + options_.driver_namespace +
+                             "/computedomaincliques/" + name);
+  if (!got.ok()) return nullptr;
+  const json* daemons = Member(*got, "daemons");
+  return std::make_shared<const json>(json{{"daemons", OnlyNode(daemons, "nodeName", options_.node_name)}});
 }
 
 Result<ComputeDomainInfo> DomainWatch::WaitReady(const std::string& domain_uid, Steady::time_point deadline) {

@@ -9,6 +9,10 @@
 // the clique "<domain UID>.<clique id>" in the driver namespace lists a daemon
 // for this node with status Ready; without it, the domain's status.nodes
 // lists this node as Ready.
+//
+// Upstream's Role grants only `get` on cliques. Where listing them is
+// forbidden, readiness falls back to a GET of the one clique per check (and
+// the docs ask for list/watch).
 #pragma once
 
 #include <chrono>
@@ -65,6 +69,10 @@ class DomainWatch final : public ComputeDomainSource {
   const kube::WatchCache* cliques() const { return cliques_.get(); }
 
  private:
+  // The clique by GET, while the clique watch is forbidden; null otherwise.
+  kube::WatchCache::ObjectPtr GetCliqueDirectly(const std::string& name) const;
+
+  kube::KubeClient& client_;
   DomainWatchOptions options_;
   std::shared_ptr<kube::ChangeNotifier> notifier_;
   std::unique_ptr<kube::WatchCache> domains_;

@@ -194,5 +194,30 @@ TEST_F(DomainWatchTest, OnlyThisNodesEntriesAreKept) {
   ASSERT_EQ((*clique)["daemons"].size(), 1u);
 }
 
+TEST_F(DomainWatchTest, WhereListingCliquesIsForbiddenTheOneCliqueIsRead) {
+  // Upstream's Role grants only get on cliques.
+  ASSERT_TRUE(server_.InjectFault({{"status", 403}, {"verb", "list"},
+                                   {"path_prefix", "/apis/resource.nvidia.com/v1beta1/namespaces"}, {"count", -1}})
+                  .ok());
+  ASSERT_TRUE(server_.LoadObject(Domain("d1", "")).ok());
+  ASSERT_TRUE(server_.LoadObject(Clique("d1", "Ready")).ok());
+  DomainWatchOptions o;
+  o.node_name = kNode;
+  o.driver_namespace = kDriverNs;
+  o.clique_id = kClique;
+  o.initial_backoff = std::chrono::milliseconds(10);
+  DomainWatch w(*client_, o);
+  w.Start();
+  ASSERT_TRUE(w.domains().WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  auto deadline = Steady::now() + std::chrono::seconds(15);
+  while (w.cliques()->last_error().code() != StatusCode::kPermissionDenied && Steady::now() < deadline) {
+    w.domains().notifier().WaitForChange(w.domains().notifier().version(), Steady::now() + std::chrono::milliseconds(20));
+  }
+  auto st = w.WaitReady("d1", Steady::now() + std::chrono::seconds(15));
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->node_ready) << st->not_ready;
+  EXPECT_GE(*server_.Count("get", "computedomaincliques"), 1);
+}
+
 }  // namespace
 }  // namespace nvdra::computedomain
