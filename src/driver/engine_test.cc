@@ -44,7 +44,7 @@ class EngineTest : public ::testing::Test {
     ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
     cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com", "claim");
     ASSERT_TRUE(cdi_->EnsureRoot().ok());
-    kind_ = std::make_unique<FakeKind>(*cdi_);
+    kind_ = std::make_unique<FakeKind>();
     Reopen();
   }
   void TearDown() override {
@@ -64,11 +64,11 @@ class EngineTest : public ::testing::Test {
     auto l = ledger::ClaimLedger::Open(o);
     ASSERT_TRUE(l.ok()) << l.status().ToString();
     ledger_ = std::move(l).value();
-    engine_ = std::make_unique<Engine>(EngineOptions{kDriver, {}, {}}, *ledger_, *kind_, claims_, *cdi_, nullptr);
+    engine_ = std::make_unique<Engine>(EngineOptions{}, *ledger_, *kind_, claims_, *cdi_, nullptr);
     ReconcilerOptions ro;
     ro.clock = &clock_;
     ro.completed_grace = std::chrono::minutes(10);
-    reconciler_ = std::make_unique<Reconciler>(*engine_, *ledger_, claims_, *cdi_, nullptr, ro);
+    reconciler_ = std::make_unique<Reconciler>(*engine_, claims_, nullptr, ro);
   }
   std::string SpecPath(const std::string& uid) { return *cdi_->ClaimSpecPath(uid); }
   std::optional<ledger::ClaimEntry> Entry(const std::string& uid) {

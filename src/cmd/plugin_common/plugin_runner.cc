@@ -111,7 +111,7 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   auto kube = kube::NewKubeClient(opts.kube);
   if (!kube.ok()) return Fail("Kubernetes client configuration", kube.status());
 
-  KindContext ctx{opts, plugin_dir, **lib, *inventory, cdi, **kube};
+  KindContext ctx{opts, plugin_dir, **lib, *inventory, **kube};
   auto kind = factory(ctx);
   if (!kind.ok()) return Fail("set up device kind", kind.status());
 
@@ -134,8 +134,10 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   evopts.component = program;
   evopts.instance = opts.node_name;
   kube::EventRecorder events(**kube, evopts, SystemClock::Get());
-  driver::EngineOptions eopts{driver, *gates, {}};
-  eopts.on_permanent_failure = [&events](const kubelet::ClaimRef& c, const std::string& message) {
+  driver::EngineOptions eopts;
+  eopts.gates = *gates;
+  eopts.node_name = opts.node_name;
+  eopts.on_permanent_failure = [&events](const model::ClaimRef& c, const std::string& message) {
     Status s = events.Record({"resource.k8s.io/v1", "ResourceClaim", c.ns, c.name, c.uid}, "Warning",
                              "FailedPrepareDynamicResources", message);
     if (!s.ok()) NVDRA_VLOG(4, "event for claim {} not posted: {}", c.ToString(), s.message());
@@ -145,7 +147,8 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   driver::ReconcilerOptions ropts;
   ropts.period = std::chrono::duration_cast<std::chrono::milliseconds>(opts.reconcile_period);
   ropts.completed_grace = std::chrono::duration_cast<std::chrono::milliseconds>(opts.completed_claim_grace);
-  driver::Reconciler reconciler(engine, **ledger, claims, cdi, dra_metrics, ropts);
+  ropts.node_name = opts.node_name;
+  driver::Reconciler reconciler(engine, claims, dra_metrics, ropts);
   reconciler.Start();
 
   kube::SlicePublisher publisher(**kube, driver, opts.node_name);

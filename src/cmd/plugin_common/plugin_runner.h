@@ -21,7 +21,6 @@ struct KindContext {
   std::string plugin_dir;
   devices::DeviceLib& lib;
   const devices::NodeInventory& inventory;
-  const cdi::CdiSpecWriter& cdi;
   kube::KubeClient& kube;
 };
 

@@ -1,4 +1,4 @@
-#include "config/yaml_to_json.h"
+#include "yaml_to_json.h"
 
 #include <regex>
 
