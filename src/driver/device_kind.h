@@ -17,6 +17,7 @@
 // its main.cc names it.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct ClaimWork {
   std::string uid, ns, name;
   std::vector<model::AllocationResult> results;  // ours only, in claim order
   std::vector<config::ConfigGroup> groups;       // resolved, validated configs
+  // When the kubelet stops waiting for this claim. CheckReady may wait for a
+  // gate up to here (it runs before the claim's lock is taken).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // Decided before the first durable write.
@@ -87,8 +91,10 @@ class ClaimKind {
   virtual Result<ClaimPlan> Plan(const ClaimWork& work) = 0;
 
   // Gates that must hold before the prepare starts (e.g. the ComputeDomain
-  // is ready on this node). Returns quickly; a not-ready state is a
-  // retryable error, never a wait that could block other claims.
+  // is ready on this node). Runs before the claim's lock is taken and before
+  // anything durable, so it may wait for a gate up to work.deadline without
+  // blocking other claims or an Unprepare of this one; a gate still closed
+  // then is a retryable error.
   virtual Status CheckReady(const ClaimWork& work, const ClaimPlan& plan) { return Status::Ok(); }
 
   // Does the node-side work. Must be idempotent: it runs again for the same

@@ -96,12 +96,15 @@ kubelet::PrepareResult Engine::PrepareClaim(const model::ClaimRef& claim, Steady
 }
 
 Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time_point deadline) {
-  auto claim_lock = locks_.LockUntil(ref.uid, deadline);
-  if (!claim_lock) return ClaimBusy();
-
+  // Steps 1-3 write nothing, so they run without the claim's lock: the
+  // kind's readiness gate may wait (a ComputeDomain channel claim waits for
+  // its IMEX daemon), and an Unprepare of this claim must not queue behind
+  // that wait. The ledger's tombstone stops a Prepare that an Unprepare
+  // overtook meanwhile.
   NVDRA_ASSIGN_OR_RETURN(ClaimSnapshot snap, FetchClaim(ref));
   NVDRA_ASSIGN_OR_RETURN(ClaimWork work, OurResults(ref, snap));
   if (work.results.empty()) return Devices{};
+  work.deadline = deadline;
   // A claim completed in this boot answers from the ledger before its configs
   // and the kind's readiness gate are checked again: a repeated Prepare must
   // return the recorded devices even when, say, the ComputeDomain's daemon is
@@ -110,6 +113,11 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
   if (recorded) return std::move(*recorded);
 
   NVDRA_ASSIGN_OR_RETURN(ClaimPlan plan, PlanClaim(work, snap));
+  auto claim_lock = locks_.LockUntil(ref.uid, deadline);
+  if (!claim_lock) return ClaimBusy();
+  // Another Prepare of this claim may have completed it while we planned.
+  NVDRA_ASSIGN_OR_RETURN(recorded, CompletedThisBoot(work));
+  if (recorded) return std::move(*recorded);
   NVDRA_RETURN_IF_ERROR(CheckDeadline(deadline, "recording the claim"));
   NVDRA_ASSIGN_OR_RETURN(ledger::BeginResult begin, Begin(work, plan, snap));
   if (begin.outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(begin.entry);

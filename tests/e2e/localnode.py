@@ -169,10 +169,13 @@ class Plugin:
                 "--kubelet-registrar-directory-path", self.node.registry_dir,
                 "--mock-hardware", self.profile,
                 "--mock-state-dir", os.path.join(self.node.workdir, "mock-" + self.driver),
-                "--boot-id-path", self.node.boot_id_path,
-                "--reconcile-period", "1",
-                "--completed-claim-grace", "600",
-                "-v", "4"] + self.extra_args
+                "--boot-id-path", self.node.boot_id_path]
+        # Defaults a test may override through extra_args (the plugin
+        # refuses a flag given twice).
+        for flag, value in (("--reconcile-period", "1"), ("--completed-claim-grace", "600"), ("-v", "4")):
+            if flag not in self.extra_args:
+                args += [flag, value]
+        args += self.extra_args
         if self.rolling_update_id:
             args += ["--rolling-update-id", self.rolling_update_id]
         e = dict(os.environ)

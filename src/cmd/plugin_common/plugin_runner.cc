@@ -111,7 +111,7 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   auto kube = kube::NewKubeClient(opts.kube);
   if (!kube.ok()) return Fail("Kubernetes client configuration", kube.status());
 
-  KindContext ctx{opts, plugin_dir, **lib, *inventory, **kube};
+  KindContext ctx{opts, plugin_dir, **lib, *inventory, **kube, **ledger};
   auto kind = factory(ctx);
   if (!kind.ok()) return Fail("set up device kind", kind.status());
 

@@ -13,6 +13,7 @@
 #include "driver/device_kind.h"
 #include "cmd/plugin_common/plugin_options.h"
 #include "kube/kube_client.h"
+#include "ledger/claim_ledger.h"
 
 namespace nvdra::plugin {
 
@@ -22,6 +23,9 @@ struct KindContext {
   devices::DeviceLib& lib;
   const devices::NodeInventory& inventory;
   kube::KubeClient& kube;
+  // Opened before the kind: a kind may read what this node held before a
+  // restart (claims, not devices: the engine owns the ledger's writes).
+  ledger::ClaimLedger& ledger;
 };
 
 using KindFactory = std::function<Result<std::unique_ptr<driver::DeviceKind>>(KindContext&)>;
