@@ -180,6 +180,30 @@ TEST_F(DomainWatchTest, UnknownDomainsAreNotFoundAndDeletedOnesStopExisting) {
   EXPECT_EQ(w->Exists("d1"), std::optional<bool>(false));
 }
 
+TEST_F(DomainWatchTest, StatusShapesThatAreNotObjectsMeanNotReadyInsteadOfThrowing) {
+  json null_status = Domain("d1", "");
+  null_status["status"] = nullptr;
+  json null_nodes = Domain("d2", "");
+  null_nodes["status"]["nodes"] = nullptr;
+  json odd_entries = Domain("d3", "Ready");
+  odd_entries["status"]["nodes"].insert(odd_entries["status"]["nodes"].begin(), json(kNode));
+  ASSERT_TRUE(server_.LoadObject(null_status).ok());
+  ASSERT_TRUE(server_.LoadObject(null_nodes).ok());
+  ASSERT_TRUE(server_.LoadObject(odd_entries).ok());
+  auto w = Watch(false);
+  for (const char* uid : {"d1", "d2"}) {
+    Result<ComputeDomainInfo> st = Internal("not run");
+    EXPECT_NO_THROW(st = w->Get(uid)) << uid;
+    ASSERT_TRUE(st.ok()) << uid << ": " << st.status().ToString();
+    EXPECT_EQ(st->name, std::string("cd-") + uid);
+    EXPECT_FALSE(st->node_ready) << uid;
+    EXPECT_NE(st->not_ready.find("status.nodes does not list node node-1"), std::string::npos) << st->not_ready;
+  }
+  auto d3 = w->Get("d3");
+  ASSERT_TRUE(d3.ok()) << d3.status().ToString();
+  EXPECT_TRUE(d3->node_ready) << "the well-formed entry still counts: " << d3->not_ready;
+}
+
 TEST_F(DomainWatchTest, OnlyThisNodesEntriesAreKept) {
   ASSERT_TRUE(server_.LoadObject(Domain("d1", "Ready")).ok());
   ASSERT_TRUE(server_.LoadObject(Clique("d1", "Ready")).ok());
