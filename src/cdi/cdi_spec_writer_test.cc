@@ -8,11 +8,13 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cdi/testdata/golden.h"
 #include "util/file_util.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::cdi {
 namespace {
@@ -21,13 +23,6 @@ const std::string kUid = "0f3a7c2e-5b1d-4e8f-9a6b-1c2d3e4f5a6b";
 
 class CdiSpecWriterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/nvdra-cdi-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    root_ = dir_ + "/cdi";
-  }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
 
   Spec GpuSpec(const CdiSpecWriter& w, const std::string& uid, int n) {
     std::vector<SpecDevice> devs;
@@ -41,8 +36,8 @@ class CdiSpecWriterTest : public ::testing::Test {
     return w.BuildClaimSpec(uid, devs, common);
   }
 
-  std::string dir_;
-  std::string root_;
+  ::nvdra::testing::TempDir tmp_{"nvdra-cdi"};
+  std::string root_ = tmp_.path() + "/cdi";
 };
 
 TEST_F(CdiSpecWriterTest, NamesFollowUpstreamConvention) {
@@ -94,7 +89,7 @@ TEST_F(CdiSpecWriterTest, RewriteRecreatesMissingFileAndIsIdempotent) {
   ASSERT_TRUE(w.WriteClaimSpec(kUid, spec).ok());
   EXPECT_EQ(*ReadFileToString(path), first);
   // A reboot empties the tmpfs directory, root included.
-  std::system(("rm -rf '" + root_ + "'").c_str());
+  std::filesystem::remove_all(root_);
   ASSERT_TRUE(w.WriteClaimSpec(kUid, spec).ok());
   EXPECT_EQ(*ReadFileToString(path), first);
   auto names = ListDirectory(root_);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "config/json_tree.h"
+#include "util/parse_number.h"
 
 namespace nvdra::config {
 namespace {
@@ -146,11 +147,15 @@ void OptInt(Walker& w, const JsonValue& v, std::optional<int64_t>& out) {
     out.reset();
     return;
   }
-  if (v.type != Type::kNumber || !v.is_integer) {
+  Result<int64_t> n = v.type == Type::kNumber && v.is_integer
+                          ? ParseInt64(v.text)
+                          : Result<int64_t>(InvalidArgument("not an integer"));
+  if (!n.ok()) {
+    // Beyond int64 too: Go reports an overflow with the same message.
     w.TypeError(v, "int");
     return;
   }
-  out = std::stoll(v.text);
+  out = *n;
 }
 
 void OptBool(Walker& w, const JsonValue& v, std::optional<bool>& out) {

@@ -119,6 +119,10 @@ TEST(ConfigDecoderTest, WrongTypesAreFatalAndNameTheField) {
   EXPECT_EQ(ErrorOf(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50.5}})")),
             "json: cannot unmarshal number 50.5 into Go struct field MpsConfig.sharing.mpsConfig."
             "defaultActiveThreadPercentage of type int");
+  // Beyond int64: an error as in Go, never an exception.
+  EXPECT_EQ(ErrorOf(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":99999999999999999999}})")),
+            "json: cannot unmarshal number 99999999999999999999 into Go struct field MpsConfig.sharing.mpsConfig."
+            "defaultActiveThreadPercentage of type int");
   EXPECT_EQ(ErrorOf(Doc("VfioDeviceConfig", R"("iommu":{"enableAPIDevice":"yes"})")),
             "json: cannot unmarshal string into Go struct field IOMMUConfig.iommu.enableAPIDevice of type bool");
   EXPECT_EQ(ErrorOf(Doc("ComputeDomainChannelConfig", R"("domainID":["a"])")),

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/parse_number.h"
+
 namespace nvdra::config::testing {
 namespace {
 
@@ -39,8 +41,13 @@ nlohmann::ordered_json Convert(const YAML::Node& node, int depth = 0) {
       if (s == "null" || s == "Null" || s == "NULL" || s == "~") return nullptr;
       if (s == "true" || s == "True" || s == "TRUE") return true;
       if (s == "false" || s == "False" || s == "FALSE") return false;
-      if (std::regex_match(s, kInt)) return std::stoll(s);
-      if (std::regex_match(s, kFloat)) return std::stod(s);
+      // An integer beyond int64 becomes a float, as a JSON decoder reads it.
+      if (std::regex_match(s, kInt)) {
+        if (Result<int64_t> n = ParseInt64(s); n.ok()) return *n;
+      }
+      if (std::regex_match(s, kFloat)) {
+        if (Result<double> d = ParseDouble(s); d.ok()) return *d;
+      }
       return s;
     }
   }

@@ -17,8 +17,8 @@
 #include "cdi/testdata/golden.h"
 #include "devices/mock_device_lib.h"
 #include "devices/published_devices.h"
-#include "devices/testdata/temp_dir.h"
 #include "util/file_util.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::devices {
 namespace {

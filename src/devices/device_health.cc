@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "devices/published_devices.h"
+#include "util/parse_number.h"
 
 namespace nvdra::devices {
 
@@ -25,15 +26,15 @@ Result<XidPolicy> XidPolicy::WithAdditional(const std::string& comma_list) {
     auto b = item.find_first_not_of(" \t");
     if (b == std::string::npos) continue;
     item = item.substr(b, item.find_last_not_of(" \t") - b + 1);
-    uint64_t v = 0;
+    // Digits only: ParseUint64 alone would take a leading '+'.
     bool ok = !item.empty() && item.size() < 10;
     for (char c : item) ok = ok && c >= '0' && c <= '9';
-    if (!ok) {
+    Result<uint64_t> v = ParseUint64(item);
+    if (!ok || !v.ok()) {
       return InvalidArgument("--additional-xids-to-ignore: \"" + item +
                              "\" is not a decimal XID (want e.g. \"74,79\")");
     }
-    v = std::stoull(item);
-    p.ignored_.insert(v);
+    p.ignored_.insert(*v);
   }
   return p;
 }

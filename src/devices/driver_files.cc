@@ -447,13 +447,13 @@ Status DriverFilesCache::RefreshLocked() {
 }
 
 Result<DriverFiles> DriverFilesCache::Files() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   NVDRA_RETURN_IF_ERROR(RefreshLocked());
   return files_;
 }
 
 Result<cdi::ContainerEdits> DriverFilesCache::CommonEdits() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   NVDRA_RETURN_IF_ERROR(RefreshLocked());
   return files_.Edits(hook_path_);
 }

@@ -16,12 +16,12 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cdi/container_edits.h"
 #include "devices/driver_root.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra::devices {
@@ -84,21 +84,22 @@ class DriverFilesCache {
   DriverFilesCache(DriverRoot root, VersionSource version_source, std::string hook_path);
 
   // The spec-level edits for GPU containers.
-  Result<cdi::ContainerEdits> CommonEdits();
-  Result<DriverFiles> Files();
+  Result<cdi::ContainerEdits> CommonEdits() EXCLUDES(mu_);
+  Result<DriverFiles> Files() EXCLUDES(mu_);
   // Host path of nvidia-cdi-hook, or "" when hooks are off.
   const std::string& hook_path() const { return hook_path_; }
   const DriverRoot& root() const { return root_; }
 
  private:
-  Status RefreshLocked();
+  Status RefreshLocked() REQUIRES(mu_);
   DriverRoot root_;
   VersionSource version_source_;
   std::string hook_path_;
-  std::mutex mu_;
-  bool have_ = false;
-  DriverFiles files_;
-  std::string probe_;  // a cached library (container view) whose absence triggers a refresh
+  Mutex mu_;
+  bool have_ GUARDED_BY(mu_) = false;
+  DriverFiles files_ GUARDED_BY(mu_);
+  // A cached library (container view) whose absence triggers a refresh.
+  std::string probe_ GUARDED_BY(mu_);
 };
 
 // Sets up the hook binary the specs name, as upstream does: a non-empty

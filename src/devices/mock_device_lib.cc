@@ -15,6 +15,7 @@
 #include "devices/published_devices.h"
 #include "util/file_util.h"
 #include "util/log.h"
+#include "util/parse_number.h"
 
 namespace nvdra::devices {
 
@@ -51,11 +52,11 @@ class MockGpuControl final : public GpuControl {
   }
 
  private:
-  Status Record(const std::string& uuid, const std::string& line) {
+  Status Record(const std::string& uuid, const std::string& line) EXCLUDES(mu_) {
     if (std::find(uuids_.begin(), uuids_.end(), uuid) == uuids_.end()) {
       return NotFound("no GPU with UUID " + uuid + " on this (mock) node");
     }
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return Internal("opening mock control log " + log_path_ + ": " + ErrnoText(errno));
     std::string text = line + "\n";
@@ -64,7 +65,7 @@ class MockGpuControl final : public GpuControl {
     if (n != static_cast<ssize_t>(text.size())) return Internal("writing mock control log " + log_path_);
     return Status::Ok();
   }
-  std::mutex mu_;
+  Mutex mu_;  // one writer at a time, so log lines never interleave
   std::string log_path_;
   std::vector<std::string> uuids_;
 };
@@ -181,7 +182,10 @@ MockHealthSource::MockHealthSource(std::string events_path, XidPolicy policy)
     : path_(std::move(events_path)),
       policy_(std::move(policy)),
       // Polling a small file is cheap and works on every file system.
-      poller_({.period = std::chrono::milliseconds(500), .run_at_start = false}, [this] {
+      poller_({.period = std::chrono::milliseconds(500),
+               .run_at_start = false,
+               .name = "the mock health event poll"},
+              [this] {
         Status s = PollOnce();
         if (!s.ok()) NVDRA_WARN("mock health events: {}", s.ToString());
         return s;
@@ -209,13 +213,12 @@ void MockHealthSource::HandleLine(const std::string& line) {
     ev.state = HealthState::kHealthy;
     ev.message = "recovered";
   } else {
-    uint64_t xid = 0;
-    try {
-      xid = std::stoull(what);
-    } catch (const std::exception&) {
+    Result<uint64_t> parsed = ParseUint64(what);
+    if (!parsed.ok()) {
       NVDRA_WARN("mock health events: ignoring line \"{}\"", line);
       return;
     }
+    const uint64_t xid = *parsed;
     bool critical = policy_.IsCritical(xid);
     ev.state = critical ? HealthState::kUnhealthy : HealthState::kHealthy;
     ev.xid = xid;

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include "devices/device_lib.h"
 #include "devices/nvcaps.h"
 #include "devices/proc_devices.h"
-#include "devices/testdata/temp_dir.h"
 #include "util/file_util.h"
+#include "util/mutex.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::devices {
 namespace {
@@ -77,7 +80,7 @@ TEST(MockDeviceLibTest, DiscoverIsStableAndRebuildsAWipedRoot) {
   auto a = (*lib)->Discover();
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->gpus[0].pcie_root, std::optional<std::string>("pci0000:15")) << "read back from the fake sysfs";
-  std::system(("rm -rf '" + t.path() + "/m'").c_str());
+  std::filesystem::remove_all(t.path() + "/m");
   auto b = (*lib)->Discover();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(*a, *b);
@@ -169,14 +172,14 @@ TEST(MockDeviceLibTest, HealthSourceThreadStartsAndStops) {
   ASSERT_TRUE(WriteFileAtomically(mock->health_events_path(), "gpu-2 31\n").ok());
   auto source = (*lib)->NewHealthSource();
   std::vector<DeviceHealthEvent> got;
-  std::mutex mu;
+  Mutex mu;
   ASSERT_TRUE(source->Start(*(*lib)->Discover(), [&](const DeviceHealthEvent& e) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(mu);
     got.push_back(e);
   }).ok());
   // Start handles what is already there before returning.
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(mu);
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0].device, "gpu-2");
     EXPECT_EQ(got[0].xid, std::optional<uint64_t>(31));

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "util/file_util.h"
+#include "util/parse_number.h"
 
 namespace nvdra::devices {
 
@@ -15,12 +16,19 @@ Result<NvcapAccess> ParseNvcapAccess(const std::string& text) {
     auto colon = line.find(':');
     if (colon == std::string::npos) continue;
     std::string key = line.substr(0, colon);
-    std::string value = line.substr(colon + 1);
-    try {
-      if (key == "DeviceFileMinor") { a.minor = std::stoi(value); have_minor = true; }
-      if (key == "DeviceFileMode") { a.mode = static_cast<uint32_t>(std::stoul(value)); have_mode = true; }
-    } catch (const std::exception&) {
-      return InvalidArgument("bad value in nvcaps access line \"" + line + "\"");
+    std::string_view value = TrimSpace(std::string_view(line).substr(colon + 1));
+    if (key == "DeviceFileMinor") {
+      Result<int32_t> minor = ParseInt32(value);
+      if (!minor.ok()) return InvalidArgument("bad value in nvcaps access line \"" + line + "\"");
+      a.minor = *minor;
+      have_minor = true;
+    }
+    if (key == "DeviceFileMode") {
+      // Decimal, as the driver prints it (e.g. 292 for 0444).
+      Result<uint32_t> mode = ParseUint32(value);
+      if (!mode.ok()) return InvalidArgument("bad value in nvcaps access line \"" + line + "\"");
+      a.mode = *mode;
+      have_mode = true;
     }
   }
   if (!have_minor || !have_mode) {

@@ -12,6 +12,7 @@
 #include "devices/pcie_root.h"
 #include "util/file_util.h"
 #include "util/log.h"
+#include "util/run_guarded.h"
 
 namespace nvdra::devices {
 
@@ -117,7 +118,7 @@ std::string NvmlDeviceLib::capabilities_dir() const {
 }
 
 Result<NodeInventory> NvmlDeviceLib::Discover() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   const NvmlApi& a = lib_->api();
   NVDRA_ASSIGN_OR_RETURN(auto session, lib_->Open());
   NodeInventory inv;
@@ -397,7 +398,10 @@ Status XidWatcher::Start(const NodeInventory& inventory, HealthCallback callback
   stop_ = false;
   thread_ = std::thread([this] {
     while (!stop_.load()) {
-      if (!PollOnce(1000)) break;
+      // An exception (from NVML data or the callback) ends the watch like an
+      // unusable event set does, logged, instead of ending the process.
+      Result<bool> more = RunGuarded("the XID watcher", [this] { return PollOnce(1000); });
+      if (!more.ok() || !*more) break;
     }
   });
   return Status::Ok();

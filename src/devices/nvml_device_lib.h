@@ -6,11 +6,11 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "devices/device_lib.h"
 #include "devices/nvml_library.h"
+#include "util/mutex.h"
 
 namespace nvdra::devices {
 
@@ -26,7 +26,7 @@ class NvmlDeviceLib final : public DeviceLib {
  public:
   static Result<std::unique_ptr<NvmlDeviceLib>> Open(const DeviceLibOptions& options);
 
-  Result<NodeInventory> Discover() override;
+  Result<NodeInventory> Discover() override EXCLUDES(mu_);
   GpuControl& control() override { return *control_; }
   std::unique_ptr<DeviceHealthSource> NewHealthSource() override;
   const DriverRoot& driver_root() const override { return root_; }
@@ -47,7 +47,7 @@ class NvmlDeviceLib final : public DeviceLib {
   std::string proc_devices_;
   XidPolicy xids_;
   std::unique_ptr<GpuControl> control_;
-  std::mutex mu_;  // NVML enumeration is not re-entrant across our callers
+  Mutex mu_;  // NVML enumeration is not re-entrant across our callers: Discover holds it
 };
 
 // Watches NVML events: critical XIDs make devices unhealthy, a lost GPU makes

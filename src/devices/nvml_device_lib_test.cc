@@ -11,8 +11,9 @@
 
 #include "devices/nvidia_smi_control.h"
 #include "devices/published_devices.h"
-#include "devices/testdata/temp_dir.h"
 #include "util/file_util.h"
+#include "util/mutex.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::devices {
 namespace {
@@ -281,13 +282,13 @@ TEST_F(NvmlDeviceLibTest, XidWatcherMarksUnregistrableGpuUnmonitored) {
   ASSERT_TRUE(inv.ok());
   auto source = (*lib)->NewHealthSource();
   std::vector<DeviceHealthEvent> got;
-  std::mutex mu;
+  Mutex mu;
   ASSERT_TRUE(source->Start(*inv, [&](const DeviceHealthEvent& e) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(mu);
     got.push_back(e);
   }).ok());
   source->Stop();
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(mu);
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got[0].device, "gpu-0");
   EXPECT_EQ(got[0].state, HealthState::kUnmonitored);

@@ -7,7 +7,7 @@
 #include "devices/nvml_device_lib.h"
 #include "devices/proc_devices.h"
 #include "devices/published_devices.h"
-#include "devices/testdata/temp_dir.h"
+#include "util/test_temp_dir.h"
 #include "util/file_util.h"
 
 namespace nvdra::devices {
@@ -40,6 +40,9 @@ TEST(NvcapsTest, ParsesAccessFile) {
   EXPECT_EQ(a->mode, 0444u);
   EXPECT_FALSE(ParseNvcapAccess("DeviceFileMode: 292\n").ok());
   EXPECT_FALSE(ParseNvcapAccess("DeviceFileMinor: x\nDeviceFileMode: 292\n").ok());
+  // Out of range is an error, not an exception.
+  EXPECT_FALSE(ParseNvcapAccess("DeviceFileMinor: 99999999999\nDeviceFileMode: 292\n").ok());
+  EXPECT_FALSE(ParseNvcapAccess("DeviceFileMinor: 1\nDeviceFileMode: -1\n").ok());
   EXPECT_EQ(MigGiAccessPath(1, 3), "gpu1/mig/gi3/access");
   EXPECT_EQ(MigCiAccessPath(1, 3, 0), "gpu1/mig/gi3/ci0/access");
 }

@@ -1,4 +1,5 @@
 #include "devices/published_devices.h"
+#include "util/parse_number.h"
 
 #include <algorithm>
 #include <cctype>
@@ -43,11 +44,12 @@ Result<std::string> NormalizeVersion(const std::string& v) {
   std::string out;
   for (size_t i = 0; i < 3; ++i) {
     std::string p = i < parts.size() ? parts[i] : "0";
-    if (p.empty() || p.size() > 18 || !std::all_of(p.begin(), p.end(), ::isdigit)) {
+    Result<uint64_t> n = ParseUint64(p);
+    if (p.empty() || p.size() > 18 || !std::all_of(p.begin(), p.end(), ::isdigit) || !n.ok()) {
       return InvalidArgument("version \"" + v + "\" is not N[.N[.N]]");
     }
     if (i) out += ".";
-    out += std::to_string(std::stoull(p));
+    out += std::to_string(*n);
   }
   return out;
 }

@@ -9,7 +9,7 @@
 #include "cdi/testdata/golden.h"
 #include "devices/inventory_json.h"
 #include "devices/mock_device_lib.h"
-#include "devices/testdata/temp_dir.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::devices {
 namespace {

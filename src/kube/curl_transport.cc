@@ -44,7 +44,7 @@ CurlTransport::~CurlTransport() {
 
 void* CurlTransport::Acquire() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (!idle_.empty()) {
       void* h = idle_.back();
       idle_.pop_back();
@@ -55,7 +55,7 @@ void* CurlTransport::Acquire() {
 }
 
 void CurlTransport::Release(void* handle) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   idle_.push_back(handle);
 }
 

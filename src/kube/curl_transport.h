@@ -3,11 +3,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "kube/http_transport.h"
 #include "kube/kube_config.h"
+#include "util/mutex.h"
 
 namespace nvdra::kube {
 
@@ -21,14 +21,14 @@ class CurlTransport final : public HttpTransport {
   Result<HttpResponse> RoundTrip(const HttpRequest& request) override;
 
  private:
-  void* Acquire();
-  void Release(void* handle);
+  void* Acquire() EXCLUDES(mu_);
+  void Release(void* handle) EXCLUDES(mu_);
 
   KubeConfig config_;
   BearerToken token_;
-  std::mutex mu_;
+  Mutex mu_;
   // Idle easy handles; each keeps its own connection alive between requests.
-  std::vector<void*> idle_;
+  std::vector<void*> idle_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra::kube

@@ -30,12 +30,12 @@ EventRecorder::EventRecorder(KubeClient& client, EventRecorderOptions options, c
     : client_(client), options_(std::move(options)), clock_(clock), limiter_(options_.qps, options_.burst, clock) {}
 
 uint64_t EventRecorder::posted() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return posted_;
 }
 
 uint64_t EventRecorder::suppressed() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return suppressed_;
 }
 
@@ -44,7 +44,7 @@ Status EventRecorder::Record(const ObjectReference& obj, const std::string& type
   std::string key = obj.kind + "/" + obj.namespace_name + "/" + obj.name + "/" + obj.uid + "/" + reason + "/" + message;
   auto now = clock_.SteadyNow();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = last_.find(key);
     if (it != last_.end() && now - it->second < options_.dedup_window) {
       ++suppressed_;
@@ -68,7 +68,7 @@ Status EventRecorder::Record(const ObjectReference& obj, const std::string& type
   {
     // Names are "<object>.<hex nanoseconds>" like the kubelet's; kept strictly
     // increasing so two events in the same tick do not collide.
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     nanos = std::max(nanos, last_nanos_ + 1);
     last_nanos_ = nanos;
   }
@@ -90,7 +90,7 @@ Status EventRecorder::Record(const ObjectReference& obj, const std::string& type
              {"reportingInstance", options_.instance}};
   auto r = client_.CreateJson("/api/v1/namespaces/" + ns + "/events", ev);
   if (!r.ok()) return r.status().Wrap("post event " + reason + " for " + obj.kind + " " + obj.name);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   ++posted_;
   return Status::Ok();
 }

@@ -6,12 +6,12 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "kube/kube_client.h"
 #include "kube/rate_limiter.h"
 #include "util/clock.h"
+#include "util/mutex.h"
 
 namespace nvdra::kube {
 
@@ -40,21 +40,22 @@ class EventRecorder {
   // type: "Warning" or "Normal". Returns kUnavailable without a request when
   // rate limited, so callers can log and move on.
   Status Record(const ObjectReference& object, const std::string& type, const std::string& reason,
-                const std::string& message);
+                const std::string& message) EXCLUDES(mu_);
 
-  uint64_t posted() const;
-  uint64_t suppressed() const;
+  uint64_t posted() const EXCLUDES(mu_);
+  uint64_t suppressed() const EXCLUDES(mu_);
 
  private:
   KubeClient& client_;
   const EventRecorderOptions options_;
   const Clock& clock_;
   RateLimiter limiter_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::chrono::steady_clock::time_point> last_;  // key -> last post
-  uint64_t posted_ = 0;
-  uint64_t suppressed_ = 0;
-  int64_t last_nanos_ = 0;
+  mutable Mutex mu_;
+  // key -> last post
+  std::map<std::string, std::chrono::steady_clock::time_point> last_ GUARDED_BY(mu_);
+  uint64_t posted_ GUARDED_BY(mu_) = 0;
+  uint64_t suppressed_ GUARDED_BY(mu_) = 0;
+  int64_t last_nanos_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace nvdra::kube

@@ -15,6 +15,12 @@ using nlohmann::json;
 
 namespace {
 
+// Device names and attributes come from the driver; a string that is not
+// UTF-8 is sent with replacement characters instead of throwing.
+std::string DumpForRequest(const json& object) {
+  return object.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 bool Retryable(long status) { return status == 429 || (status >= 500 && status != 501); }
 
 std::optional<json> ParseStatusBody(const HttpResponse& r) {
@@ -116,7 +122,7 @@ void KubeClient::Sleep(std::chrono::nanoseconds d) {
 }
 
 KubeClientStats KubeClient::stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return stats_;
 }
 
@@ -153,7 +159,7 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
                                                                            : " before the request could be sent"));
     }
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       ++stats_.requests;
       if (attempt > 1) ++stats_.retries;
       if (wait.count() > 0) ++stats_.rate_limited;
@@ -217,13 +223,13 @@ Result<json> KubeClient::ListJson(const std::string& path, const std::string& la
 }
 
 Result<json> KubeClient::CreateJson(const std::string& path, const json& object) {
-  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("POST", path, object.dump()));
+  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("POST", path, DumpForRequest(object)));
   if (r.status / 100 != 2) return StatusFromResponse("POST", path, r);
   return ParseJsonBody(r.body, "POST " + path);
 }
 
 Result<json> KubeClient::UpdateJson(const std::string& path, const json& object) {
-  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("PUT", path, object.dump()));
+  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("PUT", path, DumpForRequest(object)));
   if (r.status / 100 != 2) return StatusFromResponse("PUT", path, r);
   return ParseJsonBody(r.body, "PUT " + path);
 }
@@ -243,7 +249,7 @@ Status KubeClient::Delete(const std::string& path, const std::string& uid, const
 
 Result<std::string> KubeClient::ResourceApiVersion(Deadline deadline) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (!resource_version_.empty()) return resource_version_;
   }
   const std::string path = "/apis/resource.k8s.io";
@@ -262,7 +268,7 @@ Result<std::string> KubeClient::ResourceApiVersion(Deadline deadline) {
   }
   for (const auto& want : options_.resource_versions) {
     if (std::find(served.begin(), served.end(), want) != served.end()) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       resource_version_ = want;
       return want;
     }
@@ -274,7 +280,7 @@ Result<std::string> KubeClient::ResourceApiVersion(Deadline deadline) {
 }
 
 void KubeClient::ForgetResourceApiVersion() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   resource_version_.clear();
 }
 
@@ -313,29 +319,6 @@ Result<ResourceClaim> KubeClient::GetResourceClaim(const std::string& ns, const 
   auto claim = DecodeResourceClaim(r.body);
   if (!claim.ok()) return claim.status().Wrap("retrieve ResourceClaim " + ns + "/" + name);
   return claim;
-}
-
-ClaimCheckResult KubeClient::CheckClaim(const std::string& ns, const std::string& name, const std::string& uid,
-                                        Deadline deadline) {
-  ClaimCheckResult out;
-  auto claim = GetResourceClaim(ns, name, deadline);
-  if (!claim.ok()) {
-    out.check = claim.status().code() == StatusCode::kNotFound ? ClaimCheck::kNotFound : ClaimCheck::kError;
-    out.status = claim.status();
-    return out;
-  }
-  // Same order and words as the Go kubelet plugin helper.
-  if (!claim->allocated) {
-    out.check = ClaimCheck::kNotAllocated;
-    out.status = FailedPrecondition("claim " + ns + "/" + name + " not allocated");
-  } else if (claim->uid != uid) {
-    out.check = ClaimCheck::kReplaced;
-    out.status = FailedPrecondition("claim " + ns + "/" + name + " got replaced");
-  } else {
-    out.check = ClaimCheck::kOk;
-  }
-  out.claim = std::move(claim).value();
-  return out;
 }
 
 Result<json> KubeClient::GetNode(const std::string& name) { return GetJson("/api/v1/nodes/" + name); }

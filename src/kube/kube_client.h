@@ -8,7 +8,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +20,7 @@
 #include "kube/rate_limiter.h"
 #include "kube/resource_claim.h"
 #include "util/clock.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra::kube {
@@ -52,21 +52,6 @@ struct KubeClientStats {
   uint64_t rate_limited = 0;   // requests that waited for the rate limiter
 };
 
-// Why a claim cannot be prepared, as the engine needs to tell it apart.
-enum class ClaimCheck {
-  kOk,
-  kNotFound,      // no claim of that name (deleted)
-  kReplaced,      // a claim of that name exists with another UID
-  kNotAllocated,  // status.allocation is not set
-  kError,         // could not ask: transport or server error
-};
-
-struct ClaimCheckResult {
-  ClaimCheck check = ClaimCheck::kError;
-  Status status;  // OK only for kOk; otherwise a message naming the claim
-  std::optional<ResourceClaim> claim;
-};
-
 class KubeClient {
  public:
   KubeClient(std::unique_ptr<HttpTransport> transport, KubeClientOptions options = {});
@@ -78,7 +63,7 @@ class KubeClient {
   // kDeadlineExceeded (retryable) when `deadline` passes, or would pass
   // before the next attempt (a backoff or Retry-After reaching beyond it).
   Result<HttpResponse> Do(const std::string& method, const std::string& path, const std::string& body = "",
-                          Deadline deadline = kNoDeadline);
+                          Deadline deadline = kNoDeadline) EXCLUDES(mu_);
 
   // JSON helpers: a non-2xx answer becomes a Status (NotFound, AlreadyExists,
   // Conflict, PermissionDenied, InvalidArgument, Unavailable) carrying the
@@ -93,20 +78,17 @@ class KubeClient {
 
   // The resource.k8s.io version to use ("v1", "v1beta2", "v1beta1"): the most
   // preferred one the server serves, from discovery; remembered.
-  Result<std::string> ResourceApiVersion(Deadline deadline = kNoDeadline);
+  Result<std::string> ResourceApiVersion(Deadline deadline = kNoDeadline) EXCLUDES(mu_);
   // Forgets the remembered version (after the server stopped serving it).
-  void ForgetResourceApiVersion();
+  void ForgetResourceApiVersion() EXCLUDES(mu_);
 
   // A claim that cannot be decoded (malformed results, too deep) is
   // InvalidArgument, never a claim with fewer devices.
   Result<ResourceClaim> GetResourceClaim(const std::string& namespace_name, const std::string& name,
                                          Deadline deadline = kNoDeadline);
-  // GET plus the checks the kubelet plugin helper makes before Prepare.
-  ClaimCheckResult CheckClaim(const std::string& namespace_name, const std::string& name, const std::string& uid,
-                              Deadline deadline = kNoDeadline);
   Result<nlohmann::json> GetNode(const std::string& name);
 
-  KubeClientStats stats() const;
+  KubeClientStats stats() const EXCLUDES(mu_);
 
   // Percent-encodes a query parameter value.
   static std::string QueryEscape(const std::string& s);
@@ -122,9 +104,9 @@ class KubeClient {
   KubeClientOptions options_;
   const Clock& clock_;
   RateLimiter limiter_;
-  mutable std::mutex mu_;
-  std::string resource_version_;  // guarded by mu_
-  KubeClientStats stats_;         // guarded by mu_
+  mutable Mutex mu_;
+  std::string resource_version_ GUARDED_BY(mu_);
+  KubeClientStats stats_ GUARDED_BY(mu_);
 };
 
 // How long a Retry-After header asks us to wait: delta-seconds (any number

@@ -85,7 +85,7 @@ TEST(KubeClientApiServerTest, EveryFixtureLoadsAndReadsBack) {
   EXPECT_EQ(seen, 7u);
 }
 
-TEST(KubeClientApiServerTest, CheckClaimDistinguishesOutcomes) {
+TEST(KubeClientApiServerTest, GetResourceClaimTellsTheOutcomesApart) {
   TestApiServer server;
   ASSERT_TRUE(server.ok()) << server.error();
   ASSERT_TRUE(server.LoadObject(Claim("ns", "ok", true)).ok());
@@ -94,28 +94,26 @@ TEST(KubeClientApiServerTest, CheckClaimDistinguishesOutcomes) {
   auto ok = client->GetResourceClaim("ns", "ok");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->api_version, "resource.k8s.io/v1");
+  EXPECT_TRUE(ok->allocated);
   EXPECT_EQ(ok->configs.at(0).opaque->parameters, R"({"kind": "GpuConfig"})");
 
-  auto r = client->CheckClaim("ns", "ok", ok->uid);
-  EXPECT_EQ(r.check, ClaimCheck::kOk) << r.status.ToString();
-  EXPECT_EQ(client->CheckClaim("ns", "missing", "u").check, ClaimCheck::kNotFound);
-  auto pending = client->CheckClaim("ns", "pending", client->GetResourceClaim("ns", "pending")->uid);
-  EXPECT_EQ(pending.check, ClaimCheck::kNotAllocated);
-  EXPECT_EQ(pending.status.message(), "claim ns/pending not allocated");
+  EXPECT_EQ(client->GetResourceClaim("ns", "missing").status().code(), StatusCode::kNotFound);
+  auto pending = client->GetResourceClaim("ns", "pending");
+  ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+  EXPECT_FALSE(pending->allocated);
 
   auto new_uid = server.Replace("resourceclaims", "ns", "ok");
   ASSERT_TRUE(new_uid.ok());
-  auto replaced = client->CheckClaim("ns", "ok", ok->uid);
-  EXPECT_EQ(replaced.check, ClaimCheck::kReplaced);
-  EXPECT_NE(replaced.status.message().find("got replaced"), std::string::npos);
-  EXPECT_EQ(replaced.claim->uid, *new_uid);
+  auto replaced = client->GetResourceClaim("ns", "ok");
+  ASSERT_TRUE(replaced.ok());
+  EXPECT_NE(replaced->uid, ok->uid);
+  EXPECT_EQ(replaced->uid, *new_uid);
 
   ASSERT_TRUE(server.InjectFault({{"drop", true}, {"count", -1}}).ok());
   KubeClientOptions o = Fast();
   o.max_attempts = 2;
-  auto down = KubeClient::FromConfig(server.Config(), o)->CheckClaim("ns", "ok", *new_uid);
-  EXPECT_EQ(down.check, ClaimCheck::kError);
-  EXPECT_EQ(down.status.code(), StatusCode::kUnavailable) << down.status.ToString();
+  auto down = KubeClient::FromConfig(server.Config(), o)->GetResourceClaim("ns", "ok");
+  EXPECT_EQ(down.status().code(), StatusCode::kUnavailable) << down.status().ToString();
 }
 
 TEST(KubeClientApiServerTest, FallsBackToOlderVersionsAndRediscovers) {
@@ -238,10 +236,9 @@ TEST(KubeClientApiServerTest, MalformedAndDeepClaimsAreErrors) {
   };
   for (const std::string& results : {std::string("{}"), std::string("[null]"), std::string("[7]")}) {
     ASSERT_TRUE(server.InjectFault({{"raw_body", served(results)}, {"path_prefix", path}}).ok());
-    auto c = client->CheckClaim("ns", "c", "u");
-    EXPECT_EQ(c.check, ClaimCheck::kError) << results;
-    EXPECT_EQ(c.status.code(), StatusCode::kInvalidArgument) << results;
-    EXPECT_NE(c.status.message().find("unexpected shape"), std::string::npos) << c.status.message();
+    auto c = client->GetResourceClaim("ns", "c");
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << results;
+    EXPECT_NE(c.status().message().find("unexpected shape"), std::string::npos) << c.status().message();
   }
   const std::string deep = std::string(70'000, '[') + std::string(70'000, ']');
   ASSERT_TRUE(server.InjectFault({{"raw_body", served("[]").insert(1, R"("x":)" + deep + ",")}, {"path_prefix", path}})
@@ -456,9 +453,10 @@ status:
 )").ok());
   ASSERT_TRUE(server.LoadFile(yaml_path).ok());
   EXPECT_EQ((*client->GetJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains/cd2"))["spec"]["numNodes"], 4);
-  auto claim = client->CheckClaim("team", "imex", "11111111-2222-3333-4444-555555555555");
-  EXPECT_EQ(claim.check, ClaimCheck::kOk) << claim.status.ToString();
-  EXPECT_EQ(claim.claim->results.at(0).device, "channel-0");
+  auto claim = client->GetResourceClaim("team", "imex");
+  ASSERT_TRUE(claim.ok()) << claim.status().ToString();
+  EXPECT_EQ(claim->uid, "11111111-2222-3333-4444-555555555555");
+  EXPECT_EQ(claim->results.at(0).device, "channel-0");
   // Kinds the server does not serve are refused, not silently dropped.
   ASSERT_TRUE(WriteFileAtomically(yaml_path, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").ok());
   EXPECT_FALSE(server.LoadFile(yaml_path).ok());
@@ -481,13 +479,16 @@ TEST(KubeClientApiServerTest, ConcurrentCallersShareOneClient) {
   auto start = std::chrono::steady_clock::now();
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
-      for (int i = 0; i < 25; ++i) ok += client->CheckClaim("ns", "c", uid).check == ClaimCheck::kOk;
+      for (int i = 0; i < 25; ++i) {
+        auto c = client->GetResourceClaim("ns", "c");
+        ok += c.ok() && c->uid == uid;
+      }
     });
   }
   for (auto& t : threads) t.join();
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(ok.load(), 200);
-  ::testing::Test::RecordProperty("checkclaim_200_ms", static_cast<int>(ms));
+  ::testing::Test::RecordProperty("get_claim_200_ms", static_cast<int>(ms));
   // Discovery ran once, not once per thread.
   auto reqs = server.Requests();
   ASSERT_TRUE(reqs.ok());

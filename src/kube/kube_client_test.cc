@@ -70,9 +70,10 @@ TEST(KubeClientTest, RetryAfterOn503AndCap) {
   o.max_retry_after = std::chrono::seconds(10);
   Harness h(o);
   h.transport->answers = {Resp(503, "{}", {{"retry-after", "2"}}), Resp(429, "{}", {{"retry-after", "3600"}}),
-                          Resp(200)};
+                          Resp(429, "{}", {{"retry-after", "99999999999999999999999"}}), Resp(200)};
   ASSERT_TRUE(h.client->GetJson("/x").ok());
-  EXPECT_EQ(h.sleeps, (std::vector<std::chrono::nanoseconds>{2s, 10s}));
+  // A value beyond any integer is capped like any other long one.
+  EXPECT_EQ(h.sleeps, (std::vector<std::chrono::nanoseconds>{2s, 10s, 10s}));
 }
 
 TEST(KubeClientTest, GivesUpAfterMaxAttempts) {
@@ -154,9 +155,8 @@ TEST(KubeClientTest, ObjectNotFoundDoesNotTriggerFallback) {
   h.transport->answers = {
       Resp(200, R"({"versions":[{"version":"v1"},{"version":"v1beta1"}]})"),
       Resp(404, R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","message":"not found","code":404})")};
-  auto r = h.client->CheckClaim("ns", "c", "u");
-  EXPECT_EQ(r.check, ClaimCheck::kNotFound);
-  EXPECT_EQ(r.status.code(), StatusCode::kNotFound);
+  auto r = h.client->GetResourceClaim("ns", "c");
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(h.transport->seen.size(), 2u);
 }
 
@@ -165,10 +165,21 @@ TEST(KubeClientTest, UnservedVersionNeverLooksLikeNotFound) {
   const char* discovery = R"({"versions":[{"version":"v1"}]})";
   h.transport->answers = {Resp(200, discovery), Resp(404, "404 page not found\n"), Resp(200, discovery),
                           Resp(404, "404 page not found\n")};
-  auto r = h.client->CheckClaim("ns", "c", "u");
-  EXPECT_EQ(r.check, ClaimCheck::kError);
-  EXPECT_EQ(r.status.code(), StatusCode::kUnavailable) << r.status.ToString();
+  auto r = h.client->GetResourceClaim("ns", "c");
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
   EXPECT_EQ(h.transport->seen.size(), 4u);
+}
+
+TEST(KubeClientTest, BodiesWithInvalidUtf8AreSentNotThrown) {
+  Harness h;
+  h.transport->answers = {Resp(201, R"({"metadata":{"name":"s"}})"), Resp(200, "{}")};
+  nlohmann::json slice = {{"device", std::string("gpu-\xff")}};
+  ASSERT_TRUE(h.client->CreateJson("/x", slice).ok());
+  ASSERT_TRUE(h.client->UpdateJson("/x", slice).ok());
+  ASSERT_EQ(h.transport->seen.size(), 2u);
+  for (const auto& req : h.transport->seen) {
+    EXPECT_EQ(req.body, "{\"device\":\"gpu-\xEF\xBF\xBD\"}");  // U+FFFD
+  }
 }
 
 // A Retry-After no integer type holds once aborted the process (also at

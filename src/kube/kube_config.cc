@@ -163,7 +163,7 @@ Result<KubeConfig> ResolveKubeConfig(const std::string& flag, const GetEnvFn& ge
 }
 
 Result<std::string> BearerToken::Get() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (file_.empty()) return token_;
   struct stat st;
   if (::stat(file_.c_str(), &st) != 0) {

@@ -5,9 +5,9 @@
 #include <chrono>
 #include <ctime>
 #include <functional>
-#include <mutex>
 #include <string>
 
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra::kube {
@@ -49,14 +49,14 @@ class BearerToken {
  public:
   explicit BearerToken(const KubeConfig& config) : token_(config.token), file_(config.token_file) {}
   // Empty when the config has no token.
-  Result<std::string> Get();
+  Result<std::string> Get() EXCLUDES(mu_);
 
  private:
-  std::mutex mu_;
-  std::string token_;
-  std::string file_;
-  std::timespec mtime_{};
-  long long size_ = -1;
+  Mutex mu_;
+  std::string token_ GUARDED_BY(mu_);
+  const std::string file_;
+  std::timespec mtime_ GUARDED_BY(mu_) = {};
+  long long size_ GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace nvdra::kube

@@ -6,27 +6,21 @@
 #include <map>
 
 #include "util/file_util.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::kube {
 namespace {
 
 class KubeConfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("nvdra-kubeconfig-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& text) {
     auto p = (dir_ / name).string();
     std::filesystem::create_directories(std::filesystem::path(p).parent_path());
     EXPECT_TRUE(WriteFileAtomically(p, text).ok());
     return p;
   }
-  std::filesystem::path dir_;
+  ::nvdra::testing::TempDir tmp_{"nvdra-kubeconfig"};
+  std::filesystem::path dir_{tmp_.path()};
 };
 
 constexpr const char* kMulti = R"(

@@ -17,7 +17,7 @@ void RateLimiter::RefillLocked(std::chrono::steady_clock::time_point now) {
 
 std::chrono::nanoseconds RateLimiter::Reserve() {
   if (qps_ <= 0) return std::chrono::nanoseconds(0);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   RefillLocked(clock_.SteadyNow());
   tokens_ -= 1;
   if (tokens_ >= 0) return std::chrono::nanoseconds(0);
@@ -26,7 +26,7 @@ std::chrono::nanoseconds RateLimiter::Reserve() {
 
 bool RateLimiter::TryAcquire() {
   if (qps_ <= 0) return true;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   RefillLocked(clock_.SteadyNow());
   if (tokens_ < 1) return false;
   tokens_ -= 1;

@@ -3,9 +3,9 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 
 #include "util/clock.h"
+#include "util/mutex.h"
 
 namespace nvdra::kube {
 
@@ -17,20 +17,20 @@ class RateLimiter {
   // Takes one token and says how long the caller must wait before using it
   // (zero when a token was available). Tokens may go negative, so concurrent
   // callers queue up in order, each with a later deadline.
-  std::chrono::nanoseconds Reserve();
+  std::chrono::nanoseconds Reserve() EXCLUDES(mu_);
 
   // Takes a token only when one is available now.
-  bool TryAcquire();
+  bool TryAcquire() EXCLUDES(mu_);
 
  private:
-  void RefillLocked(std::chrono::steady_clock::time_point now);
+  void RefillLocked(std::chrono::steady_clock::time_point now) REQUIRES(mu_);
 
   const double qps_;
   const double burst_;
   const Clock& clock_;
-  std::mutex mu_;
-  double tokens_;
-  std::chrono::steady_clock::time_point last_;
+  Mutex mu_;
+  double tokens_ GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point last_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra::kube

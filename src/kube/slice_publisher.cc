@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "kube/json_fields.h"
 #include "kube/slice_builder.h"
 #include "util/log.h"
 
@@ -36,14 +37,19 @@ std::optional<size_t> IndexFromName(const std::string& name, const std::string& 
 // The part of an existing spec we own, with fields the server fills in
 // (taint timeAdded) removed, to compare against the desired spec.
 json Comparable(const json& spec) {
-  json out = {{"driver", spec.value("driver", "")},
-              {"nodeName", spec.value("nodeName", "")},
-              {"pool", spec.value("pool", json::object())},
-              {"devices", spec.value("devices", json::array())}};
+  json out = {{"driver", StringField(spec, "driver")},
+              {"nodeName", StringField(spec, "nodeName")},
+              {"pool", ObjectField(spec, "pool")},
+              {"devices", ArrayField(spec, "devices")}};
+  // Whatever shape the server sent: anything odd just compares unequal.
   for (auto& d : out["devices"]) {
-    json* fields = d.contains("basic") ? &d["basic"] : &d;
-    if (fields->contains("taints")) {
-      for (auto& t : (*fields)["taints"]) t.erase("timeAdded");
+    if (!d.is_object()) continue;
+    auto basic = d.find("basic");
+    json& fields = basic != d.end() && basic->is_object() ? *basic : d;
+    auto taints = fields.find("taints");
+    if (taints == fields.end() || !taints->is_array()) continue;
+    for (auto& t : *taints) {
+      if (t.is_object()) t.erase("timeAdded");
     }
   }
   return out;
@@ -65,18 +71,18 @@ struct Listed {
 
 Listed ParseListed(const json& list, const std::string& driver, const std::string& node) {
   Listed out;
-  for (const auto& item : list.value("items", json::array())) {
+  for (const auto& item : ArrayField(list, "items")) {
     Existing e;
-    const json& meta = item.value("metadata", json::object());
-    e.name = meta.value("name", "");
-    e.uid = meta.value("uid", "");
-    e.resource_version = meta.value("resourceVersion", "");
-    e.spec = item.value("spec", json::object());
-    const json& pool = e.spec.value("pool", json::object());
+    const json& meta = ObjectField(item, "metadata");
+    e.name = StringField(meta, "name");
+    e.uid = StringField(meta, "uid");
+    e.resource_version = StringField(meta, "resourceVersion");
+    e.spec = ObjectField(item, "spec");
+    const json& pool = ObjectField(e.spec, "pool");
     // Only our pool is indexed; any other pool of ours on this node is obsolete.
-    if (pool.value("name", "") == node) {
+    if (StringField(pool, "name") == node) {
       e.index = IndexFromName(e.name, driver, node);
-      e.generation = pool.value("generation", int64_t{0});
+      e.generation = IntField(pool, "generation");
       out.max_generation = std::max(out.max_generation, e.generation);
     }
     out.slices.push_back(std::move(e));
@@ -211,14 +217,14 @@ SlicePublisher::SlicePublisher(KubeClient& client, std::string driver, std::stri
       node_(std::move(node)),
       options_(std::move(options)),
       node_uid_(options_.node_uid),
-      worker_({.period = options_.resync_period, .retry_period = options_.retry_period},
+      worker_({.period = options_.resync_period, .retry_period = options_.retry_period, .name = "the ResourceSlice sync"},
               [this] { return SyncOnce(); }) {}
 
 SlicePublisher::~SlicePublisher() { Stop(); }
 
 void SlicePublisher::Update(std::vector<model::PublishedDevice> devices) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     devices_ = std::move(devices);
   }
   worker_.Trigger();
@@ -231,7 +237,7 @@ void SlicePublisher::Start() { worker_.Start(); }
 void SlicePublisher::Stop() { worker_.Stop(); }
 
 SlicePublisherStats SlicePublisher::stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return stats_;
 }
 
@@ -241,22 +247,22 @@ bool SlicePublisher::WaitForSyncs(uint64_t count, std::chrono::milliseconds time
 
 Result<std::string> SlicePublisher::NodeUid() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (!node_uid_.empty()) return node_uid_;
   }
   NVDRA_ASSIGN_OR_RETURN(json node, client_.GetNode(node_));
-  std::string uid = node.value("metadata", json::object()).value("uid", "");
+  std::string uid = StringField(ObjectField(node, "metadata"), "uid");
   if (uid.empty()) return Internal("Node " + node_ + " has no metadata.uid");
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   node_uid_ = uid;
   return uid;
 }
 
 Status SlicePublisher::SyncOnce() {
-  std::lock_guard<std::mutex> sync_lock(sync_mu_);
+  MutexLock sync_lock(sync_mu_);
   std::optional<std::vector<model::PublishedDevice>> devices;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     devices = devices_;
   }
   SliceSyncResult result;
@@ -301,7 +307,7 @@ Status SlicePublisher::Publish(std::vector<model::PublishedDevice> devices, Slic
 
 void SlicePublisher::Record(const SliceSyncResult& result) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     ++stats_.syncs;
     stats_.creates += result.creates;
     stats_.updates += result.updates;
@@ -326,7 +332,7 @@ void SlicePublisher::ReportFailure(const Status& s) {
   if (!permanent || options_.events == nullptr) return;
   std::string uid;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     uid = node_uid_;
   }
   // Best effort: the recorder rate-limits, and a failed post changes nothing here.

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "kube/event_recorder.h"
 #include "kube/kube_client.h"
 #include "model/published_device.h"
+#include "util/mutex.h"
 #include "util/periodic_worker.h"
 #include "util/status.h"
 
@@ -75,11 +75,11 @@ class SlicePublisher {
   // Sets the inventory and asks the loop to sync. The first call also marks
   // hardware discovery as done: until then nothing is published, not even an
   // empty pool.
-  void Update(std::vector<model::PublishedDevice> devices);
+  void Update(std::vector<model::PublishedDevice> devices) EXCLUDES(mu_);
 
   // One reconciliation pass: list, then delete obsolete, update changed,
   // create missing slices.
-  Status SyncOnce();
+  Status SyncOnce() EXCLUDES(sync_mu_, mu_);
 
   // A background loop: syncs after Update/TriggerSync, every resync period,
   // and retry_period after a failure.
@@ -90,27 +90,29 @@ class SlicePublisher {
   // Waits until the background loop completed at least `count` syncs.
   bool WaitForSyncs(uint64_t count, std::chrono::milliseconds timeout);
 
-  SlicePublisherStats stats() const;
+  SlicePublisherStats stats() const EXCLUDES(mu_);
 
  private:
   // Brings the pool in line with `devices`, counting its writes in `result`.
-  Status Publish(std::vector<model::PublishedDevice> devices, SliceSyncResult& result);
-  Result<std::string> NodeUid();
+  Status Publish(std::vector<model::PublishedDevice> devices, SliceSyncResult& result)
+      REQUIRES(sync_mu_) EXCLUDES(mu_);
+  Result<std::string> NodeUid() EXCLUDES(mu_);
   // Adds a finished sync to the stats and tells the observer.
-  void Record(const SliceSyncResult& result);
+  void Record(const SliceSyncResult& result) EXCLUDES(mu_);
   // Logs a failed sync, and posts a Node event when retrying cannot fix it.
-  void ReportFailure(const Status& s);
+  void ReportFailure(const Status& s) EXCLUDES(mu_);
 
   KubeClient& client_;
   const std::string driver_;
   const std::string node_;
   const SlicePublisherOptions options_;
 
-  mutable std::mutex mu_;
-  std::optional<std::vector<model::PublishedDevice>> devices_;  // nullopt: discovery not done
-  std::string node_uid_;
-  SlicePublisherStats stats_;
-  std::mutex sync_mu_;  // one SyncOnce at a time
+  Mutex sync_mu_ ACQUIRED_BEFORE(mu_);  // one SyncOnce at a time
+  mutable Mutex mu_;
+  // nullopt: discovery not done
+  std::optional<std::vector<model::PublishedDevice>> devices_ GUARDED_BY(mu_);
+  std::string node_uid_ GUARDED_BY(mu_);
+  SlicePublisherStats stats_ GUARDED_BY(mu_);
   // Last: it stops before the members its syncs use go away.
   PeriodicWorker worker_;
 };

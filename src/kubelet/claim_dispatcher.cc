@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "util/log.h"
+#include "util/run_guarded.h"
 #include "util/uid.h"
 
 namespace nvdra::kubelet {
@@ -26,20 +27,15 @@ ClaimDispatcher::~ClaimDispatcher() { Shutdown(); }
 
 void ClaimDispatcher::BeginShutdown() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     shutting_down_ = true;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 void ClaimDispatcher::Shutdown() {
   BeginShutdown();
   pool_.Shutdown();
-}
-
-int ClaimDispatcher::Pending() const {
-  std::lock_guard lock(mu_);
-  return pending_;
 }
 
 Status ClaimDispatcher::ValidateRequest(const std::vector<ClaimRef>& claims, const char* op,
@@ -97,7 +93,6 @@ std::shared_ptr<ClaimDispatcher::Task> ClaimDispatcher::SubmitLocked(Op op, cons
   auto task = std::make_shared<Task>();
   task->op = op;
   task->claim = claim;
-  ++pending_;
   if (!chain.running) {
     chain.running = task;
     StartLocked(task);
@@ -122,7 +117,6 @@ void ClaimDispatcher::StartLocked(std::shared_ptr<Task> task) {
     t->done = true;
     t->prepare.error = msg;
     t->unprepare_error = msg;
-    --pending_;
   }
 }
 
@@ -134,7 +128,7 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
   std::string unprepare_error;
   bool stopping;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping = shutting_down_;
   }
   if (stopping) {
@@ -142,17 +136,14 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
     prepare.error = unprepare_error = fmt::format(
         "plugin is shutting down; {} of claim {} did not run", OpName(task->op == Op::kPrepare),
         task->claim.ToString());
-  } else if (task->op == Op::kPrepare) {
-    prepare = engine_.PrepareClaim(task->claim, deadline);
   } else {
-    unprepare_error = engine_.UnprepareClaim(task->claim, deadline);
+    CallEngine(*task, deadline, prepare, unprepare_error);
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     task->done = true;
     task->prepare = std::move(prepare);
     task->unprepare_error = std::move(unprepare_error);
-    --pending_;
     auto it = chains_.find(task->claim.uid);
     if (it != chains_.end() && it->second.running == task) {
       UidChain& chain = it->second;
@@ -167,7 +158,28 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
       }
     }
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
+}
+
+void ClaimDispatcher::CallEngine(const Task& task, Clock::time_point deadline,
+                                 PrepareResult& prepare, std::string& unprepare_error) {
+  // An exception must not end the worker thread (and with it the process);
+  // it fails this claim alone and the kubelet retries.
+  const std::string what =
+      fmt::format("{} of claim {}", OpName(task.op == Op::kPrepare), task.claim.ToString());
+  if (task.op == Op::kPrepare) {
+    Result<PrepareResult> r =
+        RunGuarded(what, [&] { return engine_.PrepareClaim(task.claim, deadline); });
+    if (r.ok()) {
+      prepare = std::move(r).value();
+    } else {
+      prepare.error = r.status().message();
+    }
+  } else {
+    Result<std::string> r =
+        RunGuarded(what, [&] { return engine_.UnprepareClaim(task.claim, deadline); });
+    unprepare_error = r.ok() ? std::move(r).value() : r.status().message();
+  }
 }
 
 std::string ClaimDispatcher::TimeoutMessage(Op op, const ClaimRef& claim) const {
@@ -177,12 +189,11 @@ std::string ClaimDispatcher::TimeoutMessage(Op op, const ClaimRef& claim) const 
 }
 
 std::vector<std::string> ClaimDispatcher::Await(const std::vector<std::shared_ptr<Task>>& tasks,
-                                                Op op, Clock::time_point deadline,
-                                                std::unique_lock<std::mutex>& lock) {
+                                                Op op, Clock::time_point deadline) {
   std::vector<std::string> errors(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
     const auto& t = tasks[i];
-    changed_.wait_until(lock, deadline, [&] { return t->done || shutting_down_; });
+    changed_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return t->done || shutting_down_; });
     if (t->done) continue;
     if (shutting_down_) {
       errors[i] = fmt::format("plugin is shutting down; {} of claim {} was not answered and the kubelet will retry",
@@ -207,7 +218,7 @@ Result<std::map<std::string, PrepareResult>> ClaimDispatcher::Prepare(
   if (valid.empty()) return out;
 
   const auto deadline = std::min(Clock::now() + options_.claim_timeout, call_deadline);
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_) {
     for (const auto& c : valid) {
       out[c.uid].error = fmt::format("plugin is shutting down; prepare of claim {} was refused and the kubelet will retry", c.ToString());
@@ -216,7 +227,7 @@ Result<std::map<std::string, PrepareResult>> ClaimDispatcher::Prepare(
   }
   std::vector<std::shared_ptr<Task>> tasks;
   for (const auto& c : valid) tasks.push_back(SubmitLocked(Op::kPrepare, c));
-  std::vector<std::string> late = Await(tasks, Op::kPrepare, deadline, lock);
+  std::vector<std::string> late = Await(tasks, Op::kPrepare, deadline);
   for (size_t i = 0; i < tasks.size(); ++i) {
     PrepareResult& r = out[valid[i].uid];
     if (!late[i].empty()) {
@@ -242,7 +253,7 @@ Result<std::map<std::string, std::string>> ClaimDispatcher::Unprepare(
   if (valid.empty()) return out;
 
   const auto deadline = std::min(Clock::now() + options_.claim_timeout, call_deadline);
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_) {
     for (const auto& c : valid) {
       out[c.uid] = fmt::format("plugin is shutting down; unprepare of claim {} was refused and the kubelet will retry", c.ToString());
@@ -251,7 +262,7 @@ Result<std::map<std::string, std::string>> ClaimDispatcher::Unprepare(
   }
   std::vector<std::shared_ptr<Task>> tasks;
   for (const auto& c : valid) tasks.push_back(SubmitLocked(Op::kUnprepare, c));
-  std::vector<std::string> late = Await(tasks, Op::kUnprepare, deadline, lock);
+  std::vector<std::string> late = Await(tasks, Op::kUnprepare, deadline);
   for (size_t i = 0; i < tasks.size(); ++i) {
     std::string& err = out[valid[i].uid];
     err = late[i].empty() ? tasks[i]->unprepare_error : late[i];

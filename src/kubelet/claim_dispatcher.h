@@ -7,16 +7,15 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "kubelet/claim_engine.h"
 #include "kubelet/worker_pool.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra::kubelet {
@@ -45,23 +44,25 @@ class ClaimDispatcher {
   // Status only for a request that cannot be answered per claim (a claim
   // without UID). `call_deadline` is the caller's own deadline, if any.
   Result<std::map<std::string, PrepareResult>> Prepare(
-      const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max());
+      const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max())
+      EXCLUDES(mu_);
   // Entry value: "" on success, else the claim's error.
   Result<std::map<std::string, std::string>> Unprepare(
-      const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max());
+      const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max())
+      EXCLUDES(mu_);
 
   // Answers every waiting call with a retryable error and refuses new
   // work; returns at once.
-  void BeginShutdown();
+  void BeginShutdown() EXCLUDES(mu_);
   // BeginShutdown(), then waits for the engine calls already running.
-  void Shutdown();
+  void Shutdown() EXCLUDES(mu_);
 
-  // Engine calls started but not returned, plus queued ones.
-  int Pending() const;
   const DispatcherOptions& options() const { return options_; }
 
  private:
   enum class Op { kPrepare, kUnprepare };
+  // Fields after `claim` belong to the dispatcher's mu_ (the analysis
+  // cannot name another object's mutex from here).
   struct Task {
     Op op;
     ClaimRef claim;
@@ -78,21 +79,24 @@ class ClaimDispatcher {
   Status ValidateRequest(const std::vector<ClaimRef>& claims, const char* op,
                          std::map<std::string, std::string>& errors,
                          std::vector<ClaimRef>& valid) const;
-  std::shared_ptr<Task> SubmitLocked(Op op, const ClaimRef& claim);
-  void StartLocked(std::shared_ptr<Task> task);
-  void RunTask(const std::shared_ptr<Task>& task);
+  std::shared_ptr<Task> SubmitLocked(Op op, const ClaimRef& claim) REQUIRES(mu_);
+  void StartLocked(std::shared_ptr<Task> task) REQUIRES(mu_);
+  void RunTask(const std::shared_ptr<Task>& task) EXCLUDES(mu_);
+  // Calls the engine behind the exception barrier: whatever escapes it
+  // becomes this claim's internal error.
+  void CallEngine(const Task& task, Clock::time_point deadline, PrepareResult& prepare,
+                  std::string& unprepare_error) EXCLUDES(mu_);
   // Waits for `tasks`; returns, per task, "" when done or the error to report.
   std::vector<std::string> Await(const std::vector<std::shared_ptr<Task>>& tasks, Op op,
-                                 Clock::time_point deadline, std::unique_lock<std::mutex>& lock);
+                                 Clock::time_point deadline) REQUIRES(mu_);
   std::string TimeoutMessage(Op op, const ClaimRef& claim) const;
 
   ClaimEngine& engine_;
   const DispatcherOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::map<std::string, UidChain> chains_;
-  int pending_ = 0;
-  bool shutting_down_ = false;
+  Mutex mu_;
+  CondVar changed_;
+  std::map<std::string, UidChain> chains_ GUARDED_BY(mu_);
+  bool shutting_down_ GUARDED_BY(mu_) = false;
   WorkerPool pool_;  // last: its threads stop before the rest is destroyed
 };
 

@@ -222,5 +222,31 @@ TEST(ClaimDispatcherTest, ShutdownAnswersWaitingCallsAndRefusesNewOnes) {
   EXPECT_EQ(engine.Calls(Uid("b")), 0);
 }
 
+TEST(ClaimDispatcherTest, EngineExceptionBecomesAnInternalErrorOfThatClaimAlone) {
+  FakeClaimEngine engine;
+  FakeClaimBehavior boom;
+  boom.throw_message = "stoll";
+  engine.Set(Uid("a"), boom);
+  DispatcherOptions o = Fast();
+  o.workers = 1;  // the later calls run only if the one worker survived
+  ClaimDispatcher d(engine, o);
+  auto r = d.Prepare({Claim("a"), Claim("b")});
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(r->at(Uid("a")).error,
+              HasSubstr("internal error in prepare of claim default/claim-a:" + Uid("a")));
+  EXPECT_THAT(r->at(Uid("a")).error, HasSubstr("unexpected exception: stoll"));
+  EXPECT_EQ(r->at(Uid("b")).error, "");
+  auto u = d.Unprepare({Claim("a")});
+  ASSERT_TRUE(u.ok());
+  EXPECT_THAT(u->at(Uid("a")), HasSubstr("internal error in unprepare of claim default/claim-a"));
+  // The claim's chain was released: the next operation on it runs normally.
+  engine.Set(Uid("a"), FakeClaimBehavior{});
+  auto again = d.Prepare({Claim("a")});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->at(Uid("a")).error, "");
+  EXPECT_EQ(engine.Calls(Uid("a")), 3);
+  EXPECT_EQ(engine.Prepared(), std::set<std::string>({Uid("a"), Uid("b")}));
+}
+
 }  // namespace
 }  // namespace nvdra::kubelet

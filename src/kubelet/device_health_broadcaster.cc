@@ -22,33 +22,33 @@ void DeviceHealthBroadcaster::PutLocked(DeviceHealth d) {
 
 void DeviceHealthBroadcaster::Update(std::vector<DeviceHealth> devices) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& d : devices) PutLocked(std::move(d));
     ++version_;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 void DeviceHealthBroadcaster::Replace(std::vector<DeviceHealth> devices) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     devices_.clear();
     for (auto& d : devices) PutLocked(std::move(d));
     ++version_;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 void DeviceHealthBroadcaster::Close() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 bool DeviceHealthBroadcaster::Closed() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return closed_;
 }
 
@@ -61,14 +61,15 @@ DeviceHealthSnapshot DeviceHealthBroadcaster::SnapshotLocked() const {
 }
 
 DeviceHealthSnapshot DeviceHealthBroadcaster::Current() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return SnapshotLocked();
 }
 
 std::optional<DeviceHealthSnapshot> DeviceHealthBroadcaster::WaitForChange(
     uint64_t seen_version, std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  changed_.wait_until(lock, deadline, [&] { return closed_ || version_ != seen_version; });
+  MutexLock lock(mu_);
+  changed_.WaitUntil(mu_, deadline,
+                     [&]() REQUIRES(mu_) { return closed_ || version_ != seen_version; });
   if (closed_ || version_ == seen_version) return std::nullopt;
   return SnapshotLocked();
 }

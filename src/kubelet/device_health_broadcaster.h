@@ -5,16 +5,15 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "util/clock.h"
+#include "util/mutex.h"
 
 namespace nvdra::kubelet {
 
@@ -55,27 +54,28 @@ class DeviceHealthBroadcaster final : public DeviceHealthSource {
   explicit DeviceHealthBroadcaster(const Clock& clock = SystemClock::Get()) : clock_(clock) {}
 
   // Adds or replaces the given devices; others keep their state.
-  void Update(std::vector<DeviceHealth> devices);
+  void Update(std::vector<DeviceHealth> devices) EXCLUDES(mu_);
   // Replaces the whole state (devices not listed are dropped).
-  void Replace(std::vector<DeviceHealth> devices);
+  void Replace(std::vector<DeviceHealth> devices) EXCLUDES(mu_);
   // Wakes every stream; they end cleanly.
-  void Close();
+  void Close() EXCLUDES(mu_);
 
-  DeviceHealthSnapshot Current() const;
+  DeviceHealthSnapshot Current() const EXCLUDES(mu_);
   std::optional<DeviceHealthSnapshot> WaitForChange(
-      uint64_t seen_version, std::chrono::steady_clock::time_point deadline) override;
-  bool Closed() const override;
+      uint64_t seen_version, std::chrono::steady_clock::time_point deadline) override EXCLUDES(mu_);
+  bool Closed() const override EXCLUDES(mu_);
 
  private:
-  void PutLocked(DeviceHealth d);
-  DeviceHealthSnapshot SnapshotLocked() const;
+  void PutLocked(DeviceHealth d) REQUIRES(mu_);
+  DeviceHealthSnapshot SnapshotLocked() const REQUIRES(mu_);
 
   const Clock& clock_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  uint64_t version_ = 1;  // streams start from 0, so they get the state at once
-  bool closed_ = false;
-  std::map<std::pair<std::string, std::string>, DeviceHealth> devices_;
+  mutable Mutex mu_;
+  CondVar changed_;
+  // Streams start from 0, so they get the state at once.
+  uint64_t version_ GUARDED_BY(mu_) = 1;
+  bool closed_ GUARDED_BY(mu_) = false;
+  std::map<std::pair<std::string, std::string>, DeviceHealth> devices_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra::kubelet

@@ -1,5 +1,6 @@
 #include "kubelet/device_health_service.h"
 
+#include "kubelet/grpc_barrier.h"
 #include "util/log.h"
 
 namespace nvdra::kubelet {
@@ -40,13 +41,17 @@ grpc::Status Stream(DeviceHealthSource& source, const std::atomic<bool>& stoppin
 grpc::Status DeviceHealthV1Service::NodeWatchResources(
     grpc::ServerContext* ctx, const ::v1::NodeWatchResourcesRequest*,
     grpc::ServerWriter<::v1::NodeWatchResourcesResponse>* writer) {
-  return Stream<::v1::NodeWatchResourcesResponse, true>(source_, stopping_, ctx, writer);
+  return GuardedRpc("v1 NodeWatchResources", [&] {
+    return Stream<::v1::NodeWatchResourcesResponse, true>(source_, stopping_, ctx, writer);
+  });
 }
 
 grpc::Status DeviceHealthV1alpha1Service::NodeWatchResources(
     grpc::ServerContext* ctx, const ::v1alpha1::NodeWatchResourcesRequest*,
     grpc::ServerWriter<::v1alpha1::NodeWatchResourcesResponse>* writer) {
-  return Stream<::v1alpha1::NodeWatchResourcesResponse, false>(source_, stopping_, ctx, writer);
+  return GuardedRpc("v1alpha1 NodeWatchResources", [&] {
+    return Stream<::v1alpha1::NodeWatchResourcesResponse, false>(source_, stopping_, ctx, writer);
+  });
 }
 
 }  // namespace nvdra::kubelet

@@ -44,7 +44,7 @@ class DraPluginServerTest : public ::testing::Test {
     return s.ok() ? std::move(*s) : nullptr;
   }
 
-  testing::ScratchDir dir_;
+  ::nvdra::testing::TempDir dir_{testing::kShortTempPrefix};
   FakeClaimEngine engine_;
 };
 
@@ -120,6 +120,26 @@ TEST_F(DraPluginServerTest, RejectedRegistrationIsAnErrorAndRemembered) {
   EXPECT_FALSE(server->registration().LastStatus()->registered);
   EXPECT_TRUE(reg.NotifyRegistrationStatus(true, "", kTimeout).ok());
   EXPECT_TRUE(server->registration().LastStatus()->registered);
+}
+
+TEST_F(DraPluginServerTest, ThrowingEngineFailsThatClaimAloneOnBothApis) {
+  FakeClaimBehavior boom;
+  boom.throw_message = "map::at";
+  engine_.Set(Uid("a"), boom);
+  auto server = Start(Options());
+  PluginClient dra(server->paths().dra);
+  for (DraApi api : {DraApi::kV1, DraApi::kV1beta1}) {
+    auto r = dra.Prepare(api, {Claim("a"), Claim("b")}, kTimeout);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_THAT(r->at(Uid("a")).error, HasSubstr("unexpected exception: map::at"));
+    EXPECT_TRUE(r->at(Uid("a")).devices.empty());
+    EXPECT_EQ(r->at(Uid("b")).error, "");
+    auto u = dra.Unprepare(api, {Claim("a"), Claim("b")}, kTimeout);
+    ASSERT_TRUE(u.ok()) << u.status().ToString();
+    EXPECT_THAT(u->at(Uid("a")), HasSubstr("internal error in unprepare of claim"));
+    EXPECT_EQ(u->at(Uid("b")), "");
+  }
+  EXPECT_TRUE(PluginClient(server->paths().registration).GetInfo(kTimeout).ok());
 }
 
 TEST_F(DraPluginServerTest, V1ReportsShareIdAndV1beta1DoesNot) {

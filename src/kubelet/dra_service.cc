@@ -1,6 +1,7 @@
 #include "kubelet/dra_service.h"
 
 #include "kubelet/device_list.h"
+#include "kubelet/grpc_barrier.h"
 #include "util/log.h"
 
 namespace nvdra::kubelet {
@@ -68,29 +69,35 @@ grpc::Status DraV1Service::NodePrepareResources(grpc::ServerContext* ctx,
                                                 const drav1::NodePrepareResourcesRequest* req,
                                                 drav1::NodePrepareResourcesResponse* resp) {
   NVDRA_VLOG(6, "v1 NodePrepareResources: {} claims", req->claims_size());
-  return Prepare<drav1::NodePrepareResourcesResponse, true>(dispatcher_, ctx, ClaimsOf(*req), resp);
+  return GuardedRpc("v1 NodePrepareResources", [&] {
+    return Prepare<drav1::NodePrepareResourcesResponse, true>(dispatcher_, ctx, ClaimsOf(*req), resp);
+  });
 }
 
 grpc::Status DraV1Service::NodeUnprepareResources(grpc::ServerContext* ctx,
                                                   const drav1::NodeUnprepareResourcesRequest* req,
                                                   drav1::NodeUnprepareResourcesResponse* resp) {
   NVDRA_VLOG(6, "v1 NodeUnprepareResources: {} claims", req->claims_size());
-  return Unprepare(dispatcher_, ctx, ClaimsOf(*req), resp);
+  return GuardedRpc("v1 NodeUnprepareResources",
+                    [&] { return Unprepare(dispatcher_, ctx, ClaimsOf(*req), resp); });
 }
 
 grpc::Status DraV1beta1Service::NodePrepareResources(
     grpc::ServerContext* ctx, const drav1beta1::NodePrepareResourcesRequest* req,
     drav1beta1::NodePrepareResourcesResponse* resp) {
   NVDRA_VLOG(6, "v1beta1 NodePrepareResources: {} claims", req->claims_size());
-  return Prepare<drav1beta1::NodePrepareResourcesResponse, false>(dispatcher_, ctx, ClaimsOf(*req),
-                                                                  resp);
+  return GuardedRpc("v1beta1 NodePrepareResources", [&] {
+    return Prepare<drav1beta1::NodePrepareResourcesResponse, false>(dispatcher_, ctx,
+                                                                    ClaimsOf(*req), resp);
+  });
 }
 
 grpc::Status DraV1beta1Service::NodeUnprepareResources(
     grpc::ServerContext* ctx, const drav1beta1::NodeUnprepareResourcesRequest* req,
     drav1beta1::NodeUnprepareResourcesResponse* resp) {
   NVDRA_VLOG(6, "v1beta1 NodeUnprepareResources: {} claims", req->claims_size());
-  return Unprepare(dispatcher_, ctx, ClaimsOf(*req), resp);
+  return GuardedRpc("v1beta1 NodeUnprepareResources",
+                    [&] { return Unprepare(dispatcher_, ctx, ClaimsOf(*req), resp); });
 }
 
 }  // namespace nvdra::kubelet

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
+
 namespace nvdra::kubelet {
 namespace {
 
@@ -21,6 +23,7 @@ FakeClaimBehavior ParseBehavior(const nlohmann::json& j) {
   }
   b.prepare_error = j.value("prepare_error", "");
   b.unprepare_error = j.value("unprepare_error", "");
+  b.throw_message = j.value("throw", "");
   b.delay = std::chrono::milliseconds(j.value("delay_ms", 0));
   b.hold = j.value("hold", false);
   return b;
@@ -29,12 +32,12 @@ FakeClaimBehavior ParseBehavior(const nlohmann::json& j) {
 }  // namespace
 
 void FakeClaimEngine::SetDefault(FakeClaimBehavior b) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   default_ = std::move(b);
 }
 
 void FakeClaimEngine::Set(const std::string& uid, FakeClaimBehavior b) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   behaviors_[uid] = std::move(b);
 }
 
@@ -58,43 +61,43 @@ void FakeClaimEngine::SetOnStart(std::function<void(const std::string&, const Cl
 
 void FakeClaimEngine::Release(const std::string& uid) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     released_.insert(uid);
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void FakeClaimEngine::CancelAll() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     cancelled_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 bool FakeClaimEngine::WaitStarted(const std::string& uid, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return started_.count(uid) > 0; });
+  MutexLock lock(mu_);
+  return cv_.WaitFor(mu_, timeout, [&]() REQUIRES(mu_) { return started_.count(uid) > 0; });
 }
 
 bool FakeClaimEngine::WaitCompleted(size_t n, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return completed_.size() >= n; });
+  MutexLock lock(mu_);
+  return cv_.WaitFor(mu_, timeout, [&]() REQUIRES(mu_) { return completed_.size() >= n; });
 }
 
 std::vector<std::string> FakeClaimEngine::Completed() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return completed_;
 }
 
 int FakeClaimEngine::Calls(const std::string& uid) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = calls_.find(uid);
   return it == calls_.end() ? 0 : it->second;
 }
 
 std::set<std::string> FakeClaimEngine::Prepared() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return prepared_;
 }
 
@@ -103,16 +106,15 @@ FakeClaimBehavior FakeClaimEngine::BehaviorFor(const std::string& uid) const {
   return it == behaviors_.end() ? default_ : it->second;
 }
 
-bool FakeClaimEngine::Pause(const std::string& uid, const FakeClaimBehavior& b,
-                            std::unique_lock<std::mutex>& lock) {
+bool FakeClaimEngine::Pause(const std::string& uid, const FakeClaimBehavior& b) {
   ++calls_[uid];
   started_.insert(uid);
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (b.delay.count() > 0) {
-    cv_.wait_for(lock, b.delay, [&] { return cancelled_; });
+    cv_.WaitFor(mu_, b.delay, [&]() REQUIRES(mu_) { return cancelled_; });
   }
   if (b.hold) {
-    cv_.wait(lock, [&] { return cancelled_ || released_.count(uid) > 0; });
+    cv_.Wait(mu_, [&]() REQUIRES(mu_) { return cancelled_ || released_.count(uid) > 0; });
     released_.erase(uid);
   }
   return !cancelled_;
@@ -121,38 +123,38 @@ bool FakeClaimEngine::Pause(const std::string& uid, const FakeClaimBehavior& b,
 PrepareResult FakeClaimEngine::PrepareClaim(const ClaimRef& claim,
                                             std::chrono::steady_clock::time_point) {
   if (on_start_) on_start_("prepare", claim);
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   FakeClaimBehavior b = BehaviorFor(claim.uid);
+  const bool cancelled = !Pause(claim.uid, b);
+  completed_.push_back("prepare:" + claim.uid);
+  cv_.NotifyAll();
   PrepareResult r;
-  if (!Pause(claim.uid, b, lock)) {
+  if (cancelled) {
     r.error = "fake engine cancelled";
+  } else if (!b.throw_message.empty()) {
+    throw std::runtime_error(b.throw_message);  // the scoped lock unlocks
   } else if (!b.prepare_error.empty()) {
     r.error = b.prepare_error;
   } else {
     r.devices = b.devices;
     prepared_.insert(claim.uid);
   }
-  completed_.push_back("prepare:" + claim.uid);
-  cv_.notify_all();
   return r;
 }
 
 std::string FakeClaimEngine::UnprepareClaim(const ClaimRef& claim,
                                             std::chrono::steady_clock::time_point) {
   if (on_start_) on_start_("unprepare", claim);
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   FakeClaimBehavior b = BehaviorFor(claim.uid);
-  std::string err;
-  if (!Pause(claim.uid, b, lock)) {
-    err = "fake engine cancelled";
-  } else if (!b.unprepare_error.empty()) {
-    err = b.unprepare_error;
-  } else {
-    prepared_.erase(claim.uid);  // unknown claims simply succeed
-  }
+  const bool cancelled = !Pause(claim.uid, b);
   completed_.push_back("unprepare:" + claim.uid);
-  cv_.notify_all();
-  return err;
+  cv_.NotifyAll();
+  if (cancelled) return "fake engine cancelled";
+  if (!b.throw_message.empty()) throw std::runtime_error(b.throw_message);
+  if (!b.unprepare_error.empty()) return b.unprepare_error;
+  prepared_.erase(claim.uid);  // unknown claims simply succeed
+  return "";
 }
 
 }  // namespace nvdra::kubelet

@@ -6,6 +6,7 @@
 #include "kubelet/proto/grpc_health/v1/health.grpc.pb.h"
 #include "kubelet/server_threads.h"
 #include "util/log.h"
+#include "util/run_guarded.h"
 
 namespace nvdra::kubelet {
 
@@ -18,7 +19,7 @@ class HealthServer::Service final : public ::grpc::health::v1::Health::Service {
     if (!req->service().empty() && req->service() != "liveness") {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service");
     }
-    Status s = probe_();
+    Status s = RunGuarded("the liveness probe", [&] { return probe_(); });
     if (s.ok()) {
       NVDRA_VLOG(7, "liveness check: serving");
       resp->set_status(::grpc::health::v1::HealthCheckResponse::SERVING);

@@ -1,6 +1,8 @@
 #include "kubelet/health_server.h"
 
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -46,7 +48,7 @@ TEST(HealthServerTest, ReportsTheProbeForLivenessServicesOnly) {
 }
 
 TEST(HealthServerTest, NotServingWhenThePluginSocketsBreak) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   FakeClaimEngine engine;
   DraPluginOptions o;
   o.driver_name = "compute-domain.nvidia.com";
@@ -60,6 +62,18 @@ TEST(HealthServerTest, NotServingWhenThePluginSocketsBreak) {
   EXPECT_EQ(Check((*h)->port(), "liveness"), HealthCheckResponse::SERVING);
   (*server)->Stop();
   EXPECT_EQ(Check((*h)->port(), "liveness"), HealthCheckResponse::NOT_SERVING);
+}
+
+TEST(HealthServerTest, ThrowingProbeIsNotServingAndTheServerLives) {
+  std::atomic<bool> throws{true};
+  auto h = HealthServer::Start("127.0.0.1", 0, [&]() -> Status {
+    if (throws) throw std::runtime_error("probe bug");
+    return Status::Ok();
+  });
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(Check((*h)->port(), "liveness"), HealthCheckResponse::NOT_SERVING);
+  throws = false;
+  EXPECT_EQ(Check((*h)->port(), "liveness"), HealthCheckResponse::SERVING);
 }
 
 TEST(HealthServerTest, RefusesABadPort) {

@@ -151,7 +151,7 @@ std::string ClaimArg(const std::string& tag) { return "default/claim-" + tag + "
 
 class KubeletIntegrationTest : public ::testing::Test {
  protected:
-  testing::ScratchDir dir_;
+  ::nvdra::testing::TempDir dir_{testing::kShortTempPrefix};
 };
 
 TEST_F(KubeletIntegrationTest, RegisterPrepareUnprepareLikeTheKubelet) {

@@ -1,5 +1,6 @@
 #include "kubelet/registration_service.h"
 
+#include "kubelet/grpc_barrier.h"
 #include "util/log.h"
 
 namespace nvdra::kubelet {
@@ -35,31 +36,35 @@ RegistrationService::RegistrationService(std::string driver_name, std::string dr
 
 grpc::Status RegistrationService::GetInfo(grpc::ServerContext*, const pluginregistration::InfoRequest*,
                                           pluginregistration::PluginInfo* info) {
-  NVDRA_VLOG(6, "registration GetInfo for {}", info_.name());
-  *info = info_;
-  return grpc::Status::OK;
+  return GuardedRpc("registration GetInfo", [&] {
+    NVDRA_VLOG(6, "registration GetInfo for {}", info_.name());
+    *info = info_;
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status RegistrationService::NotifyRegistrationStatus(
     grpc::ServerContext*, const pluginregistration::RegistrationStatus* status,
     pluginregistration::RegistrationStatusResponse*) {
-  {
-    std::lock_guard lock(mu_);
-    last_ = Status{status->plugin_registered(), status->error()};
-  }
-  if (!status->plugin_registered()) {
-    NVDRA_ERROR("kubelet rejected the registration of DRA driver {}: {}", info_.name(),
+  return GuardedRpc("registration NotifyRegistrationStatus", [&] {
+    {
+      MutexLock lock(mu_);
+      last_ = Status{status->plugin_registered(), status->error()};
+    }
+    if (!status->plugin_registered()) {
+      NVDRA_ERROR("kubelet rejected the registration of DRA driver {}: {}", info_.name(),
                   status->error());
-    return grpc::Status(grpc::StatusCode::UNKNOWN,
-                        "failed registration process: " + status->error());
-  }
-  NVDRA_VLOG(1, "registered DRA driver {} with the kubelet (endpoint {})", info_.name(),
-             info_.endpoint());
-  return grpc::Status::OK;
+      return grpc::Status(grpc::StatusCode::UNKNOWN,
+                          "failed registration process: " + status->error());
+    }
+    NVDRA_VLOG(1, "registered DRA driver {} with the kubelet (endpoint {})", info_.name(),
+               info_.endpoint());
+    return grpc::Status::OK;
+  });
 }
 
 std::optional<RegistrationService::Status> RegistrationService::LastStatus() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return last_;
 }
 

@@ -5,12 +5,12 @@
 #pragma once
 
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kubelet/proto/pluginregistration/api.grpc.pb.h"
+#include "util/mutex.h"
 
 namespace nvdra::kubelet {
 
@@ -41,12 +41,12 @@ class RegistrationService final : public pluginregistration::Registration::Servi
                                         pluginregistration::RegistrationStatusResponse* resp) override;
 
   // The last status the kubelet sent, if any.
-  std::optional<Status> LastStatus() const;
+  std::optional<Status> LastStatus() const EXCLUDES(mu_);
 
  private:
   const pluginregistration::PluginInfo info_;
-  mutable std::mutex mu_;
-  std::optional<Status> last_;
+  mutable Mutex mu_;
+  std::optional<Status> last_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra::kubelet

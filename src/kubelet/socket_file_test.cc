@@ -35,7 +35,7 @@ ino_t Inode(const std::string& path) {
 }
 
 TEST(SocketFileTest, PublishReplacesStaleSocketAndRemovesOnlyOurs) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   const std::string path = dir.path() + "/sub/dra.sock";
   ASSERT_TRUE(MakeDirectories(dir.path() + "/sub").ok());
   ::close(Listen(path));  // a stale socket file: nobody listens any more
@@ -54,7 +54,7 @@ TEST(SocketFileTest, PublishReplacesStaleSocketAndRemovesOnlyOurs) {
 }
 
 TEST(SocketFileTest, RefusesASocketThatStillAnswers) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   const std::string path = dir.path() + "/reg.sock";
   auto mine = SocketFile::Prepare(path);
   ASSERT_TRUE(mine.ok());
@@ -71,7 +71,7 @@ TEST(SocketFileTest, RefusesASocketThatStillAnswers) {
 }
 
 TEST(SocketFileTest, LeavesAnotherInstancesSocketAlone) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   const std::string path = dir.path() + "/reg.sock";
   auto mine = SocketFile::Prepare(path);
   ASSERT_TRUE(mine.ok());
@@ -92,7 +92,7 @@ TEST(SocketFileTest, LeavesAnotherInstancesSocketAlone) {
 }
 
 TEST(SocketFileTest, PublishedSocketHasItsModeWhateverTheUmask) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   const std::string path = dir.path() + "/dra.sock";
   auto sock = SocketFile::Prepare(path);
   ASSERT_TRUE(sock.ok());
@@ -107,7 +107,7 @@ TEST(SocketFileTest, PublishedSocketHasItsModeWhateverTheUmask) {
 }
 
 TEST(SocketFileTest, RefusesNonSocketsAndOverlongPaths) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   const std::string file = dir.path() + "/dra.sock";
   ASSERT_TRUE(WriteFileAtomically(file, "not a socket", 0644, false).ok());
   auto r = SocketFile::Prepare(file);
@@ -121,7 +121,7 @@ TEST(SocketFileTest, RefusesNonSocketsAndOverlongPaths) {
 }
 
 TEST(SocketFileTest, PodUidNamesThatFitGetAShortPrivateName) {
-  testing::ScratchDir dir;
+  ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   // As in a DaemonSet with --rolling-update-id set to the pod UID: the name
   // fits, the name with ".<name>.<pid>-<nonce>" would not.
   std::string name = "compute-domain.nvidia.com-0b6e4a5c-1f2d-4c3b-9a8e-0123456789ab-reg.sock";

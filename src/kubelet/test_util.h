@@ -1,31 +1,17 @@
-// Helpers shared by this layer's tests: a scratch directory short enough
-// for Unix socket paths, and claim builders.
+// Helpers shared by this layer's tests: claim builders, and the prefix for
+// temporary directories that hold Unix sockets.
 #pragma once
 
-#include <gtest/gtest.h>
-#include <stdlib.h>
-
-#include <cstdlib>
 #include <string>
 
 #include "kubelet/claim_engine.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::kubelet::testing {
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    char tmpl[] = "/tmp/nvk-XXXXXX";
-    char* d = mkdtemp(tmpl);
-    EXPECT_NE(d, nullptr);
-    path_ = d ? d : "/tmp";
-  }
-  ~ScratchDir() { (void)std::system(("rm -rf " + path_).c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+// Socket paths must fit in 108 bytes, so socket tests use a short prefix
+// with ::nvdra::testing::TempDir.
+inline constexpr const char* kShortTempPrefix = "nvk";
 
 // A well-formed UID whose last characters are `tag`.
 inline std::string Uid(const std::string& tag) {

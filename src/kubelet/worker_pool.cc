@@ -1,5 +1,7 @@
 #include "kubelet/worker_pool.h"
 
+#include "util/run_guarded.h"
+
 namespace nvdra::kubelet {
 
 WorkerPool::WorkerPool(int max_threads, std::chrono::milliseconds idle_exit)
@@ -9,7 +11,7 @@ WorkerPool::~WorkerPool() { Shutdown(); }
 
 bool WorkerPool::Submit(std::function<void()> job) {
   JoinExited();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) return false;
   queue_.push_back(std::move(job));
   // A thread is started only when none is waiting for work: the queue never
@@ -18,20 +20,20 @@ bool WorkerPool::Submit(std::function<void()> job) {
     std::thread t([this] { Run(); });
     threads_.emplace(t.get_id(), std::move(t));
   } else {
-    cv_.notify_one();
+    cv_.NotifyOne();
   }
   return true;
 }
 
 int WorkerPool::live_threads() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return static_cast<int>(threads_.size());
 }
 
 void WorkerPool::JoinExited() {
   std::vector<std::thread> done;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     done.swap(exited_);
   }
   for (auto& t : done) t.join();
@@ -39,19 +41,19 @@ void WorkerPool::JoinExited() {
 
 void WorkerPool::Shutdown() {
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
-    cv_.notify_all();
-    all_exited_.wait(lock, [this] { return threads_.empty(); });
+    cv_.NotifyAll();
+    all_exited_.Wait(mu_, [this]() REQUIRES(mu_) { return threads_.empty(); });
   }
   JoinExited();
 }
 
 void WorkerPool::Run() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     ++idle_;
-    bool woke = cv_.wait_for(lock, idle_exit_, [this] { return stopping_ || !queue_.empty(); });
+    bool woke = cv_.WaitFor(mu_, idle_exit_, [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
     --idle_;
     if (queue_.empty()) {
       // Stopping and drained, or idle for idle_exit_: hand this thread to
@@ -60,15 +62,16 @@ void WorkerPool::Run() {
       auto self = threads_.find(std::this_thread::get_id());
       exited_.push_back(std::move(self->second));
       threads_.erase(self);
-      if (threads_.empty()) all_exited_.notify_all();
+      if (threads_.empty()) all_exited_.NotifyAll();
       return;
     }
     std::function<void()> job = std::move(queue_.front());
     queue_.pop_front();
-    lock.unlock();
-    job();
+    lock.Unlock();
+    // Logged by the barrier; the pool keeps its thread either way.
+    (void)RunGuarded("a worker pool job", job);
     job = nullptr;  // the job's captures die outside the lock
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -6,13 +6,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "util/mutex.h"
 
 namespace nvdra::kubelet {
 
@@ -27,29 +27,31 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  // False once shutdown has begun (the job is not run).
-  bool Submit(std::function<void()> job);
+  // False once shutdown has begun (the job is not run). An exception that
+  // escapes a job is logged and dropped; the thread goes on with the next.
+  bool Submit(std::function<void()> job) EXCLUDES(mu_);
   // Stops accepting jobs, finishes the queued ones and joins the threads.
-  void Shutdown();
+  void Shutdown() EXCLUDES(mu_);
 
   int size() const { return max_; }
   // Threads alive now (for tests and the footprint benchmark's reasoning).
-  int live_threads();
+  int live_threads() EXCLUDES(mu_);
 
  private:
-  void Run();
-  void JoinExited();
+  void Run() EXCLUDES(mu_);
+  void JoinExited() EXCLUDES(mu_);
 
   const int max_;
   const std::chrono::milliseconds idle_exit_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable all_exited_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  int idle_ = 0;
-  std::map<std::thread::id, std::thread> threads_;
-  std::vector<std::thread> exited_;  // ended (or ending) threads not joined yet
+  Mutex mu_;
+  CondVar cv_;
+  CondVar all_exited_;
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  int idle_ GUARDED_BY(mu_) = 0;
+  std::map<std::thread::id, std::thread> threads_ GUARDED_BY(mu_);
+  // Ended (or ending) threads not joined yet.
+  std::vector<std::thread> exited_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra::kubelet

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 namespace nvdra::kubelet {
@@ -30,6 +31,15 @@ TEST(WorkerPoolTest, JobsRunConcurrently) {
   });
   pool.Submit([&] { second_ran.set_value(); });
   EXPECT_EQ(first_done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+}
+
+TEST(WorkerPoolTest, ThrowingJobDoesNotEndItsThread) {
+  // Without the barrier the exception would end the whole process.
+  WorkerPool pool(1);
+  std::promise<void> after;
+  ASSERT_TRUE(pool.Submit([] { throw std::runtime_error("job failed"); }));
+  ASSERT_TRUE(pool.Submit([&] { after.set_value(); }));
+  EXPECT_EQ(after.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
 }
 
 TEST(WorkerPoolTest, StartsNoThreadUntilAJobArrives) {

@@ -160,16 +160,16 @@ T& MetricFamily<T>::WithLabels(const LabelValues& values) {
   if (values.size() != label_names_.size()) {
     NVDRA_ERROR("metric {}: got {} label values for {} label names; update dropped", name_,
                   values.size(), label_names_.size());
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(mu_);
     if (!detached_) detached_ = NewSeries();
     return *detached_;
   }
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     auto it = series_.find(values);
     if (it != series_.end()) return *it->second;
   }
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   auto& slot = series_[values];
   if (!slot) slot = NewSeries();
   return *slot;
@@ -177,7 +177,7 @@ T& MetricFamily<T>::WithLabels(const LabelValues& values) {
 
 template <typename T>
 size_t MetricFamily<T>::size() const {
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(mu_);
   return series_.size();
 }
 
@@ -247,7 +247,7 @@ Status MetricRegistry::CheckNew(const std::string& name,
 
 Result<CounterFamily*> MetricRegistry::AddCounter(std::string name, std::string help,
                                                   std::vector<std::string> label_names) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   NVDRA_RETURN_IF_ERROR(CheckNew(name, label_names, false));
   auto f = std::make_unique<CounterFamily>(name, std::move(help), std::move(label_names));
   CounterFamily* raw = f.get();
@@ -259,7 +259,7 @@ Result<CounterFamily*> MetricRegistry::AddCounter(std::string name, std::string 
 
 Result<GaugeFamily*> MetricRegistry::AddGauge(std::string name, std::string help,
                                               std::vector<std::string> label_names) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   NVDRA_RETURN_IF_ERROR(CheckNew(name, label_names, false));
   auto f = std::make_unique<GaugeFamily>(name, std::move(help), std::move(label_names));
   GaugeFamily* raw = f.get();
@@ -271,7 +271,7 @@ Result<GaugeFamily*> MetricRegistry::AddGauge(std::string name, std::string help
 Result<HistogramFamily*> MetricRegistry::AddHistogram(std::string name, std::string help,
                                                       std::vector<std::string> label_names,
                                                       std::vector<double> bounds) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   NVDRA_RETURN_IF_ERROR(CheckNew(name, label_names, true));
   if (bounds.empty()) {
     return InvalidArgument("histogram \"" + name + "\" needs at least one bucket bound");
@@ -294,21 +294,21 @@ Result<HistogramFamily*> MetricRegistry::AddHistogram(std::string name, std::str
 }
 
 void MetricRegistry::AddRefreshHook(std::function<void()> hook) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   hooks_.push_back(std::move(hook));
 }
 
 std::string MetricRegistry::Render() const {
   std::vector<std::function<void()>> hooks;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     hooks = hooks_;
   }
   // Outside the lock: a hook may be slow (file reads) and must not block
   // registration or another scrape's rendering.
   for (const auto& h : hooks) h();
   std::string out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [name, family] : families_) family->Render(out);
   return out;
 }

@@ -9,12 +9,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra::metrics {
@@ -102,26 +101,26 @@ class MetricFamily : public Family {
   // A wrong number of label values is a programming error; it must not take
   // down a prepare, so it is logged and the update goes to a detached series
   // that is never rendered.
-  T& WithLabels(const LabelValues& values);
+  T& WithLabels(const LabelValues& values) EXCLUDES(mu_);
   T& WithLabels(std::initializer_list<std::string_view> values) {
     return WithLabels(LabelValues(values.begin(), values.end()));
   }
   // Number of rendered series.
-  size_t size() const;
+  size_t size() const EXCLUDES(mu_);
 
  protected:
   virtual std::unique_ptr<T> NewSeries() const = 0;
   // Calls fn(labels, series) in label order under the read lock.
   template <typename Fn>
-  void ForEach(Fn&& fn) const {
-    std::shared_lock lock(mu_);
+  void ForEach(Fn&& fn) const EXCLUDES(mu_) {
+    ReaderMutexLock lock(mu_);
     for (const auto& [labels, series] : series_) fn(labels, *series);
   }
 
  private:
-  mutable std::shared_mutex mu_;
-  std::map<LabelValues, std::unique_ptr<T>> series_;
-  std::unique_ptr<T> detached_;
+  mutable SharedMutex mu_;
+  std::map<LabelValues, std::unique_ptr<T>> series_ GUARDED_BY(mu_);
+  std::unique_ptr<T> detached_ GUARDED_BY(mu_);
 };
 
 class CounterFamily final : public MetricFamily<Counter> {
@@ -172,28 +171,28 @@ class MetricRegistry {
   MetricRegistry& operator=(const MetricRegistry&) = delete;
 
   Result<CounterFamily*> AddCounter(std::string name, std::string help,
-                                    std::vector<std::string> label_names = {});
+                                    std::vector<std::string> label_names = {}) EXCLUDES(mu_);
   Result<GaugeFamily*> AddGauge(std::string name, std::string help,
-                                std::vector<std::string> label_names = {});
+                                std::vector<std::string> label_names = {}) EXCLUDES(mu_);
   Result<HistogramFamily*> AddHistogram(std::string name, std::string help,
                                         std::vector<std::string> label_names,
-                                        std::vector<double> bounds);
+                                        std::vector<double> bounds) EXCLUDES(mu_);
 
   // Runs before every Render, for metrics read from elsewhere at scrape time
   // (/proc). Hooks may run concurrently when scrapes overlap.
-  void AddRefreshHook(std::function<void()> hook);
+  void AddRefreshHook(std::function<void()> hook) EXCLUDES(mu_);
 
   // The whole registry in text format 0.0.4: families sorted by name, series
   // by label values. Runs the refresh hooks first.
-  std::string Render() const;
+  std::string Render() const EXCLUDES(mu_);
 
  private:
   Status CheckNew(const std::string& name, const std::vector<std::string>& label_names,
-                  bool histogram) const;
+                  bool histogram) const REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Family>> families_;
-  std::vector<std::function<void()>> hooks_;
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<Family>> families_ GUARDED_BY(mu_);
+  std::vector<std::function<void()>> hooks_ GUARDED_BY(mu_);
 };
 
 // Content-Type of Render()'s output.

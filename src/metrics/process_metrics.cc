@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "util/file_util.h"
+#include "util/parse_number.h"
 
 namespace nvdra::metrics {
 
@@ -33,37 +34,44 @@ Result<ProcessStats> ReadProcessStats(const std::string& proc_dir, const std::st
   for (std::string tok; in >> tok;) f.push_back(tok);
   // f[0] is field 3 (state); field N is f[N - 3].
   if (f.size() < 22) return DataLoss(pid_dir + "/stat: too few fields");
-  try {
-    double utime = std::stod(f[14 - 3]);
-    double stime = std::stod(f[15 - 3]);
-    s.cpu_seconds = (utime + stime) / static_cast<double>(ticks_per_second);
-    s.threads = std::stod(f[20 - 3]);
-    double start_ticks = std::stod(f[22 - 3]);
-    s.virtual_bytes = std::stod(f[23 - 3]);
-    s.resident_bytes = std::stod(f[24 - 3]) * static_cast<double>(page_size);
+  const std::string bad_field = pid_dir + "/stat: a field is not a number";
+  auto num = [&](size_t field) { return ParseDouble(f[field - 3]); };
+  Result<double> utime = num(14), stime = num(15), threads = num(20), start_ticks = num(22),
+                 vsize = num(23), rss = num(24);
+  for (const Result<double>* r : {&utime, &stime, &threads, &start_ticks, &vsize, &rss}) {
+    if (!r->ok()) return DataLoss(bad_field);
+  }
+  s.cpu_seconds = (*utime + *stime) / static_cast<double>(ticks_per_second);
+  s.threads = *threads;
+  s.virtual_bytes = *vsize;
+  s.resident_bytes = *rss * static_cast<double>(page_size);
 
-    NVDRA_ASSIGN_OR_RETURN(std::string sys, Read(proc_dir + "/stat"));
-    std::istringstream lines(sys);
-    double btime = -1;
-    for (std::string line; std::getline(lines, line);) {
-      if (line.starts_with("btime ")) btime = std::stod(line.substr(6));
-    }
-    if (btime < 0) return DataLoss(proc_dir + "/stat: no btime line");
-    s.start_time_seconds = btime + start_ticks / static_cast<double>(ticks_per_second);
+  NVDRA_ASSIGN_OR_RETURN(std::string sys, Read(proc_dir + "/stat"));
+  std::istringstream lines(sys);
+  double btime = -1;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("btime ")) continue;
+    Result<double> b = ParseDouble(TrimSpace(std::string_view(line).substr(6)));
+    if (!b.ok()) return DataLoss(proc_dir + "/stat: btime is not a number");
+    btime = *b;
+  }
+  if (btime < 0) return DataLoss(proc_dir + "/stat: no btime line");
+  s.start_time_seconds = btime + *start_ticks / static_cast<double>(ticks_per_second);
 
-    NVDRA_ASSIGN_OR_RETURN(std::string limits, Read(pid_dir + "/limits"));
-    std::istringstream ll(limits);
-    for (std::string line; std::getline(ll, line);) {
-      if (line.starts_with("Max open files")) {
-        std::istringstream v(line.substr(std::string_view("Max open files").size()));
-        std::string soft;
-        v >> soft;
-        // "unlimited" has no number; leave 0 as the Go collector does on errors.
-        if (!soft.empty() && soft != "unlimited") s.max_fds = std::stod(soft);
+  NVDRA_ASSIGN_OR_RETURN(std::string limits, Read(pid_dir + "/limits"));
+  std::istringstream ll(limits);
+  for (std::string line; std::getline(ll, line);) {
+    if (line.starts_with("Max open files")) {
+      std::istringstream v(line.substr(std::string_view("Max open files").size()));
+      std::string soft;
+      v >> soft;
+      // "unlimited" has no number; leave 0 as the Go collector does on errors.
+      if (!soft.empty() && soft != "unlimited") {
+        Result<double> n = ParseDouble(soft);
+        if (!n.ok()) return DataLoss(pid_dir + "/limits: max open files is not a number");
+        s.max_fds = *n;
       }
     }
-  } catch (const std::exception&) {
-    return DataLoss(pid_dir + "/stat: a field is not a number");
   }
 
   std::error_code ec;

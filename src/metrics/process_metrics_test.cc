@@ -1,10 +1,13 @@
 #include "metrics/process_metrics.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include "util/test_temp_dir.h"
 
 namespace nvdra::metrics {
 namespace {
@@ -13,14 +16,7 @@ namespace fs = std::filesystem;
 
 class FakeProc {
  public:
-  FakeProc() {
-    root_ = fs::temp_directory_path() /
-            ("nvdra-proc-" + std::to_string(getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "self" / "fd");
-  }
-  ~FakeProc() { fs::remove_all(root_); }
+  FakeProc() { fs::create_directories(root_ / "self" / "fd"); }
   void Write(const std::string& rel, const std::string& content) {
     std::ofstream(root_ / rel) << content;
   }
@@ -28,7 +24,8 @@ class FakeProc {
   std::string self() const { return (root_ / "self").string(); }
 
  private:
-  fs::path root_;
+  ::nvdra::testing::TempDir tmp_{"nvdra-proc"};
+  fs::path root_{tmp_.path()};
 };
 
 // A /proc/<pid>/stat line whose command name contains ") (" to pin parsing
@@ -65,6 +62,23 @@ TEST(ProcessMetricsTest, DamagedStatIsAnError) {
   p.Write("self/stat", "42 (x) S 1 2\n");
   EXPECT_EQ(ReadProcessStats(p.dir(), p.self(), 4096, 100).status().code(), StatusCode::kDataLoss);
   EXPECT_FALSE(ReadProcessStats(p.dir() + "/missing", p.dir() + "/missing", 4096, 100).ok());
+}
+
+TEST(ProcessMetricsTest, NonNumericFieldsAreErrorsNotExceptions) {
+  FakeProc p;
+  p.Write("self/limits", "");
+  std::string stat = kStat;
+  p.Write("self/stat", stat.replace(stat.find(" 250 "), 5, " 2x0 "));
+  p.Write("stat", "btime 1\n");
+  auto s = ReadProcessStats(p.dir(), p.self(), 4096, 100);
+  EXPECT_EQ(s.status().code(), StatusCode::kDataLoss);
+  EXPECT_THAT(s.status().message(), ::testing::HasSubstr("not a number"));
+  p.Write("self/stat", kStat);
+  p.Write("stat", "btime 1e999\n");
+  EXPECT_EQ(ReadProcessStats(p.dir(), p.self(), 4096, 100).status().code(), StatusCode::kDataLoss);
+  p.Write("stat", "btime 1\n");
+  p.Write("self/limits", "Max open files            lots                 4096                 files\n");
+  EXPECT_EQ(ReadProcessStats(p.dir(), p.self(), 4096, 100).status().code(), StatusCode::kDataLoss);
 }
 
 TEST(ProcessMetricsTest, RealProcessRendersPlausibleValues) {

@@ -3,7 +3,8 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
+
+#include "util/mutex.h"
 
 namespace nvdra {
 
@@ -33,24 +34,24 @@ class FakeClock final : public Clock {
  public:
   explicit FakeClock(time_point start = time_point(std::chrono::seconds(1'700'000'000)))
       : now_(start), steady_(std::chrono::steady_clock::time_point(std::chrono::hours(1))) {}
-  time_point Now() const override {
-    std::lock_guard<std::mutex> l(mu_);
+  time_point Now() const override EXCLUDES(mu_) {
+    MutexLock l(mu_);
     return now_;
   }
-  std::chrono::steady_clock::time_point SteadyNow() const override {
-    std::lock_guard<std::mutex> l(mu_);
+  std::chrono::steady_clock::time_point SteadyNow() const override EXCLUDES(mu_) {
+    MutexLock l(mu_);
     return steady_;
   }
-  void Advance(std::chrono::nanoseconds d) {
-    std::lock_guard<std::mutex> l(mu_);
+  void Advance(std::chrono::nanoseconds d) EXCLUDES(mu_) {
+    MutexLock l(mu_);
     now_ += std::chrono::duration_cast<std::chrono::system_clock::duration>(d);
     steady_ += std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
   }
 
  private:
-  mutable std::mutex mu_;
-  time_point now_;
-  std::chrono::steady_clock::time_point steady_;
+  mutable Mutex mu_;
+  time_point now_ GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point steady_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra

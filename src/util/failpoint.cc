@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "util/log.h"
+#include "util/parse_number.h"
 
 namespace nvdra {
 
@@ -50,12 +51,11 @@ Status FailPoints::Load(std::string_view spec) {
     Action a;
     if (size_t star = act.find('*'); star != std::string_view::npos) {
       std::string n(act.substr(star + 1));
-      char* e = nullptr;
-      long v = std::strtol(n.c_str(), &e, 10);
-      if (n.empty() || *e != '\0' || v < 1) {
+      Result<int32_t> v = ParseInt32(n);
+      if (!v.ok() || *v < 1) {
         return InvalidArgument("failpoint " + name + ": bad hit number \"" + n + "\"");
       }
-      a.on_hit = static_cast<int>(v);
+      a.on_hit = *v;
       act = act.substr(0, star);
     }
     if (act == "crash") {
@@ -66,13 +66,12 @@ Status FailPoints::Load(std::string_view spec) {
       a.kind = Kind::kOff;
     } else if (act.starts_with("delay(") && act.ends_with(")")) {
       std::string n(act.substr(6, act.size() - 7));
-      char* e = nullptr;
-      long v = std::strtol(n.c_str(), &e, 10);
-      if (n.empty() || *e != '\0' || v < 0) {
+      Result<int32_t> v = ParseInt32(n);
+      if (!v.ok() || *v < 0) {
         return InvalidArgument("failpoint " + name + ": bad delay \"" + n + "\"");
       }
       a.kind = Kind::kDelay;
-      a.delay_ms = static_cast<int>(v);
+      a.delay_ms = *v;
     } else {
       return InvalidArgument("failpoint " + name + ": unknown action \"" + std::string(act) +
                              "\" (want crash, error, delay(MS) or off)");
@@ -84,7 +83,7 @@ Status FailPoints::Load(std::string_view spec) {
 }
 
 void FailPoints::Set(const std::string& name, Action action) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (action.kind == Kind::kOff) {
     actions_.erase(name);
   } else {
@@ -94,7 +93,7 @@ void FailPoints::Set(const std::string& name, Action action) {
 }
 
 void FailPoints::Clear() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   actions_.clear();
   hits_.clear();
   any_armed_.store(false);
@@ -103,7 +102,7 @@ void FailPoints::Clear() {
 Status FailPoints::Hit(std::string_view name) {
   Action a;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     int n = ++hits_[std::string(name)];
     if (!any_armed_.load()) return Status::Ok();
     auto it = actions_.find(name);
@@ -131,7 +130,7 @@ Status FailPoints::Hit(std::string_view name) {
 }
 
 int FailPoints::HitCount(std::string_view name) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   auto it = hits_.find(name);
   return it == hits_.end() ? 0 : it->second;
 }

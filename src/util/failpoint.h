@@ -14,10 +14,10 @@
 
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra {
@@ -35,21 +35,21 @@ class FailPoints {
   static FailPoints& Process();
 
   // Parses a spec like the environment variable's value and arms each point.
-  Status Load(std::string_view spec);
-  void Set(const std::string& name, Action action);
-  void Clear();
+  Status Load(std::string_view spec) EXCLUDES(mu_);
+  void Set(const std::string& name, Action action) EXCLUDES(mu_);
+  void Clear() EXCLUDES(mu_);
 
   // Called at a fault point. OK unless the point is armed with "error".
-  Status Hit(std::string_view name);
+  Status Hit(std::string_view name) EXCLUDES(mu_);
 
   // Number of times a point was reached (armed or not) since the last Clear.
-  int HitCount(std::string_view name) const;
+  int HitCount(std::string_view name) const EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::atomic<bool> any_armed_{false};
-  std::map<std::string, Action, std::less<>> actions_;
-  std::map<std::string, int, std::less<>> hits_;
+  std::map<std::string, Action, std::less<>> actions_ GUARDED_BY(mu_);
+  std::map<std::string, int, std::less<>> hits_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra

@@ -38,6 +38,9 @@ TEST(FailPointsTest, RejectsBadSpecs) {
   EXPECT_FALSE(fp.Load("a=explode").ok());
   EXPECT_FALSE(fp.Load("a=delay(x)").ok());
   EXPECT_FALSE(fp.Load("a=crash*0").ok());
+  // Beyond int: refused, not wrapped around.
+  EXPECT_FALSE(fp.Load("a=crash*99999999999").ok());
+  EXPECT_FALSE(fp.Load("a=delay(99999999999)").ok());
 }
 
 TEST(FailPointsTest, OffDisarms) {

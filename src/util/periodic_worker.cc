@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "util/run_guarded.h"
+
 namespace nvdra {
 
 PeriodicWorker::PeriodicWorker(PeriodicWorkerOptions options, Work work)
@@ -10,7 +12,7 @@ PeriodicWorker::PeriodicWorker(PeriodicWorkerOptions options, Work work)
 PeriodicWorker::~PeriodicWorker() { Stop(); }
 
 void PeriodicWorker::Start() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   if (thread_.joinable()) return;
   stop_ = false;
   next_run_ = options_.clock->SteadyNow();
@@ -20,40 +22,40 @@ void PeriodicWorker::Start() {
 
 void PeriodicWorker::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void PeriodicWorker::Trigger() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     trigger_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void PeriodicWorker::Wake() {
   // Taking the lock orders this wake-up after the loop's last look at the
   // clock, so it cannot fall between that look and the wait.
-  { std::lock_guard<std::mutex> l(mu_); }
-  cv_.notify_all();
+  { MutexLock l(mu_); }
+  cv_.NotifyAll();
 }
 
 bool PeriodicWorker::WaitForRuns(uint64_t runs, std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_for(l, timeout, [&] { return runs_ >= runs; });
+  MutexLock l(mu_);
+  return cv_.WaitFor(mu_, timeout, [&]() REQUIRES(mu_) { return runs_ >= runs; });
 }
 
 uint64_t PeriodicWorker::runs() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return runs_;
 }
 
 std::chrono::steady_clock::time_point PeriodicWorker::next_run() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return next_run_;
 }
 
@@ -65,21 +67,23 @@ std::chrono::steady_clock::duration PeriodicWorker::NextWait(bool ok) {
 }
 
 void PeriodicWorker::Loop() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (;;) {
     while (!stop_ && !trigger_) {
       auto now = options_.clock->SteadyNow();
       if (now >= next_run_) break;
-      cv_.wait_for(l, next_run_ - now);
+      cv_.WaitFor(mu_, next_run_ - now);
     }
     if (stop_) return;
     trigger_ = false;
-    l.unlock();
-    Status s = work_();
-    l.lock();
+    l.Unlock();
+    // The barrier: an exception from the work must not end this thread (and
+    // with it the process); it counts as a failed run.
+    Status s = RunGuarded(options_.name, work_);
+    l.Lock();
     ++runs_;
     next_run_ = options_.clock->SteadyNow() + NextWait(s.ok());
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 }
 

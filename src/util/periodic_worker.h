@@ -6,14 +6,14 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "util/clock.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra {
@@ -31,12 +31,16 @@ struct PeriodicWorkerOptions {
   // Where waits are measured. A clock moved by hand does not wake a waiting
   // thread by itself: call Wake() after moving it.
   const Clock* clock = &SystemClock::Get();
+  // Names the work in the log line when it throws (see Work).
+  std::string name = "periodic work";
 };
 
 class PeriodicWorker {
  public:
   // The work's status only chooses the next wait (period or retry period);
-  // reporting the failure is the work's business.
+  // reporting the failure is the work's business. An exception that escapes
+  // the work is logged (RunGuarded) and counts as a failed run; the thread
+  // goes on.
   using Work = std::function<Status()>;
 
   PeriodicWorker(PeriodicWorkerOptions options, Work work);
@@ -46,38 +50,40 @@ class PeriodicWorker {
   PeriodicWorker& operator=(const PeriodicWorker&) = delete;
 
   // Starts the thread; a no-op while it runs.
-  void Start();
+  void Start() EXCLUDES(mu_);
   // Lets a run in progress finish, then joins the thread: no run starts after
   // Stop returns, however long the wait in progress was. Idempotent; must
   // not be called from the work itself.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
   // Asks for a run as soon as the current one (if any) has finished; several
   // triggers before that run make one run.
-  void Trigger();
+  void Trigger() EXCLUDES(mu_);
   // Re-reads the clock now instead of when the current wait would end; the
   // run still happens only when it is due.
-  void Wake();
+  void Wake() EXCLUDES(mu_);
 
   // Waits until at least `runs` runs completed; false on timeout.
-  bool WaitForRuns(uint64_t runs, std::chrono::milliseconds timeout) const;
-  uint64_t runs() const;
+  bool WaitForRuns(uint64_t runs, std::chrono::milliseconds timeout) const EXCLUDES(mu_);
+  uint64_t runs() const EXCLUDES(mu_);
   // When the next run is due, on the options' clock (jitter included).
-  std::chrono::steady_clock::time_point next_run() const;
+  std::chrono::steady_clock::time_point next_run() const EXCLUDES(mu_);
 
  private:
-  void Loop();
-  std::chrono::steady_clock::duration NextWait(bool ok);
+  void Loop() EXCLUDES(mu_);
+  std::chrono::steady_clock::duration NextWait(bool ok) REQUIRES(mu_);
 
   const PeriodicWorkerOptions options_;
   const Work work_;
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  bool stop_ = false;
-  bool trigger_ = false;
-  uint64_t runs_ = 0;
-  std::chrono::steady_clock::time_point next_run_;
-  std::mt19937_64 rng_{std::random_device{}()};
+  mutable Mutex mu_;
+  mutable CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool trigger_ GUARDED_BY(mu_) = false;
+  uint64_t runs_ GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point next_run_ GUARDED_BY(mu_);
+  std::mt19937_64 rng_ GUARDED_BY(mu_){std::random_device{}()};
+  // Set by Start under mu_; joined by Stop outside it (the loop needs mu_ to
+  // finish), which is safe because only the owner calls Start and Stop.
   std::thread thread_;
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <stdexcept>
 #include <vector>
 
 namespace nvdra {
@@ -18,29 +19,29 @@ using steady = std::chrono::steady_clock;
 // Holds the work inside a run until the test opens it.
 class Gate {
  public:
-  void Pass() {
-    std::unique_lock<std::mutex> l(mu_);
+  void Pass() EXCLUDES(mu_) {
+    MutexLock l(mu_);
     ++entered_;
-    cv_.notify_all();
-    cv_.wait(l, [&] { return open_; });
+    cv_.NotifyAll();
+    cv_.Wait(mu_, [&]() REQUIRES(mu_) { return open_; });
   }
-  bool WaitEntered(int n) {
-    std::unique_lock<std::mutex> l(mu_);
-    return cv_.wait_for(l, 30s, [&] { return entered_ >= n; });
+  bool WaitEntered(int n) EXCLUDES(mu_) {
+    MutexLock l(mu_);
+    return cv_.WaitFor(mu_, 30s, [&]() REQUIRES(mu_) { return entered_ >= n; });
   }
-  void Open() {
+  void Open() EXCLUDES(mu_) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       open_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int entered_ = 0;
-  bool open_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  int entered_ GUARDED_BY(mu_) = 0;
+  bool open_ GUARDED_BY(mu_) = false;
 };
 
 // Work that records the clock's time at the start of each run.
@@ -49,25 +50,25 @@ class RecordingWork {
   explicit RecordingWork(const Clock& clock) : clock_(clock) {}
   PeriodicWorker::Work Fn() {
     return [this]() -> Status {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       at_.push_back(clock_.SteadyNow());
       return fail_ ? Unavailable("injected") : Status::Ok();
     };
   }
-  void SetFail(bool fail) {
-    std::lock_guard<std::mutex> l(mu_);
+  void SetFail(bool fail) EXCLUDES(mu_) {
+    MutexLock l(mu_);
     fail_ = fail;
   }
-  std::vector<steady::time_point> at() {
-    std::lock_guard<std::mutex> l(mu_);
+  std::vector<steady::time_point> at() EXCLUDES(mu_) {
+    MutexLock l(mu_);
     return at_;
   }
 
  private:
   const Clock& clock_;
-  std::mutex mu_;
-  std::vector<steady::time_point> at_;
-  bool fail_ = false;
+  Mutex mu_;
+  std::vector<steady::time_point> at_ GUARDED_BY(mu_);
+  bool fail_ GUARDED_BY(mu_) = false;
 };
 
 PeriodicWorkerOptions Options(const Clock& clock, std::chrono::milliseconds period) {
@@ -97,6 +98,28 @@ TEST(PeriodicWorkerTest, RunsAtStartThenOncePerPeriod) {
   ASSERT_TRUE(w.WaitForRuns(3, 30s));
   w.Stop();
   EXPECT_EQ(work.at(), (std::vector<steady::time_point>{t0, t0 + 10s, t0 + 20s}));
+}
+
+TEST(PeriodicWorkerTest, ThrowingWorkIsAFailedRunAndTheLoopGoesOn) {
+  FakeClock clock;
+  std::atomic<int> calls{0};
+  PeriodicWorkerOptions o = Options(clock, 30s);
+  o.retry_period = 5s;
+  o.name = "the test loop";
+  PeriodicWorker w(o, [&]() -> Status {
+    if (calls.fetch_add(1) == 0) throw std::runtime_error("bug in the work");
+    return Status::Ok();
+  });
+  const steady::time_point t0 = clock.SteadyNow();
+  w.Start();
+  ASSERT_TRUE(w.WaitForRuns(1, 30s));
+  // The thrown run counted as a failure: the retry period, not the period.
+  EXPECT_EQ(w.next_run(), t0 + 5s);
+  clock.Advance(5s);
+  w.Wake();
+  ASSERT_TRUE(w.WaitForRuns(2, 30s));
+  w.Stop();
+  EXPECT_EQ(calls.load(), 2);
 }
 
 TEST(PeriodicWorkerTest, FirstRunAfterOnePeriodWhenAskedTo) {

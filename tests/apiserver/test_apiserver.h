@@ -11,7 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "kube/kube_config.h"
 #include "util/file_util.h"
 #include "util/status.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::testing {
 
@@ -44,9 +44,9 @@ class TestApiServer {
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
   const std::string& url() const { return url_; }
-  const std::string& dir() const { return dir_; }
-  std::string tls_dir() const { return dir_ + "/tls"; }
-  std::string kubeconfig_path() const { return dir_ + "/kubeconfig"; }
+  const std::string& dir() const { return dir_.path(); }
+  std::string tls_dir() const { return dir() + "/tls"; }
+  std::string kubeconfig_path() const { return dir() + "/kubeconfig"; }
 
   // A config with full access: the generated CA and client cert, or the token.
   kube::KubeConfig Config() const {
@@ -104,13 +104,7 @@ class TestApiServer {
 
  private:
   void Start() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "nvdra-apiserver-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      error_ = "mkdtemp failed";
-      return;
-    }
-    dir_ = tmpl;
-    std::vector<std::string> args = {"python3", options_.script, "--port", "0", "--port-file", dir_ + "/port",
+    std::vector<std::string> args = {"python3", options_.script, "--port", "0", "--port-file", dir() + "/port",
                                      "--kubeconfig-out", kubeconfig_path()};
     if (options_.tls) args.insert(args.end(), {"--tls-dir", tls_dir()});
     if (!options_.token.empty()) args.insert(args.end(), {"--token", options_.token});
@@ -165,15 +159,11 @@ class TestApiServer {
       ::waitpid(pid_, &st, 0);
       pid_ = -1;
     }
-    if (!dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir_, ec);
-    }
   }
 
   TestApiServerOptions options_;
+  TempDir dir_{"nvdra-apiserver"};
   pid_t pid_ = -1;
-  std::string dir_;
   std::string url_;
   std::string error_;
   std::unique_ptr<kube::CurlTransport> control_;

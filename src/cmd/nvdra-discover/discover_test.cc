@@ -9,6 +9,7 @@
 
 #include "util/test_paths.h"
 #include "util/file_util.h"
+#include "util/test_temp_dir.h"
 
 namespace {
 
@@ -65,15 +66,14 @@ TEST(DiscoverTest, CommonEditsShowTheDriverFilesAndHooks) {
 }
 
 TEST(DiscoverTest, NvmlAgainstFakeLibrary) {
-  char tmpl[] = "/tmp/nvdra-discover-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string cfg = std::string(tmpl) + "/nvml.json";
+  nvdra::testing::TempDir tmp("nvdra-discover");
+  std::string cfg = tmp.path() + "/nvml.json";
   ASSERT_TRUE(nvdra::WriteFileAtomically(cfg, R"({"driverVersion":"570.158.01","cudaDriverVersion":12080,
     "devices":[{"minor":0,"uuid":"GPU-1","name":"NVIDIA H100 80GB HBM3","brand":14,"arch":9,"cc":[9,0],
     "busId":"00000000:3B:00.0","memoryTotal":1024}]})").ok());
   std::string env = "FAKE_NVML_CONFIG=" + cfg + " ";
   std::string cmd = env + std::string(NVDRA_BIN_DIR) + "/nvdra-discover --container-driver-root=" +
-                    NVDRA_FAKE_NVML_ROOT + " --sysfs-root=" + tmpl;
+                    NVDRA_FAKE_NVML_ROOT + " --sysfs-root=" + tmp.path();
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
@@ -81,7 +81,6 @@ TEST(DiscoverTest, NvmlAgainstFakeLibrary) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   int status = ::pclose(p);
-  std::system(("rm -rf '" + std::string(tmpl) + "'").c_str());
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
   auto j = nlohmann::json::parse(out);
   EXPECT_EQ(j["gpuDevices"][0]["name"], "gpu-0");

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include <iostream>
-#include <mutex>
 
 #include "kubelet/dra_plugin_server.h"
 #include "kubelet/fake_claim_engine.h"
@@ -18,6 +17,7 @@
 #include "kubelet/shutdown_signal.h"
 #include "util/file_util.h"
 #include "util/log.h"
+#include "util/mutex.h"
 
 using namespace nvdra;
 using namespace nvdra::kubelet;
@@ -80,9 +80,9 @@ int main(int argc, char** argv) {
   if (claim_timeout_ms > 0) opts.dispatcher.claim_timeout = std::chrono::milliseconds(claim_timeout_ms);
 
   FakeClaimEngine engine;
-  std::mutex stdout_mu;
+  Mutex stdout_mu;  // one JSON line at a time
   engine.SetOnStart([&stdout_mu](const std::string& op, const ClaimRef& claim) {
-    std::lock_guard lock(stdout_mu);
+    MutexLock lock(stdout_mu);
     std::cout << nlohmann::json{{"started", op}, {"uid", claim.uid}}.dump() << std::endl;
   });
   FakeClaimBehavior def;
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
                        {"registration_socket", (*server)->paths().registration},
                        {"healthcheck_port", liveness ? liveness->port() : -1}};
   {
-    std::lock_guard lock(stdout_mu);
+    MutexLock lock(stdout_mu);
     std::cout << ready.dump() << std::endl;
   }
 

@@ -12,6 +12,7 @@
 #include "kubelet/fake_claim_engine.h"
 #include "kubelet/test_util.h"
 #include "util/test_paths.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::ctl {
 namespace {
@@ -61,7 +62,7 @@ class NvdractlHintTest : public ::testing::Test {
   std::string dra() const { return server_->paths().dra; }
   std::string reg() const { return server_->paths().registration; }
 
-  kubelet::testing::ScratchDir dir_;
+  ::nvdra::testing::TempDir dir_{kubelet::testing::kShortTempPrefix};
   kubelet::FakeClaimEngine engine_;
   std::unique_ptr<kubelet::DraPluginServer> server_;
 };

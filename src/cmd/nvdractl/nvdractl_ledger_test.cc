@@ -13,13 +13,14 @@
 #include "ledger/legacy_checkpoint.h"
 #include "ledger/log_format.h"
 #include "util/file_util.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::ctl {
 namespace {
 
 using ledger::testing::Prepared;
 using ledger::testing::Request;
-using ledger::testing::ScratchDir;
+using ::nvdra::testing::TempDir;
 
 struct CtlRun {
   int exit_code = -1;
@@ -50,7 +51,7 @@ void MakeLedger(const std::string& dir) {
 }
 
 TEST(NvdractlLedgerTest, ShowPrintsClaimsAsTableAndJson) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
   CtlRun table = Nvdractl("ledger show " + dir.path());
   EXPECT_EQ(table.exit_code, 0) << table.out;
@@ -66,7 +67,7 @@ TEST(NvdractlLedgerTest, ShowPrintsClaimsAsTableAndJson) {
 }
 
 TEST(NvdractlLedgerTest, VerifyPassesOnHealthyLedger) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
   CtlRun r = Nvdractl("ledger verify " + dir.path());
   EXPECT_EQ(r.exit_code, 0) << r.out;
@@ -74,7 +75,7 @@ TEST(NvdractlLedgerTest, VerifyPassesOnHealthyLedger) {
 }
 
 TEST(NvdractlLedgerTest, VerifyFailsOnDamageAndLeavesTheDirectoryAlone) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
   std::string path = JoinPath(dir.path(), ledger::kLogFileName);
   std::string bytes = *ReadFileToString(path);
@@ -93,7 +94,7 @@ TEST(NvdractlLedgerTest, VerifyFailsOnDamageAndLeavesTheDirectoryAlone) {
 }
 
 TEST(NvdractlLedgerTest, VerifyWithoutLedgerExitsTwo) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   EXPECT_EQ(Nvdractl("ledger verify " + dir.path()).exit_code, 2);
 }
 
@@ -111,7 +112,7 @@ void WriteSpec(const std::string& root, const std::string& uid, const std::vecto
 }
 
 TEST(NvdractlLedgerTest, RebuildRecordsClaimsFromCdiSpecsAfterAnUnreadableLedger) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   std::string cdi = dir.path() + "/cdi", data = dir.path() + "/data";
   ASSERT_TRUE(MakeDirectories(data).ok());
   ASSERT_TRUE(WriteFileAtomically(JoinPath(data, ledger::kLogFileName), "garbage, not a ledger").ok());
@@ -137,7 +138,7 @@ TEST(NvdractlLedgerTest, RebuildRecordsClaimsFromCdiSpecsAfterAnUnreadableLedger
 }
 
 TEST(NvdractlLedgerTest, VerifyNamesDoubleHolds) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
   ledger::ClaimEntry b;
   b.uid = "uid-x";
@@ -165,7 +166,7 @@ uint32_t IndependentGoChecksum(const std::string& s) {
 }
 
 TEST(NvdractlLedgerTest, ExportUpstreamWritesACheckpointTheGoDriverAccepts) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
   std::string boot = JoinPath(dir.path(), "boot_id");
   ASSERT_TRUE(WriteFileAtomically(boot, "boot-1\n").ok());
@@ -189,7 +190,7 @@ TEST(NvdractlLedgerTest, ExportUpstreamWritesACheckpointTheGoDriverAccepts) {
             "gpu-0");
   EXPECT_FALSE(doc["v1"]["preparedClaims"].contains("uid-b"));  // v1 holds completed claims only
   // Our import reads it back: same claims, same devices.
-  ScratchDir other;
+  TempDir other{"nvdra-ledger"};
   ASSERT_TRUE(WriteFileAtomically(JoinPath(other.path(), ledger::kLegacyCheckpointFileName), text).ok());
   ledger::LedgerOptions o;
   o.dir = other.path();
@@ -206,7 +207,7 @@ TEST(NvdractlLedgerTest, ExportUpstreamWritesACheckpointTheGoDriverAccepts) {
 }
 
 TEST(NvdractlLedgerTest, ExportUpstreamGivesImportedClaimsBackUnchanged) {
-  ScratchDir dir;
+  TempDir dir{"nvdra-ledger"};
   // A checkpoint as the Go driver wrote it (one completed claim).
   std::string claim =
       R"({"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}],"config":[{"source":"FromClass","opaque":{"driver":"gpu.nvidia.com","parameters":{"kind":"GpuConfig","apiVersion":"resource.nvidia.com/v1beta1","sharing":{"strategy":"TimeSlicing"}}}}]},"allocationTimestamp":"2026-01-01T00:00:00Z"},"reservedFor":[{"resource":"pods","name":"p","uid":"u"}]},"preparedDevices":[{"devices":[{"gpu":{"info":{"uuid":"GPU-1"},"device":{"Requests":["gpu"],"PoolName":"node-a","DeviceName":"gpu-0","CDIDeviceIDs":["k8s.gpu.nvidia.com/claim=7a4e1a8e-0000-4000-8000-000000000001-gpu-0"]}},"mig":null}],"configState":{"mpsControlDaemonID":""}}],"name":"c1","namespace":"default"})";
