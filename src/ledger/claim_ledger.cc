@@ -67,7 +67,9 @@ ClaimLedger::~ClaimLedger() = default;
 
 std::string ClaimLedger::log_path() const { return log_path_; }
 
-Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& options) {
+// Touches the new ledger's guarded state outside its lock where no other
+// thread can see the object yet; the analysis cannot know that.
+Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& options) NO_THREAD_SAFETY_ANALYSIS {
   if (options.dir.empty()) return InvalidArgument("ledger directory is empty");
   std::unique_ptr<ClaimLedger> l(new ClaimLedger(options));
   NVDRA_RETURN_IF_ERROR(l->env_->MakeDirs(options.dir).Wrap("cannot create ledger directory"));
@@ -81,7 +83,8 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
       l->report_.warnings.push_back("cannot read boot id: " + b.status().message());
     }
   }
-  Status s = l->Locked([&]() -> Status {
+  // Runs under l->mu_; see above for why it is not analysed.
+  Status s = l->Locked([&]() NO_THREAD_SAFETY_ANALYSIS -> Status {
     // A crash left a compaction behind, or something was planted there; what
     // cannot be removed is set aside, so it never keeps the ledger from opening.
     Status clear = l->ClearTempPathLocked();
@@ -97,7 +100,7 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
 
 template <typename F>
 auto ClaimLedger::Locked(F&& fn) -> decltype(fn()) {
-  std::lock_guard<std::mutex> guard(mu_);
+  MutexLock guard(mu_);
   auto lock = env_->Lock(lock_path_, std::chrono::steady_clock::now() +
                                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                               opts_.lock_timeout));
@@ -143,7 +146,7 @@ Status ClaimLedger::ImportLegacyLocked() {
                        lock.status().message());
   }
   legacy_lock_ = std::move(lock).value();
-  auto lost = [&](const std::string& why) {
+  auto lost = [&](const std::string& why) REQUIRES(mu_) {
     report_.errors.push_back("cannot import the Go driver's " + path + ": " + why +
                              "; the file is left in place, and the plugin keeps every CDI spec until the "
                              "claims are rebuilt (nvdractl ledger rebuild, docs/migration.md)");
@@ -476,7 +479,7 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT(before_fp));
   if (file_ == nullptr) return Unavailable("claim ledger " + log_path_ + " is not open");
   std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryToJson(e).dump());
-  auto fail = [&](Status s) {
+  auto fail = [&](Status s) REQUIRES(mu_) {
     // Cut a partial record off and re-read the file before the next transition.
     (void)file_->Truncate(read_offset_);
     file_.reset();
@@ -534,7 +537,7 @@ static std::string NewAttempt() {
 Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
   NVDRA_RETURN_IF_ERROR(ValidateClaimUid(req.uid));
   std::vector<std::string> held = SortedUnique(req.held ? *req.held : DefaultHeld(req.allocation));
-  return Locked([&]() -> Result<BeginResult> {
+  return Locked([&]() REQUIRES(mu_) -> Result<BeginResult> {
     const ClaimEntry* cur = FindLive(req.uid);
     if (cur != nullptr && HoldsResources(cur->state) && cur->name.empty() && !req.name.empty()) {
       // An entry imported from an old checkpoint, or rebuilt, has no name:
@@ -636,7 +639,7 @@ Status ClaimLedger::AdoptNameLocked(const ClaimEntry& cur, const std::string& ns
 
 Status ClaimLedger::AdoptName(const std::string& uid, const std::string& ns, const std::string& name) {
   if (name.empty()) return Status::Ok();
-  return Locked([&]() -> Status {
+  return Locked([&]() REQUIRES(mu_) -> Status {
     const ClaimEntry* cur = FindLive(uid);
     if (cur == nullptr || !HoldsResources(cur->state) || !cur->name.empty()) return Status::Ok();
     return AdoptNameLocked(*cur, ns, name);
@@ -644,7 +647,7 @@ Status ClaimLedger::AdoptName(const std::string& uid, const std::string& ns, con
 }
 
 Result<bool> ClaimLedger::ClaimsMayBeMissing() {
-  return Locked([&]() -> Result<bool> {
+  return Locked([&]() REQUIRES(mu_) -> Result<bool> {
     RefreshReportLocked();
     return state_.meta().lost_claims_since_ms != 0;
   });
@@ -654,7 +657,7 @@ Status ClaimLedger::RebuildEntry(const RebuiltClaim& c) {
   NVDRA_RETURN_IF_ERROR(ValidateClaimUid(c.uid));
   std::vector<std::string> held =
       SortedUnique(c.held ? *c.held : (!c.allocation.empty() ? DefaultHeld(c.allocation) : c.devices));
-  return Locked([&]() -> Status {
+  return Locked([&]() REQUIRES(mu_) -> Status {
     const ClaimEntry* cur = FindLive(c.uid);
     if (cur != nullptr && HoldsResources(cur->state)) return Status::Ok();  // the ledger knows it
     for (const auto& r : held) {
@@ -701,7 +704,7 @@ Status ClaimLedger::RebuildEntry(const RebuiltClaim& c) {
 }
 
 Status ClaimLedger::FinishRecovery() {
-  return Locked([&]() -> Status {
+  return Locked([&]() REQUIRES(mu_) -> Status {
     if (state_.meta().lost_claims_since_ms == 0) return Status::Ok();
     LedgerState::Meta before = state_.meta();
     state_.mutable_meta().lost_claims_since_ms = 0;
@@ -719,7 +722,7 @@ Status ClaimLedger::FinishRecovery() {
 
 Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared,
                                     nlohmann::json undo, std::optional<std::string> attempt) {
-  return Locked([&]() -> Status {
+  return Locked([&]() REQUIRES(mu_) -> Status {
     const ClaimEntry* cur = FindLive(uid);
     if (cur == nullptr || cur->state == ClaimState::kTombstone ||
         cur->state == ClaimState::kUnprepareStarted) {
@@ -754,7 +757,7 @@ Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<Prepared
 }
 
 Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string& uid) {
-  return Locked([&]() -> Result<std::optional<ClaimEntry>> {
+  return Locked([&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
     const ClaimEntry* cur = FindLive(uid);
     if (cur == nullptr || cur->state == ClaimState::kTombstone) {
       return std::optional<ClaimEntry>();
@@ -771,7 +774,7 @@ Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string&
 }
 
 Status ClaimLedger::FinishUnprepare(const std::string& uid) {
-  return Locked([&]() -> Status {
+  return Locked([&]() REQUIRES(mu_) -> Status {
     const ClaimEntry* cur = FindLive(uid);
     if (cur == nullptr || cur->state == ClaimState::kTombstone) return Status::Ok();
     if (cur->state != ClaimState::kUnprepareStarted) {
@@ -796,7 +799,7 @@ Status ClaimLedger::FinishUnprepare(const std::string& uid) {
 }
 
 Result<std::vector<ClaimEntry>> ClaimLedger::List() {
-  return Locked([&]() -> Result<std::vector<ClaimEntry>> {
+  return Locked([&]() REQUIRES(mu_) -> Result<std::vector<ClaimEntry>> {
     std::vector<ClaimEntry> out;
     for (const auto& [uid, e] : state_.entries()) {
       if (FindLive(uid) != nullptr) out.push_back(Decorate(e));
@@ -806,7 +809,7 @@ Result<std::vector<ClaimEntry>> ClaimLedger::List() {
 }
 
 Result<std::optional<ClaimEntry>> ClaimLedger::Get(const std::string& uid) {
-  return Locked([&]() -> Result<std::optional<ClaimEntry>> {
+  return Locked([&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
     const ClaimEntry* e = FindLive(uid);
     if (e == nullptr) return std::optional<ClaimEntry>();
     return std::optional(Decorate(*e));
@@ -814,7 +817,7 @@ Result<std::optional<ClaimEntry>> ClaimLedger::Get(const std::string& uid) {
 }
 
 Result<std::optional<ClaimEntry>> ClaimLedger::HolderOf(const std::string& resource) {
-  return Locked([&]() -> Result<std::optional<ClaimEntry>> {
+  return Locked([&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
     const ClaimEntry* e = state_.HolderOf(resource);
     if (e == nullptr) return std::optional<ClaimEntry>();
     return std::optional(Decorate(*e));
@@ -822,7 +825,7 @@ Result<std::optional<ClaimEntry>> ClaimLedger::HolderOf(const std::string& resou
 }
 
 Status ClaimLedger::CollectGarbage(bool force_compaction) {
-  return Locked([&]() -> Status {
+  return Locked([&]() REQUIRES(mu_) -> Status {
     size_t dropped = state_.DropExpiredTombstones(opts_.clock->Now(), opts_.tombstone_ttl);
     if (force_compaction) return CompactLocked();
     (void)dropped;
@@ -831,7 +834,7 @@ Status ClaimLedger::CollectGarbage(bool force_compaction) {
 }
 
 OpenReport ClaimLedger::report() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return report_;
 }
 

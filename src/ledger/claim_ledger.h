@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "ledger/ledger_state.h"
 #include "util/boot_id.h"
 #include "util/clock.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra::ledger {
@@ -183,26 +183,29 @@ class ClaimLedger {
  private:
   explicit ClaimLedger(const LedgerOptions& options);
 
+  // Runs `fn` under mu_ and the cross-process lock, after catching up with
+  // the file; `fn` is a lambda annotated REQUIRES(mu_).
   template <typename F>
   auto Locked(F&& fn) -> decltype(fn());
 
-  Status CatchUpLocked();
-  Status ReloadLocked();
-  Status CreateFreshLocked();
-  Status SetAsideUnreadableLocked(const std::string& kind, const std::string& why);
-  Status ImportLegacyLocked();
-  void RetireLegacyCheckpointLocked();
-  void CheckLegacyNextToLedgerLocked();
-  Status AdoptNameLocked(const ClaimEntry& cur, const std::string& ns, const std::string& name);
-  Status ClearTempPathLocked();
-  Status CompactLocked();
-  Status MaybeCompactLocked();
-  Status OpenExistingForAppendLocked(const FileIdentity& id, uint64_t size, uint64_t meta_bytes);
-  void RefreshReportLocked();
-  Status AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp);
-  Status QuarantineLocked(const std::string& bytes, const std::vector<DamagedRange>& damage);
-  ClaimEntry Decorate(ClaimEntry e) const;
-  const ClaimEntry* FindLive(const std::string& uid) const;  // expired tombstones hidden
+  Status CatchUpLocked() REQUIRES(mu_);
+  Status ReloadLocked() REQUIRES(mu_);
+  Status CreateFreshLocked() REQUIRES(mu_);
+  Status SetAsideUnreadableLocked(const std::string& kind, const std::string& why) REQUIRES(mu_);
+  Status ImportLegacyLocked() REQUIRES(mu_);
+  void RetireLegacyCheckpointLocked() REQUIRES(mu_);
+  void CheckLegacyNextToLedgerLocked() REQUIRES(mu_);
+  Status AdoptNameLocked(const ClaimEntry& cur, const std::string& ns, const std::string& name) REQUIRES(mu_);
+  Status ClearTempPathLocked() REQUIRES(mu_);
+  Status CompactLocked() REQUIRES(mu_);
+  Status MaybeCompactLocked() REQUIRES(mu_);
+  Status OpenExistingForAppendLocked(const FileIdentity& id, uint64_t size, uint64_t meta_bytes) REQUIRES(mu_);
+  void RefreshReportLocked() REQUIRES(mu_);
+  Status AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp) REQUIRES(mu_);
+  Status QuarantineLocked(const std::string& bytes, const std::vector<DamagedRange>& damage) REQUIRES(mu_);
+  ClaimEntry Decorate(ClaimEntry e) const REQUIRES(mu_);
+  // Expired tombstones hidden.
+  const ClaimEntry* FindLive(const std::string& uid) const REQUIRES(mu_);
   std::string SidePath(const std::string& kind) const;
 
   LedgerOptions opts_;
@@ -210,17 +213,19 @@ class ClaimLedger {
   std::string boot_id_;
   std::string log_path_, lock_path_;
 
-  mutable std::mutex mu_;  // guards everything below
-  LedgerState state_;
-  std::unique_ptr<AppendFile> file_;
-  FileIdentity file_id_;
-  uint64_t read_offset_ = 0;  // bytes of the log consumed == its size after a catch-up
-  uint64_t meta_bytes_ = 0;   // header + meta record of the current file
-  OpenReport report_;
-  bool opened_ = false;
+  mutable Mutex mu_;  // guards everything below
+  LedgerState state_ GUARDED_BY(mu_);
+  std::unique_ptr<AppendFile> file_ GUARDED_BY(mu_);
+  FileIdentity file_id_ GUARDED_BY(mu_);
+  // Bytes of the log consumed == its size after a catch-up.
+  uint64_t read_offset_ GUARDED_BY(mu_) = 0;
+  uint64_t meta_bytes_ GUARDED_BY(mu_) = 0;  // header + meta record of the current file
+  OpenReport report_ GUARDED_BY(mu_);
+  bool opened_ GUARDED_BY(mu_) = false;
   // A checkpoint.json to rename once the ledger holding its claims is durable.
-  std::string legacy_to_retire_;
-  std::unique_ptr<FileLock> legacy_lock_;  // the Go driver's pu.lock, during Open only
+  std::string legacy_to_retire_ GUARDED_BY(mu_);
+  // The Go driver's pu.lock, during Open only.
+  std::unique_ptr<FileLock> legacy_lock_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra::ledger

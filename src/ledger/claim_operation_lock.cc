@@ -3,12 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "util/file_util.h"
+#include "util/mutex.h"
 
 namespace nvdra::ledger {
 namespace {
@@ -26,11 +25,11 @@ struct flock RangeOf(uint64_t offset, short type) {
 // Shared by a caller waiting with a deadline and the helper thread blocking
 // in the lock call; whichever finishes last frees it.
 struct LockWait {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  bool abandoned = false;
-  int err = 0;
+  Mutex mu;
+  CondVar cv;
+  bool done GUARDED_BY(mu) = false;
+  bool abandoned GUARDED_BY(mu) = false;
+  int err GUARDED_BY(mu) = 0;
 };
 
 }  // namespace
@@ -87,17 +86,17 @@ Result<ClaimOperationLock> ClaimOperationLocks::Acquire(const std::string& claim
     do {
       rc = ::fcntl(fd, F_OFD_SETLKW, &fl);
     } while (rc != 0 && errno == EINTR);
-    std::lock_guard<std::mutex> l(wait->mu);
+    MutexLock l(wait->mu);
     wait->err = rc == 0 ? 0 : errno;
     wait->done = true;
     if (wait->abandoned) {
       ::close(fd);
       return;
     }
-    wait->cv.notify_all();
+    wait->cv.NotifyAll();
   }).detach();
-  std::unique_lock<std::mutex> l(wait->mu);
-  if (!wait->cv.wait_until(l, deadline, [&] { return wait->done; })) {
+  MutexLock l(wait->mu);
+  if (!wait->cv.WaitUntil(wait->mu, deadline, [&]() REQUIRES(wait->mu) { return wait->done; })) {
     wait->abandoned = true;
     return DeadlineExceeded("another operation on claim " + claim_uid +
                             " is still running (in this or another plugin process); the kubelet will retry");

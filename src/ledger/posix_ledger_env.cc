@@ -4,12 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "ledger/ledger_env.h"
 #include "util/file_util.h"
+#include "util/mutex.h"
 
 namespace nvdra::ledger {
 namespace {
@@ -68,11 +67,11 @@ class PosixFileLock final : public FileLock {
 // attempt uses its own open file description, so an abandoned helper can
 // never release a lock that a later attempt holds.
 struct LockWait {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  bool abandoned = false;
-  int err = 0;
+  Mutex mu;
+  CondVar cv;
+  bool done GUARDED_BY(mu) = false;
+  bool abandoned GUARDED_BY(mu) = false;
+  int err GUARDED_BY(mu) = 0;
 };
 
 class PosixEnv final : public LedgerEnv {
@@ -162,17 +161,17 @@ class PosixEnv final : public LedgerEnv {
       do {
         rc = ::flock(fd, LOCK_EX);
       } while (rc != 0 && errno == EINTR);
-      std::lock_guard<std::mutex> l(wait->mu);
+      MutexLock l(wait->mu);
       wait->err = rc == 0 ? 0 : errno;
       wait->done = true;
       if (wait->abandoned) {
         ::close(fd);
         return;
       }
-      wait->cv.notify_all();
+      wait->cv.NotifyAll();
     }).detach();
-    std::unique_lock<std::mutex> l(wait->mu);
-    if (!wait->cv.wait_until(l, deadline, [&] { return wait->done; })) {
+    MutexLock l(wait->mu);
+    if (!wait->cv.WaitUntil(wait->mu, deadline, [&]() REQUIRES(wait->mu) { return wait->done; })) {
       wait->abandoned = true;
       return DeadlineExceeded("timed out waiting for the ledger lock " + path +
                               " (another plugin process holds it; is an old plugin pod stuck?)");
