@@ -197,17 +197,17 @@ TEST_F(CdiSpecWriterTest, RootThatIsAFileIsSetAsideAndTheWriterRecovers) {
   struct stat st;
   ASSERT_EQ(::stat(root_.c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));
-  auto names = ListDirectory(dir_);
+  auto names = ListDirectory(tmp_.path());
   ASSERT_TRUE(names.ok());
   std::string aside;
   for (const auto& n : *names) {
     if (n.starts_with("cdi.not-a-directory-")) aside = n;
   }
   ASSERT_FALSE(aside.empty());
-  EXPECT_EQ(*ReadFileToString(dir_ + "/" + aside), "x");
+  EXPECT_EQ(*ReadFileToString(tmp_.path() + "/" + aside), "x");
   EXPECT_TRUE(w.WriteClaimSpec(kUid, GpuSpec(w, kUid, 1)).ok());
   // The same happens when it turns up later, at a write.
-  std::system(("rm -rf '" + root_ + "'").c_str());
+  std::filesystem::remove_all(root_);
   ASSERT_TRUE(WriteFileAtomically(root_, "y").ok());
   EXPECT_TRUE(w.WriteClaimSpec(kUid, GpuSpec(w, kUid, 1)).ok());
 }
