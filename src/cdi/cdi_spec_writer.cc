@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "util/file_util.h"
+#include "util/log.h"
 #include "util/uid.h"
 
 namespace nvdra::cdi {
@@ -13,15 +14,65 @@ namespace nvdra::cdi {
 CdiSpecWriter::CdiSpecWriter(std::string root, std::string vendor, std::string cls)
     : root_(std::move(root)), vendor_(std::move(vendor)), cls_(std::move(cls)) {}
 
-Status CdiSpecWriter::EnsureRoot() const {
+Status CdiSpecWriter::EnsureDirectory() const {
   struct stat st;
   if (::stat(root_.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) {
-      return FailedPrecondition("CDI root " + root_ + " exists but is not a directory");
+    if (S_ISDIR(st.st_mode)) return Status::Ok();
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    std::string aside = root_ + ".not-a-directory-" + std::to_string(ms);
+    if (::rename(root_.c_str(), aside.c_str()) != 0) {
+      return FailedPrecondition("CDI root " + root_ + " exists but is not a directory, and it cannot be moved "
+                                "aside (" + ErrnoText(errno) + "); remove it so CDI specs can be written");
     }
-    return Status::Ok();
+    spdlog::error("CDI root {} existed but was not a directory; it was renamed to {} and the directory created",
+                  root_, aside);
   }
   return MakeDirectories(root_, 0755).Wrap("creating CDI root");
+}
+
+Status CdiSpecWriter::EnsureRoot() const {
+  NVDRA_RETURN_IF_ERROR(EnsureDirectory());
+  auto swept = SweepStaleTempFiles();
+  if (!swept.ok()) {
+    spdlog::warn("CDI root {}: sweeping temp files: {}", root_, swept.status().message());
+  } else if (*swept > 0) {
+    spdlog::info("CDI root {}: removed {} temp files a crashed write left behind", root_, *swept);
+  }
+  return Status::Ok();
+}
+
+bool CdiSpecWriter::IsOurTempFile(const std::string& name, std::string* uid) const {
+  // ".<prefix><uid>.json.tmp-N" from WriteFileAtomically.
+  const std::string tmp_prefix = "." + FilePrefix();
+  if (name.rfind(tmp_prefix, 0) != 0) return false;
+  auto end = name.find(".json.tmp-");
+  if (end == std::string::npos || end < tmp_prefix.size()) return false;
+  *uid = name.substr(tmp_prefix.size(), end - tmp_prefix.size());
+  return true;
+}
+
+Result<size_t> CdiSpecWriter::SweepStaleTempFiles(std::chrono::seconds min_age) const {
+  auto names = ListDirectory(root_);
+  if (!names.ok()) {
+    if (names.status().code() == StatusCode::kNotFound) return size_t{0};
+    return names.status();
+  }
+  size_t removed = 0;
+  const auto now = std::chrono::system_clock::now();
+  for (const auto& name : *names) {
+    std::string uid;
+    if (!IsOurTempFile(name, &uid)) continue;
+    std::string path = JoinPath(root_, name);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) continue;
+    auto mtime = std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
+    if (now - mtime < min_age) continue;
+    NVDRA_RETURN_IF_ERROR(RemoveFileIfExists(path));
+    ++removed;
+  }
+  return removed;
 }
 
 // The CDI library's GenerateTransientSpecName: "<vendor>-<class>_<uid>"
@@ -79,7 +130,7 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
   if (existing.ok() && *existing == content) {
     return RemoveFileIfExists(legacy).Wrap("removing the upstream CDI spec of claim " + claim_uid);
   }
-  NVDRA_RETURN_IF_ERROR(EnsureRoot());
+  NVDRA_RETURN_IF_ERROR(EnsureDirectory());
   NVDRA_RETURN_IF_ERROR(WriteFileAtomically(path, content, 0644).Wrap("writing CDI spec for claim " + claim_uid));
   // Runtimes read specs as root, but tools run by users should too, whatever
   // our umask was.
@@ -129,20 +180,17 @@ Result<std::vector<std::string>> CdiSpecWriter::SweepOrphanClaimSpecs(
     NVDRA_RETURN_IF_ERROR(RemoveClaimSpec(uid));
     removed.push_back(uid);
   }
-  // ".<prefix><uid>.json.tmp-N" from WriteFileAtomically, orphaned by a crash
-  // between create and rename.
+  // Temp files orphaned by a crash between create and rename. A known
+  // claim's temp file may belong to a write in flight until it is stale.
   auto names = ListDirectory(root_);
   if (names.ok()) {
-    const std::string tmp_prefix = "." + FilePrefix();
     for (const auto& name : *names) {
-      if (name.rfind(tmp_prefix, 0) != 0) continue;
-      auto end = name.find(".json.tmp-");
-      if (end == std::string::npos) continue;
-      // A known claim's temp file may belong to a write in flight.
-      if (is_known(name.substr(tmp_prefix.size(), end - tmp_prefix.size()))) continue;
+      std::string uid;
+      if (!IsOurTempFile(name, &uid) || is_known(uid)) continue;
       NVDRA_RETURN_IF_ERROR(RemoveFileIfExists(JoinPath(root_, name)));
     }
   }
+  NVDRA_RETURN_IF_ERROR(SweepStaleTempFiles().status());
   return removed;
 }
 

@@ -5,6 +5,7 @@
 // re-writing on every Prepare (the directory is often tmpfs) is harmless.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -14,6 +15,10 @@
 
 namespace nvdra::cdi {
 
+// A temp file older than this belongs to no write in flight (a write takes
+// milliseconds): a crash between create and rename left it.
+inline constexpr std::chrono::seconds kStaleTempFileAge{60};
+
 class CdiSpecWriter {
  public:
   // `vendor` e.g. "k8s.gpu.nvidia.com", `cls` e.g. "claim".
@@ -22,9 +27,14 @@ class CdiSpecWriter {
   const std::string& root() const { return root_; }
   std::string Kind() const { return vendor_ + "/" + cls_; }
 
-  // Creates the CDI directory (0755) when missing; fails when the path exists
-  // and is not a directory.
+  // Creates the CDI directory (0755) when missing. Anything else at that path
+  // (a regular file) is renamed to "<root>.not-a-directory-<unix-ms>", with an
+  // error in the log, rather than keep every Prepare failing. Then sweeps
+  // temp files a crashed write left (SweepStaleTempFiles). Called at start.
   Status EnsureRoot() const;
+
+  // Removes our temp files older than `min_age`; returns how many.
+  Result<size_t> SweepStaleTempFiles(std::chrono::seconds min_age = kStaleTempFileAge) const;
 
   // "<root>/<vendor>-<class>_<uid>.json".
   Result<std::string> ClaimSpecPath(const std::string& claim_uid) const;
@@ -53,7 +63,8 @@ class CdiSpecWriter {
   Result<std::vector<std::string>> ListClaimSpecUids() const;
 
   // Removes the claim specs whose UID `is_known` rejects, and temp files a
-  // crashed write left behind; returns the UIDs removed. The caller holds
+  // crashed write left behind (any of an unknown claim, those of a known
+  // claim once stale); returns the UIDs removed. The caller holds
   // whatever keeps new claims from being prepared meanwhile (the ledger
   // records a claim before its spec is written, so "known" means "in the
   // ledger in any state").
@@ -62,6 +73,9 @@ class CdiSpecWriter {
 
  private:
   std::string FilePrefix() const;
+  Status EnsureDirectory() const;
+  // Whether `name` is a temp file of one of our specs; sets the claim UID.
+  bool IsOurTempFile(const std::string& name, std::string* uid) const;
 
   std::string root_;
   std::string vendor_;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <yaml-cpp/yaml.h>
 
 #include <atomic>
@@ -185,11 +186,53 @@ TEST_F(CdiSpecWriterTest, ListOfMissingRootIsEmpty) {
   EXPECT_TRUE(uids->empty());
 }
 
-TEST_F(CdiSpecWriterTest, RootThatIsAFileIsAnError) {
+// A regular file where the CDI directory belongs (a mistaken hostPath, a
+// stray copy) must not keep the plugin from starting: it is set aside, with
+// an error in the log, and the directory created.
+TEST_F(CdiSpecWriterTest, RootThatIsAFileIsSetAsideAndTheWriterRecovers) {
   ASSERT_TRUE(WriteFileAtomically(root_, "x").ok());
   CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
   Status s = w.EnsureRoot();
-  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  struct stat st;
+  ASSERT_EQ(::stat(root_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  auto names = ListDirectory(tmp_.path());
+  ASSERT_TRUE(names.ok());
+  std::string aside;
+  for (const auto& n : *names) {
+    if (n.starts_with("cdi.not-a-directory-")) aside = n;
+  }
+  ASSERT_FALSE(aside.empty());
+  EXPECT_EQ(*ReadFileToString(tmp_.path() + "/" + aside), "x");
+  EXPECT_TRUE(w.WriteClaimSpec(kUid, GpuSpec(w, kUid, 1)).ok());
+  // The same happens when it turns up later, at a write.
+  std::filesystem::remove_all(root_);
+  ASSERT_TRUE(WriteFileAtomically(root_, "y").ok());
+  EXPECT_TRUE(w.WriteClaimSpec(kUid, GpuSpec(w, kUid, 1)).ok());
+}
+
+// Temp files a crash left between create and rename are swept at start,
+// also those of a claim the ledger knows, once no write can still be in flight.
+TEST_F(CdiSpecWriterTest, EnsureRootSweepsTempFilesACrashLeftBehind) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  ASSERT_TRUE(w.WriteClaimSpec(kUid, GpuSpec(w, kUid, 1)).ok());
+  const std::string old_tmp = root_ + "/.k8s.gpu.nvidia.com-claim_" + kUid + ".json.tmp-123";
+  const std::string fresh_tmp = root_ + "/.k8s.gpu.nvidia.com-claim_" + kUid + ".json.tmp-456";
+  const std::string other_vendor = root_ + "/.k8s.other.example.com-claim_" + kUid + ".json.tmp-789";
+  for (const auto& p : {old_tmp, fresh_tmp, other_vendor}) ASSERT_TRUE(WriteFileAtomically(p, "{").ok());
+  struct timeval old_times[2] = {{1000, 0}, {1000, 0}};
+  ASSERT_EQ(::utimes(old_tmp.c_str(), old_times), 0);
+  ASSERT_EQ(::utimes(other_vendor.c_str(), old_times), 0);
+  ASSERT_TRUE(w.EnsureRoot().ok());
+  EXPECT_FALSE(PathExists(old_tmp));
+  EXPECT_TRUE(PathExists(fresh_tmp)) << "may be a write in flight";
+  EXPECT_TRUE(PathExists(other_vendor)) << "not ours";
+  EXPECT_TRUE(PathExists(*w.ClaimSpecPath(kUid)));
+  // The reconciler's sweep removes it too, whether the claim is known or not.
+  ASSERT_EQ(::utimes(fresh_tmp.c_str(), old_times), 0);
+  ASSERT_TRUE(w.SweepOrphanClaimSpecs([](const std::string&) { return true; }).ok());
+  EXPECT_FALSE(PathExists(fresh_tmp));
 }
 
 // A reader polling the final name while specs are rewritten must only ever

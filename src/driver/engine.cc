@@ -48,7 +48,13 @@ std::vector<kubelet::PreparedDevice> ToKubeletDevices(const std::vector<ledger::
 
 Engine::Engine(EngineOptions options, ledger::ClaimLedger& ledger, DeviceKind& kind, ClaimSource& claims,
                const cdi::CdiSpecWriter& cdi, metrics::DraMetrics* metrics)
-    : options_(std::move(options)), ledger_(ledger), kind_(kind), claims_(claims), cdi_(cdi), metrics_(metrics) {}
+    : options_(std::move(options)),
+      ledger_(ledger),
+      kind_(kind),
+      claims_(claims),
+      cdi_(cdi),
+      metrics_(metrics),
+      op_locks_(ledger.dir()) {}
 
 kubelet::PrepareResult Engine::PrepareClaim(const kubelet::ClaimRef& claim, Steady::time_point deadline) {
   auto t0 = Steady::now();
@@ -117,6 +123,11 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   for (const auto& r : work.results) {
     allocation.push_back({r.request, r.driver, r.pool, r.device, r.admin_access, r.share_id});
   }
+  // From here to the end no other process may work on this claim: its
+  // unprepare would otherwise undo devices between our device work and our
+  // CDI write, leaving a spec or a sharing setting nobody removes.
+  auto op_lock = op_locks_.Acquire(ref.uid, deadline);
+  if (!op_lock.ok()) return op_lock.status();
   // A claim completed in this boot answers from the ledger before its configs
   // and the kind's readiness gate are checked again: a repeated Prepare must
   // return the recorded devices even when, say, the ComputeDomain's daemon is
@@ -187,7 +198,7 @@ Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::Clai
   // 7. PrepareCompleted.
   step = Steady::now();
   std::vector<ledger::PreparedDevice> devices = prepared->devices;
-  NVDRA_RETURN_IF_ERROR(ledger_.CompletePrepare(ref.uid, std::move(devices), prepared->undo));
+  NVDRA_RETURN_IF_ERROR(ledger_.CompletePrepare(ref.uid, std::move(devices), prepared->undo, entry.attempt));
   if (metrics_ != nullptr) metrics_->ObservePrepareStep(metrics::PrepareStep::kLedgerComplete, SecondsSince(step));
   return ToKubeletDevices(prepared->devices);
 }
@@ -242,6 +253,8 @@ std::string Engine::UnprepareClaim(const kubelet::ClaimRef& claim, Steady::time_
 Status Engine::Unprepare(const kubelet::ClaimRef& ref, Steady::time_point deadline) {
   auto claim_lock = locks_.LockUntil(ref.uid, deadline);
   if (!claim_lock) return DeadlineExceeded("another operation on this claim is still running; the kubelet will retry");
+  auto op_lock = op_locks_.Acquire(ref.uid, deadline);
+  if (!op_lock.ok()) return op_lock.status();
   auto entry = ledger_.BeginUnprepare(ref.uid);
   if (!entry.ok()) return entry.status();
   if (!entry->has_value()) {
@@ -262,8 +275,11 @@ Status Engine::UnprepareLocked(const ledger::ClaimEntry& entry) {
 
 Status Engine::UnprepareEntry(const ledger::ClaimEntry& stale, const std::string& why) {
   // Bounded: the caller may hold another claim's lock (a conflict check).
-  auto claim_lock = locks_.LockUntil(stale.uid, Steady::now() + std::chrono::seconds(10));
+  auto bound = Steady::now() + std::chrono::seconds(10);
+  auto claim_lock = locks_.LockUntil(stale.uid, bound);
   if (!claim_lock) return DeadlineExceeded("claim " + stale.uid + " is busy; will retry");
+  auto op_lock = op_locks_.Acquire(stale.uid, bound);
+  if (!op_lock.ok()) return op_lock.status();
   auto entry = ledger_.BeginUnprepare(stale.uid);
   if (!entry.ok()) return entry.status();
   if (!entry->has_value()) return Status::Ok();
@@ -279,9 +295,16 @@ Status Engine::UnprepareEntry(const ledger::ClaimEntry& stale, const std::string
 
 Result<bool> Engine::RemoveOrphanSpec(const std::string& uid) {
   auto claim_lock = locks_.Lock(uid);
+  // Check and delete as one step against every process: a claim another
+  // operation is working on is not an orphan now (its spec may be the one
+  // being written); a later pass looks again.
+  auto op_lock = op_locks_.TryAcquire(uid);
+  if (!op_lock.ok()) return op_lock.status();
+  if (!op_lock->has_value()) return false;
   auto entry = ledger_.Get(uid);
   if (!entry.ok()) return entry.status();
   if (entry->has_value() && ledger::HoldsResources((*entry)->state)) return false;
+  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-before-orphan-spec-remove"));
   NVDRA_RETURN_IF_ERROR(cdi_.RemoveClaimSpec(uid));
   spdlog::info("removed orphan CDI spec of claim {} (no live ledger entry)", uid);
   return true;

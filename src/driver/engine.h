@@ -21,6 +21,7 @@
 #include "kubelet/claim_engine.h"
 #include "ledger/claim_ledger.h"
 #include "ledger/claim_locks.h"
+#include "ledger/claim_operation_lock.h"
 #include "metrics/dra_metrics.h"
 
 namespace nvdra::driver {
@@ -81,6 +82,11 @@ class Engine final : public kubelet::ClaimEngine {
   // Serialises all work on one claim UID inside this process (the kubelet's
   // calls, the reconciler, a conflict check); other claims run in parallel.
   ledger::ClaimLocks locks_;
+  // The same across processes on one ledger directory, taken after locks_
+  // (so one process waits on the file lock with one thread per claim): held
+  // from the ledger check through the device work, the CDI write and the
+  // ledger's last transition, and by the orphan sweep's check-and-delete.
+  ledger::ClaimOperationLocks op_locks_;
 };
 
 // Converts ledger devices into what the kubelet surface returns.

@@ -271,19 +271,22 @@ TEST_F(EngineTest, UnprepareRemovesSpecAndRefusesALatePrepare) {
   EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
 }
 
-TEST_F(EngineTest, ANewPodReusingAReleasedClaimIsPrepared) {
+TEST_F(EngineTest, AClaimStillReservedForAPodIsPreparedAgainAfterAnUnprepare) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
-  a.consumers = {"pod-1"};
+  a.consumers = {"pod-1", "pod-2"};
   claims_.Put(a);
   auto first = engine_->PrepareClaim(Ref(a), kFar);
   ASSERT_EQ(first.error, "");
-  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
-  EXPECT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "") << "same consumer: a late retry";
-  a.consumers = {"pod-2"};  // the Job's next pod
+  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");  // pod 1 ended
+  a.consumers = {"pod-2"};                                 // pod 2 starts
   claims_.Put(a);
   auto second = engine_->PrepareClaim(Ref(a), kFar);
   EXPECT_EQ(second.error, "");
   EXPECT_EQ(second.devices, first.devices);
+  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");  // pod 2 ended
+  a.consumers = {};
+  claims_.Put(a);
+  EXPECT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "") << "reserved for nobody: a late retry";
 }
 
 TEST_F(EngineTest, UnprepareOfUnknownClaimSucceedsWithoutTheApiServer) {

@@ -5,19 +5,19 @@
 
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 
 #include "driver/claim_source.h"
 #include "driver/device_kind.h"
+#include "util/mutex.h"
 
 namespace nvdra::driver::testing {
 
 class FakeClaimSource final : public ClaimSource {
  public:
-  Result<ClaimSnapshot> Get(const std::string& ns, const std::string& name) override {
-    std::lock_guard<std::mutex> l(mu_);
+  Result<ClaimSnapshot> Get(const std::string& ns, const std::string& name) override EXCLUDES(mu_) {
+    MutexLock l(mu_);
     gets_++;
     if (!error_.ok()) return error_;
     auto it = claims_.find(ns + "/" + name);
@@ -25,27 +25,27 @@ class FakeClaimSource final : public ClaimSource {
     return it->second;
   }
   void Put(ClaimSnapshot c) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     claims_[c.ns + "/" + c.name] = std::move(c);
   }
   void Remove(const std::string& ns, const std::string& name) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     claims_.erase(ns + "/" + name);
   }
   void FailWith(Status s) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     error_ = std::move(s);
   }
   int gets() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     return gets_;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, ClaimSnapshot> claims_;
-  Status error_;
-  int gets_ = 0;
+  mutable Mutex mu_;
+  std::map<std::string, ClaimSnapshot> claims_ GUARDED_BY(mu_);
+  Status error_ GUARDED_BY(mu_);
+  int gets_ GUARDED_BY(mu_) = 0;
 };
 
 // Devices "gpu-0".."gpu-7" of type "gpu". Records what it prepared and undid.
@@ -90,7 +90,7 @@ class FakeKind final : public DeviceKind {
     return Spec(entry.uid, std::vector<std::string>(names.begin(), names.end()));
   }
   Status Unprepare(const ledger::ClaimEntry& entry) override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     unprepared.push_back(entry.uid);
     return fail_unprepare;
   }
@@ -99,7 +99,8 @@ class FakeKind final : public DeviceKind {
   Status not_ready;  // what CheckReady returns
   Status fail_prepare;
   Status fail_unprepare;
-  std::mutex mu_;
+  Mutex mu_;  // Unprepare may run on several engine threads
+  // Written under mu_; tests read it once the engine calls have returned.
   std::vector<std::string> unprepared;
 
  private:

@@ -15,13 +15,13 @@ Reconciler::Reconciler(Engine& engine, ledger::ClaimLedger& ledger, ClaimSource&
       cdi_(cdi),
       metrics_(metrics),
       options_(options),
-      worker_({.period = options.period, .jitter = options.jitter, .clock = options.clock},
+      worker_({.period = options.period, .jitter = options.jitter, .clock = options.clock, .name = "the reconciler pass"},
               [this] { return Pass(); }) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
 ReconcileReport Reconciler::RunOnce(bool deep) {
-  std::lock_guard<std::mutex> run_lock(run_mu_);
+  MutexLock run_lock(run_mu_);
   ReconcileReport rep;
 
   // CDI files first, ledger second: a spec written after this listing

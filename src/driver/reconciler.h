@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "cdi/cdi_spec_writer.h"
@@ -21,6 +20,7 @@
 #include "ledger/claim_ledger.h"
 #include "metrics/dra_metrics.h"
 #include "util/clock.h"
+#include "util/mutex.h"
 #include "util/periodic_worker.h"
 
 namespace nvdra::driver {
@@ -54,7 +54,7 @@ class Reconciler {
   ~Reconciler();
 
   // `deep`: also check PrepareCompleted entries against the API server.
-  ReconcileReport RunOnce(bool deep = true);
+  ReconcileReport RunOnce(bool deep = true) EXCLUDES(run_mu_);
 
   // Runs RunOnce now and then every period until Stop.
   void Start();
@@ -76,8 +76,8 @@ class Reconciler {
   metrics::DraMetrics* metrics_;
   ReconcilerOptions options_;
 
-  std::mutex run_mu_;  // one pass at a time
-  std::map<std::string, Clock::time_point> gone_since_;  // guarded by run_mu_
+  Mutex run_mu_;  // one pass at a time
+  std::map<std::string, Clock::time_point> gone_since_ GUARDED_BY(run_mu_);
 
   // Last: it stops before the members its passes use go away.
   PeriodicWorker worker_;

@@ -3,7 +3,7 @@
 namespace nvdra::gpu {
 
 bool HealthTaints::Apply(const devices::DeviceHealthEvent& event) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   std::optional<model::DeviceTaint> want;
   switch (event.state) {
     case devices::HealthState::kHealthy:
@@ -31,7 +31,7 @@ bool HealthTaints::Apply(const devices::DeviceHealthEvent& event) {
 }
 
 std::vector<model::PublishedDevice> HealthTaints::Decorate(std::vector<model::PublishedDevice> devices) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   for (auto& d : devices) {
     auto it = taints_.find(d.name);
     if (it != taints_.end()) d.taints.push_back(it->second);

@@ -7,26 +7,27 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "devices/device_health.h"
 #include "model/published_device.h"
+#include "util/mutex.h"
 
 namespace nvdra::gpu {
 
 class HealthTaints {
  public:
   // Records an event; returns true when the device's taints changed.
-  bool Apply(const devices::DeviceHealthEvent& event);
+  bool Apply(const devices::DeviceHealthEvent& event) EXCLUDES(mu_);
 
   // `devices` with the current taints attached (others' taints untouched).
-  std::vector<model::PublishedDevice> Decorate(std::vector<model::PublishedDevice> devices) const;
+  std::vector<model::PublishedDevice> Decorate(std::vector<model::PublishedDevice> devices) const
+      EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, model::DeviceTaint> taints_;  // by device name
+  mutable Mutex mu_;
+  std::map<std::string, model::DeviceTaint> taints_ GUARDED_BY(mu_);  // by device name
 };
 
 }  // namespace nvdra::gpu

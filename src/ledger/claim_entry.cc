@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <tuple>
 
+#include "util/json_depth.h"
+
 namespace nvdra::ledger {
 namespace {
 
 using nlohmann::json;
 
 constexpr const char* kKnownKeys[] = {"uid",      "namespace", "name", "state",  "allocation",
-                                      "held",     "prepared",  "undo", "bootID", "updatedUnixMs", "consumers"};
+                                      "held",     "prepared",  "undo", "bootID", "updatedUnixMs", "consumers",
+                                      "attempt"};
 
 bool IsKnownKey(const std::string& k) {
   return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), k) != std::end(kKnownKeys);
@@ -55,7 +58,7 @@ json EntryToJson(const ClaimEntry& e) {
   j["uid"] = e.uid;
   j["namespace"] = e.ns;
   j["name"] = e.name;
-  j["state"] = ClaimStateName(e.state);
+  j["state"] = e.unknown_state.empty() ? ClaimStateName(e.state) : e.unknown_state;
   json alloc = json::array();
   for (const auto& d : e.allocation) {
     json a = {{"request", d.request}, {"driver", d.driver}, {"pool", d.pool}, {"device", d.device}};
@@ -66,6 +69,7 @@ json EntryToJson(const ClaimEntry& e) {
   j["allocation"] = std::move(alloc);
   j["held"] = e.held;
   if (!e.consumers.empty()) j["consumers"] = e.consumers;
+  if (!e.attempt.empty()) j["attempt"] = e.attempt;
   json prep = json::array();
   for (const auto& d : e.prepared) {
     json p = {{"requests", d.requests},
@@ -91,8 +95,13 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
   if (e.uid.empty()) return InvalidArgument("claim entry has no uid");
   std::string state = Str(j, "state");
   auto st = ParseClaimState(state);
-  if (!st) return InvalidArgument("claim " + e.uid + " has unknown state \"" + state + "\"");
-  e.state = *st;
+  if (st) {
+    e.state = *st;
+  } else {
+    if (state.empty()) return InvalidArgument("claim " + e.uid + " has no state");
+    e.state = ClaimState::kPrepareStarted;
+    e.unknown_state = state;
+  }
   e.ns = Str(j, "namespace");
   e.name = Str(j, "name");
   if (auto it = j.find("allocation"); it != j.end() && it->is_array()) {
@@ -111,6 +120,7 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
   }
   e.held = StrList(j, "held");
   e.consumers = StrList(j, "consumers");
+  e.attempt = Str(j, "attempt");
   if (auto it = j.find("prepared"); it != j.end() && it->is_array()) {
     for (const auto& p : *it) {
       if (!p.is_object()) continue;
@@ -132,6 +142,14 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
     if (!IsKnownKey(it.key())) e.extra[it.key()] = it.value();
   }
   return e;
+}
+
+nlohmann::json ParsePersistedJson(std::string_view text) {
+  // Checked before the parser recurses: one pass over a record of a few KiB.
+  if (JsonNestingDepth(text, kMaxPersistedJsonDepth) > kMaxPersistedJsonDepth) {
+    return json(json::value_t::discarded);
+  }
+  return json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
 bool SameAllocation(std::vector<AllocatedDevice> a, std::vector<AllocatedDevice> b) {

@@ -47,9 +47,12 @@ struct ClaimEntry {
   std::vector<std::string> held;
   std::vector<PreparedDevice> prepared;
   // UIDs of the consumers (pods) the claim was reserved for when it was last
-  // prepared. Kept in the tombstone, so that a new consumer of a released
-  // claim can be told apart from a late retry for the old one.
+  // prepared (for inspection; kept in the tombstone).
   std::vector<std::string> consumers;
+  // Names the BeginPrepare that started the current prepare (or the redo
+  // after a reboot): CompletePrepare must present it, so an attempt that
+  // was superseded (unprepared, or begun again) can never complete.
+  std::string attempt;
   // Opaque record of the device kind: enough to undo without the API server.
   nlohmann::json undo;
   // Boot in which the node-side work was last done.
@@ -57,14 +60,26 @@ struct ClaimEntry {
   std::chrono::system_clock::time_point updated;
   // Unknown top-level keys from a newer writer, written back untouched.
   nlohmann::json extra = nlohmann::json::object();
+  // The state as a newer writer recorded it, when this version does not know
+  // it. Such an entry still supersedes older entries of its claim; in memory
+  // it acts as PrepareStarted (it holds its resources, a Prepare redoes the
+  // node work, an Unprepare undoes it), and it is written back with this
+  // state until a transition of this version replaces it.
+  std::string unknown_state;
 
   // Not stored: set by the ledger when boot_id differs from the current boot.
   bool from_earlier_boot = false;
 };
 
 nlohmann::json EntryToJson(const ClaimEntry& e);
-// Lenient where it can be (missing optional keys), strict on uid and state.
+// Lenient where it can be (missing optional keys), strict on the uid. A state
+// this version does not know is kept in unknown_state (see there).
 Result<ClaimEntry> EntryFromJson(const nlohmann::json& j);
+
+// Parses a persisted entry (a ledger record's payload) with its nesting depth
+// bounded, so a crafted record cannot exhaust the stack. Discarded on error.
+nlohmann::json ParsePersistedJson(std::string_view text);
+inline constexpr size_t kMaxPersistedJsonDepth = 64;
 
 // Allocations compare as sets: the order of results carries no meaning.
 bool SameAllocation(std::vector<AllocatedDevice> a, std::vector<AllocatedDevice> b);

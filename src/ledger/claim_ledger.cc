@@ -1,6 +1,7 @@
 #include "ledger/claim_ledger.h"
 
 #include <algorithm>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -28,23 +29,29 @@ std::string Describe(const ClaimEntry& e) {
   return e.ns + "/" + e.name + ":" + e.uid;
 }
 
-}  // namespace
-
-const char* BeginOutcomeName(BeginOutcome o) {
-  switch (o) {
-    case BeginOutcome::kStarted: return "Started";
-    case BeginOutcome::kRetry: return "Retry";
-    case BeginOutcome::kAlreadyPrepared: return "AlreadyPrepared";
-    case BeginOutcome::kRedoAfterReboot: return "RedoAfterReboot";
-  }
-  return "Unknown";
+std::string BaseName(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
+
+// An entry RebuildEntry wrote from a CDI spec alone: the first Prepare of
+// the claim brings its allocation.
+bool IsRebuiltWithoutAllocation(const ClaimEntry& e) {
+  return e.allocation.empty() && e.undo.is_object() && e.undo.contains("rebuilt");
+}
+
+}  // namespace
 
 std::string OpenReport::Summary() const {
   std::string s = fmt::format("{} claims from {} records{}", claims, records,
                               created ? " (new ledger)" : "");
   if (earlier_boot_claims > 0) s += fmt::format(", {} from an earlier boot", earlier_boot_claims);
   if (expired_tombstones > 0) s += fmt::format(", {} expired tombstones dropped", expired_tombstones);
+  if (imported_legacy_claims > 0) s += fmt::format(", {} imported from checkpoint.json", imported_legacy_claims);
+  if (claims_may_be_missing) {
+    s += "; CLAIMS MAY BE MISSING: an unreadable ledger or checkpoint was set aside; every CDI spec is kept "
+         "until the claims are rebuilt (nvdractl ledger rebuild)";
+  }
   for (const auto& e : errors) s += "; ERROR: " + e;
   for (const auto& w : warnings) s += "; warning: " + w;
   return s;
@@ -60,7 +67,9 @@ ClaimLedger::~ClaimLedger() = default;
 
 std::string ClaimLedger::log_path() const { return log_path_; }
 
-Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& options) {
+// Touches the new ledger's guarded state outside its lock where no other
+// thread can see the object yet; the analysis cannot know that.
+Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& options) NO_THREAD_SAFETY_ANALYSIS {
   if (options.dir.empty()) return InvalidArgument("ledger directory is empty");
   std::unique_ptr<ClaimLedger> l(new ClaimLedger(options));
   NVDRA_RETURN_IF_ERROR(l->env_->MakeDirs(options.dir).Wrap("cannot create ledger directory"));
@@ -74,10 +83,15 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
       l->report_.warnings.push_back("cannot read boot id: " + b.status().message());
     }
   }
-  Status s = l->Locked([&]() -> Status {
-    NVDRA_RETURN_IF_ERROR(l->env_->Remove(l->log_path_ + ".tmp"));
+  // Runs under l->mu_; see above for why it is not analysed.
+  Status s = l->Locked([&]() NO_THREAD_SAFETY_ANALYSIS -> Status {
+    // A crash left a compaction behind, or something was planted there; what
+    // cannot be removed is set aside, so it never keeps the ledger from opening.
+    Status clear = l->ClearTempPathLocked();
+    if (!clear.ok()) l->report_.warnings.push_back(clear.message());
     return l->ReloadLocked();
   });
+  l->legacy_lock_.reset();
   if (!s.ok()) return s.Wrap("cannot open claim ledger in " + options.dir);
   l->opened_ = true;
   for (const auto& e : l->report_.errors) spdlog::error("claim ledger {}: {}", options.dir, e);
@@ -86,7 +100,7 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
 
 template <typename F>
 auto ClaimLedger::Locked(F&& fn) -> decltype(fn()) {
-  std::lock_guard<std::mutex> guard(mu_);
+  MutexLock guard(mu_);
   auto lock = env_->Lock(lock_path_, std::chrono::steady_clock::now() +
                                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                               opts_.lock_timeout));
@@ -115,33 +129,108 @@ Status ClaimLedger::CreateFreshLocked() {
   return CompactLocked();
 }
 
-void ClaimLedger::ImportLegacyLocked() {
-  if (!opts_.import_legacy_checkpoint) return;
+Status ClaimLedger::ImportLegacyLocked() {
+  if (!opts_.import_legacy_checkpoint) return Status::Ok();
   std::string path = JoinPath(opts_.dir, kLegacyCheckpointFileName);
-  auto st = env_->Stat(path);
-  if (!st.ok() || !st->exists) return;
+  NVDRA_ASSIGN_OR_RETURN(FileIdentity st, env_->Stat(path));
+  if (!st.exists) return Status::Ok();
+  // The Go plugin rewrites checkpoint.json under pu.lock: holding it through
+  // the import and the retiring keeps a Go plugin that is still running from
+  // interleaving (it waits, then finds no checkpoint and starts empty).
+  std::string pu = JoinPath(opts_.dir, kLegacyPrepareLockFileName);
+  auto lock = env_->Lock(pu, std::chrono::steady_clock::now() +
+                                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(opts_.lock_timeout));
+  if (!lock.ok()) {
+    return Unavailable("cannot import the Go driver's " + path + ": its prepare lock " + pu +
+                       " is held (is the Go plugin still running? stop it first, see docs/migration.md): " +
+                       lock.status().message());
+  }
+  legacy_lock_ = std::move(lock).value();
+  auto lost = [&](const std::string& why) REQUIRES(mu_) {
+    report_.errors.push_back("cannot import the Go driver's " + path + ": " + why +
+                             "; the file is left in place, and the plugin keeps every CDI spec until the "
+                             "claims are rebuilt (nvdractl ledger rebuild, docs/migration.md)");
+    state_.mutable_meta().lost_claims_since_ms = UnixMs(opts_.clock->Now());
+    state_.mutable_meta().lost_claims_file = kLegacyCheckpointFileName;
+    return Status::Ok();
+  };
   auto text = env_->ReadFrom(path, 0);
-  if (!text.ok()) {
-    report_.errors.push_back("cannot read the Go driver's " + path + ": " + text.status().message());
-    return;
-  }
+  if (!text.ok()) return lost(text.status().message());
   auto imported = ParseLegacyCheckpoint(*text, opts_.driver_name, boot_id_);
-  if (!imported.ok()) {
-    report_.errors.push_back("cannot import " + path + ": " + imported.status().message() +
-                             "; claims it recorded must be cleaned up by the reconciler");
-    return;
-  }
+  if (!imported.ok()) return lost(imported.status().message());
   for (auto& e : imported->entries) {
     e.updated = opts_.clock->Now();
     if (!boot_id_.empty() && e.boot_id != boot_id_) ++report_.earlier_boot_claims;
     std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryToJson(e).dump());
     state_.Put(std::move(e), rec.size());
   }
+  state_.mutable_meta().imported_checkpoint = imported->checksums;
   report_.imported_legacy_claims = imported->entries.size();
   report_.claims = state_.entries().size();
   for (const auto& w : imported->warnings) report_.warnings.push_back(w);
-  report_.warnings.push_back(fmt::format(
-      "imported {} claims from the Go driver's {} (left unchanged)", imported->entries.size(), path));
+  if (!imported->node_boot_id.empty() && !boot_id_.empty() && imported->node_boot_id != boot_id_) {
+    // Upstream invalidates such a checkpoint; its claims are kept here, as
+    // claims of that earlier boot: a Prepare redoes their node work, an
+    // Unprepare still undoes what survives a reboot.
+    report_.warnings.push_back(fmt::format(
+        "checkpoint nodeBootID \"{}\" != current \"{}\": its claims belong to that earlier boot",
+        imported->node_boot_id, boot_id_));
+  }
+  spdlog::info("imported {} claims from the Go driver's {}", imported->entries.size(), path);
+  legacy_to_retire_ = path;
+  return Status::Ok();
+}
+
+void ClaimLedger::RetireLegacyCheckpointLocked() {
+  if (legacy_to_retire_.empty()) return;
+  std::string path = std::move(legacy_to_retire_);
+  legacy_to_retire_.clear();
+  // Renamed, not deleted: a rollback can still read it. The Go driver only
+  // reads checkpoint.json, and the ledger never imports this name, so a lost
+  // ledger.log cannot bring its claims back.
+  std::string retired = fmt::format("{}.imported-{}", path, UnixMs(opts_.clock->Now()));
+  Status s = env_->Rename(path, retired);
+  if (s.ok()) s = env_->SyncDir(opts_.dir);
+  if (!s.ok()) {
+    report_.warnings.push_back("cannot retire " + path + " after importing it: " + s.message() +
+                               "; it is retired at the next start");
+    return;
+  }
+  report_.warnings.push_back(fmt::format("imported {} claims from the Go driver's {} (renamed to {})",
+                                         report_.imported_legacy_claims, path, BaseName(retired)));
+}
+
+Status ClaimLedger::ClearTempPathLocked() {
+  std::string tmp = log_path_ + ".tmp";
+  Status s = env_->Remove(tmp);  // a file, or a symbolic link (never followed)
+  if (s.ok()) return s;
+  std::string aside = SidePath("tmp-blocked");
+  Status r = env_->Rename(tmp, aside);
+  if (!r.ok()) return Unavailable("cannot clear " + tmp + ": " + s.message() + "; " + r.message());
+  report_.warnings.push_back("something that is not a file was in the way at " + tmp +
+                             "; it was moved to " + aside);
+  return Status::Ok();
+}
+
+Status ClaimLedger::SetAsideUnreadableLocked(const std::string& kind, const std::string& why) {
+  std::string aside = SidePath(kind);
+  NVDRA_RETURN_IF_ERROR(env_->Rename(log_path_, aside));
+  state_ = LedgerState();
+  state_.mutable_meta().lost_claims_since_ms = UnixMs(opts_.clock->Now());
+  state_.mutable_meta().lost_claims_file = BaseName(aside);
+  Status s = CompactLocked();
+  if (!s.ok()) {
+    // Put it back: the next start must find it again, not an empty directory.
+    (void)env_->Rename(aside, log_path_);
+    return s;
+  }
+  report_.created = true;
+  report_.set_aside_file = aside;
+  report_.errors.push_back(fmt::format(
+      "ledger {} {}; it was renamed to {} and a new ledger was started. Its claims are unknown here: "
+      "every CDI spec is kept until they are rebuilt (nvdractl ledger rebuild)",
+      log_path_, why, aside));
+  return Status::Ok();
 }
 
 Status ClaimLedger::QuarantineLocked(const std::string& bytes,
@@ -154,8 +243,26 @@ Status ClaimLedger::QuarantineLocked(const std::string& bytes,
     report_.damaged_bytes += d.length;
   }
   std::string path = SidePath("quarantine");
-  NVDRA_RETURN_IF_ERROR(env_->WriteNewFile(path, out));
+  Status s = env_->WriteNewFile(path, out);
+  if (!s.ok()) {
+    (void)env_->Remove(path);
+    report_.damaged_bytes = 0;
+    return s;
+  }
   report_.quarantine_file = path;
+  return Status::Ok();
+}
+
+void ClaimLedger::RefreshReportLocked() {
+  report_.claims_may_be_missing = state_.meta().lost_claims_since_ms != 0;
+}
+
+Status ClaimLedger::OpenExistingForAppendLocked(const FileIdentity& id, uint64_t size, uint64_t meta_bytes) {
+  NVDRA_ASSIGN_OR_RETURN(file_, env_->OpenAppend(log_path_));
+  file_id_ = id;
+  file_id_.size = size;
+  read_offset_ = size;
+  meta_bytes_ = meta_bytes;
   return Status::Ok();
 }
 
@@ -165,49 +272,45 @@ Status ClaimLedger::ReloadLocked() {
   if (!id.exists) {
     report_.created = true;
     state_ = LedgerState();
-    ImportLegacyLocked();
-    return CompactLocked();
+    NVDRA_RETURN_IF_ERROR(ImportLegacyLocked());
+    NVDRA_RETURN_IF_ERROR(CompactLocked());
+    RetireLegacyCheckpointLocked();
+    RefreshReportLocked();
+    return Status::Ok();
   }
   NVDRA_ASSIGN_OR_RETURN(std::string bytes, env_->ReadFrom(log_path_, 0));
   DecodedLog log = DecodeLog(bytes);
   std::vector<DamagedRange> damage;
+  Status aside;
   switch (log.header) {
     case HeaderStatus::kOk:
       break;
     case HeaderStatus::kEmpty:
-      // Creation was interrupted before the header was durable: nothing was acknowledged.
-      report_.created = true;
-      return CreateFreshLocked();
+      // This ledger is only ever created by a rename of a complete file, so
+      // an empty one lost its bytes (a file system that lost data, or a
+      // truncation): it is not "no claims".
+      aside = SetAsideUnreadableLocked("empty", "was empty (0 bytes)");
+      break;
     case HeaderStatus::kTruncated:
-      damage.push_back({0, bytes.size(), "truncated file header"});
-      NVDRA_RETURN_IF_ERROR(QuarantineLocked(bytes, damage));
-      report_.errors.push_back(fmt::format(
-          "ledger {} had a truncated header ({} bytes); its bytes were copied to {} and a new "
-          "ledger was started",
-          log_path_, bytes.size(), report_.quarantine_file));
-      return CreateFreshLocked();
+      aside = SetAsideUnreadableLocked("unreadable", fmt::format("had a truncated header ({} bytes)", bytes.size()));
+      break;
     case HeaderStatus::kBadChecksum:
       // The records carry their own checksums; keep every one that verifies.
       log.body = DecodeRecords(std::string_view(bytes).substr(kFileHeaderSize), kFileHeaderSize);
       damage.push_back({0, kFileHeaderSize, "file header checksum mismatch"});
       break;
     case HeaderStatus::kBadMagic:
-    case HeaderStatus::kUnsupportedVersion: {
-      std::string aside = log.header == HeaderStatus::kBadMagic
-                              ? SidePath("unreadable")
-                              : SidePath(fmt::format("v{}", log.version));
-      NVDRA_RETURN_IF_ERROR(env_->Rename(log_path_, aside));
-      report_.set_aside_file = aside;
-      report_.errors.push_back(fmt::format(
-          "ledger {} is {}{}; it was moved to {} and a new, empty ledger was started (claims "
-          "prepared before cannot be unprepared from the ledger; check the node's pods)",
-          log_path_, HeaderStatusName(log.header),
-          log.header == HeaderStatus::kUnsupportedVersion
-              ? fmt::format(" {} (this version reads {})", log.version, kFormatVersion)
-              : "",
-          aside));
-      return CreateFreshLocked();
-    }
+      aside = SetAsideUnreadableLocked("unreadable", "is not a ledger file (bad magic)");
+      break;
+    case HeaderStatus::kUnsupportedVersion:
+      aside = SetAsideUnreadableLocked(
+          fmt::format("v{}", log.version),
+          fmt::format("has unsupported format version {} (this version reads {})", log.version, kFormatVersion));
+      break;
+  }
+  if (log.header != HeaderStatus::kOk && log.header != HeaderStatus::kBadChecksum) {
+    RefreshReportLocked();
+    return aside;
   }
   damage.insert(damage.end(), log.body.damage.begin(), log.body.damage.end());
   state_ = LedgerState();
@@ -224,33 +327,68 @@ Status ClaimLedger::ReloadLocked() {
       ++report_.earlier_boot_claims;
     }
   }
+  RefreshReportLocked();
+  report_.double_holds = state_.double_holds();
   if (state_.double_held() > 0) {
+    std::string which;
+    for (const auto& d : state_.double_holds()) which += (which.empty() ? "" : "; ") + d;
     report_.errors.push_back(fmt::format(
-        "ledger {}: {} resources are recorded for two live claims (a release record was lost); "
-        "the later claim holds them, the stale claim stays listed until it is unprepared",
-        log_path_, state_.double_held()));
+        "ledger {}: {} resources are recorded for two live claims (a release record was lost, or the "
+        "file was edited): {}. Every holder keeps them until it is unprepared",
+        log_path_, state_.double_held(), which));
   }
+  uint64_t meta_bytes = kFileHeaderSize;
+  if (!log.body.records.empty() && log.body.records.front().type == static_cast<uint8_t>(RecordType::kMeta)) {
+    meta_bytes += log.body.records.front().size;
+  }
+  if (!opened_) CheckLegacyNextToLedgerLocked();
   if (!damage.empty()) {
-    NVDRA_RETURN_IF_ERROR(QuarantineLocked(bytes, damage));
     uint64_t n = 0;
     for (const auto& d : damage) n += d.length;
+    Status q = QuarantineLocked(bytes, damage);
+    Status c = q.ok() ? CompactLocked() : Status::Ok();
+    if (q.ok() && c.ok()) {
+      report_.errors.push_back(fmt::format(
+          "ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); "
+          "they were copied to {}; the {} records that verify were kept and the ledger rewritten",
+          log_path_, n, damage.size(), damage.front().reason, damage.front().offset,
+          report_.quarantine_file, log.body.records.size()));
+      return Status::Ok();
+    }
+    // No space to set the damage aside or to rewrite: go on appending to the
+    // file as it is (records after damage still verify), rather than fail to
+    // start until someone frees space. The next start retries.
     report_.errors.push_back(fmt::format(
-        "ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); "
-        "they were copied to {}; the {} records that verify were kept and the ledger rewritten",
-        log_path_, n, damage.size(), damage.front().reason, damage.front().offset,
-        report_.quarantine_file, log.body.records.size()));
-    return CompactLocked();
+        "ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); the {} "
+        "records that verify were kept, but the damage could not be set aside ({}); the ledger goes on "
+        "from the file as it is",
+        log_path_, n, damage.size(), damage.front().reason, damage.front().offset, log.body.records.size(),
+        (q.ok() ? c : q).message()));
+    return OpenExistingForAppendLocked(id, bytes.size(), meta_bytes);
   }
-  NVDRA_ASSIGN_OR_RETURN(file_, env_->OpenAppend(log_path_));
-  file_id_ = id;
-  file_id_.size = bytes.size();
-  read_offset_ = bytes.size();
-  meta_bytes_ = kFileHeaderSize;
-  if (!log.body.records.empty() && log.body.records.front().type ==
-                                        static_cast<uint8_t>(RecordType::kMeta)) {
-    meta_bytes_ += log.body.records.front().size;
+  NVDRA_RETURN_IF_ERROR(OpenExistingForAppendLocked(id, bytes.size(), meta_bytes));
+  Status compact = MaybeCompactLocked();
+  if (!compact.ok()) spdlog::warn("claim ledger {}: compaction failed, retried later: {}", log_path_, compact.message());
+  return Status::Ok();
+}
+
+void ClaimLedger::CheckLegacyNextToLedgerLocked() {
+  if (!opts_.import_legacy_checkpoint) return;
+  std::string path = JoinPath(opts_.dir, kLegacyCheckpointFileName);
+  auto st = env_->Stat(path);
+  if (!st.ok() || !st->exists) return;
+  auto text = env_->ReadFrom(path, 0);
+  auto parsed = text.ok() ? ParseLegacyCheckpoint(*text, opts_.driver_name, boot_id_) : text.status();
+  if (parsed.ok() && !state_.meta().imported_checkpoint.empty() &&
+      parsed->checksums == state_.meta().imported_checkpoint) {
+    // Imported, but the plugin stopped before it could retire the file.
+    legacy_to_retire_ = path;
+    RetireLegacyCheckpointLocked();
+    return;
   }
-  return MaybeCompactLocked();
+  report_.warnings.push_back(
+      path + " exists next to the ledger and was not imported: the ledger is the truth. After a rollback "
+             "to the Go driver and an upgrade again, follow docs/migration.md");
 }
 
 Status ClaimLedger::CatchUpLocked() {
@@ -276,16 +414,24 @@ Status ClaimLedger::CatchUpLocked() {
 
 Status ClaimLedger::CompactLocked() {
   std::string tmp = log_path_ + ".tmp";
+  NVDRA_RETURN_IF_ERROR(ClearTempPathLocked());
   state_.DropExpiredTombstones(opts_.clock->Now(), opts_.tombstone_ttl);
   state_.set_generation(state_.generation() + 1);
   nlohmann::json meta = {{"generation", state_.generation()},
                          {"writer", "nvdra"},
                          {"createdUnixMs", UnixMs(opts_.clock->Now())}};
+  const LedgerState::Meta& m = state_.meta();
+  if (m.lost_claims_since_ms != 0) {
+    meta["lostClaimsSinceUnixMs"] = m.lost_claims_since_ms;
+    meta["lostClaimsFile"] = m.lost_claims_file;
+  }
+  if (!m.imported_checkpoint.empty()) meta["importedCheckpoint"] = m.imported_checkpoint;
   std::string data = EncodeFileHeader();
   data += EncodeRecord(static_cast<uint8_t>(RecordType::kMeta), meta.dump());
   uint64_t meta_bytes = data.size();
   LedgerState fresh;
   fresh.set_generation(state_.generation());
+  fresh.mutable_meta() = m;
   for (const auto& [uid, e] : state_.entries()) {
     std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryToJson(e).dump());
     fresh.Put(e, rec.size());
@@ -296,9 +442,14 @@ Status ClaimLedger::CompactLocked() {
     DecodedRecords d = DecodeRecords(f, 0);
     for (const auto& r : d.records) (void)fresh.Apply(r);
   }
-  NVDRA_RETURN_IF_ERROR(env_->WriteNewFile(tmp, data));
-  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("ledger-before-compaction-rename"));
-  NVDRA_RETURN_IF_ERROR(env_->Rename(tmp, log_path_));
+  // Whatever fails from here, no partial copy stays behind eating space.
+  auto fail = [&](Status s) {
+    (void)env_->Remove(tmp);
+    return s.Wrap("cannot compact claim ledger " + log_path_);
+  };
+  if (Status s = env_->WriteNewFile(tmp, data); !s.ok()) return fail(s);
+  if (Status s = NVDRA_FAILPOINT("ledger-before-compaction-rename"); !s.ok()) return fail(s);
+  if (Status s = env_->Rename(tmp, log_path_); !s.ok()) return fail(s);
   file_.reset();
   file_id_ = FileIdentity();
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("ledger-after-compaction-rename"));
@@ -328,7 +479,7 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT(before_fp));
   if (file_ == nullptr) return Unavailable("claim ledger " + log_path_ + " is not open");
   std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryToJson(e).dump());
-  auto fail = [&](Status s) {
+  auto fail = [&](Status s) REQUIRES(mu_) {
     // Cut a partial record off and re-read the file before the next transition.
     (void)file_->Truncate(read_offset_);
     file_.reset();
@@ -348,7 +499,13 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
   state_.Put(e, rec.size());
   NVDRA_VLOG(6, "claim ledger: {} -> {}", Describe(e), ClaimStateName(e.state));
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT(after_fp));
-  return MaybeCompactLocked();
+  // The transition is durable: a compaction that cannot run now (a full
+  // disk) is retried after a later one, and never fails this one.
+  Status compact = MaybeCompactLocked();
+  if (!compact.ok()) {
+    spdlog::warn("claim ledger {}: compaction failed, retried later: {}", log_path_, compact.message());
+  }
+  return Status::Ok();
 }
 
 ClaimEntry ClaimLedger::Decorate(ClaimEntry e) const {
@@ -366,58 +523,84 @@ const ClaimEntry* ClaimLedger::FindLive(const std::string& uid) const {
   return e;
 }
 
-// True when `now` names a consumer that `before` did not.
-static bool HasNewConsumer(const std::vector<std::string>& before, const std::vector<std::string>& now) {
-  for (const auto& c : now) {
-    if (std::find(before.begin(), before.end(), c) == before.end()) return true;
-  }
-  return false;
+// A fresh name for one BeginPrepare: unique across processes and restarts
+// with overwhelming probability.
+static std::string NewAttempt() {
+  static std::mutex mu;
+  static std::random_device device;
+  std::lock_guard<std::mutex> l(mu);
+  uint64_t hi = (static_cast<uint64_t>(device()) << 32) | device();
+  uint64_t lo = (static_cast<uint64_t>(device()) << 32) | device();
+  return fmt::format("{:016x}{:016x}", hi, lo);
 }
 
 Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
   NVDRA_RETURN_IF_ERROR(ValidateClaimUid(req.uid));
   std::vector<std::string> held = SortedUnique(req.held ? *req.held : DefaultHeld(req.allocation));
-  return Locked([&]() -> Result<BeginResult> {
+  return Locked([&]() REQUIRES(mu_) -> Result<BeginResult> {
     const ClaimEntry* cur = FindLive(req.uid);
-    if (cur != nullptr) {
+    if (cur != nullptr && HoldsResources(cur->state) && cur->name.empty() && !req.name.empty()) {
+      // An entry imported from an old checkpoint, or rebuilt, has no name:
+      // take it from the first Prepare, so the reconciler can check the claim.
+      NVDRA_RETURN_IF_ERROR(AdoptNameLocked(*cur, req.ns, req.name));
+      cur = FindLive(req.uid);
+    }
+    bool adopt = cur != nullptr && HoldsResources(cur->state) && IsRebuiltWithoutAllocation(*cur) &&
+                 !req.allocation.empty();
+    if (cur != nullptr && !adopt) {
       bool same = SameAllocation(cur->allocation, req.allocation);
       if (!same && cur->state != ClaimState::kTombstone) {
         return FailedPrecondition(fmt::format(
             "claim {} is already recorded as {} for a different allocation; refusing to "
             "overwrite it (unprepare the claim first)",
-            Describe(*cur), ClaimStateName(cur->state)));
+            Describe(*cur), cur->unknown_state.empty() ? ClaimStateName(cur->state) : cur->unknown_state));
       }
       switch (cur->state) {
         case ClaimState::kPrepareCompleted: {
           BeginResult r{BeginOutcome::kAlreadyPrepared, Decorate(*cur)};
-          if (r.entry.from_earlier_boot) r.outcome = BeginOutcome::kRedoAfterReboot;
-          return r;
+          if (!r.entry.from_earlier_boot) return r;
+          // The redo's CompletePrepare must name this attempt. The entry
+          // keeps its old boot id, so a crash before then still redoes.
+          ClaimEntry e = *cur;
+          e.attempt = NewAttempt();
+          e.updated = opts_.clock->Now();
+          NVDRA_RETURN_IF_ERROR(
+              AppendLocked(e, "ledger-before-started-write", "ledger-after-started-write"));
+          return BeginResult{BeginOutcome::kRedoAfterReboot, Decorate(e)};
         }
-        case ClaimState::kPrepareStarted:
-          return BeginResult{BeginOutcome::kRetry, Decorate(*cur)};
+        case ClaimState::kPrepareStarted: {
+          // A new attempt supersedes the earlier one: it can no longer complete.
+          ClaimEntry e = *cur;
+          e.attempt = NewAttempt();
+          e.consumers = SortedUnique(req.consumers);
+          e.updated = opts_.clock->Now();
+          NVDRA_RETURN_IF_ERROR(
+              AppendLocked(e, "ledger-before-started-write", "ledger-after-started-write"));
+          return BeginResult{BeginOutcome::kRetry, Decorate(e)};
+        }
         case ClaimState::kUnprepareStarted:
           return FailedPrecondition(fmt::format(
               "claim {} is being unprepared (UnprepareStarted); refusing to prepare it until "
               "the unprepare finishes",
               Describe(*cur)));
         case ClaimState::kTombstone:
-          if (same && !HasNewConsumer(cur->consumers, req.consumers)) {
+          if (same && req.consumers.empty()) {
             auto left = std::chrono::duration_cast<std::chrono::seconds>(
                 opts_.tombstone_ttl - (opts_.clock->Now() - cur->updated));
             return FailedPrecondition(fmt::format(
-                "claim {} was unprepared recently; refusing a late Prepare of the same "
-                "allocation, which would resurrect a claim the kubelet already released (the "
-                "refusal expires in {}s)",
+                "claim {} was unprepared recently and is reserved for no pod now; refusing a "
+                "late Prepare of the same allocation, which would resurrect a claim the kubelet "
+                "already released (the refusal expires in {}s)",
                 Describe(*cur), left.count()));
           }
           break;  // a new allocation under the same UID starts afresh
       }
     }
     for (const auto& r : held) {
-      const ClaimEntry* h = state_.HolderOf(r);
-      if (h != nullptr && h->uid != req.uid) {
+      auto holders = state_.HoldersOf(r, req.uid);
+      if (!holders.empty()) {
         return Conflict(fmt::format("{} already allocated by claim {} (according to checkpoint)",
-                                    r, h->uid));
+                                    r, holders.front()->uid));
       }
     }
     ClaimEntry e;
@@ -429,40 +612,129 @@ Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
     e.held = held;
     e.consumers = SortedUnique(req.consumers);
     e.undo = req.undo;
+    e.attempt = NewAttempt();
     e.boot_id = boot_id_;
     e.updated = opts_.clock->Now();
     if (cur != nullptr) e.extra = cur->extra;
+    if (adopt) {
+      // Rebuilt from a CDI spec: the devices may be set up; redo them from
+      // the allocation the kubelet brings, with what was recorded as undo.
+      if (e.ns.empty()) e.ns = cur->ns;
+      if (e.name.empty()) e.name = cur->name;
+      if (e.undo.is_null()) e.undo = cur->undo;
+    }
     NVDRA_RETURN_IF_ERROR(
         AppendLocked(e, "ledger-before-started-write", "ledger-after-started-write"));
-    return BeginResult{BeginOutcome::kStarted, Decorate(e)};
+    return BeginResult{adopt ? BeginOutcome::kRetry : BeginOutcome::kStarted, Decorate(e)};
   });
 }
 
-Status ClaimLedger::UpdateUndo(const std::string& uid, nlohmann::json undo) {
-  return Locked([&]() -> Status {
+Status ClaimLedger::AdoptNameLocked(const ClaimEntry& cur, const std::string& ns, const std::string& name) {
+  ClaimEntry e = cur;
+  e.ns = ns;
+  e.name = name;
+  e.updated = opts_.clock->Now();
+  return AppendLocked(e, "ledger-before-name-write", "ledger-after-name-write");
+}
+
+Status ClaimLedger::AdoptName(const std::string& uid, const std::string& ns, const std::string& name) {
+  if (name.empty()) return Status::Ok();
+  return Locked([&]() REQUIRES(mu_) -> Status {
     const ClaimEntry* cur = FindLive(uid);
-    if (cur == nullptr || (cur->state != ClaimState::kPrepareStarted &&
-                           cur->state != ClaimState::kPrepareCompleted)) {
-      return FailedPrecondition(fmt::format(
-          "cannot record undo data for claim {}: it is {}", uid,
-          cur == nullptr ? "not in the ledger" : ClaimStateName(cur->state)));
+    if (cur == nullptr || !HoldsResources(cur->state) || !cur->name.empty()) return Status::Ok();
+    return AdoptNameLocked(*cur, ns, name);
+  });
+}
+
+Result<bool> ClaimLedger::ClaimsMayBeMissing() {
+  return Locked([&]() REQUIRES(mu_) -> Result<bool> {
+    RefreshReportLocked();
+    return state_.meta().lost_claims_since_ms != 0;
+  });
+}
+
+Status ClaimLedger::RebuildEntry(const RebuiltClaim& c) {
+  NVDRA_RETURN_IF_ERROR(ValidateClaimUid(c.uid));
+  std::vector<std::string> held =
+      SortedUnique(c.held ? *c.held : (!c.allocation.empty() ? DefaultHeld(c.allocation) : c.devices));
+  return Locked([&]() REQUIRES(mu_) -> Status {
+    const ClaimEntry* cur = FindLive(c.uid);
+    if (cur != nullptr && HoldsResources(cur->state)) return Status::Ok();  // the ledger knows it
+    for (const auto& r : held) {
+      auto holders = state_.HoldersOf(r, c.uid);
+      if (!holders.empty()) {
+        return Conflict(fmt::format("{} already allocated by claim {} (according to checkpoint); not "
+                                    "rebuilding claim {}",
+                                    r, holders.front()->uid, c.uid));
+      }
     }
-    ClaimEntry e = *cur;
-    e.undo = std::move(undo);
+    ClaimEntry e;
+    e.uid = c.uid;
+    e.ns = c.ns;
+    e.name = c.name;
+    e.state = ClaimState::kPrepareCompleted;
+    e.allocation = c.allocation;
+    e.held = held;
+    for (const auto& device : c.devices) {
+      PreparedDevice p;
+      p.device = device;
+      for (const auto& a : c.allocation) {
+        if (a.device != device) continue;
+        p.requests.push_back(a.request);
+        p.pool = a.pool;
+        p.share_id = a.share_id;
+      }
+      std::string suffix = "=" + c.uid + "-" + device;
+      for (const auto& id : c.cdi_device_ids) {
+        if (id.size() >= suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          p.cdi_device_ids.push_back(id);
+        }
+      }
+      e.prepared.push_back(std::move(p));
+    }
+    e.undo = {{"rebuilt", {{"from", c.source}, {"unixMs", UnixMs(opts_.clock->Now())}}}};
+    // The CDI spec it was rebuilt from lives on tmpfs: it is of this boot.
+    e.boot_id = boot_id_;
     e.updated = opts_.clock->Now();
-    return AppendLocked(e, "ledger-before-undo-write", "ledger-after-undo-write");
+    if (cur != nullptr) e.extra = cur->extra;
+    spdlog::warn("claim ledger: rebuilt the entry of claim {} from {} ({} devices)", Describe(e), c.source,
+                 e.prepared.size());
+    return AppendLocked(e, "ledger-before-rebuild-write", "ledger-after-rebuild-write");
+  });
+}
+
+Status ClaimLedger::FinishRecovery() {
+  return Locked([&]() REQUIRES(mu_) -> Status {
+    if (state_.meta().lost_claims_since_ms == 0) return Status::Ok();
+    LedgerState::Meta before = state_.meta();
+    state_.mutable_meta().lost_claims_since_ms = 0;
+    state_.mutable_meta().lost_claims_file.clear();
+    Status s = CompactLocked();
+    if (!s.ok()) {
+      state_.mutable_meta() = before;
+      return s;
+    }
+    RefreshReportLocked();
+    spdlog::info("claim ledger {}: recovery finished; the ledger is the truth again", log_path_);
+    return Status::Ok();
   });
 }
 
 Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared,
-                                    nlohmann::json undo) {
-  return Locked([&]() -> Status {
+                                    nlohmann::json undo, std::optional<std::string> attempt) {
+  return Locked([&]() REQUIRES(mu_) -> Status {
     const ClaimEntry* cur = FindLive(uid);
     if (cur == nullptr || cur->state == ClaimState::kTombstone ||
         cur->state == ClaimState::kUnprepareStarted) {
       return FailedPrecondition(fmt::format(
           "cannot complete prepare of claim {}: it is {} (was it unprepared meanwhile?)", uid,
           cur == nullptr ? "not in the ledger" : ClaimStateName(cur->state)));
+    }
+    if (attempt && *attempt != cur->attempt) {
+      return FailedPrecondition(fmt::format(
+          "cannot complete prepare of claim {}: the attempt that began it was superseded (by "
+          "another prepare or an unprepare meanwhile); the kubelet will retry",
+          Describe(*cur)));
     }
     if (cur->state == ClaimState::kPrepareCompleted) {
       if (cur->prepared != prepared) {
@@ -475,6 +747,7 @@ Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<Prepared
     }
     ClaimEntry e = *cur;
     e.state = ClaimState::kPrepareCompleted;
+    e.unknown_state.clear();
     e.prepared = std::move(prepared);
     if (!undo.is_null()) e.undo = std::move(undo);
     e.boot_id = boot_id_;
@@ -484,7 +757,7 @@ Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<Prepared
 }
 
 Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string& uid) {
-  return Locked([&]() -> Result<std::optional<ClaimEntry>> {
+  return Locked([&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
     const ClaimEntry* cur = FindLive(uid);
     if (cur == nullptr || cur->state == ClaimState::kTombstone) {
       return std::optional<ClaimEntry>();
@@ -492,6 +765,7 @@ Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string&
     if (cur->state == ClaimState::kUnprepareStarted) return std::optional(Decorate(*cur));
     ClaimEntry e = *cur;
     e.state = ClaimState::kUnprepareStarted;
+    e.unknown_state.clear();
     e.updated = opts_.clock->Now();
     NVDRA_RETURN_IF_ERROR(
         AppendLocked(e, "ledger-before-unprepare-write", "ledger-after-unprepare-write"));
@@ -500,7 +774,7 @@ Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string&
 }
 
 Status ClaimLedger::FinishUnprepare(const std::string& uid) {
-  return Locked([&]() -> Status {
+  return Locked([&]() REQUIRES(mu_) -> Status {
     const ClaimEntry* cur = FindLive(uid);
     if (cur == nullptr || cur->state == ClaimState::kTombstone) return Status::Ok();
     if (cur->state != ClaimState::kUnprepareStarted) {
@@ -517,12 +791,15 @@ Status ClaimLedger::FinishUnprepare(const std::string& uid) {
     e.consumers = cur->consumers;
     e.extra = cur->extra;
     e.updated = opts_.clock->Now();
-    return AppendLocked(e, "ledger-before-tombstone-write", "ledger-after-tombstone-write");
+    NVDRA_RETURN_IF_ERROR(AppendLocked(e, "ledger-before-tombstone-write", "ledger-after-tombstone-write"));
+    // Upstream's words, which operators grep for.
+    spdlog::info("Deleted claim from checkpoint: {}/{} (claim {})", e.ns, e.name, e.uid);
+    return Status::Ok();
   });
 }
 
 Result<std::vector<ClaimEntry>> ClaimLedger::List() {
-  return Locked([&]() -> Result<std::vector<ClaimEntry>> {
+  return Locked([&]() REQUIRES(mu_) -> Result<std::vector<ClaimEntry>> {
     std::vector<ClaimEntry> out;
     for (const auto& [uid, e] : state_.entries()) {
       if (FindLive(uid) != nullptr) out.push_back(Decorate(e));
@@ -532,7 +809,7 @@ Result<std::vector<ClaimEntry>> ClaimLedger::List() {
 }
 
 Result<std::optional<ClaimEntry>> ClaimLedger::Get(const std::string& uid) {
-  return Locked([&]() -> Result<std::optional<ClaimEntry>> {
+  return Locked([&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
     const ClaimEntry* e = FindLive(uid);
     if (e == nullptr) return std::optional<ClaimEntry>();
     return std::optional(Decorate(*e));
@@ -540,7 +817,7 @@ Result<std::optional<ClaimEntry>> ClaimLedger::Get(const std::string& uid) {
 }
 
 Result<std::optional<ClaimEntry>> ClaimLedger::HolderOf(const std::string& resource) {
-  return Locked([&]() -> Result<std::optional<ClaimEntry>> {
+  return Locked([&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
     const ClaimEntry* e = state_.HolderOf(resource);
     if (e == nullptr) return std::optional<ClaimEntry>();
     return std::optional(Decorate(*e));
@@ -548,7 +825,7 @@ Result<std::optional<ClaimEntry>> ClaimLedger::HolderOf(const std::string& resou
 }
 
 Status ClaimLedger::CollectGarbage(bool force_compaction) {
-  return Locked([&]() -> Status {
+  return Locked([&]() REQUIRES(mu_) -> Status {
     size_t dropped = state_.DropExpiredTombstones(opts_.clock->Now(), opts_.tombstone_ttl);
     if (force_compaction) return CompactLocked();
     (void)dropped;
@@ -557,7 +834,7 @@ Status ClaimLedger::CollectGarbage(bool force_compaction) {
 }
 
 OpenReport ClaimLedger::report() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return report_;
 }
 

@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "ledger/ledger_state.h"
 #include "util/boot_id.h"
 #include "util/clock.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra::ledger {
@@ -32,15 +32,17 @@ struct LedgerOptions {
   std::string boot_id;
   std::string boot_id_path = kDefaultBootIdPath;
   const Clock* clock = &SystemClock::Get();
-  // How long an unprepared claim refuses a late Prepare of the same allocation.
-  std::chrono::nanoseconds tombstone_ttl = std::chrono::minutes(2);
+  // How long an unprepared claim refuses a late Prepare of the same allocation
+  // (the plugins' --tombstone-ttl, default 300 s).
+  std::chrono::nanoseconds tombstone_ttl = std::chrono::seconds(300);
   // How long a transition waits for another process holding the lock.
   std::chrono::nanoseconds lock_timeout = std::chrono::seconds(10);
   LedgerEnv* env = nullptr;  // nullptr: the real file system
   // This driver's name (e.g. "gpu.nvidia.com"): filters allocation results
   // when importing the Go driver's checkpoint.json. Empty: keep all.
   std::string driver_name;
-  // Import checkpoint.json (read-only) when the directory has no ledger yet.
+  // Import checkpoint.json when the directory has no ledger yet (under the
+  // Go driver's pu.lock), then retire it (rename it aside).
   bool import_legacy_checkpoint = true;
   // Compact when dead bytes exceed compaction_ratio * live bytes + compaction_min_bytes.
   double compaction_ratio = 2.0;
@@ -55,6 +57,15 @@ struct OpenReport {
   size_t earlier_boot_claims = 0;
   size_t expired_tombstones = 0;
   size_t imported_legacy_claims = 0;  // from the Go driver's checkpoint.json
+  // A ledger.log (or the Go driver's checkpoint.json) existed but could not
+  // be read: the claims it held are unknown here. Until FinishRecovery, the
+  // plugin must keep every CDI spec and rebuild the entries of claims the API
+  // server still shows allocated to this node (RebuildEntry). Survives
+  // restarts (it is recorded in the ledger's meta record).
+  bool claims_may_be_missing = false;
+  // Resources two live claims hold according to the log, as
+  // "<resource> (claims <uid>, <uid>)".
+  std::vector<std::string> double_holds;
   uint64_t damaged_bytes = 0;
   std::string quarantine_file;  // where damaged bytes were copied
   std::string set_aside_file;   // the whole previous file, when it could not be read
@@ -66,11 +77,10 @@ struct OpenReport {
 
 enum class BeginOutcome {
   kStarted,          // fresh: PrepareStarted recorded, do the device work
-  kRetry,            // was PrepareStarted: redo; entry.undo says what an earlier attempt recorded
+  kRetry,            // was PrepareStarted: redo (a new attempt is recorded); entry.undo says what an earlier attempt recorded
   kAlreadyPrepared,  // completed in this boot: return entry.prepared, nothing written
-  kRedoAfterReboot,  // completed in an earlier boot: redo node work, return entry.prepared
+  kRedoAfterReboot,  // completed in an earlier boot: redo node work (a new attempt is recorded), return entry.prepared
 };
-const char* BeginOutcomeName(BeginOutcome o);
 
 struct BeginPrepareRequest {
   std::string uid, ns, name;
@@ -79,10 +89,25 @@ struct BeginPrepareRequest {
   std::optional<std::vector<std::string>> held;
   nlohmann::json undo;
   // The claim's status.reservedFor consumer UIDs as the API server has them
-  // now. A tombstone refuses a Prepare of the same allocation unless a
-  // consumer appears that the released claim did not have (a new pod reusing
-  // the claim, not a late retry for the old one).
+  // now. The kubelet prepares a claim only for a pod in reservedFor, so while
+  // any consumer is listed a Prepare is legitimate, even right after an
+  // unprepare (pod A ended, pod B starts). A tombstone refuses only a Prepare
+  // of the same allocation for a claim reserved for nobody: a late retry.
   std::vector<std::string> consumers;
+};
+
+// A claim whose entry was lost, rebuilt from what survived on the node (its
+// CDI spec) and, where the caller has it, from the API server.
+struct RebuiltClaim {
+  std::string uid, ns, name;  // ns/name may be empty: the next Prepare brings them
+  // Device names (the part after "<uid>-" in the CDI spec), held exclusively
+  // unless `held` says otherwise.
+  std::vector<std::string> devices;
+  std::vector<std::string> cdi_device_ids;
+  // The allocation results for this driver, when the API server was asked.
+  std::vector<AllocatedDevice> allocation;
+  std::optional<std::vector<std::string>> held;
+  std::string source = "cdi";  // recorded in undo.rebuilt.from
 };
 
 struct BeginResult {
@@ -106,13 +131,13 @@ class ClaimLedger {
   // same UID, an unprepare in progress, or a tombstoned (released) claim.
   Result<BeginResult> BeginPrepare(const BeginPrepareRequest& request);
 
-  // Records more undo data before touching more devices.
-  Status UpdateUndo(const std::string& uid, nlohmann::json undo);
-
   // Records PrepareCompleted with the devices returned to the kubelet. After a
-  // reboot the devices must equal the recorded ones.
+  // reboot the devices must equal the recorded ones. `attempt` is the
+  // BeginResult's entry.attempt: the completion is refused (FailedPrecondition)
+  // when another BeginPrepare or an unprepare came in between. The claim
+  // engine always passes it; nullopt (tools, tests) skips that check.
   Status CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared,
-                         nlohmann::json undo);
+                         nlohmann::json undo, std::optional<std::string> attempt = std::nullopt);
 
   // nullopt: unknown (or already unprepared) claim, nothing to do. Otherwise
   // the entry, now UnprepareStarted: undo the devices, then FinishUnprepare.
@@ -131,26 +156,56 @@ class ClaimLedger {
   // always with force).
   Status CollectGarbage(bool force_compaction = false);
 
+  // Records the namespace and name of a claim whose entry has none (imported
+  // from an old Go checkpoint, or rebuilt), so the reconciler can look it up.
+  // A recorded name is never replaced; writes nothing when there is one.
+  Status AdoptName(const std::string& uid, const std::string& ns, const std::string& name);
+
+  // Whether an unreadable ledger or checkpoint was set aside and not yet
+  // recovered (see OpenReport::claims_may_be_missing). Fresh: another process
+  // may have finished the recovery.
+  Result<bool> ClaimsMayBeMissing();
+  // Records a claim whose entry was lost as PrepareCompleted in this boot, with
+  // undo {"rebuilt": {...}}. A no-op for a claim already live here; Conflict
+  // when another live claim holds one of its resources. The next Prepare of
+  // the claim adopts the allocation it brings and redoes the node work
+  // (BeginOutcome::kRetry), so the answer to the kubelet is rebuilt exactly.
+  Status RebuildEntry(const RebuiltClaim& claim);
+  // Ends the recovery: the entries that could be rebuilt are; from now on
+  // the ledger is the truth again and orphan CDI specs may be swept.
+  Status FinishRecovery();
+
   OpenReport report() const;
   const std::string& boot_id() const { return boot_id_; }
+  const std::string& dir() const { return opts_.dir; }
   std::string log_path() const;
 
  private:
   explicit ClaimLedger(const LedgerOptions& options);
 
+  // Runs `fn` under mu_ and the cross-process lock, after catching up with
+  // the file; `fn` is a lambda annotated REQUIRES(mu_).
   template <typename F>
   auto Locked(F&& fn) -> decltype(fn());
 
-  Status CatchUpLocked();
-  Status ReloadLocked();
-  Status CreateFreshLocked();
-  void ImportLegacyLocked();
-  Status CompactLocked();
-  Status MaybeCompactLocked();
-  Status AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp);
-  Status QuarantineLocked(const std::string& bytes, const std::vector<DamagedRange>& damage);
-  ClaimEntry Decorate(ClaimEntry e) const;
-  const ClaimEntry* FindLive(const std::string& uid) const;  // expired tombstones hidden
+  Status CatchUpLocked() REQUIRES(mu_);
+  Status ReloadLocked() REQUIRES(mu_);
+  Status CreateFreshLocked() REQUIRES(mu_);
+  Status SetAsideUnreadableLocked(const std::string& kind, const std::string& why) REQUIRES(mu_);
+  Status ImportLegacyLocked() REQUIRES(mu_);
+  void RetireLegacyCheckpointLocked() REQUIRES(mu_);
+  void CheckLegacyNextToLedgerLocked() REQUIRES(mu_);
+  Status AdoptNameLocked(const ClaimEntry& cur, const std::string& ns, const std::string& name) REQUIRES(mu_);
+  Status ClearTempPathLocked() REQUIRES(mu_);
+  Status CompactLocked() REQUIRES(mu_);
+  Status MaybeCompactLocked() REQUIRES(mu_);
+  Status OpenExistingForAppendLocked(const FileIdentity& id, uint64_t size, uint64_t meta_bytes) REQUIRES(mu_);
+  void RefreshReportLocked() REQUIRES(mu_);
+  Status AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp) REQUIRES(mu_);
+  Status QuarantineLocked(const std::string& bytes, const std::vector<DamagedRange>& damage) REQUIRES(mu_);
+  ClaimEntry Decorate(ClaimEntry e) const REQUIRES(mu_);
+  // Expired tombstones hidden.
+  const ClaimEntry* FindLive(const std::string& uid) const REQUIRES(mu_);
   std::string SidePath(const std::string& kind) const;
 
   LedgerOptions opts_;
@@ -158,14 +213,19 @@ class ClaimLedger {
   std::string boot_id_;
   std::string log_path_, lock_path_;
 
-  mutable std::mutex mu_;  // guards everything below
-  LedgerState state_;
-  std::unique_ptr<AppendFile> file_;
-  FileIdentity file_id_;
-  uint64_t read_offset_ = 0;  // bytes of the log consumed == its size after a catch-up
-  uint64_t meta_bytes_ = 0;   // header + meta record of the current file
-  OpenReport report_;
-  bool opened_ = false;
+  mutable Mutex mu_;  // guards everything below
+  LedgerState state_ GUARDED_BY(mu_);
+  std::unique_ptr<AppendFile> file_ GUARDED_BY(mu_);
+  FileIdentity file_id_ GUARDED_BY(mu_);
+  // Bytes of the log consumed == its size after a catch-up.
+  uint64_t read_offset_ GUARDED_BY(mu_) = 0;
+  uint64_t meta_bytes_ GUARDED_BY(mu_) = 0;  // header + meta record of the current file
+  OpenReport report_ GUARDED_BY(mu_);
+  bool opened_ GUARDED_BY(mu_) = false;
+  // A checkpoint.json to rename once the ledger holding its claims is durable.
+  std::string legacy_to_retire_ GUARDED_BY(mu_);
+  // The Go driver's pu.lock, during Open only.
+  std::unique_ptr<FileLock> legacy_lock_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra::ledger

@@ -155,8 +155,9 @@ TEST_F(ClaimLedgerTest, DifferentAllocationForKnownUidIsRefused) {
 
 TEST_F(ClaimLedgerTest, RetryOfStartedClaimReturnsPreviousUndo) {
   auto l = OpenLedger();
-  ASSERT_TRUE(l->BeginPrepare(Request("uid-a", {"gpu-0"})).ok());
-  ASSERT_TRUE(l->UpdateUndo("uid-a", {{"step", 2}}).ok());
+  auto first = Request("uid-a", {"gpu-0"});
+  first.undo = {{"step", 2}};
+  ASSERT_TRUE(l->BeginPrepare(first).ok());
   auto b = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->outcome, BeginOutcome::kRetry);
@@ -226,27 +227,62 @@ TEST_F(ClaimLedgerTest, TombstoneRefusesLatePrepareUntilItExpires) {
   EXPECT_TRUE(other.ok()) << other.status().ToString();
 }
 
-TEST_F(ClaimLedgerTest, TombstoneAdmitsANewConsumerOfAReleasedClaim) {
+TEST_F(ClaimLedgerTest, TombstoneRefusesOnlyAClaimReservedForNobody) {
   auto l = OpenLedger();
   auto first = Request("uid-a", {"gpu-0"});
-  first.consumers = {"pod-1"};
+  first.consumers = {"pod-1", "pod-2"};
   ASSERT_TRUE(l->BeginPrepare(first).ok());
   ASSERT_TRUE(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), nullptr).ok());
   ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
   ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
-  EXPECT_EQ(MustGet(*l, "uid-a").consumers, std::vector<std::string>{"pod-1"});
-  // A late retry for the same consumer (or with no consumer known) is refused.
-  auto late = Request("uid-a", {"gpu-0"});
-  late.consumers = {"pod-1"};
-  EXPECT_EQ(l->BeginPrepare(late).status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(l->BeginPrepare(Request("uid-a", {"gpu-0"})).status().code(), StatusCode::kFailedPrecondition);
-  // The next pod of a Job reusing the claim is not.
-  auto next = Request("uid-a", {"gpu-0"});
-  next.consumers = {"pod-2"};
-  auto r = l->BeginPrepare(next);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->outcome, BeginOutcome::kStarted);
-  EXPECT_EQ(r->entry.consumers, std::vector<std::string>{"pod-2"});
+  EXPECT_EQ(MustGet(*l, "uid-a").consumers, (std::vector<std::string>{"pod-1", "pod-2"}));
+  // Reserved for nobody now: a late retry for a pod that is gone.
+  auto late = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
+  EXPECT_EQ(late.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(late.status().message().find("reserved for no pod"), std::string::npos);
+  // Pod 1 ended and pod 2 starts: the kubelet prepares the claim for it,
+  // whether or not reservedFor has dropped pod 1 yet.
+  for (auto consumers : {std::vector<std::string>{"pod-2"}, std::vector<std::string>{"pod-1", "pod-2"}}) {
+    auto next = Request("uid-a", {"gpu-0"});
+    next.consumers = consumers;
+    auto r = l->BeginPrepare(next);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->outcome, BeginOutcome::kStarted);
+    EXPECT_EQ(r->entry.consumers, consumers);
+    ASSERT_TRUE(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), nullptr, r->entry.attempt).ok());
+    ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+    ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
+  }
+}
+
+TEST_F(ClaimLedgerTest, CompletePrepareNeedsTheAttemptThatBeganIt) {
+  auto l = OpenLedger();
+  auto req = Request("uid-a", {"gpu-0"});
+  req.consumers = {"pod-1"};
+  auto first = l->BeginPrepare(req);
+  ASSERT_TRUE(first.ok());
+  ASSERT_FALSE(first->entry.attempt.empty());
+  // The prepare is begun again (a retry): the first attempt is superseded.
+  auto second = l->BeginPrepare(req);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->outcome, BeginOutcome::kRetry);
+  EXPECT_NE(second->entry.attempt, first->entry.attempt);
+  auto stale = l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), nullptr, first->entry.attempt);
+  EXPECT_EQ(stale.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(stale.message().find("superseded"), std::string::npos);
+  EXPECT_EQ(MustGet(*l, "uid-a").state, ClaimState::kPrepareStarted);
+  // Unprepared and prepared afresh in between: the second attempt is stale too.
+  ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+  ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
+  auto third = l->BeginPrepare(req);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), nullptr, second->entry.attempt).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), nullptr, third->entry.attempt).ok());
+  // The attempt survives a reopen (another process completes it).
+  l.reset();
+  l = OpenLedger();
+  EXPECT_EQ(MustGet(*l, "uid-a").attempt, third->entry.attempt);
 }
 
 TEST_F(ClaimLedgerTest, TombstoneExpiresAndIsCollected) {
@@ -368,7 +404,6 @@ TEST_F(ClaimLedgerTest, EveryLedgerFailpointIsReached) {
   auto l = std::move(ClaimLedger::Open(o)).value();
   FailPoints::Process().Clear();
   PrepareFully(*l, "uid-a", {"gpu-0"});
-  ASSERT_TRUE(l->UpdateUndo("uid-a", {{"x", 1}}).ok());
   ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
   ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
   ASSERT_TRUE(l->CollectGarbage(true).ok());
@@ -377,8 +412,7 @@ TEST_F(ClaimLedgerTest, EveryLedgerFailpointIsReached) {
         "ledger-after-completed-write", "ledger-before-unprepare-write",
         "ledger-after-unprepare-write", "ledger-before-tombstone-write",
         "ledger-after-tombstone-write", "ledger-before-compaction-rename",
-        "ledger-after-compaction-rename", "ledger-mid-append", "ledger-before-undo-write",
-        "ledger-after-undo-write"}) {
+        "ledger-after-compaction-rename", "ledger-mid-append"}) {
     EXPECT_GE(FailPoints::Process().HitCount(fp), 1) << fp;
   }
 }

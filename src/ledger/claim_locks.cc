@@ -8,12 +8,13 @@ ClaimLocks::Guard ClaimLocks::Lock(const std::string& uid) {
 
 std::optional<ClaimLocks::Guard> ClaimLocks::LockUntil(
     const std::string& uid, std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(mu_);
   Slot& s = slots_[uid];
   ++s.waiters;
+  auto released = [&]() REQUIRES(mu_) { return !slots_[uid].held; };
   bool got = deadline == std::chrono::steady_clock::time_point::max()
-                 ? (cv_.wait(l, [&] { return !slots_[uid].held; }), true)
-                 : cv_.wait_until(l, deadline, [&] { return !slots_[uid].held; });
+                 ? (cv_.Wait(mu_, released), true)
+                 : cv_.WaitUntil(mu_, deadline, released);
   Slot& slot = slots_[uid];  // rehashing may have moved it
   --slot.waiters;
   if (!got) {
@@ -26,17 +27,17 @@ std::optional<ClaimLocks::Guard> ClaimLocks::LockUntil(
 
 void ClaimLocks::Unlock(const std::string& uid) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     auto it = slots_.find(uid);
     if (it == slots_.end()) return;
     it->second.held = false;
     if (it->second.waiters == 0) slots_.erase(it);
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 size_t ClaimLocks::tracked() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(mu_);
   return slots_.size();
 }
 

@@ -6,11 +6,11 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+
+#include "util/mutex.h"
 
 namespace nvdra::ledger {
 
@@ -31,23 +31,23 @@ class ClaimLocks {
     std::string uid_;
   };
 
-  Guard Lock(const std::string& uid);
+  Guard Lock(const std::string& uid) EXCLUDES(mu_);
   // nullopt when the claim is still locked at `deadline`.
   std::optional<Guard> LockUntil(const std::string& uid,
-                                 std::chrono::steady_clock::time_point deadline);
+                                 std::chrono::steady_clock::time_point deadline) EXCLUDES(mu_);
   // Claims currently locked or awaited.
-  size_t tracked() const;
+  size_t tracked() const EXCLUDES(mu_);
 
  private:
   struct Slot {
     bool held = false;
     int waiters = 0;
   };
-  void Unlock(const std::string& uid);
+  void Unlock(const std::string& uid) EXCLUDES(mu_);
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::unordered_map<std::string, Slot> slots_;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::unordered_map<std::string, Slot> slots_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra::ledger

@@ -11,7 +11,7 @@
 
 namespace nvdra::ledger::crash {
 
-enum class Op { kBegin, kBeginConflict, kUpdateUndo, kComplete, kBeginUnprepare, kFinishUnprepare, kCompact };
+enum class Op { kBegin, kBeginConflict, kComplete, kBeginUnprepare, kFinishUnprepare, kCompact };
 
 struct Step {
   Op op;
@@ -22,7 +22,6 @@ struct Step {
 inline const std::vector<Step>& Script() {
   static const std::vector<Step> steps = {
       {Op::kBegin, "claim-a", {"gpu-0", "gpu-1"}},
-      {Op::kUpdateUndo, "claim-a", {}},
       {Op::kComplete, "claim-a", {"gpu-0", "gpu-1"}},
       {Op::kBegin, "claim-b", {"gpu-2"}},
       {Op::kBeginConflict, "claim-c", {"gpu-0"}},
@@ -38,6 +37,20 @@ inline const std::vector<Step>& Script() {
   return steps;
 }
 
+// Every failpoint the ledger reaches while running the script; the crash
+// matrix crashes at each hit of each, as counted by a dry run.
+inline const std::vector<std::string>& LedgerFailpoints() {
+  static const std::vector<std::string> points = {
+      "ledger-before-started-write",     "ledger-after-started-write",
+      "ledger-before-completed-write",   "ledger-after-completed-write",
+      "ledger-before-unprepare-write",   "ledger-after-unprepare-write",
+      "ledger-before-tombstone-write",   "ledger-after-tombstone-write",
+      "ledger-before-compaction-rename", "ledger-after-compaction-rename",
+      "ledger-mid-append",
+  };
+  return points;
+}
+
 // Claim states after the first `n` steps (absent: never recorded).
 inline std::map<std::string, ClaimState> StatesAfter(size_t n) {
   std::map<std::string, ClaimState> s;
@@ -49,7 +62,6 @@ inline std::map<std::string, ClaimState> StatesAfter(size_t n) {
       case Op::kBeginUnprepare: s[st.uid] = ClaimState::kUnprepareStarted; break;
       case Op::kFinishUnprepare: s[st.uid] = ClaimState::kTombstone; break;
       case Op::kBeginConflict:
-      case Op::kUpdateUndo:
       case Op::kCompact: break;
     }
   }

@@ -4,20 +4,21 @@
 // fault_injection_test approach).
 #pragma once
 
-#include <map>
-#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <map>
+
 #include "ledger/ledger_env.h"
+#include "util/mutex.h"
 
 namespace nvdra::ledger {
 
 class FaultInjectionEnv final : public LedgerEnv {
  public:
   // Truncates every file written through this env to its last synced size.
-  void DropUnsyncedData() {
-    std::lock_guard<std::mutex> l(mu_);
+  void DropUnsyncedData() EXCLUDES(mu_) {
+    MutexLock l(mu_);
     for (const auto& [path, synced] : synced_) {
       struct stat st {};
       if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > synced) {
@@ -26,8 +27,14 @@ class FaultInjectionEnv final : public LedgerEnv {
     }
   }
   void set_fail_syncs(bool fail) { fail_syncs_ = fail; }
+  // New files (compaction, side files) get half their bytes, then the write
+  // fails as on a full disk; appends to the open log still succeed.
+  void set_fail_new_files(bool fail) { fail_new_files_ = fail; }
   uint64_t bytes_appended() const { return bytes_appended_; }
-  int syncs() const { return syncs_; }
+  int syncs() const EXCLUDES(mu_) {
+    MutexLock l(mu_);
+    return syncs_;
+  }
 
   Result<FileIdentity> Stat(const std::string& path) override { return base().Stat(path); }
   Result<std::string> ReadFrom(const std::string& path, uint64_t offset) override {
@@ -37,7 +44,7 @@ class FaultInjectionEnv final : public LedgerEnv {
     auto f = base().OpenAppend(path);
     if (!f.ok()) return f.status();
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       if (!synced_.count(path)) {
         auto id = base().Stat(path);
         synced_[path] = id.ok() ? id->size : 0;
@@ -47,15 +54,20 @@ class FaultInjectionEnv final : public LedgerEnv {
   }
   Status WriteNewFile(const std::string& path, std::string_view data) override {
     if (fail_syncs_) return Unavailable("injected sync failure");
+    if (fail_new_files_) {
+      // What a full disk leaves: the file exists with part of its bytes.
+      (void)base().WriteNewFile(path, data.substr(0, data.size() / 2));
+      return Unavailable("cannot write " + path + ": No space left on device (injected)");
+    }
     NVDRA_RETURN_IF_ERROR(base().WriteNewFile(path, data));
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     synced_[path] = data.size();
     ++syncs_;
     return Status::Ok();
   }
   Status Rename(const std::string& from, const std::string& to) override {
     NVDRA_RETURN_IF_ERROR(base().Rename(from, to));
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     if (auto it = synced_.find(from); it != synced_.end()) {
       synced_[to] = it->second;
       synced_.erase(it);
@@ -83,14 +95,14 @@ class FaultInjectionEnv final : public LedgerEnv {
       if (env_->fail_syncs_) return Unavailable("injected sync failure");
       NVDRA_RETURN_IF_ERROR(f_->Sync());
       auto id = env_->base().Stat(path_);
-      std::lock_guard<std::mutex> l(env_->mu_);
+      MutexLock l(env_->mu_);
       ++env_->syncs_;
       if (id.ok()) env_->synced_[path_] = id->size;
       return Status::Ok();
     }
     Status Truncate(uint64_t size) override {
       NVDRA_RETURN_IF_ERROR(f_->Truncate(size));
-      std::lock_guard<std::mutex> l(env_->mu_);
+      MutexLock l(env_->mu_);
       if (env_->synced_[path_] > size) env_->synced_[path_] = size;
       return Status::Ok();
     }
@@ -103,11 +115,13 @@ class FaultInjectionEnv final : public LedgerEnv {
 
   LedgerEnv& base() { return LedgerEnv::Posix(); }
 
-  std::mutex mu_;
-  std::map<std::string, uint64_t> synced_;
+  mutable Mutex mu_;
+  std::map<std::string, uint64_t> synced_ GUARDED_BY(mu_);
+  // Set between operations by the test's own thread.
   bool fail_syncs_ = false;
+  bool fail_new_files_ = false;
   uint64_t bytes_appended_ = 0;
-  int syncs_ = 0;
+  int syncs_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace nvdra::ledger

@@ -2,7 +2,8 @@
 // storm test; with a failpoint armed to crash it dies mid-sequence exactly
 // like a kill -9.
 //   ledger_crash_helper script <dir>
-//     runs crash_script.h, printing "ACK <step>" after each acknowledged step
+//     runs crash_script.h, printing "ACK <step>" after each acknowledged step,
+//     then "HITS <failpoint> <n>" for every ledger failpoint
 //   ledger_crash_helper storm <dir> <name> <ops> <seed>
 //     random conflicting prepare/unprepare cycles on four devices, printing
 //     "HELD <device> <uid> <begin-acked-ns> <finish-called-ns>" per finished cycle
@@ -15,6 +16,7 @@
 
 #include "ledger/claim_ledger.h"
 #include "ledger/crash_script.h"
+#include "util/failpoint.h"
 
 using namespace nvdra;
 using namespace nvdra::ledger;
@@ -80,7 +82,6 @@ int RunScript(const std::string& dir) {
         }
         break;
       }
-      case crash::Op::kUpdateUndo: s = l->UpdateUndo(st.uid, {{"step", i}}); break;
       case crash::Op::kComplete: s = l->CompletePrepare(st.uid, Prep(st.uid, st.devices), nullptr); break;
       case crash::Op::kBeginUnprepare: s = l->BeginUnprepare(st.uid).status(); break;
       case crash::Op::kFinishUnprepare: s = l->FinishUnprepare(st.uid); break;
@@ -88,6 +89,10 @@ int RunScript(const std::string& dir) {
     }
     if (!s.ok()) Fail("step " + std::to_string(i), s);
     Say("ACK " + std::to_string(i));
+  }
+  // What a dry run tells the crash matrix: how often each point was reached.
+  for (const auto& fp : crash::LedgerFailpoints()) {
+    Say("HITS " + fp + " " + std::to_string(FailPoints::Process().HitCount(fp)));
   }
   return 0;
 }

@@ -50,13 +50,16 @@ class LedgerEnv {
   // Reads from `offset` to the end of the file.
   virtual Result<std::string> ReadFrom(const std::string& path, uint64_t offset) = 0;
   virtual Result<std::unique_ptr<AppendFile>> OpenAppend(const std::string& path) = 0;
-  // Creates or replaces `path` with `data` and syncs it (no rename).
+  // Creates `path`, which must not exist yet (O_EXCL|O_NOFOLLOW: nothing
+  // planted there is written through), writes `data` and syncs it. On
+  // failure the partial file is removed.
   virtual Status WriteNewFile(const std::string& path, std::string_view data) = 0;
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   virtual Status SyncDir(const std::string& dir) = 0;
   virtual Status Remove(const std::string& path) = 0;
   virtual Status MakeDirs(const std::string& dir) = 0;
-  // Exclusive lock on `path` (created if missing), waiting until `deadline`.
+  // Exclusive lock on `path` (created if missing, never through a symbolic
+  // link), waiting until `deadline`.
   virtual Result<std::unique_ptr<FileLock>> Lock(
       const std::string& path, std::chrono::steady_clock::time_point deadline) = 0;
 };

@@ -20,7 +20,7 @@ namespace {
 class SharedLock {
  public:
   explicit SharedLock(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd_ < 0) return;
     auto wait = std::chrono::milliseconds(1);
     for (int i = 0; i < 12; ++i) {
@@ -68,6 +68,8 @@ Result<LedgerInspection> InspectLedger(const std::string& dir, const std::string
   }
   out.generation = state.generation();
   out.double_held = state.double_held();
+  out.double_holds = state.double_holds();
+  out.claims_may_be_missing = state.meta().lost_claims_since_ms != 0;
   for (const auto& [uid, e] : state.entries()) {
     ClaimEntry c = e;
     c.from_earlier_boot = c.state != ClaimState::kTombstone && !current_boot_id.empty() &&

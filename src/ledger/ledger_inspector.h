@@ -23,13 +23,15 @@ struct LedgerInspection {
   std::vector<DamagedRange> damage;
   std::vector<std::string> notes;  // records kept verbatim, e.g. from a newer version
   size_t double_held = 0;          // resources held by two live claims
+  std::vector<std::string> double_holds;  // "<resource> (claims <uid>, <uid>)"
+  bool claims_may_be_missing = false;     // an unreadable ledger was set aside, not yet recovered
   std::vector<ClaimEntry> entries;
   std::vector<std::string> side_files;  // quarantined or set-aside files in the directory
 
   // Bytes that do not verify.
   bool damaged() const { return exists && (header != HeaderStatus::kOk || !damage.empty()); }
   // Verified records that contradict each other (only lost records cause that).
-  bool inconsistent() const { return double_held > 0; }
+  bool inconsistent() const { return double_held > 0 || claims_may_be_missing; }
 };
 
 // `current_boot_id` (may be empty) marks entries from an earlier boot.

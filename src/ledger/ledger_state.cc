@@ -1,5 +1,7 @@
 #include "ledger/ledger_state.h"
 
+#include <algorithm>
+
 namespace nvdra::ledger {
 
 std::optional<std::string> LedgerState::Apply(const DecodedRecord& r) {
@@ -14,13 +16,25 @@ std::optional<std::string> LedgerState::Apply(const DecodedRecord& r) {
     return keep("record at offset " + std::to_string(r.offset) + " has unknown type " +
                 std::to_string(r.type) + " (written by a newer version?); kept as is");
   }
-  nlohmann::json j = nlohmann::json::parse(r.payload, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = ParsePersistedJson(r.payload);
   if (j.is_discarded() || !j.is_object()) {
-    return keep("record at offset " + std::to_string(r.offset) + " is not a JSON object; kept as is");
+    return keep("record at offset " + std::to_string(r.offset) +
+                " is not a JSON object (or nests deeper than " +
+                std::to_string(kMaxPersistedJsonDepth) + " levels); kept as is");
   }
   if (r.type == static_cast<uint8_t>(RecordType::kMeta)) {
     if (auto it = j.find("generation"); it != j.end() && it->is_number_unsigned()) {
       generation_ = it->get<uint64_t>();
+    }
+    meta_ = Meta();
+    if (auto it = j.find("lostClaimsSinceUnixMs"); it != j.end() && it->is_number_integer()) {
+      meta_.lost_claims_since_ms = it->get<int64_t>();
+    }
+    if (auto it = j.find("lostClaimsFile"); it != j.end() && it->is_string()) {
+      meta_.lost_claims_file = it->get<std::string>();
+    }
+    if (auto it = j.find("importedCheckpoint"); it != j.end() && it->is_string()) {
+      meta_.imported_checkpoint = it->get<std::string>();
     }
     return std::nullopt;
   }
@@ -29,8 +43,14 @@ std::optional<std::string> LedgerState::Apply(const DecodedRecord& r) {
     return keep("record at offset " + std::to_string(r.offset) + ": " + e.status().message() +
                 "; kept as is");
   }
+  std::optional<std::string> note;
+  if (!e->unknown_state.empty()) {
+    note = "claim " + e->uid + " is recorded in state \"" + e->unknown_state +
+           "\", which this version does not know (written by a newer version?); it replaces the "
+           "claim's earlier entries and is treated as PrepareStarted";
+  }
   Put(std::move(e).value(), r.size);
-  return std::nullopt;
+  return note;
 }
 
 void LedgerState::Erase(const std::string& uid) {
@@ -38,8 +58,10 @@ void LedgerState::Erase(const std::string& uid) {
   if (it == entries_.end()) return;
   if (HoldsResources(it->second.state)) {
     for (const auto& r : it->second.held) {
-      auto h = holder_.find(r);
-      if (h != holder_.end() && h->second == uid) holder_.erase(h);
+      auto h = holders_.find(r);
+      if (h == holders_.end()) continue;
+      std::erase(h->second, uid);
+      if (h->second.empty()) holders_.erase(h);
     }
   }
   live_bytes_ -= record_size_[uid];
@@ -51,14 +73,18 @@ void LedgerState::Put(ClaimEntry e, uint64_t record_size) {
   Erase(e.uid);
   if (HoldsResources(e.state)) {
     for (const auto& r : e.held) {
-      // Records are written under the lock after a conflict check, so a later
-      // record proves the earlier holder let go (its release record was lost).
-      auto [it, inserted] = holder_.emplace(r, e.uid);
-      if (!inserted && it->second != e.uid) {
-        const ClaimEntry* prev = Find(it->second);
-        if (prev != nullptr && HoldsResources(prev->state)) ++double_held_;
-        it->second = e.uid;
+      // Records are written under the lock after a conflict check, so two
+      // live holders mean damage (a lost release record) or a crafted file.
+      // Neither is trusted to have let go: both keep the resource until each
+      // is released, so no third claim is given it meanwhile.
+      auto& hs = holders_[r];
+      if (std::find(hs.begin(), hs.end(), e.uid) != hs.end()) continue;
+      if (!hs.empty()) {
+        std::string who;
+        for (const auto& h : hs) who += h + ", ";
+        double_holds_.push_back(r + " (claims " + who + e.uid + ")");
       }
+      hs.push_back(e.uid);
     }
   }
   if (e.state == ClaimState::kTombstone) tombstones_.emplace_back(e.updated, e.uid);
@@ -74,8 +100,20 @@ const ClaimEntry* LedgerState::Find(const std::string& uid) const {
 }
 
 const ClaimEntry* LedgerState::HolderOf(const std::string& resource) const {
-  auto it = holder_.find(resource);
-  return it == holder_.end() ? nullptr : Find(it->second);
+  auto it = holders_.find(resource);
+  return it == holders_.end() || it->second.empty() ? nullptr : Find(it->second.front());
+}
+
+std::vector<const ClaimEntry*> LedgerState::HoldersOf(const std::string& resource,
+                                                      const std::string& except) const {
+  std::vector<const ClaimEntry*> out;
+  auto it = holders_.find(resource);
+  if (it == holders_.end()) return out;
+  for (const auto& uid : it->second) {
+    if (uid == except) continue;
+    if (const ClaimEntry* e = Find(uid)) out.push_back(e);
+  }
+  return out;
 }
 
 size_t LedgerState::DropExpiredTombstones(std::chrono::system_clock::time_point now,

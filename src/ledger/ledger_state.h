@@ -29,8 +29,12 @@ class LedgerState {
   void Erase(const std::string& uid);
 
   const ClaimEntry* Find(const std::string& uid) const;
-  // The live claim holding `resource`, if any.
+  // The live claim holding `resource`, if any (the earliest recorded one when
+  // a damaged log names several).
   const ClaimEntry* HolderOf(const std::string& resource) const;
+  // Every live claim holding `resource` other than `except`, in record order.
+  std::vector<const ClaimEntry*> HoldersOf(const std::string& resource,
+                                           const std::string& except = "") const;
 
   // Drops tombstones older than `ttl`; returns how many. Amortized O(1) per
   // tombstone (they expire in the order they were written); `full_scan` also
@@ -44,19 +48,34 @@ class LedgerState {
   uint64_t live_bytes() const { return live_bytes_; }
   uint64_t generation() const { return generation_; }
   void set_generation(uint64_t g) { generation_ = g; }
-  // Resources claimed by two live entries at once (only damage or a bug can do that).
-  size_t double_held() const { return double_held_; }
+  // Resources claimed by two live entries at once (only damage or a bug can
+  // do that), as "<resource> (claims <uid>, <uid>)", found while applying.
+  size_t double_held() const { return double_holds_.size(); }
+  const std::vector<std::string>& double_holds() const { return double_holds_; }
+
+  // Meta-record facts that outlive a rewrite (see docs/ledger-format.md):
+  // since when a ledger.log that could not be read was set aside (its claims
+  // may be missing here), and which Go checkpoint was imported.
+  struct Meta {
+    int64_t lost_claims_since_ms = 0;
+    std::string lost_claims_file;
+    std::string imported_checkpoint;  // checksum text of the imported checkpoint.json
+  };
+  const Meta& meta() const { return meta_; }
+  Meta& mutable_meta() { return meta_; }
 
  private:
   std::map<std::string, ClaimEntry> entries_;
   std::unordered_map<std::string, uint64_t> record_size_;
-  std::unordered_map<std::string, std::string> holder_;  // resource -> uid
+  // resource -> live holders in record order (more than one only after damage)
+  std::unordered_map<std::string, std::vector<std::string>> holders_;
   std::vector<std::string> kept_frames_;
   std::deque<std::pair<std::chrono::system_clock::time_point, std::string>> tombstones_;
   uint64_t kept_bytes_ = 0;
   uint64_t live_bytes_ = 0;
   uint64_t generation_ = 0;
-  size_t double_held_ = 0;
+  std::vector<std::string> double_holds_;
+  Meta meta_;
 
  public:
   uint64_t kept_bytes() const { return kept_bytes_; }

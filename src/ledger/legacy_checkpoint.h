@@ -1,12 +1,19 @@
-// Import of the Go driver's checkpoint.json (see the upstream reference,
-// "Checkpoint format"), so that replacing the Go plugin with this one keeps
-// every prepared claim unpreparable. Read-only: the file is never modified,
-// and its checksum is not checked (it is computed over a re-serialisation we
-// cannot reproduce byte for byte); each claim is taken as far as it parses.
+// The Go driver's checkpoint.json (see the upstream reference, "Checkpoint
+// format"): importing it, so that replacing the Go plugin with this one keeps
+// every prepared claim unpreparable, and writing one from the ledger, so that
+// a rollback to the Go plugin does too.
+//
+// Checksums are verified the way a reader that is not the Go program can: the
+// FNV-1a hash of the raw "v2" (and "v1") text as stored, with its checksum
+// field replaced by 0. For files the Go driver wrote that is exactly what it
+// computes over its own re-serialisation. A mismatch is refused, as upstream
+// refuses it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ledger/claim_entry.h"
@@ -15,18 +22,45 @@
 namespace nvdra::ledger {
 
 inline constexpr const char* kLegacyCheckpointFileName = "checkpoint.json";
+// The Go driver's prepare/unprepare lock in the same directory.
+inline constexpr const char* kLegacyPrepareLockFileName = "pu.lock";
+// Upstream's maxImexChannelCount: what a channel claim with allocationMode
+// All holds (the compute-domain kind holds the same, devices::kMaxImexChannels).
+inline constexpr int kLegacyImexChannelCount = 2048;
+// Nesting the Go driver's files never come near; deeper input is refused
+// before the parser recurses.
+inline constexpr int kMaxLegacyJsonDepth = 64;
 
 struct LegacyImport {
   std::vector<ClaimEntry> entries;
   std::string node_boot_id;  // v2.nodeBootID; empty in old files
+  // "v1=<n> v2=<n>": which file was imported (recorded in the ledger's meta).
+  std::string checksums;
   std::vector<std::string> warnings;
 };
 
+// Upstream's checksum of a marshalled checkpoint part: FNV-1a 32 over
+// "([]uint8)[" + the decimal byte values joined by single spaces + "]".
+uint32_t GoChecksum(std::string_view marshalled);
+
+// The members of the JSON object `text` as raw text (key, value), in file
+// order, without re-serialising anything. Error on malformed input or nesting
+// deeper than kMaxLegacyJsonDepth.
+Result<std::vector<std::pair<std::string, std::string_view>>> RawObjectMembers(std::string_view text);
+
 // `driver_name` (may be empty: keep all) filters allocation results to ours.
-// The whole upstream claim object is kept in undo["legacyCheckpoint"] so the
-// device kind can undo what the Go driver did (MIG devices, MPS daemons).
+// The whole upstream claim object is kept in undo["legacyCheckpoint"] (and
+// its exact text in undo["legacyCheckpointJson"]) so the device kind can undo
+// what the Go driver did, and an export can give it back unchanged.
+// DataLoss when the checksums do not verify.
 Result<LegacyImport> ParseLegacyCheckpoint(std::string_view json_text,
                                            const std::string& driver_name,
                                            const std::string& current_boot_id);
+
+// The checkpoint the Go driver reads, holding `entries` (live claims; others
+// are skipped) for `boot_id`. Claims imported from a Go checkpoint are given
+// back as they were read; native ones are described from the ledger (see
+// docs/migration.md for what the Go driver can and cannot undo of those).
+std::string WriteLegacyCheckpoint(const std::vector<ClaimEntry>& entries, const std::string& boot_id);
 
 }  // namespace nvdra::ledger

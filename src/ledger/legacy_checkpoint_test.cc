@@ -1,17 +1,24 @@
 #include "ledger/legacy_checkpoint.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "ledger/claim_ledger.h"
 #include "ledger/ledger_test_util.h"
 #include "util/file_util.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::ledger {
 namespace {
 
+std::string GoFile(const std::string& prepared_claims, const std::string& boot);
+uint32_t GoChecksum(const std::string& json);
+
 // The Go driver's v2 shape (upstream reference, "Top-level JSON shape").
-constexpr const char* kGoCheckpoint = R"({"checksum":1,"v1":{},"v2":{"checksum":2,
- "preparedClaims":{
+constexpr const char* kGoClaims = R"({
   "7a4e1a8e-0000-4000-8000-000000000001":{"checkpointState":"PrepareCompleted",
     "status":{"allocation":{"devices":{"results":[
        {"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"},
@@ -25,8 +32,8 @@ constexpr const char* kGoCheckpoint = R"({"checksum":1,"v1":{},"v2":{"checksum":
   "7a4e1a8e-0000-4000-8000-000000000002":{"checkpointState":"PrepareStarted",
     "status":{"allocation":{"devices":{"results":[
        {"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-1"}]}}},
-    "name":"c2","namespace":"team"}},
- "nodeBootID":"boot-old"}})";
+    "name":"c2","namespace":"team"}})";
+const std::string kGoCheckpoint = GoFile(kGoClaims, "boot-old");
 
 constexpr const char* kUid1 = "7a4e1a8e-0000-4000-8000-000000000001";
 constexpr const char* kUid2 = "7a4e1a8e-0000-4000-8000-000000000002";
@@ -51,14 +58,15 @@ TEST(LegacyCheckpointTest, ParsesGoV2Checkpoint) {
 }
 
 TEST(LegacyCheckpointTest, ParsesV1OnlyAndSnakeCaseDevices) {
-  std::string v1 = std::string(R"({"checksum":5,"v1":{"preparedClaims":{"uid-1":[{"devices":[)") +
-                   R"({"request_names":["r"],"pool_name":"p","device_name":"channel-0","cdi_device_ids":["x"]}]}]}}})";
-  auto r = ParseLegacyCheckpoint(v1, "", "boot-now");
+  std::string v1 = R"({"preparedClaims":{"uid-1":[{"devices":[{"request_names":["r"],"pool_name":"p","device_name":"channel-0","cdi_device_ids":["x"]}]}]}})";
+  std::string file = R"({"checksum":)" + std::to_string(GoChecksum(R"({"checksum":0,"v1":)" + v1 + "}")) +
+                     R"(,"v1":)" + v1 + "}";
+  auto r = ParseLegacyCheckpoint(file, "", "boot-now");
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->entries.size(), 1u);
   EXPECT_EQ(r->entries[0].state, ClaimState::kPrepareCompleted);
   EXPECT_EQ(r->entries[0].prepared[0].device, "channel-0");
-  EXPECT_EQ(r->entries[0].held, std::vector<std::string>{"channel-0"});
+  EXPECT_EQ(r->entries[0].held, std::vector<std::string>{"channel 0"});  // as the compute-domain kind holds it
   EXPECT_EQ(r->entries[0].boot_id, "boot-now");
 }
 
@@ -66,7 +74,7 @@ TEST(LegacyCheckpointTest, GarbageIsAnError) {
   EXPECT_EQ(ParseLegacyCheckpoint("{not json", "", "b").status().code(), StatusCode::kDataLoss);
 }
 
-TEST(LegacyCheckpointTest, LedgerImportsOnceAndLeavesTheFileAlone) {
+TEST(LegacyCheckpointTest, LedgerImportsOnceAndRetiresTheFile) {
   testing::ScratchDir dir;
   std::string cp = JoinPath(dir.path(), kLegacyCheckpointFileName);
   ASSERT_TRUE(WriteFileAtomically(cp, kGoCheckpoint).ok());
@@ -91,10 +99,193 @@ TEST(LegacyCheckpointTest, LedgerImportsOnceAndLeavesTheFileAlone) {
     ASSERT_TRUE(u.ok() && u->has_value());
     ASSERT_TRUE(l->FinishUnprepare(kUid1).ok());
   }
-  EXPECT_EQ(*ReadFileToString(cp), kGoCheckpoint);
+  EXPECT_FALSE(PathExists(cp));
+  ASSERT_TRUE(WriteFileAtomically(cp, kGoCheckpoint).ok());  // e.g. a Go plugin that was still around
   auto l = std::move(ClaimLedger::Open(o)).value();
   EXPECT_EQ(l->report().imported_legacy_claims, 0u);  // the ledger is the truth now
   EXPECT_EQ((*l->Get(kUid1))->state, ClaimState::kTombstone);
+}
+
+
+// --- Upgrades from the Go driver: checksums, locks, boots, channels, retiring.
+
+// The Go driver's checksum, computed independently of the import code: FNV-1a
+// 32 over "([]uint8)[" + the decimal bytes joined by spaces + "]".
+uint32_t GoChecksum(const std::string& json) {
+  std::string dump = "([]uint8)[";
+  for (size_t i = 0; i < json.size(); ++i) {
+    if (i > 0) dump += ' ';
+    dump += std::to_string(static_cast<unsigned>(static_cast<unsigned char>(json[i])));
+  }
+  dump += ']';
+  uint32_t h = 2166136261u;
+  for (unsigned char c : dump) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+TEST(LegacyCheckpointTest, IndependentChecksumMatchesTheReferenceValues) {
+  EXPECT_EQ(GoChecksum(R"({"checksum":0,"v1":{}})"), 1083090442u);
+  EXPECT_EQ(GoChecksum(R"({"checksum":0,"nodeBootID":"0f1e2d3c-aaaa-bbbb-cccc-111122223333"})"),
+            2836396369u);
+}
+
+// A checkpoint as the Go driver writes it: compact, checksums set.
+std::string GoFile(const std::string& prepared_claims, const std::string& boot) {
+  std::string v2 = R"({"checksum":0,"preparedClaims":)" + prepared_claims + R"(,"nodeBootID":")" + boot + "\"}";
+  std::string v2sum = std::to_string(GoChecksum(v2));
+  v2.replace(v2.find(":0,") + 1, 1, v2sum);
+  return R"({"checksum":)" + std::to_string(GoChecksum(R"({"checksum":0,"v1":{}})")) +
+         R"(,"v1":{},"v2":)" + v2 + "}";
+}
+
+constexpr const char* kCdUid = "7a4e1a8e-0000-4000-8000-0000000000c1";
+
+std::string ChannelClaim(const std::string& uid, const std::string& mode) {
+  return "\"" + uid +
+         R"(":{"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"channel","driver":"compute-domain.nvidia.com","pool":"node-a","device":"channel-0"}],"config":[{"source":"FromClaim","requests":["channel"],"opaque":{"driver":"compute-domain.nvidia.com","parameters":{"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomainChannelConfig","domainID":"cd-1","allocationMode":")" +
+         mode +
+         R"("}}}]}}},"preparedDevices":[{"devices":[{"channel":{"info":{"id":0},"device":{"Requests":["channel"],"PoolName":"node-a","DeviceName":"channel-0","CDIDeviceIDs":["k8s.compute-domain.nvidia.com/claim=)" +
+         uid + R"(-channel-0"]}},"daemon":null}],"configState":{"Type":"channel","ComputeDomain":"cd-1"}}],"name":"ch","namespace":"team"})";
+}
+
+class LegacyImportTest : public ::testing::Test {
+ protected:
+  LedgerOptions Options(const std::string& driver = "gpu.nvidia.com") {
+    LedgerOptions o;
+    o.dir = dir_.path();
+    o.boot_id = "boot-now";
+    o.driver_name = driver;
+    o.lock_timeout = std::chrono::milliseconds(300);
+    return o;
+  }
+  std::string Cp() const { return JoinPath(dir_.path(), kLegacyCheckpointFileName); }
+  void WriteCp(const std::string& text) { ASSERT_TRUE(WriteFileAtomically(Cp(), text).ok()); }
+
+  nvdra::testing::TempDir dir_{"nvdra-legacy"};
+};
+
+TEST_F(LegacyImportTest, ImportedChannelClaimHoldsItsChannelLikeANativeOne) {
+  WriteCp(GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-now"));
+  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  ASSERT_EQ(l->report().imported_legacy_claims, 1u) << l->report().Summary();
+  auto r = testing::Request("native", {"channel-0"});
+  r.held = std::vector<std::string>{"channel 0"};  // what the compute-domain kind holds
+  auto b = l->BeginPrepare(r);
+  EXPECT_EQ(b.status().code(), StatusCode::kConflict) << b.status().ToString();
+  auto other = testing::Request("native2", {"channel-1"});
+  other.held = std::vector<std::string>{"channel 1"};
+  EXPECT_TRUE(l->BeginPrepare(other).ok());
+}
+
+TEST_F(LegacyImportTest, ImportedAllChannelsClaimHoldsEveryChannel) {
+  WriteCp(GoFile("{" + ChannelClaim(kCdUid, "All") + "}", "boot-now"));
+  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  ASSERT_EQ(l->report().imported_legacy_claims, 1u) << l->report().Summary();
+  for (int ch : {1, 7, 2047}) {
+    auto r = testing::Request("native-" + std::to_string(ch), {"channel-" + std::to_string(ch)});
+    r.held = std::vector<std::string>{"channel " + std::to_string(ch)};
+    EXPECT_EQ(l->BeginPrepare(r).status().code(), StatusCode::kConflict) << ch;
+  }
+}
+
+TEST_F(LegacyImportTest, ABadChecksumIsNotImportedSilently) {
+  std::string good = GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-now");
+  std::string bad = good;
+  bad.replace(bad.find("\"ch\""), 4, "\"cx\"");  // a changed byte the checksum covers
+  WriteCp(bad);
+  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  OpenReport r = l->report();
+  EXPECT_EQ(r.imported_legacy_claims, 0u);
+  EXPECT_FALSE(r.clean());
+  EXPECT_NE(r.Summary().find("checksum"), std::string::npos) << r.Summary();
+  // The plugin must not treat the node as empty: it keeps CDI specs.
+  EXPECT_TRUE(r.claims_may_be_missing);
+  EXPECT_EQ(*ReadFileToString(Cp()), bad);  // left for the operator
+}
+
+TEST_F(LegacyImportTest, AValidChecksumIsImported) {
+  WriteCp(GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-now"));
+  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  EXPECT_EQ(l->report().imported_legacy_claims, 1u);
+  EXPECT_TRUE(l->report().clean()) << l->report().Summary();
+}
+
+TEST_F(LegacyImportTest, ImportWaitsForTheGoPluginsPrepareLock) {
+  WriteCp(GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-now"));
+  int fd = ::open(JoinPath(dir_.path(), "pu.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  auto held = ClaimLedger::Open(Options("compute-domain.nvidia.com"));
+  EXPECT_FALSE(held.ok());
+  EXPECT_NE(held.status().message().find("pu.lock"), std::string::npos) << held.status().ToString();
+  EXPECT_FALSE(PathExists(JoinPath(dir_.path(), kLogFileName)));
+  ::close(fd);
+  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  EXPECT_EQ(l->report().imported_legacy_claims, 1u);
+}
+
+TEST_F(LegacyImportTest, ImportRetiresTheCheckpointSoALostLedgerCannotResurrectClaims) {
+  std::string text = GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-now");
+  WriteCp(text);
+  {
+    auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+    EXPECT_EQ(l->report().imported_legacy_claims, 1u);
+  }
+  EXPECT_FALSE(PathExists(Cp()));
+  // Still readable for a rollback, under another name the Go driver ignores.
+  std::string retired;
+  auto names = ListDirectory(dir_.path());
+  for (const auto& n : *names) {
+    if (n.starts_with(std::string(kLegacyCheckpointFileName) + ".")) retired = n;
+  }
+  ASSERT_FALSE(retired.empty());
+  EXPECT_EQ(*ReadFileToString(JoinPath(dir_.path(), retired)), text);
+  ASSERT_TRUE(RemoveFileIfExists(JoinPath(dir_.path(), kLogFileName)).ok());
+  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  EXPECT_EQ(l->report().imported_legacy_claims, 0u);
+  EXPECT_TRUE(l->List()->empty());
+}
+
+TEST_F(LegacyImportTest, ACheckpointFromAnotherBootBelongsToThatBoot) {
+  WriteCp(GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-old"));
+  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  EXPECT_EQ(l->report().earlier_boot_claims, 1u);
+  auto e = **l->Get(kCdUid);
+  EXPECT_TRUE(e.from_earlier_boot);
+  EXPECT_EQ(e.boot_id, "boot-old");
+}
+
+TEST_F(LegacyImportTest, ImportedClaimWithoutANameTakesItFromTheFirstPrepare) {
+  // v25.3 files: v1 only, no names.
+  std::string v1 = std::string(R"({"preparedClaims":{")") + kUid1 +
+                   R"(":{"status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}]}}},"preparedDevices":[{"devices":[{"gpu":{"info":{"uuid":"GPU-1"},"device":{"Requests":["gpu"],"PoolName":"node-a","DeviceName":"gpu-0","CDIDeviceIDs":["x"]}},"mig":null}],"configState":{"mpsControlDaemonID":""}}]}}})";
+  std::string body = R"({"checksum":0,"v1":)" + v1 + "}";
+  WriteCp(R"({"checksum":)" + std::to_string(GoChecksum(body)) + R"(,"v1":)" + v1 + "}");
+  auto l = std::move(ClaimLedger::Open(Options())).value();
+  ASSERT_EQ(l->report().imported_legacy_claims, 1u) << l->report().Summary();
+  EXPECT_EQ((**l->Get(kUid1)).name, "");
+  // The engine answers a completed claim from Get; it hands the name over.
+  ASSERT_TRUE(l->AdoptName(kUid1, "default", "c1").ok());
+  EXPECT_EQ((**l->Get(kUid1)).name, "c1");
+  EXPECT_EQ((**l->Get(kUid1)).ns, "default");
+  // A recorded name is never replaced.
+  ASSERT_TRUE(l->AdoptName(kUid1, "other", "c2").ok());
+  EXPECT_EQ((**l->Get(kUid1)).name, "c1");
+}
+
+TEST_F(LegacyImportTest, BeginPrepareAlsoRecordsTheMissingName) {
+  std::string v1 = std::string(R"({"preparedClaims":{")") + kUid1 +
+                   R"(":{"status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}]}}}}}})";
+  std::string body = R"({"checksum":0,"v1":)" + v1 + "}";
+  WriteCp(R"({"checksum":)" + std::to_string(GoChecksum(body)) + R"(,"v1":)" + v1 + "}");
+  auto l = std::move(ClaimLedger::Open(Options())).value();
+  auto b = l->BeginPrepare({kUid1, "default", "c1", {{"gpu", "gpu.nvidia.com", "node-a", "gpu-0", false, ""}},
+                            std::nullopt, nullptr, {}});
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ((**l->Get(kUid1)).name, "c1");
 }
 
 }  // namespace

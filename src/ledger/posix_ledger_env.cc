@@ -4,12 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "ledger/ledger_env.h"
 #include "util/file_util.h"
+#include "util/mutex.h"
 
 namespace nvdra::ledger {
 namespace {
@@ -68,11 +67,11 @@ class PosixFileLock final : public FileLock {
 // attempt uses its own open file description, so an abandoned helper can
 // never release a lock that a later attempt holds.
 struct LockWait {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  bool abandoned = false;
-  int err = 0;
+  Mutex mu;
+  CondVar cv;
+  bool done GUARDED_BY(mu) = false;
+  bool abandoned GUARDED_BY(mu) = false;
+  int err GUARDED_BY(mu) = 0;
 };
 
 class PosixEnv final : public LedgerEnv {
@@ -120,11 +119,13 @@ class PosixEnv final : public LedgerEnv {
   }
 
   Status WriteNewFile(const std::string& path, std::string_view data) override {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return IoError("cannot create", path, errno);
     Status s = WriteAll(fd, data, path);
     if (s.ok() && ::fsync(fd) != 0) s = IoError("cannot sync", path, errno);
     ::close(fd);
+    // A full disk must not be left fuller by the bytes that did fit.
+    if (!s.ok()) ::unlink(path.c_str());
     return s;
   }
 
@@ -139,8 +140,15 @@ class PosixEnv final : public LedgerEnv {
 
   Result<std::unique_ptr<FileLock>> Lock(const std::string& path,
                                          std::chrono::steady_clock::time_point deadline) override {
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return IoError("cannot open lock file", path, errno);
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      if (errno == ELOOP) {
+        return FailedPrecondition("lock file " + path +
+                                  " is a symbolic link; refusing to follow it (remove it; the "
+                                  "plugin creates a plain file)");
+      }
+      return IoError("cannot open lock file", path, errno);
+    }
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return std::unique_ptr<FileLock>(new PosixFileLock(fd));
     if (errno != EWOULDBLOCK) {
       int err = errno;
@@ -153,17 +161,17 @@ class PosixEnv final : public LedgerEnv {
       do {
         rc = ::flock(fd, LOCK_EX);
       } while (rc != 0 && errno == EINTR);
-      std::lock_guard<std::mutex> l(wait->mu);
+      MutexLock l(wait->mu);
       wait->err = rc == 0 ? 0 : errno;
       wait->done = true;
       if (wait->abandoned) {
         ::close(fd);
         return;
       }
-      wait->cv.notify_all();
+      wait->cv.NotifyAll();
     }).detach();
-    std::unique_lock<std::mutex> l(wait->mu);
-    if (!wait->cv.wait_until(l, deadline, [&] { return wait->done; })) {
+    MutexLock l(wait->mu);
+    if (!wait->cv.WaitUntil(wait->mu, deadline, [&]() REQUIRES(wait->mu) { return wait->done; })) {
       wait->abandoned = true;
       return DeadlineExceeded("timed out waiting for the ledger lock " + path +
                               " (another plugin process holds it; is an old plugin pod stuck?)");

@@ -145,7 +145,7 @@ void DraMetrics::ObservePrepareStep(PrepareStep step, double seconds) {
 
 void DraMetrics::SetPreparedDevices(std::string_view device_type, double n) {
   {
-    std::lock_guard lock(seen_mu_);
+    MutexLock lock(seen_mu_);
     seen_device_types_.emplace(device_type);
   }
   prepared_devices_->WithLabels({options_.node, options_.driver, device_type}).Set(n);
@@ -154,7 +154,7 @@ void DraMetrics::SetPreparedDevices(std::string_view device_type, double n) {
 void DraMetrics::SetPreparedDeviceCounts(const std::map<std::string, int64_t>& counts) {
   std::set<std::string> all;
   {
-    std::lock_guard lock(seen_mu_);
+    MutexLock lock(seen_mu_);
     all = seen_device_types_;
   }
   for (const auto& [type, n] : counts) all.insert(type);
@@ -166,7 +166,7 @@ void DraMetrics::SetPreparedDeviceCounts(const std::map<std::string, int64_t>& c
 
 void DraMetrics::SetLedgerClaims(std::string_view state, double n) {
   {
-    std::lock_guard lock(seen_mu_);
+    MutexLock lock(seen_mu_);
     seen_ledger_states_.emplace(state);
   }
   ledger_claims_->WithLabels({options_.driver, state}).Set(n);
@@ -175,7 +175,7 @@ void DraMetrics::SetLedgerClaims(std::string_view state, double n) {
 void DraMetrics::SetLedgerClaimCounts(const std::map<std::string, int64_t>& counts) {
   std::set<std::string> all;
   {
-    std::lock_guard lock(seen_mu_);
+    MutexLock lock(seen_mu_);
     all = seen_ledger_states_;
   }
   for (const auto& [state, n] : counts) all.insert(state);

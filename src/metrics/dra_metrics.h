@@ -9,13 +9,13 @@
 #include <array>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "metrics/metric_registry.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra::metrics {
@@ -140,9 +140,9 @@ class DraMetrics {
   Gauge* stale_completed_series_ = nullptr;
 
   // Every label value ever set, so a full update can zero the ones now absent.
-  std::mutex seen_mu_;
-  std::set<std::string> seen_device_types_;
-  std::set<std::string> seen_ledger_states_;
+  Mutex seen_mu_;
+  std::set<std::string> seen_device_types_ GUARDED_BY(seen_mu_);
+  std::set<std::string> seen_ledger_states_ GUARDED_BY(seen_mu_);
 };
 
 }  // namespace nvdra::metrics

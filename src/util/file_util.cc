@@ -75,7 +75,8 @@ Status WriteFileAtomically(const std::string& path, const std::string& content, 
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   std::string tmp = JoinPath(dir, "." + base + ".tmp-" + std::to_string(rng() % 1000000000ULL));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  // O_EXCL|O_NOFOLLOW: never write through anything planted at the temp name.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return Internal("create " + tmp + ": " + ErrnoText(errno));
   Status s = WriteAll(fd, content.data(), content.size(), tmp);
   if (s.ok() && ::fchmod(fd, mode) != 0) s = Internal("chmod " + tmp + ": " + ErrnoText(errno));

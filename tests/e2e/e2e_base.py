@@ -32,10 +32,12 @@ class NodeTestCase(unittest.TestCase):
     def cd_plugin(self, profile="gb200x4", **kw):
         return self.node.plugin(CD_DRIVER, profile, **kw)
 
-    def gpu_claim(self, name, devices, namespace="default", configs=None):
+    def gpu_claim(self, name, devices, namespace="default", configs=None, reserved_for=None, uid=None):
+        """Stores the claim (again, when uid names an existing one: e.g. its
+        reservedFor changed) and returns (namespace, name, uid)."""
         results = [{"request": "gpu%d" % i if len(devices) > 1 else "gpu", "driver": GPU_DRIVER,
                     "pool": self.node.node_name, "device": d} for i, d in enumerate(devices)]
-        c = make_claim(name, results, namespace, configs)
+        c = make_claim(name, results, namespace, configs, uid=uid, reserved_for=reserved_for)
         self.node.api.load([c])
         return (namespace, name, c["metadata"]["uid"])
 

@@ -107,10 +107,13 @@ class ApiServer:
         self.log.close()
 
 
-def make_claim(name, results, namespace="default", configs=None, uid=None):
-    """A resource.k8s.io/v1 ResourceClaim, allocated as the scheduler would."""
+def make_claim(name, results, namespace="default", configs=None, uid=None, reserved_for=None):
+    """A resource.k8s.io/v1 ResourceClaim, allocated as the scheduler would.
+
+    reserved_for: the pods (name, uid) in status.reservedFor, as the
+    scheduler and the resourceclaim controller keep it."""
     uid = uid or str(uuid.uuid4())
-    return {
+    claim = {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace, "uid": uid},
         "spec": {"devices": {"requests": [{"name": r["request"], "exactly": {"deviceClassName": "gpu.nvidia.com"}}
@@ -121,6 +124,9 @@ def make_claim(name, results, namespace="default", configs=None, uid=None):
             "config": configs or [],
         }}},
     }
+    if reserved_for is not None:
+        claim["status"]["reservedFor"] = [{"resource": "pods", "name": n, "uid": u} for n, u in reserved_for]
+    return claim
 
 
 def opaque_config(driver, parameters, requests=None, source="FromClaim"):
@@ -171,10 +177,12 @@ class Plugin:
                 "--kubelet-registrar-directory-path", self.node.registry_dir,
                 "--mock-hardware", self.profile,
                 "--mock-state-dir", os.path.join(self.node.workdir, "mock-" + self.driver),
-                "--boot-id-path", self.node.boot_id_path,
-                "--reconcile-period", str(self.reconcile_period),
-                "--completed-claim-grace", "600",
-                "-v", "4"] + self.extra_args
+                "--boot-id-path", self.node.boot_id_path]
+        # Defaults a test may override through extra_args (each flag once).
+        for flag, value in (("--reconcile-period", str(self.reconcile_period)), ("--completed-claim-grace", "600")):
+            if flag not in self.extra_args:
+                args += [flag, value]
+        args += ["-v", "4"] + self.extra_args
         if self.rolling_update_id:
             args += ["--rolling-update-id", self.rolling_update_id]
         e = dict(os.environ)

@@ -26,7 +26,8 @@ enum class Surface { kRegistration, kDra, kHealth };
 std::string UnimplementedHint(const std::string& message, const std::string& socket, Surface surface,
                               const std::string& api);
 
-// `nvdractl ledger show|verify <dir>`: look inside a node's claim ledger.
+// `nvdractl ledger show|verify|rebuild|export-upstream <dir>`: look inside a
+// node's claim ledger, rebuild lost entries, hand claims back to the Go driver.
 void AddLedgerCommands(CLI::App& app, int& exit_code);
 
 // `nvdractl register|prepare|unprepare|watch-health`: speak to a plugin as the kubelet does.

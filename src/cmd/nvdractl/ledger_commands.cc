@@ -1,6 +1,9 @@
-// `nvdractl ledger show|verify <dir>`: how an operator looks inside a node's
-// claim ledger. Both only read: they never repair, rename or create files, so
-// they are safe next to running plugins.
+// `nvdractl ledger show|verify|rebuild|export-upstream <dir>`: how an operator
+// looks inside a node's claim ledger, rebuilds lost entries from the CDI specs
+// on the node, and hands the claims back to the Go driver on a rollback.
+// show and verify only read: they never repair, rename or create files, so
+// they are safe next to running plugins. rebuild records entries through the
+// ledger's own locking, also safe next to a running plugin.
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -11,10 +14,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cdi/cdi_spec_writer.h"
 #include "cmd/nvdractl/commands.h"
 #include "ledger/claim_ledger.h"
 #include "ledger/ledger_inspector.h"
+#include "ledger/legacy_checkpoint.h"
 #include "util/boot_id.h"
+#include "util/file_util.h"
+#include "util/uid.h"
 
 namespace nvdra::ctl {
 namespace {
@@ -66,6 +73,11 @@ void PrintProblems(const LedgerInspection& in, std::FILE* f) {
   }
   if (in.double_held > 0) {
     std::fprintf(f, "INCONSISTENT: %zu resources recorded for two live claims\n", in.double_held);
+    for (const auto& d : in.double_holds) std::fprintf(f, "INCONSISTENT: %s\n", d.c_str());
+  }
+  if (in.claims_may_be_missing) {
+    std::fprintf(f, "RECOVERING: an unreadable ledger or checkpoint was set aside; claims may be missing "
+                    "until they are rebuilt (nvdractl ledger rebuild)\n");
   }
   for (const auto& n : in.notes) std::fprintf(f, "note: %s\n", n.c_str());
   for (const auto& s : in.side_files) {
@@ -95,6 +107,8 @@ nlohmann::json ToJson(const LedgerInspection& in) {
           {"damaged", in.damaged()},
           {"damage", damage},
           {"doubleHeld", in.double_held},
+          {"doubleHolds", in.double_holds},
+          {"claimsMayBeMissing", in.claims_may_be_missing},
           {"notes", in.notes},
           {"sideFiles", in.side_files},
           {"claims", claims}};
@@ -149,16 +163,148 @@ int Verify(const std::string& dir) {
   return bad ? 1 : 0;
 }
 
+// The compute-domain kind holds channels as "channel <n>"; a spec alone does
+// not say whether a claim had every channel (allocationMode All).
+std::vector<std::string> HeldFor(const std::string& driver, const std::vector<std::string>& devices) {
+  std::vector<std::string> held;
+  for (const auto& d : devices) {
+    if (driver == "compute-domain.nvidia.com" && d.rfind("channel-", 0) == 0) {
+      held.push_back("channel " + d.substr(8));
+    } else {
+      held.push_back(d);
+    }
+  }
+  return held;
+}
+
+int Rebuild(const std::string& dir, const std::string& cdi_root, const std::string& driver,
+            const std::string& boot_id_file, bool keep_recovering) {
+  ledger::LedgerOptions o;
+  o.dir = dir;
+  o.boot_id_path = boot_id_file;
+  o.driver_name = driver;
+  auto l = ledger::ClaimLedger::Open(o);
+  if (!l.ok()) {
+    std::fprintf(stderr, "nvdractl: %s\n", l.status().message().c_str());
+    return 2;
+  }
+  cdi::CdiSpecWriter cdi(cdi_root, "k8s." + driver);
+  auto uids = cdi.ListClaimSpecUids();
+  if (!uids.ok()) {
+    std::fprintf(stderr, "nvdractl: %s\n", uids.status().message().c_str());
+    return 2;
+  }
+  int failed = 0, rebuilt = 0;
+  for (const auto& uid : *uids) {
+    auto path = cdi.ClaimSpecPath(uid);
+    auto text = path.ok() ? ReadFileToString(*path) : path.status();
+    if (!text.ok()) {
+      // Only the upstream driver's .yaml is there: the Go driver's claim,
+      // which its checkpoint import covers.
+      std::printf("skipped %s: %s\n", uid.c_str(), text.status().message().c_str());
+      continue;
+    }
+    nlohmann::json spec = ledger::ParsePersistedJson(*text);
+    ledger::RebuiltClaim c;
+    c.uid = uid;
+    c.source = "cdi spec " + *path;
+    std::string prefix = uid + "-";
+    if (spec.is_object() && spec.contains("devices") && spec["devices"].is_array()) {
+      for (const auto& d : spec["devices"]) {
+        std::string name = d.is_object() ? d.value("name", "") : "";
+        if (name.rfind(prefix, 0) != 0) continue;
+        c.devices.push_back(name.substr(prefix.size()));
+        c.cdi_device_ids.push_back(cdi.Kind() + "=" + name);
+      }
+    }
+    if (c.devices.empty()) {
+      std::printf("skipped %s: its CDI spec names no device of the claim\n", uid.c_str());
+      continue;
+    }
+    c.held = HeldFor(driver, c.devices);
+    auto before = (*l)->Get(uid);
+    bool known = before.ok() && before->has_value() && ledger::HoldsResources((*before)->state);
+    Status s = (*l)->RebuildEntry(c);
+    if (!s.ok()) {
+      std::printf("FAILED %s: %s\n", uid.c_str(), s.message().c_str());
+      ++failed;
+    } else if (known) {
+      std::printf("kept %s: the ledger already has it\n", uid.c_str());
+    } else {
+      std::printf("rebuilt %s: %s\n", uid.c_str(), Join(c.devices).c_str());
+      ++rebuilt;
+    }
+  }
+  if (failed == 0 && !keep_recovering) {
+    Status s = (*l)->FinishRecovery();
+    if (!s.ok()) {
+      std::fprintf(stderr, "nvdractl: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
+  std::printf("%d entries rebuilt, %d failed%s\n", rebuilt, failed,
+              failed == 0 && !keep_recovering ? "; recovery finished" : "");
+  return failed == 0 ? 0 : 1;
+}
+
+int ExportUpstream(const std::string& dir, std::string output, const std::string& boot_id_file, bool force,
+                   bool retire_ledger) {
+  auto boot = ReadBootId(boot_id_file);
+  if (!boot.ok()) {
+    std::fprintf(stderr, "nvdractl: %s\n", boot.status().message().c_str());
+    return 2;
+  }
+  auto in = ledger::InspectLedger(dir, *boot);
+  if (!in.ok() || !in->exists) {
+    std::fprintf(stderr, "nvdractl: %s\n", in.ok() ? ("no ledger in " + dir).c_str() : in.status().message().c_str());
+    return 2;
+  }
+  if (in->damaged() || in->inconsistent()) {
+    std::fprintf(stderr, "nvdractl: the ledger in %s is damaged or recovering (see `nvdractl ledger verify`); "
+                         "exporting what verifies\n", dir.c_str());
+  }
+  if (output.empty()) output = JoinPath(dir, ledger::kLegacyCheckpointFileName);
+  if (PathExists(output) && !force) {
+    std::fprintf(stderr, "nvdractl: %s exists; refusing to overwrite it without --force\n", output.c_str());
+    return 1;
+  }
+  std::string text = ledger::WriteLegacyCheckpoint(in->entries, *boot);
+  Status s = WriteFileAtomically(output, text, 0600);
+  if (!s.ok()) {
+    std::fprintf(stderr, "nvdractl: %s\n", s.message().c_str());
+    return 1;
+  }
+  size_t live = 0;
+  for (const auto& e : in->entries) live += ledger::HoldsResources(e.state) ? 1 : 0;
+  std::printf("wrote %s with %zu claims for boot %s\n", output.c_str(), live, boot->c_str());
+  if (retire_ledger) {
+    // After a rollback the Go driver's checkpoint is the truth; a later
+    // upgrade imports it again instead of trusting this ledger.
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch()).count();
+    std::string log = JoinPath(dir, ledger::kLogFileName);
+    std::string aside = log + ".exported-" + std::to_string(ms);
+    if (std::rename(log.c_str(), aside.c_str()) != 0) {
+      std::fprintf(stderr, "nvdractl: cannot rename %s: %s\n", log.c_str(), ErrnoText(errno).c_str());
+      return 1;
+    }
+    std::printf("renamed %s to %s\n", log.c_str(), aside.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 void AddLedgerCommands(CLI::App& app, int& exit_code) {
   struct Flags {
     std::string dir, boot_id_file = kDefaultBootIdPath;
     bool json = false;
+    std::string cdi_root = "/var/run/cdi", driver = "gpu.nvidia.com", output;
+    bool keep_recovering = false, force = false, retire_ledger = false;
   };
   // Owned by the callbacks, which live as long as the app.
   auto flags = std::make_shared<Flags>();
-  auto* group = app.add_subcommand("ledger", "inspect a driver's claim ledger (read-only)");
+  auto* group = app.add_subcommand("ledger", "inspect, rebuild or export a driver's claim ledger");
   group->require_subcommand(1);
 
   auto* show = group->add_subcommand("show", "print claims, states and devices");
@@ -171,6 +317,31 @@ void AddLedgerCommands(CLI::App& app, int& exit_code) {
       "verify", "check every record's checksum; exit 1 on damage, 2 if there is no ledger");
   verify->add_option("dir", flags->dir, "the driver's plugin data directory")->required();
   verify->callback([flags, &exit_code] { exit_code = Verify(flags->dir); });
+
+  auto* rebuild = group->add_subcommand(
+      "rebuild", "record the claims whose CDI specs are on the node but whose entries were lost, then end "
+                 "the recovery (exit 1 when some could not be rebuilt)");
+  rebuild->add_option("dir", flags->dir, "the driver's plugin data directory")->required();
+  rebuild->add_option("--cdi-root", flags->cdi_root, "the CDI spec directory");
+  rebuild->add_option("--driver", flags->driver, "the driver's name (gpu.nvidia.com, compute-domain.nvidia.com)");
+  rebuild->add_option("--boot-id-file", flags->boot_id_file, "where the current boot id is read from");
+  rebuild->add_flag("--keep-recovering", flags->keep_recovering,
+                    "do not end the recovery (the plugin keeps every CDI spec)");
+  rebuild->callback([flags, &exit_code] {
+    exit_code = Rebuild(flags->dir, flags->cdi_root, flags->driver, flags->boot_id_file, flags->keep_recovering);
+  });
+
+  auto* exp = group->add_subcommand(
+      "export-upstream", "write the Go driver's checkpoint.json from the ledger, for a rollback (docs/migration.md)");
+  exp->add_option("dir", flags->dir, "the driver's plugin data directory")->required();
+  exp->add_option("--output", flags->output, "where to write (default: <dir>/checkpoint.json)");
+  exp->add_option("--boot-id-file", flags->boot_id_file, "where the current boot id is read from");
+  exp->add_flag("--force", flags->force, "overwrite an existing checkpoint");
+  exp->add_flag("--retire-ledger", flags->retire_ledger,
+                "rename ledger.log aside, so a later upgrade imports the checkpoint again");
+  exp->callback([flags, &exit_code] {
+    exit_code = ExportUpstream(flags->dir, flags->output, flags->boot_id_file, flags->force, flags->retire_ledger);
+  });
 }
 
 }  // namespace nvdra::ctl

@@ -10,6 +10,8 @@
 #include "util/test_paths.h"
 #include "ledger/claim_ledger.h"
 #include "ledger/ledger_test_util.h"
+#include "ledger/legacy_checkpoint.h"
+#include "ledger/log_format.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
 
@@ -94,6 +96,146 @@ TEST(NvdractlLedgerTest, VerifyFailsOnDamageAndLeavesTheDirectoryAlone) {
 TEST(NvdractlLedgerTest, VerifyWithoutLedgerExitsTwo) {
   TempDir dir{"nvdra-ledger"};
   EXPECT_EQ(Nvdractl("ledger verify " + dir.path()).exit_code, 2);
+}
+
+
+// --- rebuild, export-upstream, and what verify reports.
+
+void WriteSpec(const std::string& root, const std::string& uid, const std::vector<std::string>& devices) {
+  nlohmann::json devs = nlohmann::json::array();
+  for (const auto& d : devices) {
+    devs.push_back({{"name", uid + "-" + d}, {"containerEdits", {{"deviceNodes", {{{"path", "/dev/nvidia0"}}}}}}});
+  }
+  nlohmann::json spec = {{"cdiVersion", "0.5.0"}, {"kind", "k8s.gpu.nvidia.com/claim"}, {"devices", devs}};
+  ASSERT_TRUE(MakeDirectories(root).ok());
+  ASSERT_TRUE(WriteFileAtomically(root + "/k8s.gpu.nvidia.com-claim_" + uid + ".json", spec.dump()).ok());
+}
+
+TEST(NvdractlLedgerTest, RebuildRecordsClaimsFromCdiSpecsAfterAnUnreadableLedger) {
+  TempDir dir{"nvdra-ledger"};
+  std::string cdi = dir.path() + "/cdi", data = dir.path() + "/data";
+  ASSERT_TRUE(MakeDirectories(data).ok());
+  ASSERT_TRUE(WriteFileAtomically(JoinPath(data, ledger::kLogFileName), "garbage, not a ledger").ok());
+  WriteSpec(cdi, "uid-a", {"gpu-0", "gpu-1"});
+  WriteSpec(cdi, "uid-b", {"gpu-2"});
+  CtlRun r = Nvdractl("ledger rebuild " + data + " --cdi-root " + cdi + " --driver gpu.nvidia.com");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("uid-a"), std::string::npos) << r.out;
+  ledger::LedgerOptions o;
+  o.dir = data;
+  o.boot_id = "boot-1";
+  auto l = std::move(ledger::ClaimLedger::Open(o)).value();
+  EXPECT_FALSE(*l->ClaimsMayBeMissing());
+  auto a = **l->Get("uid-a");
+  EXPECT_EQ(a.state, ledger::ClaimState::kPrepareCompleted);
+  EXPECT_EQ(a.held, (std::vector<std::string>{"gpu-0", "gpu-1"}));
+  ASSERT_EQ(a.prepared.size(), 2u);
+  EXPECT_EQ(a.prepared[0].cdi_device_ids, std::vector<std::string>{"k8s.gpu.nvidia.com/claim=uid-a-gpu-0"});
+  EXPECT_EQ(l->BeginPrepare(Request("uid-c", {"gpu-2"})).status().code(), StatusCode::kConflict);
+  // Running it again changes nothing.
+  CtlRun again = Nvdractl("ledger rebuild " + data + " --cdi-root " + cdi + " --driver gpu.nvidia.com");
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+}
+
+TEST(NvdractlLedgerTest, VerifyNamesDoubleHolds) {
+  TempDir dir{"nvdra-ledger"};
+  MakeLedger(dir.path());
+  ledger::ClaimEntry b;
+  b.uid = "uid-x";
+  b.state = ledger::ClaimState::kPrepareCompleted;
+  b.held = {"gpu-0"};
+  std::string path = JoinPath(dir.path(), ledger::kLogFileName);
+  ASSERT_TRUE(WriteFileAtomically(path, *ReadFileToString(path) +
+                                            ledger::EncodeRecord(2, ledger::EntryToJson(b).dump()))
+                  .ok());
+  CtlRun r = Nvdractl("ledger verify " + dir.path());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("gpu-0 (claims uid-a, uid-x)"), std::string::npos) << r.out;
+}
+
+// The Go driver's checksum, written here independently of the ledger code.
+uint32_t IndependentGoChecksum(const std::string& s) {
+  std::string dump = "([]uint8)[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    dump += (i ? " " : "") + std::to_string(static_cast<unsigned char>(s[i]));
+  }
+  dump += "]";
+  uint32_t h = 2166136261u;
+  for (unsigned char c : dump) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+TEST(NvdractlLedgerTest, ExportUpstreamWritesACheckpointTheGoDriverAccepts) {
+  TempDir dir{"nvdra-ledger"};
+  MakeLedger(dir.path());
+  std::string boot = JoinPath(dir.path(), "boot_id");
+  ASSERT_TRUE(WriteFileAtomically(boot, "boot-1\n").ok());
+  CtlRun r = Nvdractl("ledger export-upstream " + dir.path() + " --boot-id-file " + boot);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::string cp = JoinPath(dir.path(), ledger::kLegacyCheckpointFileName);
+  std::string text = *ReadFileToString(cp);
+  // Checksums as the Go driver verifies them.
+  auto doc = nlohmann::ordered_json::parse(text);
+  std::string v2 = doc["v2"].dump();
+  uint32_t v2_sum = doc["v2"]["checksum"].get<uint32_t>();
+  auto v2_zero = doc["v2"];
+  v2_zero["checksum"] = 0;
+  EXPECT_EQ(IndependentGoChecksum(v2_zero.dump()), v2_sum) << text;
+  EXPECT_EQ(IndependentGoChecksum("{\"checksum\":0,\"v1\":" + doc["v1"].dump() + "}"),
+            doc["checksum"].get<uint32_t>());
+  EXPECT_EQ(doc["v2"]["nodeBootID"], "boot-1");
+  EXPECT_EQ(doc["v2"]["preparedClaims"]["uid-a"]["checkpointState"], "PrepareCompleted");
+  EXPECT_EQ(doc["v2"]["preparedClaims"]["uid-b"]["checkpointState"], "PrepareStarted");
+  EXPECT_EQ(doc["v2"]["preparedClaims"]["uid-a"]["preparedDevices"][0]["devices"][0]["gpu"]["device"]["DeviceName"],
+            "gpu-0");
+  EXPECT_FALSE(doc["v1"]["preparedClaims"].contains("uid-b"));  // v1 holds completed claims only
+  // Our import reads it back: same claims, same devices.
+  TempDir other{"nvdra-ledger"};
+  ASSERT_TRUE(WriteFileAtomically(JoinPath(other.path(), ledger::kLegacyCheckpointFileName), text).ok());
+  ledger::LedgerOptions o;
+  o.dir = other.path();
+  o.boot_id = "boot-1";
+  o.driver_name = "gpu.nvidia.com";
+  auto l = std::move(ledger::ClaimLedger::Open(o)).value();
+  ASSERT_EQ(l->report().imported_legacy_claims, 2u) << l->report().Summary();
+  auto a = **l->Get("uid-a");
+  EXPECT_EQ(a.state, ledger::ClaimState::kPrepareCompleted);
+  EXPECT_EQ(a.prepared, Prepared("uid-a", {"gpu-0"}));
+  EXPECT_EQ(a.allocation, ledger::testing::Alloc({"gpu-0"}));
+  // A second export refuses to overwrite without --force.
+  EXPECT_NE(Nvdractl("ledger export-upstream " + dir.path() + " --boot-id-file " + boot).exit_code, 0);
+}
+
+TEST(NvdractlLedgerTest, ExportUpstreamGivesImportedClaimsBackUnchanged) {
+  TempDir dir{"nvdra-ledger"};
+  // A checkpoint as the Go driver wrote it (one completed claim).
+  std::string claim =
+      R"({"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}],"config":[{"source":"FromClass","opaque":{"driver":"gpu.nvidia.com","parameters":{"kind":"GpuConfig","apiVersion":"resource.nvidia.com/v1beta1","sharing":{"strategy":"TimeSlicing"}}}}]},"allocationTimestamp":"2026-01-01T00:00:00Z"},"reservedFor":[{"resource":"pods","name":"p","uid":"u"}]},"preparedDevices":[{"devices":[{"gpu":{"info":{"uuid":"GPU-1"},"device":{"Requests":["gpu"],"PoolName":"node-a","DeviceName":"gpu-0","CDIDeviceIDs":["k8s.gpu.nvidia.com/claim=7a4e1a8e-0000-4000-8000-000000000001-gpu-0"]}},"mig":null}],"configState":{"mpsControlDaemonID":""}}],"name":"c1","namespace":"default"})";
+  std::string uid = "7a4e1a8e-0000-4000-8000-000000000001";
+  std::string v2 = R"({"checksum":0,"preparedClaims":{")" + uid + "\":" + claim + R"(},"nodeBootID":"boot-1"})";
+  std::string v1 = R"({"preparedClaims":{")" + uid + R"(":{"status":)" +
+                   nlohmann::ordered_json::parse(claim)["status"].dump() + R"(,"preparedDevices":)" +
+                   nlohmann::ordered_json::parse(claim)["preparedDevices"].dump() + "}}}";
+  uint32_t c2 = IndependentGoChecksum(v2);
+  v2.replace(v2.find(":0,"), 3, ":" + std::to_string(c2) + ",");
+  std::string file = "{\"checksum\":" + std::to_string(IndependentGoChecksum("{\"checksum\":0,\"v1\":" + v1 + "}")) +
+                     ",\"v1\":" + v1 + ",\"v2\":" + v2 + "}";
+  std::string cp = JoinPath(dir.path(), ledger::kLegacyCheckpointFileName);
+  ASSERT_TRUE(WriteFileAtomically(cp, file).ok());
+  {
+    ledger::LedgerOptions o;
+    o.dir = dir.path();
+    o.boot_id = "boot-1";
+    o.driver_name = "gpu.nvidia.com";
+    auto l = std::move(ledger::ClaimLedger::Open(o)).value();
+    ASSERT_EQ(l->report().imported_legacy_claims, 1u) << l->report().Summary();
+  }
+  std::string boot = JoinPath(dir.path(), "boot_id");
+  ASSERT_TRUE(WriteFileAtomically(boot, "boot-1\n").ok());
+  CtlRun r = Nvdractl("ledger export-upstream " + dir.path() + " --boot-id-file " + boot + " --retire-ledger");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(*ReadFileToString(cp), file);  // byte for byte what the Go driver wrote
+  EXPECT_FALSE(PathExists(JoinPath(dir.path(), ledger::kLogFileName)));
 }
 
 }  // namespace
