@@ -211,7 +211,9 @@ int Rebuild(const std::string& dir, const std::string& cdi_root, const std::stri
     std::string prefix = uid + "-";
     if (spec.is_object() && spec.contains("devices") && spec["devices"].is_array()) {
       for (const auto& d : spec["devices"]) {
-        std::string name = d.is_object() ? d.value("name", "") : "";
+        // A spec file on disk may hold anything: a non-string name is skipped.
+        auto n = d.is_object() ? d.find("name") : d.end();
+        std::string name = n != d.end() && n->is_string() ? n->get<std::string>() : "";
         if (name.rfind(prefix, 0) != 0) continue;
         c.devices.push_back(name.substr(prefix.size()));
         c.cdi_device_ids.push_back(cdi.Kind() + "=" + name);

@@ -137,6 +137,27 @@ TEST(NvdractlLedgerTest, RebuildRecordsClaimsFromCdiSpecsAfterAnUnreadableLedger
   EXPECT_EQ(again.exit_code, 0) << again.out;
 }
 
+TEST(NvdractlLedgerTest, RebuildSkipsSpecDevicesWithoutAStringName) {
+  TempDir dir{"nvdra-ledger"};
+  std::string cdi = dir.path() + "/cdi", data = dir.path() + "/data";
+  ASSERT_TRUE(MakeDirectories(data).ok());
+  ASSERT_TRUE(WriteFileAtomically(JoinPath(data, ledger::kLogFileName), "garbage, not a ledger").ok());
+  ASSERT_TRUE(MakeDirectories(cdi).ok());
+  nlohmann::json spec = {{"cdiVersion", "0.5.0"},
+                         {"kind", "k8s.gpu.nvidia.com/claim"},
+                         {"devices", {{{"name", 5}}, {{"name", "uid-c-gpu-3"}}}}};
+  ASSERT_TRUE(WriteFileAtomically(cdi + "/k8s.gpu.nvidia.com-claim_uid-c.json", spec.dump()).ok());
+  CtlRun r = Nvdractl("ledger rebuild " + data + " --cdi-root " + cdi + " --driver gpu.nvidia.com");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ledger::LedgerOptions o;
+  o.dir = data;
+  o.boot_id = "boot-1";
+  auto l = std::move(ledger::ClaimLedger::Open(o)).value();
+  auto c = l->Get("uid-c");
+  ASSERT_TRUE(c.ok() && c->has_value()) << r.out;
+  EXPECT_EQ((*c)->held, std::vector<std::string>{"gpu-3"});
+}
+
 TEST(NvdractlLedgerTest, VerifyNamesDoubleHolds) {
   TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
