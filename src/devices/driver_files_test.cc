@@ -370,7 +370,7 @@ TEST(MockDriverInstallTest, NvidiaSmiListsTheGpusItSees) {
   testing::TempDir tmp;
   auto profile = LoadMockProfile("a100-mig");
   ASSERT_TRUE(profile.ok());
-  auto lib = MockDeviceLib::Create(*profile, tmp.path() + "/root");
+  auto lib = MockDeviceLib::Create(*profile, tmp.path() + "/driver-root");
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   const auto& inv = profile->inventory;
   // A container's /dev holding only GPU 1 and the first MIG device of GPU 2.
@@ -381,7 +381,7 @@ TEST(MockDriverInstallTest, NvidiaSmiListsTheGpusItSees) {
   dev.File("/dev/nvidia-caps/nvidia-cap" + std::to_string(MockDeviceLib::MigGiCapMinor(2, m.gi_id)));
   dev.File("/dev/nvidia-caps/nvidia-cap" + std::to_string(MockDeviceLib::MigCiCapMinor(2, m.gi_id, m.ci_id)));
   int rc = -1;
-  std::string smi = tmp.path() + "/root/usr/bin/nvidia-smi";
+  std::string smi = tmp.path() + "/driver-root/usr/bin/nvidia-smi";
   std::string out = RunScript("NVDRA_MOCK_DEV_ROOT='" + tmp.path() + "/ctr' " + smi + " -L", &rc);
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(out, "GPU 0: NVIDIA A100-SXM4-40GB (UUID: " + inv.gpus[1].uuid + ")\n" +
