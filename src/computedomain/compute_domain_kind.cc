@@ -5,15 +5,12 @@
 #include <set>
 
 #include "devices/published_devices.h"
-#include "metrics/dra_metrics.h"
 #include "util/file_util.h"
 #include "util/log.h"
 
 namespace nvdra::computedomain {
 
 namespace {
-
-constexpr int kUndoVersion = 1;
 
 std::string ChannelResource(int id) { return "channel " + std::to_string(id); }
 
@@ -28,9 +25,17 @@ bool IsValidDomainId(const std::string& id) {
 
 }  // namespace
 
+config::DriverConfigRules ComputeDomainConfigRules() {
+  config::DriverConfigRules rules;
+  rules.driver = kDriverName;
+  rules.device_types = {std::string(config::kDeviceTypeChannel), std::string(config::kDeviceTypeDaemon)};
+  rules.defaults = {config::ComputeDomainDaemonConfig{}, config::ComputeDomainChannelConfig{}};
+  return rules;
+}
+
 ComputeDomainKind::ComputeDomainKind(ComputeDomainKindOptions options, devices::DeviceEdits edits,
-                                     ComputeDomainSource& domains, const cdi::CdiSpecWriter& cdi)
-    : options_(std::move(options)), edits_(std::move(edits)), domains_(domains), cdi_(cdi) {}
+                                     ComputeDomainSource& domains)
+    : options_(std::move(options)), edits_(std::move(edits)), domains_(domains) {}
 
 std::optional<int> ComputeDomainKind::ChannelId(const std::string& device) {
   constexpr std::string_view prefix = "channel-";
@@ -45,13 +50,13 @@ std::optional<int> ComputeDomainKind::ChannelId(const std::string& device) {
 }
 
 std::string ComputeDomainKind::DeviceType(const std::string& device) const {
-  if (device == devices::kDaemonDeviceName) return "daemon";
-  if (ChannelId(device)) return "channel";
+  if (device == devices::kDaemonDeviceName) return std::string(config::kDeviceTypeDaemon);
+  if (ChannelId(device)) return std::string(config::kDeviceTypeChannel);
   return "";
 }
 
 std::vector<std::string> ComputeDomainKind::MetricDeviceTypes() const {
-  return metrics::kComputeDomainDeviceTypes;
+  return {"channel", "daemon", "unknown"};
 }
 
 std::vector<model::PublishedDevice> ComputeDomainKind::PublishedDevices() const {
@@ -62,43 +67,57 @@ std::string ComputeDomainKind::DomainDir(const std::string& domain_uid) const {
   return JoinPath(JoinPath(options_.plugin_dir, "domains"), domain_uid);
 }
 
+namespace {
+
+// The domain a config names, checked against the one the claim named so far.
+Status JoinDomain(std::string& domain, const std::string& config_domain) {
+  if (!IsValidDomainId(config_domain)) return InvalidArgument("domainID \"" + config_domain + "\" is not a valid UID");
+  if (!domain.empty() && domain != config_domain) {
+    return InvalidArgument("claim mixes ComputeDomains " + domain + " and " + config_domain);
+  }
+  domain = config_domain;
+  return Status::Ok();
+}
+
+Status PlanChannel(const config::ComputeDomainChannelConfig& ch, const config::ConfigGroup& group,
+                   driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
+  if (group.results.size() != 1) {
+    return InvalidArgument("a ComputeDomainChannelConfig applies to exactly one channel, got " +
+                           std::to_string(group.results.size()) + " results");
+  }
+  NVDRA_RETURN_IF_ERROR(JoinDomain(undo.domain_id, ch.domain_id));
+  const std::string& device = group.results[0].device;
+  auto id = ComputeDomainKind::ChannelId(device);
+  if (!id) return InvalidArgument("requested device is not allocatable: " + device);
+  if (ch.allocation_mode == config::kAllocationModeAll) {
+    undo.all_channels = true;
+    for (int i = 0; i < devices::kMaxImexChannels; i++) plan.held.push_back(ChannelResource(i));
+  } else {
+    plan.held.push_back(ChannelResource(*id));
+  }
+  undo.channels.push_back({device, *id, nlohmann::json::object()});
+  return Status::Ok();
+}
+
+Status PlanDaemon(const config::ComputeDomainDaemonConfig& d, const config::ConfigGroup& group,
+                  const std::string& claim_uid, driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
+  if (group.results.size() != 1) return InvalidArgument("only expected 1 device for requests in claim " + claim_uid);
+  NVDRA_RETURN_IF_ERROR(JoinDomain(undo.domain_id, d.domain_id));
+  undo.daemon = true;
+  plan.held.push_back(devices::kDaemonDeviceName);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<driver::ClaimPlan> ComputeDomainKind::Plan(const driver::ClaimWork& work) {
   driver::ClaimPlan plan;
-  nlohmann::json channels = nlohmann::json::array();
-  std::string domain;
-  bool daemon = false;
-  bool all = false;
+  ComputeDomainUndo undo;
   for (const auto& group : work.groups) {
     if (const auto* ch = std::get_if<config::ComputeDomainChannelConfig>(&group.config)) {
-      if (group.results.size() != 1) {
-        return InvalidArgument("a ComputeDomainChannelConfig applies to exactly one channel, got " +
-                               std::to_string(group.results.size()) + " results");
-      }
-      if (!IsValidDomainId(ch->domain_id)) return InvalidArgument("domainID \"" + ch->domain_id + "\" is not a valid UID");
-      if (!domain.empty() && domain != ch->domain_id) {
-        return InvalidArgument("claim mixes ComputeDomains " + domain + " and " + ch->domain_id);
-      }
-      domain = ch->domain_id;
-      auto id = ChannelId(group.results[0].device);
-      if (!id) return InvalidArgument("requested device is not allocatable: " + group.results[0].device);
-      if (ch->allocation_mode == config::kAllocationModeAll) {
-        all = true;
-        for (int i = 0; i < devices::kMaxImexChannels; i++) plan.held.push_back(ChannelResource(i));
-      } else {
-        plan.held.push_back(ChannelResource(*id));
-      }
-      channels.push_back({{"device", group.results[0].device}, {"id", *id}});
+      NVDRA_RETURN_IF_ERROR(PlanChannel(*ch, group, plan, undo));
     } else if (const auto* d = std::get_if<config::ComputeDomainDaemonConfig>(&group.config)) {
-      if (group.results.size() != 1) {
-        return InvalidArgument("only expected 1 device for requests in claim " + work.uid);
-      }
-      if (!IsValidDomainId(d->domain_id)) return InvalidArgument("domainID \"" + d->domain_id + "\" is not a valid UID");
-      if (!domain.empty() && domain != d->domain_id) {
-        return InvalidArgument("claim mixes ComputeDomains " + domain + " and " + d->domain_id);
-      }
-      domain = d->domain_id;
-      daemon = true;
-      plan.held.push_back(devices::kDaemonDeviceName);
+      NVDRA_RETURN_IF_ERROR(PlanDaemon(*d, group, work.uid, plan, undo));
     }
   }
   for (const auto& r : work.results) {
@@ -108,13 +127,13 @@ Result<driver::ClaimPlan> ComputeDomainKind::Plan(const driver::ClaimWork& work)
     }
     if (!covered) return InvalidArgument("no ComputeDomain config applies to device " + r.device);
   }
-  plan.undo = {{"version", kUndoVersion}, {"domainID", domain}, {"channels", channels}, {"daemon", daemon},
-               {"allChannels", all}};
+  plan.undo = EncodeComputeDomainUndo(undo);
   return plan;
 }
 
 Status ComputeDomainKind::CheckReady(const driver::ClaimWork& work, const driver::ClaimPlan& plan) {
-  std::string domain = plan.undo.value("domainID", "");
+  NVDRA_ASSIGN_OR_RETURN(ComputeDomainUndo undo, DecodeComputeDomainUndo(plan.undo));
+  const std::string& domain = undo.domain_id;
   auto cd = domains_.Get(domain);
   if (!cd.ok()) {
     if (cd.status().code() == StatusCode::kNotFound) {
@@ -122,7 +141,7 @@ Status ComputeDomainKind::CheckReady(const driver::ClaimWork& work, const driver
     }
     return cd.status().Wrap("look up ComputeDomain " + domain);
   }
-  bool has_channels = !plan.undo.value("channels", nlohmann::json::array()).empty();
+  bool has_channels = !undo.channels.empty();
   // Only channel claims must share the domain's namespace: daemon claims come
   // from the template the controller creates in the driver's namespace.
   if (has_channels && cd->ns != work.ns) {
@@ -137,93 +156,76 @@ Status ComputeDomainKind::CheckReady(const driver::ClaimWork& work, const driver
   return Status::Ok();
 }
 
-Result<cdi::Spec> ComputeDomainKind::BuildSpec(const std::string& uid, const nlohmann::json& undo,
-                                               const std::vector<ledger::PreparedDevice>& devices) const {
-  std::vector<cdi::SpecDevice> devs;
-  if (options_.clique_id.empty()) return cdi::Spec{cdi_.Kind(), {}, {}};  // no fabric: nothing to inject
-  bool all = undo.value("allChannels", false);
-  for (const auto& ch : undo.value("channels", nlohmann::json::array())) {
+Result<driver::ClaimEdits> ComputeDomainKind::EditsFor(const ComputeDomainUndo& undo) const {
+  driver::ClaimEdits out;
+  if (undo.daemon && !options_.base_device_id.empty()) {
+    out.shared_cdi_ids[devices::kDaemonDeviceName] = {options_.base_device_id};
+  }
+  if (options_.clique_id.empty()) return out;  // no fabric: nothing to inject
+  for (const auto& ch : undo.channels) {
     cdi::ContainerEdits edits;
-    if (all) {
+    if (undo.all_channels) {
       for (int i = 0; i < devices::kMaxImexChannels; i++) {
         NVDRA_ASSIGN_OR_RETURN(auto e, edits_.ImexChannelEdits(i));
         edits.Append(e);
       }
     } else {
-      NVDRA_ASSIGN_OR_RETURN(edits, edits_.ImexChannelEdits(ch.value("id", 0)));
+      NVDRA_ASSIGN_OR_RETURN(edits, edits_.ImexChannelEdits(ch.id));
     }
-    devs.push_back({ch.value("device", ""), std::move(edits)});
+    out.devices.push_back({ch.device, std::move(edits)});
   }
-  if (undo.value("daemon", false)) {
-    std::string domain = undo.value("domainID", "");
+  if (undo.daemon) {
     cdi::ContainerEdits edits;
-    edits.env = {"CLIQUE_ID=" + options_.clique_id, "COMPUTE_DOMAIN_UUID=" + domain,
-                 "COMPUTE_DOMAIN_NAME=" + undo.value("domainName", ""),
-                 "COMPUTE_DOMAIN_NAMESPACE=" + undo.value("domainNamespace", "")};
-    edits.mounts.push_back({DomainDir(domain), "/imexd", {"rw", "nosuid", "nodev", "bind"}, ""});
+    edits.env = {"CLIQUE_ID=" + options_.clique_id, "COMPUTE_DOMAIN_UUID=" + undo.domain_id,
+                 "COMPUTE_DOMAIN_NAME=" + undo.domain_name.value_or(""),
+                 "COMPUTE_DOMAIN_NAMESPACE=" + undo.domain_namespace.value_or("")};
+    edits.mounts.push_back({DomainDir(undo.domain_id), "/imexd", {"rw", "nosuid", "nodev", "bind"}, ""});
     NVDRA_ASSIGN_OR_RETURN(auto fabric, edits_.FabricImexMgmtEdits());
     edits.Append(fabric);
-    devs.push_back({devices::kDaemonDeviceName, std::move(edits)});
-  }
-  (void)devices;
-  return cdi_.BuildClaimSpec(uid, devs);
-}
-
-Result<driver::PreparedClaim> ComputeDomainKind::Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan,
-                                                         const nlohmann::json& previous_undo) {
-  driver::PreparedClaim out;
-  out.undo = plan.undo;
-  if (plan.undo.value("daemon", false)) {
-    std::string domain = plan.undo.value("domainID", "");
-    auto cd = domains_.Get(domain);
-    if (cd.ok()) {
-      out.undo["domainName"] = cd->name;
-      out.undo["domainNamespace"] = cd->ns;
-    }
-    NVDRA_RETURN_IF_ERROR(MakeDirectories(DomainDir(domain), 0755).Wrap("create IMEX daemon directory"));
-  }
-  NVDRA_ASSIGN_OR_RETURN(out.spec, BuildSpec(work.uid, out.undo, {}));
-  std::set<std::string> with_edits;
-  for (const auto& d : out.spec.devices) with_edits.insert(d.name);
-  for (const auto& r : work.results) {
-    ledger::PreparedDevice d;
-    d.requests = {r.request};
-    d.pool = r.pool;
-    d.device = r.device;
-    if (with_edits.count(cdi::CdiSpecWriter::ClaimDeviceName(work.uid, r.device))) {
-      d.cdi_device_ids = {cdi_.DeviceId(work.uid, r.device)};
-    }
-    if (r.device == devices::kDaemonDeviceName && !options_.base_device_id.empty()) {
-      d.cdi_device_ids.push_back(options_.base_device_id);
-    }
-    d.share_id = r.share_id;
-    out.devices.push_back(std::move(d));
+    out.devices.push_back({devices::kDaemonDeviceName, std::move(edits)});
   }
   return out;
 }
 
-Result<cdi::Spec> ComputeDomainKind::RebuildSpec(const ledger::ClaimEntry& entry) {
-  return BuildSpec(entry.uid, entry.undo, entry.prepared);
+Result<driver::PreparedClaim> ComputeDomainKind::Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) {
+  NVDRA_ASSIGN_OR_RETURN(ComputeDomainUndo undo, DecodeComputeDomainUndo(plan.undo));
+  if (undo.daemon) {
+    auto cd = domains_.Get(undo.domain_id);
+    if (cd.ok()) {
+      undo.domain_name = cd->name;
+      undo.domain_namespace = cd->ns;
+    }
+    NVDRA_RETURN_IF_ERROR(MakeDirectories(DomainDir(undo.domain_id), 0755).Wrap("create IMEX daemon directory"));
+  }
+  driver::PreparedClaim out;
+  NVDRA_ASSIGN_OR_RETURN(out.edits, EditsFor(undo));
+  out.undo = EncodeComputeDomainUndo(undo);
+  return out;
 }
 
-Status ComputeDomainKind::Unprepare(const ledger::ClaimEntry& entry) {
-  const nlohmann::json& undo = entry.undo;
-  if (!undo.is_object()) return Status::Ok();
-  // Typed look-ups: value() throws on a field of another type, and a record
-  // this version cannot parse must be skipped, not crash every retry.
-  auto daemon = undo.find("daemon");
-  auto domain_id = undo.find("domainID");
-  if (daemon != undo.end() && daemon->is_boolean() && daemon->get<bool>()) {
-    std::string domain = domain_id != undo.end() && domain_id->is_string() ? domain_id->get<std::string>() : "";
-    if (!IsValidDomainId(domain)) {
-      spdlog::warn("claim {}: undo record names no valid domain ({}); leaving the domain directory", entry.uid,
-                   undo.dump());
-    } else {
-      std::error_code ec;
-      std::filesystem::remove_all(DomainDir(domain), ec);
-      if (ec) spdlog::warn("claim {}: remove {}: {}", entry.uid, DomainDir(domain), ec.message());
-    }
+Result<driver::ClaimEdits> ComputeDomainKind::Edits(const nlohmann::json& undo_json,
+                                                    const std::vector<std::string>& /*prepared_devices*/) {
+  NVDRA_ASSIGN_OR_RETURN(ComputeDomainUndo undo, DecodeComputeDomainUndo(undo_json));
+  return EditsFor(undo);
+}
+
+Status ComputeDomainKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
+  auto undo = DecodeComputeDomainUndo(undo_json);
+  if (!undo.ok()) {
+    spdlog::warn("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
+                 undo.status().message());
+    return Status::Ok();
   }
+  if (!undo->daemon) return Status::Ok();
+  const std::string& domain = undo->domain_id;
+  if (!IsValidDomainId(domain)) {
+    spdlog::warn("claim {}: undo record names no valid domain ({}); leaving the domain directory", claim_uid,
+                 undo_json.dump());
+    return Status::Ok();
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(DomainDir(domain), ec);
+  if (ec) spdlog::warn("claim {}: remove {}: {}", claim_uid, DomainDir(domain), ec.message());
   return Status::Ok();
 }
 

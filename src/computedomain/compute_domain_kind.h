@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "cdi/cdi_spec_writer.h"
 #include "computedomain/compute_domain_source.h"
+#include "computedomain/compute_domain_undo.h"
 #include "devices/device_edits.h"
 #include "devices/device_info.h"
 #include "driver/device_kind.h"
@@ -28,34 +28,41 @@ struct ComputeDomainKindOptions {
   std::string base_device_id;
 };
 
+// The device types this kind serves and the config kinds that apply to
+// them: ComputeDomainDaemonConfig and ComputeDomainChannelConfig.
+config::DriverConfigRules ComputeDomainConfigRules();
+
 class ComputeDomainKind final : public driver::DeviceKind {
  public:
-  ComputeDomainKind(ComputeDomainKindOptions options, devices::DeviceEdits edits, ComputeDomainSource& domains,
-                    const cdi::CdiSpecWriter& cdi);
+  ComputeDomainKind(ComputeDomainKindOptions options, devices::DeviceEdits edits, ComputeDomainSource& domains);
 
+  // Engine port.
   std::string driver_name() const override { return kDriverName; }
   std::string DeviceType(const std::string& device) const override;
-  std::vector<std::string> MetricDeviceTypes() const override;
-  std::vector<model::PublishedDevice> PublishedDevices() const override;
+  config::DriverConfigRules ConfigRules(const config::FeatureGates&) const override {
+    return ComputeDomainConfigRules();
+  }
   Result<driver::ClaimPlan> Plan(const driver::ClaimWork& work) override;
   Status CheckReady(const driver::ClaimWork& work, const driver::ClaimPlan& plan) override;
-  Result<driver::PreparedClaim> Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan,
-                                        const nlohmann::json& previous_undo) override;
-  Result<cdi::Spec> RebuildSpec(const ledger::ClaimEntry& entry) override;
-  Status Unprepare(const ledger::ClaimEntry& entry) override;
+  Result<driver::PreparedClaim> Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) override;
+  Result<driver::ClaimEdits> Edits(const nlohmann::json& undo,
+                                   const std::vector<std::string>& prepared_devices) override;
+  Status Unprepare(const std::string& claim_uid, const nlohmann::json& undo) override;
+
+  // Publishing port (no hardware health: channels have none).
+  std::vector<std::string> MetricDeviceTypes() const override;
+  std::vector<model::PublishedDevice> PublishedDevices() const override;
 
   // "channel-7" -> 7; nullopt for anything else.
   static std::optional<int> ChannelId(const std::string& device);
 
  private:
-  Result<cdi::Spec> BuildSpec(const std::string& uid, const nlohmann::json& undo,
-                              const std::vector<ledger::PreparedDevice>& devices) const;
+  Result<driver::ClaimEdits> EditsFor(const ComputeDomainUndo& undo) const;
   std::string DomainDir(const std::string& domain_uid) const;
 
   ComputeDomainKindOptions options_;
   devices::DeviceEdits edits_;
   ComputeDomainSource& domains_;
-  const cdi::CdiSpecWriter& cdi_;
 };
 
 }  // namespace nvdra::computedomain

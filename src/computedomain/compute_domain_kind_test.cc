@@ -7,6 +7,7 @@
 #include <map>
 
 #include "devices/device_lib.h"
+#include "driver/engine.h"
 #include "util/file_util.h"
 
 namespace nvdra::computedomain {
@@ -40,7 +41,7 @@ class ComputeDomainKindTest : public ::testing::Test {
     ko.plugin_dir = dir_ + "/plugin";
     ko.clique_id = inv->clique_id;
     domains_.domains["cd-1"] = {"cd-1", "default", "my-domain", true};
-    kind_ = std::make_unique<ComputeDomainKind>(ko, devices::DeviceEdits::ForLib(*lib_), domains_, *cdi_);
+    kind_ = std::make_unique<ComputeDomainKind>(ko, devices::DeviceEdits::ForLib(*lib_), domains_);
   }
   void TearDown() override {
     kind_.reset();
@@ -106,12 +107,13 @@ TEST_F(ComputeDomainKindTest, ChannelPrepareInjectsTheChannelNode) {
   auto w = ChannelWork("channel-3");
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok());
-  auto p = kind_->Prepare(w, *plan, nullptr);
+  auto p = kind_->Prepare(w, *plan);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  ASSERT_EQ(p->devices.size(), 1u);
-  EXPECT_EQ(p->devices[0].cdi_device_ids,
+  auto out = driver::BuildClaimOutput(*cdi_, w.uid, w.results, p->edits);
+  ASSERT_EQ(out.devices.size(), 1u);
+  EXPECT_EQ(out.devices[0].cdi_device_ids,
             std::vector<std::string>{"k8s.compute-domain.nvidia.com/claim=uid-1-channel-3"});
-  std::string json = cdi::RenderJson(p->spec);
+  std::string json = cdi::RenderJson(out.spec);
   EXPECT_NE(json.find("/dev/nvidia-caps-imex-channels/channel3"), std::string::npos);
   EXPECT_EQ(json.find("/dev/nvidia-caps-imex-channels/channel4"), std::string::npos);
 }
@@ -123,17 +125,18 @@ TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareR
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->held, std::vector<std::string>{"daemon-0"});
-  auto p = kind_->Prepare(w, *plan, nullptr);
+  auto p = kind_->Prepare(w, *plan);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  std::string json = cdi::RenderJson(p->spec);
+  std::string json = cdi::RenderJson(driver::BuildClaimOutput(*cdi_, w.uid, w.results, p->edits).spec);
   EXPECT_NE(json.find("/imexd"), std::string::npos);
   EXPECT_NE(json.find("COMPUTE_DOMAIN_UUID=cd-1"), std::string::npos);
   EXPECT_NE(json.find("COMPUTE_DOMAIN_NAME=my-domain"), std::string::npos);
   EXPECT_TRUE(PathExists(dir_ + "/plugin/domains/cd-1"));
-  ledger::ClaimEntry e;
-  e.uid = "uid-d";
-  e.undo = p->undo;
-  ASSERT_TRUE(kind_->Unprepare(e).ok());
+  // The spec rebuilt from the undo record is byte-identical.
+  auto again = kind_->Edits(p->undo, {"daemon-0"});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(cdi::RenderJson(driver::BuildClaimOutput(*cdi_, w.uid, w.results, *again).spec), json);
+  ASSERT_TRUE(kind_->Unprepare("uid-d", p->undo).ok());
   EXPECT_FALSE(PathExists(dir_ + "/plugin/domains/cd-1"));
 }
 
@@ -185,13 +188,10 @@ TEST_F(ComputeDomainKindTest, DaemonClaimsMayLiveOutsideTheDomainsNamespace) {
 
 TEST_F(ComputeDomainKindTest, UnprepareSkipsUndoFieldsOfAnUnexpectedType) {
   ASSERT_TRUE(MakeDirectories(dir_ + "/plugin/domains/cd-1", 0755).ok());
-  ledger::ClaimEntry e;
-  e.uid = "uid-d";
   for (auto undo : {nlohmann::json{{"daemon", "yes"}, {"domainID", "cd-1"}},
                     nlohmann::json{{"daemon", true}, {"domainID", 7}}, nlohmann::json{{"daemon", 1}}}) {
-    e.undo = undo;
     Status s;
-    EXPECT_NO_THROW(s = kind_->Unprepare(e)) << undo.dump();
+    EXPECT_NO_THROW(s = kind_->Unprepare("uid-d", undo)) << undo.dump();
     EXPECT_TRUE(s.ok()) << undo.dump() << ": " << s.ToString();
   }
   EXPECT_TRUE(PathExists(dir_ + "/plugin/domains/cd-1"));

@@ -40,25 +40,14 @@ Status TypeMismatch(const Config& c, const AllocationResultRef& r) {
                          "\" (request: " + r.request + ")");
 }
 
-Result<std::vector<Candidate>> Defaults(std::string_view driver, const FeatureGates& gates) {
+std::vector<Candidate> Defaults(const DriverConfigRules& rules) {
   std::vector<Candidate> out;
-  if (driver == kGpuDriverName) {
-    if (gates.Enabled(Gate::kPassthroughSupport)) out.push_back({{}, VfioDeviceConfig{}, {}});
-    out.push_back({{}, MigDeviceConfig{}, {}});
-    out.push_back({{}, GpuConfig{}, {}});
-  } else if (driver == kComputeDomainDriverName) {
-    out.push_back({{}, ComputeDomainDaemonConfig{}, {}});
-    out.push_back({{}, ComputeDomainChannelConfig{}, {}});
-  } else {
-    return InvalidArgument("no opaque config defaults for driver \"" + std::string(driver) + "\"; expected " +
-                           std::string(kGpuDriverName) + " or " + std::string(kComputeDomainDriverName));
-  }
+  for (const auto& c : rules.defaults) out.push_back({{}, c, {}});
   return out;
 }
 
-bool IsKnownDeviceType(std::string_view driver, std::string_view t) {
-  if (driver == kGpuDriverName) return t == kDeviceTypeGpu || t == kDeviceTypeMig || t == kDeviceTypeVfio;
-  return t == kDeviceTypeChannel || t == kDeviceTypeDaemon;
+bool IsKnownDeviceType(const DriverConfigRules& rules, std::string_view t) {
+  return std::find(rules.device_types.begin(), rules.device_types.end(), t) != rules.device_types.end();
 }
 
 bool IsMps(const Config& c) {
@@ -95,10 +84,14 @@ std::string ConfigOrigin::ToString() const {
   return "config";
 }
 
-Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const std::vector<ClaimConfig>& configs,
+Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, const std::vector<ClaimConfig>& configs,
                                                 const std::vector<AllocationResultRef>& results,
                                                 const FeatureGates& gates) {
-  NVDRA_ASSIGN_OR_RETURN(std::vector<Candidate> candidates, Defaults(driver, gates));
+  const std::string& driver = rules.driver;
+  if (rules.device_types.empty()) {
+    return InvalidArgument("driver \"" + driver + "\" declares no device types, so no opaque config can apply");
+  }
+  std::vector<Candidate> candidates = Defaults(rules);
 
   // Class configs first, then claim configs, each in their given order:
   // walking the list backwards then finds the highest precedence first.
@@ -122,9 +115,9 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const s
   std::vector<std::vector<AllocationResultRef>> assigned(candidates.size());
   for (const AllocationResultRef& r : results) {
     if (!r.driver.empty() && r.driver != driver) continue;
-    if (!IsKnownDeviceType(driver, r.device_type)) {
+    if (!IsKnownDeviceType(rules, r.device_type)) {
       return InvalidArgument("device \"" + r.device + "\" (request: " + r.request + ") has type \"" + r.device_type +
-                             "\", which driver " + std::string(driver) + " does not serve");
+                             "\", which driver " + driver + " does not serve");
     }
     std::optional<size_t> chosen;
     for (size_t i = candidates.size(); i-- > 0;) {
@@ -140,10 +133,11 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const s
       }
     }
     if (!chosen) {
-      // Only vfio devices can get here: their default exists only with
-      // PassthroughSupport on.
-      return InvalidArgument("no opaque config applies to device \"" + r.device + "\" of type \"" + r.device_type +
-                             "\" (request: " + r.request + "); is the PassthroughSupport feature gate enabled?");
+      // Only a type whose default the kind switched off gets here.
+      std::string msg = "no opaque config applies to device \"" + r.device + "\" of type \"" + r.device_type +
+                        "\" (request: " + r.request + ")";
+      if (!rules.missing_config_hint.empty()) msg += "; " + rules.missing_config_hint;
+      return InvalidArgument(msg);
     }
     assigned[*chosen].push_back(r);
   }

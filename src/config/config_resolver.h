@@ -16,10 +16,8 @@
 
 namespace nvdra::config {
 
-inline constexpr std::string_view kGpuDriverName = "gpu.nvidia.com";
-inline constexpr std::string_view kComputeDomainDriverName = "compute-domain.nvidia.com";
-
-// Device types, as upstream names them in errors and metrics.
+// Device types, as upstream names them in errors and metrics; each config
+// kind applies to one of them (GpuConfig to "gpu", ...).
 inline constexpr std::string_view kDeviceTypeGpu = "gpu";
 inline constexpr std::string_view kDeviceTypeMig = "mig";
 inline constexpr std::string_view kDeviceTypeVfio = "vfio";
@@ -48,6 +46,18 @@ struct AllocationResultRef {
   friend bool operator==(const AllocationResultRef&, const AllocationResultRef&) = default;
 };
 
+// What one driver serves, as its device kind declares it: the device types
+// and the configs that apply to a device when no class or claim config does
+// (lowest precedence first). The resolver itself knows no driver.
+struct DriverConfigRules {
+  std::string driver;
+  std::vector<std::string> device_types;
+  std::vector<Config> defaults;
+  // Appended to the error for a device no config applies to (a type whose
+  // default is switched off, e.g. by a feature gate).
+  std::string missing_config_hint;
+};
+
 // Where a selected config came from; for logs and error context.
 struct ConfigOrigin {
   enum class Kind { kDefault, kClass, kClaim } kind = Kind::kDefault;
@@ -72,7 +82,7 @@ struct ConfigGroup {
 //   only opaque parameters are supported by this driver
 // A validated MPS config fails with "MPS sharing is not supported yet by
 // nvdra" because the MPS control daemon is not implemented.
-Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const std::vector<ClaimConfig>& configs,
+Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, const std::vector<ClaimConfig>& configs,
                                                 const std::vector<AllocationResultRef>& results,
                                                 const FeatureGates& gates);
 

@@ -5,8 +5,30 @@
 namespace nvdra::config {
 namespace {
 
-constexpr char kGpu[] = "gpu.nvidia.com";
-constexpr char kCd[] = "compute-domain.nvidia.com";
+// Two drivers shaped like the ones the device kinds declare: the resolver
+// itself knows no driver, only the rules it is given.
+constexpr char kGpu[] = "accel.example.com";
+constexpr char kCd[] = "fabric.example.com";
+
+DriverConfigRules GpuRules(const FeatureGates& gates) {
+  DriverConfigRules r{kGpu, {"gpu", "mig", "vfio"}, {}, "is the PassthroughSupport feature gate enabled?"};
+  if (gates.Enabled(Gate::kPassthroughSupport)) r.defaults.push_back(VfioDeviceConfig{});
+  r.defaults.push_back(MigDeviceConfig{});
+  r.defaults.push_back(GpuConfig{});
+  return r;
+}
+
+DriverConfigRules CdRules() {
+  return {kCd, {"channel", "daemon"}, {ComputeDomainDaemonConfig{}, ComputeDomainChannelConfig{}}, ""};
+}
+
+Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const std::vector<ClaimConfig>& configs,
+                                                const std::vector<AllocationResultRef>& results,
+                                                const FeatureGates& gates) {
+  if (driver == kGpu) return config::ResolveConfigs(GpuRules(gates), configs, results, gates);
+  if (driver == kCd) return config::ResolveConfigs(CdRules(), configs, results, gates);
+  return config::ResolveConfigs(DriverConfigRules{std::string(driver), {}, {}, ""}, configs, results, gates);
+}
 const FeatureGates kTs = FeatureGates().With(Gate::kTimeSlicingSettings, true);
 
 std::string TsJson(std::string_view interval) {

@@ -8,23 +8,17 @@
 #include <vector>
 
 #include "config/config_resolver.h"
+#include "model/claim.h"
 #include "util/status.h"
 
 namespace nvdra::driver {
 
-struct AllocatedResult {
-  std::string request;  // may carry a subrequest suffix ("req/sub")
-  std::string driver;
-  std::string pool;
-  std::string device;
-  bool admin_access = false;
-  std::string share_id;
-};
-
+// A ResourceClaim as the API server has it now, reduced to what the engine
+// and the reconciler read.
 struct ClaimSnapshot {
   std::string uid, ns, name;
   bool allocated = false;
-  std::vector<AllocatedResult> results;          // all drivers
+  std::vector<model::AllocationResult> results;  // all drivers
   std::vector<config::ClaimConfig> configs;      // allocation configs, class ones first
   std::vector<std::string> consumers;            // status.reservedFor UIDs
 };

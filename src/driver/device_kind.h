@@ -1,20 +1,33 @@
-// One kind of device (GPUs and MIG devices, or IMEX channels and daemons)
-// as the shared claim engine sees it: what it publishes, how it checks a
-// claim before anything durable happens, how it prepares a claim's devices,
-// and how it undoes them from the ledger's record alone. Adding MPS, VFIO or
-// dynamic MIG means extending a kind, not the engine.
+// The two ports a device kind (GPUs and MIG devices, IMEX channels and
+// daemons, later VFIO passthrough ...) offers the shared core:
+//
+//   ClaimKind, the engine port: what a claim holds (Plan), whether it may
+//   start (CheckReady), the node-side work (Prepare) answered with container
+//   edits per device plus common edits and the kind's undo record, the edits
+//   of an already prepared claim rebuilt from that record (Edits), and the
+//   undo from the record alone (Unprepare).
+//
+//   DevicePublisher, the publishing port: the devices of this node's
+//   ResourceSlice, their health, and the device types the metrics report.
+//
+// A kind never builds prepared devices, CDI ids or CDI specs and never
+// touches the ledger: the engine derives all of them, in one place, from
+// what the kind returns. Each kind owns its facts (driver name, device
+// types, which opaque config kinds apply), so nothing outside its folder and
+// its main.cc names it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "cdi/spec.h"
+#include "cdi/container_edits.h"
 #include "config/config_resolver.h"
+#include "config/feature_gates.h"
 #include "devices/device_health.h"
-#include "driver/claim_source.h"
-#include "ledger/claim_entry.h"
+#include "model/claim.h"
 #include "model/published_device.h"
 #include "util/status.h"
 
@@ -23,8 +36,8 @@ namespace nvdra::driver {
 // A claim's results for this driver with their resolved configs.
 struct ClaimWork {
   std::string uid, ns, name;
-  std::vector<AllocatedResult> results;         // ours only, in claim order
-  std::vector<config::ConfigGroup> groups;      // resolved, validated configs
+  std::vector<model::AllocationResult> results;  // ours only, in claim order
+  std::vector<config::ConfigGroup> groups;       // resolved, validated configs
 };
 
 // Decided before the first durable write.
@@ -32,36 +45,49 @@ struct ClaimPlan {
   // Exclusive resources the claim holds while prepared, e.g. "gpu-0" or
   // "channel 3". Empty: the engine uses the non-admin device names.
   std::vector<std::string> held;
-  // Kind-specific record written with PrepareStarted, so that an Unprepare
-  // after a crash knows what the prepare may have touched.
+  // The kind's undo record, encoded, written with PrepareStarted so that an
+  // Unprepare after a crash knows what the prepare may have touched.
   nlohmann::json undo;
 };
 
-struct PreparedClaim {
-  std::vector<ledger::PreparedDevice> devices;  // one per result, CDI ids filled
-  cdi::Spec spec;                               // the claim's CDI spec; no devices: no file
-  nlohmann::json undo;                          // complete undo record
+// The container edits of one device of the claim ("gpu-0", "channel-3").
+struct DeviceContainerEdits {
+  std::string device;
+  cdi::ContainerEdits edits;
 };
 
-class DeviceKind {
+// What a claim's containers get. A device of the claim without an entry in
+// `devices` gets no CDI id; a claim whose `devices` is empty gets no spec.
+struct ClaimEdits {
+  std::vector<DeviceContainerEdits> devices;
+  cdi::ContainerEdits common;  // applied once per container
+  // CDI ids of devices outside the claim's spec (e.g. a base spec the plugin
+  // writes at start) that a device of the claim returns after its own id.
+  std::map<std::string, std::vector<std::string>> shared_cdi_ids;
+};
+
+struct PreparedClaim {
+  ClaimEdits edits;
+  nlohmann::json undo;  // the complete undo record, encoded
+};
+
+// The engine port.
+class ClaimKind {
  public:
-  virtual ~DeviceKind() = default;
+  virtual ~ClaimKind() = default;
 
   virtual std::string driver_name() const = 0;
 
   // "gpu", "mig", "channel", "daemon", ...; "" for a device we do not have.
   virtual std::string DeviceType(const std::string& device) const = 0;
 
-  // The device_type label values of nvidia_dra_prepared_devices this kind
-  // reports (upstream's set, pre-created at zero).
-  virtual std::vector<std::string> MetricDeviceTypes() const = 0;
-
-  // Devices for this node's ResourceSlice pool.
-  virtual std::vector<model::PublishedDevice> PublishedDevices() const = 0;
+  // The device types this kind serves and the opaque config kinds that
+  // apply to them, lowest precedence first (the config resolver's input).
+  virtual config::DriverConfigRules ConfigRules(const config::FeatureGates& gates) const = 0;
 
   // Validates the claim against the hardware and its configs and says what
-  // it will hold. Errors here are permanent for the claim and leave no
-  // ledger entry.
+  // it will hold. Errors here are permanent for the claim unless retryable,
+  // and leave no ledger entry.
   virtual Result<ClaimPlan> Plan(const ClaimWork& work) = 0;
 
   // Gates that must hold before the prepare starts (e.g. the ComputeDomain
@@ -69,15 +95,31 @@ class DeviceKind {
   // retryable error, never a wait that could block other claims.
   virtual Status CheckReady(const ClaimWork& work, const ClaimPlan& plan) { return Status::Ok(); }
 
-  // Does the node-side work. `previous_undo` is the record of an earlier
-  // attempt (a retry after a failure or crash, or a redo after a reboot) or
-  // null. Must be idempotent: it may run again for the same claim.
-  virtual Result<PreparedClaim> Prepare(const ClaimWork& work, const ClaimPlan& plan,
-                                        const nlohmann::json& previous_undo) = 0;
+  // Does the node-side work. Must be idempotent: it runs again for the same
+  // claim after a failure, a crash or a reboot. The edits it returns are the
+  // ones Edits() rebuilds from the returned undo record.
+  virtual Result<PreparedClaim> Prepare(const ClaimWork& work, const ClaimPlan& plan) = 0;
 
-  // The CDI spec of an already prepared claim, rebuilt from its ledger entry
-  // (the CDI directory is often tmpfs: a repeated Prepare re-ensures it).
-  virtual Result<cdi::Spec> RebuildSpec(const ledger::ClaimEntry& entry) = 0;
+  // The edits of an already prepared claim, from its undo record (the CDI
+  // directory is often tmpfs: a repeated Prepare re-ensures the spec).
+  // `prepared_devices` are the device names the ledger recorded, for records
+  // that predate the kind's own list (an imported checkpoint).
+  virtual Result<ClaimEdits> Edits(const nlohmann::json& undo,
+                                   const std::vector<std::string>& prepared_devices) = 0;
+
+  // Undoes what Prepare recorded in `undo`. Works from the record alone (no
+  // API server) and never fails on a record it cannot decode: that is
+  // logged and skipped. `claim_uid` is for log lines.
+  virtual Status Unprepare(const std::string& claim_uid, const nlohmann::json& undo) = 0;
+};
+
+// The publishing port.
+class DevicePublisher {
+ public:
+  virtual ~DevicePublisher() = default;
+
+  // Devices for this node's ResourceSlice pool.
+  virtual std::vector<model::PublishedDevice> PublishedDevices() const = 0;
 
   // Whether this kind's devices have hardware health (the plugin then runs
   // the device layer's health source and feeds OnHealthEvent).
@@ -86,10 +128,12 @@ class DeviceKind {
   // PublishedDevices() returns changed (e.g. a taint was added or cleared).
   virtual bool OnHealthEvent(const devices::DeviceHealthEvent& event) { return false; }
 
-  // Undoes what Prepare recorded in `undo`. Works from the record alone (no
-  // API server) and never fails on a record it cannot fully parse: what
-  // cannot be understood is logged and skipped.
-  virtual Status Unprepare(const ledger::ClaimEntry& entry) = 0;
+  // The device_type label values of nvidia_dra_prepared_devices (pre-created
+  // at zero), "unknown" included.
+  virtual std::vector<std::string> MetricDeviceTypes() const = 0;
 };
+
+// A kind as a plugin binary hands it to the shared wiring: both ports.
+class DeviceKind : public ClaimKind, public DevicePublisher {};
 
 }  // namespace nvdra::driver

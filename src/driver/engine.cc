@@ -14,14 +14,6 @@ namespace {
 
 using Steady = std::chrono::steady_clock;
 
-double SecondsSince(Steady::time_point t0) {
-  return std::chrono::duration<double>(Steady::now() - t0).count();
-}
-
-std::string RefString(const std::string& ns, const std::string& name, const std::string& uid) {
-  return ns + "/" + name + ":" + uid;
-}
-
 Status CheckDeadline(Steady::time_point deadline, const std::string& step) {
   if (Steady::now() >= deadline) {
     return DeadlineExceeded("deadline passed before " + step + "; the kubelet will retry");
@@ -29,26 +21,41 @@ Status CheckDeadline(Steady::time_point deadline, const std::string& step) {
   return Status::Ok();
 }
 
+Status ClaimBusy() {
+  return DeadlineExceeded("another operation on this claim is still running; the kubelet will retry");
+}
+
 }  // namespace
 
-std::vector<kubelet::PreparedDevice> ToKubeletDevices(const std::vector<ledger::PreparedDevice>& devices) {
-  std::vector<kubelet::PreparedDevice> out;
-  out.reserve(devices.size());
-  for (const auto& d : devices) {
-    kubelet::PreparedDevice k;
-    k.request_names = d.requests;
-    k.pool = d.pool;
-    k.device = d.device;
-    k.cdi_device_ids = d.cdi_device_ids;
-    if (!d.share_id.empty()) k.share_id = d.share_id;
-    out.push_back(std::move(k));
+ClaimOutput BuildClaimOutput(const cdi::CdiSpecWriter& cdi, const std::string& claim_uid,
+                             const std::vector<model::AllocationResult>& results, const ClaimEdits& edits) {
+  ClaimOutput out;
+  std::vector<cdi::SpecDevice> devs;
+  std::set<std::string> with_edits;
+  for (const auto& d : edits.devices) {
+    devs.push_back({d.device, d.edits});
+    with_edits.insert(d.device);
+  }
+  out.spec = cdi.BuildClaimSpec(claim_uid, devs, edits.common);
+  for (const auto& r : results) {
+    model::PreparedDevice d;
+    d.requests = {r.request};
+    d.pool = r.pool;
+    d.device = r.device;
+    if (with_edits.count(r.device)) d.cdi_device_ids = {cdi.DeviceId(claim_uid, r.device)};
+    if (auto shared = edits.shared_cdi_ids.find(r.device); shared != edits.shared_cdi_ids.end()) {
+      d.cdi_device_ids.insert(d.cdi_device_ids.end(), shared->second.begin(), shared->second.end());
+    }
+    d.share_id = r.share_id;
+    out.devices.push_back(std::move(d));
   }
   return out;
 }
 
-Engine::Engine(EngineOptions options, ledger::ClaimLedger& ledger, DeviceKind& kind, ClaimSource& claims,
+Engine::Engine(EngineOptions options, ledger::ClaimLedger& ledger, ClaimKind& kind, ClaimSource& claims,
                const cdi::CdiSpecWriter& cdi, metrics::DraMetrics* metrics)
     : options_(std::move(options)),
+      driver_(kind.driver_name()),
       ledger_(ledger),
       kind_(kind),
       claims_(claims),
@@ -56,162 +63,175 @@ Engine::Engine(EngineOptions options, ledger::ClaimLedger& ledger, DeviceKind& k
       metrics_(metrics),
       op_locks_(ledger.dir()) {}
 
-kubelet::PrepareResult Engine::PrepareClaim(const kubelet::ClaimRef& claim, Steady::time_point deadline) {
-  auto t0 = Steady::now();
+std::optional<metrics::StepTimer> Engine::Time(metrics::PrepareStep step) const {
+  if (metrics_ == nullptr) return std::nullopt;
+  return std::optional<metrics::StepTimer>(std::in_place, *metrics_, step, *options_.clock);
+}
+
+kubelet::PrepareResult Engine::PrepareClaim(const model::ClaimRef& claim, Steady::time_point deadline) {
+  bool ok = false;
   std::optional<metrics::DraMetrics::InflightScope> inflight;
-  if (metrics_ != nullptr) inflight.emplace(*metrics_, metrics::Operation::kPrepare);
+  std::optional<metrics::StepTimer> request_timer;
+  if (metrics_ != nullptr) {
+    inflight.emplace(*metrics_, metrics::Operation::kPrepare);
+    request_timer.emplace(*metrics_, metrics::Operation::kPrepare, ok, *options_.clock);
+  }
   kubelet::PrepareResult out;
-  bool permanent = false;
-  auto devices = Prepare(claim, deadline, &permanent);
+  auto devices = Prepare(claim, deadline);
   if (devices.ok()) {
+    ok = true;
     out.devices = std::move(devices).value();
-    if (metrics_ != nullptr) metrics_->ObservePrepare(SecondsSince(t0), true);
     spdlog::info("Returning newly prepared devices for claim '{}': {} device(s)", claim.ToString(),
                  out.devices.size());
   } else {
-    out.error = "error preparing devices for claim " + claim.ToString() + ": " + devices.status().message();
-    if (metrics_ != nullptr) {
-      metrics_->ObservePrepare(SecondsSince(t0), false);
-      metrics_->RecordPrepareError(metrics::kErrorPrepareDevices);
-    }
-    if (permanent) {
-      spdlog::error("Permanent error preparing devices for claim {}: {}", claim.uid, devices.status().message());
+    const Status& s = devices.status();
+    out.error = "error preparing devices for claim " + claim.ToString() + ": " + s.message();
+    if (metrics_ != nullptr) metrics_->RecordPrepareError(metrics::kErrorPrepareDevices);
+    if (s.permanent()) {
+      spdlog::error("Permanent error preparing devices for claim {}: {}", claim.uid, s.message());
       if (options_.on_permanent_failure) options_.on_permanent_failure(claim, out.error);
     } else {
       spdlog::warn("{}", out.error);
     }
   }
+  request_timer.reset();
   RefreshGauges();
   return out;
 }
 
-Result<std::vector<kubelet::PreparedDevice>> Engine::Prepare(const kubelet::ClaimRef& ref,
-                                                             Steady::time_point deadline, bool* permanent) {
+Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time_point deadline) {
   auto claim_lock = locks_.LockUntil(ref.uid, deadline);
-  if (!claim_lock) return DeadlineExceeded("another operation on this claim is still running; the kubelet will retry");
+  if (!claim_lock) return ClaimBusy();
 
-  // 1. The claim as the API server has it now.
-  auto step = Steady::now();
-  auto snap = claims_.GetUntil(ref.ns, ref.name, deadline);
-  if (metrics_ != nullptr) metrics_->ObservePrepareStep(metrics::PrepareStep::kFetchClaim, SecondsSince(step));
-  if (!snap.ok()) {
-    return snap.status().Wrap("retrieve claim " + ref.ns + "/" + ref.name);
-  }
-  if (snap->uid != ref.uid) {
-    return FailedPrecondition("claim " + ref.ns + "/" + ref.name + " got replaced (the API server has UID " +
-                              snap->uid + ", the kubelet asked for " + ref.uid + ")");
-  }
-  if (!snap->allocated) return FailedPrecondition("claim " + ref.ns + "/" + ref.name + " not allocated");
-
-  // 2. Our results only.
-  ClaimWork work{ref.uid, ref.ns, ref.name, {}, {}};
-  std::vector<config::AllocationResultRef> refs;
-  for (const auto& r : snap->results) {
-    if (r.driver != options_.driver) continue;
-    std::string type = kind_.DeviceType(r.device);
-    if (type.empty()) {
-      *permanent = true;
-      return NotFound("requested device " + r.device + " (request " + r.request +
-                      ") is not allocatable on this node: it is not among the devices this plugin publishes");
-    }
-    work.results.push_back(r);
-    refs.push_back({r.request, r.device, type, r.driver});
-  }
-  if (work.results.empty()) return std::vector<kubelet::PreparedDevice>{};
-
-  std::vector<ledger::AllocatedDevice> allocation;
-  for (const auto& r : work.results) {
-    allocation.push_back({r.request, r.driver, r.pool, r.device, r.admin_access, r.share_id});
-  }
+  NVDRA_ASSIGN_OR_RETURN(ClaimSnapshot snap, FetchClaim(ref, deadline));
+  NVDRA_ASSIGN_OR_RETURN(ClaimWork work, OurResults(ref, snap));
+  if (work.results.empty()) return Devices{};
   // From here to the end no other process may work on this claim: its
   // unprepare would otherwise undo devices between our device work and our
   // CDI write, leaving a spec or a sharing setting nobody removes.
-  auto op_lock = op_locks_.Acquire(ref.uid, deadline);
-  if (!op_lock.ok()) return op_lock.status();
+  NVDRA_ASSIGN_OR_RETURN(auto op_lock, op_locks_.Acquire(ref.uid, deadline));
   // A claim completed in this boot answers from the ledger before its configs
   // and the kind's readiness gate are checked again: a repeated Prepare must
   // return the recorded devices even when, say, the ComputeDomain's daemon is
   // restarting or a feature gate changed since.
-  auto recorded = ledger_.Get(ref.uid);
-  if (!recorded.ok()) return recorded.status();
-  if (recorded->has_value() && (*recorded)->state == ledger::ClaimState::kPrepareCompleted &&
-      !(*recorded)->from_earlier_boot && ledger::SameAllocation((*recorded)->allocation, allocation)) {
-    return AlreadyPrepared(ref, **recorded);
-  }
+  NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work));
+  if (recorded) return std::move(*recorded);
 
-  // 3. Configs, validated before anything durable happens.
-  auto groups = config::ResolveConfigs(options_.driver, snap->configs, refs, options_.gates);
-  if (!groups.ok()) {
-    *permanent = true;
-    return groups.status();
-  }
-  work.groups = std::move(groups).value();
-
-  auto plan = kind_.Plan(work);
-  if (!plan.ok()) {
-    *permanent = !plan.status().retryable();
-    return plan.status();
-  }
-  NVDRA_RETURN_IF_ERROR(kind_.CheckReady(work, *plan));
+  NVDRA_ASSIGN_OR_RETURN(ClaimPlan plan, PlanClaim(work, snap));
   NVDRA_RETURN_IF_ERROR(CheckDeadline(deadline, "recording the claim"));
+  NVDRA_ASSIGN_OR_RETURN(ledger::BeginResult begin, Begin(work, plan, snap));
+  if (begin.outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(begin.entry);
+  if (begin.outcome == ledger::BeginOutcome::kRedoAfterReboot) {
+    spdlog::info("Claim {} was prepared before the node rebooted; redoing its node-side work", ref.ToString());
+  }
+  return PrepareDevices(work, plan, begin.entry.attempt);
+}
 
-  // 4. PrepareStarted, durably, before any device is touched.
+// Step 1: the claim as the API server has it now.
+Result<ClaimSnapshot> Engine::FetchClaim(const model::ClaimRef& ref, Steady::time_point deadline) {
+  auto timer = Time(metrics::PrepareStep::kFetchClaim);
+  auto snap = claims_.GetUntil(ref.ns, ref.name, deadline);
+  if (!snap.ok()) return snap.status().Wrap("retrieve claim " + ref.ObjectName());
+  if (snap->uid != ref.uid) {
+    return FailedPrecondition("claim " + ref.ObjectName() + " got replaced (the API server has UID " + snap->uid +
+                              ", the kubelet asked for " + ref.uid + ")");
+  }
+  if (!snap->allocated) return FailedPrecondition("claim " + ref.ObjectName() + " not allocated");
+  return snap;
+}
+
+// Step 2: our results only, each a device this node publishes.
+Result<ClaimWork> Engine::OurResults(const model::ClaimRef& ref, const ClaimSnapshot& snap) const {
+  ClaimWork work{ref.uid, ref.ns, ref.name, {}, {}};
+  for (const auto& r : snap.results) {
+    if (r.driver != driver_) continue;
+    if (kind_.DeviceType(r.device).empty()) {
+      return NotFound("requested device " + r.device + " (request " + r.request +
+                      ") is not allocatable on this node: it is not among the devices this plugin publishes")
+          .AsPermanent();
+    }
+    work.results.push_back(r);
+  }
+  return work;
+}
+
+Result<std::optional<Engine::Devices>> Engine::CompletedThisBoot(const ClaimWork& work) {
+  NVDRA_ASSIGN_OR_RETURN(auto recorded, ledger_.Get(work.uid));
+  if (!recorded || recorded->state != ledger::ClaimState::kPrepareCompleted || recorded->from_earlier_boot ||
+      !ledger::SameAllocation(recorded->allocation, work.results)) {
+    return std::optional<Devices>();
+  }
+  NVDRA_ASSIGN_OR_RETURN(Devices devices, AlreadyPrepared(*recorded));
+  return std::optional<Devices>(std::move(devices));
+}
+
+// Step 3: configs, the kind's plan and readiness, before anything durable.
+Result<ClaimPlan> Engine::PlanClaim(ClaimWork& work, const ClaimSnapshot& snap) {
+  std::vector<config::AllocationResultRef> refs;
+  for (const auto& r : work.results) refs.push_back({r.request, r.device, kind_.DeviceType(r.device), r.driver});
+  auto groups = config::ResolveConfigs(kind_.ConfigRules(options_.gates), snap.configs, refs, options_.gates);
+  if (!groups.ok()) return groups.status().AsPermanent();
+  work.groups = std::move(groups).value();
+  auto plan = kind_.Plan(work);
+  if (!plan.ok()) return plan.status().retryable() ? plan.status() : plan.status().AsPermanent();
+  NVDRA_RETURN_IF_ERROR(kind_.CheckReady(work, *plan));
+  return plan;
+}
+
+// Step 4: PrepareStarted, durably, before any device is touched.
+Result<ledger::BeginResult> Engine::Begin(const ClaimWork& work, const ClaimPlan& plan, const ClaimSnapshot& snap) {
   ledger::BeginPrepareRequest req;
-  req.uid = ref.uid;
-  req.ns = ref.ns;
-  req.name = ref.name;
-  req.allocation = allocation;
-  if (!plan->held.empty()) req.held = plan->held;
-  req.undo = plan->undo;
-  req.consumers = snap->consumers;
-  step = Steady::now();
+  req.uid = work.uid;
+  req.ns = work.ns;
+  req.name = work.name;
+  req.allocation = work.results;
+  if (!plan.held.empty()) req.held = plan.held;
+  req.undo = plan.undo;
+  req.consumers = snap.consumers;
+  auto timer = Time(metrics::PrepareStep::kLedgerBegin);
   auto begin = ledger_.BeginPrepare(req);
   if (!begin.ok() && begin.status().code() == StatusCode::kConflict) {
     std::vector<std::string> held = req.held ? *req.held : ledger::DefaultHeld(req.allocation);
-    if (ClearStaleHolders(held, ref.uid)) begin = ledger_.BeginPrepare(req);
+    if (ClearStaleHolders(held, work.uid)) begin = ledger_.BeginPrepare(req);
   }
-  if (metrics_ != nullptr) metrics_->ObservePrepareStep(metrics::PrepareStep::kLedgerBegin, SecondsSince(step));
-  if (!begin.ok()) return begin.status();
-
-  const ledger::ClaimEntry& entry = begin->entry;
-  if (begin->outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(ref, entry);
-
-  // 5. The device work.
-  nlohmann::json previous = begin->outcome == ledger::BeginOutcome::kStarted ? nlohmann::json() : entry.undo;
-  if (begin->outcome == ledger::BeginOutcome::kRedoAfterReboot) {
-    spdlog::info("Claim {} was prepared before the node rebooted; redoing its node-side work", ref.ToString());
-  }
-  step = Steady::now();
-  auto prepared = kind_.Prepare(work, *plan, previous);
-  if (metrics_ != nullptr) metrics_->ObservePrepareStep(metrics::PrepareStep::kDevicePrepare, SecondsSince(step));
-  if (!prepared.ok()) return prepared.status();
-  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-device-prepare"));
-
-  // 6. The CDI spec, atomically.
-  step = Steady::now();
-  if (!prepared->spec.devices.empty()) {
-    NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(ref.uid, prepared->spec).Wrap("unable to create CDI spec file for claim"));
-  }
-  if (metrics_ != nullptr) metrics_->ObservePrepareStep(metrics::PrepareStep::kCdiWrite, SecondsSince(step));
-  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-cdi-write"));
-
-  // 7. PrepareCompleted.
-  step = Steady::now();
-  std::vector<ledger::PreparedDevice> devices = prepared->devices;
-  NVDRA_RETURN_IF_ERROR(ledger_.CompletePrepare(ref.uid, std::move(devices), prepared->undo, entry.attempt));
-  if (metrics_ != nullptr) metrics_->ObservePrepareStep(metrics::PrepareStep::kLedgerComplete, SecondsSince(step));
-  return ToKubeletDevices(prepared->devices);
+  return begin;
 }
 
-Result<std::vector<kubelet::PreparedDevice>> Engine::AlreadyPrepared(const kubelet::ClaimRef& ref,
-                                                                     const ledger::ClaimEntry& entry) {
+// Steps 5-7: the device work, the CDI spec, PrepareCompleted.
+Result<Engine::Devices> Engine::PrepareDevices(const ClaimWork& work, const ClaimPlan& plan,
+                                               const std::string& attempt) {
+  std::optional<PreparedClaim> prepared;
+  {
+    auto timer = Time(metrics::PrepareStep::kDevicePrepare);
+    NVDRA_ASSIGN_OR_RETURN(prepared, kind_.Prepare(work, plan));
+  }
+  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-device-prepare"));
+  ClaimOutput output = BuildClaimOutput(cdi_, work.uid, work.results, prepared->edits);
+  if (!output.spec.devices.empty()) {
+    auto timer = Time(metrics::PrepareStep::kCdiWrite);
+    NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(work.uid, output.spec).Wrap("unable to create CDI spec file for claim"));
+  }
+  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-cdi-write"));
+  auto timer = Time(metrics::PrepareStep::kLedgerComplete);
+  NVDRA_RETURN_IF_ERROR(ledger_.CompletePrepare(work.uid, output.devices, std::move(prepared->undo), attempt));
+  return std::move(output.devices);
+}
+
+Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry) {
   // Idempotent: same devices, nothing durable changes; only re-ensure the
-  // CDI spec (tmpfs may have lost it).
-  auto spec = kind_.RebuildSpec(entry);
-  if (!spec.ok()) return spec.status().Wrap("rebuild CDI spec");
-  if (!spec->devices.empty()) NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(ref.uid, *spec).Wrap("write CDI spec"));
-  NVDRA_VLOG(2, "Prepare of claim {} already completed; returning the recorded devices", ref.ToString());
-  return ToKubeletDevices(entry.prepared);
+  // CDI spec (tmpfs may have lost it), rebuilt from the undo record the way
+  // the first Prepare built it.
+  std::vector<std::string> names;
+  for (const auto& d : entry.prepared) names.push_back(d.device);
+  auto edits = kind_.Edits(entry.undo, names);
+  if (!edits.ok()) return edits.status().Wrap("rebuild CDI spec");
+  ClaimOutput output = BuildClaimOutput(cdi_, entry.uid, entry.allocation, *edits);
+  if (!output.spec.devices.empty()) {
+    NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(entry.uid, output.spec).Wrap("write CDI spec"));
+  }
+  NVDRA_VLOG(2, "Prepare of claim {} already completed; returning the recorded devices",
+             model::ClaimRef{entry.ns, entry.uid, entry.name}.ToString());
+  return entry.prepared;
 }
 
 bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::string& self_uid) {
@@ -222,27 +242,26 @@ bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::
     if (!holder.ok() || !holder->has_value()) continue;
     const ledger::ClaimEntry& h = **holder;
     if (h.uid == self_uid || !checked.insert(h.uid).second) continue;
-    if (h.state != ledger::ClaimState::kPrepareStarted) continue;
-    if (h.name.empty()) continue;
-    auto current = claims_.Get(h.ns, h.name);
-    bool gone = (!current.ok() && current.status().code() == StatusCode::kNotFound) ||
-                (current.ok() && current->uid != h.uid);
-    if (!gone) continue;
-    Status s = UnprepareEntry(h, "its ResourceClaim is gone and another claim needs " + resource);
-    if (s.ok()) freed = true;
+    if (h.state != ledger::ClaimState::kPrepareStarted || h.name.empty()) continue;
+    Judgement j = JudgeClaim(h, claims_.Get(h.ns, h.name), options_.node_name);
+    if (j.standing != ClaimStanding::kGone && j.standing != ClaimStanding::kStale) continue;
+    if (UnprepareEntry(h, j.why + " and another claim needs " + resource).ok()) freed = true;
   }
   return freed;
 }
 
-std::string Engine::UnprepareClaim(const kubelet::ClaimRef& claim, Steady::time_point deadline) {
-  auto t0 = Steady::now();
+std::string Engine::UnprepareClaim(const model::ClaimRef& claim, Steady::time_point deadline) {
+  bool ok = false;
   std::optional<metrics::DraMetrics::InflightScope> inflight;
-  if (metrics_ != nullptr) inflight.emplace(*metrics_, metrics::Operation::kUnprepare);
-  Status s = Unprepare(claim, deadline);
+  std::optional<metrics::StepTimer> request_timer;
   if (metrics_ != nullptr) {
-    metrics_->ObserveUnprepare(SecondsSince(t0), s.ok());
-    if (!s.ok()) metrics_->RecordUnprepareError(metrics::kErrorUnprepareDevices);
+    inflight.emplace(*metrics_, metrics::Operation::kUnprepare);
+    request_timer.emplace(*metrics_, metrics::Operation::kUnprepare, ok, *options_.clock);
   }
+  Status s = Unprepare(claim, deadline);
+  ok = s.ok();
+  if (!ok && metrics_ != nullptr) metrics_->RecordUnprepareError(metrics::kErrorUnprepareDevices);
+  request_timer.reset();
   RefreshGauges();
   if (s.ok()) return "";
   std::string msg = "error unpreparing devices for claim " + claim.ToString() + ": " + s.message();
@@ -250,11 +269,10 @@ std::string Engine::UnprepareClaim(const kubelet::ClaimRef& claim, Steady::time_
   return msg;
 }
 
-Status Engine::Unprepare(const kubelet::ClaimRef& ref, Steady::time_point deadline) {
+Status Engine::Unprepare(const model::ClaimRef& ref, Steady::time_point deadline) {
   auto claim_lock = locks_.LockUntil(ref.uid, deadline);
-  if (!claim_lock) return DeadlineExceeded("another operation on this claim is still running; the kubelet will retry");
-  auto op_lock = op_locks_.Acquire(ref.uid, deadline);
-  if (!op_lock.ok()) return op_lock.status();
+  if (!claim_lock) return ClaimBusy();
+  NVDRA_ASSIGN_OR_RETURN(auto op_lock, op_locks_.Acquire(ref.uid, deadline));
   auto entry = ledger_.BeginUnprepare(ref.uid);
   if (!entry.ok()) return entry.status();
   if (!entry->has_value()) {
@@ -267,7 +285,7 @@ Status Engine::Unprepare(const kubelet::ClaimRef& ref, Steady::time_point deadli
 }
 
 Status Engine::UnprepareLocked(const ledger::ClaimEntry& entry) {
-  NVDRA_RETURN_IF_ERROR(kind_.Unprepare(entry));
+  NVDRA_RETURN_IF_ERROR(kind_.Unprepare(entry.uid, entry.undo));
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-device-unprepare"));
   NVDRA_RETURN_IF_ERROR(cdi_.RemoveClaimSpec(entry.uid).Wrap("remove CDI spec"));
   return ledger_.FinishUnprepare(entry.uid);
@@ -278,13 +296,12 @@ Status Engine::UnprepareEntry(const ledger::ClaimEntry& stale, const std::string
   auto bound = Steady::now() + std::chrono::seconds(10);
   auto claim_lock = locks_.LockUntil(stale.uid, bound);
   if (!claim_lock) return DeadlineExceeded("claim " + stale.uid + " is busy; will retry");
-  auto op_lock = op_locks_.Acquire(stale.uid, bound);
-  if (!op_lock.ok()) return op_lock.status();
+  NVDRA_ASSIGN_OR_RETURN(auto op_lock, op_locks_.Acquire(stale.uid, bound));
   auto entry = ledger_.BeginUnprepare(stale.uid);
   if (!entry.ok()) return entry.status();
   if (!entry->has_value()) return Status::Ok();
   Status s = UnprepareLocked(**entry);
-  std::string ref = RefString(stale.ns, stale.name, stale.uid);
+  std::string ref = model::ClaimRef{stale.ns, stale.uid, stale.name}.ToString();
   if (s.ok()) {
     spdlog::info("unprepared stale claim {} ({})", ref, why);
   } else {
@@ -292,6 +309,17 @@ Status Engine::UnprepareEntry(const ledger::ClaimEntry& stale, const std::string
   }
   return s;
 }
+
+Result<std::vector<ledger::ClaimEntry>> Engine::Entries() { return ledger_.List(); }
+
+Status Engine::Carry(const ledger::ClaimEntry& entry, const Decision& decision) {
+  if (decision.action != Action::kUnprepare) return Status::Ok();
+  std::string why = decision.judgement.why;
+  if (entry.state == ledger::ClaimState::kPrepareCompleted) why += ", past the grace period";
+  return UnprepareEntry(entry, why);
+}
+
+Status Engine::CollectGarbage() { return ledger_.CollectGarbage(); }
 
 Result<bool> Engine::RemoveOrphanSpec(const std::string& uid) {
   auto claim_lock = locks_.Lock(uid);
@@ -308,6 +336,40 @@ Result<bool> Engine::RemoveOrphanSpec(const std::string& uid) {
   NVDRA_RETURN_IF_ERROR(cdi_.RemoveClaimSpec(uid));
   spdlog::info("removed orphan CDI spec of claim {} (no live ledger entry)", uid);
   return true;
+}
+
+int Engine::SweepOrphanSpecs(const std::set<std::string>& live, int* errors) {
+  int removed = 0;
+  auto uids = cdi_.ListClaimSpecUids();
+  if (!uids.ok()) {
+    spdlog::warn("reconcile: list CDI specs: {}", uids.status().message());
+    (*errors)++;
+    return 0;
+  }
+  for (const auto& uid : *uids) {
+    if (live.count(uid)) continue;
+    auto r = RemoveOrphanSpec(uid);
+    if (!r.ok()) {
+      (*errors)++;
+    } else if (*r) {
+      removed++;
+    }
+  }
+  // Then temp files a crashed write left behind. The ledger records a claim
+  // before its spec is written, so a write in flight belongs to a claim the
+  // ledger knows (in any state): its files stay. The specs left are those of
+  // live claims (or ones that became live since): all known, all kept.
+  auto swept = cdi_.SweepOrphanClaimSpecs([this](const std::string& uid) {
+    auto e = ledger_.Get(uid);
+    return !e.ok() || e->has_value();
+  });
+  if (!swept.ok()) {
+    spdlog::warn("reconcile: sweep CDI temp files: {}", swept.status().message());
+    (*errors)++;
+  } else {
+    removed += static_cast<int>(swept->size());
+  }
+  return removed;
 }
 
 void Engine::RefreshGauges() {

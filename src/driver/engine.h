@@ -1,9 +1,12 @@
 // The claim engine both plugins share. For one claim it fetches the
 // ResourceClaim, keeps this driver's results, resolves and validates opaque
-// configs, asks the device kind for a plan, brackets the device work with the
-// ledger (BeginPrepare .. CompletePrepare), writes the claim's CDI spec, and
-// answers with the devices and CDI ids. Unprepare runs from the ledger alone.
-// GPU- or IMEX-specific behaviour lives behind DeviceKind.
+// configs with the kind's rules, asks the kind for a plan, brackets the
+// device work with the ledger (BeginPrepare .. CompletePrepare), turns what
+// the kind returns into prepared devices, CDI ids and the claim's CDI spec
+// (ClaimOutput, the one place that does), writes the spec, and answers with
+// the devices. Unprepare runs from the ledger alone. It also carries out what
+// the reconciler decides. GPU- or IMEX-specific behaviour lives behind the
+// ClaimKind port.
 #pragma once
 
 #include <chrono>
@@ -12,10 +15,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "cdi/cdi_spec_writer.h"
 #include "config/feature_gates.h"
+#include "driver/claim_decision.h"
 #include "driver/claim_source.h"
 #include "driver/device_kind.h"
 #include "kubelet/claim_engine.h"
@@ -23,58 +28,95 @@
 #include "ledger/claim_locks.h"
 #include "ledger/claim_operation_lock.h"
 #include "metrics/dra_metrics.h"
+#include "metrics/step_timer.h"
+#include "util/clock.h"
 
 namespace nvdra::driver {
 
 struct EngineOptions {
-  std::string driver;  // "gpu.nvidia.com"
   config::FeatureGates gates;
+  // This node's name (the pool of its devices): a conflicting holder whose
+  // claim is allocated to another node counts as stale. "" skips that check.
+  std::string node_name;
   // Called after a claim failed for a reason a retry cannot fix (bad config,
   // device not on this node), e.g. to post an Event on the ResourceClaim.
-  std::function<void(const kubelet::ClaimRef&, const std::string& message)> on_permanent_failure;
+  std::function<void(const model::ClaimRef&, const std::string& message)> on_permanent_failure;
+  const Clock* clock = &SystemClock::Get();
 };
+
+// What the claim's containers get, derived from a kind's ClaimEdits.
+struct ClaimOutput {
+  cdi::Spec spec;                              // no devices: no file
+  std::vector<model::PreparedDevice> devices;  // one per result, CDI ids where the kind gave edits
+};
+
+// The one place that turns a kind's edits into the CDI spec and the prepared
+// devices: devices with edits get the CDI id "<vendor>/<class>=<uid>-<device>".
+ClaimOutput BuildClaimOutput(const cdi::CdiSpecWriter& cdi, const std::string& claim_uid,
+                             const std::vector<model::AllocationResult>& results, const ClaimEdits& edits);
 
 class Engine final : public kubelet::ClaimEngine {
  public:
   // All references must outlive the engine. `metrics` may be null.
-  Engine(EngineOptions options, ledger::ClaimLedger& ledger, DeviceKind& kind, ClaimSource& claims,
+  Engine(EngineOptions options, ledger::ClaimLedger& ledger, ClaimKind& kind, ClaimSource& claims,
          const cdi::CdiSpecWriter& cdi, metrics::DraMetrics* metrics);
 
-  kubelet::PrepareResult PrepareClaim(const kubelet::ClaimRef& claim,
+  kubelet::PrepareResult PrepareClaim(const model::ClaimRef& claim,
                                       std::chrono::steady_clock::time_point deadline) override;
-  std::string UnprepareClaim(const kubelet::ClaimRef& claim,
+  std::string UnprepareClaim(const model::ClaimRef& claim,
                              std::chrono::steady_clock::time_point deadline) override;
 
-  // Self-initiated unprepare of a ledger entry (the reconciler's, and the
-  // engine's own when a conflicting holder turns out to be stale).
+  // --- What the reconciler asks for.
+  // Every ledger entry, tombstones included (a fresh view).
+  Result<std::vector<ledger::ClaimEntry>> Entries();
+  // Carries out `decision` for `entry` (only kUnprepare acts).
+  Status Carry(const ledger::ClaimEntry& entry, const Decision& decision);
+  // Self-initiated unprepare of a ledger entry (a decision of the reconciler,
+  // or the engine's own when a conflicting holder turns out to be stale).
   Status UnprepareEntry(const ledger::ClaimEntry& entry, const std::string& why);
-
-  // Removes a CDI spec file of `uid` if the ledger holds no live entry for it.
-  // Returns true when a file was removed.
-  Result<bool> RemoveOrphanSpec(const std::string& uid);
-
+  // Removes the CDI spec files of claims without a live ledger entry
+  // (`live`: UIDs the caller saw live; each other one is checked again under
+  // its claim's lock) and temp files a crashed write left behind. Returns how
+  // many spec files were removed; `errors` counts failures.
+  int SweepOrphanSpecs(const std::set<std::string>& live, int* errors);
+  // Drops expired tombstones and compacts the ledger when worthwhile.
+  Status CollectGarbage();
   // Recomputes the prepared-devices and ledger gauges from the ledger.
   void RefreshGauges();
 
-  const std::string& driver() const { return options_.driver; }
+  const std::string& driver() const { return driver_; }
 
  private:
-  Result<std::vector<kubelet::PreparedDevice>> Prepare(const kubelet::ClaimRef& ref,
-                                                       std::chrono::steady_clock::time_point deadline,
-                                                       bool* permanent);
-  // The answer to a Prepare of a claim completed in this boot.
-  Result<std::vector<kubelet::PreparedDevice>> AlreadyPrepared(const kubelet::ClaimRef& ref,
-                                                               const ledger::ClaimEntry& entry);
-  Status Unprepare(const kubelet::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
+  using Devices = std::vector<model::PreparedDevice>;
 
+  // The steps of a Prepare, in order.
+  Result<Devices> Prepare(const model::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
+  Result<ClaimSnapshot> FetchClaim(const model::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
+  Result<ClaimWork> OurResults(const model::ClaimRef& ref, const ClaimSnapshot& snap) const;
+  // The recorded devices when the claim was completed in this boot with the
+  // same allocation; nullopt otherwise.
+  Result<std::optional<Devices>> CompletedThisBoot(const ClaimWork& work);
+  Result<ClaimPlan> PlanClaim(ClaimWork& work, const ClaimSnapshot& snap);
+  Result<ledger::BeginResult> Begin(const ClaimWork& work, const ClaimPlan& plan, const ClaimSnapshot& snap);
+  // `attempt`: the BeginPrepare's, so that the completion is refused when
+  // another process began or unprepared the claim in between.
+  Result<Devices> PrepareDevices(const ClaimWork& work, const ClaimPlan& plan, const std::string& attempt);
+  // The answer to a Prepare of a claim completed in this boot.
+  Result<Devices> AlreadyPrepared(const ledger::ClaimEntry& entry);
+
+  Status Unprepare(const model::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
   Status UnprepareLocked(const ledger::ClaimEntry& entry);
-  // After a Conflict: if a holder is only PrepareStarted and its claim is
-  // gone from the API server, unprepare it now. True if something was freed.
+  // After a Conflict: if a PrepareStarted holder's claim is gone or stale,
+  // unprepare it now. True if something was freed.
   bool ClearStaleHolders(const std::vector<std::string>& held, const std::string& self_uid);
+  Result<bool> RemoveOrphanSpec(const std::string& uid);
+
+  std::optional<metrics::StepTimer> Time(metrics::PrepareStep step) const;
 
   EngineOptions options_;
+  std::string driver_;
   ledger::ClaimLedger& ledger_;
-  DeviceKind& kind_;
+  ClaimKind& kind_;
   ClaimSource& claims_;
   const cdi::CdiSpecWriter& cdi_;
   metrics::DraMetrics* metrics_;
@@ -88,8 +130,5 @@ class Engine final : public kubelet::ClaimEngine {
   // ledger's last transition, and by the orphan sweep's check-and-delete.
   ledger::ClaimOperationLocks op_locks_;
 };
-
-// Converts ledger devices into what the kubelet surface returns.
-std::vector<kubelet::PreparedDevice> ToKubeletDevices(const std::vector<ledger::PreparedDevice>& devices);
 
 }  // namespace nvdra::driver

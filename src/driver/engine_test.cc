@@ -44,7 +44,7 @@ class EngineTest : public ::testing::Test {
     ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
     cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com", "claim");
     ASSERT_TRUE(cdi_->EnsureRoot().ok());
-    kind_ = std::make_unique<FakeKind>(*cdi_);
+    kind_ = std::make_unique<FakeKind>();
     Reopen();
   }
   void TearDown() override {
@@ -64,11 +64,11 @@ class EngineTest : public ::testing::Test {
     auto l = ledger::ClaimLedger::Open(o);
     ASSERT_TRUE(l.ok()) << l.status().ToString();
     ledger_ = std::move(l).value();
-    engine_ = std::make_unique<Engine>(EngineOptions{kDriver, {}, {}}, *ledger_, *kind_, claims_, *cdi_, nullptr);
+    engine_ = std::make_unique<Engine>(EngineOptions{}, *ledger_, *kind_, claims_, *cdi_, nullptr);
     ReconcilerOptions ro;
     ro.clock = &clock_;
     ro.completed_grace = std::chrono::minutes(10);
-    reconciler_ = std::make_unique<Reconciler>(*engine_, *ledger_, claims_, *cdi_, nullptr, ro);
+    reconciler_ = std::make_unique<Reconciler>(*engine_, claims_, nullptr, ro);
   }
   std::string SpecPath(const std::string& uid) { return *cdi_->ClaimSpecPath(uid); }
   std::optional<ledger::ClaimEntry> Entry(const std::string& uid) {
@@ -101,7 +101,7 @@ TEST_F(EngineTest, PreparesWritesCdiSpecAndCompletes) {
   ASSERT_EQ(r.devices.size(), 2u);
   EXPECT_EQ(r.devices[0].device, "gpu-0");
   EXPECT_EQ(r.devices[0].pool, "node-1");
-  EXPECT_EQ(r.devices[0].request_names, std::vector<std::string>{"req0"});
+  EXPECT_EQ(r.devices[0].requests, std::vector<std::string>{"req0"});
   EXPECT_EQ(r.devices[0].cdi_device_ids, std::vector<std::string>{"k8s.gpu.nvidia.com/claim=uid-a-gpu-0"});
   EXPECT_TRUE(PathExists(SpecPath("uid-a")));
   auto e = Entry("uid-a");
@@ -398,6 +398,62 @@ TEST_F(EngineTest, ShallowPassesLeavePreparedClaimsToTheKubelet) {
   EXPECT_EQ(rep.unprepared_completed, 1);
 }
 
+TEST_F(EngineTest, ReconcilerReleasesClaimsThatExistButAreNoLongerAllocatedAsRecorded) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  auto b = Claim("uid-b", "b", {"gpu-1"});
+  auto c = Claim("uid-c", "c", {"gpu-2"});
+  claims_.Put(a);
+  claims_.Put(b);
+  claims_.Put(c);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  kind_->fail_prepare = Internal("boom");
+  ASSERT_NE(engine_->PrepareClaim(Ref(b), kFar).error, "");
+  kind_->fail_prepare = Status::Ok();
+  ASSERT_EQ(engine_->PrepareClaim(Ref(c), kFar).error, "");
+  auto rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.unprepared_started + rep.unprepared_completed + rep.stale_completed, 0) << "all current";
+
+  a.allocated = false;  // deallocated, same UID
+  a.results.clear();
+  claims_.Put(a);
+  b.results[0].device = "gpu-5";  // allocated again under the same UID, another device
+  claims_.Put(b);
+  c.results[0].pool = "node-2";  // allocated to another node
+  claims_.Put(c);
+  ReconcilerOptions ro;
+  ro.clock = &clock_;
+  ro.completed_grace = std::chrono::minutes(10);
+  ro.node_name = "node-1";
+  reconciler_ = std::make_unique<Reconciler>(*engine_, claims_, nullptr, ro);
+  rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.unprepared_started, 1) << "the half-prepared one goes at once";
+  EXPECT_EQ(rep.stale_completed, 2) << "prepared ones wait for the grace period";
+  auto eb = Entry("uid-b");
+  EXPECT_TRUE(!eb || !ledger::HoldsResources(eb->state));
+  clock_.Advance(std::chrono::minutes(11));
+  rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.unprepared_completed, 2);
+  EXPECT_FALSE(PathExists(SpecPath("uid-a")));
+  EXPECT_FALSE(PathExists(SpecPath("uid-c")));
+  EXPECT_EQ(kind_->unprepared.size(), 3u);
+}
+
+TEST_F(EngineTest, PermanentErrorsReachTheCallbackOnlyForPermanentFailures) {
+  std::vector<std::string> reported;
+  EngineOptions o;
+  o.on_permanent_failure = [&](const model::ClaimRef& c, const std::string&) { reported.push_back(c.uid); };
+  reconciler_.reset();
+  engine_ = std::make_unique<Engine>(o, *ledger_, *kind_, claims_, *cdi_, nullptr);
+  auto missing = Claim("uid-x", "x", {"gpu-99"});  // not on this node: permanent
+  claims_.Put(missing);
+  EXPECT_NE(engine_->PrepareClaim(Ref(missing), kFar).error, "");
+  auto busy = Claim("uid-y", "y", {"gpu-0"});  // a device failure: the kubelet retries
+  claims_.Put(busy);
+  kind_->fail_prepare = Internal("device busy");
+  EXPECT_NE(engine_->PrepareClaim(Ref(busy), kFar).error, "");
+  EXPECT_EQ(reported, std::vector<std::string>{"uid-x"});
+}
+
 TEST_F(EngineTest, ReconcilerRemovesOrphanCdiSpecsOnly) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
@@ -408,6 +464,20 @@ TEST_F(EngineTest, ReconcilerRemovesOrphanCdiSpecsOnly) {
   auto rep = reconciler_->RunOnce();
   EXPECT_EQ(rep.orphan_specs_removed, 1);
   EXPECT_FALSE(PathExists(SpecPath("uid-orphan")));
+  EXPECT_TRUE(PathExists(SpecPath("uid-a")));
+}
+
+TEST_F(EngineTest, ReconcilerSweepsTempFilesOfCrashedWritesButNotOfKnownClaims) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  const std::string crashed = dir_ + "/cdi/.k8s.gpu.nvidia.com-claim_uid-gone.json.tmp-1";
+  const std::string in_flight = dir_ + "/cdi/.k8s.gpu.nvidia.com-claim_uid-a.json.tmp-2";
+  ASSERT_TRUE(WriteFileAtomically(crashed, "{").ok());
+  ASSERT_TRUE(WriteFileAtomically(in_flight, "{").ok());
+  reconciler_->RunOnce();
+  EXPECT_FALSE(PathExists(crashed));
+  EXPECT_TRUE(PathExists(in_flight));
   EXPECT_TRUE(PathExists(SpecPath("uid-a")));
 }
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "cdi/container_edits.h"
 #include "driver/claim_source.h"
 #include "driver/device_kind.h"
 #include "util/mutex.h"
@@ -51,8 +52,7 @@ class FakeClaimSource final : public ClaimSource {
 // Devices "gpu-0".."gpu-7" of type "gpu". Records what it prepared and undid.
 class FakeKind final : public DeviceKind {
  public:
-  explicit FakeKind(const cdi::CdiSpecWriter& cdi, std::string driver = "gpu.nvidia.com")
-      : cdi_(cdi), driver_(std::move(driver)) {}
+  explicit FakeKind(std::string driver = "gpu.nvidia.com") : driver_(std::move(driver)) {}
 
   std::string driver_name() const override { return driver_; }
   std::string DeviceType(const std::string& device) const override {
@@ -60,6 +60,9 @@ class FakeKind final : public DeviceKind {
       if (device == "gpu-" + std::to_string(i)) return "gpu";
     }
     return "";
+  }
+  config::DriverConfigRules ConfigRules(const config::FeatureGates&) const override {
+    return {driver_, {"gpu"}, {config::GpuConfig{}}, ""};
   }
   std::vector<std::string> MetricDeviceTypes() const override { return {"gpu", "unknown"}; }
   std::vector<model::PublishedDevice> PublishedDevices() const override { return {}; }
@@ -71,27 +74,27 @@ class FakeKind final : public DeviceKind {
     return p;
   }
   Status CheckReady(const ClaimWork&, const ClaimPlan&) override { return not_ready; }
-  Result<PreparedClaim> Prepare(const ClaimWork& work, const ClaimPlan& plan,
-                                const nlohmann::json& previous_undo) override {
+  Result<PreparedClaim> Prepare(const ClaimWork& work, const ClaimPlan& plan) override {
     prepares++;
     if (!fail_prepare.ok()) return fail_prepare;
     PreparedClaim out;
     out.undo = plan.undo;
     out.undo["prepared"] = true;
-    NVDRA_ASSIGN_OR_RETURN(out.spec, Spec(work.uid, plan.undo["devices"].get<std::vector<std::string>>()));
-    for (const auto& r : work.results) {
-      out.devices.push_back({{r.request}, r.pool, r.device, {cdi_.DeviceId(work.uid, r.device)}, r.share_id});
+    NVDRA_ASSIGN_OR_RETURN(out.edits, Edits(out.undo, {}));
+    return out;
+  }
+  Result<ClaimEdits> Edits(const nlohmann::json& undo, const std::vector<std::string>&) override {
+    ClaimEdits out;
+    for (const auto& n : undo["devices"].get<std::vector<std::string>>()) {
+      cdi::ContainerEdits e;
+      e.env = {"FAKE_DEVICE=" + n};
+      out.devices.push_back({n, e});
     }
     return out;
   }
-  Result<cdi::Spec> RebuildSpec(const ledger::ClaimEntry& entry) override {
-    std::set<std::string> names;
-    for (const auto& d : entry.prepared) names.insert(d.device);
-    return Spec(entry.uid, std::vector<std::string>(names.begin(), names.end()));
-  }
-  Status Unprepare(const ledger::ClaimEntry& entry) override {
+  Status Unprepare(const std::string& claim_uid, const nlohmann::json&) override {
     MutexLock l(mu_);
-    unprepared.push_back(entry.uid);
+    unprepared.push_back(claim_uid);
     return fail_unprepare;
   }
 
@@ -104,16 +107,6 @@ class FakeKind final : public DeviceKind {
   std::vector<std::string> unprepared;
 
  private:
-  Result<cdi::Spec> Spec(const std::string& uid, const std::vector<std::string>& names) const {
-    std::vector<cdi::SpecDevice> devs;
-    for (const auto& n : names) {
-      cdi::ContainerEdits e;
-      e.env = {"FAKE_DEVICE=" + n};
-      devs.push_back({n, e});
-    }
-    return cdi_.BuildClaimSpec(uid, devs);
-  }
-  const cdi::CdiSpecWriter& cdi_;
   std::string driver_;
 };
 

@@ -7,12 +7,9 @@
 
 namespace nvdra::driver {
 
-Reconciler::Reconciler(Engine& engine, ledger::ClaimLedger& ledger, ClaimSource& claims,
-                       const cdi::CdiSpecWriter& cdi, metrics::DraMetrics* metrics, ReconcilerOptions options)
+Reconciler::Reconciler(Engine& engine, ClaimSource& claims, metrics::DraMetrics* metrics, ReconcilerOptions options)
     : engine_(engine),
-      ledger_(ledger),
       claims_(claims),
-      cdi_(cdi),
       metrics_(metrics),
       options_(options),
       worker_({.period = options.period, .jitter = options.jitter, .clock = options.clock, .name = "the reconciler pass"},
@@ -23,15 +20,7 @@ Reconciler::~Reconciler() { Stop(); }
 ReconcileReport Reconciler::RunOnce(bool deep) {
   MutexLock run_lock(run_mu_);
   ReconcileReport rep;
-
-  // CDI files first, ledger second: a spec written after this listing
-  // belongs to a claim that is already in the ledger listed below.
-  auto spec_uids = cdi_.ListClaimSpecUids();
-  if (!spec_uids.ok()) {
-    spdlog::warn("reconcile: list CDI specs: {}", spec_uids.status().message());
-    rep.errors++;
-  }
-  auto entries = ledger_.List();
+  auto entries = engine_.Entries();
   if (!entries.ok()) {
     spdlog::warn("reconcile: read ledger: {}", entries.status().message());
     rep.errors++;
@@ -49,83 +38,81 @@ ReconcileReport Reconciler::RunOnce(bool deep) {
       if (gone_since_.count(e.uid)) seen_gone.insert(e.uid);  // keep its grace clock running
       continue;
     }
-    rep.checked++;
-    std::string ref = e.ns + "/" + e.name + ":" + e.uid;
-    if (e.name.empty()) {
-      spdlog::warn("reconcile: claim {} has no name in the ledger; cannot check it", e.uid);
-      continue;
-    }
-    auto current = claims_.Get(e.ns, e.name);
-    bool gone = false;
-    if (!current.ok()) {
-      if (current.status().code() == StatusCode::kNotFound) {
-        gone = true;
-      } else {
-        rep.api_errors++;
-        NVDRA_VLOG(4, "reconcile: cannot check claim {}: {}", ref, current.status().message());
-        continue;
-      }
-    } else {
-      gone = current->uid != e.uid;
-    }
-    if (!gone) {
-      if (e.state == ledger::ClaimState::kPrepareStarted) {
-        NVDRA_VLOG(4, "Checkpointed RC cleanup: partially prepared claim not stale: {}", ref);
-      }
-      continue;
-    }
-    if (e.state == ledger::ClaimState::kPrepareCompleted) {
-      auto [it, inserted] = gone_since_.emplace(e.uid, now);
-      seen_gone.insert(e.uid);
-      if (now - it->second < options_.completed_grace) {
-        rep.stale_completed++;
-        if (inserted) {
-          spdlog::warn("prepared claim {} no longer exists in the API server; unpreparing it after the grace period "
-                       "unless the kubelet does first",
-                       ref);
-        }
-        continue;
-      }
-      Status s = engine_.UnprepareEntry(e, "its ResourceClaim is gone past the grace period");
-      if (s.ok()) {
-        rep.unprepared_completed++;
-        gone_since_.erase(e.uid);
-        if (metrics_ != nullptr) metrics_->RecordReconcileUnprepared("completed_gone");
-      } else {
-        rep.errors++;
-      }
-      continue;
-    }
-    Status s = engine_.UnprepareEntry(e, "its ResourceClaim no longer exists");
-    if (s.ok()) {
-      rep.unprepared_started++;
-      if (metrics_ != nullptr) metrics_->RecordReconcileUnprepared("started_gone");
-    } else {
-      rep.errors++;
-    }
+    CheckEntry(e, now, rep, seen_gone);
   }
   for (auto it = gone_since_.begin(); it != gone_since_.end();) {
     it = seen_gone.count(it->first) ? std::next(it) : gone_since_.erase(it);
   }
 
-  Status gc = ledger_.CollectGarbage();
-  if (!gc.ok()) {
+  if (Status gc = engine_.CollectGarbage(); !gc.ok()) {
     spdlog::warn("reconcile: ledger garbage collection: {}", gc.message());
     rep.errors++;
   }
+  rep.orphan_specs_removed = engine_.SweepOrphanSpecs(live, &rep.errors);
+  Finish(deep, rep);
+  return rep;
+}
 
-  if (spec_uids.ok()) {
-    for (const auto& uid : *spec_uids) {
-      if (live.count(uid)) continue;
-      auto removed = engine_.RemoveOrphanSpec(uid);
-      if (!removed.ok()) {
-        rep.errors++;
-      } else if (*removed) {
-        rep.orphan_specs_removed++;
-      }
-    }
+// Asks the API server about one live entry, decides, and has the engine act.
+void Reconciler::CheckEntry(const ledger::ClaimEntry& e, Clock::time_point now, ReconcileReport& rep,
+                            std::set<std::string>& seen_gone) {
+  rep.checked++;
+  Result<ClaimSnapshot> current = Unavailable("not asked");
+  if (!e.name.empty()) current = claims_.Get(e.ns, e.name);
+  DecideInput in{options_.node_name, now, std::nullopt, options_.completed_grace};
+  if (auto it = gone_since_.find(e.uid); it != gone_since_.end()) in.gone_since = it->second;
+  Decision d = Decide(e, current, in);
+  if (d.action == Action::kWaitGrace || (d.action == Action::kUnprepare && e.state == ledger::ClaimState::kPrepareCompleted)) {
+    gone_since_.emplace(e.uid, now);
+    seen_gone.insert(e.uid);
   }
+  Record(e, d, rep);
+  if (d.action != Action::kUnprepare) return;
+  Status s = engine_.Carry(e, d);
+  bool completed = e.state == ledger::ClaimState::kPrepareCompleted;
+  if (!s.ok()) {
+    rep.errors++;
+    return;
+  }
+  if (completed) {
+    rep.unprepared_completed++;
+    gone_since_.erase(e.uid);
+    seen_gone.erase(e.uid);
+  } else {
+    rep.unprepared_started++;
+  }
+  if (metrics_ != nullptr) metrics_->RecordReconcileUnprepared(completed ? "completed_gone" : "started_gone");
+}
 
+// Counts and logs a decision that needs no action from the engine.
+void Reconciler::Record(const ledger::ClaimEntry& e, const Decision& d, ReconcileReport& rep) {
+  const std::string ref = model::ClaimRef{e.ns, e.uid, e.name}.ToString();
+  switch (d.action) {
+    case Action::kCannotCheck:
+      spdlog::warn("reconcile: claim {} has no name in the ledger; cannot check it", e.uid);
+      break;
+    case Action::kRetryLater:
+      rep.api_errors++;
+      NVDRA_VLOG(4, "reconcile: cannot check claim {}: {}", ref, d.judgement.why);
+      break;
+    case Action::kKeep:
+      if (e.state == ledger::ClaimState::kPrepareStarted) {
+        NVDRA_VLOG(4, "Checkpointed RC cleanup: partially prepared claim not stale: {}", ref);
+      }
+      break;
+    case Action::kWaitGrace:
+      rep.stale_completed++;
+      if (d.grace_started) {
+        spdlog::warn("prepared claim {}: {}; unpreparing it after the grace period unless the kubelet does first",
+                     ref, d.judgement.why);
+      }
+      break;
+    case Action::kUnprepare:
+      break;
+  }
+}
+
+void Reconciler::Finish(bool deep, ReconcileReport& rep) {
   if (metrics_ != nullptr) {
     if (deep) metrics_->SetStaleCompletedClaims(rep.stale_completed);
     metrics_->RecordReconcileRun(rep.errors == 0 ? "success" : "error");
@@ -133,7 +120,6 @@ ReconcileReport Reconciler::RunOnce(bool deep) {
   engine_.RefreshGauges();
   NVDRA_VLOG(4, "reconcile: checked {} claims, unprepared {} half-prepared and {} gone prepared, {} API errors",
              rep.checked, rep.unprepared_started, rep.unprepared_completed, rep.api_errors);
-  return rep;
 }
 
 void Reconciler::Start() { worker_.Start(); }

@@ -1,23 +1,25 @@
 // The reconciler: at start and periodically (with jitter) it compares every
-// ledger entry with the API server and the CDI directory, and converges:
+// ledger entry with the API server, decides what to do about it (Decide in
+// claim_decision.h, a pure function) and has the engine carry it out:
 //   - PrepareStarted / UnprepareStarted entries whose ResourceClaim is gone
-//     (or exists with another UID) are unprepared by the plugin itself;
-//   - PrepareCompleted entries whose claim is gone are reported, and
-//     unprepared once they stayed gone for the grace period (the kubelet
+//     (or exists with another UID) or stale (deallocated, allocated again
+//     with other devices, or to another node) are unprepared by the plugin;
+//   - PrepareCompleted entries whose claim is gone or stale are reported, and
+//     unprepared once they stayed so for the grace period (the kubelet
 //     normally unprepares them; this catches force-deleted pods);
 //   - an API error leaves the entry for the next round;
 //   - expired tombstones are dropped and the ledger compacted when worthwhile;
-//   - CDI spec files of ours that belong to no live claim are removed.
+//   - CDI spec files of ours that belong to no live claim, and temp files a
+//     crashed write left, are removed.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <string>
 
-#include "cdi/cdi_spec_writer.h"
+#include "driver/claim_decision.h"
 #include "driver/claim_source.h"
 #include "driver/engine.h"
-#include "ledger/claim_ledger.h"
 #include "metrics/dra_metrics.h"
 #include "util/clock.h"
 #include "util/mutex.h"
@@ -34,6 +36,8 @@ struct ReconcilerOptions {
   // limit (shared with Prepare). They are checked on every N-th pass (and on
   // the first); half-prepared claims on every pass.
   int completed_check_every = 10;
+  // This node's name (the pool of its devices); see JudgeClaim.
+  std::string node_name;
   const Clock* clock = &SystemClock::Get();
 };
 
@@ -41,7 +45,7 @@ struct ReconcileReport {
   int checked = 0;
   int unprepared_started = 0;    // half-prepared claims rolled back
   int unprepared_completed = 0;  // prepared claims gone past the grace period
-  int stale_completed = 0;       // prepared claims gone, still within the grace period
+  int stale_completed = 0;       // prepared claims gone or stale, still within the grace period
   int api_errors = 0;
   int orphan_specs_removed = 0;
   int errors = 0;
@@ -49,8 +53,7 @@ struct ReconcileReport {
 
 class Reconciler {
  public:
-  Reconciler(Engine& engine, ledger::ClaimLedger& ledger, ClaimSource& claims, const cdi::CdiSpecWriter& cdi,
-             metrics::DraMetrics* metrics, ReconcilerOptions options = {});
+  Reconciler(Engine& engine, ClaimSource& claims, metrics::DraMetrics* metrics, ReconcilerOptions options = {});
   ~Reconciler();
 
   // `deep`: also check PrepareCompleted entries against the API server.
@@ -69,10 +72,14 @@ class Reconciler {
   // One pass of the background loop.
   Status Pass();
 
+  // The steps of one pass.
+  void CheckEntry(const ledger::ClaimEntry& entry, Clock::time_point now, ReconcileReport& rep,
+                  std::set<std::string>& seen_gone);
+  void Record(const ledger::ClaimEntry& entry, const Decision& d, ReconcileReport& rep);
+  void Finish(bool deep, ReconcileReport& rep);
+
   Engine& engine_;
-  ledger::ClaimLedger& ledger_;
   ClaimSource& claims_;
-  const cdi::CdiSpecWriter& cdi_;
   metrics::DraMetrics* metrics_;
   ReconcilerOptions options_;
 

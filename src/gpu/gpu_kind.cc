@@ -4,18 +4,25 @@
 #include <set>
 
 #include "devices/published_devices.h"
-#include "metrics/dra_metrics.h"
 #include "util/log.h"
 
 namespace nvdra::gpu {
 
-namespace {
-constexpr int kUndoVersion = 1;
+config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates) {
+  config::DriverConfigRules rules;
+  rules.driver = kDriverName;
+  rules.device_types = {std::string(config::kDeviceTypeGpu), std::string(config::kDeviceTypeMig),
+                        std::string(config::kDeviceTypeVfio)};
+  // Passthrough devices get a default config only with the gate on.
+  if (gates.Enabled(config::Gate::kPassthroughSupport)) rules.defaults.push_back(config::VfioDeviceConfig{});
+  rules.defaults.push_back(config::MigDeviceConfig{});
+  rules.defaults.push_back(config::GpuConfig{});
+  rules.missing_config_hint = "is the PassthroughSupport feature gate enabled?";
+  return rules;
 }
 
-GpuKind::GpuKind(devices::NodeInventory inventory, devices::DeviceEdits edits, devices::GpuControl& control,
-                 const cdi::CdiSpecWriter& cdi)
-    : inventory_(std::move(inventory)), edits_(std::move(edits)), control_(control), cdi_(cdi) {
+GpuKind::GpuKind(devices::NodeInventory inventory, devices::DeviceEdits edits, devices::GpuControl& control)
+    : inventory_(std::move(inventory)), edits_(std::move(edits)), control_(control) {
   for (const auto& g : inventory_.gpus) {
     if (!g.mig_enabled) by_name_[devices::GpuDeviceName(g.minor)] = Located{&g, nullptr};
     for (const auto& m : g.migs) by_name_[devices::MigDeviceName(m)] = Located{&g, &m};
@@ -30,18 +37,17 @@ const GpuKind::Located* GpuKind::Find(const std::string& device) const {
 std::string GpuKind::DeviceType(const std::string& device) const {
   const Located* l = Find(device);
   if (l == nullptr) return "";
-  return l->mig != nullptr ? "mig" : "gpu";
+  return std::string(l->mig != nullptr ? config::kDeviceTypeMig : config::kDeviceTypeGpu);
 }
 
-std::vector<std::string> GpuKind::MetricDeviceTypes() const { return metrics::kGpuDeviceTypes; }
+std::vector<std::string> GpuKind::MetricDeviceTypes() const { return {"gpu", "mig", "vfio", "unknown"}; }
 
 std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {
   return taints_.Decorate(devices::GpuPublishedDevices(inventory_));
 }
 
 Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
-  driver::ClaimPlan plan;
-  nlohmann::json time_slicing = nlohmann::json::array();
+  GpuUndo undo;
   for (const auto& group : work.groups) {
     if (const auto* gc = std::get_if<config::GpuConfig>(&group.config)) {
       if (gc->IsMps()) return FailedPrecondition("MPS sharing is not supported yet by nvdra");
@@ -51,7 +57,7 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
       for (const auto& r : group.results) {
         const Located* l = Find(r.device);
         if (l == nullptr || l->mig != nullptr) continue;
-        time_slicing.push_back({{"device", r.device}, {"uuid", l->gpu->uuid}, {"interval", static_cast<int>(*interval)}});
+        undo.time_slicing.push_back({r.device, l->gpu->uuid, static_cast<int>(*interval), nlohmann::json::object()});
       }
     } else if (const auto* mc = std::get_if<config::MigDeviceConfig>(&group.config)) {
       if (mc->IsMps()) return FailedPrecondition("MPS sharing is not supported yet by nvdra");
@@ -59,14 +65,14 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
   }
   std::set<std::string> names;
   for (const auto& r : work.results) names.insert(r.device);
-  plan.undo = {{"version", kUndoVersion},
-               {"devices", std::vector<std::string>(names.begin(), names.end())},
-               {"timeSlicing", time_slicing}};
+  undo.devices.assign(names.begin(), names.end());
+  driver::ClaimPlan plan;
+  plan.undo = EncodeGpuUndo(undo);
   return plan;
 }
 
-Result<cdi::Spec> GpuKind::BuildSpec(const std::string& uid, const std::vector<std::string>& device_names) const {
-  std::vector<cdi::SpecDevice> devs;
+Result<driver::ClaimEdits> GpuKind::EditsFor(const std::vector<std::string>& device_names) const {
+  driver::ClaimEdits out;
   for (const auto& name : device_names) {
     const Located* l = Find(name);
     if (l == nullptr) {
@@ -74,61 +80,55 @@ Result<cdi::Spec> GpuKind::BuildSpec(const std::string& uid, const std::vector<s
     }
     auto edits = l->mig != nullptr ? edits_.MigEdits(*l->mig, l->gpu) : edits_.GpuEdits(*l->gpu);
     if (!edits.ok()) return edits.status().Wrap("CDI edits for " + name);
-    devs.push_back({name, std::move(edits).value()});
+    out.devices.push_back({name, std::move(edits).value()});
   }
   auto common = edits_.CommonGpuEdits();
   if (!common.ok()) return common.status().Wrap("common CDI edits");
-  return cdi_.BuildClaimSpec(uid, devs, *common);
-}
-
-Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan,
-                                               const nlohmann::json& previous_undo) {
-  driver::PreparedClaim out;
-  out.undo = plan.undo;
-  for (const auto& ts : plan.undo.value("timeSlicing", nlohmann::json::array())) {
-    std::string uuid = ts.value("uuid", "");
-    int interval = ts.value("interval", 0);
-    NVDRA_RETURN_IF_ERROR(control_.SetComputeMode(uuid, "DEFAULT").Wrap("error applying config"));
-    NVDRA_RETURN_IF_ERROR(control_.SetTimeSlice(uuid, interval).Wrap("error applying config"));
-  }
-  std::vector<std::string> names = plan.undo.value("devices", std::vector<std::string>{});
-  NVDRA_ASSIGN_OR_RETURN(out.spec, BuildSpec(work.uid, names));
-  for (const auto& r : work.results) {
-    ledger::PreparedDevice d;
-    d.requests = {r.request};
-    d.pool = r.pool;
-    d.device = r.device;
-    d.cdi_device_ids = {cdi_.DeviceId(work.uid, r.device)};
-    d.share_id = r.share_id;
-    out.devices.push_back(std::move(d));
-  }
+  out.common = std::move(common).value();
   return out;
 }
 
-Result<cdi::Spec> GpuKind::RebuildSpec(const ledger::ClaimEntry& entry) {
-  std::set<std::string> names;
-  for (const auto& d : entry.prepared) names.insert(d.device);
-  return BuildSpec(entry.uid, std::vector<std::string>(names.begin(), names.end()));
+Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) {
+  NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, DecodeGpuUndo(plan.undo));
+  for (const auto& ts : undo.time_slicing) {
+    NVDRA_RETURN_IF_ERROR(control_.SetComputeMode(ts.uuid, "DEFAULT").Wrap("error applying config"));
+    NVDRA_RETURN_IF_ERROR(control_.SetTimeSlice(ts.uuid, ts.interval).Wrap("error applying config"));
+  }
+  driver::PreparedClaim out;
+  NVDRA_ASSIGN_OR_RETURN(out.edits, EditsFor(undo.devices));
+  out.undo = EncodeGpuUndo(undo);
+  return out;
 }
 
-Status GpuKind::Unprepare(const ledger::ClaimEntry& entry) {
-  const nlohmann::json& undo = entry.undo;
-  if (!undo.is_object()) return Status::Ok();
-  auto ts = undo.find("timeSlicing");
-  if (ts == undo.end() || !ts->is_array()) return Status::Ok();
-  for (const auto& item : *ts) {
-    if (!item.is_object() || !item.contains("uuid") || !item["uuid"].is_string()) {
-      spdlog::warn("claim {}: skipping an undo item this version does not understand: {}", entry.uid, item.dump());
-      continue;
-    }
-    std::string uuid = item["uuid"].get<std::string>();
+Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
+                                          const std::vector<std::string>& prepared_devices) {
+  NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, DecodeGpuUndo(undo_json));
+  if (undo.devices.empty()) {
+    // A record imported from the Go driver's checkpoint lists no devices.
+    std::set<std::string> names(prepared_devices.begin(), prepared_devices.end());
+    undo.devices.assign(names.begin(), names.end());
+  }
+  return EditsFor(undo.devices);
+}
+
+Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
+  auto undo = DecodeGpuUndo(undo_json);
+  if (!undo.ok()) {
+    spdlog::warn("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
+                 undo.status().message());
+    return Status::Ok();
+  }
+  for (const auto& item : undo->unreadable_time_slicing) {
+    spdlog::warn("claim {}: skipping an undo item this version does not understand: {}", claim_uid, item.dump());
+  }
+  for (const auto& ts : undo->time_slicing) {
     bool present = std::any_of(inventory_.gpus.begin(), inventory_.gpus.end(),
-                               [&](const devices::GpuInfo& g) { return g.uuid == uuid; });
+                               [&](const devices::GpuInfo& g) { return g.uuid == ts.uuid; });
     if (!present) {
-      spdlog::warn("claim {}: GPU {} is gone; nothing to reset", entry.uid, uuid);
+      spdlog::warn("claim {}: GPU {} is gone; nothing to reset", claim_uid, ts.uuid);
       continue;
     }
-    NVDRA_RETURN_IF_ERROR(control_.SetTimeSlice(uuid, 0).Wrap("reset time-slice of " + uuid));
+    NVDRA_RETURN_IF_ERROR(control_.SetTimeSlice(ts.uuid, 0).Wrap("reset time-slice of " + ts.uuid));
   }
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 
 
 #include "devices/device_lib.h"
+#include "driver/engine.h"
 #include "util/file_util.h"
 
 namespace nvdra::gpu {
@@ -31,7 +32,7 @@ class GpuKindTest : public ::testing::Test {
     ASSERT_TRUE(inv.ok()) << inv.status().ToString();
     inventory_ = *inv;
     cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com");
-    kind_ = std::make_unique<GpuKind>(inventory_, devices::DeviceEdits::ForLib(*lib_), lib_->control(), *cdi_);
+    kind_ = std::make_unique<GpuKind>(inventory_, devices::DeviceEdits::ForLib(*lib_), lib_->control());
   }
   driver::ClaimWork Work(std::vector<std::string> devices) {
     driver::ClaimWork w{"uid-1", "default", "c", {}, {}};
@@ -76,25 +77,27 @@ TEST_F(GpuKindTest, PrepareBuildsDeviceNodesAndCdiIds) {
   auto w = Work({"gpu-1", "gpu-3"});
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  auto p = kind_->Prepare(w, *plan, nullptr);
+  auto p = kind_->Prepare(w, *plan);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  ASSERT_EQ(p->devices.size(), 2u);
-  EXPECT_EQ(p->devices[0].cdi_device_ids, std::vector<std::string>{"k8s.gpu.nvidia.com/claim=uid-1-gpu-1"});
-  ASSERT_EQ(p->spec.devices.size(), 2u);
-  std::string json = cdi::RenderJson(p->spec);
+  // The engine turns the kind's edits into devices, CDI ids and the spec.
+  auto out = driver::BuildClaimOutput(*cdi_, w.uid, w.results, p->edits);
+  ASSERT_EQ(out.devices.size(), 2u);
+  EXPECT_EQ(out.devices[0].cdi_device_ids, std::vector<std::string>{"k8s.gpu.nvidia.com/claim=uid-1-gpu-1"});
+  ASSERT_EQ(out.spec.devices.size(), 2u);
+  std::string json = cdi::RenderJson(out.spec);
   EXPECT_NE(json.find("/dev/nvidia1"), std::string::npos);
   EXPECT_NE(json.find("/dev/nvidia3"), std::string::npos);
   EXPECT_NE(json.find("/dev/nvidiactl"), std::string::npos);
   EXPECT_EQ(json.find("/dev/nvidia2\""), std::string::npos);
 
-  // The spec rebuilt from the ledger entry is byte-identical.
-  ledger::ClaimEntry e;
-  e.uid = "uid-1";
-  e.prepared = p->devices;
-  e.undo = p->undo;
-  auto again = kind_->RebuildSpec(e);
+  // The spec rebuilt from the undo record is byte-identical.
+  auto again = kind_->Edits(p->undo, {"gpu-1", "gpu-3"});
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(cdi::RenderJson(*again), json);
+  EXPECT_EQ(cdi::RenderJson(driver::BuildClaimOutput(*cdi_, w.uid, w.results, *again).spec), json);
+  // A record imported from the Go driver names no devices: the ledger's do.
+  auto legacy = kind_->Edits(nlohmann::json{{"legacyCheckpoint", nlohmann::json::object()}}, {"gpu-3", "gpu-1"});
+  ASSERT_TRUE(legacy.ok()) << legacy.status().ToString();
+  EXPECT_EQ(cdi::RenderJson(driver::BuildClaimOutput(*cdi_, w.uid, w.results, *legacy).spec), json);
 }
 
 TEST_F(GpuKindTest, TimeSlicingIsAppliedAndResetFromTheUndoRecord) {
@@ -105,26 +108,20 @@ TEST_F(GpuKindTest, TimeSlicingIsAppliedAndResetFromTheUndoRecord) {
   w.groups.push_back({gc, {}, {{"gpu", "gpu-2", "gpu", kDriverName}}});
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  auto p = kind_->Prepare(w, *plan, nullptr);
+  auto p = kind_->Prepare(w, *plan);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   const std::string uuid = inventory_.gpus[2].uuid;
   EXPECT_EQ(ControlLog(), "SetComputeMode " + uuid + " DEFAULT\nSetTimeSlice " + uuid + " 2\n");
-  ledger::ClaimEntry e;
-  e.uid = "uid-1";
-  e.undo = p->undo;
-  ASSERT_TRUE(kind_->Unprepare(e).ok());
+  ASSERT_TRUE(kind_->Unprepare("uid-1", p->undo).ok());
   EXPECT_EQ(ControlLog(), "SetComputeMode " + uuid + " DEFAULT\nSetTimeSlice " + uuid + " 2\nSetTimeSlice " +
                               uuid + " 0\n");
 }
 
 TEST_F(GpuKindTest, UnprepareToleratesRecordsItDoesNotUnderstand) {
   Open("h100x8");
-  ledger::ClaimEntry e;
-  e.uid = "uid-1";
-  e.undo = nlohmann::json::parse(R"({"version": 99, "timeSlicing": [42, {"uuid": "GPU-gone"}], "future": {}})");
-  EXPECT_TRUE(kind_->Unprepare(e).ok());
-  e.undo = "not an object";
-  EXPECT_TRUE(kind_->Unprepare(e).ok());
+  auto undo = nlohmann::json::parse(R"({"version": 99, "timeSlicing": [42, {"uuid": "GPU-gone"}], "future": {}})");
+  EXPECT_TRUE(kind_->Unprepare("uid-1", undo).ok());
+  EXPECT_TRUE(kind_->Unprepare("uid-1", "not an object").ok());
   EXPECT_EQ(ControlLog(), "");
 }
 

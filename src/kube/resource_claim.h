@@ -7,19 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "model/claim.h"
 #include "util/status.h"
 
 namespace nvdra::kube {
 
-struct DeviceRequestAllocationResult {
-  std::string request;  // may carry a subrequest suffix: "req/sub"
-  std::string driver;
-  std::string pool;
-  std::string device;
-  bool admin_access = false;
-  std::optional<std::string> share_id;
-  friend bool operator==(const DeviceRequestAllocationResult&, const DeviceRequestAllocationResult&) = default;
-};
+// status.allocation.devices.results[]: the one model of a result.
+using DeviceRequestAllocationResult = model::AllocationResult;
 
 struct OpaqueDeviceConfig {
   std::string driver;
@@ -58,7 +52,7 @@ struct ResourceClaim {
   std::string status_json;
 
   // "<ns>/<name>" for messages.
-  std::string Ref() const { return namespace_name + "/" + name; }
+  std::string Ref() const { return model::ClaimRef{namespace_name, uid, name}.ObjectName(); }
 };
 
 // Decodes a ResourceClaim object of any served version. Unknown fields are

@@ -62,7 +62,7 @@ TEST(ResourceClaimTest, ParametersKeptByteExact) {
   EXPECT_EQ(c->configs[0].opaque->parameters, R"({ "kind" : "GpuConfig","x":1.0e2 })");
   EXPECT_TRUE(c->configs[0].requests.empty());
   EXPECT_FALSE(c->results[0].admin_access);
-  EXPECT_FALSE(c->results[0].share_id.has_value());
+  EXPECT_TRUE(c->results[0].share_id.empty());
 }
 
 TEST(ResourceClaimTest, NotAllocatedAndErrors) {

@@ -39,7 +39,7 @@ FakeClaimBehavior Held() {
 
 TEST(ClaimDispatcherTest, OneEntryPerClaimWithEngineResults) {
   FakeClaimEngine engine;
-  engine.Set(Uid("a"), Devices({{{"r"}, "p", "gpu-0", {"cdi=a"}, std::nullopt}}));
+  engine.Set(Uid("a"), Devices({{{"r"}, "p", "gpu-0", {"cdi=a"}, ""}}));
   FakeClaimBehavior bad;
   bad.prepare_error = "device gpu-1 is lost";
   engine.Set(Uid("b"), bad);

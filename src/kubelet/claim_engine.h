@@ -5,35 +5,15 @@
 #pragma once
 
 #include <chrono>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "model/claim.h"
+
 namespace nvdra::kubelet {
 
-// A claim as the kubelet names it.
-struct ClaimRef {
-  std::string ns;
-  std::string uid;
-  std::string name;
-
-  // "<ns>/<name>:<uid>", the form the kubelet and upstream drivers log.
-  std::string ToString() const { return ns + "/" + name + ":" + uid; }
-  friend bool operator==(const ClaimRef&, const ClaimRef&) = default;
-};
-
-struct PreparedDevice {
-  // Request names as in the allocation result; a "req/sub" subrequest
-  // suffix is stripped by the surface before it reaches the kubelet.
-  std::vector<std::string> request_names;
-  std::string pool;
-  std::string device;
-  std::vector<std::string> cdi_device_ids;
-  // Only reported to kubelets speaking v1; v1beta1 has no such field.
-  std::optional<std::string> share_id;
-
-  friend bool operator==(const PreparedDevice&, const PreparedDevice&) = default;
-};
+using ClaimRef = model::ClaimRef;
+using PreparedDevice = model::PreparedDevice;
 
 struct PrepareResult {
   std::vector<PreparedDevice> devices;

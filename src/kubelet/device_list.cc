@@ -13,10 +13,10 @@ std::string BaseRequestName(std::string_view request_name) {
 
 std::vector<PreparedDevice> NormalizeDevices(std::vector<PreparedDevice> devices,
                                              bool keep_share_id) {
-  using Key = std::tuple<std::string, std::string, std::optional<std::string>>;
+  using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, PreparedDevice> merged;
   for (auto& d : devices) {
-    if (!keep_share_id) d.share_id.reset();
+    if (!keep_share_id) d.share_id.clear();
     Key key{d.pool, d.device, d.share_id};
     auto [it, inserted] = merged.try_emplace(key);
     PreparedDevice& out = it->second;
@@ -25,7 +25,7 @@ std::vector<PreparedDevice> NormalizeDevices(std::vector<PreparedDevice> devices
       out.device = d.device;
       out.share_id = d.share_id;
     }
-    for (const auto& r : d.request_names) out.request_names.push_back(BaseRequestName(r));
+    for (const auto& r : d.requests) out.requests.push_back(BaseRequestName(r));
     for (auto& id : d.cdi_device_ids) {
       if (std::find(out.cdi_device_ids.begin(), out.cdi_device_ids.end(), id) ==
           out.cdi_device_ids.end()) {
@@ -36,8 +36,8 @@ std::vector<PreparedDevice> NormalizeDevices(std::vector<PreparedDevice> devices
   std::vector<PreparedDevice> result;
   result.reserve(merged.size());
   for (auto& [key, d] : merged) {
-    std::set<std::string> names(d.request_names.begin(), d.request_names.end());
-    d.request_names.assign(names.begin(), names.end());
+    std::set<std::string> names(d.requests.begin(), d.requests.end());
+    d.requests.assign(names.begin(), names.end());
     result.push_back(std::move(d));
   }
   return result;

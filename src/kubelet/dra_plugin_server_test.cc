@@ -145,8 +145,8 @@ TEST_F(DraPluginServerTest, ThrowingEngineFailsThatClaimAloneOnBothApis) {
 TEST_F(DraPluginServerTest, V1ReportsShareIdAndV1beta1DoesNot) {
   FakeClaimBehavior b;
   b.devices = {{{"gpus/large"}, "node-a", "gpu-1", {"k8s.gpu.nvidia.com/claim=x"}, std::string("share-7")},
-               {{"gpus"}, "node-a", "gpu-0", {"k8s.gpu.nvidia.com/claim=x"}, std::nullopt},
-               {{"gpus"}, "node-a", "gpu-0", {"k8s.gpu.nvidia.com/claim=x"}, std::nullopt}};
+               {{"gpus"}, "node-a", "gpu-0", {"k8s.gpu.nvidia.com/claim=x"}, ""},
+               {{"gpus"}, "node-a", "gpu-0", {"k8s.gpu.nvidia.com/claim=x"}, ""}};
   engine_.SetDefault(b);
   auto server = Start(Options());
   PluginClient dra(server->paths().dra);
@@ -155,18 +155,18 @@ TEST_F(DraPluginServerTest, V1ReportsShareIdAndV1beta1DoesNot) {
   const auto& d1 = v1->at(Uid("a")).devices;
   ASSERT_EQ(d1.size(), 2u);  // deduplicated
   EXPECT_EQ(d1[0].device, "gpu-0");  // sorted
-  EXPECT_FALSE(d1[0].share_id.has_value());
+  EXPECT_TRUE(d1[0].share_id.empty());
   EXPECT_EQ(d1[1].device, "gpu-1");
-  EXPECT_EQ(d1[1].share_id, std::optional<std::string>("share-7"));
-  EXPECT_THAT(d1[1].request_names, ElementsAre("gpus"));  // subrequest stripped
+  EXPECT_EQ(d1[1].share_id, "share-7");
+  EXPECT_THAT(d1[1].requests, ElementsAre("gpus"));  // subrequest stripped
   EXPECT_THAT(d1[1].cdi_device_ids, ElementsAre("k8s.gpu.nvidia.com/claim=x"));
 
   auto v1beta1 = dra.Prepare(DraApi::kV1beta1, {Claim("a")}, kTimeout);
   ASSERT_TRUE(v1beta1.ok());
   const auto& d2 = v1beta1->at(Uid("a")).devices;
   ASSERT_EQ(d2.size(), 2u);
-  EXPECT_FALSE(d2[1].share_id.has_value());
-  EXPECT_THAT(d2[1].request_names, ElementsAre("gpus"));
+  EXPECT_TRUE(d2[1].share_id.empty());
+  EXPECT_THAT(d2[1].requests, ElementsAre("gpus"));
 }
 
 TEST_F(DraPluginServerTest, WireContractForBadInput) {

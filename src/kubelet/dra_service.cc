@@ -33,12 +33,12 @@ grpc::Status Prepare(ClaimDispatcher& dispatcher, grpc::ServerContext* ctx,
     if (!result.error.empty()) continue;
     for (auto& d : NormalizeDevices(std::move(result.devices), kShareId)) {
       auto* pd = entry.add_devices();
-      for (auto& r : d.request_names) pd->add_request_names(std::move(r));
+      for (auto& r : d.requests) pd->add_request_names(std::move(r));
       pd->set_pool_name(d.pool);
       pd->set_device_name(d.device);
       for (auto& id : d.cdi_device_ids) pd->add_cdi_device_ids(std::move(id));
       if constexpr (kShareId) {
-        if (d.share_id) pd->set_share_id(*d.share_id);
+        if (!d.share_id.empty()) pd->set_share_id(d.share_id);
       }
     }
   }

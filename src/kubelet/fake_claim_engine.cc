@@ -14,7 +14,7 @@ FakeClaimBehavior ParseBehavior(const nlohmann::json& j) {
   const nlohmann::json devices = j.value("devices", nlohmann::json::array());
   for (const auto& d : devices) {
     PreparedDevice pd;
-    pd.request_names = d.value("request_names", std::vector<std::string>{});
+    pd.requests = d.value("request_names", std::vector<std::string>{});
     pd.pool = d.value("pool", "");
     pd.device = d.value("device", "");
     pd.cdi_device_ids = d.value("cdi_device_ids", std::vector<std::string>{});

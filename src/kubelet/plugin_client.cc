@@ -97,7 +97,7 @@ Result<std::map<std::string, PrepareResult>> DoPrepare(std::shared_ptr<grpc::Cha
     pr.error = r.error();
     for (const auto& d : r.devices()) {
       PreparedDevice pd;
-      pd.request_names.assign(d.request_names().begin(), d.request_names().end());
+      pd.requests.assign(d.request_names().begin(), d.request_names().end());
       pd.pool = d.pool_name();
       pd.device = d.device_name();
       pd.cdi_device_ids.assign(d.cdi_device_ids().begin(), d.cdi_device_ids().end());

@@ -10,26 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/claim.h"
 #include "util/status.h"
 
 namespace nvdra::ledger {
 
 // One allocation result of the claim for this driver.
-struct AllocatedDevice {
-  std::string request, driver, pool, device;
-  bool admin_access = false;
-  std::string share_id;
-  friend bool operator==(const AllocatedDevice&, const AllocatedDevice&) = default;
-};
+using AllocatedDevice = model::AllocationResult;
 
 // One device as returned to the kubelet.
-struct PreparedDevice {
-  std::vector<std::string> requests;
-  std::string pool, device;
-  std::vector<std::string> cdi_device_ids;
-  std::string share_id;
-  friend bool operator==(const PreparedDevice&, const PreparedDevice&) = default;
-};
+using PreparedDevice = model::PreparedDevice;
 
 enum class ClaimState { kPrepareStarted, kPrepareCompleted, kUnprepareStarted, kTombstone };
 

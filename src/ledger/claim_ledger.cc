@@ -26,7 +26,7 @@ std::vector<std::string> SortedUnique(std::vector<std::string> v) {
 
 std::string Describe(const ClaimEntry& e) {
   if (e.ns.empty() && e.name.empty()) return e.uid;
-  return e.ns + "/" + e.name + ":" + e.uid;
+  return model::ClaimRef{e.ns, e.uid, e.name}.ToString();
 }
 
 std::string BaseName(const std::string& path) {

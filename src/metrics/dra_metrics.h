@@ -33,10 +33,6 @@ inline constexpr std::string_view kErrorPrepareDevices = "prepare_devices";
 inline constexpr std::string_view kErrorUnprepareDevices = "unprepare_devices";
 inline constexpr std::string_view kErrorPublishResources = "publish_resources";
 
-// Upstream device_type label values of nvidia_dra_prepared_devices.
-inline const std::vector<std::string> kGpuDeviceTypes = {"gpu", "mig", "vfio", "unknown"};
-inline const std::vector<std::string> kComputeDomainDeviceTypes = {"channel", "daemon", "unknown"};
-
 // Buckets of nvidia_dra_request_duration_seconds, as upstream.
 inline const std::vector<double> kUpstreamRequestBuckets = {0.05, 0.1, 0.2, 0.4, 0.8,
                                                             1.6,  3.2, 6.4, 12.8};
@@ -48,10 +44,10 @@ inline const std::vector<double> kStepBuckets = {0.001, 0.0025, 0.005, 0.01, 0.0
                                                  30,    45,     60,    90,   120};
 
 struct DraMetricsOptions {
-  std::string driver = {};  // e.g. "gpu.nvidia.com"
+  std::string driver = {};  // the driver label of every series
   std::string node = {};    // node name, label of nvidia_dra_prepared_devices
   // device_type values pre-created at 0 and reset to 0 when absent from
-  // SetPreparedDeviceCounts (kGpuDeviceTypes or kComputeDomainDeviceTypes).
+  // SetPreparedDeviceCounts: the device kind's MetricDeviceTypes().
   std::vector<std::string> device_types = {};
   // Ledger states pre-created at 0 and reset to 0 when absent from
   // SetLedgerClaimCounts.

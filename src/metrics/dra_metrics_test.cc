@@ -19,9 +19,9 @@ std::string Sample(const std::string& page, const std::string& series) {
 }
 
 std::unique_ptr<DraMetrics> MakeGpu(MetricRegistry& r) {
-  auto m = DraMetrics::Create(r, {.driver = "gpu.nvidia.com",
+  auto m = DraMetrics::Create(r, {.driver = "accel.example.com",
                                   .node = "node-a",
-                                  .device_types = kGpuDeviceTypes,
+                                  .device_types = {"gpu", "mig", "vfio", "unknown"},
                                   .ledger_states = {"PrepareStarted", "PrepareCompleted"}});
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return std::move(m).value();
@@ -32,7 +32,7 @@ TEST(DraMetricsTest, PreCreatesUpstreamSeriesAtZero) {
   auto m = MakeGpu(r);
   std::string page = r.Render();
   for (const char* op : {"prepare", "unprepare"}) {
-    std::string l = std::string("{driver=\"gpu.nvidia.com\",operation=\"") + op + "\"";
+    std::string l = std::string("{driver=\"accel.example.com\",operation=\"") + op + "\"";
     EXPECT_EQ(Sample(page, "nvidia_dra_requests_total" + l + "}"), "0") << op;
     EXPECT_EQ(Sample(page, "nvidia_dra_requests_inflight" + l + "}"), "0") << op;
     EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_count" + l + "}"), "0") << op;
@@ -40,30 +40,30 @@ TEST(DraMetricsTest, PreCreatesUpstreamSeriesAtZero) {
               "0");
   }
   for (const char* t : {"gpu", "mig", "vfio", "unknown"}) {
-    EXPECT_EQ(Sample(page, std::string("nvidia_dra_prepared_devices{node=\"node-a\",driver=\"gpu."
-                                       "nvidia.com\",device_type=\"") + t + "\"}"),
+    EXPECT_EQ(Sample(page, std::string("nvidia_dra_prepared_devices{node=\"node-a\",driver=\"accel."
+                                       "example.com\",device_type=\"") + t + "\"}"),
               "0");
   }
-  EXPECT_EQ(Sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"gpu.nvidia.com\","
+  EXPECT_EQ(Sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"accel.example.com\","
                          "error_type=\"prepare_devices\"}"),
             "0");
-  EXPECT_EQ(Sample(page, "nvidia_dra_node_unprepare_errors_total{driver=\"gpu.nvidia.com\","
+  EXPECT_EQ(Sample(page, "nvidia_dra_node_unprepare_errors_total{driver=\"accel.example.com\","
                          "error_type=\"unprepare_devices\"}"),
             "0");
   for (const char* step :
        {"fetch_claim", "ledger_begin", "device_prepare", "cdi_write", "ledger_complete"}) {
-    EXPECT_EQ(Sample(page, std::string("nvdra_prepare_step_duration_seconds_bucket{driver=\"gpu."
-                                       "nvidia.com\",step=\"") + step + "\",le=\"120\"}"),
+    EXPECT_EQ(Sample(page, std::string("nvdra_prepare_step_duration_seconds_bucket{driver=\"accel."
+                                       "example.com\",step=\"") + step + "\",le=\"120\"}"),
               "0")
         << step;
   }
-  EXPECT_EQ(Sample(page, "nvdra_ledger_claims{driver=\"gpu.nvidia.com\",state=\"PrepareStarted\"}"),
+  EXPECT_EQ(Sample(page, "nvdra_ledger_claims{driver=\"accel.example.com\",state=\"PrepareStarted\"}"),
             "0");
-  EXPECT_EQ(Sample(page, "nvdra_ledger_bytes{driver=\"gpu.nvidia.com\"}"), "0");
-  EXPECT_EQ(Sample(page, "nvdra_stale_completed_claims{driver=\"gpu.nvidia.com\"}"), "0");
-  EXPECT_EQ(Sample(page, "nvdra_reconcile_runs_total{driver=\"gpu.nvidia.com\",result=\"error\"}"),
+  EXPECT_EQ(Sample(page, "nvdra_ledger_bytes{driver=\"accel.example.com\"}"), "0");
+  EXPECT_EQ(Sample(page, "nvdra_stale_completed_claims{driver=\"accel.example.com\"}"), "0");
+  EXPECT_EQ(Sample(page, "nvdra_reconcile_runs_total{driver=\"accel.example.com\",result=\"error\"}"),
             "0");
-  EXPECT_EQ(Sample(page, "nvdra_slice_sync_total{driver=\"gpu.nvidia.com\",result=\"success\"}"),
+  EXPECT_EQ(Sample(page, "nvdra_slice_sync_total{driver=\"accel.example.com\",result=\"success\"}"),
             "0");
   // Upstream HELP carries the component-base stability prefix.
   EXPECT_NE(page.find("# HELP nvidia_dra_requests_total [ALPHA] "), std::string::npos);
@@ -75,7 +75,7 @@ TEST(DraMetricsTest, UpstreamBucketsExactly) {
   auto m = MakeGpu(r);
   std::string page = r.Render();
   std::string prefix =
-      "nvidia_dra_request_duration_seconds_bucket{driver=\"gpu.nvidia.com\",operation=\"prepare\","
+      "nvidia_dra_request_duration_seconds_bucket{driver=\"accel.example.com\",operation=\"prepare\","
       "le=\"";
   std::vector<std::string> les;
   std::istringstream in(page);
@@ -96,24 +96,24 @@ TEST(DraMetricsTest, SuccessOnlyCountsAsUpstream) {
   m->RecordPrepareError(kErrorPrepareDevices);
   m->RecordPrepareError("fetch_claim");
   std::string page = r.Render();
-  EXPECT_EQ(Sample(page, "nvidia_dra_requests_total{driver=\"gpu.nvidia.com\",operation=\"prepare\"}"),
+  EXPECT_EQ(Sample(page, "nvidia_dra_requests_total{driver=\"accel.example.com\",operation=\"prepare\"}"),
             "1");
-  EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_sum{driver=\"gpu.nvidia.com\","
+  EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_sum{driver=\"accel.example.com\","
                          "operation=\"prepare\"}"),
             "0.3");
-  EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_bucket{driver=\"gpu.nvidia.com\","
+  EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_bucket{driver=\"accel.example.com\","
                          "operation=\"prepare\",le=\"0.2\"}"),
             "0");
-  EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_bucket{driver=\"gpu.nvidia.com\","
+  EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_bucket{driver=\"accel.example.com\","
                          "operation=\"prepare\",le=\"0.4\"}"),
             "1");
   EXPECT_EQ(
-      Sample(page, "nvidia_dra_requests_total{driver=\"gpu.nvidia.com\",operation=\"unprepare\"}"),
+      Sample(page, "nvidia_dra_requests_total{driver=\"accel.example.com\",operation=\"unprepare\"}"),
       "1");
-  EXPECT_EQ(Sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"gpu.nvidia.com\","
+  EXPECT_EQ(Sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"accel.example.com\","
                          "error_type=\"prepare_devices\"}"),
             "1");
-  EXPECT_EQ(Sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"gpu.nvidia.com\","
+  EXPECT_EQ(Sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"accel.example.com\","
                          "error_type=\"fetch_claim\"}"),
             "1");
 }
@@ -122,7 +122,7 @@ TEST(DraMetricsTest, InflightScopeBalances) {
   MetricRegistry r;
   auto m = MakeGpu(r);
   const std::string series =
-      "nvidia_dra_requests_inflight{driver=\"gpu.nvidia.com\",operation=\"unprepare\"}";
+      "nvidia_dra_requests_inflight{driver=\"accel.example.com\",operation=\"unprepare\"}";
   {
     DraMetrics::InflightScope a(*m, Operation::kUnprepare);
     DraMetrics::InflightScope b(*m, Operation::kUnprepare);
@@ -138,11 +138,11 @@ TEST(DraMetricsTest, StepHistogramReachesTwoMinutes) {
   m->ObservePrepareStep(PrepareStep::kCdiWrite, 0.002);
   std::string page = r.Render();
   const std::string dev =
-      "nvdra_prepare_step_duration_seconds_bucket{driver=\"gpu.nvidia.com\",step=\"device_prepare\"";
+      "nvdra_prepare_step_duration_seconds_bucket{driver=\"accel.example.com\",step=\"device_prepare\"";
   EXPECT_EQ(Sample(page, dev + ",le=\"90\"}"), "0");
   EXPECT_EQ(Sample(page, dev + ",le=\"120\"}"), "1");
   const std::string cdi =
-      "nvdra_prepare_step_duration_seconds_bucket{driver=\"gpu.nvidia.com\",step=\"cdi_write\"";
+      "nvdra_prepare_step_duration_seconds_bucket{driver=\"accel.example.com\",step=\"cdi_write\"";
   EXPECT_EQ(Sample(page, cdi + ",le=\"0.001\"}"), "0");
   EXPECT_EQ(Sample(page, cdi + ",le=\"0.0025\"}"), "1");
 }
@@ -153,7 +153,7 @@ TEST(DraMetricsTest, FullCountUpdatesZeroAbsentTypes) {
   m->SetPreparedDeviceCounts({{"gpu", 3}, {"mig", 2}});
   m->SetPreparedDeviceCounts({{"mig", 1}});
   std::string page = r.Render();
-  const std::string p = "nvidia_dra_prepared_devices{node=\"node-a\",driver=\"gpu.nvidia.com\","
+  const std::string p = "nvidia_dra_prepared_devices{node=\"node-a\",driver=\"accel.example.com\","
                         "device_type=\"";
   EXPECT_EQ(Sample(page, p + "gpu\"}"), "0");
   EXPECT_EQ(Sample(page, p + "mig\"}"), "1");
@@ -161,7 +161,7 @@ TEST(DraMetricsTest, FullCountUpdatesZeroAbsentTypes) {
   m->SetLedgerClaimCounts({{"PrepareCompleted", 5}, {"Tombstone", 2}});
   m->SetLedgerClaimCounts({{"PrepareCompleted", 4}});
   page = r.Render();
-  const std::string l = "nvdra_ledger_claims{driver=\"gpu.nvidia.com\",state=\"";
+  const std::string l = "nvdra_ledger_claims{driver=\"accel.example.com\",state=\"";
   EXPECT_EQ(Sample(page, l + "PrepareCompleted\"}"), "4");
   EXPECT_EQ(Sample(page, l + "Tombstone\"}"), "0");
 }
@@ -176,7 +176,7 @@ TEST(DraMetricsTest, ReconcileLedgerAndSliceMetrics) {
   m->SetLedgerBytes(4096);
   m->RecordSliceSync("error");
   std::string page = r.Render();
-  const std::string d = "{driver=\"gpu.nvidia.com\"";
+  const std::string d = "{driver=\"accel.example.com\"";
   EXPECT_EQ(Sample(page, "nvdra_reconcile_runs_total" + d + ",result=\"success\"}"), "2");
   EXPECT_EQ(Sample(page, "nvdra_reconcile_unprepared_total" + d + ",reason=\"claim_deleted\"}"),
             "3");
@@ -203,28 +203,28 @@ TEST(DraMetricsTest, ConcurrentPreparesExactTotals) {
   for (auto& th : threads) th.join();
   std::string page = r.Render();
   const std::string total = std::to_string(kThreads * kIters);
-  const std::string l = "{driver=\"gpu.nvidia.com\",operation=\"prepare\"}";
+  const std::string l = "{driver=\"accel.example.com\",operation=\"prepare\"}";
   EXPECT_EQ(Sample(page, "nvidia_dra_requests_total" + l), total);
   EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_count" + l), total);
   EXPECT_EQ(Sample(page, "nvidia_dra_requests_inflight" + l), "0");
-  EXPECT_EQ(Sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"gpu.nvidia.com\","
+  EXPECT_EQ(Sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"accel.example.com\","
                          "error_type=\"lock_acquire\"}"),
             total);
-  EXPECT_EQ(Sample(page, "nvdra_prepare_step_duration_seconds_count{driver=\"gpu.nvidia.com\","
+  EXPECT_EQ(Sample(page, "nvdra_prepare_step_duration_seconds_count{driver=\"accel.example.com\","
                          "step=\"ledger_begin\"}"),
             total);
 }
 
-TEST(DraMetricsTest, ComputeDomainDeviceTypes) {
+TEST(DraMetricsTest, AnotherKindsDeviceTypes) {
   MetricRegistry r;
-  auto m = DraMetrics::Create(r, {.driver = "compute-domain.nvidia.com",
+  auto m = DraMetrics::Create(r, {.driver = "fabric.example.com",
                                   .node = "n",
-                                  .device_types = kComputeDomainDeviceTypes});
+                                  .device_types = {"channel", "daemon", "unknown"}});
   ASSERT_TRUE(m.ok());
   std::string page = r.Render();
   for (const char* t : {"channel", "daemon", "unknown"}) {
-    EXPECT_EQ(Sample(page, std::string("nvidia_dra_prepared_devices{node=\"n\",driver=\"compute-"
-                                       "domain.nvidia.com\",device_type=\"") + t + "\"}"),
+    EXPECT_EQ(Sample(page, std::string("nvidia_dra_prepared_devices{node=\"n\",driver=\"fabric."
+                                       "example.com\",device_type=\"") + t + "\"}"),
               "0");
   }
   EXPECT_EQ(page.find("device_type=\"gpu\""), std::string::npos);

@@ -29,14 +29,14 @@ BENCHMARK(BM_HistogramObserve)->Threads(1)->Threads(4);
 void BM_WithLabelsLookup(benchmark::State& state) {
   static MetricRegistry* r = new MetricRegistry();
   static CounterFamily* f = r->AddCounter("e_total", "h", {"driver", "error_type"}).value();
-  for (auto _ : state) f->WithLabels({"gpu.nvidia.com", "prepare_devices"}).Inc();
+  for (auto _ : state) f->WithLabels({"driver.example.com", "prepare_devices"}).Inc();
 }
 BENCHMARK(BM_WithLabelsLookup)->Threads(1)->Threads(4);
 
 void BM_RenderDraMetrics(benchmark::State& state) {
   MetricRegistry r;
-  auto m = DraMetrics::Create(r, {.driver = "gpu.nvidia.com", .node = "n",
-                                  .device_types = kGpuDeviceTypes})
+  auto m = DraMetrics::Create(r, {.driver = "driver.example.com", .node = "n",
+                                  .device_types = {"gpu", "mig", "vfio", "unknown"}})
                .value();
   for (int i = 0; i < 1000; ++i) m->ObservePrepare(i * 0.01, true);
   size_t bytes = 0;

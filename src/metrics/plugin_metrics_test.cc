@@ -12,20 +12,20 @@ size_t Append(char* data, size_t size, size_t n, void* out) {
 }
 
 TEST(PluginMetricsTest, WithoutEndpointNoServer) {
-  auto p = PluginMetrics::Start({.dra = {.driver = "gpu.nvidia.com", .node = "n"}});
+  auto p = PluginMetrics::Start({.dra = {.driver = "accel.example.com", .node = "n"}});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ((*p)->port(), 0);
   (*p)->dra().ObservePrepare(0.1, true);
   std::string page = (*p)->registry().Render();
-  EXPECT_NE(page.find("nvidia_dra_requests_total{driver=\"gpu.nvidia.com\",operation=\"prepare\"} 1\n"),
+  EXPECT_NE(page.find("nvidia_dra_requests_total{driver=\"accel.example.com\",operation=\"prepare\"} 1\n"),
             std::string::npos);
   EXPECT_NE(page.find("process_resident_memory_bytes "), std::string::npos);
 }
 
 TEST(PluginMetricsTest, ServesEverythingGzipAccepted) {
-  auto p = PluginMetrics::Start({.dra = {.driver = "compute-domain.nvidia.com",
+  auto p = PluginMetrics::Start({.dra = {.driver = "fabric.example.com",
                                          .node = "n",
-                                         .device_types = kComputeDomainDeviceTypes},
+                                         .device_types = {"channel", "daemon", "unknown"}},
                                  .http_endpoint = "127.0.0.1:0"});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_GT((*p)->port(), 0);
@@ -46,7 +46,7 @@ TEST(PluginMetricsTest, ServesEverythingGzipAccepted) {
   curl_easy_cleanup(c);
   ASSERT_EQ(rc, CURLE_OK) << curl_easy_strerror(rc);
   EXPECT_EQ(code, 200);
-  EXPECT_NE(body.find("nvdra_slice_sync_total{driver=\"compute-domain.nvidia.com\",result=\"success\"} 1\n"),
+  EXPECT_NE(body.find("nvdra_slice_sync_total{driver=\"fabric.example.com\",result=\"success\"} 1\n"),
             std::string::npos);
   EXPECT_NE(body.find("device_type=\"channel\"} 0\n"), std::string::npos);
   EXPECT_NE(body.find("# TYPE process_cpu_seconds_total counter\n"), std::string::npos);

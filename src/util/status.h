@@ -43,10 +43,23 @@ class [[nodiscard]] Status {
            code_ == StatusCode::kConflict;
   }
 
+  // A failure that no retry of the same request can fix (a bad config, a
+  // device this node does not have), as opposed to one that only failed
+  // this time. Callers report it (e.g. as an Event) besides returning it.
+  // Travels with the error through Wrap.
+  bool permanent() const { return permanent_; }
+  Status AsPermanent() const {
+    Status s = *this;
+    s.permanent_ = !ok();
+    return s;
+  }
+
   // Prepends context: "what we were doing: <original message>".
   Status Wrap(const std::string& context) const {
     if (ok()) return *this;
-    return Status(code_, context + ": " + message_);
+    Status s(code_, context + ": " + message_);
+    s.permanent_ = permanent_;
+    return s;
   }
 
   std::string ToString() const;
@@ -58,6 +71,7 @@ class [[nodiscard]] Status {
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  bool permanent_ = false;
 };
 
 inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }

@@ -1,18 +1,18 @@
 // nvdra-compute-domain-kubelet-plugin: the kubelet plugin of driver
 // compute-domain.nvidia.com (IMEX channels and daemons).
 #include "cdi/static_spec.h"
-#include "cmd/plugin_common/kube_sources.h"
 #include "cmd/plugin_common/plugin_runner.h"
 #include "computedomain/compute_domain_kind.h"
+#include "computedomain/kube_compute_domain_source.h"
 #include "devices/device_edits.h"
 
 int main(int argc, char** argv) {
   using namespace nvdra;
-  std::unique_ptr<plugin::KubeComputeDomainSource> domains;
+  std::unique_ptr<computedomain::KubeComputeDomainSource> domains;
   return plugin::RunPlugin(
       "nvdra-compute-domain-kubelet-plugin", computedomain::kDriverName,
       [&domains](plugin::KindContext& ctx) -> Result<std::unique_ptr<driver::DeviceKind>> {
-        domains = std::make_unique<plugin::KubeComputeDomainSource>(ctx.kube, ctx.options.node_name);
+        domains = std::make_unique<computedomain::KubeComputeDomainSource>(ctx.kube, ctx.options.node_name);
         computedomain::ComputeDomainKindOptions o;
         o.plugin_dir = ctx.plugin_dir;
         o.clique_id = ctx.inventory.clique_id;
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
         NVDRA_RETURN_IF_ERROR(cdi::WriteStaticSpec(ctx.cdi.root(), vendor + "-device_base", *base));
         o.base_device_id = vendor + "/device=all";
         return std::unique_ptr<driver::DeviceKind>(std::make_unique<computedomain::ComputeDomainKind>(
-            o, devices::DeviceEdits::ForLib(ctx.lib), *domains, ctx.cdi));
+            o, devices::DeviceEdits::ForLib(ctx.lib), *domains));
       },
       argc, argv);
 }

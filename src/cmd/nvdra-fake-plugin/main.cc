@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     std::cout << nlohmann::json{{"started", op}, {"uid", claim.uid}}.dump() << std::endl;
   });
   FakeClaimBehavior def;
-  def.devices.push_back({{"req"}, "fake-pool", "gpu-0", {"k8s.gpu.nvidia.com/device=gpu-0"}, std::nullopt});
+  def.devices.push_back({{"req"}, "fake-pool", "gpu-0", {"k8s.gpu.nvidia.com/device=gpu-0"}, ""});
   engine.SetDefault(def);
   if (!script_file.empty()) {
     auto text = ReadFileToString(script_file);

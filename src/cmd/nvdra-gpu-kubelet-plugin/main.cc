@@ -9,7 +9,7 @@ int main(int argc, char** argv) {
       "nvdra-gpu-kubelet-plugin", gpu::kDriverName,
       [](plugin::KindContext& ctx) -> Result<std::unique_ptr<driver::DeviceKind>> {
         return std::unique_ptr<driver::DeviceKind>(std::make_unique<gpu::GpuKind>(
-            ctx.inventory, devices::DeviceEdits::ForLib(ctx.lib, ctx.driver_files), ctx.lib.control(), ctx.cdi));
+            ctx.inventory, devices::DeviceEdits::ForLib(ctx.lib, ctx.driver_files), ctx.lib.control()));
       },
       argc, argv);
 }

@@ -124,11 +124,11 @@ json Unexpected(const std::vector<ClaimRef>& claims, const std::vector<std::stri
 json DevicesJson(const std::vector<kubelet::PreparedDevice>& devices) {
   json out = json::array();
   for (const auto& d : devices) {
-    json dj{{"request_names", d.request_names},
+    json dj{{"request_names", d.requests},
             {"pool_name", d.pool},
             {"device_name", d.device},
             {"cdi_device_ids", d.cdi_device_ids}};
-    if (d.share_id) dj["share_id"] = *d.share_id;
+    if (!d.share_id.empty()) dj["share_id"] = d.share_id;
     out.push_back(std::move(dj));
   }
   return out;

@@ -201,8 +201,10 @@ Status Plugin::SetUpMetrics() {
 }
 
 Status Plugin::StartEngineAndReconciler() {
-  driver::EngineOptions eopts{driver_, gates_, {}};
-  eopts.on_permanent_failure = [events = events_.get()](const kubelet::ClaimRef& c, const std::string& message) {
+  driver::EngineOptions eopts;
+  eopts.gates = gates_;
+  eopts.node_name = options_.node_name;
+  eopts.on_permanent_failure = [events = events_.get()](const model::ClaimRef& c, const std::string& message) {
     Status s = events->Record({"resource.k8s.io/v1", "ResourceClaim", c.ns, c.name, c.uid}, "Warning",
                               "FailedPrepareDynamicResources", message);
     if (!s.ok()) NVDRA_VLOG(4, "event for claim {} not posted: {}", c.ToString(), s.message());
@@ -212,8 +214,9 @@ Status Plugin::StartEngineAndReconciler() {
   driver::ReconcilerOptions ropts;
   ropts.period = std::chrono::duration_cast<std::chrono::milliseconds>(options_.reconcile_period);
   ropts.completed_grace = std::chrono::duration_cast<std::chrono::milliseconds>(options_.completed_claim_grace);
+  ropts.node_name = options_.node_name;
   reconciler_ =
-      std::make_unique<driver::Reconciler>(*engine_, *ledger_, *claims_, *cdi_, &metrics_->dra(), ropts);
+      std::make_unique<driver::Reconciler>(*engine_, *claims_, &metrics_->dra(), ropts);
   reconciler_->Start();
   return Status::Ok();
 }

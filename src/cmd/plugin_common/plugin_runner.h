@@ -35,7 +35,7 @@ struct KindContext {
   std::string plugin_dir;
   devices::DeviceLib& lib;
   const devices::NodeInventory& inventory;
-  const cdi::CdiSpecWriter& cdi;
+  const cdi::CdiSpecWriter& cdi;  // for static specs a kind writes at start
   kube::KubeClient& kube;
   // The driver's files and hooks for spec-level edits (shared, cached).
   std::shared_ptr<devices::DriverFilesCache> driver_files;

@@ -10,7 +10,9 @@
 
 #include "util/test_paths.h"
 #include "config/config_decoder.h"
+#include "computedomain/compute_domain_kind.h"
 #include "config/config_resolver.h"
+#include "gpu/gpu_kind.h"
 #include "config/yaml_to_json.h"
 
 namespace nvdra::config {
@@ -23,6 +25,18 @@ using testing::OpaqueConfigsInManifest;
 const fs::path kSpecs = fs::path(NVDRA_SHARED_DIR) / "fixtures" / "upstream-user-specs";
 const FeatureGates kSharingGates =
     FeatureGates().With(Gate::kTimeSlicingSettings, true).With(Gate::kMPSSupport, true);
+
+constexpr std::string_view kGpuDriverName = gpu::kDriverName;
+constexpr std::string_view kComputeDomainDriverName = computedomain::kDriverName;
+
+// Resolves with the rules the named driver's device kind declares.
+Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const std::vector<ClaimConfig>& configs,
+                                                const std::vector<AllocationResultRef>& results,
+                                                const FeatureGates& gates) {
+  DriverConfigRules rules = driver == kGpuDriverName ? gpu::GpuConfigRules(gates)
+                                                     : computedomain::ComputeDomainConfigRules();
+  return config::ResolveConfigs(rules, configs, results, gates);
+}
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p);

@@ -1,10 +1,10 @@
-#include "cmd/plugin_common/kube_sources.h"
+#include "computedomain/kube_compute_domain_source.h"
 
 #include <gtest/gtest.h>
 
 #include "test_apiserver.h"
 
-namespace nvdra::plugin {
+namespace nvdra::computedomain {
 namespace {
 
 using namespace std::chrono_literals;
@@ -32,7 +32,7 @@ TEST(KubeComputeDomainSourceTest, StatusShapesThatAreNotObjectsMeanNotReadyInste
   ASSERT_TRUE(server.LoadObject(Domain("c", "cd-c", {{"nodes", {"node-1", {{"name", "node-1"}, {"status", "Ready"}}}}})).ok());
   KubeComputeDomainSource domains(*client, "node-1");
   for (const char* uid : {"cd-a", "cd-b"}) {
-    Result<computedomain::ComputeDomainInfo> info = Internal("not run");
+    Result<ComputeDomainInfo> info = Internal("not run");
     EXPECT_NO_THROW(info = domains.Get(uid)) << uid;
     ASSERT_TRUE(info.ok()) << uid << ": " << info.status().ToString();
     EXPECT_EQ(info->name, uid == std::string("cd-a") ? "a" : "b");
@@ -45,4 +45,4 @@ TEST(KubeComputeDomainSourceTest, StatusShapesThatAreNotObjectsMeanNotReadyInste
 }
 
 }  // namespace
-}  // namespace nvdra::plugin
+}  // namespace nvdra::computedomain

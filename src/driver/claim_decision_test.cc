@@ -1,0 +1,122 @@
+#include "driver/claim_decision.h"
+
+#include <gtest/gtest.h>
+
+namespace nvdra::driver {
+namespace {
+
+using namespace std::chrono_literals;
+using ledger::ClaimState;
+
+constexpr const char* kDriver = "gpu.nvidia.com";
+const auto kT0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
+
+model::AllocationResult Res(const std::string& device, const std::string& pool = "node-a",
+                            const std::string& driver = kDriver) {
+  return {"req", driver, pool, device, false, ""};
+}
+
+ledger::ClaimEntry Entry(ClaimState state, std::vector<model::AllocationResult> allocation = {Res("gpu-0")}) {
+  ledger::ClaimEntry e;
+  e.uid = "uid-a";
+  e.ns = "default";
+  e.name = "a";
+  e.state = state;
+  e.allocation = std::move(allocation);
+  return e;
+}
+
+ClaimSnapshot Claim(std::vector<model::AllocationResult> results = {Res("gpu-0")}, const std::string& uid = "uid-a") {
+  ClaimSnapshot c;
+  c.uid = uid;
+  c.ns = "default";
+  c.name = "a";
+  c.allocated = true;
+  c.results = std::move(results);
+  return c;
+}
+
+TEST(JudgeClaimTest, Table) {
+  ClaimSnapshot deallocated = Claim({});
+  deallocated.allocated = false;
+  ClaimSnapshot with_other_driver = Claim({Res("gpu-0"), Res("nic-0", "node-a", "net.example.com")});
+  ledger::ClaimEntry imported = Entry(ClaimState::kPrepareCompleted, {});
+  ledger::ClaimEntry unnamed = Entry(ClaimState::kPrepareStarted);
+  unnamed.name = "";
+  struct Case {
+    const char* name;
+    ledger::ClaimEntry entry;
+    Result<ClaimSnapshot> current;
+    ClaimStanding want;
+  };
+  const Case cases[] = {
+      {"same claim, same allocation", Entry(ClaimState::kPrepareCompleted), Claim(), ClaimStanding::kCurrent},
+      {"other drivers' results do not count", Entry(ClaimState::kPrepareCompleted), with_other_driver,
+       ClaimStanding::kCurrent},
+      {"results in another order", Entry(ClaimState::kPrepareCompleted, {Res("gpu-0"), Res("gpu-1")}),
+       Claim({Res("gpu-1"), Res("gpu-0")}), ClaimStanding::kCurrent},
+      {"not found", Entry(ClaimState::kPrepareStarted), NotFound("resourceclaims \"a\" not found"),
+       ClaimStanding::kGone},
+      {"replaced under the same name", Entry(ClaimState::kPrepareStarted), Claim({Res("gpu-0")}, "uid-b"),
+       ClaimStanding::kGone},
+      {"deallocated", Entry(ClaimState::kPrepareCompleted), deallocated, ClaimStanding::kStale},
+      {"allocated again with another device", Entry(ClaimState::kPrepareCompleted), Claim({Res("gpu-1")}),
+       ClaimStanding::kStale},
+      {"allocated to another node", Entry(ClaimState::kPrepareCompleted, {Res("gpu-0", "node-b")}),
+       Claim({Res("gpu-0", "node-b")}), ClaimStanding::kStale},
+      {"API error", Entry(ClaimState::kPrepareStarted), Unavailable("503"), ClaimStanding::kUnknown},
+      {"no name recorded", unnamed, Claim(), ClaimStanding::kUnnamed},
+      {"imported without allocation", imported, Claim(), ClaimStanding::kCurrent},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(JudgeClaim(c.entry, c.current, "node-a").standing, c.want) << c.name;
+  }
+  // Without a node name the node is not checked.
+  EXPECT_EQ(JudgeClaim(Entry(ClaimState::kPrepareCompleted, {Res("gpu-0", "node-b")}), Claim({Res("gpu-0", "node-b")}),
+                       "")
+                .standing,
+            ClaimStanding::kCurrent);
+}
+
+TEST(DecideTest, Table) {
+  struct Case {
+    const char* name;
+    ClaimState state;
+    Result<ClaimSnapshot> current;
+    std::optional<std::chrono::system_clock::time_point> gone_since;
+    Action want;
+    bool grace_started;
+  };
+  const Case cases[] = {
+      {"current prepared claim", ClaimState::kPrepareCompleted, Claim(), std::nullopt, Action::kKeep, false},
+      {"current half-prepared claim", ClaimState::kPrepareStarted, Claim(), std::nullopt, Action::kKeep, false},
+      {"API error", ClaimState::kPrepareStarted, Unavailable("503"), std::nullopt, Action::kRetryLater, false},
+      {"half-prepared, gone", ClaimState::kPrepareStarted, NotFound("x"), std::nullopt, Action::kUnprepare, false},
+      {"half-unprepared, gone", ClaimState::kUnprepareStarted, NotFound("x"), std::nullopt, Action::kUnprepare, false},
+      {"half-prepared, deallocated", ClaimState::kPrepareStarted, Claim({Res("gpu-3")}), std::nullopt,
+       Action::kUnprepare, false},
+      {"prepared, gone: grace starts", ClaimState::kPrepareCompleted, NotFound("x"), std::nullopt, Action::kWaitGrace,
+       true},
+      {"prepared, gone within grace", ClaimState::kPrepareCompleted, NotFound("x"), kT0 - 5min, Action::kWaitGrace,
+       false},
+      {"prepared, gone past grace", ClaimState::kPrepareCompleted, NotFound("x"), kT0 - 10min, Action::kUnprepare,
+       false},
+      {"prepared, stale past grace", ClaimState::kPrepareCompleted, Claim({Res("gpu-3")}), kT0 - 11min,
+       Action::kUnprepare, false},
+      {"tombstone", ClaimState::kTombstone, NotFound("x"), std::nullopt, Action::kKeep, false},
+  };
+  for (const auto& c : cases) {
+    DecideInput in{"node-a", kT0, c.gone_since, 10min};
+    Decision d = Decide(Entry(c.state), c.current, in);
+    EXPECT_EQ(ActionName(d.action), std::string(ActionName(c.want))) << c.name;
+    EXPECT_EQ(d.grace_started, c.grace_started) << c.name;
+  }
+}
+
+TEST(DecideTest, NoGraceUnpreparesAPreparedClaimAtOnce) {
+  DecideInput in{"node-a", kT0, std::nullopt, 0ms};
+  EXPECT_EQ(Decide(Entry(ClaimState::kPrepareCompleted), NotFound("x"), in).action, Action::kUnprepare);
+}
+
+}  // namespace
+}  // namespace nvdra::driver
