@@ -145,25 +145,31 @@ TEST_F(ComputeDomainKindTest, DaemonClaimGetsTheBaseDeviceNextToItsOwn) {
   ko.plugin_dir = dir_ + "/plugin";
   ko.clique_id = "c.1";
   ko.base_device_id = "k8s.compute-domain.nvidia.com/device=all";
-  ComputeDomainKind kind(ko, devices::DeviceEdits::ForLib(*lib_), domains_, *cdi_);
+  ComputeDomainKind kind(ko, devices::DeviceEdits::ForLib(*lib_), domains_);
   driver::ClaimWork w{"uid-b", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
   w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", "daemon-0", "daemon", kDriverName}}});
   auto plan = kind.Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  auto p = kind.Prepare(w, *plan, nullptr);
+  auto p = kind.Prepare(w, *plan);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  ASSERT_EQ(p->devices.size(), 1u);
-  EXPECT_EQ(p->devices[0].cdi_device_ids,
+  auto out = driver::BuildClaimOutput(*cdi_, w.uid, w.results, p->edits);
+  ASSERT_EQ(out.devices.size(), 1u);
+  EXPECT_EQ(out.devices[0].cdi_device_ids,
             (std::vector<std::string>{"k8s.compute-domain.nvidia.com/claim=uid-b-daemon-0",
                                       "k8s.compute-domain.nvidia.com/device=all"}));
+  // The same from the undo record (a repeated Prepare).
+  auto again = kind.Edits(p->undo, {"daemon-0"});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(driver::BuildClaimOutput(*cdi_, w.uid, w.results, *again).devices[0].cdi_device_ids,
+            out.devices[0].cdi_device_ids);
   // Channels never get it.
   auto cw = ChannelWork("channel-2");
   auto cplan = kind.Plan(cw);
   ASSERT_TRUE(cplan.ok());
-  auto cp = kind.Prepare(cw, *cplan, nullptr);
+  auto cp = kind.Prepare(cw, *cplan);
   ASSERT_TRUE(cp.ok()) << cp.status().ToString();
-  EXPECT_EQ(cp->devices[0].cdi_device_ids.size(), 1u);
+  EXPECT_EQ(driver::BuildClaimOutput(*cdi_, cw.uid, cw.results, cp->edits).devices[0].cdi_device_ids.size(), 1u);
 }
 
 TEST_F(ComputeDomainKindTest, DaemonClaimsMayLiveOutsideTheDomainsNamespace) {

@@ -74,7 +74,7 @@ class Reconciler {
 
   // The steps of one pass.
   void CheckEntry(const ledger::ClaimEntry& entry, Clock::time_point now, ReconcileReport& rep,
-                  std::set<std::string>& seen_gone);
+                  std::set<std::string>& seen_gone) REQUIRES(run_mu_);
   void Record(const ledger::ClaimEntry& entry, const Decision& d, ReconcileReport& rep);
   void Finish(bool deep, ReconcileReport& rep);
 
