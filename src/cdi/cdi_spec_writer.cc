@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cerrno>
 
+#include <nlohmann/json.hpp>
+
 #include "util/file_util.h"
+#include "util/json_depth.h"
 #include "util/log.h"
 #include "util/uid.h"
 
@@ -145,6 +148,26 @@ Status CdiSpecWriter::RemoveClaimSpec(const std::string& claim_uid) const {
   NVDRA_RETURN_IF_ERROR(RemoveFileIfExists(path).Wrap("removing CDI spec of claim " + claim_uid));
   return RemoveFileIfExists(JoinPath(root_, FilePrefix() + claim_uid + ".yaml"))
       .Wrap("removing CDI spec of claim " + claim_uid);
+}
+
+Result<std::vector<std::string>> CdiSpecWriter::ClaimSpecDevices(const std::string& claim_uid) const {
+  NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
+  NVDRA_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  NVDRA_RETURN_IF_ERROR(CheckJsonDepth(text, "CDI spec " + path));
+  nlohmann::json spec = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (spec.is_discarded() || !spec.is_object()) return InvalidArgument("CDI spec " + path + " is not a JSON object");
+  std::vector<std::string> out;
+  auto devices = spec.find("devices");
+  if (devices == spec.end() || !devices->is_array()) return out;
+  const std::string prefix = claim_uid + "-";
+  for (const auto& d : *devices) {
+    // A file on disk may hold anything: a device without a string name is skipped.
+    auto n = d.is_object() ? d.find("name") : d.end();
+    if (n == d.end() || !n->is_string()) continue;
+    const std::string& name = n->get_ref<const std::string&>();
+    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size()) out.push_back(name.substr(prefix.size()));
+  }
+  return out;
 }
 
 Result<std::vector<std::string>> CdiSpecWriter::ListClaimSpecUids() const {

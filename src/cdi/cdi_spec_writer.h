@@ -62,6 +62,12 @@ class CdiSpecWriter {
   // (sorted, unique), for the reconciler's sweep.
   Result<std::vector<std::string>> ListClaimSpecUids() const;
 
+  // The claim's devices its spec on disk names ("gpu-0" for the CDI device
+  // "<uid>-gpu-0"), in file order; for rebuilding lost ledger entries. A
+  // spec that cannot be read or parsed is an error; entries that are not
+  // devices of the claim are skipped. NotFound without a spec of ours.
+  Result<std::vector<std::string>> ClaimSpecDevices(const std::string& claim_uid) const;
+
   // Removes the claim specs whose UID `is_known` rejects, and temp files a
   // crashed write left behind (any of an unknown claim, those of a known
   // claim once stale); returns the UIDs removed. The caller holds

@@ -34,8 +34,31 @@ config::DriverConfigRules ComputeDomainConfigRules() {
 }
 
 ComputeDomainKind::ComputeDomainKind(ComputeDomainKindOptions options, devices::DeviceEdits edits,
-                                     ComputeDomainSource& domains)
-    : options_(std::move(options)), edits_(std::move(edits)), domains_(domains) {}
+                                     ComputeDomainSource& domains, NodeLabelManager* labels,
+                                     const DomainDirectories* dirs)
+    : options_(std::move(options)),
+      edits_(std::move(edits)),
+      domains_(domains),
+      labels_(labels),
+      dirs_(dirs),
+      clique_id_(options_.clique_id) {}
+
+void ComputeDomainKind::SetCliqueId(const std::string& clique_id) {
+  MutexLock l(clique_mu_);
+  clique_id_ = clique_id;
+}
+
+std::string ComputeDomainKind::clique_id() const {
+  if (options_.clique_source) return options_.clique_source();
+  MutexLock l(clique_mu_);
+  return clique_id_;
+}
+
+void ComputeDomainKind::Adopt(const std::string& claim_uid, const nlohmann::json& undo_json) {
+  auto undo = DecodeComputeDomainUndo(undo_json);
+  if (!undo.ok() || undo->channels.empty() || labels_ == nullptr) return;
+  labels_->Adopt(undo->domain_id, claim_uid);
+}
 
 std::optional<int> ComputeDomainKind::ChannelId(const std::string& device) {
   constexpr std::string_view prefix = "channel-";
@@ -64,6 +87,7 @@ std::vector<model::PublishedDevice> ComputeDomainKind::PublishedDevices() const 
 }
 
 std::string ComputeDomainKind::DomainDir(const std::string& domain_uid) const {
+  if (dirs_ != nullptr) return dirs_->Dir(domain_uid);
   return JoinPath(JoinPath(options_.plugin_dir, "domains"), domain_uid);
 }
 
@@ -133,27 +157,55 @@ Result<driver::ClaimPlan> ComputeDomainKind::Plan(const driver::ClaimWork& work)
 
 Status ComputeDomainKind::CheckReady(const driver::ClaimWork& work, const driver::ClaimPlan& plan) {
   NVDRA_ASSIGN_OR_RETURN(ComputeDomainUndo undo, DecodeComputeDomainUndo(plan.undo));
+  if (!undo.channels.empty()) return CheckChannelReady(work, undo);
+  // Daemon claims come from the template the controller creates in the
+  // driver's namespace; upstream asks nothing of their domain up front.
+  auto cd = domains_.Get(undo.domain_id);
+  if (!cd.ok() && cd.status().code() == StatusCode::kNotFound) {
+    return NotFound("error asserting ComputeDomain's namespace: ComputeDomain not found: " + undo.domain_id);
+  }
+  return cd.ok() ? Status::Ok() : cd.status().Wrap("look up ComputeDomain " + undo.domain_id);
+}
+
+// The upstream order: the domain and its namespace, the node label (which
+// is what brings the domain's IMEX daemon to this node), then readiness.
+Status ComputeDomainKind::CheckChannelReady(const driver::ClaimWork& work, const ComputeDomainUndo& undo) {
+  using Steady = std::chrono::steady_clock;
   const std::string& domain = undo.domain_id;
+  // Leave time to answer the kubelet before its own deadline.
+  const Steady::time_point deadline = work.deadline - std::chrono::milliseconds(500);
   auto cd = domains_.Get(domain);
+  if (!cd.ok() && cd.status().code() == StatusCode::kNotFound) {
+    // A domain created a moment ago may not have reached the watch yet.
+    cd = domains_.WaitReady(domain, std::min(deadline, Steady::now() + std::chrono::seconds(2)));
+  }
   if (!cd.ok()) {
     if (cd.status().code() == StatusCode::kNotFound) {
       return NotFound("error asserting ComputeDomain's namespace: ComputeDomain not found: " + domain);
     }
     return cd.status().Wrap("look up ComputeDomain " + domain);
   }
-  bool has_channels = !undo.channels.empty();
-  // Only channel claims must share the domain's namespace: daemon claims come
-  // from the template the controller creates in the driver's namespace.
-  if (has_channels && cd->ns != work.ns) {
+  if (cd->ns != work.ns) {
     return FailedPrecondition(
         "error asserting ComputeDomain's namespace: the ResourceClaim's namespace is different than the "
         "ComputeDomain's namespace");
   }
-  if (has_channels && !cd->node_ready) {
-    return Unavailable("current node not ready in ComputeDomain " + cd->ns + "/" + cd->name +
-                       " (its IMEX daemon is not Ready yet); the kubelet will retry");
+  if (labels_ != nullptr) NVDRA_RETURN_IF_ERROR(labels_->Acquire(domain, work.uid));
+  if (cd->node_ready) return Status::Ok();
+  auto start = Steady::now();
+  spdlog::info("claim {}: waiting for this node to become ready in ComputeDomain {}/{}: {}", work.uid, cd->ns,
+               cd->name, cd->not_ready);
+  cd = domains_.WaitReady(domain, deadline);
+  if (!cd.ok()) return cd.status().Wrap("wait for ComputeDomain " + domain);
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start);
+  if (cd->node_ready) {
+    spdlog::info("claim {}: this node is ready in ComputeDomain {}/{} after {} ms", work.uid, cd->ns, cd->name,
+                 waited.count());
+    return Status::Ok();
   }
-  return Status::Ok();
+  return Unavailable("current node not ready in ComputeDomain " + cd->ns + "/" + cd->name + ": " +
+                     (cd->not_ready.empty() ? "its IMEX daemon is not Ready" : cd->not_ready) + " (waited " +
+                     std::to_string(waited.count()) + " ms); the kubelet will retry");
 }
 
 Result<driver::ClaimEdits> ComputeDomainKind::EditsFor(const ComputeDomainUndo& undo) const {
@@ -161,8 +213,9 @@ Result<driver::ClaimEdits> ComputeDomainKind::EditsFor(const ComputeDomainUndo& 
   if (undo.daemon && !options_.base_device_id.empty()) {
     out.shared_cdi_ids[devices::kDaemonDeviceName] = {options_.base_device_id};
   }
-  if (options_.clique_id.empty()) return out;  // no fabric: nothing to inject
-  for (const auto& ch : undo.channels) {
+  const std::string clique = clique_id();
+  // Without an NVLink fabric a channel needs no device node (upstream).
+  for (const auto& ch : clique.empty() ? std::vector<ChannelUndo>{} : undo.channels) {
     cdi::ContainerEdits edits;
     if (undo.all_channels) {
       for (int i = 0; i < devices::kMaxImexChannels; i++) {
@@ -176,12 +229,16 @@ Result<driver::ClaimEdits> ComputeDomainKind::EditsFor(const ComputeDomainUndo& 
   }
   if (undo.daemon) {
     cdi::ContainerEdits edits;
-    edits.env = {"CLIQUE_ID=" + options_.clique_id, "COMPUTE_DOMAIN_UUID=" + undo.domain_id,
+    // The daemon's env and /imexd also on nodes without a clique (upstream);
+    // only the fabric-imex-mgmt node needs the fabric.
+    edits.env = {"CLIQUE_ID=" + clique, "COMPUTE_DOMAIN_UUID=" + undo.domain_id,
                  "COMPUTE_DOMAIN_NAME=" + undo.domain_name.value_or(""),
                  "COMPUTE_DOMAIN_NAMESPACE=" + undo.domain_namespace.value_or("")};
     edits.mounts.push_back({DomainDir(undo.domain_id), "/imexd", {"rw", "nosuid", "nodev", "bind"}, ""});
-    NVDRA_ASSIGN_OR_RETURN(auto fabric, edits_.FabricImexMgmtEdits());
-    edits.Append(fabric);
+    if (!clique.empty()) {
+      NVDRA_ASSIGN_OR_RETURN(auto fabric, edits_.FabricImexMgmtEdits());
+      edits.Append(fabric);
+    }
     out.devices.push_back({devices::kDaemonDeviceName, std::move(edits)});
   }
   return out;
@@ -195,8 +252,13 @@ Result<driver::PreparedClaim> ComputeDomainKind::Prepare(const driver::ClaimWork
       undo.domain_name = cd->name;
       undo.domain_namespace = cd->ns;
     }
-    NVDRA_RETURN_IF_ERROR(MakeDirectories(DomainDir(undo.domain_id), 0755).Wrap("create IMEX daemon directory"));
+    if (dirs_ != nullptr) {
+      NVDRA_RETURN_IF_ERROR(dirs_->Prepare(undo.domain_id));
+    } else {
+      NVDRA_RETURN_IF_ERROR(MakeDirectories(DomainDir(undo.domain_id), 0755).Wrap("create IMEX daemon directory"));
+    }
   }
+  if (!undo.channels.empty() && labels_ != nullptr) labels_->Confirm(undo.domain_id, work.uid);
   driver::PreparedClaim out;
   NVDRA_ASSIGN_OR_RETURN(out.edits, EditsFor(undo));
   out.undo = EncodeComputeDomainUndo(undo);
@@ -209,6 +271,15 @@ Result<driver::ClaimEdits> ComputeDomainKind::Edits(const nlohmann::json& undo_j
   return EditsFor(undo);
 }
 
+std::vector<std::string> ComputeDomainKind::HeldByDevices(const std::vector<std::string>& devices) const {
+  std::vector<std::string> held;
+  for (const auto& d : devices) {
+    auto id = ChannelId(d);
+    held.push_back(id ? ChannelResource(*id) : d);
+  }
+  return held;
+}
+
 Status ComputeDomainKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
   auto undo = DecodeComputeDomainUndo(undo_json);
   if (!undo.ok()) {
@@ -216,16 +287,13 @@ Status ComputeDomainKind::Unprepare(const std::string& claim_uid, const nlohmann
                  undo.status().message());
     return Status::Ok();
   }
-  if (!undo->daemon) return Status::Ok();
-  const std::string& domain = undo->domain_id;
-  if (!IsValidDomainId(domain)) {
-    spdlog::warn("claim {}: undo record names no valid domain ({}); leaving the domain directory", claim_uid,
-                 undo_json.dump());
-    return Status::Ok();
-  }
-  std::error_code ec;
-  std::filesystem::remove_all(DomainDir(domain), ec);
-  if (ec) spdlog::warn("claim {}: remove {}: {}", claim_uid, DomainDir(domain), ec.message());
+  // The last channel claim of the domain takes the node label away (never
+  // fails: a removal the API server did not take is retried by the
+  // maintenance pass).
+  if (!undo->channels.empty() && labels_ != nullptr) labels_->Release(undo->domain_id, claim_uid);
+  // A daemon's directory stays: the daemon of a live domain may come back to
+  // this node. The maintenance pass removes directories of deleted domains,
+  // as upstream's periodic cleanup does.
   return Status::Ok();
 }
 

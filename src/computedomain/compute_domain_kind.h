@@ -1,19 +1,29 @@
 // The ComputeDomain device kind (driver compute-domain.nvidia.com): IMEX
 // channels (channel-<id>) and the IMEX daemon device (daemon-0). Channels are
 // held per id, so claims for different channels coexist on one node while a
-// second claim for a held channel is refused. A channel claim waits (with a
-// retryable error, never blocking other claims) until this node is ready in
-// its ComputeDomain.
+// second claim for a held channel is refused.
+//
+// A channel claim labels this node for its domain (the label brings the
+// domain's IMEX daemon here; NodeLabelManager), then waits inside the plugin,
+// holding no lock, until the daemon reports this node Ready (DomainWatch);
+// past the claim's deadline it fails with a retryable error that names what
+// is missing. A daemon claim gets the domain's directory with the daemon
+// config template (DomainDirectories).
 #pragma once
 
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "computedomain/compute_domain_source.h"
 #include "computedomain/compute_domain_undo.h"
+#include "computedomain/domain_directory.h"
+#include "computedomain/node_label_manager.h"
 #include "devices/device_edits.h"
 #include "devices/device_info.h"
 #include "driver/device_kind.h"
+#include "util/mutex.h"
 
 namespace nvdra::computedomain {
 
@@ -22,6 +32,9 @@ inline constexpr const char* kDriverName = "compute-domain.nvidia.com";
 struct ComputeDomainKindOptions {
   std::string plugin_dir;        // <plugins dir>/compute-domain.nvidia.com (domains/ lives below)
   std::string clique_id;         // "<clusterUUID>.<cliqueId>" or "" without NVLink fabric
+  // When set, the current clique (it changes when the fabric is
+  // repartitioned); clique_id is then only the first value.
+  std::function<std::string()> clique_source;
   int channels_to_publish = 1;   // upstream publishes channel-0 only
   // CDI id of the base spec's management device, returned for daemon
   // claims next to the claim's own device ("" when there is no base spec).
@@ -34,7 +47,17 @@ config::DriverConfigRules ComputeDomainConfigRules();
 
 class ComputeDomainKind final : public driver::DeviceKind {
  public:
-  ComputeDomainKind(ComputeDomainKindOptions options, devices::DeviceEdits edits, ComputeDomainSource& domains);
+  // `labels` and `dirs` may be null (tests of the kind alone): no node label,
+  // and a bare directory without a template.
+  ComputeDomainKind(ComputeDomainKindOptions options, devices::DeviceEdits edits, ComputeDomainSource& domains,
+                    NodeLabelManager* labels = nullptr, const DomainDirectories* dirs = nullptr);
+
+  // A claim recorded before this process started (from the ledger): a
+  // channel claim keeps holding the node label.
+  void Adopt(const std::string& claim_uid, const nlohmann::json& undo);
+  // Sets the clique when no clique_source is given (new edits use it).
+  void SetCliqueId(const std::string& clique_id);
+  std::string clique_id() const;
 
   // Engine port.
   std::string driver_name() const override { return kDriverName; }
@@ -47,6 +70,9 @@ class ComputeDomainKind final : public driver::DeviceKind {
   Result<driver::PreparedClaim> Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) override;
   Result<driver::ClaimEdits> Edits(const nlohmann::json& undo,
                                    const std::vector<std::string>& prepared_devices) override;
+  // "channel-3" holds "channel 3" (a spec alone does not say whether the
+  // claim had every channel, allocationMode All); the daemon holds itself.
+  std::vector<std::string> HeldByDevices(const std::vector<std::string>& devices) const override;
   Status Unprepare(const std::string& claim_uid, const nlohmann::json& undo) override;
 
   // Publishing port (no hardware health: channels have none).
@@ -59,10 +85,15 @@ class ComputeDomainKind final : public driver::DeviceKind {
  private:
   Result<driver::ClaimEdits> EditsFor(const ComputeDomainUndo& undo) const;
   std::string DomainDir(const std::string& domain_uid) const;
+  Status CheckChannelReady(const driver::ClaimWork& work, const ComputeDomainUndo& undo);
 
   ComputeDomainKindOptions options_;
   devices::DeviceEdits edits_;
   ComputeDomainSource& domains_;
+  NodeLabelManager* labels_;
+  const DomainDirectories* dirs_;
+  mutable Mutex clique_mu_;
+  std::string clique_id_ GUARDED_BY(clique_mu_);
 };
 
 }  // namespace nvdra::computedomain

@@ -40,7 +40,7 @@ class ComputeDomainKindTest : public ::testing::Test {
     ComputeDomainKindOptions ko;
     ko.plugin_dir = dir_ + "/plugin";
     ko.clique_id = inv->clique_id;
-    domains_.domains["cd-1"] = {"cd-1", "default", "my-domain", true};
+    domains_.domains["cd-1"] = {"cd-1", "default", "my-domain", true, ""};
     kind_ = std::make_unique<ComputeDomainKind>(ko, devices::DeviceEdits::ForLib(*lib_), domains_);
   }
   void TearDown() override {
@@ -89,9 +89,16 @@ TEST_F(ComputeDomainKindTest, ReadinessGatesChannelsWithARetryableError) {
   ASSERT_TRUE(plan.ok());
   EXPECT_TRUE(kind_->CheckReady(w, *plan).ok());
   domains_.domains["cd-1"].node_ready = false;
+  domains_.domains["cd-1"].not_ready = "the daemon for node node-1 in ComputeDomainClique x/y is NotReady";
+  // The gate waits up to the claim's deadline, then names what is missing.
+  w.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(700);
   Status s = kind_->CheckReady(w, *plan);
+  EXPECT_GE(std::chrono::steady_clock::now(), w.deadline - std::chrono::milliseconds(500));
   EXPECT_TRUE(s.retryable()) << s.ToString();
-  EXPECT_NE(s.message().find("not ready"), std::string::npos);
+  EXPECT_NE(s.message().find("current node not ready in ComputeDomain default/my-domain: the daemon for node node-1 "
+                             "in ComputeDomainClique x/y is NotReady"),
+            std::string::npos)
+      << s.message();
   domains_.domains["cd-1"].ns = "other";
   s = kind_->CheckReady(w, *plan);
   EXPECT_FALSE(s.retryable());
@@ -118,7 +125,7 @@ TEST_F(ComputeDomainKindTest, ChannelPrepareInjectsTheChannelNode) {
   EXPECT_EQ(json.find("/dev/nvidia-caps-imex-channels/channel4"), std::string::npos);
 }
 
-TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareRemovesIt) {
+TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareLeavesIt) {
   driver::ClaimWork w{"uid-d", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
   w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", "daemon-0", "daemon", kDriverName}}});
@@ -137,7 +144,31 @@ TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareR
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(cdi::RenderJson(driver::BuildClaimOutput(*cdi_, w.uid, w.results, *again).spec), json);
   ASSERT_TRUE(kind_->Unprepare("uid-d", p->undo).ok());
-  EXPECT_FALSE(PathExists(dir_ + "/plugin/domains/cd-1"));
+  // The daemon of a live domain may come back; directories of deleted
+  // domains are the maintenance pass's (DomainDirectories::RemoveGone).
+  EXPECT_TRUE(PathExists(dir_ + "/plugin/domains/cd-1"));
+}
+
+TEST_F(ComputeDomainKindTest, WithoutACliqueDaemonsStillGetTheirDirectoryAndEnvButChannelsNoNode) {
+  kind_->SetCliqueId("");
+  driver::ClaimWork w{"uid-d", "default", "d", {}, {}};
+  w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
+  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", "daemon-0", "daemon", kDriverName}}});
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  auto p = kind_->Prepare(w, *plan);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::string json = cdi::RenderJson(driver::BuildClaimOutput(*cdi_, w.uid, w.results, p->edits).spec);
+  EXPECT_NE(json.find("/imexd"), std::string::npos);
+  EXPECT_NE(json.find("\"CLIQUE_ID=\""), std::string::npos) << json;
+  EXPECT_NE(json.find("COMPUTE_DOMAIN_UUID=cd-1"), std::string::npos);
+  EXPECT_EQ(json.find("nvidia-cap"), std::string::npos);
+  auto ch = ChannelWork("channel-0");
+  auto cplan = kind_->Plan(ch);
+  ASSERT_TRUE(cplan.ok());
+  auto cp = kind_->Prepare(ch, *cplan);
+  ASSERT_TRUE(cp.ok());
+  EXPECT_TRUE(cp->edits.devices.empty());
 }
 
 TEST_F(ComputeDomainKindTest, DaemonClaimGetsTheBaseDeviceNextToItsOwn) {

@@ -31,6 +31,17 @@ struct MigDeviceInfo {
   friend bool operator==(const MigDeviceInfo&, const MigDeviceInfo&) = default;
 };
 
+// A GPU's NVLink fabric as nvmlDeviceGetGpuFabricInfo reports it.
+struct FabricReading {
+  bool supported = true;     // false: NVML_ERROR_NOT_SUPPORTED (no NVLink fabric)
+  std::string cluster_uuid;  // formatted; "" when NVML reports all zeroes
+  unsigned clique_id = 0;
+  bool completed = true;     // state == NVML_GPU_FABRIC_STATE_COMPLETED
+  bool healthy = true;       // status == NVML_SUCCESS
+  std::string detail;        // state and status as text, for messages
+  friend bool operator==(const FabricReading&, const FabricReading&) = default;
+};
+
 struct GpuInfo {
   int minor = 0;
   std::string uuid;                     // "GPU-..."
@@ -46,7 +57,12 @@ struct GpuInfo {
   std::optional<std::string> addressing_mode;  // "HMM", "ATS", "None"
   bool mig_enabled = false;
   std::vector<MigDeviceInfo> migs;
-  std::string clique_id;  // "<clusterUUID>.<cliqueId>" or ""
+  // "<clusterUUID>.<cliqueId>", or "" (no multi-node fabric, or its fabric is not up)
+  std::string clique_id;
+  // What NVML said of the GPU's NVLink fabric; nullopt where nobody asked
+  // (the mock, an NVML without nvmlDeviceGetGpuFabricInfo). The ComputeDomain
+  // plugin decides the node's clique from it (computedomain/fabric_clique.h).
+  std::optional<FabricReading> fabric;
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
 

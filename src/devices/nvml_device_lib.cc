@@ -147,15 +147,21 @@ Result<NodeInventory> NvmlDeviceLib::Discover() {
     inv.gpus.push_back(std::move(*gpu));
   }
   std::sort(inv.gpus.begin(), inv.gpus.end(), [](const GpuInfo& x, const GpuInfo& y) { return x.minor < y.minor; });
-  // All GPUs of a node are in one clique or none.
+  // All GPUs of a node are in one clique or none; a GPU whose fabric is not
+  // up yet does not count here (the ComputeDomain plugin decides about it).
   std::set<std::string> cliques;
-  for (const auto& g : inv.gpus) cliques.insert(g.clique_id);
+  bool fabric_down = false;
+  for (const auto& g : inv.gpus) {
+    bool down = g.fabric && g.fabric->supported && !(g.fabric->completed && g.fabric->healthy);
+    fabric_down |= down;
+    if (!down) cliques.insert(g.clique_id);
+  }
   if (cliques.size() > 1) {
     std::string list;
     for (const auto& c : cliques) list += (list.empty() ? "" : ", ") + (c.empty() ? "<none>" : c);
     return FailedPrecondition("GPUs disagree on their NVLink clique (" + list + "); check the fabric manager");
   }
-  if (!inv.gpus.empty()) inv.clique_id = inv.gpus.front().clique_id;
+  if (!cliques.empty() && !fabric_down) inv.clique_id = *cliques.begin();
   return inv;
 }
 
@@ -221,17 +227,23 @@ Result<GpuInfo> NvmlDeviceLib::DiscoverGpu(nvmlDevice_t dev, const std::string& 
   if (a.DeviceGetGpuFabricInfo != nullptr) {
     nvmlGpuFabricInfo_t fabric{};
     rc = a.DeviceGetGpuFabricInfo(dev, &fabric);
+    FabricReading r;
     if (rc == NVML_SUCCESS) {
       static const unsigned char kZero[16] = {};
-      bool has_cluster = std::memcmp(fabric.clusterUuid, kZero, 16) != 0;
-      if (has_cluster) {
-        if (fabric.state != NVML_GPU_FABRIC_STATE_COMPLETED || fabric.status != NVML_SUCCESS) {
-          return Unavailable("NVLink fabric of GPU " + g.uuid + " is not ready (state " +
-                             std::to_string(fabric.state) + ", status " + lib_->ErrorText("fabric", fabric.status) +
-                             "); retrying");
-        }
-        g.clique_id = FormatUuidBytes(fabric.clusterUuid) + "." + std::to_string(fabric.cliqueId);
+      if (std::memcmp(fabric.clusterUuid, kZero, 16) != 0) r.cluster_uuid = FormatUuidBytes(fabric.clusterUuid);
+      r.clique_id = fabric.cliqueId;
+      r.completed = fabric.state == NVML_GPU_FABRIC_STATE_COMPLETED;
+      r.healthy = fabric.status == NVML_SUCCESS;
+      r.detail = "state " + std::to_string(fabric.state) + ", status " + lib_->ErrorText("fabric", fabric.status);
+      // Whether a fabric that is not up is fatal is the ComputeDomain
+      // plugin's policy (CrashOnNVLinkFabricErrors); here it is no clique.
+      if (!r.cluster_uuid.empty() && r.completed && r.healthy) {
+        g.clique_id = r.cluster_uuid + "." + std::to_string(r.clique_id);
       }
+      g.fabric = std::move(r);
+    } else if (rc == NVML_ERROR_NOT_SUPPORTED) {
+      r.supported = false;
+      g.fabric = std::move(r);
     } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
       return lib_->Error("nvmlDeviceGetGpuFabricInfo", rc);
     }

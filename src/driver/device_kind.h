@@ -17,6 +17,7 @@
 // its main.cc names it.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct ClaimWork {
   std::string uid, ns, name;
   std::vector<model::AllocationResult> results;  // ours only, in claim order
   std::vector<config::ConfigGroup> groups;       // resolved, validated configs
+  // When the kubelet stops waiting for this claim. CheckReady may wait for a
+  // gate up to here (it runs before the claim's lock is taken).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // Decided before the first durable write.
@@ -91,8 +95,10 @@ class ClaimKind {
   virtual Result<ClaimPlan> Plan(const ClaimWork& work) = 0;
 
   // Gates that must hold before the prepare starts (e.g. the ComputeDomain
-  // is ready on this node). Returns quickly; a not-ready state is a
-  // retryable error, never a wait that could block other claims.
+  // is ready on this node). Runs before the claim's lock is taken and before
+  // anything durable, so it may wait for a gate up to work.deadline without
+  // blocking other claims or an Unprepare of this one; a gate still closed
+  // then is a retryable error.
   virtual Status CheckReady(const ClaimWork& work, const ClaimPlan& plan) { return Status::Ok(); }
 
   // Does the node-side work. Must be idempotent: it runs again for the same
@@ -106,6 +112,10 @@ class ClaimKind {
   // that predate the kind's own list (an imported checkpoint).
   virtual Result<ClaimEdits> Edits(const nlohmann::json& undo,
                                    const std::vector<std::string>& prepared_devices) = 0;
+
+  // The resources a claim whose ledger entry was lost held, from the device
+  // names its CDI spec still lists (see Engine::RecoverLostClaims).
+  virtual std::vector<std::string> HeldByDevices(const std::vector<std::string>& devices) const { return devices; }
 
   // Undoes what Prepare recorded in `undo`. Works from the record alone (no
   // API server) and never fails on a record it cannot decode: that is

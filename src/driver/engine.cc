@@ -100,24 +100,32 @@ kubelet::PrepareResult Engine::PrepareClaim(const model::ClaimRef& claim, Steady
 }
 
 Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time_point deadline) {
-  auto claim_lock = locks_.LockUntil(ref.uid, deadline);
-  if (!claim_lock) return ClaimBusy();
-
   NVDRA_ASSIGN_OR_RETURN(ClaimSnapshot snap, FetchClaim(ref, deadline));
   NVDRA_ASSIGN_OR_RETURN(ClaimWork work, OurResults(ref, snap));
   if (work.results.empty()) return Devices{};
-  // From here to the end no other process may work on this claim: its
-  // unprepare would otherwise undo devices between our device work and our
-  // CDI write, leaving a spec or a sharing setting nobody removes.
-  NVDRA_ASSIGN_OR_RETURN(auto op_lock, op_locks_.Acquire(ref.uid, deadline));
-  // A claim completed in this boot answers from the ledger before its configs
-  // and the kind's readiness gate are checked again: a repeated Prepare must
-  // return the recorded devices even when, say, the ComputeDomain's daemon is
-  // restarting or a feature gate changed since.
+  work.deadline = deadline;
+  {
+    // A claim completed in this boot answers from the ledger before its
+    // configs and the kind's readiness gate are checked again: a repeated
+    // Prepare must return the recorded devices even when, say, the
+    // ComputeDomain's daemon is restarting or a feature gate changed since.
+    NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(ref.uid, deadline));
+    NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work));
+    if (recorded) return std::move(*recorded);
+  }
+  // Configs, plan and readiness write nothing, so they run without the
+  // claim's locks: the kind's readiness gate may wait (a ComputeDomain
+  // channel claim waits for its IMEX daemon), and an Unprepare of this claim
+  // must not queue behind that wait.
+  NVDRA_ASSIGN_OR_RETURN(ClaimPlan plan, PlanClaim(work, snap));
+  // From here to the end no other operation, in this process or another,
+  // works on this claim: an unprepare would otherwise undo devices between
+  // our device work and our CDI write, leaving a spec or a sharing setting
+  // nobody removes.
+  NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(ref.uid, deadline));
+  // Another Prepare of this claim may have completed it while we planned.
   NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work));
   if (recorded) return std::move(*recorded);
-
-  NVDRA_ASSIGN_OR_RETURN(ClaimPlan plan, PlanClaim(work, snap));
   NVDRA_RETURN_IF_ERROR(CheckDeadline(deadline, "recording the claim"));
   NVDRA_ASSIGN_OR_RETURN(ledger::BeginResult begin, Begin(work, plan, snap));
   if (begin.outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(begin.entry);
@@ -125,6 +133,13 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
     spdlog::info("Claim {} was prepared before the node rebooted; redoing its node-side work", ref.ToString());
   }
   return PrepareDevices(work, plan, begin.entry.attempt);
+}
+
+Result<Engine::ClaimLock> Engine::LockClaim(const std::string& uid, Steady::time_point deadline) {
+  auto in_process = locks_.LockUntil(uid, deadline);
+  if (!in_process) return ClaimBusy();
+  NVDRA_ASSIGN_OR_RETURN(ledger::ClaimOperationLock across, op_locks_.Acquire(uid, deadline));
+  return ClaimLock{std::move(*in_process), std::move(across)};
 }
 
 // Step 1: the claim as the API server has it now.
@@ -160,6 +175,11 @@ Result<std::optional<Engine::Devices>> Engine::CompletedThisBoot(const ClaimWork
   if (!recorded || recorded->state != ledger::ClaimState::kPrepareCompleted || recorded->from_earlier_boot ||
       !ledger::SameAllocation(recorded->allocation, work.results)) {
     return std::optional<Devices>();
+  }
+  if (recorded->name.empty()) {
+    // An imported or rebuilt entry learns its claim's name from the first
+    // Prepare that carries it, so the reconciler can look the claim up.
+    NVDRA_RETURN_IF_ERROR(ledger_.AdoptName(work.uid, work.ns, work.name));
   }
   NVDRA_ASSIGN_OR_RETURN(Devices devices, AlreadyPrepared(*recorded));
   return std::optional<Devices>(std::move(devices));
@@ -270,9 +290,7 @@ std::string Engine::UnprepareClaim(const model::ClaimRef& claim, Steady::time_po
 }
 
 Status Engine::Unprepare(const model::ClaimRef& ref, Steady::time_point deadline) {
-  auto claim_lock = locks_.LockUntil(ref.uid, deadline);
-  if (!claim_lock) return ClaimBusy();
-  NVDRA_ASSIGN_OR_RETURN(auto op_lock, op_locks_.Acquire(ref.uid, deadline));
+  NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(ref.uid, deadline));
   auto entry = ledger_.BeginUnprepare(ref.uid);
   if (!entry.ok()) return entry.status();
   if (!entry->has_value()) {
@@ -294,16 +312,16 @@ Status Engine::UnprepareLocked(const ledger::ClaimEntry& entry) {
 Status Engine::UnprepareEntry(const ledger::ClaimEntry& stale, const std::string& why) {
   // Bounded: the caller may hold another claim's lock (a conflict check).
   auto bound = Steady::now() + std::chrono::seconds(10);
-  auto claim_lock = locks_.LockUntil(stale.uid, bound);
-  if (!claim_lock) return DeadlineExceeded("claim " + stale.uid + " is busy; will retry");
-  NVDRA_ASSIGN_OR_RETURN(auto op_lock, op_locks_.Acquire(stale.uid, bound));
+  NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(stale.uid, bound));
   auto entry = ledger_.BeginUnprepare(stale.uid);
   if (!entry.ok()) return entry.status();
   if (!entry->has_value()) return Status::Ok();
   Status s = UnprepareLocked(**entry);
   std::string ref = model::ClaimRef{stale.ns, stale.uid, stale.name}.ToString();
   if (s.ok()) {
-    spdlog::info("unprepared stale claim {} ({})", ref, why);
+    // Upstream's words, which operators grep for.
+    spdlog::info("Checkpointed RC cleanup: unprepared stale claim: {}/{} (claim {}: {})", stale.ns, stale.name,
+                 stale.uid, why);
   } else {
     spdlog::warn("unprepare of stale claim {} failed, will retry: {}", ref, s.message());
   }
@@ -320,6 +338,52 @@ Status Engine::Carry(const ledger::ClaimEntry& entry, const Decision& decision) 
 }
 
 Status Engine::CollectGarbage() { return ledger_.CollectGarbage(); }
+
+Result<bool> Engine::RecoverLostClaims() {
+  NVDRA_ASSIGN_OR_RETURN(bool missing, ledger_.ClaimsMayBeMissing());
+  if (!missing) return true;
+  NVDRA_ASSIGN_OR_RETURN(std::vector<std::string> uids, cdi_.ListClaimSpecUids());
+  int failed = 0;
+  for (const auto& uid : uids) {
+    Status s = RebuildFromSpec(uid);
+    if (!s.ok()) {
+      spdlog::warn("ledger recovery: claim {}: {}", uid, s.message());
+      failed++;
+    }
+  }
+  if (failed > 0) return false;  // the next pass tries again; no spec is swept meanwhile
+  NVDRA_RETURN_IF_ERROR(ledger_.FinishRecovery());
+  spdlog::info("ledger recovery finished: {} claim spec(s) checked; the ledger is the truth again", uids.size());
+  return true;
+}
+
+Status Engine::RebuildFromSpec(const std::string& uid) {
+  NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(uid, Steady::now() + std::chrono::seconds(10)));
+  NVDRA_ASSIGN_OR_RETURN(auto entry, ledger_.Get(uid));
+  if (entry && ledger::HoldsResources(entry->state)) return Status::Ok();
+  auto devices = cdi_.ClaimSpecDevices(uid);
+  if (!devices.ok() && devices.status().code() == StatusCode::kNotFound) return Status::Ok();  // removed meanwhile
+  NVDRA_RETURN_IF_ERROR(devices.status());
+  if (devices->empty()) return Status::Ok();  // names no device of the claim: nothing it could hold
+  ledger::RebuiltClaim c;
+  c.uid = uid;
+  c.devices = *devices;
+  for (const auto& d : *devices) c.cdi_device_ids.push_back(cdi_.DeviceId(uid, d));
+  c.held = kind_.HeldByDevices(*devices);
+  c.source = "cdi spec";
+  Status rebuilt = ledger_.RebuildEntry(c);
+  if (rebuilt.code() == StatusCode::kConflict) {
+    // A claim prepared since holds its device: that one is the truth, and
+    // this spec an orphan the sweep removes once the recovery is over.
+    spdlog::warn("ledger recovery: not rebuilding claim {}: {}", uid, rebuilt.message());
+    return Status::Ok();
+  }
+  NVDRA_RETURN_IF_ERROR(rebuilt);
+  spdlog::warn("ledger recovery: rebuilt claim {} from its CDI spec ({} device(s)); its next Prepare or "
+               "Unprepare completes the entry",
+               uid, devices->size());
+  return Status::Ok();
+}
 
 Result<bool> Engine::RemoveOrphanSpec(const std::string& uid) {
   auto claim_lock = locks_.Lock(uid);

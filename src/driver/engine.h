@@ -79,6 +79,12 @@ class Engine final : public kubelet::ClaimEngine {
   // its claim's lock) and temp files a crashed write left behind. Returns how
   // many spec files were removed; `errors` counts failures.
   int SweepOrphanSpecs(const std::set<std::string>& live, int* errors);
+  // While the ledger says claims may be missing (an unreadable ledger was
+  // set aside): rebuilds an entry for every claim CDI spec the ledger lacks
+  // (ClaimLedger::RebuildEntry; the claim's next Prepare brings its name and
+  // allocation), then ends the recovery. Returns whether the ledger is the
+  // truth again; until then no CDI spec may be swept as an orphan.
+  Result<bool> RecoverLostClaims();
   // Drops expired tombstones and compacts the ledger when worthwhile.
   Status CollectGarbage();
   // Recomputes the prepared-devices and ledger gauges from the ledger.
@@ -110,8 +116,17 @@ class Engine final : public kubelet::ClaimEngine {
   // unprepare it now. True if something was freed.
   bool ClearStaleHolders(const std::vector<std::string>& held, const std::string& self_uid);
   Result<bool> RemoveOrphanSpec(const std::string& uid);
+  Status RebuildFromSpec(const std::string& uid);
 
   std::optional<metrics::StepTimer> Time(metrics::PrepareStep step) const;
+
+  // A claim's two locks: this process's per-UID lock, then the cross-process
+  // one (ledger::ClaimOperationLocks).
+  struct ClaimLock {
+    ledger::ClaimLocks::Guard in_process;
+    ledger::ClaimOperationLock across;
+  };
+  Result<ClaimLock> LockClaim(const std::string& uid, std::chrono::steady_clock::time_point deadline);
 
   EngineOptions options_;
   std::string driver_;

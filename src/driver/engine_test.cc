@@ -481,5 +481,54 @@ TEST_F(EngineTest, ReconcilerSweepsTempFilesOfCrashedWritesButNotOfKnownClaims) 
   EXPECT_TRUE(PathExists(SpecPath("uid-a")));
 }
 
+// An empty ledger is never "no claims": the specs of the claims it held stay,
+// their entries are rebuilt (holding their devices), and only then does the
+// ledger become the truth again and orphan specs are swept.
+TEST_F(EngineTest, ALostLedgerIsRebuiltFromTheCdiSpecsBeforeAnySpecIsSwept) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  auto b = Claim("uid-b", "b", {"gpu-1"});
+  claims_.Put(a);
+  claims_.Put(b);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(b), kFar).error, "");
+  const std::string log = ledger_->log_path();
+  reconciler_.reset();
+  engine_.reset();
+  ledger_.reset();
+  ASSERT_TRUE(WriteFileAtomically(log, "").ok());  // lost: 0 bytes
+  Reopen();
+  ASSERT_TRUE(*ledger_->ClaimsMayBeMissing());
+
+  auto rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.errors, 0);
+  EXPECT_EQ(rep.orphan_specs_removed, 0);
+  EXPECT_TRUE(PathExists(SpecPath("uid-a")));
+  EXPECT_TRUE(PathExists(SpecPath("uid-b")));
+  EXPECT_FALSE(*ledger_->ClaimsMayBeMissing());
+  auto ea = Entry("uid-a");
+  ASSERT_TRUE(ea.has_value());
+  EXPECT_EQ(ea->state, ledger::ClaimState::kPrepareCompleted);
+
+  // The rebuilt entry holds its device against a new claim ...
+  auto c = Claim("uid-c", "c", {"gpu-0"});
+  claims_.Put(c);
+  auto refused = engine_->PrepareClaim(Ref(c), kFar);
+  EXPECT_NE(refused.error.find("uid-a"), std::string::npos) << refused.error;
+  // ... and the claim's own Prepare answers with its device and names the entry.
+  auto again = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_EQ(again.error, "");
+  ASSERT_EQ(again.devices.size(), 1u);
+  EXPECT_EQ(again.devices[0].device, "gpu-0");
+  EXPECT_EQ(Entry("uid-a")->name, "a");
+
+  // The recovery is over: orphan specs go again.
+  cdi::Spec orphan = cdi_->BuildClaimSpec("uid-orphan", {{"gpu-3", {}}});
+  orphan.devices[0].edits.env = {"X=1"};
+  ASSERT_TRUE(cdi_->WriteClaimSpec("uid-orphan", orphan).ok());
+  rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.orphan_specs_removed, 1);
+  EXPECT_TRUE(PathExists(SpecPath("uid-b")));
+}
+
 }  // namespace
 }  // namespace nvdra::driver

@@ -48,7 +48,17 @@ ReconcileReport Reconciler::RunOnce(bool deep) {
     spdlog::warn("reconcile: ledger garbage collection: {}", gc.message());
     rep.errors++;
   }
-  rep.orphan_specs_removed = engine_.SweepOrphanSpecs(live, &rep.errors);
+  // A ledger that was lost is rebuilt from the CDI specs first; until that
+  // is done every spec stays (it may be a prepared claim's).
+  auto recovered = engine_.RecoverLostClaims();
+  if (!recovered.ok()) {
+    spdlog::warn("reconcile: ledger recovery: {}", recovered.status().message());
+    rep.errors++;
+  } else if (*recovered) {
+    rep.orphan_specs_removed = engine_.SweepOrphanSpecs(live, &rep.errors);
+  } else {
+    rep.recovering = true;
+  }
   Finish(deep, rep);
   return rep;
 }

@@ -49,6 +49,7 @@ struct ReconcileReport {
   int api_errors = 0;
   int orphan_specs_removed = 0;
   int errors = 0;
+  bool recovering = false;  // a lost ledger is still being rebuilt: no spec was swept
 };
 
 class Reconciler {

@@ -19,6 +19,9 @@ class CurlTransport final : public HttpTransport {
   CurlTransport& operator=(const CurlTransport&) = delete;
 
   Result<HttpResponse> RoundTrip(const HttpRequest& request) override;
+  // On its own connection (a watch holds it for minutes); curl_stream.cc.
+  Result<HttpResponse> Stream(const HttpRequest& request, const StreamSink& sink,
+                              const std::atomic<bool>* cancel) override;
 
  private:
   void* Acquire() EXCLUDES(mu_);

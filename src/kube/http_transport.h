@@ -3,9 +3,12 @@
 // response, so tests can script responses without a server.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,6 +33,10 @@ struct HttpResponse {
   }
 };
 
+// Receives a streamed 2xx body piece by piece (a watch). Returning false ends
+// the stream early.
+using StreamSink = std::function<bool(std::string_view data)>;
+
 class HttpTransport {
  public:
   virtual ~HttpTransport() = default;
@@ -37,6 +44,23 @@ class HttpTransport {
   // got no response: kUnavailable (connect/reset/timeout, worth retrying) or
   // kFailedPrecondition (TLS verification or local config: retrying won't help).
   virtual Result<HttpResponse> RoundTrip(const HttpRequest& request) = 0;
+
+  // A long-lived GET whose 2xx body goes to `sink` as it arrives (the
+  // returned response's body stays empty); a non-2xx body is returned whole.
+  // Returns when the server ends the body, the sink returns false, or
+  // `cancel` becomes true (checked at least once a second). A connection that
+  // breaks mid-body is kUnavailable. The default delivers a RoundTrip's body
+  // in one piece, which is all a scripted transport needs.
+  virtual Result<HttpResponse> Stream(const HttpRequest& request, const StreamSink& sink,
+                                      const std::atomic<bool>* cancel) {
+    (void)cancel;
+    NVDRA_ASSIGN_OR_RETURN(HttpResponse r, RoundTrip(request));
+    if (r.status / 100 == 2) {
+      sink(r.body);
+      r.body.clear();
+    }
+    return r;
+  }
 };
 
 }  // namespace nvdra::kube

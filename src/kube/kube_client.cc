@@ -323,4 +323,16 @@ Result<ResourceClaim> KubeClient::GetResourceClaim(const std::string& ns, const 
 
 Result<json> KubeClient::GetNode(const std::string& name) { return GetJson("/api/v1/nodes/" + name); }
 
+Result<HttpResponse> KubeClient::Stream(const std::string& path, std::chrono::milliseconds timeout,
+                                        const StreamSink& sink, const std::atomic<bool>* cancel) {
+  auto wait = limiter_.Reserve();
+  {
+    MutexLock l(mu_);
+    ++stats_.requests;
+    if (wait.count() > 0) ++stats_.rate_limited;
+  }
+  Sleep(wait);
+  return transport_->Stream({"GET", path, "", timeout}, sink, cancel);
+}
+
 }  // namespace nvdra::kube

@@ -90,6 +90,12 @@ class KubeClient {
 
   KubeClientStats stats() const EXCLUDES(mu_);
 
+  // A streamed GET (a watch): rate limited like every request, never retried
+  // (the watcher decides: resume, relist or back off). `timeout` bounds the
+  // whole stream; `cancel` ends it from another thread.
+  Result<HttpResponse> Stream(const std::string& path, std::chrono::milliseconds timeout, const StreamSink& sink,
+                              const std::atomic<bool>* cancel);
+
   // Percent-encodes a query parameter value.
   static std::string QueryEscape(const std::string& s);
 

@@ -4,9 +4,14 @@
 It speaks the real REST protocol on loopback (HTTP or HTTPS) for the few
 resources a node plugin touches: ResourceClaims (GET), ResourceSlices (LIST
 with field selectors, GET, POST with generateName, PUT with resourceVersion
-conflicts, DELETE with preconditions), Nodes (GET), Events (POST), the
-resource.nvidia.com ComputeDomain objects (GET/LIST) and the discovery
-documents for resource.k8s.io. Errors are metav1.Status bodies shaped as the
+conflicts, DELETE with preconditions), Nodes (GET, LIST, PUT and PATCH with
+resourceVersion conflicts), Events (POST), the resource.nvidia.com
+ComputeDomain and ComputeDomainClique objects (GET/LIST) and the discovery
+documents for resource.k8s.io. Nodes, ComputeDomains and ComputeDomainCliques
+can be watched (?watch=1&resourceVersion=N&allowWatchBookmarks=true): a
+chunked stream of JSON lines, BOOKMARK events, and an ERROR event with a 410
+Status for a resourceVersion older than the retained history, as the real
+server's watch cache answers. Errors are metav1.Status bodies shaped as the
 real server shapes them; a path under a group version the server does not
 serve answers with the plain-text "404 page not found" the real server gives.
 
@@ -48,10 +53,10 @@ RESOURCES = {
     "resourceclaims": (RESOURCE_GROUP, "ResourceClaim", True, ["get", "list"]),
     "resourceslices": (RESOURCE_GROUP, "ResourceSlice", False,
                        ["get", "list", "create", "update", "delete"]),
-    "nodes": ("", "Node", False, ["get", "list"]),
+    "nodes": ("", "Node", False, ["get", "list", "watch", "update", "patch"]),
     "events": ("", "Event", True, ["get", "list", "create"]),
-    "computedomains": (NVIDIA_GROUP, "ComputeDomain", True, ["get", "list"]),
-    "computedomaincliques": (NVIDIA_GROUP, "ComputeDomainClique", True, ["get", "list"]),
+    "computedomains": (NVIDIA_GROUP, "ComputeDomain", True, ["get", "list", "watch"]),
+    "computedomaincliques": (NVIDIA_GROUP, "ComputeDomainClique", True, ["get", "list", "watch"]),
 }
 KIND_TO_RESOURCE = {v[1]: k for k, v in RESOURCES.items()}
 
@@ -121,13 +126,15 @@ class Faults:
         rule.setdefault("method", "")
         self.rules.append(rule)
 
-    def take(self, method, path):
+    def take(self, method, path, verb=""):
         for rule in self.rules:
             if rule["count"] == 0:
                 continue
             if not path.startswith(rule["path_prefix"]):
                 continue
             if rule["method"] and rule["method"] != method:
+                continue
+            if rule.get("verb") and rule["verb"] != verb:
                 continue
             if rule["count"] > 0:
                 rule["count"] -= 1
@@ -136,28 +143,72 @@ class Faults:
 
 
 class Store:
+    # Watch events kept for resuming watches; older resourceVersions get 410.
+    MAX_EVENTS = 20000
+
     def __init__(self, versions):
         self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)  # notified on every event and watch control
         self.objects = {}  # (resource, namespace, name) -> object in storage (v1) shape
         self.rv = 1000
         self.versions = list(versions)
         self.faults = Faults()
         self.requests = []
+        self.events = []  # [(rv, type, resource, namespace, object)] in rv order
+        self.history_start = self.rv  # watches from an rv below this are told 410 Gone
+        self.watchers = []  # active watch streams (dicts; see Handler.watch)
+        self.bookmark_interval = 1.0
 
     def next_rv(self):
         self.rv += 1
         return str(self.rv)
 
-    def put_new(self, resource, obj):
+    def record(self, etype, resource, obj):
+        """Appends a watch event for obj (its resourceVersion is the event's)."""
+        ns = obj.get("metadata", {}).get("namespace", "") if RESOURCES[resource][2] else ""
+        self.events.append((int(obj["metadata"]["resourceVersion"]), etype, resource, ns, copy.deepcopy(obj)))
+        if len(self.events) > self.MAX_EVENTS:
+            drop = len(self.events) - self.MAX_EVENTS
+            self.history_start = self.events[drop - 1][0]
+            del self.events[:drop]
+        self.changed.notify_all()
+
+    def compact(self):
+        """Forgets the event history, as etcd compaction does: every watch
+        resuming from an older resourceVersion gets 410 Gone."""
+        self.events = []
+        self.history_start = self.rv
+        self.changed.notify_all()
+
+    def put_new(self, resource, obj, uid=None):
         """Stores obj as created: uid, resourceVersion, creationTimestamp."""
         meta = obj.setdefault("metadata", {})
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = uid or str(uuid.uuid4())
         meta["resourceVersion"] = self.next_rv()
         meta["creationTimestamp"] = now_rfc3339()
         if meta.get("generation") is None and resource in ("resourceslices", "resourceclaims"):
             meta["generation"] = 1
         ns = meta.get("namespace", "") if RESOURCES[resource][2] else ""
+        existed = (resource, ns, meta["name"]) in self.objects
         self.objects[(resource, ns, meta["name"])] = obj
+        self.record("MODIFIED" if existed else "ADDED", resource, obj)
+        return obj
+
+    def put_update(self, resource, ns, obj):
+        """Stores a changed version of an existing object under a new resourceVersion."""
+        obj["metadata"]["resourceVersion"] = self.next_rv()
+        self.objects[(resource, ns, obj["metadata"]["name"])] = obj
+        self.record("MODIFIED", resource, obj)
+        return obj
+
+    def remove(self, resource, ns, name):
+        """Deletes an object; the DELETED event carries the deletion's resourceVersion."""
+        obj = self.objects.pop((resource, ns, name), None)
+        rv = self.next_rv()
+        if obj is not None:
+            gone = copy.deepcopy(obj)
+            gone["metadata"]["resourceVersion"] = rv
+            self.record("DELETED", resource, gone)
         return obj
 
     def load_object(self, obj, keep_identity=False):
@@ -177,11 +228,13 @@ class Store:
             meta.pop("namespace", None)
         elif not meta.get("namespace"):
             meta["namespace"] = "default"
-        uid = meta.get("uid")
+        uid = meta.get("uid") if keep_identity else None
         with self.lock:
-            self.put_new(resource, obj)
-            if keep_identity and uid:
-                meta["uid"] = uid
+            cur = self.objects.get((resource, meta.get("namespace", ""), meta.get("name")))
+            if cur is not None and not uid:
+                # Loading an existing object without a uid updates it in place.
+                uid = cur["metadata"]["uid"]
+            self.put_new(resource, obj, uid)
 
     def load_text(self, text, keep_identity=True):
         docs = []
@@ -301,6 +354,92 @@ def labels_match(obj, reqs):
     return True
 
 
+def classify(method, path, query):
+    """(verb, resource) of an API request as RBAC and audit logs name them,
+    e.g. ("watch", "computedomains"); ("", "") for non-resource paths."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        rest = parts[3:]
+    else:
+        return "", ""
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rest = rest[2:]
+    if not rest:
+        return "", ""
+    name = rest[1] if len(rest) > 1 else ""
+    verb = {"GET": "get" if name else "list", "POST": "create", "PUT": "update",
+            "DELETE": "delete", "PATCH": "patch"}.get(method, method.lower())
+    if verb == "list" and query.get("watch", [""])[0] in ("1", "true"):
+        verb = "watch"
+    return verb, rest[0]
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch (also used for strategic merge patches of
+    plain maps such as labels, which is all nvdra sends)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def json_pointer_parts(ptr):
+    if ptr == "":
+        return []
+    if not ptr.startswith("/"):
+        raise ApiError(422, "Invalid", "invalid JSON pointer %r" % ptr)
+    return [p.replace("~1", "/").replace("~0", "~") for p in ptr[1:].split("/")]
+
+
+def json_patch(doc, ops):
+    """RFC 6902 JSON patch: add, remove, replace and test (the optimistic
+    concurrency check clients use)."""
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        parts = json_pointer_parts(op.get("path", ""))
+        if not parts:
+            raise ApiError(422, "Invalid", "the root cannot be patched")
+        parent = doc
+        for p in parts[:-1]:
+            if isinstance(parent, list):
+                parent = parent[int(p)]
+            elif isinstance(parent, dict) and p in parent:
+                parent = parent[p]
+            else:
+                raise ApiError(422, "Invalid", "doc is missing path: %s" % op.get("path"))
+        last = parts[-1]
+        kind = op.get("op")
+        if kind == "test":
+            cur = parent.get(last, None) if isinstance(parent, dict) else parent[int(last)]
+            if cur != op.get("value"):
+                raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request: "
+                               "testing value %s failed" % op.get("path"))
+        elif kind in ("add", "replace"):
+            if isinstance(parent, list):
+                parent.insert(int(last), op.get("value")) if kind == "add" else parent.__setitem__(int(last), op.get("value"))
+            else:
+                if kind == "replace" and last not in parent:
+                    raise ApiError(422, "Invalid", "replace operation does not apply: doc is missing key: %s" % op.get("path"))
+                parent[last] = op.get("value")
+        elif kind == "remove":
+            if isinstance(parent, list):
+                parent.pop(int(last))
+            elif last in parent:
+                del parent[last]
+            else:
+                raise ApiError(422, "Invalid", "remove operation does not apply: doc is missing path: %s" % op.get("path"))
+        else:
+            raise ApiError(422, "Invalid", "unsupported JSON patch op %r" % kind)
+    return doc
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "nvdra-test-apiserver"
@@ -392,9 +531,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return self.control(method, path, query)
                 except (ValueError, KeyError, OSError) as e:
                     return self.send_json(400, {"error": "%s: %s" % (type(e).__name__, e)})
+            verb, resource = classify(method, path, query)
             with store.lock:
-                store.requests.append({"method": method, "path": path, "query": url.query})
-                fault = store.faults.take(method, path)
+                store.requests.append({"method": method, "path": path, "query": url.query,
+                                       "verb": verb, "resource": resource})
+                fault = store.faults.take(method, path, verb)
             if fault:
                 if fault.get("latency_ms"):
                     time.sleep(fault["latency_ms"] / 1000.0)
@@ -430,6 +571,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     elif code == 403:
                         body = status_body(403, "Forbidden",
                                            'injected: the caller cannot %s this resource' % method.lower())
+                    elif code == 410:
+                        body = status_body(410, "Expired", "too old resource version: injected")
                     elif code == 409:
                         # What a racing writer causes; lets tests hit the path deterministically.
                         body = status_body(409, "Conflict",
@@ -493,6 +636,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise PageNotFound()
         verb = {"GET": "get" if name else "list", "POST": "create", "PUT": "update",
                 "DELETE": "delete", "PATCH": "patch"}[method]
+        if verb == "list" and query.get("watch", [""])[0] in ("1", "true"):
+            verb = "watch"
         if (method == "POST" and name) or (method in ("PUT", "DELETE", "PATCH") and not name):
             return self.send_json(405, status_body(405, "MethodNotAllowed",
                                                    "the server does not allow this method on the requested resource"))
@@ -500,6 +645,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.read_body()
             return self.send_json(405, status_body(405, "MethodNotAllowed",
                                                    "the server does not allow this method on the requested resource"))
+        if verb == "watch":
+            # Streams without holding the store lock; it waits on store.changed.
+            return self.watch(resource, group, version, namespace, query)
         with store.lock:
             if verb == "get":
                 obj = store.objects.get((resource, namespace, name))
@@ -508,6 +656,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.send_json(200, self.to_version(resource, group, version, obj))
             if verb == "list":
                 return self.list(resource, group, version, namespace, query)
+            if verb == "patch":
+                return self.patch(resource, group, version, namespace, name)
             if verb == "create":
                 return self.create(resource, group, version, namespace)
             if verb == "update":
@@ -577,6 +727,158 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_json(200, {"kind": RESOURCES[resource][1] + "List",
                              "apiVersion": self.api_version(group, version),
                              "metadata": {"resourceVersion": str(store.rv)}, "items": items})
+
+    def send_chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def watch(self, resource, group, version, namespace, query):
+        """A watch stream: JSON lines in HTTP chunks, as the real server's
+        watch cache sends them. resourceVersion "" or "0" starts with
+        synthetic ADDED events for the current objects; an older one than the
+        retained history gets an ERROR event carrying a 410 Expired Status."""
+        store = self.server.store
+        fsel = parse_field_selector(query.get("fieldSelector", [""])[0], resource)
+        lsel = parse_label_selector(query.get("labelSelector", [""])[0])
+        rv_text = query.get("resourceVersion", [""])[0]
+        bookmarks = query.get("allowWatchBookmarks", [""])[0] in ("true", "1")
+        try:
+            timeout = float(query.get("timeoutSeconds", ["1800"])[0])
+        except ValueError:
+            raise ApiError(400, "BadRequest", "invalid timeoutSeconds")
+        try:
+            rv = int(rv_text) if rv_text else 0
+        except ValueError:
+            raise ApiError(400, "BadRequest", 'invalid resource version: strconv.ParseUint: parsing "%s": invalid syntax' % rv_text)
+        kind = RESOURCES[resource][1]
+        api_version = self.api_version(group, version)
+
+        def matches(ns, obj):
+            if namespace and ns != namespace:
+                return False
+            if any((field_value(obj, k) == v) == neg for k, v, neg in fsel):
+                return False
+            return labels_match(obj, lsel)
+
+        def line(etype, obj):
+            return (json.dumps({"type": etype, "object": obj}) + "\n").encode()
+
+        watcher = {"resource": resource, "namespace": namespace, "action": None}
+        pending = []
+        with store.lock:
+            if rv and rv < store.history_start:
+                gone = status_body(410, "Expired", "too old resource version: %d (%d)" % (rv, store.history_start))
+                pending.append(line("ERROR", gone))
+                watcher["action"] = "end"
+            elif rv == 0:
+                for (r, ns, _), obj in sorted(store.objects.items()):
+                    if r == resource and matches(ns, obj):
+                        pending.append(line("ADDED", self.to_version(resource, group, version, obj)))
+                rv = store.rv
+            if watcher["action"] is None:
+                store.watchers.append(watcher)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        end = time.monotonic() + timeout
+        next_bookmark = time.monotonic() + store.bookmark_interval
+        try:
+            while True:
+                for data in pending:
+                    self.send_chunk(data)
+                pending = []
+                with store.lock:
+                    action = watcher["action"]
+                    if action is None:
+                        now = time.monotonic()
+                        wait = min(end, next_bookmark) - now
+                        if wait > 0 and not (store.events and store.events[-1][0] > rv):
+                            store.changed.wait(wait)
+                        action = watcher["action"]
+                    if action is None and rv < store.history_start:
+                        # History was compacted past this watch.
+                        action = "expire"
+                    if action is None:
+                        for erv, etype, r, ns, obj in store.events:
+                            if erv <= rv or r != resource:
+                                continue
+                            if matches(ns, obj):
+                                pending.append(line(etype, self.to_version(resource, group, version, obj)))
+                        if store.events:
+                            rv = max(rv, store.events[-1][0])
+                        now = time.monotonic()
+                        if now >= next_bookmark:
+                            if bookmarks:
+                                pending.append(line("BOOKMARK", {"kind": kind, "apiVersion": api_version,
+                                                                 "metadata": {"resourceVersion": str(max(rv, store.rv))}}))
+                                rv = max(rv, store.rv)
+                            next_bookmark = now + store.bookmark_interval
+                        if now >= end:
+                            action = "end"
+                if action == "drop":
+                    # An abrupt end without the terminating chunk, as a
+                    # proxy or a restarting server leaves it.
+                    self.connection.shutdown(2)
+                    return
+                if action == "expire":
+                    gone = status_body(410, "Expired", "too old resource version: %d (%d)" % (rv, store.history_start))
+                    self.send_chunk(line("ERROR", gone))
+                    action = "end"
+                if action == "end":
+                    for data in pending:
+                        self.send_chunk(data)
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            return
+        finally:
+            with store.lock:
+                if watcher in store.watchers:
+                    store.watchers.remove(watcher)
+
+    def patch(self, resource, group, version, namespace, name):
+        """Merge, strategic-merge (maps only) and JSON patches. A
+        metadata.resourceVersion in a merge patch is a precondition, as on the
+        real server: a stale one is a 409 Conflict."""
+        store = self.server.store
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        body = self.read_json()
+        cur = store.objects.get((resource, namespace, name))
+        if cur is None:
+            raise not_found(resource, name)
+        if ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "the body of the request was in an unknown format")
+            want_rv = (body.get("metadata") or {}).get("resourceVersion")
+            if want_rv and want_rv != cur["metadata"]["resourceVersion"]:
+                raise ApiError(409, "Conflict",
+                               'Operation cannot be fulfilled on %s "%s": the object has been modified; '
+                               'please apply your changes to the latest version and try again'
+                               % (group_resource(resource), name),
+                               {"name": name, "group": group, "kind": resource})
+            out = merge_patch(cur, body)
+        elif ctype == "application/json-patch+json":
+            if not isinstance(body, list):
+                raise ApiError(400, "BadRequest", "the body of the request was in an unknown format")
+            out = json_patch(cur, body)
+        else:
+            raise ApiError(415, "UnsupportedMediaType",
+                           'the body of the request was in an unknown format - accepted media types include: '
+                           'application/json-patch+json, application/merge-patch+json, '
+                           'application/apply-patch+yaml')
+        for k in ("uid", "creationTimestamp", "name", "namespace"):
+            if k in cur["metadata"]:
+                out["metadata"][k] = cur["metadata"][k]
+            else:
+                out["metadata"].pop(k, None)
+        out["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+        if out == cur:
+            return self.send_json(200, self.to_version(resource, group, version, cur))
+        store.put_update(resource, namespace, out)
+        self.send_json(200, self.to_version(resource, group, version, out))
 
     def validate_body(self, resource, group, version, namespace, body):
         if not isinstance(body, dict):
@@ -665,8 +967,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            {k: v for k, v in cur["metadata"].items() if k != "resourceVersion"}):
             # A no-op update keeps the resourceVersion, as the real server does.
             return self.send_json(200, self.to_version(resource, group, version, cur))
-        meta["resourceVersion"] = store.next_rv()
-        store.objects[(resource, namespace, name)] = body
+        store.put_update(resource, namespace, body)
         self.send_json(200, self.to_version(resource, group, version, body))
 
     def delete(self, resource, group, version, namespace, name):
@@ -686,8 +987,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            "ResourceVersion in precondition: %s, ResourceVersion in object meta: %s"
                            % (group_resource(resource), name, pre["resourceVersion"],
                               cur["metadata"]["resourceVersion"]), details)
-        del store.objects[(resource, namespace, name)]
-        store.next_rv()
+        store.remove(resource, namespace, name)
         self.send_json(200, self.to_version(resource, group, version, cur))
 
     # ---- control plane for tests ----
@@ -705,9 +1005,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     n += 1
                 return self.send_json(200, {"loaded": n})
             if path == "/_nvdra/delete":
-                key = (body["resource"], body.get("namespace", ""), body["name"])
-                found = store.objects.pop(key, None) is not None
-                store.next_rv()
+                found = store.remove(body["resource"], body.get("namespace", ""), body["name"]) is not None
                 return self.send_json(200 if found else 404, {"deleted": found})
             if path == "/_nvdra/replace":
                 # The object is deleted and recreated under the same name: new uid.
@@ -719,6 +1017,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if "set" in body:
                     for k, v in body["set"].items():
                         obj[k] = v
+                store.remove(*key)
                 store.put_new(body["resource"], obj)
                 return self.send_json(200, {"uid": obj["metadata"]["uid"]})
             if path == "/_nvdra/faults":
@@ -740,6 +1039,34 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 res = body.get("resource") or query.get("resource", [""])[0]
                 items = [o for (r, _, _), o in sorted(store.objects.items()) if not res or r == res]
                 return self.send_json(200, {"items": items})
+            if path == "/_nvdra/watches":
+                # {"action": "drop"|"expire"|"end", "resource": r}: acts on
+                # the open watch streams (of r, or all); "compact": true drops
+                # the event history (later resumes get 410);
+                # "bookmark_interval": seconds between BOOKMARK events.
+                if "bookmark_interval" in body:
+                    store.bookmark_interval = float(body["bookmark_interval"])
+                if body.get("compact"):
+                    store.compact()
+                n = 0
+                if body.get("action"):
+                    for w in store.watchers:
+                        if not body.get("resource") or w["resource"] == body["resource"]:
+                            w["action"] = body["action"]
+                            n += 1
+                    store.changed.notify_all()
+                active = [{"resource": w["resource"], "namespace": w["namespace"]} for w in store.watchers]
+                return self.send_json(200, {"affected": n, "active": active})
+            if path == "/_nvdra/counts":
+                # Requests per verb and resource, e.g. {"list": {"computedomains": 1}}.
+                counts = {}
+                for r in store.requests:
+                    if r.get("verb"):
+                        per = counts.setdefault(r["verb"], {})
+                        per[r["resource"]] = per.get(r["resource"], 0) + 1
+                if body.get("clear"):
+                    store.requests = []
+                return self.send_json(200, {"counts": counts})
             if path == "/_nvdra/token":
                 self.server.token = body["token"]
                 return self.send_json(200, {})

@@ -96,6 +96,35 @@ class TestApiServer {
     NVDRA_ASSIGN_OR_RETURN(auto j, Control("requests", {{"clear", clear}}));
     return j["requests"];
   }
+  // API requests per verb and resource so far, e.g. counts["list"]["computedomains"].
+  Result<nlohmann::json> Counts(bool clear = false) {
+    NVDRA_ASSIGN_OR_RETURN(auto j, Control("counts", {{"clear", clear}}));
+    return j["counts"];
+  }
+  // How many `verb` requests of `resource` were served (0 when none).
+  Result<int> Count(const std::string& verb, const std::string& resource) {
+    NVDRA_ASSIGN_OR_RETURN(auto c, Counts());
+    if (!c.contains(verb) || !c[verb].contains(resource)) return 0;
+    return c[verb][resource].get<int>();
+  }
+  // Acts on open watch streams: "drop" (abrupt close), "expire" (ERROR 410
+  // event), "end" (clean end); resource "" means all. Returns how many.
+  Result<int> WatchAction(const std::string& action, const std::string& resource = "") {
+    NVDRA_ASSIGN_OR_RETURN(auto j, Control("watches", {{"action", action}, {"resource", resource}}));
+    return j["affected"].get<int>();
+  }
+  // Open watch streams of `resource`.
+  Result<int> OpenWatches(const std::string& resource) {
+    NVDRA_ASSIGN_OR_RETURN(auto j, Control("watches"));
+    int n = 0;
+    for (const auto& w : j["active"]) n += w["resource"] == resource;
+    return n;
+  }
+  // Forgets the watch history: resuming from an older resourceVersion gets 410.
+  Status CompactWatchHistory() { return Control("watches", {{"compact", true}}).status(); }
+  Status SetBookmarkInterval(double seconds) {
+    return Control("watches", {{"bookmark_interval", seconds}}).status();
+  }
   // Stored objects (storage shape) of one resource, e.g. "resourceslices".
   Result<nlohmann::json> Objects(const std::string& resource) {
     NVDRA_ASSIGN_OR_RETURN(auto j, Control("objects", {{"resource", resource}}));

@@ -148,7 +148,7 @@ def main():
         print("  prepare RPC failed as the plugin died (exit %s)" % gpu.wait_exit())
         node.api.delete("resourceclaims", "default", "doomed")
         gpu.start()
-        wait_for(lambda: "unprepared stale claim default/doomed" in gpu.read_log(), 30, "reconciler")
+        wait_for(lambda: "unprepared stale claim: default/doomed" in gpu.read_log(), 30, "reconciler")
         print("  plugin log: " + [l for l in gpu.read_log().splitlines() if "unprepared stale claim" in l][-1].strip())
 
         title("Ledger, as an operator sees it (nvdractl ledger show)")

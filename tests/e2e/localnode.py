@@ -178,11 +178,12 @@ class Plugin:
                 "--mock-hardware", self.profile,
                 "--mock-state-dir", os.path.join(self.node.workdir, "mock-" + self.driver),
                 "--boot-id-path", self.node.boot_id_path]
-        # Defaults a test may override through extra_args (each flag once).
-        for flag, value in (("--reconcile-period", str(self.reconcile_period)), ("--completed-claim-grace", "600")):
+        # Defaults a test may override through extra_args (the plugin
+        # refuses a flag given twice).
+        for flag, value in (("--reconcile-period", str(self.reconcile_period)), ("--completed-claim-grace", "600"), ("-v", "4")):
             if flag not in self.extra_args:
                 args += [flag, value]
-        args += ["-v", "4"] + self.extra_args
+        args += self.extra_args
         if self.rolling_update_id:
             args += ["--rolling-update-id", self.rolling_update_id]
         e = dict(os.environ)

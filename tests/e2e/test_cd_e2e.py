@@ -1,41 +1,304 @@
-"""End-to-end scenarios of the ComputeDomain plugin (IMEX channels)."""
+"""End-to-end scenarios of the ComputeDomain plugin (IMEX channels and daemons),
+mirroring the upstream ComputeDomain flow: the controller's daemon claim, the
+node label that brings the IMEX daemon, the daemon's readiness in its
+ComputeDomainClique, and the workload's channel claim."""
 
 import os
+import threading
+import time
 import unittest
 import uuid
 
 from e2e_base import CD_DRIVER, NodeTestCase, cdi_ids, make_claim, opaque_config, wait_for
 
+DRIVER_NS = "nvidia-dra-driver"
+# The gb200x4 mock profile's clique.
+CLIQUE = "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90.32766"
+LABEL = "resource.nvidia.com/computeDomain"
+TEMPLATE = "IMEX_SERVER_PORT=50000\nIMEX_NODE_CONFIG_FILE=/imexd/nodes_config.cfg\n"
 
-class ComputeDomainEndToEnd(NodeTestCase):
+
+class ComputeDomainTestCase(NodeTestCase):
+    profile = "gb200x4"
+    extra_args = []
+
     def setUp(self):
         super().setUp()
+        self.template = os.path.join(self.node.workdir, "compute-domain-daemon-config.tmpl.cfg")
+        with open(self.template, "w") as f:
+            f.write(TEMPLATE)
         self.domain_uid = str(uuid.uuid4())
-        self.set_domain(ready=True)
-        self.plugin = self.cd_plugin().start()
+        self.set_domain(self.domain_uid, ready=True)
+        self.set_clique(self.domain_uid, "Ready")
+        self.plugin = self.start_plugin()
 
-    def set_domain(self, ready):
+    def start_plugin(self, extra=None):
+        args = ["--namespace", DRIVER_NS, "--compute-domain-daemon-config-template", self.template]
+        return self.cd_plugin(self.profile, extra_args=args + self.extra_args + (extra or [])).start()
+
+    # ---- what the controller and the IMEX daemons write ----
+    def set_domain(self, uid, ready, name=None, namespace="default"):
+        name = name or "cd-" + uid[:8]
+        status = "Ready" if ready else "NotReady"
         self.node.api.load([{
             "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
-            "metadata": {"name": "imex-channel-injection", "namespace": "default", "uid": self.domain_uid},
-            "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "imex-channel-0"}}},
-            "status": {"status": "Ready" if ready else "NotReady",
-                       "nodes": [{"name": self.node.node_name, "status": "Ready" if ready else "NotReady",
-                                  "cliqueID": "x", "ipAddress": "10.0.0.1"}]},
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": name + "-channel"}}},
+            "status": {"status": status,
+                       "nodes": [{"name": self.node.node_name, "status": status, "cliqueID": CLIQUE,
+                                  "ipAddress": "10.0.0.1", "index": 0}]},
         }])
 
-    def channel_claim(self, name, channel, mode=None, extra=None):
+    def set_clique(self, uid, daemon_status):
+        """daemon_status: "Ready", "NotReady", or None (no daemon of this node listed)."""
+        daemons = [{"nodeName": "other-node", "cliqueID": CLIQUE, "ipAddress": "10.0.0.2", "index": 1,
+                    "status": "Ready"}]
+        if daemon_status:
+            daemons.append({"nodeName": self.node.node_name, "cliqueID": CLIQUE, "ipAddress": "10.0.0.1",
+                            "index": 0, "status": daemon_status})
+        self.node.api.load([{
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainClique",
+            "metadata": {"name": "%s.%s" % (uid, CLIQUE), "namespace": DRIVER_NS},
+            "daemons": daemons,
+        }])
+
+    # ---- claims as the controller's templates produce them ----
+    def channel_claim(self, name, channel, domain=None, mode=None, extra=None, namespace="default"):
         params = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainChannelConfig",
-                  "domainID": self.domain_uid}
+                  "domainID": domain or self.domain_uid}
         if mode:
             params["allocationMode"] = mode
         params.update(extra or {})
         c = make_claim(name, [{"request": "channel", "driver": CD_DRIVER, "pool": self.node.node_name,
-                               "device": "channel-%d" % channel}],
+                               "device": "channel-%d" % channel}], namespace,
                        configs=[opaque_config(CD_DRIVER, params, requests=["channel"])])
         self.node.api.load([c])
-        return ("default", name, c["metadata"]["uid"])
+        return (namespace, name, c["metadata"]["uid"])
 
+    def daemon_claim(self, name, domain=None):
+        params = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainDaemonConfig",
+                  "domainID": domain or self.domain_uid}
+        c = make_claim(name, [{"request": "daemon", "driver": CD_DRIVER, "pool": self.node.node_name,
+                               "device": "daemon-0"}], DRIVER_NS,
+                       configs=[opaque_config(CD_DRIVER, params, requests=["daemon"])])
+        self.node.api.load([c])
+        return (DRIVER_NS, name, c["metadata"]["uid"])
+
+    # ---- what a test looks at ----
+    def node_label(self):
+        status, node = self.node.api.request("GET", "/api/v1/nodes/" + self.node.node_name)
+        assert status == 200, node
+        return (node["metadata"].get("labels") or {}).get(LABEL)
+
+    def counts(self, clear=False):
+        status, body = self.node.api.request("POST", "/_nvdra/counts", {"clear": clear})
+        assert status == 200, body
+        return body["counts"]
+
+    def spec_text(self, uid):
+        with open(os.path.join(self.node.cdi_root, "k8s.compute-domain.nvidia.com-claim_%s.json" % uid)) as f:
+            return f.read()
+
+    def domain_dir(self, uid):
+        return os.path.join(self.plugin.plugin_dir, "domains", uid)
+
+    def prepare_in_background(self, claim):
+        """Starts a Prepare that is expected to wait; returns (thread, result dict)."""
+        out = {}
+
+        def run():
+            out["result"] = self.plugin.prepare([claim])
+            out["returned_at"] = time.monotonic()
+        t = threading.Thread(target=run)
+        t.start()
+        self.addCleanup(t.join, 60)
+        return t, out
+
+    def wait_until_waiting(self, claim):
+        """The plugin logs when a channel claim starts waiting for its domain."""
+        wait_for(lambda: ("claim %s: waiting" % claim[2]) in self.plugin.read_log(),
+                 what="the plugin to wait for the domain of claim " + claim[1])
+
+
+class ComputeDomainEndToEnd(ComputeDomainTestCase):
+    def test_upstream_flow_daemon_then_channel(self):
+        # The controller's daemon claim is prepared first, and the IMEX daemon
+        # has not reported yet: the clique does not list this node.
+        self.set_clique(self.domain_uid, None)
+        d = self.daemon_claim("imex-daemon")
+        rd = self.plugin.prepare([d])
+        self.assertOk(rd, d[2])
+        self.assertIn("k8s.compute-domain.nvidia.com/claim=%s-daemon-0" % d[2], cdi_ids(rd[d[2]]))
+        spec = self.spec_text(d[2])
+        for want in ('"/imexd"', "COMPUTE_DOMAIN_UUID=" + self.domain_uid, "CLIQUE_ID=" + CLIQUE,
+                     "COMPUTE_DOMAIN_NAMESPACE=default", "/dev/nvidia-caps/nvidia-cap"):
+            self.assertIn(want, spec)
+        with open(os.path.join(self.domain_dir(self.domain_uid), "imexd.cfg.tmpl")) as f:
+            self.assertEqual(f.read(), TEMPLATE)
+        log = self.plugin.read_log()
+        self.assertIn("identified fabric clique: " + CLIQUE, log)
+        self.assertIn("driver version validation", log)
+
+        # The workload's channel claim labels the node (which is what brings
+        # the IMEX daemon here) and waits until the daemon reports Ready.
+        c = self.channel_claim("workload-channel", 0)
+        t, out = self.prepare_in_background(c)
+        wait_for(lambda: self.node_label() == self.domain_uid, what="the node label")
+        self.wait_until_waiting(c)
+        self.assertTrue(t.is_alive())
+        ready_at = time.monotonic()
+        self.set_clique(self.domain_uid, "Ready")
+        t.join(60)
+        self.assertGreaterEqual(out["returned_at"], ready_at)
+        self.assertOk(out["result"], c[2])
+        self.assertEqual(cdi_ids(out["result"][c[2]]), ["k8s.compute-domain.nvidia.com/claim=%s-channel-0" % c[2]])
+        self.assertIn("/dev/nvidia-caps-imex-channels/channel0", self.spec_text(c[2]))
+
+        # Unprepare of the channel claim removes the label; the daemon
+        # claim's Unprepare leaves the domain directory to the reconciler.
+        self.assertOk(self.plugin.unprepare([c]), c[2])
+        self.assertIsNone(self.node_label())
+        self.assertOk(self.plugin.unprepare([d]), d[2])
+        self.assertTrue(os.path.exists(self.domain_dir(self.domain_uid)))
+
+    def test_daemon_restart_makes_a_new_channel_claim_wait_until_ready_again(self):
+        a = self.channel_claim("chan-a", 0)
+        self.assertOk(self.plugin.prepare([a]), a[2])
+        self.set_clique(self.domain_uid, "NotReady")  # the IMEX daemon restarts
+        b = self.channel_claim("chan-b", 1)
+        t, out = self.prepare_in_background(b)
+        self.wait_until_waiting(b)
+        # Other claims are not delayed by the waiting one: the restarted
+        # daemon's own claim is prepared meanwhile.
+        d = self.daemon_claim("imex-daemon")
+        self.assertOk(self.plugin.prepare([d]), d[2])
+        self.assertTrue(t.is_alive())
+        ready_at = time.monotonic()
+        self.set_clique(self.domain_uid, "Ready")
+        t.join(60)
+        self.assertGreaterEqual(out["returned_at"], ready_at)
+        self.assertOk(out["result"], b[2])
+        # The prepared claim stayed prepared throughout: a repeat answers the same.
+        self.assertEqual(self.plugin.prepare([a])[a[2]]["error"], "")
+
+    def test_channel_claims_of_two_domains_on_one_node(self):
+        a = self.channel_claim("chan-a", 0)
+        self.assertOk(self.plugin.prepare([a]), a[2])
+        other = str(uuid.uuid4())
+        self.set_domain(other, ready=True)
+        self.set_clique(other, "Ready")
+        b = self.channel_claim("chan-b", 1, domain=other)
+        rb = self.plugin.prepare([b])
+        self.assertIn("label already exists for a different ComputeDomain", rb[b[2]]["error"])
+        self.assertEqual(self.node_label(), self.domain_uid)
+        # Once the first domain's claim is gone the node can serve the other.
+        self.assertOk(self.plugin.unprepare([a]), a[2])
+        self.assertIsNone(self.node_label())
+        self.assertOk(self.plugin.prepare([b]), b[2])
+        self.assertEqual(self.node_label(), other)
+
+    def test_label_is_reference_counted_and_survives_a_restart(self):
+        a = self.channel_claim("chan-a", 0)
+        b = self.channel_claim("chan-b", 1)
+        self.assertOk(self.plugin.prepare([a]), a[2])
+        self.assertOk(self.plugin.prepare([b]), b[2])
+        self.plugin.stop()
+        self.plugin = self.start_plugin()
+        self.assertOk(self.plugin.unprepare([a]), a[2])
+        self.assertEqual(self.node_label(), self.domain_uid)  # b still holds it
+        self.assertOk(self.plugin.unprepare([b]), b[2])
+        self.assertIsNone(self.node_label())
+
+    def test_a_label_removed_while_a_claim_holds_it_is_repaired(self):
+        a = self.channel_claim("chan-a", 0)
+        self.assertOk(self.plugin.prepare([a]), a[2])
+        status, node = self.node.api.request("GET", "/api/v1/nodes/" + self.node.node_name)
+        del node["metadata"]["labels"][LABEL]
+        status, body = self.node.api.request("PUT", "/api/v1/nodes/" + self.node.node_name, node)
+        self.assertEqual(status, 200, body)
+        wait_for(lambda: self.node_label() == self.domain_uid, what="the reconciler to repair the label")
+
+    def test_not_ready_past_the_deadline_is_retryable_and_names_what_is_missing(self):
+        self.plugin.stop()
+        self.plugin = self.start_plugin(["--claim-timeout", "3"])
+        self.set_clique(self.domain_uid, None)
+        a = self.channel_claim("chan-wait", 0)
+        r = self.plugin.prepare([a])
+        self.assertIn("not ready", r[a[2]]["error"])
+        self.assertIn("ComputeDomainClique %s/%s.%s" % (DRIVER_NS, self.domain_uid, CLIQUE), r[a[2]]["error"])
+        self.assertIn("node-1", r[a[2]]["error"])
+        self.assertEqual(self.live_entries(self.plugin), [])
+        self.set_clique(self.domain_uid, "Ready")
+        self.assertOk(self.plugin.prepare([a]), a[2])
+
+    def test_deleted_domain_directory_removed_and_stale_claims_cleaned(self):
+        self.plugin.stop()
+        self.plugin = self.start_plugin(["--completed-claim-grace", "1"])
+        d = self.daemon_claim("imex-daemon")
+        c = self.channel_claim("chan", 0)
+        self.assertOk(self.plugin.prepare([d]), d[2])
+        self.assertOk(self.plugin.prepare([c]), c[2])
+        self.assertTrue(os.path.isdir(self.domain_dir(self.domain_uid)))
+        # The user deletes the ComputeDomain: the controller deletes its
+        # claims; the pods are force-deleted so the kubelet never unprepares.
+        self.node.api.delete("computedomains", "default", "cd-" + self.domain_uid[:8])
+        self.node.api.delete("resourceclaims", DRIVER_NS, "imex-daemon")
+        self.node.api.delete("resourceclaims", "default", "chan")
+        wait_for(lambda: not os.path.exists(self.domain_dir(self.domain_uid)), what="the domain directory removed")
+        # Prepared claims are checked against the API server every 10th
+        # reconciler pass, and unprepared once gone past the grace period.
+        wait_for(lambda: self.live_entries(self.plugin) == [], timeout=60, what="the stale claims unprepared")
+        wait_for(lambda: self.node_label() is None, what="the label of the stale claim removed")
+
+    def test_compute_domain_watch_dropped_and_resumed(self):
+        wait_for(lambda: any(w["resource"] == "computedomains"
+                             for w in self.node.api.request("POST", "/_nvdra/watches", {})[1]["active"]),
+                 what="the ComputeDomain watch")
+        status, body = self.node.api.request("POST", "/_nvdra/watches", {"action": "drop", "resource": "computedomains"})
+        self.assertEqual(body["affected"], 1)
+        other = str(uuid.uuid4())
+        self.set_domain(other, ready=True)  # created while the watch is down
+        self.set_clique(other, "Ready")
+        c = self.channel_claim("chan", 0, domain=other)
+        self.assertOk(self.plugin.prepare([c]), c[2])
+        counts = self.counts()
+        self.assertEqual(counts["list"]["computedomains"], 1)  # resumed, not relisted
+        self.assertGreaterEqual(counts["watch"]["computedomains"], 2)
+
+    def test_a_channel_prepare_among_1000_domains_makes_no_list_call(self):
+        # No reconciler or maintenance pass in the measured window.
+        self.plugin.stop()
+        self.plugin = self.start_plugin(["--reconcile-period", "3600"])
+        domains = []
+        for i in range(1000):
+            uid = str(uuid.uuid4())
+            domains.append({
+                "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                "metadata": {"name": "cd-%04d" % i, "namespace": "ns-%d" % (i % 20), "uid": uid},
+                "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "t-%d" % i}}},
+                "status": {"status": "Ready", "nodes": [{"name": "node-%d" % i, "status": "Ready",
+                                                         "cliqueID": CLIQUE, "ipAddress": "10.1.0.1"}]},
+            })
+        self.node.api.load(domains)
+        c = self.channel_claim("chan", 0)
+        self.counts(clear=True)
+        self.assertOk(self.plugin.prepare([c]), c[2])
+        counts = self.counts()
+        # (The slice publisher's periodic resync is its own business.)
+        self.assertEqual(set(counts.get("list", {})) - {"resourceslices"}, set())
+        # One GET of the claim, and one write: the label was missing.
+        self.assertEqual(counts.get("get", {}), {"resourceclaims": 1})
+        self.assertEqual(counts.get("update", {}), {"nodes": 1})
+        self.assertEqual(set(counts) - {"watch", "list"}, {"get", "update"})
+        # A second channel claim of the domain: the label is there, one GET.
+        d = self.channel_claim("chan-2", 1)
+        self.counts(clear=True)
+        self.assertOk(self.plugin.prepare([d]), d[2])
+        counts = self.counts()
+        self.assertEqual(counts.get("get", {}), {"resourceclaims": 1})
+        self.assertNotIn("update", counts)
+
+    # ---- behaviour kept from before the watch-backed lookups ----
     def test_channel_conflict_names_the_holder_and_clears_on_release(self):
         a = self.channel_claim("chan-a", 0)
         b = self.channel_claim("chan-b", 0)
@@ -49,19 +312,10 @@ class ComputeDomainEndToEnd(NodeTestCase):
         self.assertOk(self.plugin.unprepare([a]), a[2])
         self.assertOk(self.plugin.prepare([b]), b[2])
 
-    def test_channel_spec_carries_the_device_node(self):
-        a = self.channel_claim("chan-node", 3)
-        self.assertOk(self.plugin.prepare([a]), a[2])
-        with open(os.path.join(self.node.cdi_root, "k8s.compute-domain.nvidia.com-claim_%s.json" % a[2])) as f:
-            text = f.read()
-        self.assertIn("/dev/nvidia-caps-imex-channels/channel3", text)
-
     def test_all_channels_mode_holds_every_channel(self):
         a = self.channel_claim("chan-all", 0, mode="All")
         self.assertOk(self.plugin.prepare([a]), a[2])
-        with open(os.path.join(self.node.cdi_root, "k8s.compute-domain.nvidia.com-claim_%s.json" % a[2])) as f:
-            text = f.read()
-        self.assertIn("channel2047", text)
+        self.assertIn("channel2047", self.spec_text(a[2]))
         b = self.channel_claim("chan-5", 5)
         self.assertIn("already allocated by claim " + a[2], self.plugin.prepare([b])[b[2]]["error"])
 
@@ -70,21 +324,13 @@ class ComputeDomainEndToEnd(NodeTestCase):
         r = self.plugin.prepare([a])
         self.assertIn('strict decoding error: unknown field "unexpectedField"', r[a[2]]["error"])
         self.assertEqual(self.live_entries(self.plugin), [])
-
-    def test_not_ready_domain_is_retryable_and_does_not_block_others(self):
-        self.set_domain(ready=False)
-        a = self.channel_claim("chan-wait", 0)
-        r = self.plugin.prepare([a])
-        self.assertIn("not ready", r[a[2]]["error"])
-        self.assertEqual(self.live_entries(self.plugin), [])
-        self.set_domain(ready=True)
-        self.assertOk(self.plugin.prepare([a]), a[2])
+        self.assertIsNone(self.node_label())
 
     def test_prepared_claim_stays_prepared_when_the_domain_flaps(self):
         a = self.channel_claim("chan-flap", 2)
         first = self.plugin.prepare([a])
         self.assertOk(first, a[2])
-        self.set_domain(ready=False)
+        self.set_clique(self.domain_uid, "NotReady")
         # A repeated Prepare (another pod, a kubelet restart) returns the recorded devices.
         self.assertEqual(self.plugin.prepare([a]), first)
 
@@ -92,6 +338,41 @@ class ComputeDomainEndToEnd(NodeTestCase):
         slices = wait_for(lambda: self.node.api.slices(CD_DRIVER), what="ComputeDomain slices")
         names = sorted(d["name"] for s in slices for d in s["spec"]["devices"])
         self.assertEqual(names, ["channel-0", "daemon-0"])
+
+
+class WithoutCliquesGate(ComputeDomainTestCase):
+    """Readiness from the domain's status.nodes, as with ComputeDomainCliques off."""
+    extra_args = ["--feature-gates", "ComputeDomainCliques=false"]
+
+    def test_status_nodes_decides(self):
+        self.set_domain(self.domain_uid, ready=False)
+        a = self.channel_claim("chan", 0)
+        t, out = self.prepare_in_background(a)
+        self.wait_until_waiting(a)
+        self.set_domain(self.domain_uid, ready=True)
+        t.join(60)
+        self.assertOk(out["result"], a[2])
+        self.assertNotIn("computedomaincliques", self.counts().get("list", {}))
+
+
+class NodeWithoutClique(ComputeDomainTestCase):
+    """An H100 node has no multi-node NVLink fabric: daemon claims still get
+    the domain directory, /imexd and the env (CLIQUE_ID empty), as upstream."""
+    profile = "h100x8"
+    # Its 550 driver is below what IMEX daemons with DNS names need (upstream
+    # refuses to start then), and cliques need DNS names.
+    extra_args = ["--feature-gates", "IMEXDaemonsWithDNSNames=false,ComputeDomainCliques=false"]
+
+    def test_daemon_claim_without_a_clique(self):
+        d = self.daemon_claim("imex-daemon")
+        r = self.plugin.prepare([d])
+        self.assertOk(r, d[2])
+        spec = self.spec_text(d[2])
+        self.assertIn('"/imexd"', spec)
+        self.assertIn('"CLIQUE_ID="', spec)
+        self.assertIn("COMPUTE_DOMAIN_UUID=" + self.domain_uid, spec)
+        self.assertNotIn("nvidia-cap", spec)
+        self.assertTrue(os.path.exists(os.path.join(self.domain_dir(self.domain_uid), "imexd.cfg.tmpl")))
 
 
 if __name__ == "__main__":

@@ -235,6 +235,15 @@ class ContainerRuntime(NodeTestCase):
         }])
         return uid
 
+    def cd_runtime_plugin(self):
+        """The ComputeDomain plugin with readiness from the domain's
+        status.nodes (no clique objects here) and a daemon config template."""
+        template = os.path.join(self.tmp, "imexd.cfg.tmpl")
+        with open(template, "w") as f:
+            f.write("IMEX_CMD_PORT=50005\n")
+        return self.cd_plugin(extra_args=["--feature-gates", "ComputeDomainCliques=false",
+                                          "--compute-domain-daemon-config-template", template])
+
     def cd_claim(self, name, device, kind, domain):
         req = "channel" if kind == "ComputeDomainChannelConfig" else "daemon"
         params = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": kind, "domainID": domain}
@@ -245,7 +254,7 @@ class ContainerRuntime(NodeTestCase):
 
     def test_imex_channel(self):
         domain = self.domain()
-        plugin = self.cd_plugin().start()
+        plugin = self.cd_runtime_plugin().start()
         claim = self.cd_claim("chan", "channel-0", "ComputeDomainChannelConfig", domain)
         r = plugin.prepare([claim])
         self.assertOk(r, claim[2])
@@ -256,7 +265,7 @@ class ContainerRuntime(NodeTestCase):
 
     def test_daemon(self):
         domain = self.domain()
-        plugin = self.cd_plugin().start()
+        plugin = self.cd_runtime_plugin().start()
         claim = self.cd_claim("daemon", "daemon-0", "ComputeDomainDaemonConfig", domain)
         r = plugin.prepare([claim])
         self.assertOk(r, claim[2])

@@ -31,7 +31,7 @@ class RecoveryEndToEnd(NodeTestCase):
         self.node.api.delete("resourceclaims", "default", "batssuite-rc-stale")
         plugin.start()
         wait_for(lambda: self.live_entries(plugin) == [], 30, "the reconciler to remove the stale claim")
-        self.assertIn("unprepared stale claim default/batssuite-rc-stale:" + claim[2], plugin.read_log())
+        self.assertIn("Checkpointed RC cleanup: unprepared stale claim: default/batssuite-rc-stale (claim " + claim[2], plugin.read_log())
         self.assertEqual(self.node.cdi_files(), [])
         # The kubelet's late Unprepare is a no-op success.
         self.assertOk(plugin.unprepare([claim]), claim[2])

@@ -1,30 +1,146 @@
 // nvdra-compute-domain-kubelet-plugin: the kubelet plugin of driver
 // compute-domain.nvidia.com (IMEX channels and daemons).
+#include <chrono>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
 #include "cdi/static_spec.h"
 #include "cmd/plugin_common/plugin_runner.h"
 #include "computedomain/compute_domain_kind.h"
-#include "computedomain/kube_compute_domain_source.h"
+#include "computedomain/domain_directory.h"
+#include "computedomain/domain_maintenance.h"
+#include "computedomain/domain_watch.h"
+#include "computedomain/fabric_clique.h"
+#include "computedomain/node_label_manager.h"
+#include "config/feature_gates.h"
 #include "devices/device_edits.h"
+#include "kube/watch_cache.h"
+#include "util/log.h"
+
+namespace {
+
+using namespace nvdra;
+
+// What the ComputeDomain kind needs beside the engine, alive for the whole
+// process: the watches, the node label, the domain directories and their
+// upkeep.
+// This plugin's own flags (upstream's names and environment variables).
+struct ComputeDomainFlags {
+  // Upstream's image ships the template here.
+  std::string daemon_config_template = "/templates/compute-domain-daemon-config.tmpl.cfg";
+  bool gpu_clique_label = false;  // GPU_CLIQUE_LABEL_ENABLED
+
+  void Add(CLI::App& app) {
+    app.add_option("--compute-domain-daemon-config-template", daemon_config_template,
+                   "IMEX daemon config template copied into each domain's directory")
+        ->envname("COMPUTE_DOMAIN_DAEMON_CONFIG_TEMPLATE")
+        ->capture_default_str();
+    app.add_option("--gpu-clique-label-enabled", gpu_clique_label,
+                   "Label the node nvidia.com/gpu.clique=<clique> (true/false)")
+        ->envname("GPU_CLIQUE_LABEL_ENABLED")
+        ->capture_default_str();
+  }
+};
+
+struct ComputeDomainParts {
+  std::unique_ptr<computedomain::DomainWatch> domains;
+  std::unique_ptr<kube::WatchCache> node;
+  std::unique_ptr<computedomain::NodeLabelManager> labels;
+  std::unique_ptr<computedomain::DomainDirectories> dirs;
+  std::unique_ptr<computedomain::DomainMaintenance> maintenance;
+  ~ComputeDomainParts() {
+    if (maintenance) maintenance->Stop();
+    if (domains) domains->Stop();
+    if (node) node->Stop();
+  }
+};
+
+Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, const ComputeDomainFlags& flags,
+                                                     ComputeDomainParts& parts) {
+  const plugin::PluginOptions& opts = ctx.options;
+  NVDRA_ASSIGN_OR_RETURN(config::FeatureGates gates, config::FeatureGates::Parse(opts.feature_gates));
+  const bool crash_on_fabric_errors = gates.Enabled(config::Gate::kCrashOnNVLinkFabricErrors);
+  NVDRA_ASSIGN_OR_RETURN(computedomain::CliqueIdentity clique,
+                         computedomain::IdentifyNodeClique(ctx.inventory, crash_on_fabric_errors));
+  if (!clique.warning.empty()) spdlog::warn("{}", clique.warning);
+  spdlog::info("{}", computedomain::CliqueLogLine(clique));
+  NVDRA_ASSIGN_OR_RETURN(std::string validated,
+                         computedomain::ValidateDriverVersion(ctx.inventory.driver_version,
+                                                              gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
+  spdlog::info("{}", validated);
+
+  computedomain::DomainWatchOptions wo;
+  wo.node_name = opts.node_name;
+  wo.driver_namespace = opts.namespace_name;
+  wo.cliques = gates.Enabled(config::Gate::kComputeDomainCliques);
+  wo.clique_id = clique.clique_id;
+  parts.domains = std::make_unique<computedomain::DomainWatch>(ctx.kube, wo);
+  kube::WatchCacheOptions no;
+  no.path = "/api/v1/nodes";
+  no.field_selector = "metadata.name=" + opts.node_name;
+  no.what = "Node " + opts.node_name;
+  parts.node = std::make_unique<kube::WatchCache>(ctx.kube, no);
+  parts.domains->Start();
+  parts.node->Start();
+  // Lookups answer "not synced yet" (retryable) until then; don't hold up
+  // registration for long on a slow API server.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  if (!parts.domains->WaitSynced(deadline) || !parts.node->WaitSynced(deadline)) {
+    spdlog::warn("the ComputeDomain watches have not synced within 10 s; claims wait for them");
+  }
+  parts.labels = std::make_unique<computedomain::NodeLabelManager>(ctx.kube, opts.node_name, parts.node.get(),
+                                                                   opts.completed_claim_grace);
+  parts.dirs = std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir,
+                                                                  flags.daemon_config_template);
+
+  computedomain::ComputeDomainKindOptions ko;
+  ko.plugin_dir = ctx.plugin_dir;
+  ko.clique_id = clique.clique_id;
+  // The base spec (k8s.compute-domain.nvidia.com-device_base) daemon claims
+  // get next to their own device, rewritten at every start.
+  const std::string vendor = std::string("k8s.") + computedomain::kDriverName;
+  NVDRA_ASSIGN_OR_RETURN(auto base, devices::DeviceEdits::ForLib(ctx.lib, ctx.driver_files).BaseSpec(vendor));
+  NVDRA_RETURN_IF_ERROR(cdi::WriteStaticSpec(ctx.cdi.root(), vendor + "-device_base", base).Wrap("CDI base spec"));
+  ko.base_device_id = vendor + "/device=all";
+  // The maintenance pass follows a repartitioned fabric in the watch; the
+  // kind reads it from there (the watch outlives the kind).
+  computedomain::DomainWatch* watch = parts.domains.get();
+  ko.clique_source = [watch] { return watch->clique_id(); };
+  auto kind = std::make_unique<computedomain::ComputeDomainKind>(ko, devices::DeviceEdits::ForLib(ctx.lib),
+                                                                 *parts.domains, parts.labels.get(),
+                                                                 parts.dirs.get());
+  // Claims this node held before the restart keep holding the label.
+  NVDRA_ASSIGN_OR_RETURN(auto entries, ctx.ledger.List());
+  for (const auto& e : entries) {
+    if (ledger::HoldsResources(e.state)) {
+      kind->Adopt(e.uid, e.undo);
+    }
+  }
+
+  computedomain::DomainMaintenanceOptions mo;
+  mo.period = std::chrono::duration_cast<std::chrono::milliseconds>(opts.reconcile_period);
+  mo.node_name = opts.node_name;
+  mo.gpu_clique_label = flags.gpu_clique_label;
+  devices::DeviceLib* lib = &ctx.lib;
+  mo.read_clique = [lib, crash_on_fabric_errors]() -> Result<std::string> {
+    NVDRA_ASSIGN_OR_RETURN(auto inv, lib->Discover());
+    NVDRA_ASSIGN_OR_RETURN(auto identity, computedomain::IdentifyNodeClique(inv, crash_on_fabric_errors));
+    return identity.clique_id;
+  };
+  parts.maintenance = std::make_unique<computedomain::DomainMaintenance>(ctx.kube, *parts.domains, *parts.labels,
+                                                                         *parts.dirs, mo);
+  parts.maintenance->Start();
+  return std::unique_ptr<driver::DeviceKind>(std::move(kind));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  using namespace nvdra;
-  std::unique_ptr<computedomain::KubeComputeDomainSource> domains;
+  ComputeDomainFlags flags;
+  ComputeDomainParts parts;
   return plugin::RunPlugin(
       "nvdra-compute-domain-kubelet-plugin", computedomain::kDriverName,
-      [&domains](plugin::KindContext& ctx) -> Result<std::unique_ptr<driver::DeviceKind>> {
-        domains = std::make_unique<computedomain::KubeComputeDomainSource>(ctx.kube, ctx.options.node_name);
-        computedomain::ComputeDomainKindOptions o;
-        o.plugin_dir = ctx.plugin_dir;
-        o.clique_id = ctx.inventory.clique_id;
-        // The base spec (k8s.compute-domain.nvidia.com-device_base) daemon
-        // claims get next to their own device, rewritten at every start.
-        const std::string vendor = std::string("k8s.") + computedomain::kDriverName;
-        auto base = devices::DeviceEdits::ForLib(ctx.lib, ctx.driver_files).BaseSpec(vendor);
-        if (!base.ok()) return base.status().Wrap("CDI base spec");
-        NVDRA_RETURN_IF_ERROR(cdi::WriteStaticSpec(ctx.cdi.root(), vendor + "-device_base", *base));
-        o.base_device_id = vendor + "/device=all";
-        return std::unique_ptr<driver::DeviceKind>(std::make_unique<computedomain::ComputeDomainKind>(
-            o, devices::DeviceEdits::ForLib(ctx.lib), *domains));
-      },
-      argc, argv);
+      [&](plugin::KindContext& ctx) { return MakeKind(ctx, flags, parts); }, argc, argv,
+      [&flags](CLI::App& app) { flags.Add(app); });
 }

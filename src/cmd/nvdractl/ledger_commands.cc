@@ -196,29 +196,18 @@ int Rebuild(const std::string& dir, const std::string& cdi_root, const std::stri
   }
   int failed = 0, rebuilt = 0;
   for (const auto& uid : *uids) {
-    auto path = cdi.ClaimSpecPath(uid);
-    auto text = path.ok() ? ReadFileToString(*path) : path.status();
-    if (!text.ok()) {
-      // Only the upstream driver's .yaml is there: the Go driver's claim,
-      // which its checkpoint import covers.
-      std::printf("skipped %s: %s\n", uid.c_str(), text.status().message().c_str());
+    auto devices = cdi.ClaimSpecDevices(uid);
+    if (!devices.ok()) {
+      // Only the upstream driver's .yaml is there (the Go driver's claim,
+      // which its checkpoint import covers), or the file is unreadable.
+      std::printf("skipped %s: %s\n", uid.c_str(), devices.status().message().c_str());
       continue;
     }
-    nlohmann::json spec = ledger::ParsePersistedJson(*text);
     ledger::RebuiltClaim c;
     c.uid = uid;
-    c.source = "cdi spec " + *path;
-    std::string prefix = uid + "-";
-    if (spec.is_object() && spec.contains("devices") && spec["devices"].is_array()) {
-      for (const auto& d : spec["devices"]) {
-        // A spec file on disk may hold anything: a non-string name is skipped.
-        auto n = d.is_object() ? d.find("name") : d.end();
-        std::string name = n != d.end() && n->is_string() ? n->get<std::string>() : "";
-        if (name.rfind(prefix, 0) != 0) continue;
-        c.devices.push_back(name.substr(prefix.size()));
-        c.cdi_device_ids.push_back(cdi.Kind() + "=" + name);
-      }
-    }
+    c.source = "cdi spec";
+    c.devices = *devices;
+    for (const auto& d : c.devices) c.cdi_device_ids.push_back(cdi.DeviceId(uid, d));
     if (c.devices.empty()) {
       std::printf("skipped %s: its CDI spec names no device of the claim\n", uid.c_str());
       continue;

@@ -113,7 +113,7 @@ Status Validate(const PluginOptions& o) {
 }  // namespace
 
 Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver,
-                                         int argc, const char* const* argv) {
+                                         int argc, const char* const* argv, const KindFlags& kind_flags) {
   PluginOptions o;
   DurationFlags seconds;
   CLI::App app{program + ": the nvdra kubelet plugin for " + driver};
@@ -121,6 +121,7 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   app.allow_extras(false);
   AddUpstreamFlags(app, o);
   AddNvdraFlags(app, o, seconds);
+  if (kind_flags) kind_flags(app);
   NVDRA_RETURN_IF_ERROR(ParseArgs(app, argc, argv));
   kubelet::FinishKubeletFlags(o.kubelet);
   NVDRA_RETURN_IF_ERROR(Validate(o));

@@ -4,8 +4,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 #include "kube/kube_flags.h"
 #include "kubelet/kubelet_flags.h"
@@ -46,6 +51,8 @@ struct PluginOptions {
   std::string proc_devices_path;   // ALT_PROC_DEVICES_PATH; empty: /proc/devices
   bool health_streaming = false;
 
+  // compute-domain.nvidia.com only.
+
   // <plugins_dir>/<driver>
   std::string PluginDataDir(const std::string& driver) const;
 };
@@ -53,7 +60,11 @@ struct PluginOptions {
 // Parses argv for the plugin of `driver`. On --help or --version prints and
 // returns a Status with code kAlreadyExists and an empty message (exit 0);
 // on a bad flag returns InvalidArgument with a one-line reason.
+// Adds a kind's own flags (only its binary has them) to the command line.
+using KindFlags = std::function<void(CLI::App& app)>;
+
 Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver,
-                                         int argc, const char* const* argv);
+                                         int argc, const char* const* argv,
+                                         const KindFlags& kind_flags = nullptr);
 
 }  // namespace nvdra::plugin

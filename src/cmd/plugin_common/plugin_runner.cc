@@ -49,8 +49,8 @@ Result<devices::NodeInventory> DiscoverWithRetry(devices::DeviceLib& lib) {
 }  // namespace
 
 Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc,
-                                      char** argv) {
-  NVDRA_ASSIGN_OR_RETURN(PluginOptions options, ParsePluginOptions(program, driver, argc, argv));
+                                      char** argv, const KindFlags& kind_flags) {
+  NVDRA_ASSIGN_OR_RETURN(PluginOptions options, ParsePluginOptions(program, driver, argc, argv, kind_flags));
   InitLogging(options.verbosity, options.logging_format);
   auto gates = config::FeatureGates::Parse(options.feature_gates);
   if (!gates.ok()) return gates.status().Wrap("--feature-gates");
@@ -179,7 +179,7 @@ Status Plugin::SetUpKubeClient() {
 }
 
 Status Plugin::SetUpKind(const KindFactory& factory) {
-  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_};
+  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_};
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");
   kind_ = std::move(kind).value();
@@ -280,14 +280,14 @@ Status Plugin::StartServers() {
 }
 
 int RunPlugin(const std::string& program, const std::string& driver, const KindFactory& factory, int argc,
-              char** argv) {
+              char** argv, const KindFlags& kind_flags) {
   // glibc gives each thread that allocates its own arena (up to 8 per core),
   // which idle plugin threads hold as resident memory; the plugin's work is
   // small and mostly serial, so two arenas suffice. Set before any thread.
   mallopt(M_ARENA_MAX, 2);
   // Signals are blocked before any thread starts, so only Wait() sees them.
   kubelet::ShutdownSignal::Block();
-  auto config = LoadPluginConfig(program, driver, argc, argv);
+  auto config = LoadPluginConfig(program, driver, argc, argv, kind_flags);
   if (!config.ok()) {
     if (config.status().code() == StatusCode::kAlreadyExists) return 0;  // --help / --version
     std::cerr << program << ": " << config.status().message() << "\n";

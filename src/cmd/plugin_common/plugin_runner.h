@@ -39,6 +39,9 @@ struct KindContext {
   kube::KubeClient& kube;
   // The driver's files and hooks for spec-level edits (shared, cached).
   std::shared_ptr<devices::DriverFilesCache> driver_files;
+  // Opened before the kind: a kind may read what this node held before a
+  // restart (claims, not devices: the engine owns the ledger's writes).
+  ledger::ClaimLedger& ledger;
 };
 
 using KindFactory = std::function<Result<std::unique_ptr<driver::DeviceKind>>(KindContext&)>;
@@ -53,7 +56,8 @@ struct PluginConfig {
 // kAlreadyExists with an empty message (exit 0); anything else is a usage
 // error (exit 2).
 Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc,
-                                      char** argv);
+                                      char** argv,
+                                      const KindFlags& kind_flags = nullptr);
 
 // One running kubelet plugin. Start builds it in phases, each a step of its
 // own; the members are declared in the order the phases build them, so
@@ -124,6 +128,7 @@ class Plugin {
 
 // Runs the plugin until SIGTERM/SIGINT; returns the process exit code.
 int RunPlugin(const std::string& program, const std::string& driver, const KindFactory& factory, int argc,
-              char** argv);
+              char** argv,
+              const KindFlags& kind_flags = nullptr);
 
 }  // namespace nvdra::plugin

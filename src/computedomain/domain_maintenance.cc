@@ -1,0 +1,68 @@
+#include "computedomain/domain_maintenance.h"
+
+#include "computedomain/fabric_clique.h"
+#include "kube/node_labels.h"
+#include "util/log.h"
+
+namespace nvdra::computedomain {
+
+DomainMaintenance::DomainMaintenance(kube::KubeClient& client, DomainWatch& watch, NodeLabelManager& labels,
+                                     const DomainDirectories& dirs, DomainMaintenanceOptions options)
+    : client_(client),
+      watch_(watch),
+      labels_(labels),
+      dirs_(dirs),
+      options_(std::move(options)),
+      worker_({.period = options_.period, .name = "the ComputeDomain maintenance pass"}, [this] {
+        RunOnce();
+        return Status::Ok();  // problems are logged by the pass; the next one comes a period later
+      }) {}
+
+DomainMaintenance::~DomainMaintenance() { Stop(); }
+
+Status DomainMaintenance::SyncCliqueLabel(const std::string& clique) {
+  if (clique_label_known_ && clique_label_written_ == clique) return Status::Ok();
+  // A label value is at most 63 characters of [A-Za-z0-9._-]; the clique
+  // "<uuid>.<id>" fits.
+  auto rule = [&](const std::optional<std::string>&) -> Result<std::optional<std::string>> {
+    if (clique.empty()) return std::optional<std::string>();
+    return std::optional<std::string>(clique);
+  };
+  auto r = kube::UpdateNodeLabel(client_, options_.node_name, kGpuCliqueLabel, rule);
+  if (!r.ok()) return r.status();
+  clique_label_written_ = clique;
+  clique_label_known_ = true;
+  return Status::Ok();
+}
+
+MaintenanceReport DomainMaintenance::RunOnce() {
+  MutexLock run_lock(run_mu_);
+  MaintenanceReport rep;
+  if (options_.read_clique) {
+    auto clique = options_.read_clique();
+    if (!clique.ok()) {
+      rep.clique = clique.status().Wrap("re-read the NVLink clique");
+    } else {
+      if (*clique != watch_.clique_id()) {
+        spdlog::info("{} (was \"{}\")", CliqueLogLine({*clique, ""}), watch_.clique_id());
+        watch_.SetCliqueId(*clique);
+        if (options_.on_clique_change) options_.on_clique_change(*clique);
+        rep.clique_changed = true;
+      }
+      if (options_.gpu_clique_label) rep.clique = SyncCliqueLabel(*clique).Wrap("label node with its clique");
+    }
+  } else if (options_.gpu_clique_label) {
+    rep.clique = SyncCliqueLabel(watch_.clique_id()).Wrap("label node with its clique");
+  }
+  rep.label = labels_.Repair();
+  rep.removed_dirs = dirs_.RemoveGone([this](const std::string& uid) { return watch_.Exists(uid); });
+  if (!rep.label.ok()) spdlog::warn("ComputeDomain node label: {}", rep.label.ToString());
+  if (!rep.clique.ok()) spdlog::warn("{}", rep.clique.ToString());
+  return rep;
+}
+
+void DomainMaintenance::Start() { worker_.Start(); }
+
+void DomainMaintenance::Stop() { worker_.Stop(); }
+
+}  // namespace nvdra::computedomain

@@ -1,0 +1,71 @@
+// The ComputeDomain plugin's own periodic upkeep, beside the engine's
+// reconciler: the node label is made to match the prepared claims (repaired
+// when someone removed it, removed when its last claim went away while the
+// API server was unreachable), IMEX daemon directories of ComputeDomains that
+// no longer exist are removed, and the node's NVLink clique is re-read so a
+// repartitioned fabric is followed (and, with GPU_CLIQUE_LABEL_ENABLED,
+// published as the node label nvidia.com/gpu.clique).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "computedomain/domain_directory.h"
+#include "computedomain/domain_watch.h"
+#include "computedomain/node_label_manager.h"
+#include "kube/kube_client.h"
+#include "util/mutex.h"
+#include "util/periodic_worker.h"
+#include "util/status.h"
+
+namespace nvdra::computedomain {
+
+inline constexpr const char* kGpuCliqueLabel = "nvidia.com/gpu.clique";
+
+struct DomainMaintenanceOptions {
+  std::chrono::milliseconds period{60'000};
+  std::string node_name;
+  // Reads the node's clique now ("" without one); null: never re-read.
+  std::function<Result<std::string>()> read_clique;
+  // Called when the clique changed (after the watch follows it).
+  std::function<void(const std::string&)> on_clique_change;
+  bool gpu_clique_label = false;  // GPU_CLIQUE_LABEL_ENABLED
+};
+
+struct MaintenanceReport {
+  Status label;                        // what Repair could not fix
+  std::vector<std::string> removed_dirs;
+  bool clique_changed = false;
+  Status clique;                       // reading the clique or writing its label
+};
+
+class DomainMaintenance {
+ public:
+  DomainMaintenance(kube::KubeClient& client, DomainWatch& watch, NodeLabelManager& labels,
+                    const DomainDirectories& dirs, DomainMaintenanceOptions options);
+  ~DomainMaintenance();
+
+  MaintenanceReport RunOnce() EXCLUDES(run_mu_);
+  // RunOnce now and then every period.
+  void Start();
+  void Stop();
+
+ private:
+  Status SyncCliqueLabel(const std::string& clique) REQUIRES(run_mu_);
+
+  kube::KubeClient& client_;
+  DomainWatch& watch_;
+  NodeLabelManager& labels_;
+  const DomainDirectories& dirs_;
+  DomainMaintenanceOptions options_;
+
+  Mutex run_mu_;  // one pass at a time
+  std::string clique_label_written_ GUARDED_BY(run_mu_);  // last value written (or checked)
+  bool clique_label_known_ GUARDED_BY(run_mu_) = false;
+
+  // Last: it stops before the members its passes use go away.
+  PeriodicWorker worker_;
+};
+
+}  // namespace nvdra::computedomain

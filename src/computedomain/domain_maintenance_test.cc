@@ -1,0 +1,73 @@
+// DomainMaintenance against the test API server: directories of deleted
+// domains removed, the clique followed when the fabric changes, and the
+// optional nvidia.com/gpu.clique label.
+#include "computedomain/domain_maintenance.h"
+
+#include <gtest/gtest.h>
+
+#include "kube/node_labels.h"
+#include "test_apiserver.h"
+#include "util/file_util.h"
+#include "util/test_temp_dir.h"
+
+namespace nvdra::computedomain {
+namespace {
+
+using nlohmann::json;
+using nvdra::testing::TestApiServer;
+using Steady = std::chrono::steady_clock;
+
+TEST(DomainMaintenanceTest, RemovesGoneDomainsFollowsTheCliqueAndLabelsIt) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  ASSERT_TRUE(server.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}).ok());
+  ASSERT_TRUE(server.LoadObject({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                                 {"kind", "ComputeDomain"},
+                                 {"metadata", {{"name", "live"}, {"namespace", "ns"}, {"uid", "live-uid"}}}})
+                  .ok());
+  kube::KubeClientOptions ko;
+  ko.qps = 0;
+  auto client = kube::KubeClient::FromConfig(server.Config(), ko);
+  DomainWatchOptions wo;
+  wo.node_name = "n1";
+  wo.clique_id = "c.1";
+  DomainWatch watch(*client, wo);
+  watch.Start();
+  ASSERT_TRUE(watch.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  NodeLabelManager labels(*client, "n1");
+  nvdra::testing::TempDir tmp;
+  ASSERT_TRUE(WriteFileAtomically(JoinPath(tmp.path(), "t.cfg"), "x").ok());
+  DomainDirectories dirs(tmp.path(), JoinPath(tmp.path(), "t.cfg"));
+  ASSERT_TRUE(dirs.Prepare("live-uid").ok());
+  ASSERT_TRUE(dirs.Prepare("gone-uid").ok());
+
+  std::string fabric = "c.1";
+  std::string seen_change;
+  DomainMaintenanceOptions o;
+  o.node_name = "n1";
+  o.read_clique = [&]() -> Result<std::string> { return fabric; };
+  o.on_clique_change = [&](const std::string& c) { seen_change = c; };
+  o.gpu_clique_label = true;
+  DomainMaintenance m(*client, watch, labels, dirs, o);
+
+  auto rep = m.RunOnce();
+  EXPECT_TRUE(rep.label.ok()) << rep.label.ToString();
+  EXPECT_TRUE(rep.clique.ok()) << rep.clique.ToString();
+  EXPECT_EQ(rep.removed_dirs, std::vector<std::string>{"gone-uid"});
+  EXPECT_TRUE(PathExists(dirs.Dir("live-uid")));
+  EXPECT_FALSE(rep.clique_changed);
+  EXPECT_EQ(kube::NodeLabel((*server.Objects("nodes"))[0], kGpuCliqueLabel), "c.1");
+
+  fabric = "c.2";  // the fabric was repartitioned
+  rep = m.RunOnce();
+  EXPECT_TRUE(rep.clique_changed);
+  EXPECT_EQ(seen_change, "c.2");
+  EXPECT_EQ(watch.clique_id(), "c.2");
+  EXPECT_EQ(kube::NodeLabel((*server.Objects("nodes"))[0], kGpuCliqueLabel), "c.2");
+  fabric = "";
+  m.RunOnce();
+  EXPECT_EQ(kube::NodeLabel((*server.Objects("nodes"))[0], kGpuCliqueLabel), std::nullopt);
+}
+
+}  // namespace
+}  // namespace nvdra::computedomain

@@ -1,0 +1,190 @@
+#include "computedomain/domain_watch.h"
+
+#include <algorithm>
+
+#include "util/log.h"
+
+namespace nvdra::computedomain {
+
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+// Typed look-ups: a half-written or odd-shaped object reads as "not ready",
+// never as an exception inside a kubelet call.
+const json* Member(const json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+std::string Str(const json& j, const char* key) {
+  const json* v = Member(j, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
+// Keeps the entries of `list` whose `key` names `node`.
+json OnlyNode(const json* list, const char* key, const std::string& node) {
+  json out = json::array();
+  if (list == nullptr || !list->is_array()) return out;
+  for (const auto& e : *list) {
+    if (Str(e, key) == node) out.push_back(e);
+  }
+  return out;
+}
+
+constexpr const char* kGroupVersion = "/apis/resource.nvidia.com/v1beta1";
+
+}  // namespace
+
+DomainWatch::DomainWatch(kube::KubeClient& client, DomainWatchOptions options)
+    : client_(client),
+      options_(std::move(options)),
+      notifier_(std::make_shared<kube::ChangeNotifier>()),
+      clique_id_(options_.clique_id) {
+  const std::string node = options_.node_name;
+  kube::WatchCacheOptions d;
+  d.path = std::string(kGroupVersion) + "/computedomains";
+  d.what = "ComputeDomains";
+  d.watch_timeout = options_.watch_timeout;
+  d.initial_backoff = options_.initial_backoff;
+  d.max_backoff = options_.max_backoff;
+  d.notifier = notifier_;
+  d.project = [node](const json& cd) {
+    const json* status = Member(cd, "status");
+    json s = json::object();
+    if (status != nullptr && status->is_object()) {
+      s["status"] = Str(*status, "status");
+      s["nodes"] = OnlyNode(Member(*status, "nodes"), "name", node);
+    }
+    return json{{"status", s}};
+  };
+  domains_ = std::make_unique<kube::WatchCache>(client, std::move(d));
+  if (options_.cliques) {
+    kube::WatchCacheOptions c;
+    c.path = std::string(kGroupVersion) + "/namespaces/" + options_.driver_namespace + "/computedomaincliques";
+    c.what = "ComputeDomainCliques in namespace " + options_.driver_namespace;
+    c.watch_timeout = options_.watch_timeout;
+    c.initial_backoff = options_.initial_backoff;
+    c.max_backoff = options_.max_backoff;
+    c.notifier = notifier_;
+    c.project = [node](const json& clique) { return json{{"daemons", OnlyNode(Member(clique, "daemons"), "nodeName", node)}}; };
+    cliques_ = std::make_unique<kube::WatchCache>(client, std::move(c));
+  }
+}
+
+DomainWatch::~DomainWatch() { Stop(); }
+
+void DomainWatch::Start() {
+  domains_->Start();
+  if (cliques_) cliques_->Start();
+}
+
+void DomainWatch::Stop() {
+  domains_->Stop();
+  if (cliques_) cliques_->Stop();
+}
+
+bool DomainWatch::WaitSynced(Steady::time_point deadline) const {
+  return domains_->WaitSynced(deadline) && (!cliques_ || cliques_->WaitSynced(deadline));
+}
+
+void DomainWatch::SetCliqueId(const std::string& clique_id) {
+  {
+    MutexLock l(mu_);
+    clique_id_ = clique_id;
+  }
+  notifier_->Bump();  // waiters re-check against the new clique
+}
+
+std::string DomainWatch::clique_id() const {
+  MutexLock l(mu_);
+  return clique_id_;
+}
+
+std::optional<bool> DomainWatch::Exists(const std::string& domain_uid) const {
+  if (!domains_->synced()) return std::nullopt;
+  return domains_->GetByUid(domain_uid) != nullptr;
+}
+
+Result<ComputeDomainInfo> DomainWatch::Lookup(const std::string& domain_uid) const {
+  if (!domains_->synced()) {
+    Status e = domains_->last_error();
+    return Unavailable("the ComputeDomain watch has not synced yet" + (e.ok() ? "" : " (" + e.message() + ")"));
+  }
+  auto cd = domains_->GetByUid(domain_uid);
+  if (!cd) return NotFound("ComputeDomain not found: " + domain_uid);
+  ComputeDomainInfo st;
+  st.uid = domain_uid;
+  st.ns = Str((*cd)["metadata"], "namespace");
+  st.name = Str((*cd)["metadata"], "name");
+  const std::string& node = options_.node_name;
+  if (cliques_) {
+    std::string name = domain_uid + "." + clique_id();
+    std::string where = "ComputeDomainClique " + options_.driver_namespace + "/" + name;
+    kube::WatchCache::ObjectPtr clique;
+    if (cliques_->synced()) {
+      clique = cliques_->Get(options_.driver_namespace, name);
+    } else if (cliques_->last_error().code() == StatusCode::kPermissionDenied) {
+      clique = GetCliqueDirectly(name);
+    } else {
+      Status e = cliques_->last_error();
+      st.not_ready = "the ComputeDomainClique watch in namespace " + options_.driver_namespace + " has not synced yet" +
+                     (e.ok() ? "" : " (" + e.message() + ")");
+      return st;
+    }
+    if (!clique) {
+      st.not_ready = where + " does not exist yet (no IMEX daemon of this clique has reported)";
+      return st;
+    }
+    const json* daemons = Member(*clique, "daemons");
+    if (daemons == nullptr || !daemons->is_array() || daemons->empty()) {
+      st.not_ready = where + " lists no daemon for node " + node;
+      return st;
+    }
+    std::string status = Str((*daemons)[0], "status");
+    st.node_ready = status == "Ready";
+    if (!st.node_ready) st.not_ready = "the daemon for node " + node + " in " + where + " is " + (status.empty() ? "NotReady" : status);
+    return st;
+  }
+  std::string where = "ComputeDomain " + st.ns + "/" + st.name;
+  const json* status = Member(*cd, "status");
+  const json* nodes = status != nullptr ? Member(*status, "nodes") : nullptr;
+  if (nodes == nullptr || !nodes->is_array() || nodes->empty()) {
+    st.not_ready = where + " status.nodes does not list node " + node;
+    return st;
+  }
+  std::string s = Str((*nodes)[0], "status");
+  st.node_ready = s == "Ready";
+  if (!st.node_ready) st.not_ready = "node " + node + " is " + (s.empty() ? "NotReady" : s) + " in " + where + " status.nodes";
+  return st;
+}
+
+kube::WatchCache::ObjectPtr DomainWatch::GetCliqueDirectly(const std::string& name) const {
+  auto got = client_.GetJson(std::string(kGroupVersion) + "/namespaces/" + options_.driver_namespace +
+                             "/computedomaincliques/" + name);
+  if (!got.ok()) return nullptr;
+  const json* daemons = Member(*got, "daemons");
+  return std::make_shared<const json>(json{{"daemons", OnlyNode(daemons, "nodeName", options_.node_name)}});
+}
+
+Result<ComputeDomainInfo> DomainWatch::WaitReady(const std::string& domain_uid, Steady::time_point deadline) {
+  // A domain created moments ago may not have reached the watch yet; an
+  // unknown UID is reported after this grace rather than waited on for the
+  // whole deadline.
+  const auto not_found_until = std::min(deadline, Steady::now() + std::chrono::seconds(2));
+  auto recheck = std::chrono::milliseconds(100);
+  for (;;) {
+    uint64_t seen = notifier_->version();
+    auto st = Lookup(domain_uid);
+    if (st.ok() && st->node_ready) return st;
+    auto now = Steady::now();
+    if (!st.ok() && st.status().code() == StatusCode::kNotFound && now >= not_found_until) return st;
+    if (now >= deadline) return st;
+    notifier_->WaitForChange(seen, std::min(deadline, now + recheck));
+    recheck = std::min<std::chrono::milliseconds>(recheck * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+}  // namespace nvdra::computedomain

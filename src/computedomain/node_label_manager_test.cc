@@ -1,0 +1,150 @@
+// NodeLabelManager against the test API server: the label set by the first
+// channel claim of a domain, refused for another domain, removed by the last
+// claim only while it names that domain, and repaired by Repair.
+#include "computedomain/node_label_manager.h"
+
+#include <gtest/gtest.h>
+
+#include "kube/node_labels.h"
+#include "test_apiserver.h"
+
+namespace nvdra::computedomain {
+namespace {
+
+using nlohmann::json;
+using nvdra::testing::TestApiServer;
+using Steady = std::chrono::steady_clock;
+
+kube::KubeClientOptions Fast() {
+  kube::KubeClientOptions o;
+  o.qps = 0;
+  o.initial_backoff = std::chrono::milliseconds(1);
+  o.max_attempts = 2;
+  o.max_retry_after = std::chrono::seconds(0);
+  return o;
+}
+
+class NodeLabelManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.ok()) << server_.error();
+    ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}).ok());
+    client_ = kube::KubeClient::FromConfig(server_.Config(), Fast());
+  }
+  std::optional<std::string> Label() {
+    auto nodes = server_.Objects("nodes");
+    return kube::NodeLabel((*nodes)[0], kComputeDomainLabel);
+  }
+  TestApiServer server_;
+  std::unique_ptr<kube::KubeClient> client_;
+};
+
+TEST_F(NodeLabelManagerTest, ReferenceCountedByClaimAndRefusedForAnotherDomain) {
+  NodeLabelManager m(*client_, "n1");
+  ASSERT_TRUE(m.Acquire("d1", "c1").ok());
+  EXPECT_EQ(Label(), "d1");
+  ASSERT_TRUE(m.Acquire("d1", "c2").ok());
+  Status other = m.Acquire("d2", "c3");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.code(), StatusCode::kConflict);
+  EXPECT_NE(other.message().find(kLabelForOtherDomain), std::string::npos) << other.message();
+  m.Release("d1", "c1");
+  EXPECT_EQ(Label(), "d1");  // c2 still holds it
+  m.Release("d1", "c2");
+  EXPECT_EQ(Label(), std::nullopt);
+  ASSERT_TRUE(m.Acquire("d2", "c3").ok());
+  EXPECT_EQ(Label(), "d2");
+}
+
+TEST_F(NodeLabelManagerTest, ALabelOfAnotherDomainOnTheNodeIsUpstreamsError) {
+  json node = (*server_.Objects("nodes"))[0];
+  node["metadata"]["labels"] = {{kComputeDomainLabel, "someone-else"}};
+  ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", node).ok());
+  NodeLabelManager m(*client_, "n1");
+  Status s = m.Acquire("d1", "c1");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("error adding node label: label already exists for a different ComputeDomain"),
+            std::string::npos)
+      << s.message();
+  // Release of a domain never removes another domain's label.
+  m.Release("d1", "c1");
+  EXPECT_EQ(Label(), "someone-else");
+}
+
+TEST_F(NodeLabelManagerTest, RemovalThatFailedIsRetriedByRepair) {
+  NodeLabelManager m(*client_, "n1");
+  ASSERT_TRUE(m.Acquire("d1", "c1").ok());
+  ASSERT_TRUE(server_.InjectFault({{"status", 503}, {"path_prefix", "/api/v1/nodes"}, {"count", -1}}).ok());
+  m.Release("d1", "c1");  // never fails: Unprepare must not depend on the API server
+  ASSERT_TRUE(server_.ClearFaults().ok());
+  EXPECT_EQ(Label(), "d1");
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), std::nullopt);
+}
+
+TEST_F(NodeLabelManagerTest, RepairPutsBackALabelRemovedWhileAClaimHoldsIt) {
+  NodeLabelManager first(*client_, "n1");
+  ASSERT_TRUE(first.Acquire("d1", "c1").ok());
+  // A restarted plugin adopts the claim from its ledger without API calls.
+  NodeLabelManager m(*client_, "n1");
+  m.Adopt("d1", "c1");
+  EXPECT_EQ(m.api_requests(), 0u);
+  json node = (*server_.Objects("nodes"))[0];
+  node["metadata"]["labels"].erase(kComputeDomainLabel);
+  ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", node).ok());
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), "d1");
+  ASSERT_TRUE(m.Repair().ok());  // nothing to do
+  EXPECT_EQ(Label(), "d1");
+}
+
+TEST_F(NodeLabelManagerTest, WithAWatchedNodeASetLabelCostsNothingAndAMissingOneOneWrite) {
+  kube::WatchCacheOptions o;
+  o.path = "/api/v1/nodes";
+  o.field_selector = "metadata.name=n1";
+  kube::WatchCache node(*client_, o);
+  node.Start();
+  ASSERT_TRUE(node.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  NodeLabelManager m(*client_, "n1", &node);
+  ASSERT_TRUE(server_.Counts(true).ok());
+  ASSERT_TRUE(m.Acquire("d1", "c1").ok());
+  auto counts = *server_.Counts(true);
+  EXPECT_EQ(counts.value("update", json::object()).value("nodes", 0), 1);
+  EXPECT_EQ(counts.value("get", json::object()).value("nodes", 0), 0);
+  // Once the watch shows the label, it costs no call.
+  auto deadline = Steady::now() + std::chrono::seconds(15);
+  uint64_t seen = node.notifier().version();
+  while (kube::NodeLabel(*node.Get("", "n1"), kComputeDomainLabel) != "d1" && Steady::now() < deadline) {
+    seen = node.notifier().WaitForChange(seen, deadline);
+  }
+  // A second claim of the domain relies on the first one's label.
+  ASSERT_TRUE(m.Acquire("d1", "c2").ok());
+  // So does a restarted plugin whose watch shows the label.
+  NodeLabelManager restarted(*client_, "n1", &node);
+  ASSERT_TRUE(restarted.Acquire("d1", "c3").ok());
+  counts = *server_.Counts(true);
+  EXPECT_EQ(counts.value("update", json::object()).value("nodes", 0), 0);
+  EXPECT_EQ(counts.value("get", json::object()).value("nodes", 0), 0);
+}
+
+TEST_F(NodeLabelManagerTest, APendingHolderThatNeverCompletesExpires) {
+  FakeClock clock;
+  NodeLabelManager m(*client_, "n1", nullptr, std::chrono::seconds(60), clock);
+  ASSERT_TRUE(m.Acquire("d1", "c1").ok());  // Prepare attempt, not completed
+  clock.Advance(std::chrono::seconds(30));
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), "d1");  // the kubelet is still retrying: keep it
+  EXPECT_FALSE(m.Acquire("d2", "c2").ok());
+  clock.Advance(std::chrono::seconds(61));
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), std::nullopt);
+  // A confirmed holder never expires.
+  ASSERT_TRUE(m.Acquire("d2", "c2").ok());
+  m.Confirm("d2", "c2");
+  clock.Advance(std::chrono::hours(5));
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), "d2");
+}
+
+}  // namespace
+}  // namespace nvdra::computedomain

@@ -1,0 +1,38 @@
+// One label of a Node, changed with optimistic concurrency: the write (a PUT
+// of the whole Node, which the upstream kubelet-plugin RBAC allows) carries
+// the resourceVersion it was decided on, and a 409 Conflict re-reads the Node
+// and decides again, so a concurrent writer's labels are never lost.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kube/kube_client.h"
+#include "util/status.h"
+
+namespace nvdra::kube {
+
+// Decides the label's value from its current one (nullopt: absent). Returns
+// the wanted value (nullopt: remove), or an error that stops the update.
+using LabelRule = std::function<Result<std::optional<std::string>>(const std::optional<std::string>& current)>;
+
+struct NodeLabelUpdate {
+  bool written = false;  // a PUT changed the Node
+  int requests = 0;      // API calls made (GETs and PUTs)
+  nlohmann::json node;   // the Node as last read or written
+};
+
+// The value of label `key` of `node` (a Node object), nullopt when absent.
+std::optional<std::string> NodeLabel(const nlohmann::json& node, const std::string& key);
+
+// Applies `rule` to label `key` of Node `node_name`. Starts from `cached` (a
+// recent copy, e.g. from a watch) when given, else GETs the Node; a stale
+// copy only costs one 409 and a GET. Gives up after `max_attempts` writes.
+Result<NodeLabelUpdate> UpdateNodeLabel(KubeClient& client, const std::string& node_name, const std::string& key,
+                                        const LabelRule& rule, const nlohmann::json* cached = nullptr,
+                                        int max_attempts = 5);
+
+}  // namespace nvdra::kube

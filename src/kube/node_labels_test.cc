@@ -1,0 +1,103 @@
+// UpdateNodeLabel against the test API server: optimistic concurrency with
+// the Node's resourceVersion, and nothing lost when another writer races.
+#include "kube/node_labels.h"
+
+#include <gtest/gtest.h>
+
+#include "test_apiserver.h"
+
+namespace nvdra::kube {
+namespace {
+
+using nlohmann::json;
+using nvdra::testing::TestApiServer;
+
+constexpr const char* kKey = "resource.nvidia.com/computeDomain";
+
+KubeClientOptions Fast() {
+  KubeClientOptions o;
+  o.qps = 0;
+  o.initial_backoff = std::chrono::milliseconds(1);
+  o.max_retry_after = std::chrono::seconds(0);
+  return o;
+}
+
+LabelRule SetTo(const std::string& v) {
+  return [v](const std::optional<std::string>& cur) -> Result<std::optional<std::string>> {
+    if (cur && *cur != v) return FailedPrecondition("label already exists for a different ComputeDomain");
+    return std::optional<std::string>(v);
+  };
+}
+
+class NodeLabelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.ok()) << server_.error();
+    ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"},
+                                    {"metadata", {{"name", "n1"}, {"labels", {{"kubernetes.io/hostname", "n1"}}}}}})
+                    .ok());
+    client_ = KubeClient::FromConfig(server_.Config(), Fast());
+  }
+  json Node() { return (*server_.Objects("nodes"))[0]; }
+
+  TestApiServer server_;
+  std::unique_ptr<KubeClient> client_;
+};
+
+TEST_F(NodeLabelsTest, SetsFromAFreshReadAndKeepsOtherLabels) {
+  auto r = UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->written);
+  EXPECT_EQ(r->requests, 2);  // GET + PUT
+  EXPECT_EQ(Node()["metadata"]["labels"][kKey], "uid-1");
+  EXPECT_EQ(Node()["metadata"]["labels"]["kubernetes.io/hostname"], "n1");
+  // Already set: decided from the copy, no write.
+  json cached = Node();
+  auto again = UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1"), &cached);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->written);
+  EXPECT_EQ(again->requests, 0);
+}
+
+TEST_F(NodeLabelsTest, AStaleCopyConflictsThenRereadsAndKeepsTheOtherWritersLabel) {
+  json stale = Node();
+  // Another writer changes the Node after our copy was taken.
+  json theirs = Node();
+  theirs["metadata"]["labels"]["other"] = "x";
+  ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", theirs).ok());
+  auto r = UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1"), &stale);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->requests, 3);  // PUT (409), GET, PUT
+  EXPECT_EQ(Node()["metadata"]["labels"][kKey], "uid-1");
+  EXPECT_EQ(Node()["metadata"]["labels"]["other"], "x");
+}
+
+TEST_F(NodeLabelsTest, TheRuleSeesTheFreshValueAfterAConflict) {
+  json stale = Node();
+  json theirs = Node();
+  theirs["metadata"]["labels"][kKey] = "uid-2";
+  ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", theirs).ok());
+  auto r = UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1"), &stale);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "label already exists for a different ComputeDomain");
+  EXPECT_EQ(Node()["metadata"]["labels"][kKey], "uid-2");
+}
+
+TEST_F(NodeLabelsTest, RemovesAndGivesUpAfterPersistentConflicts) {
+  ASSERT_TRUE(UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1")).ok());
+  ASSERT_TRUE(server_.InjectFault({{"status", 409}, {"method", "PUT"}, {"count", -1}}).ok());
+  auto remove = [](const std::optional<std::string>&) -> Result<std::optional<std::string>> {
+    return std::optional<std::string>();
+  };
+  auto r = UpdateNodeLabel(*client_, "n1", kKey, remove, nullptr, 3);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kConflict);
+  EXPECT_NE(r.status().message().find("after 3 attempts"), std::string::npos) << r.status().message();
+  ASSERT_TRUE(server_.ClearFaults().ok());
+  auto ok = UpdateNodeLabel(*client_, "n1", kKey, remove);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_FALSE(Node()["metadata"]["labels"].contains(kKey));
+}
+
+}  // namespace
+}  // namespace nvdra::kube

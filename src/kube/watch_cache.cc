@@ -1,0 +1,345 @@
+#include "kube/watch_cache.h"
+
+#include "util/log.h"
+
+namespace nvdra::kube {
+
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+uint64_t ChangeNotifier::version() const {
+  MutexLock l(mu_);
+  return version_;
+}
+
+void ChangeNotifier::Bump() {
+  {
+    MutexLock l(mu_);
+    ++version_;
+  }
+  cv_.NotifyAll();
+}
+
+uint64_t ChangeNotifier::WaitForChange(uint64_t seen, Steady::time_point deadline) const {
+  MutexLock l(mu_);
+  cv_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return version_ != seen; });
+  return version_;
+}
+
+namespace {
+
+std::string Str(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const json& Meta(const json& obj) {
+  static const json kEmpty = json::object();
+  if (!obj.is_object()) return kEmpty;
+  auto it = obj.find("metadata");
+  return it != obj.end() && it->is_object() ? *it : kEmpty;
+}
+
+std::string Key(const json& obj) { return Str(Meta(obj), "namespace") + "/" + Str(Meta(obj), "name"); }
+
+}  // namespace
+
+WatchCache::WatchCache(KubeClient& client, WatchCacheOptions options)
+    : client_(client),
+      options_(std::move(options)),
+      notifier_(options_.notifier ? options_.notifier : std::make_shared<ChangeNotifier>()) {}
+
+WatchCache::~WatchCache() { Stop(); }
+
+void WatchCache::Start() {
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void WatchCache::Stop() {
+  {
+    MutexLock l(mu_);
+    stop_ = true;
+  }
+  cv_.NotifyAll();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool WatchCache::WaitSynced(Steady::time_point deadline) const {
+  MutexLock l(mu_);
+  return cv_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return synced_; });
+}
+
+bool WatchCache::synced() const {
+  MutexLock l(mu_);
+  return synced_;
+}
+
+Status WatchCache::last_error() const {
+  MutexLock l(mu_);
+  return last_error_;
+}
+
+WatchCache::ObjectPtr WatchCache::Get(const std::string& ns, const std::string& name) const {
+  MutexLock l(mu_);
+  auto it = objects_.find(ns + "/" + name);
+  return it == objects_.end() ? nullptr : it->second;
+}
+
+WatchCache::ObjectPtr WatchCache::GetByUid(const std::string& uid) const {
+  MutexLock l(mu_);
+  auto it = by_uid_.find(uid);
+  if (it == by_uid_.end()) return nullptr;
+  auto o = objects_.find(it->second);
+  return o == objects_.end() ? nullptr : o->second;
+}
+
+std::vector<WatchCache::ObjectPtr> WatchCache::List() const {
+  MutexLock l(mu_);
+  std::vector<ObjectPtr> out;
+  out.reserve(objects_.size());
+  for (const auto& [k, v] : objects_) out.push_back(v);
+  return out;
+}
+
+WatchCacheStats WatchCache::stats() const {
+  MutexLock l(mu_);
+  WatchCacheStats s = stats_;
+  s.objects = objects_.size();
+  return s;
+}
+
+std::string WatchCache::WithSelectors(std::string path, char sep) const {
+  if (!options_.label_selector.empty()) {
+    path += sep + std::string("labelSelector=") + KubeClient::QueryEscape(options_.label_selector);
+    sep = '&';
+  }
+  if (!options_.field_selector.empty()) {
+    path += sep + std::string("fieldSelector=") + KubeClient::QueryEscape(options_.field_selector);
+  }
+  return path;
+}
+
+void WatchCache::SleepInterruptible(std::chrono::milliseconds d) {
+  MutexLock l(mu_);
+  cv_.WaitFor(mu_, d, [&]() REQUIRES(mu_) { return stop_.load(); });
+}
+
+void WatchCache::SetError(Status s) {
+  MutexLock l(mu_);
+  last_error_ = std::move(s);
+}
+
+void WatchCache::Run() {
+  auto backoff = options_.initial_backoff;
+  bool need_list = true;
+  while (!stop_) {
+    if (need_list) {
+      Status s = ListOnce();
+      SetError(s);
+      if (!s.ok()) {
+        spdlog::warn("list {}: {}; retrying in {} ms", options_.what, s.ToString(), backoff.count());
+        SleepInterruptible(backoff);
+        backoff = std::min(backoff * 2, options_.max_backoff);
+        continue;
+      }
+      need_list = false;
+      backoff = options_.initial_backoff;
+    }
+    switch (WatchOnce()) {
+      case WatchEnd::kStopped:
+        return;
+      case WatchEnd::kGone:
+        // The history we would resume from is gone: only a fresh LIST can
+        // tell us about deletions in the gap.
+        NVDRA_VLOG(2, "watch {}: resourceVersion too old (410 Gone); listing again", options_.what);
+        need_list = true;
+        {
+          MutexLock l(mu_);
+          ++stats_.relists_after_gone;
+        }
+        break;
+      case WatchEnd::kEnded:
+        // A server-side timeout: resume right away.
+        backoff = options_.initial_backoff;
+        {
+          MutexLock l(mu_);
+          ++stats_.resumes;
+        }
+        break;
+      case WatchEnd::kBroken:
+        {
+          MutexLock l(mu_);
+          ++stats_.resumes;
+        }
+        SleepInterruptible(backoff);
+        backoff = std::min(backoff * 2, options_.max_backoff);
+        break;
+    }
+  }
+}
+
+Status WatchCache::ListOnce() {
+  {
+    MutexLock l(mu_);
+    ++stats_.lists;
+  }
+  NVDRA_ASSIGN_OR_RETURN(json list, client_.ListJson(options_.path, options_.label_selector, options_.field_selector));
+  auto items = list.find("items");
+  if (!list.is_object() || (items != list.end() && !items->is_array() && !items->is_null())) {
+    return Internal("list " + options_.what + ": response has no items array");
+  }
+  std::string rv = Str(Meta(list), "resourceVersion");
+  if (rv.empty()) return Internal("list " + options_.what + ": response has no resourceVersion");
+  std::map<std::string, ObjectPtr> objects;
+  std::map<std::string, std::string> by_uid;
+  if (items != list.end() && items->is_array()) {
+    for (const auto& item : *items) {
+      json kept = options_.project ? options_.project(item) : item;
+      // Whatever the projection keeps, the identity stays.
+      kept["metadata"]["namespace"] = Str(Meta(item), "namespace");
+      kept["metadata"]["name"] = Str(Meta(item), "name");
+      kept["metadata"]["uid"] = Str(Meta(item), "uid");
+      kept["metadata"]["resourceVersion"] = Str(Meta(item), "resourceVersion");
+      std::string key = Key(item);
+      by_uid[Str(Meta(item), "uid")] = key;
+      objects[key] = std::make_shared<const json>(std::move(kept));
+    }
+  }
+  {
+    MutexLock l(mu_);
+    objects_ = std::move(objects);
+    by_uid_ = std::move(by_uid);
+    stats_.resource_version = rv;
+    synced_ = true;
+  }
+  cv_.NotifyAll();
+  notifier_->Bump();
+  NVDRA_VLOG(4, "listed {} {} at resourceVersion {}", stats().objects, options_.what, rv);
+  return Status::Ok();
+}
+
+void WatchCache::Upsert(const json& object) {
+  json kept = options_.project ? options_.project(object) : object;
+  kept["metadata"]["namespace"] = Str(Meta(object), "namespace");
+  kept["metadata"]["name"] = Str(Meta(object), "name");
+  kept["metadata"]["uid"] = Str(Meta(object), "uid");
+  kept["metadata"]["resourceVersion"] = Str(Meta(object), "resourceVersion");
+  std::string key = Key(object);
+  std::string uid = Str(Meta(object), "uid");
+  auto ptr = std::make_shared<const json>(std::move(kept));
+  MutexLock l(mu_);
+  auto old = objects_.find(key);
+  if (old != objects_.end()) {
+    std::string old_uid = Str(Meta(*old->second), "uid");
+    if (old_uid != uid) by_uid_.erase(old_uid);
+  }
+  objects_[key] = std::move(ptr);
+  by_uid_[uid] = key;
+}
+
+void WatchCache::Erase(const json& object) {
+  std::string key = Key(object);
+  MutexLock l(mu_);
+  auto it = objects_.find(key);
+  if (it == objects_.end()) return;
+  by_uid_.erase(Str(Meta(*it->second), "uid"));
+  objects_.erase(it);
+}
+
+Status WatchCache::ApplyLine(const std::string& line, bool* gone) {
+  json ev;
+  try {
+    ev = json::parse(line);
+  } catch (const json::exception& e) {
+    return Internal("watch " + options_.what + ": event is not valid JSON: " + e.what());
+  }
+  std::string type = Str(ev, "type");
+  const json& obj = ev.is_object() && ev.contains("object") ? ev["object"] : json();
+  if (type == "ERROR") {
+    long code = obj.is_object() && obj.contains("code") && obj["code"].is_number() ? obj["code"].get<long>() : 0;
+    if (code == 410) {
+      *gone = true;
+      return Status::Ok();
+    }
+    return Unavailable("watch " + options_.what + ": server sent an error: " + Str(obj, "message"));
+  }
+  std::string rv = Str(Meta(obj), "resourceVersion");
+  if (type == "ADDED" || type == "MODIFIED") {
+    Upsert(obj);
+  } else if (type == "DELETED") {
+    Erase(obj);
+  } else if (type != "BOOKMARK") {
+    return Internal("watch " + options_.what + ": unknown event type \"" + type + "\"");
+  }
+  MutexLock l(mu_);
+  if (type == "BOOKMARK") {
+    ++stats_.bookmarks;
+  } else {
+    ++stats_.events;
+  }
+  if (!rv.empty()) stats_.resource_version = rv;
+  return Status::Ok();
+}
+
+WatchCache::WatchEnd WatchCache::WatchOnce() {
+  std::string rv;
+  {
+    MutexLock l(mu_);
+    rv = stats_.resource_version;
+    ++stats_.watches;
+  }
+  std::string path = options_.path + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
+                     KubeClient::QueryEscape(rv) + "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count());
+  path = WithSelectors(path, '&');
+  std::string buffer;
+  bool gone = false;
+  Status stream_error;
+  auto sink = [&](std::string_view data) {
+    buffer.append(data);
+    bool changed = false;
+    size_t start = 0;
+    for (size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
+      std::string line = buffer.substr(start, nl - start);
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      Status s = ApplyLine(line, &gone);
+      if (!s.ok()) {
+        stream_error = s;
+        break;
+      }
+      if (gone) break;
+      changed = true;
+    }
+    buffer.erase(0, start);
+    if (changed) notifier_->Bump();
+    return stream_error.ok() && !gone && !stop_;
+  };
+  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options_.watch_timeout) +
+                 std::chrono::seconds(30);
+  auto r = client_.Stream(path, timeout, sink, &stop_);
+  if (stop_) return WatchEnd::kStopped;
+  if (gone) return WatchEnd::kGone;
+  if (!r.ok()) {
+    SetError(r.status());
+    NVDRA_VLOG(2, "watch {}: {}; resuming from resourceVersion {}", options_.what, r.status().ToString(), rv);
+    return WatchEnd::kBroken;
+  }
+  if (r->status == 410) return WatchEnd::kGone;
+  if (r->status / 100 != 2) {
+    Status s = StatusFromResponse("GET", path, *r);
+    SetError(s);
+    spdlog::warn("watch {}: {}", options_.what, s.ToString());
+    return WatchEnd::kBroken;
+  }
+  if (!stream_error.ok()) {
+    SetError(stream_error);
+    spdlog::warn("{}", stream_error.ToString());
+    return WatchEnd::kBroken;
+  }
+  SetError(Status::Ok());
+  return WatchEnd::kEnded;
+}
+
+}  // namespace nvdra::kube

@@ -1,0 +1,232 @@
+// WatchCache over real HTTP against the test API server: one LIST, then a
+// watch that is resumed (not relisted) after drops and server-side ends, and
+// relisted only after 410 Gone.
+#include "kube/watch_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "test_apiserver.h"
+
+namespace nvdra::kube {
+namespace {
+
+using nlohmann::json;
+using nvdra::testing::TestApiServer;
+using Steady = std::chrono::steady_clock;
+
+constexpr const char* kDomains = "/apis/resource.nvidia.com/v1beta1/computedomains";
+
+KubeClientOptions Fast() {
+  KubeClientOptions o;
+  o.qps = 0;
+  o.initial_backoff = std::chrono::milliseconds(1);
+  o.max_retry_after = std::chrono::seconds(0);
+  o.request_timeout = std::chrono::milliseconds(5000);
+  return o;
+}
+
+json Domain(const std::string& ns, const std::string& name, const std::string& uid, const std::string& status) {
+  return {{"apiVersion", "resource.nvidia.com/v1beta1"},
+          {"kind", "ComputeDomain"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+          {"spec", {{"numNodes", 0}, {"channel", {{"resourceClaimTemplate", {{"name", name + "-channel"}}}}}}},
+          {"status", {{"status", status}}}};
+}
+
+WatchCacheOptions DomainOptions() {
+  WatchCacheOptions o;
+  o.path = kDomains;
+  o.what = "ComputeDomains";
+  o.initial_backoff = std::chrono::milliseconds(10);
+  o.max_backoff = std::chrono::milliseconds(100);
+  return o;
+}
+
+// Waits on the cache's change notifier (never a fixed sleep) until `pred`
+// holds; false after 15 s. Conditions that no change announces (stats) are
+// re-checked at least every 50 ms.
+bool WaitFor(const WatchCache& cache, const std::function<bool()>& pred) {
+  auto deadline = Steady::now() + std::chrono::seconds(15);
+  uint64_t seen = cache.notifier().version();
+  while (!pred()) {
+    if (Steady::now() >= deadline) return false;
+    seen = cache.notifier().WaitForChange(seen, std::min(deadline, Steady::now() + std::chrono::milliseconds(50)));
+  }
+  return true;
+}
+
+std::string Status(const WatchCache::ObjectPtr& o) {
+  return o ? (*o)["status"].value("status", "") : "<absent>";
+}
+
+class WatchCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.ok()) << server_.error();
+    client_ = KubeClient::FromConfig(server_.Config(), Fast());
+    ASSERT_TRUE(server_.LoadObject(Domain("team-a", "cd-1", "uid-1", "NotReady")).ok());
+  }
+
+  TestApiServer server_;
+  std::unique_ptr<KubeClient> client_;
+};
+
+TEST_F(WatchCacheTest, ListsOnceThenFollowsAddsUpdatesAndDeletesFromTheWatch) {
+  WatchCache cache(*client_, DomainOptions());
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  EXPECT_EQ(Status(cache.GetByUid("uid-1")), "NotReady");
+  EXPECT_EQ(Status(cache.Get("team-a", "cd-1")), "NotReady");
+
+  ASSERT_TRUE(server_.LoadObject(Domain("team-a", "cd-1", "uid-1", "Ready")).ok());
+  ASSERT_TRUE(server_.LoadObject(Domain("team-b", "cd-2", "uid-2", "Ready")).ok());
+  ASSERT_TRUE(WaitFor(cache, [&] { return Status(cache.GetByUid("uid-1")) == "Ready" && cache.GetByUid("uid-2"); }));
+  ASSERT_TRUE(server_.DeleteObject("computedomains", "team-a", "cd-1").ok());
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.GetByUid("uid-1") == nullptr; }));
+  EXPECT_EQ(cache.Get("team-a", "cd-1"), nullptr);
+  EXPECT_EQ(cache.List().size(), 1u);
+
+  // Every lookup above was served from memory: one LIST, one WATCH, no GET.
+  EXPECT_EQ(*server_.Count("list", "computedomains"), 1);
+  EXPECT_EQ(*server_.Count("watch", "computedomains"), 1);
+  EXPECT_EQ(*server_.Count("get", "computedomains"), 0);
+  auto st = cache.stats();
+  EXPECT_EQ(st.lists, 1u);
+  EXPECT_EQ(st.events, 3u);
+}
+
+TEST_F(WatchCacheTest, ADroppedWatchIsResumedFromItsResourceVersionWithoutAList) {
+  WatchCache cache(*client_, DomainOptions());
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("computedomains") == 1; }));
+  // Resumes fail for a while (the connection is cut before any answer), and
+  // the domain changes meanwhile; the resumed watch must replay that change.
+  ASSERT_TRUE(server_.InjectFault({{"drop", true}, {"verb", "watch"}, {"count", 2}}).ok());
+  ASSERT_EQ(*server_.WatchAction("drop", "computedomains"), 1);
+  ASSERT_TRUE(server_.LoadObject(Domain("team-a", "cd-1", "uid-1", "Ready")).ok());
+  ASSERT_TRUE(WaitFor(cache, [&] { return Status(cache.GetByUid("uid-1")) == "Ready"; }));
+  EXPECT_EQ(*server_.Count("list", "computedomains"), 1);
+  EXPECT_EQ(*server_.Count("watch", "computedomains"), 4);  // first, two cut, the resumed one
+  EXPECT_GE(cache.stats().resumes, 3u);
+  EXPECT_EQ(cache.stats().relists_after_gone, 0u);
+}
+
+TEST_F(WatchCacheTest, ServerSideTimeoutsResumeTheWatch) {
+  auto o = DomainOptions();
+  o.watch_timeout = std::chrono::seconds(1);
+  WatchCache cache(*client_, o);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().resumes >= 2; }));
+  ASSERT_TRUE(server_.LoadObject(Domain("team-a", "cd-1", "uid-1", "Ready")).ok());
+  ASSERT_TRUE(WaitFor(cache, [&] { return Status(cache.GetByUid("uid-1")) == "Ready"; }));
+  EXPECT_EQ(cache.stats().lists, 1u);
+}
+
+TEST_F(WatchCacheTest, AnExpiredResourceVersionRelistsAndDropsWhatWasDeletedInTheGap) {
+  WatchCache cache(*client_, DomainOptions());
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("computedomains") == 1; }));
+  // The watch is down while the domain is deleted and the history compacted:
+  // only a LIST can reveal the deletion.
+  ASSERT_TRUE(server_.InjectFault({{"drop", true}, {"verb", "watch"}, {"count", -1}}).ok());
+  ASSERT_EQ(*server_.WatchAction("drop", "computedomains"), 1);
+  ASSERT_TRUE(server_.DeleteObject("computedomains", "team-a", "cd-1").ok());
+  ASSERT_TRUE(server_.LoadObject(Domain("team-b", "cd-2", "uid-2", "Ready")).ok());
+  ASSERT_TRUE(server_.CompactWatchHistory().ok());
+  ASSERT_TRUE(server_.ClearFaults().ok());
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.GetByUid("uid-1") == nullptr && cache.GetByUid("uid-2"); }));
+  EXPECT_EQ(cache.stats().relists_after_gone, 1u);
+  EXPECT_EQ(*server_.Count("list", "computedomains"), 2);
+}
+
+TEST_F(WatchCacheTest, AGoneAnswerToTheWatchRequestRelists) {
+  WatchCache cache(*client_, DomainOptions());
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("computedomains") == 1; }));
+  ASSERT_TRUE(server_.InjectFault({{"status", 410}, {"verb", "watch"}, {"count", 1}}).ok());
+  ASSERT_EQ(*server_.WatchAction("end", "computedomains"), 1);
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().lists == 2; }));
+  EXPECT_EQ(cache.stats().relists_after_gone, 1u);
+  // And the relisted cache follows the next watch.
+  ASSERT_TRUE(server_.LoadObject(Domain("team-a", "cd-1", "uid-1", "Ready")).ok());
+  ASSERT_TRUE(WaitFor(cache, [&] { return Status(cache.GetByUid("uid-1")) == "Ready"; }));
+}
+
+TEST_F(WatchCacheTest, AnExpireEventMidStreamRelists) {
+  WatchCache cache(*client_, DomainOptions());
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("computedomains") == 1; }));
+  ASSERT_EQ(*server_.WatchAction("expire", "computedomains"), 1);
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().lists == 2; }));
+  EXPECT_EQ(cache.stats().relists_after_gone, 1u);
+}
+
+TEST_F(WatchCacheTest, BookmarksAdvanceTheResumePoint) {
+  ASSERT_TRUE(server_.SetBookmarkInterval(0.05).ok());
+  WatchCache cache(*client_, DomainOptions());
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  std::string listed = cache.stats().resource_version;
+  // Changes to other kinds move the server's resourceVersion; bookmarks
+  // carry it to this watch, so a resume after a compaction still works.
+  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}).ok());
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().resource_version != listed; }));
+  EXPECT_GE(cache.stats().bookmarks, 1u);
+  ASSERT_TRUE(server_.CompactWatchHistory().ok());
+  ASSERT_EQ(*server_.WatchAction("end", "computedomains"), 1);
+  ASSERT_TRUE(server_.LoadObject(Domain("team-a", "cd-1", "uid-1", "Ready")).ok());
+  ASSERT_TRUE(WaitFor(cache, [&] { return Status(cache.GetByUid("uid-1")) == "Ready"; }));
+  EXPECT_EQ(cache.stats().relists_after_gone, 0u);
+  EXPECT_EQ(cache.stats().lists, 1u);
+}
+
+TEST_F(WatchCacheTest, MemoryHoldsOnlyTheProjectionOfLiveObjects) {
+  auto o = DomainOptions();
+  o.project = [](const json& cd) { return json{{"status", cd.value("status", json::object())}}; };
+  WatchCache cache(*client_, o);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  for (int i = 0; i < 50; i++) {
+    ASSERT_TRUE(server_.LoadObject(Domain("ns", "d" + std::to_string(i), "u" + std::to_string(i), "Ready")).ok());
+  }
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().objects == 51; }));
+  auto one = cache.GetByUid("u7");
+  ASSERT_TRUE(one);
+  EXPECT_FALSE(one->contains("spec"));
+  EXPECT_EQ((*one)["metadata"]["name"], "d7");
+  EXPECT_EQ((*one)["metadata"]["namespace"], "ns");
+  for (int i = 0; i < 50; i++) ASSERT_TRUE(server_.DeleteObject("computedomains", "ns", "d" + std::to_string(i)).ok());
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().objects == 1; }));
+  EXPECT_EQ(cache.GetByUid("u7"), nullptr);
+}
+
+TEST_F(WatchCacheTest, FieldSelectorsApplyToTheListAndTheWatch) {
+  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}).ok());
+  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n2"}}}}).ok());
+  WatchCacheOptions o;
+  o.path = "/api/v1/nodes";
+  o.field_selector = "metadata.name=n1";
+  WatchCache cache(*client_, o);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  EXPECT_TRUE(cache.Get("", "n1"));
+  EXPECT_FALSE(cache.Get("", "n2"));
+  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"},
+                                  {"metadata", {{"name", "n2"}, {"labels", {{"a", "b"}}}}}}).ok());
+  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"},
+                                  {"metadata", {{"name", "n1"}, {"labels", {{"a", "b"}}}}}}).ok());
+  ASSERT_TRUE(WaitFor(cache, [&] {
+    auto n = cache.Get("", "n1");
+    return n && n->contains("metadata") && (*n)["metadata"].contains("labels");
+  }));
+  EXPECT_FALSE(cache.Get("", "n2"));
+  EXPECT_EQ(cache.stats().events, 1u);
+}
+
+}  // namespace
+}  // namespace nvdra::kube
