@@ -8,6 +8,7 @@
 #include "devices/device_lib.h"
 #include "driver/engine.h"
 #include "util/file_util.h"
+#include "util/mutex.h"
 
 namespace nvdra::gpu {
 namespace {
@@ -32,7 +33,41 @@ class GpuKindTest : public ::testing::Test {
     ASSERT_TRUE(inv.ok()) << inv.status().ToString();
     inventory_ = *inv;
     cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com");
-    kind_ = std::make_unique<GpuKind>(inventory_, devices::DeviceEdits::ForLib(*lib_), lib_->control());
+    NewKind();
+  }
+  // A kind as the plugin builds it (its reset state beside the ledger); again
+  // after a restart.
+  void NewKind() {
+    kind_.reset();
+    GpuKindOptions o;
+    o.resets.state_path = dir_ + "/time-slice-resets.json";
+    kind_ = std::make_unique<GpuKind>(inventory_, devices::DeviceEdits::ForLib(*lib_), lib_->control(), o);
+  }
+  // A prepared claim on gpu-2 with a time slice: its undo record.
+  nlohmann::json PrepareTimeSliced(const std::string& uid, const std::string& interval = "Medium") {
+    auto w = Work({"gpu-2"});
+    w.uid = uid;
+    config::GpuConfig gc;
+    gc.sharing = config::GpuSharing{"TimeSlicing", config::TimeSlicingConfig{interval}, std::nullopt};
+    w.groups.push_back({gc, {}, {{"gpu", "gpu-2", "gpu", kDriverName}}});
+    auto plan = kind_->Plan(w);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    auto p = kind_->Prepare(w, *plan);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? p->undo : nlohmann::json();
+  }
+  void FailControlOf(const std::string& uuid) {
+    ASSERT_TRUE(WriteFileAtomically(dir_ + "/mock/control-failures", uuid + "\n").ok());
+  }
+  void HealControl() { ASSERT_TRUE(RemoveFileIfExists(dir_ + "/mock/control-failures").ok()); }
+  std::vector<std::string> Tainted(const std::string& key) {
+    std::vector<std::string> out;
+    for (const auto& d : kind_->PublishedDevices()) {
+      for (const auto& t : d.taints) {
+        if (t.key == key) out.push_back(d.name);
+      }
+    }
+    return out;
   }
   driver::ClaimWork Work(std::vector<std::string> devices) {
     driver::ClaimWork w{"uid-1", "default", "c", {}, {}};
@@ -115,6 +150,98 @@ TEST_F(GpuKindTest, TimeSlicingIsAppliedAndResetFromTheUndoRecord) {
   ASSERT_TRUE(kind_->Unprepare("uid-1", p->undo).ok());
   EXPECT_EQ(ControlLog(), "SetComputeMode " + uuid + " DEFAULT\nSetTimeSlice " + uuid + " 2\nSetTimeSlice " +
                               uuid + " 0\n");
+}
+
+// A time-slice reset that keeps failing once wedged Unprepare for ever: the
+// kubelet retried it, the claim was never released. Now the claim gets a
+// bounded number of attempts, is then released, and the GPU is reported
+// unhealthy and retried in the background until a reset succeeds.
+TEST_F(GpuKindTest, AFailingTimeSliceResetReleasesTheClaimAfterBoundedAttemptsAndTaintsTheGpu) {
+  Open("h100x8");
+  auto source = kind_->NewOwnHealthSource();
+  ASSERT_NE(source, nullptr);
+  std::vector<devices::DeviceHealthEvent> events;
+  Mutex mu;
+  ASSERT_TRUE(source->Start(inventory_, [&](const devices::DeviceHealthEvent& e) {
+    MutexLock l(mu);
+    events.push_back(e);
+  }).ok());
+  auto undo = PrepareTimeSliced("uid-1");
+  const std::string uuid = inventory_.gpus[2].uuid;
+  FailControlOf(uuid);
+  for (int attempt = 1; attempt < 3; attempt++) {
+    Status s = kind_->Unprepare("uid-1", undo);
+    EXPECT_FALSE(s.ok()) << "attempt " << attempt;
+    EXPECT_NE(s.message().find("attempt " + std::to_string(attempt) + " of 3"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("injected"), std::string::npos) << s.message();
+    EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
+  }
+  EXPECT_TRUE(kind_->Unprepare("uid-1", undo).ok()) << "the last attempt releases the claim";
+  EXPECT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
+  {
+    MutexLock l(mu);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].device, "gpu-2");
+    EXPECT_EQ(events[0].state, devices::HealthState::kUnhealthy);
+  }
+  // The background retry keeps failing while the GPU does.
+  EXPECT_FALSE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
+  HealControl();
+  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
+  EXPECT_NE(ControlLog().find("SetTimeSlice " + uuid + " 0\n"), std::string::npos) << ControlLog();
+  {
+    MutexLock l(mu);
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[1].device, "gpu-2");
+    EXPECT_EQ(events[1].state, devices::HealthState::kHealthy);
+  }
+  source->Stop();
+}
+
+// Both the attempts and the owed reset outlive a restart of the plugin:
+// nothing else remembers what a released claim left on the GPU.
+TEST_F(GpuKindTest, TimeSliceResetAttemptsAndOwedResetsSurviveARestart) {
+  Open("h100x8");
+  auto undo = PrepareTimeSliced("uid-1");
+  FailControlOf(inventory_.gpus[2].uuid);
+  EXPECT_FALSE(kind_->Unprepare("uid-1", undo).ok());
+  EXPECT_FALSE(kind_->Unprepare("uid-1", undo).ok());
+  NewKind();
+  EXPECT_TRUE(kind_->Unprepare("uid-1", undo).ok()) << "the third attempt overall is the last";
+  NewKind();
+  EXPECT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
+  auto source = kind_->NewOwnHealthSource();
+  std::vector<devices::DeviceHealthEvent> events;
+  ASSERT_TRUE(source->Start(inventory_, [&](const devices::DeviceHealthEvent& e) { events.push_back(e); }).ok());
+  ASSERT_EQ(events.size(), 1u) << "reported unhealthy again at start";
+  EXPECT_EQ(events[0].device, "gpu-2");
+  EXPECT_EQ(events[0].state, devices::HealthState::kUnhealthy);
+  source->Stop();
+  HealControl();
+  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  NewKind();
+  EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
+}
+
+// A new claim that sets the GPU's time slice owns the setting: the owed
+// reset is dropped, so the background retry never resets that claim's time
+// slice under it.
+TEST_F(GpuKindTest, ANewClaimSettingTheTimeSliceSettlesTheOwedReset) {
+  Open("h100x8");
+  auto undo = PrepareTimeSliced("uid-1");
+  const std::string uuid = inventory_.gpus[2].uuid;
+  FailControlOf(uuid);
+  for (int i = 0; i < 3; i++) (void)kind_->Unprepare("uid-1", undo);
+  ASSERT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
+  HealControl();
+  PrepareTimeSliced("uid-2", "Long");
+  EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
+  std::string before = ControlLog();
+  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_EQ(ControlLog(), before) << "no reset behind the new claim's back";
+  EXPECT_EQ(before.substr(before.rfind("SetTimeSlice")), "SetTimeSlice " + uuid + " 3\n");
 }
 
 TEST_F(GpuKindTest, UnprepareToleratesRecordsItDoesNotUnderstand) {
