@@ -7,6 +7,7 @@
 
 #include "devices/device_lib.h"
 #include "driver/engine.h"
+#include "driver/engine_test_util.h"
 #include "util/file_util.h"
 #include "util/mutex.h"
 
@@ -242,6 +243,58 @@ TEST_F(GpuKindTest, ANewClaimSettingTheTimeSliceSettlesTheOwedReset) {
   EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
   EXPECT_EQ(ControlLog(), before) << "no reset behind the new claim's back";
   EXPECT_EQ(before.substr(before.rfind("SetTimeSlice")), "SetTimeSlice " + uuid + " 3\n");
+}
+
+// Through the engine, as the kubelet drives it: the failed attempts are
+// errors the kubelet retries; the last one releases the claim (tombstone, no
+// CDI spec) and a new claim can be prepared on the GPU.
+TEST_F(GpuKindTest, TheEngineReleasesAClaimWhoseTimeSliceResetKeepsFailing) {
+  Open("h100x8");
+  ASSERT_TRUE(MakeDirectories(dir_ + "/plugin").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
+  ASSERT_TRUE(cdi_->EnsureRoot().ok());
+  ledger::LedgerOptions lo;
+  lo.dir = dir_ + "/plugin";
+  lo.boot_id_path = dir_ + "/boot_id";
+  auto ledger = ledger::ClaimLedger::Open(lo);
+  ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
+  driver::testing::FakeClaimSource claims;
+  driver::ClaimSnapshot c;
+  c.uid = "uid-1";
+  c.ns = "default";
+  c.name = "shared";
+  c.allocated = true;
+  c.results = {{"gpu", kDriverName, "node-1", "gpu-2", false, ""}};
+  config::ClaimConfig cc;
+  cc.requests = {"gpu"};
+  cc.driver = kDriverName;
+  cc.parameters_json = R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig",)"
+                       R"("sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Long"}}})";
+  c.configs = {cc};
+  c.consumers = {"pod-1"};
+  claims.Put(c);
+  driver::EngineOptions eo;
+  eo.node_name = "node-1";
+  auto gates = config::FeatureGates::Parse("TimeSlicingSettings=true");
+  ASSERT_TRUE(gates.ok()) << gates.status().ToString();
+  eo.gates = *gates;
+  driver::Engine engine(eo, **ledger, *kind_, claims, *cdi_, nullptr);
+  const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  model::ClaimRef ref{"default", "uid-1", "shared"};
+  auto prepared = engine.PrepareClaim(ref, far);
+  ASSERT_EQ(prepared.error, "");
+  const std::string spec = *cdi_->ClaimSpecPath("uid-1");
+  ASSERT_TRUE(PathExists(spec));
+  FailControlOf(inventory_.gpus[2].uuid);
+  EXPECT_NE(engine.UnprepareClaim(ref, far), "");
+  EXPECT_NE(engine.UnprepareClaim(ref, far), "");
+  EXPECT_TRUE(PathExists(spec)) << "kept while the kubelet retries";
+  EXPECT_EQ(engine.UnprepareClaim(ref, far), "");
+  auto entry = (*ledger)->Get("uid-1");
+  ASSERT_TRUE(entry.ok() && entry->has_value());
+  EXPECT_EQ((*entry)->state, ledger::ClaimState::kTombstone);
+  EXPECT_FALSE(PathExists(spec));
+  EXPECT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
 }
 
 TEST_F(GpuKindTest, UnprepareToleratesRecordsItDoesNotUnderstand) {
