@@ -114,18 +114,18 @@ Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
 Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
   auto undo = DecodeGpuUndo(undo_json);
   if (!undo.ok()) {
-    spdlog::warn("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
+    NVDRA_WARN("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
                  undo.status().message());
     return Status::Ok();
   }
   for (const auto& item : undo->unreadable_time_slicing) {
-    spdlog::warn("claim {}: skipping an undo item this version does not understand: {}", claim_uid, item.dump());
+    NVDRA_WARN("claim {}: skipping an undo item this version does not understand: {}", claim_uid, item.dump());
   }
   for (const auto& ts : undo->time_slicing) {
     bool present = std::any_of(inventory_.gpus.begin(), inventory_.gpus.end(),
                                [&](const devices::GpuInfo& g) { return g.uuid == ts.uuid; });
     if (!present) {
-      spdlog::warn("claim {}: GPU {} is gone; nothing to reset", claim_uid, ts.uuid);
+      NVDRA_WARN("claim {}: GPU {} is gone; nothing to reset", claim_uid, ts.uuid);
       continue;
     }
     NVDRA_RETURN_IF_ERROR(control_.SetTimeSlice(ts.uuid, 0).Wrap("reset time-slice of " + ts.uuid));
