@@ -160,12 +160,12 @@ Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
 Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
   auto undo = DecodeGpuUndo(undo_json);
   if (!undo.ok()) {
-    spdlog::warn("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
+    NVDRA_WARN("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
                  undo.status().message());
     return Status::Ok();
   }
   for (const auto& item : undo->unreadable_time_slicing) {
-    spdlog::warn("claim {}: skipping an undo item this version does not understand: {}", claim_uid, item.dump());
+    NVDRA_WARN("claim {}: skipping an undo item this version does not understand: {}", claim_uid, item.dump());
   }
   // Every GPU's reset is tried, so each one's attempts count, even when an
   // earlier one failed.
@@ -174,7 +174,7 @@ Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& un
     auto gpu = std::find_if(inventory_.gpus.begin(), inventory_.gpus.end(),
                             [&](const devices::GpuInfo& g) { return g.uuid == ts.uuid; });
     if (gpu == inventory_.gpus.end()) {
-      spdlog::warn("claim {}: GPU {} is gone; nothing to reset", claim_uid, ts.uuid);
+      NVDRA_WARN("claim {}: GPU {} is gone; nothing to reset", claim_uid, ts.uuid);
       continue;
     }
     Status s = resets_.ResetForClaim(claim_uid, devices::GpuDeviceName(gpu->minor), ts.uuid);

@@ -120,7 +120,7 @@ Status Plugin::SetUpDriverFiles() {
   auto hook_path = devices::InstallCdiHook(options_.nvidia_cdi_hook_path, lib_->cdi_hook_source(), plugin_dir_);
   if (!hook_path.ok()) return hook_path.status().Wrap("set up nvidia-cdi-hook");
   if (hook_path->empty()) {
-    spdlog::warn("no nvidia-cdi-hook: {} does not exist and --nvidia-cdi-hook-path is not set; CDI specs carry no "
+    NVDRA_WARN("no nvidia-cdi-hook: {} does not exist and --nvidia-cdi-hook-path is not set; CDI specs carry no "
                  "hooks (containers get no libcuda.so links, no ldcache update and no CUDA compat setup)",
                  lib_->cdi_hook_source());
   }
@@ -138,11 +138,11 @@ Status Plugin::SetUpDriverFiles() {
       },
       *hook_path);
   if (auto files = driver_files_->Files(); files.ok()) {
-    spdlog::info("driver {} files: {} libraries, {} binaries, {} firmware files, {} IPC sockets; hooks: {}",
+    NVDRA_INFO("driver {} files: {} libraries, {} binaries, {} firmware files, {} IPC sockets; hooks: {}",
                  files->driver_version, files->libraries.size(), files->binaries.size(), files->firmware.size(),
                  files->ipc.size(), hook_path->empty() ? "off" : *hook_path);
   } else {
-    spdlog::error("driver files: {} (GPU claims fail until they are found)", files.status().message());
+    NVDRA_ERROR("driver files: {} (GPU claims fail until they are found)", files.status().message());
   }
   return Status::Ok();
 }
@@ -179,7 +179,7 @@ Status Plugin::SetUpKubeClient() {
 }
 
 Status Plugin::SetUpKind(const KindFactory& factory) {
-  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_};
+  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_, kind_companions_};
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");
   kind_ = std::move(kind).value();
