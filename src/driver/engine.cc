@@ -160,6 +160,16 @@ Result<ClaimWork> Engine::OurResults(const model::ClaimRef& ref, const ClaimSnap
   ClaimWork work{ref.uid, ref.ns, ref.name, {}, {}};
   for (const auto& r : snap.results) {
     if (r.driver != driver_) continue;
+    // Device names repeat on every node ("gpu-0"): only the pool, which is
+    // the node's name, says whose device the scheduler picked. Preparing
+    // another node's allocation would hand this node's device to the claim
+    // behind the scheduler's back.
+    if (!options_.node_name.empty() && r.pool != options_.node_name) {
+      return FailedPrecondition("claim " + ref.ObjectName() + " is allocated to node " + r.pool + " (device " +
+                                r.device + ", request " + r.request + "), not to this node " +
+                                options_.node_name + "; it cannot be prepared here")
+          .AsPermanent();
+    }
     if (kind_.DeviceType(r.device).empty()) {
       return NotFound("requested device " + r.device + " (request " + r.request +
                       ") is not allocatable on this node: it is not among the devices this plugin publishes")

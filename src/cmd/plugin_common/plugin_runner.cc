@@ -243,6 +243,13 @@ Status Plugin::StartHealthMonitoring() {
     }
     broadcaster_.Replace(initial);
   }
+  // What the kind finds out itself (a GPU owing a time-slice reset) is
+  // published whatever the flags: it says a device is not fit for new claims.
+  own_health_ = kind_->NewOwnHealthSource();
+  if (own_health_) {
+    Status own = own_health_->Start(inventory_, [this](const devices::DeviceHealthEvent& e) { OnOwnHealthEvent(e); });
+    if (!own.ok()) NVDRA_ERROR("the device kind's own health reports are off: {}", own.message());
+  }
   bool watch = kind_->MonitorsDeviceHealth() &&
                (options_.health_streaming || gates_.Enabled(config::Gate::kNVMLDeviceHealthCheck));
   if (!watch) return Status::Ok();
@@ -260,6 +267,17 @@ void Plugin::OnHealthEvent(const devices::DeviceHealthEvent& e) {
     broadcaster_.Update({{options_.node_name, e.device, ToKubelet(e.state), 0, 0, e.message}});
   }
   if (kind_->OnHealthEvent(e)) publisher_->Update(kind_->PublishedDevices());
+}
+
+// The kind already reflects the change in its published devices.
+void Plugin::OnOwnHealthEvent(const devices::DeviceHealthEvent& e) {
+  if (e.state != devices::HealthState::kHealthy) {
+    NVDRA_WARN("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
+  }
+  if (options_.health_streaming) {
+    broadcaster_.Update({{options_.node_name, e.device, ToKubelet(e.state), 0, 0, e.message}});
+  }
+  publisher_->Update(kind_->PublishedDevices());
 }
 
 Status Plugin::StartServers() {

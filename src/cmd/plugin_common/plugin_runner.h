@@ -94,6 +94,7 @@ class Plugin {
   Status StartServers();
 
   void OnHealthEvent(const devices::DeviceHealthEvent& event);
+  void OnOwnHealthEvent(const devices::DeviceHealthEvent& event);
 
   // Options and logging.
   const std::string program_;
@@ -127,6 +128,7 @@ class Plugin {
   // Device health.
   kubelet::DeviceHealthBroadcaster broadcaster_;
   std::unique_ptr<devices::DeviceHealthSource> health_source_;
+  std::unique_ptr<devices::DeviceHealthSource> own_health_;  // the kind's own (DevicePublisher)
   // The kubelet-facing servers.
   std::unique_ptr<kubelet::DraPluginServer> server_;
   std::unique_ptr<kubelet::HealthServer> health_server_;
