@@ -833,6 +833,15 @@ Status ClaimLedger::CollectGarbage(bool force_compaction) {
   });
 }
 
+LedgerCounts ClaimLedger::Counts() const {
+  MutexLock l(mu_);
+  LedgerCounts c;
+  for (size_t i = 0; i < kClaimStateCount; ++i) c.claims[i] = state_.count(static_cast<ClaimState>(i));
+  c.prepared_devices = state_.prepared_devices();
+  c.bytes = read_offset_;
+  return c;
+}
+
 OpenReport ClaimLedger::report() const {
   MutexLock l(mu_);
   return report_;

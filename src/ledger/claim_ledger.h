@@ -7,7 +7,9 @@
 // fdatasync. See docs/ledger-format.md for the file format and the rules.
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -110,6 +112,16 @@ struct RebuiltClaim {
   std::string source = "cdi";  // recorded in undo.rebuilt.from
 };
 
+// What the plugin's gauges show, kept as records are applied (the ledger's
+// own and those caught up from another process), so reading it is O(1) in
+// the number of entries.
+struct LedgerCounts {
+  std::array<int64_t, kClaimStateCount> claims{};  // entries by ClaimState
+  // Device name -> PrepareCompleted entries that returned it.
+  std::unordered_map<std::string, int64_t> prepared_devices;
+  uint64_t bytes = 0;  // size of ledger.log
+};
+
 struct BeginResult {
   BeginOutcome outcome = BeginOutcome::kStarted;
   ClaimEntry entry;  // the entry as recorded now
@@ -151,6 +163,11 @@ class ClaimLedger {
   Result<std::optional<ClaimEntry>> Get(const std::string& uid);
   // The live claim holding `resource` (for a Conflict: check that holder).
   Result<std::optional<ClaimEntry>> HolderOf(const std::string& resource);
+
+  // The counts as of the last transition or read of this process (records
+  // other processes appended since are counted at the next one). Touches no
+  // file and takes no cross-process lock: cheap enough for every request.
+  LedgerCounts Counts() const;
 
   // Drops expired tombstones and compacts when dead bytes warrant it (or
   // always with force).

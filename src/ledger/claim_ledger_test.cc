@@ -304,6 +304,67 @@ TEST_F(ClaimLedgerTest, TombstoneExpiresAndIsCollected) {
   EXPECT_LT(insp->file_size, 1024u);
 }
 
+// Counts() against a recount of every entry (List hides expired tombstones,
+// so callers compare while none has expired, or after they were dropped).
+void ExpectCountsMatchEntries(ClaimLedger& l, const std::string& when) {
+  auto entries = l.List();  // also catches up with other writers
+  ASSERT_TRUE(entries.ok());
+  LedgerCounts want;
+  for (const auto& e : *entries) {
+    want.claims[static_cast<size_t>(e.state)]++;
+    if (e.state != ClaimState::kPrepareCompleted) continue;
+    for (const auto& d : e.prepared) want.prepared_devices[d.device]++;
+  }
+  LedgerCounts got = l.Counts();
+  EXPECT_EQ(got.claims, want.claims) << when;
+  EXPECT_EQ(got.prepared_devices, want.prepared_devices) << when;
+  EXPECT_EQ(got.bytes, testing::FileSize(JoinPath(l.dir(), kLogFileName))) << when;
+}
+
+TEST_F(ClaimLedgerTest, CountsFollowEveryTransitionReopenCompactionAndOtherWriters) {
+  auto l = OpenLedger();
+  ExpectCountsMatchEntries(*l, "empty");
+  PrepareFully(*l, "a", {"gpu-0", "gpu-1"});
+  PrepareFully(*l, "b", {"gpu-2"});
+  ASSERT_TRUE(l->BeginPrepare(Request("c", {"gpu-3"})).ok());
+  EXPECT_EQ(l->Counts().prepared_devices.at("gpu-1"), 1);
+  EXPECT_EQ(l->Counts().claims[static_cast<size_t>(ClaimState::kPrepareStarted)], 1);
+  ExpectCountsMatchEntries(*l, "prepared");
+  ASSERT_TRUE(l->BeginUnprepare("a").ok());
+  ExpectCountsMatchEntries(*l, "unprepare started");
+  EXPECT_EQ(l->Counts().prepared_devices.count("gpu-0"), 0u);
+  ASSERT_TRUE(l->FinishUnprepare("a").ok());
+  ExpectCountsMatchEntries(*l, "tombstone");
+  // The same claim prepared again after its tombstone, by a pod reserving it.
+  auto again = Request("a", {"gpu-0", "gpu-1"});
+  again.consumers = {"pod-2"};
+  ASSERT_TRUE(l->BeginPrepare(again).ok());
+  ASSERT_TRUE(l->CompletePrepare("a", Prepared("a", {"gpu-0", "gpu-1"}), {}).ok());
+  ExpectCountsMatchEntries(*l, "prepared again");
+
+  // Another writer's records are counted once they are read.
+  auto other = OpenLedger();
+  PrepareFully(*other, "d", {"gpu-4"});
+  ASSERT_TRUE(other->BeginUnprepare("b").ok());
+  ASSERT_TRUE(other->FinishUnprepare("b").ok());
+  ExpectCountsMatchEntries(*l, "after another writer");
+  EXPECT_EQ(l->Counts().prepared_devices.count("gpu-2"), 0u);
+  EXPECT_EQ(l->Counts().prepared_devices.at("gpu-4"), 1);
+
+  ASSERT_TRUE(l->CollectGarbage(/*force_compaction=*/true).ok());
+  ExpectCountsMatchEntries(*l, "after compaction");
+  ExpectCountsMatchEntries(*other, "other after its catch-up reload");
+  l.reset();
+  l = OpenLedger();
+  ExpectCountsMatchEntries(*l, "reopened");
+
+  // Expired tombstones leave the counts when they are dropped.
+  clock_.Advance(61s);
+  ASSERT_TRUE(l->CollectGarbage().ok());
+  EXPECT_EQ(l->Counts().claims[static_cast<size_t>(ClaimState::kTombstone)], 0);
+  ExpectCountsMatchEntries(*l, "tombstones expired");
+}
+
 TEST_F(ClaimLedgerTest, SizeStaysProportionalToLiveClaims) {
   auto o = Options();
   o.compaction_min_bytes = 4096;
