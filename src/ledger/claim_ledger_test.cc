@@ -410,6 +410,70 @@ TEST_F(ClaimLedgerTest, OneSyncPerTransition) {
   EXPECT_EQ(env.syncs() - before, 4);
 }
 
+TEST_F(ClaimLedgerTest, ConcurrentTransitionsShareSyncsAndAreDurableWhenAcknowledged) {
+  FaultInjectionEnv env;
+  auto o = Options();
+  o.env = &env;
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  constexpr int kClaims = 8;
+  int before = env.syncs();
+  // The first transition's sync stays in flight until all eight records are
+  // appended; the seven appended meanwhile then share the next sync.
+  env.HoldSyncsUntilAppends(env.appends() + 2 * kClaims);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < kClaims; ++i) {
+    threads.emplace_back([&, i] {
+      std::string uid = "gc-" + std::to_string(i);
+      if (l->BeginPrepare(Request(uid, {"gpu-" + std::to_string(i)})).ok()) ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kClaims);
+  int syncs = env.syncs() - before;
+  EXPECT_LT(syncs, kClaims);
+  EXPECT_GE(syncs, 1);
+  // Every acknowledged transition survives losing what was never synced.
+  l.reset();
+  env.DropUnsyncedData();
+  auto reopened = std::move(ClaimLedger::Open(o)).value();
+  EXPECT_TRUE(reopened->report().clean()) << reopened->report().Summary();
+  for (int i = 0; i < kClaims; ++i) {
+    EXPECT_EQ(MustGet(*reopened, "gc-" + std::to_string(i)).state, ClaimState::kPrepareStarted) << i;
+  }
+}
+
+TEST_F(ClaimLedgerTest, AFailedGroupSyncFailsEveryTransitionItCoveredAndRecordsNone) {
+  FaultInjectionEnv env;
+  auto o = Options();
+  o.env = &env;
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  PrepareFully(*l, "kept", {"gpu-9"});
+  constexpr int kClaims = 4;
+  env.set_fail_syncs(true);
+  env.HoldSyncsUntilAppends(env.appends() + 2 * kClaims);
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int i = 0; i < kClaims; ++i) {
+    threads.emplace_back([&, i] {
+      auto b = l->BeginPrepare(Request("f-" + std::to_string(i), {"gpu-" + std::to_string(i)}));
+      if (!b.ok()) {
+        EXPECT_NE(b.status().message().find("f-" + std::to_string(i)), std::string::npos) << b.status().message();
+        ++failed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), kClaims);
+  env.set_fail_syncs(false);
+  for (int i = 0; i < kClaims; ++i) EXPECT_FALSE(l->Get("f-" + std::to_string(i))->has_value()) << i;
+  EXPECT_EQ(MustGet(*l, "kept").state, ClaimState::kPrepareCompleted);
+  EXPECT_TRUE(l->BeginPrepare(Request("f-0", {"gpu-0"})).ok());
+  auto insp = InspectLedger(dir_.path());
+  ASSERT_TRUE(insp.ok());
+  EXPECT_FALSE(insp->damaged());
+}
+
 TEST_F(ClaimLedgerTest, AcknowledgedTransitionsSurviveLossOfUnsyncedData) {
   FaultInjectionEnv env;
   auto o = Options();
