@@ -29,7 +29,7 @@ Status CdiSpecWriter::EnsureDirectory() const {
       return FailedPrecondition("CDI root " + root_ + " exists but is not a directory, and it cannot be moved "
                                 "aside (" + ErrnoText(errno) + "); remove it so CDI specs can be written");
     }
-    spdlog::error("CDI root {} existed but was not a directory; it was renamed to {} and the directory created",
+    NVDRA_ERROR("CDI root {} existed but was not a directory; it was renamed to {} and the directory created",
                   root_, aside);
   }
   return MakeDirectories(root_, 0755).Wrap("creating CDI root");
@@ -39,9 +39,9 @@ Status CdiSpecWriter::EnsureRoot() const {
   NVDRA_RETURN_IF_ERROR(EnsureDirectory());
   auto swept = SweepStaleTempFiles();
   if (!swept.ok()) {
-    spdlog::warn("CDI root {}: sweeping temp files: {}", root_, swept.status().message());
+    NVDRA_WARN("CDI root {}: sweeping temp files: {}", root_, swept.status().message());
   } else if (*swept > 0) {
-    spdlog::info("CDI root {}: removed {} temp files a crashed write left behind", root_, *swept);
+    NVDRA_INFO("CDI root {}: removed {} temp files a crashed write left behind", root_, *swept);
   }
   return Status::Ok();
 }

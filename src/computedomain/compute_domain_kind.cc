@@ -193,13 +193,13 @@ Status ComputeDomainKind::CheckChannelReady(const driver::ClaimWork& work, const
   if (labels_ != nullptr) NVDRA_RETURN_IF_ERROR(labels_->Acquire(domain, work.uid));
   if (cd->node_ready) return Status::Ok();
   auto start = Steady::now();
-  spdlog::info("claim {}: waiting for this node to become ready in ComputeDomain {}/{}: {}", work.uid, cd->ns,
+  NVDRA_INFO("claim {}: waiting for this node to become ready in ComputeDomain {}/{}: {}", work.uid, cd->ns,
                cd->name, cd->not_ready);
   cd = domains_.WaitReady(domain, deadline);
   if (!cd.ok()) return cd.status().Wrap("wait for ComputeDomain " + domain);
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start);
   if (cd->node_ready) {
-    spdlog::info("claim {}: this node is ready in ComputeDomain {}/{} after {} ms", work.uid, cd->ns, cd->name,
+    NVDRA_INFO("claim {}: this node is ready in ComputeDomain {}/{} after {} ms", work.uid, cd->ns, cd->name,
                  waited.count());
     return Status::Ok();
   }
@@ -283,7 +283,7 @@ std::vector<std::string> ComputeDomainKind::HeldByDevices(const std::vector<std:
 Status ComputeDomainKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
   auto undo = DecodeComputeDomainUndo(undo_json);
   if (!undo.ok()) {
-    spdlog::warn("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
+    NVDRA_WARN("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
                  undo.status().message());
     return Status::Ok();
   }

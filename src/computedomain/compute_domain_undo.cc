@@ -1,5 +1,7 @@
 #include "computedomain/compute_domain_undo.h"
 
+#include <limits>
+
 #include "driver/undo_record.h"
 
 namespace nvdra::computedomain {
@@ -40,8 +42,11 @@ Result<ComputeDomainUndo> DecodeComputeDomainUndo(const json& j) {
     NVDRA_ASSIGN_OR_RETURN(auto c, driver::undo::Fields::Of(item, "ComputeDomain undo record: channel"));
     NVDRA_ASSIGN_OR_RETURN(auto device, c.String("device"));
     NVDRA_ASSIGN_OR_RETURN(auto id, c.Int("id"));
-    if (!device || !id || *id < 0) {
-      return InvalidArgument("ComputeDomain undo record: channel needs a device and an id >= 0: " + item.dump());
+    // The id is kept as an int: one past its range would not survive a
+    // re-encode (it would come back negative and be refused then).
+    if (!device || !id || *id < 0 || *id > std::numeric_limits<int>::max()) {
+      return InvalidArgument("ComputeDomain undo record: channel needs a device and an id in 0.." +
+                             std::to_string(std::numeric_limits<int>::max()) + ": " + item.dump());
     }
     out.channels.push_back({*device, static_cast<int>(*id), c.Unknown({"device", "id"})});
   }

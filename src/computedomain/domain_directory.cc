@@ -57,10 +57,10 @@ std::vector<std::string> DomainDirectories::RemoveGone(
     std::error_code ec;
     std::filesystem::remove_all(Dir(name), ec);
     if (ec) {
-      spdlog::warn("remove the directory of deleted ComputeDomain {}: {}", name, ec.message());
+      NVDRA_WARN("remove the directory of deleted ComputeDomain {}: {}", name, ec.message());
       continue;
     }
-    spdlog::info("removed the IMEX daemon directory of ComputeDomain {}: the domain no longer exists", name);
+    NVDRA_INFO("removed the IMEX daemon directory of ComputeDomain {}: the domain no longer exists", name);
     removed.push_back(name);
   }
   return removed;

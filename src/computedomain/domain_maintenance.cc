@@ -44,7 +44,7 @@ MaintenanceReport DomainMaintenance::RunOnce() {
       rep.clique = clique.status().Wrap("re-read the NVLink clique");
     } else {
       if (*clique != watch_.clique_id()) {
-        spdlog::info("{} (was \"{}\")", CliqueLogLine({*clique, ""}), watch_.clique_id());
+        NVDRA_INFO("{} (was \"{}\")", CliqueLogLine({*clique, ""}), watch_.clique_id());
         watch_.SetCliqueId(*clique);
         if (options_.on_clique_change) options_.on_clique_change(*clique);
         rep.clique_changed = true;
@@ -56,8 +56,8 @@ MaintenanceReport DomainMaintenance::RunOnce() {
   }
   rep.label = labels_.Repair();
   rep.removed_dirs = dirs_.RemoveGone([this](const std::string& uid) { return watch_.Exists(uid); });
-  if (!rep.label.ok()) spdlog::warn("ComputeDomain node label: {}", rep.label.ToString());
-  if (!rep.clique.ok()) spdlog::warn("{}", rep.clique.ToString());
+  if (!rep.label.ok()) NVDRA_WARN("ComputeDomain node label: {}", rep.label.ToString());
+  if (!rep.clique.ok()) NVDRA_WARN("{}", rep.clique.ToString());
   return rep;
 }
 

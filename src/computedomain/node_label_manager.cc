@@ -14,7 +14,7 @@ void NodeLabelManager::DropExpiredLocked() {
   for (auto d = holders_.begin(); d != holders_.end();) {
     for (auto c = d->second.begin(); c != d->second.end();) {
       if (!c->second.confirmed && now - c->second.last_attempt > pending_ttl_) {
-        spdlog::info("claim {} never completed its Prepare in ComputeDomain {}; it no longer holds the node label",
+        NVDRA_INFO("claim {} never completed its Prepare in ComputeDomain {}; it no longer holds the node label",
                      c->first, d->first);
         c = d->second.erase(c);
       } else {
@@ -46,7 +46,7 @@ Status NodeLabelManager::SetLabel(const std::string& domain_uid) {
   if (r.ok()) {
     MutexLock l(mu_);
     api_requests_ += r->requests;
-    if (r->written) spdlog::info("labelled node {} {}={}", node_name_, kComputeDomainLabel, domain_uid);
+    if (r->written) NVDRA_INFO("labelled node {} {}={}", node_name_, kComputeDomainLabel, domain_uid);
   }
   return r.status();
 }
@@ -62,7 +62,7 @@ Status NodeLabelManager::RemoveLabel(const std::string& domain_uid) {
   if (r.ok()) {
     MutexLock l(mu_);
     api_requests_ += r->requests;
-    if (r->written) spdlog::info("removed label {}={} from node {}", kComputeDomainLabel, domain_uid, node_name_);
+    if (r->written) NVDRA_INFO("removed label {}={} from node {}", kComputeDomainLabel, domain_uid, node_name_);
   }
   return r.status();
 }
@@ -117,7 +117,7 @@ void NodeLabelManager::Release(const std::string& domain_uid, const std::string&
   }
   Status s = RemoveLabel(domain_uid);
   if (!s.ok()) {
-    spdlog::warn("claim {}: could not remove node label {}={} ({}); the reconciler retries", claim_uid,
+    NVDRA_WARN("claim {}: could not remove node label {}={} ({}); the reconciler retries", claim_uid,
                  kComputeDomainLabel, domain_uid, s.ToString());
   }
 }
@@ -162,13 +162,13 @@ Status NodeLabelManager::Repair() {
   }
   if (held.empty()) {
     if (!cur || cur->empty()) return Status::Ok();
-    spdlog::info("node {} is labelled {}={} but no claim of that domain is prepared here; removing the label",
+    NVDRA_INFO("node {} is labelled {}={} but no claim of that domain is prepared here; removing the label",
                  node_name_, kComputeDomainLabel, *cur);
     return RemoveLabel(*cur);
   }
   const std::string& want = *held.begin();
   if (cur == want) return Status::Ok();
-  spdlog::warn("node {}: label {} is {} while a claim of ComputeDomain {} is prepared; repairing", node_name_,
+  NVDRA_WARN("node {}: label {} is {} while a claim of ComputeDomain {} is prepared; repairing", node_name_,
                kComputeDomainLabel, cur ? "\"" + *cur + "\"" : "missing", want);
   return SetLabel(want);
 }

@@ -219,7 +219,7 @@ Result<DriverFiles> DiscoverDriverFiles(const DriverRoot& driver_root, const std
       if (Glob(suffix_glob, Basename(file)) || Glob(suffix_glob, Basename(e.path))) add_lib(file);
     }
   } else if (cache.status().code() != StatusCode::kNotFound) {
-    spdlog::warn("driver files: ignoring {}: {}", f.Abs("/etc/ld.so.cache"), cache.status().message());
+    NVDRA_WARN("driver files: ignoring {}: {}", f.Abs("/etc/ld.so.cache"), cache.status().message());
   }
   std::vector<std::string> scan_dirs;
   {
@@ -430,7 +430,7 @@ Status DriverFilesCache::RefreshLocked() {
   auto files = DiscoverDriverFiles(root_, *version);
   if (!files.ok()) return files.status().Wrap("discover driver files");
   if (have_) {
-    spdlog::info("driver files: driver {} replaced {}; {} libraries", *version, files_.driver_version,
+    NVDRA_INFO("driver files: driver {} replaced {}; {} libraries", *version, files_.driver_version,
                  files->libraries.size());
   }
   files_ = std::move(files).value();

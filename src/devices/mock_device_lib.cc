@@ -39,8 +39,8 @@ Status MakeNode(const std::string& path, int major, int minor, mode_t mode) {
 
 class MockGpuControl final : public GpuControl {
  public:
-  MockGpuControl(std::string log_path, std::vector<std::string> uuids)
-      : log_path_(std::move(log_path)), uuids_(std::move(uuids)) {}
+  MockGpuControl(std::string log_path, std::string failures_path, std::vector<std::string> uuids)
+      : log_path_(std::move(log_path)), failures_path_(std::move(failures_path)), uuids_(std::move(uuids)) {}
 
   Status SetTimeSlice(const std::string& uuid, int interval) override {
     NVDRA_RETURN_IF_ERROR(ValidateTimeSlice(interval));
@@ -56,6 +56,17 @@ class MockGpuControl final : public GpuControl {
     if (std::find(uuids_.begin(), uuids_.end(), uuid) == uuids_.end()) {
       return NotFound("no GPU with UUID " + uuid + " on this (mock) node");
     }
+    // Injected failures: one GPU UUID (or "*" for all) per line of the file,
+    // read on every call so a test can fail and heal a GPU while it runs.
+    if (auto failures = ReadFileToString(failures_path_); failures.ok()) {
+      std::istringstream in(*failures);
+      for (std::string w; in >> w;) {
+        if (w == uuid || w == "*") {
+          return Internal("command \"nvidia-smi " + line + "\" failed (exit 15): Unable to set on " + uuid +
+                          ": Unknown Error (injected by " + failures_path_ + ")");
+        }
+      }
+    }
     MutexLock l(mu_);
     int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return Internal("opening mock control log " + log_path_ + ": " + ErrnoText(errno));
@@ -67,6 +78,7 @@ class MockGpuControl final : public GpuControl {
   }
   Mutex mu_;  // one writer at a time, so log lines never interleave
   std::string log_path_;
+  std::string failures_path_;
   std::vector<std::string> uuids_;
 };
 
@@ -87,7 +99,8 @@ Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile
   NVDRA_RETURN_IF_ERROR(lib->Build().Wrap("building mock driver root in " + root));
   std::vector<std::string> uuids;
   for (const auto& g : lib->profile_.inventory.gpus) uuids.push_back(g.uuid);
-  lib->control_ = std::make_unique<MockGpuControl>(lib->control_log_path(), std::move(uuids));
+  lib->control_ =
+      std::make_unique<MockGpuControl>(lib->control_log_path(), lib->control_failures_path(), std::move(uuids));
   return lib;
 }
 
@@ -96,6 +109,7 @@ std::string MockDeviceLib::capabilities_dir() const { return JoinPath(dir_, kCap
 std::string MockDeviceLib::cdi_hook_source() const { return MockCdiHookPath(dir_); }
 std::string MockDeviceLib::health_events_path() const { return JoinPath(dir_, "health-events"); }
 std::string MockDeviceLib::control_log_path() const { return JoinPath(dir_, "state/control.log"); }
+std::string MockDeviceLib::control_failures_path() const { return JoinPath(dir_, "control-failures"); }
 
 Status MockDeviceLib::Build() {
   const std::string dev = JoinPath(dir_, "dev");

@@ -11,6 +11,7 @@
 //   sys/bus/pci/devices/<bdf> -> ../../../devices/<pcieRoot>/<bdf>
 //   health-events          lines "<device> <xid>|lost|unmonitored" to inject
 //   state/control.log      one line per GpuControl call
+//   control-failures       GPU UUIDs (or "*") whose GpuControl calls fail, to inject
 //   the driver's user-space files, DRM nodes and a recording nvidia-cdi-hook
 //   (mock_driver_install.h)
 #pragma once
@@ -49,6 +50,7 @@ class MockDeviceLib final : public DeviceLib {
   const MockProfile& profile() const { return profile_; }
   std::string health_events_path() const;
   std::string control_log_path() const;
+  std::string control_failures_path() const;
 
   // nvcaps minors the fake driver assigns (stable per GPU/GI/CI).
   static int MigGiCapMinor(int gpu_minor, int gi);

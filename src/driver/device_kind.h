@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,12 @@ class DevicePublisher {
   // A health event for one of our devices. Returns true when what
   // PublishedDevices() returns changed (e.g. a taint was added or cleared).
   virtual bool OnHealthEvent(const devices::DeviceHealthEvent& event) { return false; }
+  // Health the kind finds out itself rather than from the hardware's events
+  // (a GPU whose time-slice reset keeps failing). The source's events say a
+  // device's health changed, with PublishedDevices() already reflecting it;
+  // the plugin starts it whatever the health flags and stops it before what
+  // the events feed. nullptr: the kind has none.
+  virtual std::unique_ptr<devices::DeviceHealthSource> NewOwnHealthSource() { return nullptr; }
 
   // The device_type label values of nvidia_dra_prepared_devices (pre-created
   // at zero), "unknown" included.

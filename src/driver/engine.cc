@@ -79,17 +79,17 @@ kubelet::PrepareResult Engine::PrepareClaim(const model::ClaimRef& claim, Steady
   if (devices.ok()) {
     ok = true;
     out.devices = std::move(devices).value();
-    spdlog::info("Returning newly prepared devices for claim '{}': {} device(s)", claim.ToString(),
+    NVDRA_INFO("Returning newly prepared devices for claim '{}': {} device(s)", claim.ToString(),
                  out.devices.size());
   } else {
     const Status& s = devices.status();
     out.error = "error preparing devices for claim " + claim.ToString() + ": " + s.message();
     if (metrics_ != nullptr) metrics_->RecordPrepareError(metrics::kErrorPrepareDevices);
     if (s.permanent()) {
-      spdlog::error("Permanent error preparing devices for claim {}: {}", claim.uid, s.message());
+      NVDRA_ERROR("Permanent error preparing devices for claim {}: {}", claim.uid, s.message());
       if (options_.on_permanent_failure) options_.on_permanent_failure(claim, out.error);
     } else {
-      spdlog::warn("{}", out.error);
+      NVDRA_WARN("{}", out.error);
     }
   }
   request_timer.reset();
@@ -128,7 +128,7 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
   NVDRA_ASSIGN_OR_RETURN(ledger::BeginResult begin, Begin(work, plan, snap));
   if (begin.outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(begin.entry);
   if (begin.outcome == ledger::BeginOutcome::kRedoAfterReboot) {
-    spdlog::info("Claim {} was prepared before the node rebooted; redoing its node-side work", ref.ToString());
+    NVDRA_INFO("Claim {} was prepared before the node rebooted; redoing its node-side work", ref.ToString());
   }
   return PrepareDevices(work, plan, begin.entry.attempt);
 }
@@ -158,6 +158,16 @@ Result<ClaimWork> Engine::OurResults(const model::ClaimRef& ref, const ClaimSnap
   ClaimWork work{ref.uid, ref.ns, ref.name, {}, {}};
   for (const auto& r : snap.results) {
     if (r.driver != driver_) continue;
+    // Device names repeat on every node ("gpu-0"): only the pool, which is
+    // the node's name, says whose device the scheduler picked. Preparing
+    // another node's allocation would hand this node's device to the claim
+    // behind the scheduler's back.
+    if (!options_.node_name.empty() && r.pool != options_.node_name) {
+      return FailedPrecondition("claim " + ref.ObjectName() + " is allocated to node " + r.pool + " (device " +
+                                r.device + ", request " + r.request + "), not to this node " +
+                                options_.node_name + "; it cannot be prepared here")
+          .AsPermanent();
+    }
     if (kind_.DeviceType(r.device).empty()) {
       return NotFound("requested device " + r.device + " (request " + r.request +
                       ") is not allocatable on this node: it is not among the devices this plugin publishes")
@@ -283,7 +293,7 @@ std::string Engine::UnprepareClaim(const model::ClaimRef& claim, Steady::time_po
   RefreshGauges();
   if (s.ok()) return "";
   std::string msg = "error unpreparing devices for claim " + claim.ToString() + ": " + s.message();
-  spdlog::warn("{}", msg);
+  NVDRA_WARN("{}", msg);
   return msg;
 }
 
@@ -318,10 +328,10 @@ Status Engine::UnprepareEntry(const ledger::ClaimEntry& stale, const std::string
   std::string ref = model::ClaimRef{stale.ns, stale.uid, stale.name}.ToString();
   if (s.ok()) {
     // Upstream's words, which operators grep for.
-    spdlog::info("Checkpointed RC cleanup: unprepared stale claim: {}/{} (claim {}: {})", stale.ns, stale.name,
+    NVDRA_INFO("Checkpointed RC cleanup: unprepared stale claim: {}/{} (claim {}: {})", stale.ns, stale.name,
                  stale.uid, why);
   } else {
-    spdlog::warn("unprepare of stale claim {} failed, will retry: {}", ref, s.message());
+    NVDRA_WARN("unprepare of stale claim {} failed, will retry: {}", ref, s.message());
   }
   return s;
 }
@@ -345,13 +355,13 @@ Result<bool> Engine::RecoverLostClaims() {
   for (const auto& uid : uids) {
     Status s = RebuildFromSpec(uid);
     if (!s.ok()) {
-      spdlog::warn("ledger recovery: claim {}: {}", uid, s.message());
+      NVDRA_WARN("ledger recovery: claim {}: {}", uid, s.message());
       failed++;
     }
   }
   if (failed > 0) return false;  // the next pass tries again; no spec is swept meanwhile
   NVDRA_RETURN_IF_ERROR(ledger_.FinishRecovery());
-  spdlog::info("ledger recovery finished: {} claim spec(s) checked; the ledger is the truth again", uids.size());
+  NVDRA_INFO("ledger recovery finished: {} claim spec(s) checked; the ledger is the truth again", uids.size());
   return true;
 }
 
@@ -373,11 +383,11 @@ Status Engine::RebuildFromSpec(const std::string& uid) {
   if (rebuilt.code() == StatusCode::kConflict) {
     // A claim prepared since holds its device: that one is the truth, and
     // this spec an orphan the sweep removes once the recovery is over.
-    spdlog::warn("ledger recovery: not rebuilding claim {}: {}", uid, rebuilt.message());
+    NVDRA_WARN("ledger recovery: not rebuilding claim {}: {}", uid, rebuilt.message());
     return Status::Ok();
   }
   NVDRA_RETURN_IF_ERROR(rebuilt);
-  spdlog::warn("ledger recovery: rebuilt claim {} from its CDI spec ({} device(s)); its next Prepare or "
+  NVDRA_WARN("ledger recovery: rebuilt claim {} from its CDI spec ({} device(s)); its next Prepare or "
                "Unprepare completes the entry",
                uid, devices->size());
   return Status::Ok();
@@ -396,7 +406,7 @@ Result<bool> Engine::RemoveOrphanSpec(const std::string& uid) {
   if (entry->has_value() && ledger::HoldsResources((*entry)->state)) return false;
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-before-orphan-spec-remove"));
   NVDRA_RETURN_IF_ERROR(cdi_.RemoveClaimSpec(uid));
-  spdlog::info("removed orphan CDI spec of claim {} (no live ledger entry)", uid);
+  NVDRA_INFO("removed orphan CDI spec of claim {} (no live ledger entry)", uid);
   return true;
 }
 
@@ -404,7 +414,7 @@ int Engine::SweepOrphanSpecs(const std::set<std::string>& live, int* errors) {
   int removed = 0;
   auto uids = cdi_.ListClaimSpecUids();
   if (!uids.ok()) {
-    spdlog::warn("reconcile: list CDI specs: {}", uids.status().message());
+    NVDRA_WARN("reconcile: list CDI specs: {}", uids.status().message());
     (*errors)++;
     return 0;
   }
@@ -426,7 +436,7 @@ int Engine::SweepOrphanSpecs(const std::set<std::string>& live, int* errors) {
     return !e.ok() || e->has_value();
   });
   if (!swept.ok()) {
-    spdlog::warn("reconcile: sweep CDI temp files: {}", swept.status().message());
+    NVDRA_WARN("reconcile: sweep CDI temp files: {}", swept.status().message());
     (*errors)++;
   } else {
     removed += static_cast<int>(swept->size());

@@ -216,6 +216,33 @@ TEST_F(EngineTest, DeviceNotPublishedHereIsRefused) {
   EXPECT_FALSE(Entry("uid-a"));
 }
 
+// Device names repeat on every node, so the pool decides: a claim the
+// scheduler allocated to another node's gpu-0 must not get this node's gpu-0.
+TEST_F(EngineTest, AClaimAllocatedToAnotherNodeIsRefusedPermanently) {
+  std::vector<std::string> reported;
+  EngineOptions o;
+  o.node_name = "node-1";
+  o.on_permanent_failure = [&](const model::ClaimRef& c, const std::string&) { reported.push_back(c.uid); };
+  reconciler_.reset();
+  engine_ = std::make_unique<Engine>(o, *ledger_, *kind_, claims_, *cdi_, nullptr);
+  auto c = Claim("uid-a", "a", {"gpu-0"});
+  c.results[0].pool = "node-2";
+  c.consumers = {"pod-1"};
+  claims_.Put(c);
+  auto r = engine_->PrepareClaim(Ref(c), kFar);
+  EXPECT_NE(r.error.find("is allocated to node node-2 (device gpu-0, request req0), not to this node node-1"),
+            std::string::npos)
+      << r.error;
+  EXPECT_EQ(reported, std::vector<std::string>{"uid-a"}) << "a permanent error";
+  EXPECT_FALSE(Entry("uid-a"));
+  EXPECT_EQ(kind_->prepares.load(), 0);
+  EXPECT_FALSE(PathExists(SpecPath("uid-a")));
+  // The same claim allocated here is prepared.
+  c.results[0].pool = "node-1";
+  claims_.Put(c);
+  EXPECT_EQ(engine_->PrepareClaim(Ref(c), kFar).error, "");
+}
+
 TEST_F(EngineTest, DeviceHeldByAnotherClaimIsRefusedNamingTheHolder) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   auto b = Claim("uid-b", "b", {"gpu-0"});

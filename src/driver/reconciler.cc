@@ -22,7 +22,7 @@ ReconcileReport Reconciler::RunOnce(bool deep) {
   ReconcileReport rep;
   auto entries = engine_.Entries();
   if (!entries.ok()) {
-    spdlog::warn("reconcile: read ledger: {}", entries.status().message());
+    NVDRA_WARN("reconcile: read ledger: {}", entries.status().message());
     rep.errors++;
     if (metrics_ != nullptr) metrics_->RecordReconcileRun("error");
     return rep;
@@ -45,14 +45,14 @@ ReconcileReport Reconciler::RunOnce(bool deep) {
   }
 
   if (Status gc = engine_.CollectGarbage(); !gc.ok()) {
-    spdlog::warn("reconcile: ledger garbage collection: {}", gc.message());
+    NVDRA_WARN("reconcile: ledger garbage collection: {}", gc.message());
     rep.errors++;
   }
   // A ledger that was lost is rebuilt from the CDI specs first; until that
   // is done every spec stays (it may be a prepared claim's).
   auto recovered = engine_.RecoverLostClaims();
   if (!recovered.ok()) {
-    spdlog::warn("reconcile: ledger recovery: {}", recovered.status().message());
+    NVDRA_WARN("reconcile: ledger recovery: {}", recovered.status().message());
     rep.errors++;
   } else if (*recovered) {
     rep.orphan_specs_removed = engine_.SweepOrphanSpecs(live, &rep.errors);
@@ -99,7 +99,7 @@ void Reconciler::Record(const ledger::ClaimEntry& e, const Decision& d, Reconcil
   const std::string ref = model::ClaimRef{e.ns, e.uid, e.name}.ToString();
   switch (d.action) {
     case Action::kCannotCheck:
-      spdlog::warn("reconcile: claim {} has no name in the ledger; cannot check it", e.uid);
+      NVDRA_WARN("reconcile: claim {} has no name in the ledger; cannot check it", e.uid);
       break;
     case Action::kRetryLater:
       rep.api_errors++;
@@ -113,7 +113,7 @@ void Reconciler::Record(const ledger::ClaimEntry& e, const Decision& d, Reconcil
     case Action::kWaitGrace:
       rep.stale_completed++;
       if (d.grace_started) {
-        spdlog::warn("prepared claim {}: {}; unpreparing it after the grace period unless the kubelet does first",
+        NVDRA_WARN("prepared claim {}: {}; unpreparing it after the grace period unless the kubelet does first",
                      ref, d.judgement.why);
       }
       break;

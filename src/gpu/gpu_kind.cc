@@ -4,6 +4,7 @@
 #include <set>
 
 #include "devices/published_devices.h"
+#include "util/periodic_worker.h"
 #include "util/log.h"
 
 namespace nvdra::gpu {
@@ -21,8 +22,50 @@ config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates) {
   return rules;
 }
 
-GpuKind::GpuKind(devices::NodeInventory inventory, devices::DeviceEdits edits, devices::GpuControl& control)
-    : inventory_(std::move(inventory)), edits_(std::move(edits)), control_(control) {
+namespace {
+
+// The background retry of owed time-slice resets, as a health source: the
+// plugin owns its lifetime like the hardware's, so its reports stop before
+// what they feed (the slice publisher, the health stream) is taken down.
+class OwedResetRetry final : public devices::DeviceHealthSource {
+ public:
+  OwedResetRetry(TimeSliceResets& resets, std::chrono::milliseconds period) : resets_(resets), period_(period) {}
+  ~OwedResetRetry() override { Stop(); }
+
+  Status Start(const devices::NodeInventory&, devices::HealthCallback callback) override {
+    resets_.SetReporter(callback);
+    for (const auto& device : resets_.OwingDevices()) {
+      callback({device, devices::HealthState::kUnhealthy, std::nullopt,
+                "owes a time-slice reset from before the plugin restarted"});
+    }
+    PeriodicWorkerOptions o;
+    o.period = period_;
+    o.jitter = 0.1;
+    o.run_at_start = false;
+    o.name = "time-slice reset retry";
+    worker_ = std::make_unique<PeriodicWorker>(o, [this] { return resets_.RetryOwed(); });
+    worker_->Start();
+    return Status::Ok();
+  }
+  void Stop() override {
+    worker_.reset();
+    resets_.SetReporter(nullptr);
+  }
+
+ private:
+  TimeSliceResets& resets_;
+  const std::chrono::milliseconds period_;
+  std::unique_ptr<PeriodicWorker> worker_;
+};
+
+}  // namespace
+
+GpuKind::GpuKind(devices::NodeInventory inventory, devices::DeviceEdits edits, devices::GpuControl& control,
+                 GpuKindOptions options)
+    : inventory_(std::move(inventory)),
+      edits_(std::move(edits)),
+      options_(std::move(options)),
+      resets_(control, options_.resets) {
   for (const auto& g : inventory_.gpus) {
     if (!g.mig_enabled) by_name_[devices::GpuDeviceName(g.minor)] = Located{&g, nullptr};
     for (const auto& m : g.migs) by_name_[devices::MigDeviceName(m)] = Located{&g, &m};
@@ -43,7 +86,11 @@ std::string GpuKind::DeviceType(const std::string& device) const {
 std::vector<std::string> GpuKind::MetricDeviceTypes() const { return {"gpu", "mig", "vfio", "unknown"}; }
 
 std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {
-  return taints_.Decorate(devices::GpuPublishedDevices(inventory_));
+  return resets_.Decorate(taints_.Decorate(devices::GpuPublishedDevices(inventory_)));
+}
+
+std::unique_ptr<devices::DeviceHealthSource> GpuKind::NewOwnHealthSource() {
+  return std::make_unique<OwedResetRetry>(resets_, options_.reset_retry_period);
 }
 
 Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
@@ -91,8 +138,7 @@ Result<driver::ClaimEdits> GpuKind::EditsFor(const std::vector<std::string>& dev
 Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) {
   NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, DecodeGpuUndo(plan.undo));
   for (const auto& ts : undo.time_slicing) {
-    NVDRA_RETURN_IF_ERROR(control_.SetComputeMode(ts.uuid, "DEFAULT").Wrap("error applying config"));
-    NVDRA_RETURN_IF_ERROR(control_.SetTimeSlice(ts.uuid, ts.interval).Wrap("error applying config"));
+    NVDRA_RETURN_IF_ERROR(resets_.Apply(ts.device, ts.uuid, ts.interval).Wrap("error applying config"));
   }
   driver::PreparedClaim out;
   NVDRA_ASSIGN_OR_RETURN(out.edits, EditsFor(undo.devices));
@@ -114,22 +160,27 @@ Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
 Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
   auto undo = DecodeGpuUndo(undo_json);
   if (!undo.ok()) {
-    spdlog::warn("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
+    NVDRA_WARN("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
                  undo.status().message());
     return Status::Ok();
   }
   for (const auto& item : undo->unreadable_time_slicing) {
-    spdlog::warn("claim {}: skipping an undo item this version does not understand: {}", claim_uid, item.dump());
+    NVDRA_WARN("claim {}: skipping an undo item this version does not understand: {}", claim_uid, item.dump());
   }
+  // Every GPU's reset is tried, so each one's attempts count, even when an
+  // earlier one failed.
+  Status first;
   for (const auto& ts : undo->time_slicing) {
-    bool present = std::any_of(inventory_.gpus.begin(), inventory_.gpus.end(),
-                               [&](const devices::GpuInfo& g) { return g.uuid == ts.uuid; });
-    if (!present) {
-      spdlog::warn("claim {}: GPU {} is gone; nothing to reset", claim_uid, ts.uuid);
+    auto gpu = std::find_if(inventory_.gpus.begin(), inventory_.gpus.end(),
+                            [&](const devices::GpuInfo& g) { return g.uuid == ts.uuid; });
+    if (gpu == inventory_.gpus.end()) {
+      NVDRA_WARN("claim {}: GPU {} is gone; nothing to reset", claim_uid, ts.uuid);
       continue;
     }
-    NVDRA_RETURN_IF_ERROR(control_.SetTimeSlice(ts.uuid, 0).Wrap("reset time-slice of " + ts.uuid));
+    Status s = resets_.ResetForClaim(claim_uid, devices::GpuDeviceName(gpu->minor), ts.uuid);
+    if (!s.ok() && first.ok()) first = s;
   }
+  if (!first.ok()) return first;
   return Status::Ok();
 }
 

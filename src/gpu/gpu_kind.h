@@ -4,6 +4,7 @@
 // record (gpu_undo.h) says what Unprepare must reset.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "driver/device_kind.h"
 #include "gpu/gpu_undo.h"
 #include "gpu/health_taints.h"
+#include "gpu/time_slice_resets.h"
 
 namespace nvdra::gpu {
 
@@ -23,9 +25,17 @@ inline constexpr const char* kDriverName = "gpu.nvidia.com";
 // them: VfioDeviceConfig (with PassthroughSupport), MigDeviceConfig, GpuConfig.
 config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates);
 
+struct GpuKindOptions {
+  // Bounded retries of a failing time-slice reset (time_slice_resets.h).
+  TimeSliceResetOptions resets;
+  // How often a GPU that owes a time-slice reset is retried.
+  std::chrono::milliseconds reset_retry_period{30'000};
+};
+
 class GpuKind final : public driver::DeviceKind {
  public:
-  GpuKind(devices::NodeInventory inventory, devices::DeviceEdits edits, devices::GpuControl& control);
+  GpuKind(devices::NodeInventory inventory, devices::DeviceEdits edits, devices::GpuControl& control,
+          GpuKindOptions options = {});
 
   // Engine port.
   std::string driver_name() const override { return kDriverName; }
@@ -43,6 +53,11 @@ class GpuKind final : public driver::DeviceKind {
   std::vector<model::PublishedDevice> PublishedDevices() const override;
   bool MonitorsDeviceHealth() const override { return true; }
   bool OnHealthEvent(const devices::DeviceHealthEvent& event) override { return taints_.Apply(event); }
+  // GPUs that owe a time-slice reset: reported unhealthy, retried every
+  // reset_retry_period until the reset succeeds.
+  std::unique_ptr<devices::DeviceHealthSource> NewOwnHealthSource() override;
+  // One pass of that retry, now (tests).
+  Status RetryOwedResetsForTest() { return resets_.RetryOwed(); }
   std::vector<std::string> MetricDeviceTypes() const override;
 
  private:
@@ -55,9 +70,10 @@ class GpuKind final : public driver::DeviceKind {
 
   devices::NodeInventory inventory_;
   devices::DeviceEdits edits_;
-  devices::GpuControl& control_;
+  const GpuKindOptions options_;
   std::map<std::string, Located> by_name_;
   HealthTaints taints_;
+  TimeSliceResets resets_;
 };
 
 }  // namespace nvdra::gpu

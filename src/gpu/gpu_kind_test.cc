@@ -7,7 +7,9 @@
 
 #include "devices/device_lib.h"
 #include "driver/engine.h"
+#include "driver/engine_test_util.h"
 #include "util/file_util.h"
+#include "util/mutex.h"
 
 namespace nvdra::gpu {
 namespace {
@@ -32,7 +34,41 @@ class GpuKindTest : public ::testing::Test {
     ASSERT_TRUE(inv.ok()) << inv.status().ToString();
     inventory_ = *inv;
     cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com");
-    kind_ = std::make_unique<GpuKind>(inventory_, devices::DeviceEdits::ForLib(*lib_), lib_->control());
+    NewKind();
+  }
+  // A kind as the plugin builds it (its reset state beside the ledger); again
+  // after a restart.
+  void NewKind() {
+    kind_.reset();
+    GpuKindOptions o;
+    o.resets.state_path = dir_ + "/time-slice-resets.json";
+    kind_ = std::make_unique<GpuKind>(inventory_, devices::DeviceEdits::ForLib(*lib_), lib_->control(), o);
+  }
+  // A prepared claim on gpu-2 with a time slice: its undo record.
+  nlohmann::json PrepareTimeSliced(const std::string& uid, const std::string& interval = "Medium") {
+    auto w = Work({"gpu-2"});
+    w.uid = uid;
+    config::GpuConfig gc;
+    gc.sharing = config::GpuSharing{"TimeSlicing", config::TimeSlicingConfig{interval}, std::nullopt};
+    w.groups.push_back({gc, {}, {{"gpu", "gpu-2", "gpu", kDriverName}}});
+    auto plan = kind_->Plan(w);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    auto p = kind_->Prepare(w, *plan);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? p->undo : nlohmann::json();
+  }
+  void FailControlOf(const std::string& uuid) {
+    ASSERT_TRUE(WriteFileAtomically(dir_ + "/mock/control-failures", uuid + "\n").ok());
+  }
+  void HealControl() { ASSERT_TRUE(RemoveFileIfExists(dir_ + "/mock/control-failures").ok()); }
+  std::vector<std::string> Tainted(const std::string& key) {
+    std::vector<std::string> out;
+    for (const auto& d : kind_->PublishedDevices()) {
+      for (const auto& t : d.taints) {
+        if (t.key == key) out.push_back(d.name);
+      }
+    }
+    return out;
   }
   driver::ClaimWork Work(std::vector<std::string> devices) {
     driver::ClaimWork w{"uid-1", "default", "c", {}, {}};
@@ -115,6 +151,150 @@ TEST_F(GpuKindTest, TimeSlicingIsAppliedAndResetFromTheUndoRecord) {
   ASSERT_TRUE(kind_->Unprepare("uid-1", p->undo).ok());
   EXPECT_EQ(ControlLog(), "SetComputeMode " + uuid + " DEFAULT\nSetTimeSlice " + uuid + " 2\nSetTimeSlice " +
                               uuid + " 0\n");
+}
+
+// A time-slice reset that keeps failing once wedged Unprepare for ever: the
+// kubelet retried it, the claim was never released. Now the claim gets a
+// bounded number of attempts, is then released, and the GPU is reported
+// unhealthy and retried in the background until a reset succeeds.
+TEST_F(GpuKindTest, AFailingTimeSliceResetReleasesTheClaimAfterBoundedAttemptsAndTaintsTheGpu) {
+  Open("h100x8");
+  auto source = kind_->NewOwnHealthSource();
+  ASSERT_NE(source, nullptr);
+  std::vector<devices::DeviceHealthEvent> events;
+  Mutex mu;
+  ASSERT_TRUE(source->Start(inventory_, [&](const devices::DeviceHealthEvent& e) {
+    MutexLock l(mu);
+    events.push_back(e);
+  }).ok());
+  auto undo = PrepareTimeSliced("uid-1");
+  const std::string uuid = inventory_.gpus[2].uuid;
+  FailControlOf(uuid);
+  for (int attempt = 1; attempt < 3; attempt++) {
+    Status s = kind_->Unprepare("uid-1", undo);
+    EXPECT_FALSE(s.ok()) << "attempt " << attempt;
+    EXPECT_NE(s.message().find("attempt " + std::to_string(attempt) + " of 3"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("injected"), std::string::npos) << s.message();
+    EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
+  }
+  EXPECT_TRUE(kind_->Unprepare("uid-1", undo).ok()) << "the last attempt releases the claim";
+  EXPECT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
+  {
+    MutexLock l(mu);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].device, "gpu-2");
+    EXPECT_EQ(events[0].state, devices::HealthState::kUnhealthy);
+  }
+  // The background retry keeps failing while the GPU does.
+  EXPECT_FALSE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
+  HealControl();
+  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
+  EXPECT_NE(ControlLog().find("SetTimeSlice " + uuid + " 0\n"), std::string::npos) << ControlLog();
+  {
+    MutexLock l(mu);
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[1].device, "gpu-2");
+    EXPECT_EQ(events[1].state, devices::HealthState::kHealthy);
+  }
+  source->Stop();
+}
+
+// Both the attempts and the owed reset outlive a restart of the plugin:
+// nothing else remembers what a released claim left on the GPU.
+TEST_F(GpuKindTest, TimeSliceResetAttemptsAndOwedResetsSurviveARestart) {
+  Open("h100x8");
+  auto undo = PrepareTimeSliced("uid-1");
+  FailControlOf(inventory_.gpus[2].uuid);
+  EXPECT_FALSE(kind_->Unprepare("uid-1", undo).ok());
+  EXPECT_FALSE(kind_->Unprepare("uid-1", undo).ok());
+  NewKind();
+  EXPECT_TRUE(kind_->Unprepare("uid-1", undo).ok()) << "the third attempt overall is the last";
+  NewKind();
+  EXPECT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
+  auto source = kind_->NewOwnHealthSource();
+  std::vector<devices::DeviceHealthEvent> events;
+  ASSERT_TRUE(source->Start(inventory_, [&](const devices::DeviceHealthEvent& e) { events.push_back(e); }).ok());
+  ASSERT_EQ(events.size(), 1u) << "reported unhealthy again at start";
+  EXPECT_EQ(events[0].device, "gpu-2");
+  EXPECT_EQ(events[0].state, devices::HealthState::kUnhealthy);
+  source->Stop();
+  HealControl();
+  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  NewKind();
+  EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
+}
+
+// A new claim that sets the GPU's time slice owns the setting: the owed
+// reset is dropped, so the background retry never resets that claim's time
+// slice under it.
+TEST_F(GpuKindTest, ANewClaimSettingTheTimeSliceSettlesTheOwedReset) {
+  Open("h100x8");
+  auto undo = PrepareTimeSliced("uid-1");
+  const std::string uuid = inventory_.gpus[2].uuid;
+  FailControlOf(uuid);
+  for (int i = 0; i < 3; i++) (void)kind_->Unprepare("uid-1", undo);
+  ASSERT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
+  HealControl();
+  PrepareTimeSliced("uid-2", "Long");
+  EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
+  std::string before = ControlLog();
+  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_EQ(ControlLog(), before) << "no reset behind the new claim's back";
+  EXPECT_EQ(before.substr(before.rfind("SetTimeSlice")), "SetTimeSlice " + uuid + " 3\n");
+}
+
+// Through the engine, as the kubelet drives it: the failed attempts are
+// errors the kubelet retries; the last one releases the claim (tombstone, no
+// CDI spec) and a new claim can be prepared on the GPU.
+TEST_F(GpuKindTest, TheEngineReleasesAClaimWhoseTimeSliceResetKeepsFailing) {
+  Open("h100x8");
+  ASSERT_TRUE(MakeDirectories(dir_ + "/plugin").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
+  ASSERT_TRUE(cdi_->EnsureRoot().ok());
+  ledger::LedgerOptions lo;
+  lo.dir = dir_ + "/plugin";
+  lo.boot_id_path = dir_ + "/boot_id";
+  auto ledger = ledger::ClaimLedger::Open(lo);
+  ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
+  driver::testing::FakeClaimSource claims;
+  driver::ClaimSnapshot c;
+  c.uid = "uid-1";
+  c.ns = "default";
+  c.name = "shared";
+  c.allocated = true;
+  c.results = {{"gpu", kDriverName, "node-1", "gpu-2", false, ""}};
+  config::ClaimConfig cc;
+  cc.requests = {"gpu"};
+  cc.driver = kDriverName;
+  cc.parameters_json = R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig",)"
+                       R"("sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Long"}}})";
+  c.configs = {cc};
+  c.consumers = {"pod-1"};
+  claims.Put(c);
+  driver::EngineOptions eo;
+  eo.node_name = "node-1";
+  auto gates = config::FeatureGates::Parse("TimeSlicingSettings=true");
+  ASSERT_TRUE(gates.ok()) << gates.status().ToString();
+  eo.gates = *gates;
+  driver::Engine engine(eo, **ledger, *kind_, claims, *cdi_, nullptr);
+  const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  model::ClaimRef ref{"default", "uid-1", "shared"};
+  auto prepared = engine.PrepareClaim(ref, far);
+  ASSERT_EQ(prepared.error, "");
+  const std::string spec = *cdi_->ClaimSpecPath("uid-1");
+  ASSERT_TRUE(PathExists(spec));
+  FailControlOf(inventory_.gpus[2].uuid);
+  EXPECT_NE(engine.UnprepareClaim(ref, far), "");
+  EXPECT_NE(engine.UnprepareClaim(ref, far), "");
+  EXPECT_TRUE(PathExists(spec)) << "kept while the kubelet retries";
+  EXPECT_EQ(engine.UnprepareClaim(ref, far), "");
+  auto entry = (*ledger)->Get("uid-1");
+  ASSERT_TRUE(entry.ok() && entry->has_value());
+  EXPECT_EQ((*entry)->state, ledger::ClaimState::kTombstone);
+  EXPECT_FALSE(PathExists(spec));
+  EXPECT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
 }
 
 TEST_F(GpuKindTest, UnprepareToleratesRecordsItDoesNotUnderstand) {

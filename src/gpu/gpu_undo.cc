@@ -1,5 +1,7 @@
 #include "gpu/gpu_undo.h"
 
+#include <limits>
+
 #include "driver/undo_record.h"
 
 namespace nvdra::gpu {
@@ -18,6 +20,11 @@ std::optional<TimeSliceUndo> DecodeTimeSlice(const json& item) {
   auto device = f->String("device");
   auto interval = f->Int("interval");
   if (!uuid.ok() || !uuid->has_value() || !device.ok() || !interval.ok()) return std::nullopt;
+  // An interval outside int's range cannot be one this version wrote.
+  if (interval->value_or(0) < std::numeric_limits<int>::min() ||
+      interval->value_or(0) > std::numeric_limits<int>::max()) {
+    return std::nullopt;
+  }
   TimeSliceUndo t;
   t.uuid = **uuid;
   t.device = device->value_or("");

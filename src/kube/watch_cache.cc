@@ -140,7 +140,7 @@ void WatchCache::Run() {
       Status s = ListOnce();
       SetError(s);
       if (!s.ok()) {
-        spdlog::warn("list {}: {}; retrying in {} ms", options_.what, s.ToString(), backoff.count());
+        NVDRA_WARN("list {}: {}; retrying in {} ms", options_.what, s.ToString(), backoff.count());
         SleepInterruptible(backoff);
         backoff = std::min(backoff * 2, options_.max_backoff);
         continue;
@@ -330,12 +330,12 @@ WatchCache::WatchEnd WatchCache::WatchOnce() {
   if (r->status / 100 != 2) {
     Status s = StatusFromResponse("GET", path, *r);
     SetError(s);
-    spdlog::warn("watch {}: {}", options_.what, s.ToString());
+    NVDRA_WARN("watch {}: {}", options_.what, s.ToString());
     return WatchEnd::kBroken;
   }
   if (!stream_error.ok()) {
     SetError(stream_error);
-    spdlog::warn("{}", stream_error.ToString());
+    NVDRA_WARN("{}", stream_error.ToString());
     return WatchEnd::kBroken;
   }
   SetError(Status::Ok());

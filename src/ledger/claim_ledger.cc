@@ -95,7 +95,7 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
   l->legacy_lock_.reset();
   if (!s.ok()) return s.Wrap("cannot open claim ledger in " + options.dir);
   l->opened_ = true;
-  for (const auto& e : l->report_.errors) spdlog::error("claim ledger {}: {}", options.dir, e);
+  for (const auto& e : l->report_.errors) NVDRA_ERROR("claim ledger {}: {}", options.dir, e);
   return l;
 }
 
@@ -294,7 +294,7 @@ Status ClaimLedger::ImportLegacyLocked() {
         "checkpoint nodeBootID \"{}\" != current \"{}\": its claims belong to that earlier boot",
         imported->node_boot_id, boot_id_));
   }
-  spdlog::info("imported {} claims from the Go driver's {}", imported->entries.size(), path);
+  NVDRA_INFO("imported {} claims from the Go driver's {}", imported->entries.size(), path);
   legacy_to_retire_ = path;
   return Status::Ok();
 }
@@ -488,7 +488,7 @@ Status ClaimLedger::ReloadLocked() {
   }
   NVDRA_RETURN_IF_ERROR(OpenExistingForAppendLocked(id, bytes.size(), meta_bytes));
   Status compact = MaybeCompactLocked();
-  if (!compact.ok()) spdlog::warn("claim ledger {}: compaction failed, retried later: {}", log_path_, compact.message());
+  if (!compact.ok()) NVDRA_WARN("claim ledger {}: compaction failed, retried later: {}", log_path_, compact.message());
   return Status::Ok();
 }
 
@@ -629,7 +629,7 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
   // disk) is retried after a later one, and never fails this one.
   Status compact = MaybeCompactLocked();
   if (!compact.ok()) {
-    spdlog::warn("claim ledger {}: compaction failed, retried later: {}", log_path_, compact.message());
+    NVDRA_WARN("claim ledger {}: compaction failed, retried later: {}", log_path_, compact.message());
   }
   return Status::Ok();
 }
@@ -823,7 +823,7 @@ Status ClaimLedger::RebuildEntry(const RebuiltClaim& c) {
     e.boot_id = boot_id_;
     e.updated = opts_.clock->Now();
     if (cur != nullptr) e.extra = cur->extra;
-    spdlog::warn("claim ledger: rebuilt the entry of claim {} from {} ({} devices)", Describe(e), c.source,
+    NVDRA_WARN("claim ledger: rebuilt the entry of claim {} from {} ({} devices)", Describe(e), c.source,
                  e.prepared.size());
     return AppendLocked(e, "ledger-before-rebuild-write", "ledger-after-rebuild-write");
   });
@@ -841,7 +841,7 @@ Status ClaimLedger::FinishRecovery() {
       return s;
     }
     RefreshReportLocked();
-    spdlog::info("claim ledger {}: recovery finished; the ledger is the truth again", log_path_);
+    NVDRA_INFO("claim ledger {}: recovery finished; the ledger is the truth again", log_path_);
     return Status::Ok();
   });
 }
@@ -919,7 +919,7 @@ Status ClaimLedger::FinishUnprepare(const std::string& uid) {
     e.updated = opts_.clock->Now();
     NVDRA_RETURN_IF_ERROR(AppendLocked(e, "ledger-before-tombstone-write", "ledger-after-tombstone-write"));
     // Upstream's words, which operators grep for.
-    spdlog::info("Deleted claim from checkpoint: {}/{} (claim {})", e.ns, e.name, e.uid);
+    NVDRA_INFO("Deleted claim from checkpoint: {}/{} (claim {})", e.ns, e.name, e.uid);
     return Status::Ok();
   });
 }

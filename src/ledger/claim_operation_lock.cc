@@ -3,11 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <memory>
-#include <thread>
-
+#include "ledger/lock_wait.h"
 #include "util/file_util.h"
-#include "util/mutex.h"
 
 namespace nvdra::ledger {
 namespace {
@@ -21,16 +18,6 @@ struct flock RangeOf(uint64_t offset, short type) {
   fl.l_pid = 0;  // required by F_OFD_* locks
   return fl;
 }
-
-// Shared by a caller waiting with a deadline and the helper thread blocking
-// in the lock call; whichever finishes last frees it.
-struct LockWait {
-  Mutex mu;
-  CondVar cv;
-  bool done GUARDED_BY(mu) = false;
-  bool abandoned GUARDED_BY(mu) = false;
-  int err GUARDED_BY(mu) = 0;
-};
 
 }  // namespace
 
@@ -78,32 +65,21 @@ Result<ClaimOperationLock> ClaimOperationLocks::Acquire(const std::string& claim
   NVDRA_ASSIGN_OR_RETURN(std::optional<ClaimOperationLock> now, TryAcquire(claim_uid));
   if (now) return std::move(*now);
   NVDRA_ASSIGN_OR_RETURN(int fd, OpenFile());
-  auto wait = std::make_shared<LockWait>();
   uint64_t offset = OffsetOf(claim_uid);
-  std::thread([wait, fd, offset] {
-    struct flock fl = RangeOf(offset, F_WRLCK);
-    int rc;
-    do {
-      rc = ::fcntl(fd, F_OFD_SETLKW, &fl);
-    } while (rc != 0 && errno == EINTR);
-    MutexLock l(wait->mu);
-    wait->err = rc == 0 ? 0 : errno;
-    wait->done = true;
-    if (wait->abandoned) {
-      ::close(fd);
-      return;
-    }
-    wait->cv.NotifyAll();
-  }).detach();
-  MutexLock l(wait->mu);
-  if (!wait->cv.WaitUntil(wait->mu, deadline, [&]() REQUIRES(wait->mu) { return wait->done; })) {
-    wait->abandoned = true;
+  LockWaitResult waited = WaitForLock(
+      fd,
+      [offset](int f) {
+        struct flock fl = RangeOf(offset, F_WRLCK);
+        return ::fcntl(f, F_OFD_SETLKW, &fl);
+      },
+      deadline);
+  if (waited.outcome == LockWaitOutcome::kTimedOut) {
     return DeadlineExceeded("another operation on claim " + claim_uid +
                             " is still running (in this or another plugin process); the kubelet will retry");
   }
-  if (wait->err != 0) {
+  if (waited.outcome == LockWaitOutcome::kFailed) {
     ::close(fd);
-    return Unavailable("cannot lock claim " + claim_uid + " in " + path_ + ": " + ErrnoText(wait->err));
+    return Unavailable("cannot lock claim " + claim_uid + " in " + path_ + ": " + ErrnoText(waited.err));
   }
   return ClaimOperationLock(fd);
 }

@@ -4,11 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <thread>
-
 #include "ledger/ledger_env.h"
+#include "ledger/lock_wait.h"
 #include "util/file_util.h"
-#include "util/mutex.h"
 
 namespace nvdra::ledger {
 namespace {
@@ -59,19 +57,6 @@ class PosixFileLock final : public FileLock {
 
  private:
   int fd_;
-};
-
-// A blocking flock cannot be given a timeout, so a helper thread blocks in it
-// while the caller waits on a condition variable until the deadline. If the
-// caller gives up, the helper drops the lock as soon as it gets it. Each
-// attempt uses its own open file description, so an abandoned helper can
-// never release a lock that a later attempt holds.
-struct LockWait {
-  Mutex mu;
-  CondVar cv;
-  bool done GUARDED_BY(mu) = false;
-  bool abandoned GUARDED_BY(mu) = false;
-  int err GUARDED_BY(mu) = 0;
 };
 
 class PosixEnv final : public LedgerEnv {
@@ -155,30 +140,17 @@ class PosixEnv final : public LedgerEnv {
       ::close(fd);
       return IoError("cannot lock", path, err);
     }
-    auto wait = std::make_shared<LockWait>();
-    std::thread([wait, fd] {
-      int rc;
-      do {
-        rc = ::flock(fd, LOCK_EX);
-      } while (rc != 0 && errno == EINTR);
-      MutexLock l(wait->mu);
-      wait->err = rc == 0 ? 0 : errno;
-      wait->done = true;
-      if (wait->abandoned) {
-        ::close(fd);
-        return;
-      }
-      wait->cv.NotifyAll();
-    }).detach();
-    MutexLock l(wait->mu);
-    if (!wait->cv.WaitUntil(wait->mu, deadline, [&]() REQUIRES(wait->mu) { return wait->done; })) {
-      wait->abandoned = true;
+    // Each attempt uses its own open file description, so an abandoned wait
+    // can never release a lock that a later attempt holds.
+    LockWaitResult waited = WaitForLock(
+        fd, [](int f) { return ::flock(f, LOCK_EX); }, deadline);
+    if (waited.outcome == LockWaitOutcome::kTimedOut) {
       return DeadlineExceeded("timed out waiting for the ledger lock " + path +
                               " (another plugin process holds it; is an old plugin pod stuck?)");
     }
-    if (wait->err != 0) {
+    if (waited.outcome == LockWaitOutcome::kFailed) {
       ::close(fd);
-      return IoError("cannot lock", path, wait->err);
+      return IoError("cannot lock", path, waited.err);
     }
     return std::unique_ptr<FileLock>(new PosixFileLock(fd));
   }

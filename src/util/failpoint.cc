@@ -120,7 +120,7 @@ Status FailPoints::Hit(std::string_view name) {
     case Kind::kDelay:
       // Said in the log, so an end-to-end test can tell that a process has
       // reached the point and is inside the widened window.
-      spdlog::info("failpoint {}: delaying {} ms", name, a.delay_ms);
+      NVDRA_INFO("failpoint {}: delaying {} ms", name, a.delay_ms);
       std::this_thread::sleep_for(std::chrono::milliseconds(a.delay_ms));
       return Status::Ok();
     case Kind::kOff:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The GPU kubelet plugin in a container, run the way deploy/base runs it.
+"""The kubelet plugins in a container, run the way deploy/base runs them.
 
 An image is assembled from this build's binaries and the libraries they link
 on a Debian bookworm-slim base made with mmdebstrap (cached). The container
@@ -9,7 +9,8 @@ from deploy/base/daemonset.yaml, with every host path moved under a temporary
 test API server runs on loopback and the container uses the host network.
 From the host, nvdractl registers the plugin and prepares a claim; the CDI
 spec must appear on the host naming host paths; SIGTERM must stop the plugin
-and remove its sockets.
+and remove its sockets. The compute-domain plugin prepares an IMEX daemon
+claim with the daemon config template the image carries at its default path.
 """
 
 import json
@@ -29,13 +30,14 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 
 import localnode  # noqa: E402
-from localnode import GPU_DRIVER, make_claim, wait_for  # noqa: E402
+from localnode import CD_DRIVER, GPU_DRIVER, make_claim, opaque_config, wait_for  # noqa: E402
 
 BUILD = os.environ.get("NVDRA_BUILD_DIR", os.path.join(ROOT, "build"))
 BIN = localnode.BIN
 BASE_IMAGE = "debian:bookworm-slim"
 TEST_IMAGE = "localhost/nvdra-node-test:latest"
 # glibc comes with the base image; the rest is copied from this machine.
+DAEMON_TEMPLATE = os.path.join(ROOT, "templates", "compute-domain-daemon-config.tmpl.cfg")
 BASE_LIBS = ("libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "ld-linux")
 
 
@@ -74,11 +76,15 @@ def build_test_image(cache):
     os.makedirs(os.path.join(ctx, "rootfs", "usr", "bin"))
     libdir = os.path.join(ctx, "rootfs", "usr", "lib", "x86_64-linux-gnu")
     os.makedirs(libdir)
-    binaries = [os.path.join(BIN, b) for b in ("nvdra-gpu-kubelet-plugin", "nvdractl")]
+    binaries = [os.path.join(BIN, b) for b in ("nvdra-gpu-kubelet-plugin", "nvdra-compute-domain-kubelet-plugin",
+                                               "nvdractl")]
     for b in binaries:
         shutil.copy2(b, os.path.join(ctx, "rootfs", "usr", "bin"))
     for lib in linked_libraries(binaries):
         shutil.copy(lib, os.path.join(libdir, os.path.basename(lib)))  # follows symlinks: the soname
+    # As the Containerfile installs it.
+    os.makedirs(os.path.join(ctx, "rootfs", "templates"))
+    shutil.copy(DAEMON_TEMPLATE, os.path.join(ctx, "rootfs", "templates"))
     with open(os.path.join(ctx, "Containerfile"), "w") as f:
         f.write("FROM %s\nCOPY rootfs/ /\nRUN ldconfig\n" % BASE_IMAGE)
     run(["podman", "build", "--quiet", "--pull=never", "--network=host", "--tag", TEST_IMAGE, ctx],
@@ -127,9 +133,9 @@ class NodeDeployTest(unittest.TestCase):
     def on_host(self, path):
         return os.path.join(self.host, path.lstrip("/")).rstrip("/") or self.host
 
-    def podman_args(self):
-        """podman run arguments for the gpus container, as the DaemonSet has it."""
-        ctr, volumes = daemonset_container("gpus")
+    def podman_args(self, container="gpus", profile="h100x8"):
+        """podman run arguments for a container of the DaemonSet, as it has them."""
+        ctr, volumes = daemonset_container(container)
         args = ["podman", "run", "--detach", "--name", self.container, "--network=host"]
         if ctr.get("securityContext", {}).get("privileged"):
             args.append("--privileged")
@@ -171,8 +177,10 @@ class NodeDeployTest(unittest.TestCase):
                 w = w.replace("$(%s)" % k, v)
             words.append(w)
         # The mock hardware keeps its driver root where the real one is mounted.
-        words += ["--mock-hardware", "h100x8", "--mock-state-dir", "/driver-root",
-                  "--kubeconfig", "/etc/nvdra/kubeconfig"]
+        # The compute-domains container mounts it read-only (as upstream's
+        # does): there the mock builds its own inside the container.
+        state = "/driver-root" if container == "gpus" else "/var/lib/nvdra-mock"
+        words += ["--mock-hardware", profile, "--mock-state-dir", state, "--kubeconfig", "/etc/nvdra/kubeconfig"]
         return args + ["--entrypoint", words[0], TEST_IMAGE] + words[1:], env
 
     def logs(self):
@@ -236,6 +244,39 @@ class NodeDeployTest(unittest.TestCase):
         self.assertRegex(logs, r"\nI\d{4} [0-9:.]+ +\d+ plugin_runner\.cc:\d+\] shutdown\n")
         self.assertFalse(os.path.exists(reg), os.listdir(os.path.dirname(reg)))
         self.assertFalse(os.path.exists(dra), os.listdir(os.path.dirname(dra)))
+
+    def test_compute_domain_plugin_copies_the_images_daemon_template(self):
+        # Its registration socket's name is 105 bytes on a real node: under
+        # this test's host directory a pod UID would not fit, a shorter
+        # rolling-update id does.
+        self.pod_uid = self.pod_uid[:8]
+        args, env = self.podman_args("compute-domains", "gb200x4")
+        run(args, stdout=subprocess.DEVNULL)
+        reg = self.on_host("/var/lib/kubelet/plugins_registry/%s-%s-reg.sock" % (CD_DRIVER, self.pod_uid))
+        dra = self.on_host("/var/lib/kubelet/plugins/%s/dra-%s.sock" % (CD_DRIVER, self.pod_uid))
+        wait_for(lambda: self.alive() and os.path.exists(reg), 60, "the registration socket on the host")
+        domain = str(uuid.uuid4())
+        self.node.api.load([{
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+            "metadata": {"name": "cd1", "namespace": "default", "uid": domain},
+            "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "cd1-channel"}}},
+        }])
+        params = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainDaemonConfig",
+                  "domainID": domain}
+        claim = make_claim("daemon", [{"request": "daemon", "driver": CD_DRIVER, "pool": self.node.node_name,
+                                       "device": "daemon-0"}],
+                           configs=[opaque_config(CD_DRIVER, params, requests=["daemon"])])
+        self.node.api.load([claim])
+        uid = claim["metadata"]["uid"]
+        # The plugin's ComputeDomain watch may not have seen the domain yet:
+        # retry as the kubelet does.
+        got = wait_for(lambda: (lambda r: r if r["error"] == "" else None)(
+            self.node.kubelet_call("prepare", dra, [("default", "daemon", uid)], "v1")[uid]), 60,
+            "the daemon claim prepared:\n" + self.logs())
+        self.assertEqual([d["device_name"] for d in got["devices"]], ["daemon-0"])
+        copied = self.on_host("/var/lib/kubelet/plugins/%s/domains/%s/imexd.cfg.tmpl" % (CD_DRIVER, domain))
+        with open(copied) as f, open(DAEMON_TEMPLATE) as want:
+            self.assertEqual(f.read(), want.read())
 
 
 if __name__ == "__main__":

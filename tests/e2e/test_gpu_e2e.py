@@ -110,6 +110,55 @@ class GpuEndToEnd(NodeTestCase):
         self.assertEqual(calls, [["SetComputeMode", uuid, "DEFAULT"], ["SetTimeSlice", uuid, "3"],
                                  ["SetTimeSlice", uuid, "0"]])
 
+    def test_a_time_slice_reset_that_keeps_failing_releases_the_claim_and_taints_the_gpu(self):
+        self.plugin.stop()
+        self.plugin = self.gpu_plugin(name="gpu-ts-fail", extra_args=[
+            "--feature-gates", "TimeSlicingSettings=true", "--health-streaming",
+            "--time-slice-reset-attempts", "2", "--time-slice-reset-retry-period", "1"]).start()
+        cfg = opaque_config(GPU_DRIVER, {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+                                         "sharing": {"strategy": "TimeSlicing",
+                                                     "timeSlicingConfig": {"interval": "Short"}}})
+        claim = self.gpu_claim("ts-stuck", ["gpu-5"], configs=[cfg])
+        self.assertOk(self.plugin.prepare([claim]), claim[2])
+        mock = os.path.join(self.node.workdir, "mock-" + GPU_DRIVER)
+        with open(os.path.join(mock, "state", "control.log")) as f:
+            uuid = f.read().split()[1]
+        failures = os.path.join(mock, "control-failures")
+        with open(failures, "w") as f:
+            f.write(uuid + "\n")
+        # The first attempt fails for the kubelet to retry; the last releases the claim.
+        first = self.plugin.unprepare([claim])
+        self.assertIn("attempt 1 of 2", first[claim[2]]["error"])
+        self.assertTrue(self.live_entries(self.plugin), "the claim is kept for the retry")
+        self.assertOk(self.plugin.unprepare([claim]), claim[2])
+        self.assertEqual(self.live_entries(self.plugin), [])
+        self.assertNotIn("k8s.gpu.nvidia.com-claim_%s.json" % claim[2], self.node.cdi_files())
+
+        def gpu5_taint_keys():
+            for s in self.node.api.slices(GPU_DRIVER):
+                for dev in s["spec"]["devices"]:
+                    if dev["name"] == "gpu-5":
+                        return [t["key"] for t in dev.get("taints", [])]
+            return None
+        wait_for(lambda: gpu5_taint_keys() == ["gpu.nvidia.com/time-slice-reset-failed"], 30,
+                 "a time-slice-reset taint on gpu-5")
+
+        def gpu5_health(state):
+            r = self.node.ctl(["watch-health", "--socket", self.plugin.dra_socket, "--count", "1",
+                               "--timeout", "5"], check=False)
+            for line in r.stdout.splitlines():
+                for d in json.loads(line).get("devices", []):
+                    if d["device_name"] == "gpu-5" and d["health"] == state:
+                        return d
+            return None
+        wait_for(lambda: gpu5_health("UNHEALTHY"), 30, "gpu-5 to be reported UNHEALTHY")
+        # Once nvidia-smi works again the background retry resets the GPU and clears both.
+        os.remove(failures)
+        wait_for(lambda: gpu5_taint_keys() == [], 30, "the taint on gpu-5 to be cleared")
+        wait_for(lambda: gpu5_health("HEALTHY"), 30, "gpu-5 to be reported HEALTHY again")
+        with open(os.path.join(mock, "state", "control.log")) as f:
+            self.assertEqual(f.read().splitlines()[-1], "SetTimeSlice %s 0" % uuid)
+
     def test_published_slices_carry_the_upstream_attribute_set(self):
         slices = wait_for(lambda: self.node.api.slices(GPU_DRIVER), what="GPU ResourceSlices")
         devices = [d for s in slices for d in s["spec"]["devices"]]

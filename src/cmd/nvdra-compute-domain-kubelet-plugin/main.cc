@@ -22,9 +22,6 @@ namespace {
 
 using namespace nvdra;
 
-// What the ComputeDomain kind needs beside the engine, alive for the whole
-// process: the watches, the node label, the domain directories and their
-// upkeep.
 // This plugin's own flags (upstream's names and environment variables).
 struct ComputeDomainFlags {
   // Upstream's image ships the template here.
@@ -43,6 +40,9 @@ struct ComputeDomainFlags {
   }
 };
 
+// What the ComputeDomain kind needs beside the engine: the watches, the node
+// label, the domain directories and their upkeep. Stopped (maintenance first)
+// and destroyed by the plugin right after the kind.
 struct ComputeDomainParts {
   std::unique_ptr<computedomain::DomainWatch> domains;
   std::unique_ptr<kube::WatchCache> node;
@@ -56,19 +56,23 @@ struct ComputeDomainParts {
   }
 };
 
-Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, const ComputeDomainFlags& flags,
-                                                     ComputeDomainParts& parts) {
+Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, const ComputeDomainFlags& flags) {
+  // The parts use the plugin's client and hardware: the plugin stops and
+  // destroys them right after the kind, before those go away.
+  auto owned = std::make_shared<ComputeDomainParts>();
+  ctx.companions.push_back(owned);
+  ComputeDomainParts& parts = *owned;
   const plugin::PluginOptions& opts = ctx.options;
   NVDRA_ASSIGN_OR_RETURN(config::FeatureGates gates, config::FeatureGates::Parse(opts.feature_gates));
   const bool crash_on_fabric_errors = gates.Enabled(config::Gate::kCrashOnNVLinkFabricErrors);
   NVDRA_ASSIGN_OR_RETURN(computedomain::CliqueIdentity clique,
                          computedomain::IdentifyNodeClique(ctx.inventory, crash_on_fabric_errors));
-  if (!clique.warning.empty()) spdlog::warn("{}", clique.warning);
-  spdlog::info("{}", computedomain::CliqueLogLine(clique));
+  if (!clique.warning.empty()) NVDRA_WARN("{}", clique.warning);
+  NVDRA_INFO("{}", computedomain::CliqueLogLine(clique));
   NVDRA_ASSIGN_OR_RETURN(std::string validated,
                          computedomain::ValidateDriverVersion(ctx.inventory.driver_version,
                                                               gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
-  spdlog::info("{}", validated);
+  NVDRA_INFO("{}", validated);
 
   computedomain::DomainWatchOptions wo;
   wo.node_name = opts.node_name;
@@ -87,7 +91,7 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   // registration for long on a slow API server.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   if (!parts.domains->WaitSynced(deadline) || !parts.node->WaitSynced(deadline)) {
-    spdlog::warn("the ComputeDomain watches have not synced within 10 s; claims wait for them");
+    NVDRA_WARN("the ComputeDomain watches have not synced within 10 s; claims wait for them");
   }
   parts.labels = std::make_unique<computedomain::NodeLabelManager>(ctx.kube, opts.node_name, parts.node.get(),
                                                                    opts.completed_claim_grace);
@@ -138,9 +142,8 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
 
 int main(int argc, char** argv) {
   ComputeDomainFlags flags;
-  ComputeDomainParts parts;
   return plugin::RunPlugin(
       "nvdra-compute-domain-kubelet-plugin", computedomain::kDriverName,
-      [&](plugin::KindContext& ctx) { return MakeKind(ctx, flags, parts); }, argc, argv,
+      [&](plugin::KindContext& ctx) { return MakeKind(ctx, flags); }, argc, argv,
       [&flags](CLI::App& app) { flags.Add(app); });
 }

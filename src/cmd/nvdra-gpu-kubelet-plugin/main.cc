@@ -1,15 +1,37 @@
 // nvdra-gpu-kubelet-plugin: the kubelet plugin of driver gpu.nvidia.com.
+#include <CLI/CLI.hpp>
+
 #include "cmd/plugin_common/plugin_runner.h"
 #include "devices/device_edits.h"
 #include "gpu/gpu_kind.h"
+#include "util/file_util.h"
 
 int main(int argc, char** argv) {
   using namespace nvdra;
+  // Set by the flags below before the kind is built (flags are parsed first).
+  gpu::GpuKindOptions options;
+  int reset_retry_seconds = 30;
+  auto kind_flags = [&](CLI::App& app) {
+    app.add_option("--time-slice-reset-attempts", options.resets.max_attempts,
+                   "Failed time-slice resets of a GPU an Unprepare reports before the claim is released and the "
+                   "GPU is marked unhealthy until a reset succeeds")
+        ->envname("NVDRA_TIME_SLICE_RESET_ATTEMPTS")
+        ->check(CLI::Range(1, 1000))
+        ->capture_default_str();
+    app.add_option("--time-slice-reset-retry-period", reset_retry_seconds,
+                   "Seconds between retries of the time-slice reset a GPU marked unhealthy owes")
+        ->envname("NVDRA_TIME_SLICE_RESET_RETRY_PERIOD")
+        ->check(CLI::Range(1, 86400))
+        ->capture_default_str();
+  };
   return plugin::RunPlugin(
       "nvdra-gpu-kubelet-plugin", gpu::kDriverName,
-      [](plugin::KindContext& ctx) -> Result<std::unique_ptr<driver::DeviceKind>> {
+      [&](plugin::KindContext& ctx) -> Result<std::unique_ptr<driver::DeviceKind>> {
+        options.reset_retry_period = std::chrono::seconds(reset_retry_seconds);
+        // Beside the ledger: owed resets must outlive a restart of the plugin.
+        options.resets.state_path = JoinPath(ctx.plugin_dir, "time-slice-resets.json");
         return std::unique_ptr<driver::DeviceKind>(std::make_unique<gpu::GpuKind>(
-            ctx.inventory, devices::DeviceEdits::ForLib(ctx.lib, ctx.driver_files), ctx.lib.control()));
+            ctx.inventory, devices::DeviceEdits::ForLib(ctx.lib, ctx.driver_files), ctx.lib.control(), options));
       },
-      argc, argv);
+      argc, argv, kind_flags);
 }

@@ -120,7 +120,7 @@ Status Plugin::SetUpDriverFiles() {
   auto hook_path = devices::InstallCdiHook(options_.nvidia_cdi_hook_path, lib_->cdi_hook_source(), plugin_dir_);
   if (!hook_path.ok()) return hook_path.status().Wrap("set up nvidia-cdi-hook");
   if (hook_path->empty()) {
-    spdlog::warn("no nvidia-cdi-hook: {} does not exist and --nvidia-cdi-hook-path is not set; CDI specs carry no "
+    NVDRA_WARN("no nvidia-cdi-hook: {} does not exist and --nvidia-cdi-hook-path is not set; CDI specs carry no "
                  "hooks (containers get no libcuda.so links, no ldcache update and no CUDA compat setup)",
                  lib_->cdi_hook_source());
   }
@@ -138,11 +138,11 @@ Status Plugin::SetUpDriverFiles() {
       },
       *hook_path);
   if (auto files = driver_files_->Files(); files.ok()) {
-    spdlog::info("driver {} files: {} libraries, {} binaries, {} firmware files, {} IPC sockets; hooks: {}",
+    NVDRA_INFO("driver {} files: {} libraries, {} binaries, {} firmware files, {} IPC sockets; hooks: {}",
                  files->driver_version, files->libraries.size(), files->binaries.size(), files->firmware.size(),
                  files->ipc.size(), hook_path->empty() ? "off" : *hook_path);
   } else {
-    spdlog::error("driver files: {} (GPU claims fail until they are found)", files.status().message());
+    NVDRA_ERROR("driver files: {} (GPU claims fail until they are found)", files.status().message());
   }
   return Status::Ok();
 }
@@ -179,7 +179,7 @@ Status Plugin::SetUpKubeClient() {
 }
 
 Status Plugin::SetUpKind(const KindFactory& factory) {
-  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_};
+  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_, kind_companions_};
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");
   kind_ = std::move(kind).value();
@@ -243,6 +243,13 @@ Status Plugin::StartHealthMonitoring() {
     }
     broadcaster_.Replace(initial);
   }
+  // What the kind finds out itself (a GPU owing a time-slice reset) is
+  // published whatever the flags: it says a device is not fit for new claims.
+  own_health_ = kind_->NewOwnHealthSource();
+  if (own_health_) {
+    Status own = own_health_->Start(inventory_, [this](const devices::DeviceHealthEvent& e) { OnOwnHealthEvent(e); });
+    if (!own.ok()) NVDRA_ERROR("the device kind's own health reports are off: {}", own.message());
+  }
   bool watch = kind_->MonitorsDeviceHealth() &&
                (options_.health_streaming || gates_.Enabled(config::Gate::kNVMLDeviceHealthCheck));
   if (!watch) return Status::Ok();
@@ -260,6 +267,17 @@ void Plugin::OnHealthEvent(const devices::DeviceHealthEvent& e) {
     broadcaster_.Update({{options_.node_name, e.device, ToKubelet(e.state), 0, 0, e.message}});
   }
   if (kind_->OnHealthEvent(e)) publisher_->Update(kind_->PublishedDevices());
+}
+
+// The kind already reflects the change in its published devices.
+void Plugin::OnOwnHealthEvent(const devices::DeviceHealthEvent& e) {
+  if (e.state != devices::HealthState::kHealthy) {
+    NVDRA_WARN("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
+  }
+  if (options_.health_streaming) {
+    broadcaster_.Update({{options_.node_name, e.device, ToKubelet(e.state), 0, 0, e.message}});
+  }
+  publisher_->Update(kind_->PublishedDevices());
 }
 
 Status Plugin::StartServers() {

@@ -42,6 +42,11 @@ struct KindContext {
   // Opened before the kind: a kind may read what this node held before a
   // restart (claims, not devices: the engine owns the ledger's writes).
   ledger::ClaimLedger& ledger;
+  // What the kind relies on beside itself (watches, background loops that
+  // use the client or the hardware above): the plugin keeps these alive as
+  // long as the kind and destroys them right after it, before anything
+  // above in this context goes away. Each stops its own threads.
+  std::vector<std::shared_ptr<void>>& companions;
 };
 
 using KindFactory = std::function<Result<std::unique_ptr<driver::DeviceKind>>(KindContext&)>;
@@ -89,6 +94,7 @@ class Plugin {
   Status StartServers();
 
   void OnHealthEvent(const devices::DeviceHealthEvent& event);
+  void OnOwnHealthEvent(const devices::DeviceHealthEvent& event);
 
   // Options and logging.
   const std::string program_;
@@ -108,7 +114,8 @@ class Plugin {
   std::unique_ptr<kube::KubeClient> kube_;
   std::unique_ptr<KubeClaimSource> claims_;
   std::unique_ptr<kube::EventRecorder> events_;
-  // The device kind.
+  // The device kind, and what it relies on (destroyed after it).
+  std::vector<std::shared_ptr<void>> kind_companions_;
   std::unique_ptr<driver::DeviceKind> kind_;
   // Metrics.
   std::unique_ptr<metrics::PluginMetrics> metrics_;
@@ -121,6 +128,7 @@ class Plugin {
   // Device health.
   kubelet::DeviceHealthBroadcaster broadcaster_;
   std::unique_ptr<devices::DeviceHealthSource> health_source_;
+  std::unique_ptr<devices::DeviceHealthSource> own_health_;  // the kind's own (DevicePublisher)
   // The kubelet-facing servers.
   std::unique_ptr<kubelet::DraPluginServer> server_;
   std::unique_ptr<kubelet::HealthServer> health_server_;
