@@ -50,7 +50,7 @@ class GpuKindTest : public ::testing::Test {
     w.uid = uid;
     config::GpuConfig gc;
     gc.sharing = config::GpuSharing{"TimeSlicing", config::TimeSlicingConfig{interval}, std::nullopt};
-    w.groups.push_back({gc, {}, {{"gpu", "gpu-2", "gpu", kDriverName}}});
+    w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-2", false, ""}}});
     auto plan = kind_->Plan(w);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
     auto p = kind_->Prepare(w, *plan);
