@@ -7,11 +7,13 @@ for all calls. Prints each figure with its ratio against its reference and
 target, then a JSON summary. The figures:
 
   * p50 prepare/unprepare at ~0, 1,000 and 10,000 ledger entries (held
-    claims and tombstones), against the p50 at ~0;
+    claims and tombstones, filled in with bench/ledger_fill), against the
+    p50 at ~0;
   * the floor: the same client against nvdra-fake-plugin (no work), plus one
     keep-alive claim GET against the same API server, plus the ledger's
     appends with fdatasync in the plugin's directory;
-  * claims per second with 1, 8 and 64 claims in flight together;
+  * claims per second with 1, 8 and 64 claims in flight together (a node
+    of 64 mock GPUs; their ledger transitions share fdatasyncs);
   * idle RSS, PSS and threads of each plugin, start-to-GetInfo time, RSS
     after 2,000 claims were prepared and unprepared;
   * under the default client rate limit (5 QPS, burst 10): latency of 8 and
@@ -199,36 +201,89 @@ def fake_plugin(node):
 
 
 def seed(gpu, claims, count):
-    """Adds `count` tombstones: claims prepared and unprepared four to a call
-    (one per GPU of gpu-0..3; a GPU is held by one claim at a time)."""
+    """Prepares and unprepares `count` claims through the plugin, four to a
+    call (one per GPU of gpu-0..3; a GPU is held by one claim at a time)."""
     if count > 0:
         cycle(gpu.dra_socket, claims.make(count, prefix="seed"), "--batch", "4")
+
+
+def fill(node, gpu, claims, count, prefix):
+    """Adds `count` ledger entries (10% held claims, the rest tombstones) with
+    bench/ledger_fill while the plugin runs: a real ledger, written by the
+    ledger's own transitions (unsynced) and one synced compaction, which the
+    plugin reads back at its next request. The held claims get their
+    ResourceClaims in the API server, as a node's would have."""
+    held = count // 10
+    r = subprocess.run([os.path.join(BIN, "ledger_fill"), gpu.plugin_dir, node.boot_id_path, prefix, str(held),
+                        str(count - held), GPU_DRIVER, node.node_name],
+                       capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        raise RuntimeError("ledger_fill failed (%d): %s" % (r.returncode, r.stderr[-2000:]))
+    objs = []
+    for line in r.stdout.splitlines():
+        h = json.loads(line)
+        objs.append(make_claim(h["name"], [{"request": "gpu", "driver": GPU_DRIVER, "pool": node.node_name,
+                                            "device": h["device"]}], uid=h["uid"]))
+    for k in range(0, len(objs), 500):
+        node.api.load(objs[k:k + 500])
 
 
 def ledger_entries(node, gpu):
     return len(gpu.ledger().get("claims", []))
 
 
+def h100(count):
+    """A mock profile of `count` H100s (the built-in h100x8 has eight)."""
+    return {"driverVersion": "570.158.01", "cudaDriverVersion": "12.8",
+            "gpus": [{"count": count, "productName": "NVIDIA H100 80GB HBM3", "brand": "Nvidia",
+                      "architecture": "Hopper", "cudaComputeCapability": "9.0", "memoryBytes": 85520809984,
+                      "addressingMode": "HMM"}]}
+
+
+def profile_file(node, count):
+    path = os.path.join(node.workdir, "h100x%d.json" % count)
+    with open(path, "w") as f:
+        json.dump(h100(count), f)
+    return path
+
+
+def api_calls(node):
+    _, body = node.api.request("GET", "/_nvdra/requests?clear=1")
+    calls = {}
+    for q in body["requests"]:
+        kind = q["method"] + " " + ("resourceclaims" if "/resourceclaims/" in q["path"] else q["path"])
+        calls[kind] = calls.get(kind, 0) + 1
+    return calls
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--claims", type=int, default=200, help="claims per latency point")
-    ap.add_argument("--entries", default="1000,2000",
-                    help="ledger sizes to measure at, comma-separated (10,000 takes minutes to seed on a real disk)")
+    ap.add_argument("--entries", default="1000,10000", help="ledger sizes to measure at, comma-separated")
     ap.add_argument("--workdir-root", default=None,
-                    help="where the node's directory goes (default TMPDIR; /dev/shm takes fdatasync out)")
-    ap.add_argument("--quick", action="store_true", help="smaller run (smoke): 20 claims a point, 1,000 entries max")
+                    help="where the nodes' directories go (default TMPDIR; /dev/shm takes fdatasync out)")
+    ap.add_argument("--quick", action="store_true", help="smaller run (smoke): 20 claims a point, 1,000 entries")
     args = ap.parse_args()
     n = 20 if args.quick else args.claims
     sizes = [1000] if args.quick else [int(x) for x in args.entries.split(",")]
-    summary = {"load_average": os.getloadavg()}
-    print("load average at start: %.1f %.1f %.1f (ratios in one run are what count)" % os.getloadavg())
+    summary = {"load_average": os.getloadavg(), "cpus": os.cpu_count()}
+    print("%d CPUs; load average at start: %.1f %.1f %.1f (ratios in one run are what count)"
+          % ((os.cpu_count(),) + os.getloadavg()))
 
     import tempfile
-    node = localnode.LocalNode(workdir=tempfile.mkdtemp(prefix="nvdra-bench-", dir=args.workdir_root))
-    node.owned = True
+
+    def new_node():
+        d = tempfile.mkdtemp(prefix="nvdra-bench-", dir=args.workdir_root)
+        nd = localnode.LocalNode(workdir=d)
+        nd.owned = True
+        return nd
+
+    # Tombstones stay for the whole run, so the ledger keeps its size.
+    keep = ["--tombstone-ttl", "86400"]
+    node = new_node()
     fake = None
     try:
-        gpu = node.plugin(GPU_DRIVER, "h100x8", extra_args=FAST, reconcile_period=QUIET)
+        gpu = node.plugin(GPU_DRIVER, "h100x8", extra_args=FAST + keep, reconcile_period=QUIET)
         cd = node.plugin(CD_DRIVER, "gb200x4", extra_args=FAST, reconcile_period=QUIET)
         t_gpu = start_timed(gpu)
         t_cd = start_timed(cd)
@@ -262,6 +317,7 @@ def main():
         report("claim GET p50 (keep-alive)", get, "ms")
         report("append %d B + fdatasync p50" % RECORD_BYTES, sync, "ms")
         report("floor: no-op cycle + GET + %d appends" % LEDGER_APPENDS_PER_CYCLE, floor, "ms")
+        summary["floor_ms"] = floor
         fake.terminate()
         fake.wait(10)
         fake = None
@@ -278,75 +334,74 @@ def main():
         report("prepare+unprepare p50 vs floor", p0 + u0, "ms", ref=floor, target=1.5)
         summary["latency"] = {entries: base}
         rss_after_2000 = None
-        for size in sizes:
-            seed(gpu, claims, size - ledger_entries(node, gpu))
-            if rss_after_2000 is None and claims.n >= 2000:
-                settle(gpu.proc.pid)
-                rss_after_2000 = proc_figures(gpu.proc.pid)["VmRSS"]
+        for i, size in enumerate(sizes):
+            fill(node, gpu, claims, max(0, size - ledger_entries(node, gpu)), "fill%d" % i)
+            cycle(gpu.dra_socket, claims.make(5, prefix="fwarm%d" % size))  # reads the filled ledger once
             r = cycle(gpu.dra_socket, claims.make(n, prefix="lat%d" % size))
-            if rss_after_2000 is None and claims.n >= 2000:
-                settle(gpu.proc.pid)
-                rss_after_2000 = proc_figures(gpu.proc.pid)["VmRSS"]
             entries = ledger_entries(node, gpu)
             summary["latency"][entries] = r
             report("prepare p50 at %d entries" % entries, r["prepare_ms"]["p50"], "ms", ref=p0, target=1.1)
             report("unprepare p50 at %d entries" % entries, r["unprepare_ms"]["p50"], "ms", ref=u0, target=1.1)
-        if rss_after_2000 is None:
-            seed(gpu, claims, max(0, 2000 - claims.n))
-            settle(gpu.proc.pid)
-            rss_after_2000 = proc_figures(gpu.proc.pid)["VmRSS"]
-        report("gpu RSS after 2,000 claims vs idle", rss_after_2000 / 1024, "MiB",
-               ref=idle[gpu.name]["VmRSS"] / 1024, target=1.5)
+            if rss_after_2000 is None:
+                # 2,000 claims prepared and unprepared through the plugin,
+                # their tombstones kept (on top of the entries above).
+                seed(gpu, claims, 2000)
+                settle(gpu.proc.pid)
+                rss_after_2000 = proc_figures(gpu.proc.pid)["VmRSS"]
+                report("gpu RSS after 2,000 claims vs idle", rss_after_2000 / 1024, "MiB",
+                       ref=idle[gpu.name]["VmRSS"] / 1024, target=1.5,
+                       note="%d ledger entries" % ledger_entries(node, gpu))
         settle(gpu.proc.pid)
         f = proc_figures(gpu.proc.pid)
         report("gpu RSS at %d entries vs idle" % ledger_entries(node, gpu), f["VmRSS"] / 1024, "MiB",
                ref=idle[gpu.name]["VmRSS"] / 1024)
-
-        print("\n== claims arriving together (group commit)")
-        # Each claim takes a whole GPU and the mock node has eight, so at most
-        # eight claims can be prepared at once here; 64 needs a bigger profile.
-        cycle(gpu.dra_socket, held, "--unprepare-only")
-        all8 = tuple(range(8))
-        per = 64 if args.quick else 128
-        serial = cycle(gpu.dra_socket, claims.make(per, prefix="gc1", devices=all8))["claims_per_s"]
-        report("claims/s, 1 at a time", serial, "/s")
-        for conc in (4, 8):
-            r = cycle(gpu.dra_socket, claims.make(per, prefix="gc%d" % conc, devices=all8),
-                      "--concurrency", str(conc))
-            report("claims/s, %d together (vs serial)" % conc, r["claims_per_s"], "/s", ref=serial)
         gpu.stop()
         cd.stop()
-
-        print("\n== default client rate limit (5 QPS, burst 10)")
-        node2 = localnode.LocalNode()
-        try:
-            slow = node2.plugin(GPU_DRIVER, "h100x8", reconcile_period=QUIET).start()
-            wait_for(lambda: node2.api.slices(GPU_DRIVER), what="slices")
-            claims2 = Claims(node2)
-            for together in (8, 64):
-                refs = claims2.make(together, prefix="rl%d" % together, devices=tuple(range(8)))
-                if together > 8:
-                    continue  # more claims than GPUs on the mock node; see above
-                time.sleep(2.5)  # the token bucket refills to its burst (setup, not synchronisation)
-                node2.api.request("GET", "/_nvdra/requests?clear=1")
-                r = cycle(slow.dra_socket, refs, "--concurrency", str(together), "--prepare-only")
-                _, body = node2.api.request("GET", "/_nvdra/requests?clear=1")
-                calls = {}
-                for q in body["requests"]:
-                    kind = q["method"] + " " + ("resourceclaims" if "/resourceclaims/" in q["path"] else q["path"])
-                    calls[kind] = calls.get(kind, 0) + 1
-                report("%d claims together: prepare p50" % together, r["prepare_ms"]["p50"], "ms")
-                report("%d claims together: last prepare" % together, r["prepare_ms"]["max"], "ms")
-                others = sum(v for k, v in calls.items() if k != "GET resourceclaims")
-                report("%d claims together: API calls besides claim GETs" % together, others, "", target=0,
-                       note=json.dumps(calls))
-                cycle(slow.dra_socket, refs, "--unprepare-only")
-        finally:
-            node2.close()
     finally:
         if fake:
             fake.terminate()
         node.close()
+
+    print("\n== claims arriving together (group commit), 64 mock GPUs")
+    node3 = new_node()
+    try:
+        wide = node3.plugin(GPU_DRIVER, profile_file(node3, 64), extra_args=FAST, reconcile_period=QUIET).start()
+        wait_for(lambda: node3.api.slices(GPU_DRIVER), what="slices")
+        claims3 = Claims(node3)
+        all64 = tuple(range(64))
+        per = 64 if args.quick else 192
+        cycle(wide.dra_socket, claims3.make(8, prefix="gcwarm", devices=all64), "--concurrency", "8")
+        serial = cycle(wide.dra_socket, claims3.make(per, prefix="gc1", devices=all64))["claims_per_s"]
+        report("claims/s, 1 at a time", serial, "/s")
+        for conc in (8, 64):
+            r = cycle(wide.dra_socket, claims3.make(per, prefix="gc%d" % conc, devices=all64),
+                      "--concurrency", str(conc))
+            report("claims/s, %d together (vs serial)" % conc, r["claims_per_s"], "/s", ref=serial)
+            summary["together_%d" % conc] = r
+    finally:
+        node3.close()
+
+    print("\n== default client rate limit (5 QPS, burst 10), 64 mock GPUs")
+    node2 = new_node()
+    try:
+        slow = node2.plugin(GPU_DRIVER, profile_file(node2, 64), reconcile_period=QUIET).start()
+        wait_for(lambda: node2.api.slices(GPU_DRIVER), what="slices")
+        claims2 = Claims(node2)
+        for together in (8, 64):
+            refs = claims2.make(together, prefix="rl%d" % together, devices=tuple(range(64)))
+            time.sleep(2.5)  # the token bucket refills to its burst (setup, not synchronisation)
+            api_calls(node2)
+            r = cycle(slow.dra_socket, refs, "--concurrency", str(together), "--prepare-only")
+            calls = api_calls(node2)
+            report("%d claims together: prepare p50" % together, r["prepare_ms"]["p50"], "ms")
+            report("%d claims together: last prepare" % together, r["prepare_ms"]["max"], "ms",
+                   note="%.1f s of tokens at 5 QPS after a burst of 10" % (max(0, together - 10) / 5.0))
+            others = sum(v for k, v in calls.items() if k != "GET resourceclaims")
+            report("%d claims together: API calls besides claim GETs" % together, others, "", target=0,
+                   note=json.dumps(calls))
+            cycle(slow.dra_socket, refs, "--unprepare-only")
+    finally:
+        node2.close()
     missed = [r["name"] for r in ROWS if r["ok"] is False]
     summary["rows"] = ROWS
     summary["missed"] = missed

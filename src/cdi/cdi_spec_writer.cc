@@ -134,7 +134,14 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
     return RemoveFileIfExists(legacy).Wrap("removing the upstream CDI spec of claim " + claim_uid);
   }
   NVDRA_RETURN_IF_ERROR(EnsureDirectory());
-  NVDRA_RETURN_IF_ERROR(WriteFileAtomically(path, content, 0644).Wrap("writing CDI spec for claim " + claim_uid));
+  // Atomic (temp file + rename) but not synced: recovery never needs the
+  // spec to survive a power loss. A crash of the process loses nothing the
+  // kernel holds; a power loss is a reboot, after which the ledger entry is
+  // of an earlier boot and the kubelet's next Prepare rewrites the spec
+  // (kRedoAfterReboot), and the orphan sweep removes a spec whose claim the
+  // ledger does not hold. See docs/ledger-format.md, "Durable writes".
+  NVDRA_RETURN_IF_ERROR(WriteFileAtomically(path, content, 0644, /*sync=*/false)
+                            .Wrap("writing CDI spec for claim " + claim_uid));
   // Runtimes read specs as root, but tools run by users should too, whatever
   // our umask was.
   if (::chmod(path.c_str(), 0644) != 0) {

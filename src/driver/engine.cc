@@ -1,7 +1,5 @@
 #include "driver/engine.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <set>
 
@@ -197,9 +195,9 @@ Result<std::optional<Engine::Devices>> Engine::CompletedThisBoot(const ClaimWork
 
 // Step 3: configs, the kind's plan and readiness, before anything durable.
 Result<ClaimPlan> Engine::PlanClaim(ClaimWork& work, const ClaimSnapshot& snap) {
-  std::vector<config::AllocationResultRef> refs;
-  for (const auto& r : work.results) refs.push_back({r.request, r.device, kind_.DeviceType(r.device), r.driver});
-  auto groups = config::ResolveConfigs(kind_.ConfigRules(options_.gates), snap.configs, refs, options_.gates);
+  auto type_of = [this](const model::AllocationResult& r) { return kind_.DeviceType(r.device); };
+  auto groups =
+      config::ResolveConfigs(kind_.ConfigRules(options_.gates), snap.configs, work.results, type_of, options_.gates);
   if (!groups.ok()) return groups.status().AsPermanent();
   work.groups = std::move(groups).value();
   auto plan = kind_.Plan(work);
@@ -448,21 +446,20 @@ int Engine::SweepOrphanSpecs(const std::set<std::string>& live, int* errors) {
 
 void Engine::RefreshGauges() {
   if (metrics_ == nullptr) return;
-  auto entries = ledger_.List();
-  if (!entries.ok()) return;
+  // The ledger keeps these counts as records are applied: the cost here is
+  // the node's devices and the four states, not the entries in the ledger.
+  ledger::LedgerCounts counts = ledger_.Counts();
   std::map<std::string, int64_t> devices, states;
-  for (const auto& e : *entries) {
-    states[ledger::ClaimStateName(e.state)]++;
-    if (e.state != ledger::ClaimState::kPrepareCompleted) continue;
-    for (const auto& d : e.prepared) {
-      std::string t = kind_.DeviceType(d.device);
-      devices[t.empty() ? "unknown" : t]++;
-    }
+  for (size_t i = 0; i < ledger::kClaimStateCount; ++i) {
+    states[ledger::ClaimStateName(static_cast<ledger::ClaimState>(i))] = counts.claims[i];
+  }
+  for (const auto& [device, n] : counts.prepared_devices) {
+    std::string t = kind_.DeviceType(device);
+    devices[t.empty() ? "unknown" : t] += n;
   }
   metrics_->SetPreparedDeviceCounts(devices);
   metrics_->SetLedgerClaimCounts(states);
-  struct stat st;
-  if (::stat(ledger_.log_path().c_str(), &st) == 0) metrics_->SetLedgerBytes(static_cast<double>(st.st_size));
+  metrics_->SetLedgerBytes(static_cast<double>(counts.bytes));
 }
 
 }  // namespace nvdra::driver

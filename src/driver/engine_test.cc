@@ -2,10 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include "util/test_temp_dir.h"
 #include <sys/stat.h>
 
+#include <sstream>
 
+#include "util/test_temp_dir.h"
 #include "driver/engine_test_util.h"
 #include "driver/reconciler.h"
 #include "util/file_util.h"
@@ -64,7 +65,7 @@ class EngineTest : public ::testing::Test {
     auto l = ledger::ClaimLedger::Open(o);
     ASSERT_TRUE(l.ok()) << l.status().ToString();
     ledger_ = std::move(l).value();
-    engine_ = std::make_unique<Engine>(EngineOptions{}, *ledger_, *kind_, claims_, *cdi_, nullptr);
+    engine_ = std::make_unique<Engine>(EngineOptions{}, *ledger_, *kind_, claims_, *cdi_, metrics_.get());
     ReconcilerOptions ro;
     ro.clock = &clock_;
     ro.completed_grace = std::chrono::minutes(10);
@@ -88,6 +89,7 @@ class EngineTest : public ::testing::Test {
   FakeClaimSource claims_;
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;
   std::unique_ptr<FakeKind> kind_;
+  std::unique_ptr<metrics::DraMetrics> metrics_;  // null unless a test sets it before Reopen
   std::unique_ptr<ledger::ClaimLedger> ledger_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Reconciler> reconciler_;
@@ -342,6 +344,82 @@ TEST_F(EngineTest, FailedDeviceUndoKeepsTheEntryForARetry) {
   EXPECT_TRUE(ledger::HoldsResources(e->state));
   kind_->fail_unprepare = Status::Ok();
   EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+}
+
+// The rendered value of one exact sample line ("name{labels}"), or "" if absent.
+std::string Sample(const std::string& page, const std::string& series) {
+  std::istringstream in(page);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with(series + " ")) return line.substr(series.size() + 1);
+  }
+  return "";
+}
+
+TEST_F(EngineTest, GaugesFollowEveryTransitionIncludingAnotherProcesssAndTombstoneExpiry) {
+  metrics::MetricRegistry registry;
+  auto m = metrics::DraMetrics::Create(registry, {.driver = kDriver,
+                                                  .node = "node-1",
+                                                  .device_types = kind_->MetricDeviceTypes(),
+                                                  .ledger_states = {"PrepareStarted", "PrepareCompleted",
+                                                                    "UnprepareStarted", "Tombstone"}});
+  ASSERT_TRUE(m.ok());
+  metrics_ = std::move(m).value();
+  Reopen();
+  auto gpus = [&] {
+    return Sample(registry.Render(),
+                  "nvidia_dra_prepared_devices{node=\"node-1\",driver=\"gpu.nvidia.com\",device_type=\"gpu\"}");
+  };
+  auto claims = [&](const std::string& state) {
+    return Sample(registry.Render(), "nvdra_ledger_claims{driver=\"gpu.nvidia.com\",state=\"" + state + "\"}");
+  };
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  auto b = Claim("uid-b", "b", {"gpu-1", "gpu-2"});
+  claims_.Put(a);
+  claims_.Put(b);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(b), kFar).error, "");
+  EXPECT_EQ(gpus(), "3");
+  EXPECT_EQ(claims("PrepareCompleted"), "2");
+  EXPECT_EQ(claims("Tombstone"), "0");
+  EXPECT_EQ(Sample(registry.Render(), "nvdra_ledger_bytes{driver=\"gpu.nvidia.com\"}"),
+            std::to_string(LedgerSize()));
+
+  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  EXPECT_EQ(gpus(), "2");
+  EXPECT_EQ(claims("PrepareCompleted"), "1");
+  EXPECT_EQ(claims("Tombstone"), "1");
+
+  // Another process (its own ledger handle on the same directory) prepares a
+  // claim and half-prepares another: the next request here counts them.
+  ledger::LedgerOptions o;
+  o.dir = dir_ + "/plugin";
+  o.boot_id_path = dir_ + "/boot_id";
+  o.clock = &clock_;
+  auto other = ledger::ClaimLedger::Open(o);
+  ASSERT_TRUE(other.ok());
+  ledger::BeginPrepareRequest c{.uid = "uid-c", .ns = "default", .name = "c",
+                                .allocation = {{"req0", kDriver, "node-1", "gpu-3", false, ""}}};
+  auto begun = (*other)->BeginPrepare(c);
+  ASSERT_TRUE(begun.ok());
+  ledger::PreparedDevice dev;
+  dev.device = "gpu-3";
+  ASSERT_TRUE((*other)->CompletePrepare("uid-c", {dev}, nullptr, begun->entry.attempt).ok());
+  ledger::BeginPrepareRequest d{.uid = "uid-d", .ns = "default", .name = "d",
+                                .allocation = {{"req0", kDriver, "node-1", "gpu-4", false, ""}}};
+  ASSERT_TRUE((*other)->BeginPrepare(d).ok());
+  EXPECT_EQ(gpus(), "2");  // not read yet
+  ASSERT_EQ(engine_->UnprepareClaim({"default", "uid-gone", "gone"}, kFar), "");
+  EXPECT_EQ(gpus(), "3");
+  EXPECT_EQ(claims("PrepareCompleted"), "2");
+  EXPECT_EQ(claims("PrepareStarted"), "1");
+
+  // The tombstone of a expires; the next transition drops it.
+  clock_.Advance(std::chrono::minutes(6));
+  ASSERT_EQ(engine_->UnprepareClaim(Ref(b), kFar), "");
+  EXPECT_EQ(gpus(), "1");
+  EXPECT_EQ(claims("PrepareCompleted"), "1");
+  EXPECT_EQ(claims("Tombstone"), "1");  // b's; a's expired
 }
 
 TEST_F(EngineTest, PrepareAfterRebootRedoesNodeWorkAndReturnsSameDevices) {

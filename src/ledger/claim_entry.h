@@ -22,6 +22,7 @@ using AllocatedDevice = model::AllocationResult;
 using PreparedDevice = model::PreparedDevice;
 
 enum class ClaimState { kPrepareStarted, kPrepareCompleted, kUnprepareStarted, kTombstone };
+inline constexpr size_t kClaimStateCount = 4;
 
 const char* ClaimStateName(ClaimState s);
 std::optional<ClaimState> ParseClaimState(std::string_view s);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -100,16 +101,133 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
 
 template <typename F>
 auto ClaimLedger::Locked(F&& fn) -> decltype(fn()) {
-  MutexLock guard(mu_);
-  auto lock = env_->Lock(lock_path_, std::chrono::steady_clock::now() +
-                                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                              opts_.lock_timeout));
-  if (!lock.ok()) return lock.status();
-  if (opened_) {
-    Status s = file_ != nullptr ? CatchUpLocked() : ReloadLocked();
-    if (!s.ok()) return s;
+  std::optional<decltype(fn())> result;
+  uint64_t seq = 0;
+  std::string what;
+  {
+    MutexLock guard(mu_);
+    auto lock = env_->Lock(lock_path_, std::chrono::steady_clock::now() +
+                                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                opts_.lock_timeout));
+    if (!lock.ok()) return lock.status();
+    flock_held_ = true;
+    commit_seq_ = 0;
+    if (opened_) {
+      Status s = file_ != nullptr ? CatchUpLocked() : ReloadLocked();
+      if (!s.ok()) {
+        flock_held_ = false;
+        return s;
+      }
+    }
+    result.emplace(fn());
+    seq = std::exchange(commit_seq_, 0);
+    what = std::move(commit_what_);
+    flock_held_ = false;
+  }  // the cross-process lock, then mu_, are released here
+  if (seq != 0) {
+    // Only now is the transition acknowledged: its record is durable.
+    Status s = WaitDurable(seq);
+    if (!s.ok()) return s.Wrap("cannot record " + what + " in " + log_path_);
   }
-  return fn();
+  return std::move(*result);
+}
+
+Status ClaimLedger::WaitDurable(uint64_t seq) {
+  MutexLock l(mu_);
+  for (;;) {
+    Status why;
+    if (FailedLocked(seq, &why)) return why;
+    if (durable_seq_ >= seq) return Status::Ok();
+    if (syncing_) {
+      synced_cv_.Wait(mu_);
+      continue;
+    }
+    if (file_ == nullptr) {
+      // A failed append or sync closed the file: reopening it syncs (or
+      // fails) what is pending.
+      auto lock = env_->Lock(lock_path_, std::chrono::steady_clock::now() +
+                                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                  opts_.lock_timeout));
+      flock_held_ = lock.ok();
+      Status s = lock.ok() ? ReloadLocked() : lock.status();
+      if (!s.ok()) FailPendingLocked(s);
+      flock_held_ = false;
+      if (durable_seq_ < seq && !FailedLocked(seq, &why)) FailPendingLocked(Unavailable("the ledger was reopened"));
+      continue;
+    }
+    // Lead: one fdatasync for every record appended so far.
+    syncing_ = true;
+    std::shared_ptr<AppendFile> f = file_;
+    uint64_t target = appended_seq_, target_offset = read_offset_;
+    l.Unlock();
+    Status s = f->Sync();
+    l.Lock();
+    syncing_ = false;
+    if (s.ok()) {
+      durable_seq_ = std::max(durable_seq_, target);
+      if (file_ == f) {
+        durable_offset_ = std::max(durable_offset_, target_offset);
+        truncate_floor_ = std::max(truncate_floor_, durable_offset_);
+      }
+    } else if (durable_seq_ < target) {
+      FailPendingLocked(s);
+    }
+    synced_cv_.NotifyAll();
+  }
+}
+
+bool ClaimLedger::FailedLocked(uint64_t seq, Status* why) const {
+  for (const auto& r : failed_) {
+    if (seq >= r.from && seq <= r.to) {
+      *why = r.why;
+      return true;
+    }
+  }
+  return false;
+}
+
+void ClaimLedger::FailPendingLocked(const Status& why) {
+  if (durable_seq_ < appended_seq_) {
+    if (failed_.size() >= 16) failed_.erase(failed_.begin());
+    failed_.push_back({durable_seq_ + 1, appended_seq_, why});
+    // Every record appended so far is settled (durable or failed).
+    durable_seq_ = appended_seq_;
+  }
+  if (file_ == nullptr) return;
+  // Cut our records off so a failed transition stays unrecorded, unless
+  // another process appended after them (its records are not ours to cut).
+  auto id = env_->Stat(log_path_);
+  if (id.ok() && id->SameFile(file_id_) && id->size == read_offset_ && truncate_floor_ < read_offset_) {
+    Result<std::unique_ptr<FileLock>> lock = std::unique_ptr<FileLock>();
+    if (!flock_held_) {
+      lock = env_->Lock(lock_path_, std::chrono::steady_clock::now() +
+                                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                            opts_.lock_timeout));
+    }
+    auto again = lock.ok() ? env_->Stat(log_path_) : Result<FileIdentity>(lock.status());
+    if (again.ok() && again->SameFile(file_id_) && again->size == read_offset_) {
+      (void)file_->Truncate(truncate_floor_);
+    }
+  }
+  // The next transition re-reads the file: memory holds records that failed.
+  file_.reset();
+  file_id_ = FileIdentity();
+}
+
+void ClaimLedger::FileReopenedLocked(bool synced) {
+  if (!synced && durable_seq_ < appended_seq_) {
+    // Our pending records are in this file (a compaction by another process
+    // read them first); make them durable before anyone is told so.
+    Status s = file_->Sync();
+    if (!s.ok()) {
+      FailPendingLocked(s);
+      return;
+    }
+  }
+  durable_seq_ = appended_seq_;
+  durable_offset_ = read_offset_;
+  truncate_floor_ = read_offset_;
+  synced_cv_.NotifyAll();
 }
 
 std::string ClaimLedger::SidePath(const std::string& kind) const {
@@ -263,6 +381,8 @@ Status ClaimLedger::OpenExistingForAppendLocked(const FileIdentity& id, uint64_t
   file_id_.size = size;
   read_offset_ = size;
   meta_bytes_ = meta_bytes;
+  FileReopenedLocked(/*synced=*/false);
+  if (file_ == nullptr) return Unavailable("cannot sync claim ledger " + log_path_);
   return Status::Ok();
 }
 
@@ -409,6 +529,7 @@ Status ClaimLedger::CatchUpLocked() {
   }
   read_offset_ += tail.size();
   file_id_.size = read_offset_;
+  truncate_floor_ = read_offset_;  // another process's records: never ours to cut
   return Status::Ok();
 }
 
@@ -459,6 +580,8 @@ Status ClaimLedger::CompactLocked() {
   state_ = std::move(fresh);
   read_offset_ = data.size();
   meta_bytes_ = meta_bytes;
+  // The rewrite was synced (file and directory) with every record in memory.
+  FileReopenedLocked(/*synced=*/true);
   return Status::Ok();
 }
 
@@ -492,11 +615,14 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
   Status s = file_->Append(std::string_view(rec).substr(0, half));
   if (s.ok()) s = NVDRA_FAILPOINT("ledger-mid-append");
   if (s.ok()) s = file_->Append(std::string_view(rec).substr(half));
-  if (s.ok()) s = file_->Sync();
   if (!s.ok()) return fail(s);
   read_offset_ += rec.size();
   file_id_.size = read_offset_;
   state_.Put(e, rec.size());
+  // Durable before the transition returns: Locked waits for a sync that
+  // covers this record (group commit), once the locks are released.
+  commit_seq_ = ++appended_seq_;
+  commit_what_ = "claim " + Describe(e) + " as " + ClaimStateName(e.state);
   NVDRA_VLOG(6, "claim ledger: {} -> {}", Describe(e), ClaimStateName(e.state));
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT(after_fp));
   // The transition is durable: a compaction that cannot run now (a full
@@ -831,6 +957,15 @@ Status ClaimLedger::CollectGarbage(bool force_compaction) {
     (void)dropped;
     return MaybeCompactLocked();
   });
+}
+
+LedgerCounts ClaimLedger::Counts() const {
+  MutexLock l(mu_);
+  LedgerCounts c;
+  for (size_t i = 0; i < kClaimStateCount; ++i) c.claims[i] = state_.count(static_cast<ClaimState>(i));
+  c.prepared_devices = state_.prepared_devices();
+  c.bytes = read_offset_;
+  return c;
 }
 
 OpenReport ClaimLedger::report() const {

@@ -3,14 +3,18 @@
 // work with it: BeginPrepare (durable PrepareStarted before any device is
 // touched), CompletePrepare, BeginUnprepare/FinishUnprepare. Every transition
 // is one short critical section (in-process mutex + cross-process flock):
-// catch up with records other processes appended, decide, append one record,
-// fdatasync. See docs/ledger-format.md for the file format and the rules.
+// catch up with records other processes appended, decide, append one record;
+// then, outside the locks, wait until an fdatasync covers the record
+// (concurrent transitions share one: group commit). See
+// docs/ledger-format.md for the file format and the rules.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ledger/claim_entry.h"
@@ -110,6 +114,16 @@ struct RebuiltClaim {
   std::string source = "cdi";  // recorded in undo.rebuilt.from
 };
 
+// What the plugin's gauges show, kept as records are applied (the ledger's
+// own and those caught up from another process), so reading it is O(1) in
+// the number of entries.
+struct LedgerCounts {
+  std::array<int64_t, kClaimStateCount> claims{};  // entries by ClaimState
+  // Device name -> PrepareCompleted entries that returned it.
+  std::unordered_map<std::string, int64_t> prepared_devices;
+  uint64_t bytes = 0;  // size of ledger.log
+};
+
 struct BeginResult {
   BeginOutcome outcome = BeginOutcome::kStarted;
   ClaimEntry entry;  // the entry as recorded now
@@ -152,6 +166,11 @@ class ClaimLedger {
   // The live claim holding `resource` (for a Conflict: check that holder).
   Result<std::optional<ClaimEntry>> HolderOf(const std::string& resource);
 
+  // The counts as of the last transition or read of this process (records
+  // other processes appended since are counted at the next one). Touches no
+  // file and takes no cross-process lock: cheap enough for every request.
+  LedgerCounts Counts() const;
+
   // Drops expired tombstones and compacts when dead bytes warrant it (or
   // always with force).
   Status CollectGarbage(bool force_compaction = false);
@@ -184,9 +203,27 @@ class ClaimLedger {
   explicit ClaimLedger(const LedgerOptions& options);
 
   // Runs `fn` under mu_ and the cross-process lock, after catching up with
-  // the file; `fn` is a lambda annotated REQUIRES(mu_).
+  // the file; `fn` is a lambda annotated REQUIRES(mu_). When `fn` appended
+  // records, returns once they are durable (group commit, below), after
+  // both locks are released.
   template <typename F>
   auto Locked(F&& fn) -> decltype(fn());
+
+  // Group commit. Records are appended under the locks; their fdatasync runs
+  // after the locks are released, so the transitions of other threads append
+  // meanwhile. The first waiter whose record is not durable yet leads: it
+  // syncs everything appended so far, once, for all waiters; the others
+  // wait for it. `seq` numbers this process's records in append order.
+  Status WaitDurable(uint64_t seq) EXCLUDES(mu_);
+  // A sync failed (or no file is open to sync): every record not durable
+  // yet fails. Our own records after the last durable byte (and after any
+  // other process's record) are cut off when nobody appended after them.
+  void FailPendingLocked(const Status& why) REQUIRES(mu_);
+  // The file was replaced or reopened: `synced` says whether everything
+  // appended so far is durable in it (a compaction's synced rewrite);
+  // otherwise the pending records are synced now.
+  void FileReopenedLocked(bool synced) REQUIRES(mu_);
+  bool FailedLocked(uint64_t seq, Status* why) const REQUIRES(mu_);
 
   Status CatchUpLocked() REQUIRES(mu_);
   Status ReloadLocked() REQUIRES(mu_);
@@ -215,7 +252,9 @@ class ClaimLedger {
 
   mutable Mutex mu_;  // guards everything below
   LedgerState state_ GUARDED_BY(mu_);
-  std::unique_ptr<AppendFile> file_ GUARDED_BY(mu_);
+  // Shared with a sync in flight, which runs without mu_ while a compaction
+  // may replace the file.
+  std::shared_ptr<AppendFile> file_ GUARDED_BY(mu_);
   FileIdentity file_id_ GUARDED_BY(mu_);
   // Bytes of the log consumed == its size after a catch-up.
   uint64_t read_offset_ GUARDED_BY(mu_) = 0;
@@ -224,6 +263,24 @@ class ClaimLedger {
   bool opened_ GUARDED_BY(mu_) = false;
   // A checkpoint.json to rename once the ledger holding its claims is durable.
   std::string legacy_to_retire_ GUARDED_BY(mu_);
+  // Group commit (see WaitDurable).
+  uint64_t appended_seq_ GUARDED_BY(mu_) = 0;  // last record appended by this process
+  uint64_t durable_seq_ GUARDED_BY(mu_) = 0;   // every record up to here is durable
+  uint64_t durable_offset_ GUARDED_BY(mu_) = 0;  // file bytes known durable
+  // Bytes before this offset are durable or another process's: a failed
+  // sync may cut the file back to here, never further.
+  uint64_t truncate_floor_ GUARDED_BY(mu_) = 0;
+  bool syncing_ GUARDED_BY(mu_) = false;
+  bool flock_held_ GUARDED_BY(mu_) = false;  // this thread holds the cross-process lock
+  CondVar synced_cv_;
+  struct FailedRange {
+    uint64_t from, to;  // sequence numbers, inclusive
+    Status why;
+  };
+  std::vector<FailedRange> failed_ GUARDED_BY(mu_);  // the latest few
+  // Set by AppendLocked for the Locked call running on this thread.
+  uint64_t commit_seq_ GUARDED_BY(mu_) = 0;
+  std::string commit_what_ GUARDED_BY(mu_);
   // The Go driver's pu.lock, during Open only.
   std::unique_ptr<FileLock> legacy_lock_ GUARDED_BY(mu_);
 };

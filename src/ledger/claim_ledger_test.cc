@@ -304,6 +304,67 @@ TEST_F(ClaimLedgerTest, TombstoneExpiresAndIsCollected) {
   EXPECT_LT(insp->file_size, 1024u);
 }
 
+// Counts() against a recount of every entry (List hides expired tombstones,
+// so callers compare while none has expired, or after they were dropped).
+void ExpectCountsMatchEntries(ClaimLedger& l, const std::string& when) {
+  auto entries = l.List();  // also catches up with other writers
+  ASSERT_TRUE(entries.ok());
+  LedgerCounts want;
+  for (const auto& e : *entries) {
+    want.claims[static_cast<size_t>(e.state)]++;
+    if (e.state != ClaimState::kPrepareCompleted) continue;
+    for (const auto& d : e.prepared) want.prepared_devices[d.device]++;
+  }
+  LedgerCounts got = l.Counts();
+  EXPECT_EQ(got.claims, want.claims) << when;
+  EXPECT_EQ(got.prepared_devices, want.prepared_devices) << when;
+  EXPECT_EQ(got.bytes, testing::FileSize(JoinPath(l.dir(), kLogFileName))) << when;
+}
+
+TEST_F(ClaimLedgerTest, CountsFollowEveryTransitionReopenCompactionAndOtherWriters) {
+  auto l = OpenLedger();
+  ExpectCountsMatchEntries(*l, "empty");
+  PrepareFully(*l, "a", {"gpu-0", "gpu-1"});
+  PrepareFully(*l, "b", {"gpu-2"});
+  ASSERT_TRUE(l->BeginPrepare(Request("c", {"gpu-3"})).ok());
+  EXPECT_EQ(l->Counts().prepared_devices.at("gpu-1"), 1);
+  EXPECT_EQ(l->Counts().claims[static_cast<size_t>(ClaimState::kPrepareStarted)], 1);
+  ExpectCountsMatchEntries(*l, "prepared");
+  ASSERT_TRUE(l->BeginUnprepare("a").ok());
+  ExpectCountsMatchEntries(*l, "unprepare started");
+  EXPECT_EQ(l->Counts().prepared_devices.count("gpu-0"), 0u);
+  ASSERT_TRUE(l->FinishUnprepare("a").ok());
+  ExpectCountsMatchEntries(*l, "tombstone");
+  // The same claim prepared again after its tombstone, by a pod reserving it.
+  auto again = Request("a", {"gpu-0", "gpu-1"});
+  again.consumers = {"pod-2"};
+  ASSERT_TRUE(l->BeginPrepare(again).ok());
+  ASSERT_TRUE(l->CompletePrepare("a", Prepared("a", {"gpu-0", "gpu-1"}), {}).ok());
+  ExpectCountsMatchEntries(*l, "prepared again");
+
+  // Another writer's records are counted once they are read.
+  auto other = OpenLedger();
+  PrepareFully(*other, "d", {"gpu-4"});
+  ASSERT_TRUE(other->BeginUnprepare("b").ok());
+  ASSERT_TRUE(other->FinishUnprepare("b").ok());
+  ExpectCountsMatchEntries(*l, "after another writer");
+  EXPECT_EQ(l->Counts().prepared_devices.count("gpu-2"), 0u);
+  EXPECT_EQ(l->Counts().prepared_devices.at("gpu-4"), 1);
+
+  ASSERT_TRUE(l->CollectGarbage(/*force_compaction=*/true).ok());
+  ExpectCountsMatchEntries(*l, "after compaction");
+  ExpectCountsMatchEntries(*other, "other after its catch-up reload");
+  l.reset();
+  l = OpenLedger();
+  ExpectCountsMatchEntries(*l, "reopened");
+
+  // Expired tombstones leave the counts when they are dropped.
+  clock_.Advance(61s);
+  ASSERT_TRUE(l->CollectGarbage().ok());
+  EXPECT_EQ(l->Counts().claims[static_cast<size_t>(ClaimState::kTombstone)], 0);
+  ExpectCountsMatchEntries(*l, "tombstones expired");
+}
+
 TEST_F(ClaimLedgerTest, SizeStaysProportionalToLiveClaims) {
   auto o = Options();
   o.compaction_min_bytes = 4096;
@@ -347,6 +408,70 @@ TEST_F(ClaimLedgerTest, OneSyncPerTransition) {
   ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
   ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
   EXPECT_EQ(env.syncs() - before, 4);
+}
+
+TEST_F(ClaimLedgerTest, ConcurrentTransitionsShareSyncsAndAreDurableWhenAcknowledged) {
+  FaultInjectionEnv env;
+  auto o = Options();
+  o.env = &env;
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  constexpr int kClaims = 8;
+  int before = env.syncs();
+  // The first transition's sync stays in flight until all eight records are
+  // appended; the seven appended meanwhile then share the next sync.
+  env.HoldSyncsUntilAppends(env.appends() + 2 * kClaims);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < kClaims; ++i) {
+    threads.emplace_back([&, i] {
+      std::string uid = "gc-" + std::to_string(i);
+      if (l->BeginPrepare(Request(uid, {"gpu-" + std::to_string(i)})).ok()) ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kClaims);
+  int syncs = env.syncs() - before;
+  EXPECT_LT(syncs, kClaims);
+  EXPECT_GE(syncs, 1);
+  // Every acknowledged transition survives losing what was never synced.
+  l.reset();
+  env.DropUnsyncedData();
+  auto reopened = std::move(ClaimLedger::Open(o)).value();
+  EXPECT_TRUE(reopened->report().clean()) << reopened->report().Summary();
+  for (int i = 0; i < kClaims; ++i) {
+    EXPECT_EQ(MustGet(*reopened, "gc-" + std::to_string(i)).state, ClaimState::kPrepareStarted) << i;
+  }
+}
+
+TEST_F(ClaimLedgerTest, AFailedGroupSyncFailsEveryTransitionItCoveredAndRecordsNone) {
+  FaultInjectionEnv env;
+  auto o = Options();
+  o.env = &env;
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  PrepareFully(*l, "kept", {"gpu-9"});
+  constexpr int kClaims = 4;
+  env.set_fail_syncs(true);
+  env.HoldSyncsUntilAppends(env.appends() + 2 * kClaims);
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int i = 0; i < kClaims; ++i) {
+    threads.emplace_back([&, i] {
+      auto b = l->BeginPrepare(Request("f-" + std::to_string(i), {"gpu-" + std::to_string(i)}));
+      if (!b.ok()) {
+        EXPECT_NE(b.status().message().find("f-" + std::to_string(i)), std::string::npos) << b.status().message();
+        ++failed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), kClaims);
+  env.set_fail_syncs(false);
+  for (int i = 0; i < kClaims; ++i) EXPECT_FALSE(l->Get("f-" + std::to_string(i))->has_value()) << i;
+  EXPECT_EQ(MustGet(*l, "kept").state, ClaimState::kPrepareCompleted);
+  EXPECT_TRUE(l->BeginPrepare(Request("f-0", {"gpu-0"})).ok());
+  auto insp = InspectLedger(dir_.path());
+  ASSERT_TRUE(insp.ok());
+  EXPECT_FALSE(insp->damaged());
 }
 
 TEST_F(ClaimLedgerTest, AcknowledgedTransitionsSurviveLossOfUnsyncedData) {

@@ -31,6 +31,18 @@ class FaultInjectionEnv final : public LedgerEnv {
   // fails as on a full disk; appends to the open log still succeed.
   void set_fail_new_files(bool fail) { fail_new_files_ = fail; }
   uint64_t bytes_appended() const { return bytes_appended_; }
+  // Append calls so far (a ledger record is appended in two, around its
+  // torn-write point).
+  uint64_t appends() const EXCLUDES(mu_) {
+    MutexLock l(mu_);
+    return appends_;
+  }
+  // Every Sync waits until Append has been called `n` times in all: lets a
+  // test have many records appended while one sync is in flight.
+  void HoldSyncsUntilAppends(uint64_t n) EXCLUDES(mu_) {
+    MutexLock l(mu_);
+    hold_syncs_until_ = n;
+  }
   int syncs() const EXCLUDES(mu_) {
     MutexLock l(mu_);
     return syncs_;
@@ -89,9 +101,19 @@ class FaultInjectionEnv final : public LedgerEnv {
         : env_(env), path_(std::move(path)), f_(std::move(f)) {}
     Status Append(std::string_view data) override {
       env_->bytes_appended_ += data.size();
-      return f_->Append(data);
+      Status s = f_->Append(data);
+      MutexLock l(env_->mu_);
+      ++env_->appends_;
+      env_->appended_cv_.NotifyAll();
+      return s;
     }
     Status Sync() override {
+      {
+        MutexLock l(env_->mu_);
+        env_->appended_cv_.Wait(env_->mu_, [this]() REQUIRES(env_->mu_) {
+          return env_->appends_ >= env_->hold_syncs_until_;
+        });
+      }
       if (env_->fail_syncs_) return Unavailable("injected sync failure");
       NVDRA_RETURN_IF_ERROR(f_->Sync());
       auto id = env_->base().Stat(path_);
@@ -122,6 +144,9 @@ class FaultInjectionEnv final : public LedgerEnv {
   bool fail_new_files_ = false;
   uint64_t bytes_appended_ = 0;
   int syncs_ GUARDED_BY(mu_) = 0;
+  uint64_t appends_ GUARDED_BY(mu_) = 0;
+  uint64_t hold_syncs_until_ GUARDED_BY(mu_) = 0;
+  CondVar appended_cv_;
 };
 
 }  // namespace nvdra::ledger

@@ -53,9 +53,20 @@ std::optional<std::string> LedgerState::Apply(const DecodedRecord& r) {
   return note;
 }
 
+void LedgerState::Count(const ClaimEntry& e, int64_t delta) {
+  state_counts_[static_cast<size_t>(e.state)] += delta;
+  if (e.state != ClaimState::kPrepareCompleted) return;
+  for (const auto& d : e.prepared) {
+    auto it = prepared_devices_.try_emplace(d.device, 0).first;
+    it->second += delta;
+    if (it->second == 0) prepared_devices_.erase(it);
+  }
+}
+
 void LedgerState::Erase(const std::string& uid) {
   auto it = entries_.find(uid);
   if (it == entries_.end()) return;
+  Count(it->second, -1);
   if (HoldsResources(it->second.state)) {
     for (const auto& r : it->second.held) {
       auto h = holders_.find(r);
@@ -90,6 +101,7 @@ void LedgerState::Put(ClaimEntry e, uint64_t record_size) {
   if (e.state == ClaimState::kTombstone) tombstones_.emplace_back(e.updated, e.uid);
   record_size_[e.uid] = record_size;
   live_bytes_ += record_size;
+  Count(e, +1);
   std::string uid = e.uid;
   entries_.insert_or_assign(std::move(uid), std::move(e));
 }

@@ -4,6 +4,7 @@
 // ledger and the read-only inspector (nvdractl ledger verify) use it.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -43,6 +44,13 @@ class LedgerState {
                                std::chrono::nanoseconds ttl, bool full_scan = true);
 
   const std::map<std::string, ClaimEntry>& entries() const { return entries_; }
+  // Entries per state (tombstones the TTL has expired but that are not yet
+  // dropped included), kept as records are applied: O(1) per record.
+  int64_t count(ClaimState s) const { return state_counts_[static_cast<size_t>(s)]; }
+  // Device name -> number of PrepareCompleted entries that returned it
+  // (devices no completed entry names are absent). Bounded by the node's
+  // devices, however many entries the ledger holds.
+  const std::unordered_map<std::string, int64_t>& prepared_devices() const { return prepared_devices_; }
   // Frames kept verbatim (unknown types, unreadable entries), in file order.
   const std::vector<std::string>& kept_frames() const { return kept_frames_; }
   uint64_t live_bytes() const { return live_bytes_; }
@@ -65,7 +73,11 @@ class LedgerState {
   Meta& mutable_meta() { return meta_; }
 
  private:
+  void Count(const ClaimEntry& e, int64_t delta);
+
   std::map<std::string, ClaimEntry> entries_;
+  std::array<int64_t, kClaimStateCount> state_counts_{};
+  std::unordered_map<std::string, int64_t> prepared_devices_;
   std::unordered_map<std::string, uint64_t> record_size_;
   // resource -> live holders in record order (more than one only after damage)
   std::unordered_map<std::string, std::vector<std::string>> holders_;

@@ -47,6 +47,27 @@ class BenchClientEndToEnd(NodeTestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertEqual(self.live_entries(gpu), [])
 
+    def test_ledger_fill_adds_entries_the_running_plugin_reads_and_keeps_serving(self):
+        gpu = self.gpu_plugin(extra_args=["--tombstone-ttl", "3600"]).start()
+        r = subprocess.run([os.path.join(BIN, "ledger_fill"), gpu.plugin_dir, self.node.boot_id_path, "fill", "3",
+                            "17", "gpu.nvidia.com", self.node.node_name],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        held = [json.loads(line) for line in r.stdout.splitlines()]
+        self.assertEqual([h["device"] for h in held], ["fill-dev-0", "fill-dev-1", "fill-dev-2"])
+        data = gpu.ledger()
+        states = [c["state"] for c in data["claims"]]
+        self.assertEqual(states.count("PrepareCompleted"), 3)
+        self.assertEqual(states.count("Tombstone"), 17)
+        # The plugin picks the rewritten ledger up at its next request.
+        refs = self.claims(2)
+        rc, out, err = ctl("cycle", "--socket", gpu.dra_socket, *refs)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(json.loads(out)["errors"], [])
+        states = [c["state"] for c in gpu.ledger()["claims"]]
+        self.assertEqual(states.count("PrepareCompleted"), 3)
+        self.assertEqual(states.count("Tombstone"), 19)
+
     def test_wait_info_reports_when_the_registration_socket_answers(self):
         gpu = self.gpu_plugin().start()
         rc, out, err = ctl("wait-info", "--socket", gpu.reg_socket, "--timeout-ms", "20000")
