@@ -1,6 +1,7 @@
 """Crash, restart and upgrade scenarios against the real plugin binaries."""
 
 import concurrent.futures
+import os
 import random
 import unittest
 
@@ -35,6 +36,27 @@ class RecoveryEndToEnd(NodeTestCase):
         self.assertEqual(self.node.cdi_files(), [])
         # The kubelet's late Unprepare is a no-op success.
         self.assertOk(plugin.unprepare([claim]), claim[2])
+
+    def test_an_emptied_ledger_keeps_its_claims_specs_and_devices(self):
+        plugin = self.gpu_plugin()
+        plugin.start()
+        held = self.gpu_claim("held", ["gpu-0"])
+        self.assertOk(plugin.prepare([held]), held[2])
+        plugin.stop()
+        # The ledger is lost (0 bytes) while the plugin is down.
+        open(os.path.join(plugin.plugin_dir, "ledger.log"), "w").close()
+        plugin.start()
+        # The first claim after the restart must not get the lost claim's GPU,
+        # however soon it comes.
+        other = self.gpu_claim("other", ["gpu-0"])
+        res = plugin.prepare([other])
+        self.assertIn("already allocated by claim " + held[2], res[other[2]]["error"])
+        self.assertTrue(any(held[2] in f for f in self.node.cdi_files()), self.node.cdi_files())
+        # The held claim's own Prepare answers with its device.
+        again = plugin.prepare([held])
+        self.assertOk(again, held[2])
+        self.assertEqual([d["device_name"] for d in again[held[2]]["devices"]], ["gpu-0"])
+        self.assertIn("ledger recovery", plugin.read_log())
 
     def test_kill_at_every_failpoint_then_kubelet_retry_converges(self):
         plugin = self.gpu_plugin()

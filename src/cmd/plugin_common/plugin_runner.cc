@@ -210,6 +210,15 @@ Status Plugin::StartEngineAndReconciler() {
     if (!s.ok()) NVDRA_VLOG(4, "event for claim {} not posted: {}", c.ToString(), s.message());
   };
   engine_ = std::make_unique<driver::Engine>(eopts, *ledger_, *kind_, *claims_, *cdi_, &metrics_->dra());
+  // A ledger that was lost gets its entries back from the CDI specs before
+  // the kubelet can ask for anything: otherwise a new claim could be given a
+  // device a lost claim still holds. What fails here the reconciler retries.
+  auto recovered = engine_->RecoverLostClaims();
+  if (!recovered.ok()) {
+    NVDRA_WARN("ledger recovery at start: {}; the reconciler retries", recovered.status().message());
+  } else if (!*recovered) {
+    NVDRA_WARN("ledger recovery at start is not complete; the reconciler retries and keeps every CDI spec meanwhile");
+  }
 
   driver::ReconcilerOptions ropts;
   ropts.period = std::chrono::duration_cast<std::chrono::milliseconds>(options_.reconcile_period);
