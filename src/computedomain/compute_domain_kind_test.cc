@@ -52,7 +52,7 @@ class ComputeDomainKindTest : public ::testing::Test {
     driver::ClaimWork w{"uid-1", "default", "c", {}, {}};
     w.results.push_back({"channel", kDriverName, "node-1", device, false, ""});
     config::ComputeDomainChannelConfig cc{domain, mode};
-    w.groups.push_back({cc, {}, {{"channel", device, "channel", kDriverName}}});
+    w.groups.push_back({cc, {}, {w.results.back()}});
     return w;
   }
 
@@ -128,7 +128,7 @@ TEST_F(ComputeDomainKindTest, ChannelPrepareInjectsTheChannelNode) {
 TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareLeavesIt) {
   driver::ClaimWork w{"uid-d", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", "daemon-0", "daemon", kDriverName}}});
+  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->held, std::vector<std::string>{"daemon-0"});
@@ -153,7 +153,7 @@ TEST_F(ComputeDomainKindTest, WithoutACliqueDaemonsStillGetTheirDirectoryAndEnvB
   kind_->SetCliqueId("");
   driver::ClaimWork w{"uid-d", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", "daemon-0", "daemon", kDriverName}}});
+  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok());
   auto p = kind_->Prepare(w, *plan);
@@ -179,7 +179,7 @@ TEST_F(ComputeDomainKindTest, DaemonClaimGetsTheBaseDeviceNextToItsOwn) {
   ComputeDomainKind kind(ko, devices::DeviceEdits::ForLib(*lib_), domains_);
   driver::ClaimWork w{"uid-b", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", "daemon-0", "daemon", kDriverName}}});
+  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   auto plan = kind.Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto p = kind.Prepare(w, *plan);
@@ -208,7 +208,7 @@ TEST_F(ComputeDomainKindTest, DaemonClaimsMayLiveOutsideTheDomainsNamespace) {
   // namespace, not in the ComputeDomain's.
   driver::ClaimWork w{"uid-d", "nvidia-dra-driver", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", "daemon-0", "daemon", kDriverName}}});
+  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   domains_.domains["cd-1"].node_ready = false;  // the daemon is what makes the node ready
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

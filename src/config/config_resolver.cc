@@ -33,10 +33,10 @@ std::string_view Join(const std::vector<std::string>& v, std::string& buf) {
   return buf;
 }
 
-Status TypeMismatch(const Config& c, const AllocationResultRef& r) {
+Status TypeMismatch(const Config& c, const model::AllocationResult& r, const std::string& type) {
   std::string kind(KindOf(c));
   if (!IsGpuKind(c)) return InvalidArgument("cannot apply " + kind + " to request: " + r.request);
-  return InvalidArgument("cannot apply " + kind + " to device \"" + r.device + "\" of type \"" + r.device_type +
+  return InvalidArgument("cannot apply " + kind + " to device \"" + r.device + "\" of type \"" + type +
                          "\" (request: " + r.request + ")");
 }
 
@@ -69,7 +69,7 @@ bool NamesRequest(const std::vector<std::string>& requests, const std::string& r
   return false;
 }
 
-bool ResultLess(const AllocationResultRef& a, const AllocationResultRef& b) {
+bool ResultLess(const model::AllocationResult& a, const model::AllocationResult& b) {
   return std::tie(a.request, a.device) < std::tie(b.request, b.device);
 }
 
@@ -85,8 +85,8 @@ std::string ConfigOrigin::ToString() const {
 }
 
 Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, const std::vector<ClaimConfig>& configs,
-                                                const std::vector<AllocationResultRef>& results,
-                                                const FeatureGates& gates) {
+                                                const std::vector<model::AllocationResult>& results,
+                                                const DeviceTypeOf& type_of, const FeatureGates& gates) {
   const std::string& driver = rules.driver;
   if (rules.device_types.empty()) {
     return InvalidArgument("driver \"" + driver + "\" declares no device types, so no opaque config can apply");
@@ -112,29 +112,30 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, 
   }
 
   // For each result, the index of the candidate that applies to it.
-  std::vector<std::vector<AllocationResultRef>> assigned(candidates.size());
-  for (const AllocationResultRef& r : results) {
+  std::vector<std::vector<model::AllocationResult>> assigned(candidates.size());
+  for (const model::AllocationResult& r : results) {
     if (!r.driver.empty() && r.driver != driver) continue;
-    if (!IsKnownDeviceType(rules, r.device_type)) {
-      return InvalidArgument("device \"" + r.device + "\" (request: " + r.request + ") has type \"" + r.device_type +
+    const std::string type = type_of(r);
+    if (!IsKnownDeviceType(rules, type)) {
+      return InvalidArgument("device \"" + r.device + "\" (request: " + r.request + ") has type \"" + type +
                              "\", which driver " + driver + " does not serve");
     }
     std::optional<size_t> chosen;
     for (size_t i = candidates.size(); i-- > 0;) {
       const Candidate& c = candidates[i];
       if (NamesRequest(c.requests, r.request)) {
-        if (!Matches(c.config, r.device_type)) return TypeMismatch(c.config, r);
+        if (!Matches(c.config, type)) return TypeMismatch(c.config, r, type);
         chosen = i;
         break;
       }
-      if (c.requests.empty() && Matches(c.config, r.device_type)) {
+      if (c.requests.empty() && Matches(c.config, type)) {
         chosen = i;
         break;
       }
     }
     if (!chosen) {
       // Only a type whose default the kind switched off gets here.
-      std::string msg = "no opaque config applies to device \"" + r.device + "\" of type \"" + r.device_type +
+      std::string msg = "no opaque config applies to device \"" + r.device + "\" of type \"" + type +
                         "\" (request: " + r.request + ")";
       if (!rules.missing_config_hint.empty()) msg += "; " + rules.missing_config_hint;
       return InvalidArgument(msg);

@@ -6,12 +6,14 @@
 // the claim engine can reject a bad claim before its first durable write.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "config/feature_gates.h"
 #include "config/opaque_config.h"
+#include "model/claim.h"
 #include "util/status.h"
 
 namespace nvdra::config {
@@ -35,16 +37,9 @@ struct ClaimConfig {
   bool opaque = true;                 // false: a config kind this API version does not know
 };
 
-// One allocation result of the claim.
-struct AllocationResultRef {
-  std::string request;
-  std::string device;
-  std::string device_type;  // one of the kDeviceType* values
-  // Results of other drivers are skipped; empty means "this driver".
-  std::string driver;
-
-  friend bool operator==(const AllocationResultRef&, const AllocationResultRef&) = default;
-};
+// The device type ("gpu", "mig", "channel", ...) of an allocated device, as
+// the device kind names it.
+using DeviceTypeOf = std::function<std::string(const model::AllocationResult& result)>;
 
 // What one driver serves, as its device kind declares it: the device types
 // and the configs that apply to a device when no class or claim config does
@@ -69,7 +64,7 @@ struct ConfigOrigin {
 struct ConfigGroup {
   Config config;  // normalized and validated
   ConfigOrigin origin;
-  std::vector<AllocationResultRef> results;  // sorted by (request, device)
+  std::vector<model::AllocationResult> results;  // sorted by (request, device)
 };
 
 // Returns one group per config that applies to at least one result, sorted
@@ -83,7 +78,7 @@ struct ConfigGroup {
 // A validated MPS config fails with "MPS sharing is not supported yet by
 // nvdra" because the MPS control daemon is not implemented.
 Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, const std::vector<ClaimConfig>& configs,
-                                                const std::vector<AllocationResultRef>& results,
-                                                const FeatureGates& gates);
+                                                const std::vector<model::AllocationResult>& results,
+                                                const DeviceTypeOf& type_of, const FeatureGates& gates);
 
 }  // namespace nvdra::config

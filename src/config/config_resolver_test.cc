@@ -1,5 +1,6 @@
 #include "config/config_resolver.h"
 
+#include <map>
 #include <gtest/gtest.h>
 
 namespace nvdra::config {
@@ -22,12 +23,23 @@ DriverConfigRules CdRules() {
   return {kCd, {"channel", "daemon"}, {ComputeDomainDaemonConfig{}, ComputeDomainChannelConfig{}}, ""};
 }
 
+// The device type of each device name the tests use, as a kind would say.
+std::map<std::string, std::string>& DeviceTypes() {
+  static std::map<std::string, std::string> types;
+  return types;
+}
+
+std::string TypeOf(const model::AllocationResult& r) {
+  auto it = DeviceTypes().find(r.device);
+  return it == DeviceTypes().end() ? "" : it->second;
+}
+
 Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const std::vector<ClaimConfig>& configs,
-                                                const std::vector<AllocationResultRef>& results,
+                                                const std::vector<model::AllocationResult>& results,
                                                 const FeatureGates& gates) {
-  if (driver == kGpu) return config::ResolveConfigs(GpuRules(gates), configs, results, gates);
-  if (driver == kCd) return config::ResolveConfigs(CdRules(), configs, results, gates);
-  return config::ResolveConfigs(DriverConfigRules{std::string(driver), {}, {}, ""}, configs, results, gates);
+  if (driver == kGpu) return config::ResolveConfigs(GpuRules(gates), configs, results, TypeOf, gates);
+  if (driver == kCd) return config::ResolveConfigs(CdRules(), configs, results, TypeOf, gates);
+  return config::ResolveConfigs(DriverConfigRules{std::string(driver), {}, {}, ""}, configs, results, TypeOf, gates);
 }
 const FeatureGates kTs = FeatureGates().With(Gate::kTimeSlicingSettings, true);
 
@@ -45,8 +57,10 @@ ClaimConfig Cfg(ConfigSource source, std::vector<std::string> requests, std::str
   return c;
 }
 
-AllocationResultRef Res(std::string request, std::string device, std::string type = "gpu") {
-  return {std::move(request), std::move(device), std::move(type), ""};
+// A result of this driver (the resolver skips other drivers' results).
+model::AllocationResult Res(std::string request, std::string device, std::string type = "gpu") {
+  DeviceTypes()[device] = std::move(type);
+  return {std::move(request), "", "node-1", std::move(device), false, ""};
 }
 
 // The interval each result ends up with ("none" for the plain default).
@@ -69,7 +83,7 @@ TEST(ConfigResolverTest, PrecedenceTable) {
     std::vector<ClaimConfig> configs;
     std::map<std::string, std::string> want;
   };
-  const std::vector<AllocationResultRef> results = {Res("a", "gpu-0"), Res("b", "gpu-1")};
+  const std::vector<model::AllocationResult> results = {Res("a", "gpu-0"), Res("b", "gpu-1")};
   const std::vector<Case> cases = {
       {"defaults only", {}, {{"a/gpu-0", "none"}, {"b/gpu-1", "none"}}},
       {"class config applies to all", {Cfg(S::kFromClass, {}, TsJson("Short"))}, {{"a/gpu-0", "Short"}, {"b/gpu-1", "Short"}}},
@@ -109,18 +123,18 @@ TEST(ConfigResolverTest, PrecedenceTable) {
 TEST(ConfigResolverTest, GroupsAreDeterministicAndCarryTheirOrigin) {
   std::vector<ClaimConfig> configs = {Cfg(ConfigSource::kFromClass, {}, TsJson("Short")),
                                       Cfg(ConfigSource::kFromClaim, {"z"}, TsJson("Long"))};
-  std::vector<AllocationResultRef> results = {Res("z", "gpu-3"), Res("b", "gpu-2"), Res("a", "mig-1", "mig"),
+  std::vector<model::AllocationResult> results = {Res("z", "gpu-3"), Res("b", "gpu-2"), Res("a", "mig-1", "mig"),
                                               Res("a", "gpu-0"), Res("z", "gpu-1")};
   auto groups = ResolveConfigs(kGpu, configs, results, kTs);
   ASSERT_TRUE(groups.ok()) << groups.status().ToString();
   ASSERT_EQ(groups->size(), 3u);
   // Sorted by first (request, device): a/gpu-0 (class), a/mig-1 (default MIG), z/gpu-1 (claim).
   EXPECT_EQ((*groups)[0].origin, (ConfigOrigin{ConfigOrigin::Kind::kClass, 0}));
-  EXPECT_EQ((*groups)[0].results, (std::vector<AllocationResultRef>{Res("a", "gpu-0"), Res("b", "gpu-2")}));
+  EXPECT_EQ((*groups)[0].results, (std::vector<model::AllocationResult>{Res("a", "gpu-0"), Res("b", "gpu-2")}));
   EXPECT_EQ((*groups)[1].origin.kind, ConfigOrigin::Kind::kDefault);
   EXPECT_TRUE(std::holds_alternative<MigDeviceConfig>((*groups)[1].config));
   EXPECT_EQ((*groups)[2].origin.ToString(), "claim config #1");
-  EXPECT_EQ((*groups)[2].results, (std::vector<AllocationResultRef>{Res("z", "gpu-1"), Res("z", "gpu-3")}));
+  EXPECT_EQ((*groups)[2].results, (std::vector<model::AllocationResult>{Res("z", "gpu-1"), Res("z", "gpu-3")}));
 
   std::reverse(results.begin(), results.end());
   auto again = ResolveConfigs(kGpu, configs, results, kTs);

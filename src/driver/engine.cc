@@ -204,9 +204,9 @@ Result<std::optional<Engine::Devices>> Engine::CompletedThisBoot(const ClaimWork
 
 // Step 3: configs, the kind's plan and readiness, before anything durable.
 Result<ClaimPlan> Engine::PlanClaim(ClaimWork& work, const ClaimSnapshot& snap) {
-  std::vector<config::AllocationResultRef> refs;
-  for (const auto& r : work.results) refs.push_back({r.request, r.device, kind_.DeviceType(r.device), r.driver});
-  auto groups = config::ResolveConfigs(kind_.ConfigRules(options_.gates), snap.configs, refs, options_.gates);
+  auto type_of = [this](const model::AllocationResult& r) { return kind_.DeviceType(r.device); };
+  auto groups =
+      config::ResolveConfigs(kind_.ConfigRules(options_.gates), snap.configs, work.results, type_of, options_.gates);
   if (!groups.ok()) return groups.status().AsPermanent();
   work.groups = std::move(groups).value();
   auto plan = kind_.Plan(work);

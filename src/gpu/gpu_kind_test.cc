@@ -50,7 +50,7 @@ class GpuKindTest : public ::testing::Test {
     w.uid = uid;
     config::GpuConfig gc;
     gc.sharing = config::GpuSharing{"TimeSlicing", config::TimeSlicingConfig{interval}, std::nullopt};
-    w.groups.push_back({gc, {}, {{"gpu", "gpu-2", "gpu", kDriverName}}});
+    w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-2", false, ""}}});
     auto plan = kind_->Plan(w);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
     auto p = kind_->Prepare(w, *plan);
@@ -141,7 +141,7 @@ TEST_F(GpuKindTest, TimeSlicingIsAppliedAndResetFromTheUndoRecord) {
   auto w = Work({"gpu-2"});
   config::GpuConfig gc;
   gc.sharing = config::GpuSharing{"TimeSlicing", config::TimeSlicingConfig{"Medium"}, std::nullopt};
-  w.groups.push_back({gc, {}, {{"gpu", "gpu-2", "gpu", kDriverName}}});
+  w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-2", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto p = kind_->Prepare(w, *plan);
@@ -310,7 +310,7 @@ TEST_F(GpuKindTest, MpsIsRefusedClearly) {
   auto w = Work({"gpu-0"});
   config::GpuConfig gc;
   gc.sharing = config::GpuSharing{"MPS", std::nullopt, config::MpsConfig{}};
-  w.groups.push_back({gc, {}, {{"gpu", "gpu-0", "gpu", kDriverName}}});
+  w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-0", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("MPS"), std::string::npos);

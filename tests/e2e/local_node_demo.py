@@ -13,6 +13,7 @@ Options: --gpu-profile (default h100x8), --cd-profile (default gb200x4),
 import argparse
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -126,6 +127,13 @@ def main():
                         "metadata": {"name": "demo-domain", "namespace": "default", "uid": domain},
                         "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "demo-channel"}}},
                         "status": {"status": "Ready", "nodes": [{"name": node.node_name, "status": "Ready"}]}}])
+        # What this node's IMEX daemon reports once it runs (ComputeDomainCliques, the default):
+        # the plugin waits for it before it prepares a channel.
+        clique = re.search(r"identified fabric clique: (\S+)", cd.read_log()).group(1)
+        node.api.load([{"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainClique",
+                        "metadata": {"name": "%s.%s" % (domain, clique), "namespace": "default"},
+                        "daemons": [{"nodeName": node.node_name, "cliqueID": clique, "ipAddress": "10.0.0.1",
+                                     "index": 0, "status": "Ready"}]}])
         refs = []
         for name, ch in (("chan-a", 0), ("chan-b", 0), ("chan-c", 1)):
             c = make_claim(name, [{"request": "channel", "driver": CD_DRIVER, "pool": node.node_name,

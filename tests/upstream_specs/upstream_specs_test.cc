@@ -2,6 +2,7 @@
 // decodes it, and resolve for the requests it names.
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -30,12 +31,24 @@ constexpr std::string_view kGpuDriverName = gpu::kDriverName;
 constexpr std::string_view kComputeDomainDriverName = computedomain::kDriverName;
 
 // Resolves with the rules the named driver's device kind declares.
+// An allocation result with its device's type, as the kind would say it.
+struct TypedResult {
+  std::string request, device, type, driver;
+};
+
+// Resolves with the rules the named driver's device kind declares.
 Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const std::vector<ClaimConfig>& configs,
-                                                const std::vector<AllocationResultRef>& results,
-                                                const FeatureGates& gates) {
+                                                const std::vector<TypedResult>& typed, const FeatureGates& gates) {
   DriverConfigRules rules = driver == kGpuDriverName ? gpu::GpuConfigRules(gates)
                                                      : computedomain::ComputeDomainConfigRules();
-  return config::ResolveConfigs(rules, configs, results, gates);
+  std::vector<model::AllocationResult> results;
+  std::map<std::string, std::string> types;
+  for (const auto& t : typed) {
+    results.push_back({t.request, t.driver, "node-1", t.device, false, ""});
+    types[t.device] = t.type;
+  }
+  auto type_of = [&types](const model::AllocationResult& r) { return types[r.device]; };
+  return config::ResolveConfigs(rules, configs, results, type_of, gates);
 }
 
 std::string ReadFile(const fs::path& p) {
