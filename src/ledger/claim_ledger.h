@@ -179,8 +179,9 @@ class ClaimLedger {
   // nullptr: by device name. Recounts the entries once.
   void SetDeviceClassifier(LedgerState::DeviceClassifier classify);
 
-  // Drops expired tombstones and compacts when dead bytes warrant it (or
-  // always with force).
+  // Drops expired tombstones (those written in clock order, amortized O(1)
+  // each; a compaction drops every one) and compacts when dead bytes warrant
+  // it (or always with force).
   Status CollectGarbage(bool force_compaction = false);
 
   // Records the namespace and name of a claim whose entry has none (imported
