@@ -237,7 +237,9 @@ def h100(count):
     return {"driverVersion": "570.158.01", "cudaDriverVersion": "12.8",
             "gpus": [{"count": count, "productName": "NVIDIA H100 80GB HBM3", "brand": "Nvidia",
                       "architecture": "Hopper", "cudaComputeCapability": "9.0", "memoryBytes": 85520809984,
-                      "addressingMode": "HMM"}]}
+                      "addressingMode": "HMM",
+                      "pciBusIds": ["0000:%02x:00.0" % (i + 1) for i in range(count)],
+                      "pcieRoots": ["pci0000:%02x" % (i + 1) for i in range(count)]}]}
 
 
 def profile_file(node, count):
@@ -370,7 +372,8 @@ def main():
         claims3 = Claims(node3)
         all64 = tuple(range(64))
         per = 64 if args.quick else 192
-        cycle(wide.dra_socket, claims3.make(8, prefix="gcwarm", devices=all64), "--concurrency", "8")
+        # Warm-up: the first wave of 64 starts the worker and gRPC threads.
+        cycle(wide.dra_socket, claims3.make(64, prefix="gcwarm", devices=all64), "--concurrency", "64")
         serial = cycle(wide.dra_socket, claims3.make(per, prefix="gc1", devices=all64))["claims_per_s"]
         report("claims/s, 1 at a time", serial, "/s")
         for conc in (8, 64):

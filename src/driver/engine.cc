@@ -59,7 +59,16 @@ Engine::Engine(EngineOptions options, ledger::ClaimLedger& ledger, ClaimKind& ki
       claims_(claims),
       cdi_(cdi),
       metrics_(metrics),
-      op_locks_(ledger.dir()) {}
+      op_locks_(ledger.dir()) {
+  // The ledger counts prepared devices by type as it applies records, so
+  // the gauges cost the number of types per request.
+  ledger_.SetDeviceClassifier([&kind](const std::string& device) {
+    std::string t = kind.DeviceType(device);
+    return t.empty() ? std::string("unknown") : t;
+  });
+}
+
+Engine::~Engine() { ledger_.SetDeviceClassifier(nullptr); }
 
 std::optional<metrics::StepTimer> Engine::Time(metrics::PrepareStep step) const {
   if (metrics_ == nullptr) return std::nullopt;
@@ -447,16 +456,13 @@ int Engine::SweepOrphanSpecs(const std::set<std::string>& live, int* errors) {
 void Engine::RefreshGauges() {
   if (metrics_ == nullptr) return;
   // The ledger keeps these counts as records are applied: the cost here is
-  // the node's devices and the four states, not the entries in the ledger.
+  // the device types and the four states, not the entries in the ledger.
   ledger::LedgerCounts counts = ledger_.Counts();
   std::map<std::string, int64_t> devices, states;
   for (size_t i = 0; i < ledger::kClaimStateCount; ++i) {
     states[ledger::ClaimStateName(static_cast<ledger::ClaimState>(i))] = counts.claims[i];
   }
-  for (const auto& [device, n] : counts.prepared_devices) {
-    std::string t = kind_.DeviceType(device);
-    devices[t.empty() ? "unknown" : t] += n;
-  }
+  for (const auto& [type, n] : counts.prepared_devices) devices[type] += n;
   metrics_->SetPreparedDeviceCounts(devices);
   metrics_->SetLedgerClaimCounts(states);
   metrics_->SetLedgerBytes(static_cast<double>(counts.bytes));

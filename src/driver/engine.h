@@ -60,6 +60,9 @@ class Engine final : public kubelet::ClaimEngine {
   // All references must outlive the engine. `metrics` may be null.
   Engine(EngineOptions options, ledger::ClaimLedger& ledger, ClaimKind& kind, ClaimSource& claims,
          const cdi::CdiSpecWriter& cdi, metrics::DraMetrics* metrics);
+  // Sets the ledger's device classifier to the kind's device types (see
+  // ClaimLedger::SetDeviceClassifier), and clears it again.
+  ~Engine() override;
 
   kubelet::PrepareResult PrepareClaim(const model::ClaimRef& claim,
                                       std::chrono::steady_clock::time_point deadline) override;

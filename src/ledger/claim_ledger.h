@@ -119,7 +119,9 @@ struct RebuiltClaim {
 // the number of entries.
 struct LedgerCounts {
   std::array<int64_t, kClaimStateCount> claims{};  // entries by ClaimState
-  // Device name -> PrepareCompleted entries that returned it.
+  // Devices returned by PrepareCompleted entries, by device type (see
+  // SetDeviceClassifier; "" for a device it does not know), or by device
+  // name while no classifier is set.
   std::unordered_map<std::string, int64_t> prepared_devices;
   uint64_t bytes = 0;  // size of ledger.log
 };
@@ -170,9 +172,16 @@ class ClaimLedger {
   // other processes appended since are counted at the next one). Touches no
   // file and takes no cross-process lock: cheap enough for every request.
   LedgerCounts Counts() const;
+  // How Counts() groups prepared devices (e.g. the device kind's type of a
+  // device name), so that reading them costs the number of types, not of
+  // devices or entries. Called with the mutex held, for every device of an
+  // entry applied: must be cheap and must not call back into the ledger.
+  // nullptr: by device name. Recounts the entries once.
+  void SetDeviceClassifier(LedgerState::DeviceClassifier classify);
 
-  // Drops expired tombstones and compacts when dead bytes warrant it (or
-  // always with force).
+  // Drops expired tombstones (those written in clock order, amortized O(1)
+  // each; a compaction drops every one) and compacts when dead bytes warrant
+  // it (or always with force).
   Status CollectGarbage(bool force_compaction = false);
 
   // Records the namespace and name of a claim whose entry has none (imported
@@ -241,6 +250,7 @@ class ClaimLedger {
   Status AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp) REQUIRES(mu_);
   Status QuarantineLocked(const std::string& bytes, const std::vector<DamagedRange>& damage) REQUIRES(mu_);
   ClaimEntry Decorate(ClaimEntry e) const REQUIRES(mu_);
+  LedgerState NewStateLocked() const REQUIRES(mu_);
   // Expired tombstones hidden.
   const ClaimEntry* FindLive(const std::string& uid) const REQUIRES(mu_);
   std::string SidePath(const std::string& kind) const;
@@ -252,6 +262,7 @@ class ClaimLedger {
 
   mutable Mutex mu_;  // guards everything below
   LedgerState state_ GUARDED_BY(mu_);
+  LedgerState::DeviceClassifier classify_ GUARDED_BY(mu_);
   // Shared with a sync in flight, which runs without mu_ while a compaction
   // may replace the file.
   std::shared_ptr<AppendFile> file_ GUARDED_BY(mu_);

@@ -363,6 +363,15 @@ TEST_F(ClaimLedgerTest, CountsFollowEveryTransitionReopenCompactionAndOtherWrite
   ASSERT_TRUE(l->CollectGarbage().ok());
   EXPECT_EQ(l->Counts().claims[static_cast<size_t>(ClaimState::kTombstone)], 0);
   ExpectCountsMatchEntries(*l, "tombstones expired");
+
+  // With a classifier, prepared devices are counted by its class.
+  l->SetDeviceClassifier([](const std::string& device) { return device.substr(0, 3); });
+  int64_t gpus = l->Counts().prepared_devices.at("gpu");
+  EXPECT_EQ(l->Counts().prepared_devices.size(), 1u);
+  PrepareFully(*l, "e", {"gpu-5", "gpu-6"});
+  EXPECT_EQ(l->Counts().prepared_devices.at("gpu"), gpus + 2);
+  ASSERT_TRUE(l->BeginUnprepare("e").ok());
+  EXPECT_EQ(l->Counts().prepared_devices.at("gpu"), gpus);
 }
 
 TEST_F(ClaimLedgerTest, SizeStaysProportionalToLiveClaims) {

@@ -57,9 +57,18 @@ void LedgerState::Count(const ClaimEntry& e, int64_t delta) {
   state_counts_[static_cast<size_t>(e.state)] += delta;
   if (e.state != ClaimState::kPrepareCompleted) return;
   for (const auto& d : e.prepared) {
-    auto it = prepared_devices_.try_emplace(d.device, 0).first;
+    auto it = prepared_devices_.try_emplace(classify_ ? classify_(d.device) : d.device, 0).first;
     it->second += delta;
     if (it->second == 0) prepared_devices_.erase(it);
+  }
+}
+
+void LedgerState::set_device_classifier(DeviceClassifier classify) {
+  classify_ = std::move(classify);
+  prepared_devices_.clear();
+  for (const auto& [uid, e] : entries_) {
+    if (e.state != ClaimState::kPrepareCompleted) continue;
+    for (const auto& d : e.prepared) ++prepared_devices_[classify_ ? classify_(d.device) : d.device];
   }
 }
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,10 +48,14 @@ class LedgerState {
   // Entries per state (tombstones the TTL has expired but that are not yet
   // dropped included), kept as records are applied: O(1) per record.
   int64_t count(ClaimState s) const { return state_counts_[static_cast<size_t>(s)]; }
-  // Device name -> number of PrepareCompleted entries that returned it
-  // (devices no completed entry names are absent). Bounded by the node's
-  // devices, however many entries the ledger holds.
+  // Devices returned by PrepareCompleted entries, counted by what the
+  // classifier makes of a device name (its type: a handful of keys however
+  // many entries the ledger holds), or by device name without one. Keys
+  // whose count drops to 0 are removed.
   const std::unordered_map<std::string, int64_t>& prepared_devices() const { return prepared_devices_; }
+  using DeviceClassifier = std::function<std::string(const std::string& device)>;
+  // Sets the classifier and recounts the prepared devices (O(entries), once).
+  void set_device_classifier(DeviceClassifier classify);
   // Frames kept verbatim (unknown types, unreadable entries), in file order.
   const std::vector<std::string>& kept_frames() const { return kept_frames_; }
   uint64_t live_bytes() const { return live_bytes_; }
@@ -78,6 +83,7 @@ class LedgerState {
   std::map<std::string, ClaimEntry> entries_;
   std::array<int64_t, kClaimStateCount> state_counts_{};
   std::unordered_map<std::string, int64_t> prepared_devices_;
+  DeviceClassifier classify_;
   std::unordered_map<std::string, uint64_t> record_size_;
   // resource -> live holders in record order (more than one only after damage)
   std::unordered_map<std::string, std::vector<std::string>> holders_;
