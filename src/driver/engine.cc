@@ -380,6 +380,12 @@ Status Engine::RebuildFromSpec(const std::string& uid) {
   if (entry && ledger::HoldsResources(entry->state)) return Status::Ok();
   auto devices = cdi_.ClaimSpecDevices(uid);
   if (!devices.ok() && devices.status().code() == StatusCode::kNotFound) return Status::Ok();  // removed meanwhile
+  if (!devices.ok() && devices.status().code() == StatusCode::kInvalidArgument) {
+    // No claim can be read out of it, now or later: it holds nothing, and
+    // the sweep removes it once the recovery is over.
+    NVDRA_WARN("ledger recovery: skipping claim {}: {}", uid, devices.status().message());
+    return Status::Ok();
+  }
   NVDRA_RETURN_IF_ERROR(devices.status());
   if (devices->empty()) return Status::Ok();  // names no device of the claim: nothing it could hold
   ledger::RebuiltClaim c;
@@ -397,8 +403,8 @@ Status Engine::RebuildFromSpec(const std::string& uid) {
   }
   NVDRA_RETURN_IF_ERROR(rebuilt);
   NVDRA_WARN("ledger recovery: rebuilt claim {} from its CDI spec ({} device(s)); its next Prepare or "
-               "Unprepare completes the entry",
-               uid, devices->size());
+             "Unprepare completes the entry",
+             uid, devices->size());
   return Status::Ok();
 }
 

@@ -603,10 +603,15 @@ TEST_F(EngineTest, ALostLedgerIsRebuiltFromTheCdiSpecsBeforeAnySpecIsSwept) {
   ASSERT_TRUE(WriteFileAtomically(log, "").ok());  // lost: 0 bytes
   Reopen();
   ASSERT_TRUE(*ledger_->ClaimsMayBeMissing());
+  // A spec nobody can read does not keep the recovery open forever.
+  ASSERT_TRUE(WriteFileAtomically(SpecPath("uid-garbage"), "{ not json").ok());
 
   auto rep = reconciler_->RunOnce();
   EXPECT_EQ(rep.errors, 0);
-  EXPECT_EQ(rep.orphan_specs_removed, 0);
+  // Rebuilt, the recovery ends in this pass, and its sweep removes only the
+  // spec that held nothing.
+  EXPECT_EQ(rep.orphan_specs_removed, 1);
+  EXPECT_FALSE(PathExists(SpecPath("uid-garbage")));
   EXPECT_TRUE(PathExists(SpecPath("uid-a")));
   EXPECT_TRUE(PathExists(SpecPath("uid-b")));
   EXPECT_FALSE(*ledger_->ClaimsMayBeMissing());
