@@ -87,8 +87,14 @@ def build_test_image(cache):
     shutil.copy(DAEMON_TEMPLATE, os.path.join(ctx, "rootfs", "templates"))
     with open(os.path.join(ctx, "Containerfile"), "w") as f:
         f.write("FROM %s\nCOPY rootfs/ /\nRUN ldconfig\n" % BASE_IMAGE)
+    previous = run(["podman", "image", "inspect", "--format", "{{.Id}}", TEST_IMAGE], check=False,
+                   capture_output=True).stdout.strip()
     run(["podman", "build", "--quiet", "--pull=never", "--network=host", "--tag", TEST_IMAGE, ctx],
         stdout=subprocess.DEVNULL)
+    # The last run's image lost its tag to this one: don't let them pile up.
+    current = run(["podman", "image", "inspect", "--format", "{{.Id}}", TEST_IMAGE], capture_output=True).stdout.strip()
+    if previous and previous != current:
+        run(["podman", "rmi", previous], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def daemonset_container(name):
