@@ -27,27 +27,12 @@ namespace nvdra::ledger {
 namespace {
 
 // The real file system, with appends left unsynced.
-class NoSyncEnv final : public LedgerEnv {
+class NoSyncEnv final : public ForwardingLedgerEnv {
  public:
-  Result<FileIdentity> Stat(const std::string& path) override { return base().Stat(path); }
-  Result<std::string> ReadFrom(const std::string& path, uint64_t offset) override {
-    return base().ReadFrom(path, offset);
-  }
   Result<std::unique_ptr<AppendFile>> OpenAppend(const std::string& path) override {
     auto f = base().OpenAppend(path);
     if (!f.ok()) return f.status();
     return std::unique_ptr<AppendFile>(new File(std::move(f).value()));
-  }
-  Status WriteNewFile(const std::string& path, std::string_view data) override {
-    return base().WriteNewFile(path, data);
-  }
-  Status Rename(const std::string& from, const std::string& to) override { return base().Rename(from, to); }
-  Status SyncDir(const std::string& dir) override { return base().SyncDir(dir); }
-  Status Remove(const std::string& path) override { return base().Remove(path); }
-  Status MakeDirs(const std::string& dir) override { return base().MakeDirs(dir); }
-  Result<std::unique_ptr<FileLock>> Lock(const std::string& path,
-                                         std::chrono::steady_clock::time_point deadline) override {
-    return base().Lock(path, deadline);
   }
 
  private:
@@ -61,7 +46,6 @@ class NoSyncEnv final : public LedgerEnv {
    private:
     std::unique_ptr<AppendFile> f_;
   };
-  static LedgerEnv& base() { return LedgerEnv::Posix(); }
 };
 
 // A claim UID as the API server makes them (letters, digits, dashes).

@@ -14,7 +14,7 @@
 
 namespace nvdra::ledger {
 
-class FaultInjectionEnv final : public LedgerEnv {
+class FaultInjectionEnv final : public ForwardingLedgerEnv {
  public:
   // Truncates every file written through this env to its last synced size.
   void DropUnsyncedData() EXCLUDES(mu_) {
@@ -48,10 +48,6 @@ class FaultInjectionEnv final : public LedgerEnv {
     return syncs_;
   }
 
-  Result<FileIdentity> Stat(const std::string& path) override { return base().Stat(path); }
-  Result<std::string> ReadFrom(const std::string& path, uint64_t offset) override {
-    return base().ReadFrom(path, offset);
-  }
   Result<std::unique_ptr<AppendFile>> OpenAppend(const std::string& path) override {
     auto f = base().OpenAppend(path);
     if (!f.ok()) return f.status();
@@ -85,13 +81,6 @@ class FaultInjectionEnv final : public LedgerEnv {
       synced_.erase(it);
     }
     return Status::Ok();
-  }
-  Status SyncDir(const std::string& dir) override { return base().SyncDir(dir); }
-  Status Remove(const std::string& path) override { return base().Remove(path); }
-  Status MakeDirs(const std::string& dir) override { return base().MakeDirs(dir); }
-  Result<std::unique_ptr<FileLock>> Lock(const std::string& path,
-                                         std::chrono::steady_clock::time_point deadline) override {
-    return base().Lock(path, deadline);
   }
 
  private:
@@ -134,8 +123,6 @@ class FaultInjectionEnv final : public LedgerEnv {
     std::string path_;
     std::unique_ptr<AppendFile> f_;
   };
-
-  LedgerEnv& base() { return LedgerEnv::Posix(); }
 
   mutable Mutex mu_;
   std::map<std::string, uint64_t> synced_ GUARDED_BY(mu_);

@@ -64,4 +64,37 @@ class LedgerEnv {
       const std::string& path, std::chrono::steady_clock::time_point deadline) = 0;
 };
 
+// Passes every call to another environment (the real file system unless
+// told otherwise); a test or tool environment derives from it and overrides
+// only what it changes.
+class ForwardingLedgerEnv : public LedgerEnv {
+ public:
+  explicit ForwardingLedgerEnv(LedgerEnv& base = LedgerEnv::Posix()) : base_(base) {}
+
+  Result<FileIdentity> Stat(const std::string& path) override { return base_.Stat(path); }
+  Result<std::string> ReadFrom(const std::string& path, uint64_t offset) override {
+    return base_.ReadFrom(path, offset);
+  }
+  Result<std::unique_ptr<AppendFile>> OpenAppend(const std::string& path) override {
+    return base_.OpenAppend(path);
+  }
+  Status WriteNewFile(const std::string& path, std::string_view data) override {
+    return base_.WriteNewFile(path, data);
+  }
+  Status Rename(const std::string& from, const std::string& to) override { return base_.Rename(from, to); }
+  Status SyncDir(const std::string& dir) override { return base_.SyncDir(dir); }
+  Status Remove(const std::string& path) override { return base_.Remove(path); }
+  Status MakeDirs(const std::string& dir) override { return base_.MakeDirs(dir); }
+  Result<std::unique_ptr<FileLock>> Lock(const std::string& path,
+                                         std::chrono::steady_clock::time_point deadline) override {
+    return base_.Lock(path, deadline);
+  }
+
+ protected:
+  LedgerEnv& base() { return base_; }
+
+ private:
+  LedgerEnv& base_;
+};
+
 }  // namespace nvdra::ledger
