@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "ledger/legacy_checkpoint.h"
+#include "mutate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -48,22 +49,15 @@ TEST(LegacyCheckpointReplayTest, SeedsImportAndTruncationsNeverCrash) {
   EXPECT_EQ(imported, 5);  // the seeds are valid, so mutations start from accepted input
 }
 
+// Runs of one bracket or quote: nesting and unbalanced text.
+const std::vector<std::string> kTokens = {"{", "{{{{{{{{", "[", "[[[[[[[[", "\"", "]", "]]]]", "}", "}}}}"};
+
 TEST(LegacyCheckpointReplayTest, DeterministicMutations) {
   std::mt19937 rng(4242);
   auto seeds = Seeds();
   for (int i = 0; i < 20000; ++i) {
     std::string s = seeds[rng() % seeds.size()];
-    int edits = 1 + static_cast<int>(rng() % 4);
-    for (int k = 0; k < edits && !s.empty(); ++k) {
-      size_t at = rng() % s.size();
-      switch (rng() % 5) {
-        case 0: s[at] = static_cast<char>(s[at] ^ (1u << (rng() % 8))); break;
-        case 1: s.erase(at, 1 + rng() % 16); break;
-        case 2: s.insert(at, s.substr(rng() % s.size(), 1 + rng() % 32)); break;
-        case 3: s.resize(at); break;
-        case 4: s.insert(at, std::string(1 + rng() % 8, "{[\"]}"[rng() % 5])); break;
-      }
-    }
+    s = fuzz::Mutate(std::move(s), rng, kTokens);
     Feed(s);
   }
   SUCCEED();

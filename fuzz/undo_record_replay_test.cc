@@ -11,6 +11,7 @@
 
 #include "computedomain/compute_domain_undo.h"
 #include "gpu/gpu_undo.h"
+#include "mutate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -61,21 +62,11 @@ TEST(UndoRecordReplayTest, SeedsDecodeAndTruncationsNeverCrash) {
 TEST(UndoRecordReplayTest, DeterministicMutations) {
   std::mt19937 rng(777);
   auto seeds = Seeds();
-  const std::string tokens[] = {"{", "}", "[", "]", "\"", ",", ":", "null", "true", "-1", "2147483648",
-                                "9223372036854775808", "1e400", "\"id\":", "\"interval\":", "\"uuid\":"};
+  const std::vector<std::string> tokens = {"{", "}", "[", "]", "\"", ",", ":", "null", "true", "-1", "2147483648",
+                                          "9223372036854775808", "1e400", "\"id\":", "\"interval\":", "\"uuid\":"};
   for (int i = 0; i < 20000; ++i) {
     std::string s = seeds[rng() % seeds.size()];
-    int edits = 1 + static_cast<int>(rng() % 4);
-    for (int k = 0; k < edits && !s.empty(); ++k) {
-      size_t at = rng() % s.size();
-      switch (rng() % 5) {
-        case 0: s[at] = static_cast<char>(s[at] ^ (1u << (rng() % 8))); break;
-        case 1: s.erase(at, 1 + rng() % 16); break;
-        case 2: s.insert(at, s.substr(rng() % s.size(), 1 + rng() % 32)); break;
-        case 3: s.resize(at); break;
-        case 4: s.insert(at, tokens[rng() % std::size(tokens)]); break;
-      }
-    }
+    s = fuzz::Mutate(std::move(s), rng, tokens);
     Feed(s);
   }
   SUCCEED();

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cmd/nvdractl/nvdractl_test_util.h"
 #include "kubelet/dra_plugin_server.h"
 #include "kubelet/fake_claim_engine.h"
 #include "kubelet/test_util.h"
@@ -17,23 +18,8 @@
 namespace nvdra::ctl {
 namespace {
 
-struct CtlRun {
-  int exit_code = -1;
-  std::string out;
-};
-
-CtlRun Nvdractl(const std::string& args) {
-  std::string cmd = std::string(NVDRA_BIN_DIR) + "/nvdractl " + args + " 2>&1";
-  CtlRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using testing::CtlRun;
+using testing::Nvdractl;
 
 TEST(NvdractlCliTest, BadArgumentsExitTwo) {
   for (const char* args : {"", "no-such-command", "prepare default/a/uid", "prepare --socket", "--bogus ledger show /tmp",

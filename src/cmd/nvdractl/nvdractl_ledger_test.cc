@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cmd/nvdractl/nvdractl_test_util.h"
 #include "util/test_paths.h"
 #include "ledger/claim_ledger.h"
 #include "ledger/ledger_test_util.h"
@@ -22,23 +23,8 @@ using ledger::testing::Prepared;
 using ledger::testing::Request;
 using ::nvdra::testing::TempDir;
 
-struct CtlRun {
-  int exit_code = -1;
-  std::string out;
-};
-
-CtlRun Nvdractl(const std::string& args) {
-  std::string cmd = std::string(NVDRA_BIN_DIR) + "/nvdractl " + args + " 2>&1";
-  CtlRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using testing::CtlRun;
+using testing::Nvdractl;
 
 void MakeLedger(const std::string& dir) {
   ledger::LedgerOptions o;
