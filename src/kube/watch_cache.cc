@@ -1,6 +1,8 @@
 #include "kube/watch_cache.h"
 
+#include "util/json_depth.h"
 #include "util/log.h"
+#include "util/run_guarded.h"
 
 namespace nvdra::kube {
 
@@ -55,7 +57,12 @@ WatchCache::~WatchCache() { Stop(); }
 void WatchCache::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
-  thread_ = std::thread([this] { Run(); });
+  // An exception is logged and ends the watch; lookups then answer from
+  // what was cached, and last_error() says why.
+  thread_ = std::thread([this] {
+    Status s = RunGuarded("the " + options_.what + " watch", [this] { Run(); });
+    if (!s.ok()) SetError(s);
+  });
 }
 
 void WatchCache::Stop() {
@@ -197,15 +204,10 @@ Status WatchCache::ListOnce() {
   std::map<std::string, std::string> by_uid;
   if (items != list.end() && items->is_array()) {
     for (const auto& item : *items) {
-      json kept = options_.project ? options_.project(item) : item;
-      // Whatever the projection keeps, the identity stays.
-      kept["metadata"]["namespace"] = Str(Meta(item), "namespace");
-      kept["metadata"]["name"] = Str(Meta(item), "name");
-      kept["metadata"]["uid"] = Str(Meta(item), "uid");
-      kept["metadata"]["resourceVersion"] = Str(Meta(item), "resourceVersion");
+      if (!item.is_object()) continue;  // nothing a reader could look up
       std::string key = Key(item);
       by_uid[Str(Meta(item), "uid")] = key;
-      objects[key] = std::make_shared<const json>(std::move(kept));
+      objects[key] = Keep(item);
     }
   }
   {
@@ -221,15 +223,20 @@ Status WatchCache::ListOnce() {
   return Status::Ok();
 }
 
-void WatchCache::Upsert(const json& object) {
+WatchCache::ObjectPtr WatchCache::Keep(const json& object) const {
   json kept = options_.project ? options_.project(object) : object;
-  kept["metadata"]["namespace"] = Str(Meta(object), "namespace");
-  kept["metadata"]["name"] = Str(Meta(object), "name");
-  kept["metadata"]["uid"] = Str(Meta(object), "uid");
-  kept["metadata"]["resourceVersion"] = Str(Meta(object), "resourceVersion");
+  if (!kept.is_object()) kept = json::object();
+  // Whatever the projection keeps, the identity stays.
+  json& meta = kept["metadata"];
+  if (!meta.is_object()) meta = json::object();
+  for (const char* field : {"namespace", "name", "uid", "resourceVersion"}) meta[field] = Str(Meta(object), field);
+  return std::make_shared<const json>(std::move(kept));
+}
+
+void WatchCache::Upsert(const json& object) {
   std::string key = Key(object);
   std::string uid = Str(Meta(object), "uid");
-  auto ptr = std::make_shared<const json>(std::move(kept));
+  auto ptr = Keep(object);
   MutexLock l(mu_);
   auto old = objects_.find(key);
   if (old != objects_.end()) {
@@ -250,12 +257,9 @@ void WatchCache::Erase(const json& object) {
 }
 
 Status WatchCache::ApplyLine(const std::string& line, bool* gone) {
-  json ev;
-  try {
-    ev = json::parse(line);
-  } catch (const json::exception& e) {
-    return Internal("watch " + options_.what + ": event is not valid JSON: " + e.what());
-  }
+  NVDRA_RETURN_IF_ERROR(CheckJsonDepth(line, "watch " + options_.what + ": event"));
+  json ev = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (ev.is_discarded()) return Internal("watch " + options_.what + ": event is not valid JSON");
   std::string type = Str(ev, "type");
   const json& obj = ev.is_object() && ev.contains("object") ? ev["object"] : json();
   if (type == "ERROR") {
@@ -267,6 +271,9 @@ Status WatchCache::ApplyLine(const std::string& line, bool* gone) {
     return Unavailable("watch " + options_.what + ": server sent an error: " + Str(obj, "message"));
   }
   std::string rv = Str(Meta(obj), "resourceVersion");
+  if ((type == "ADDED" || type == "MODIFIED" || type == "DELETED") && !obj.is_object()) {
+    return Internal("watch " + options_.what + ": " + type + " event without an object");
+  }
   if (type == "ADDED" || type == "MODIFIED") {
     Upsert(obj);
   } else if (type == "DELETED") {

@@ -108,6 +108,8 @@ class WatchCache {
   WatchEnd WatchOnce();
   // Applies one line of a watch stream; sets *gone on an ERROR 410.
   Status ApplyLine(const std::string& line, bool* gone);
+  // The object as readers get it: the projection, and its identity.
+  ObjectPtr Keep(const nlohmann::json& object) const;
   void Upsert(const nlohmann::json& object);
   void Erase(const nlohmann::json& object);
   std::string WithSelectors(std::string path, char sep) const;

@@ -112,6 +112,26 @@ TEST_F(WatchCacheTest, ADroppedWatchIsResumedFromItsResourceVersionWithoutAList)
   EXPECT_EQ(cache.stats().relists_after_gone, 0u);
 }
 
+TEST_F(WatchCacheTest, HostileWatchEventsAreErrorsAndTheWatchGoesOn) {
+  WatchCache cache(*client_, DomainOptions());
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("computedomains") == 1; }));
+  // The next watch answers with nesting deep enough to overflow a recursive
+  // parser, then with events whose object is not an object.
+  std::string deep = "{\"type\":\"ADDED\",\"object\":" + std::string(100000, '[') + "\n";
+  ASSERT_TRUE(server_.InjectFault({{"verb", "watch"}, {"raw_body", deep}}).ok());
+  ASSERT_TRUE(server_.InjectFault({{"verb", "watch"},
+                                   {"raw_body", "{\"type\":\"ADDED\",\"object\":\"x\"}\n"
+                                                "{\"type\":\"DELETED\",\"object\":[1]}\n"}}).ok());
+  ASSERT_EQ(*server_.WatchAction("drop", "computedomains"), 1);
+  ASSERT_TRUE(WaitFor(cache, [&] { return *server_.Count("watch", "computedomains") >= 4; }));
+  // Still alive, still following the domain.
+  ASSERT_TRUE(server_.LoadObject(Domain("team-a", "cd-1", "uid-1", "Ready")).ok());
+  ASSERT_TRUE(WaitFor(cache, [&] { return Status(cache.GetByUid("uid-1")) == "Ready"; }));
+  EXPECT_EQ(cache.List().size(), 1u);
+}
+
 TEST_F(WatchCacheTest, ServerSideTimeoutsResumeTheWatch) {
   auto o = DomainOptions();
   o.watch_timeout = std::chrono::seconds(1);
