@@ -17,3 +17,16 @@ function(nvdra_add_test name)
     DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
 endfunction()
+
+# nvdra_shipped_binary(TARGET)
+# A program of the image. With NVDRA_STATIC_DEPS it is linked without PIE
+# and with static libstdc++/libgcc: a position-independent executable has
+# its pointer tables relocated, and so made resident, at every start, and a
+# shared libstdc++ is mapped and relocated whole (docs/benchmarks.md).
+function(nvdra_shipped_binary target)
+  if(NOT NVDRA_STATIC_DEPS)
+    return()
+  endif()
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+  target_link_options(${target} PRIVATE -no-pie -static-libstdc++ -static-libgcc -Wl,--gc-sections)
+endfunction()
