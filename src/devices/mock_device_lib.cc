@@ -198,7 +198,8 @@ MockHealthSource::MockHealthSource(std::string events_path, XidPolicy policy)
       // Polling a small file is cheap and works on every file system.
       poller_({.period = std::chrono::milliseconds(500),
                .run_at_start = false,
-               .name = "the mock health event poll"},
+               .name = "the mock health event poll",
+               .thread_name = "mock-health"},
               [this] {
         Status s = PollOnce();
         if (!s.ok()) NVDRA_WARN("mock health events: {}", s.ToString());

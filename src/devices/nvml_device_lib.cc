@@ -13,6 +13,7 @@
 #include "util/file_util.h"
 #include "util/log.h"
 #include "util/run_guarded.h"
+#include "util/thread_name.h"
 
 namespace nvdra::devices {
 
@@ -409,6 +410,7 @@ Status XidWatcher::Start(const NodeInventory& inventory, HealthCallback callback
   NVDRA_RETURN_IF_ERROR(Register(inventory, std::move(callback)));
   stop_ = false;
   thread_ = std::thread([this] {
+    SetThreadName("xid-watch");
     while (!stop_.load()) {
       // An exception (from NVML data or the callback) ends the watch like an
       // unusable event set does, logged, instead of ending the process.

@@ -43,6 +43,7 @@ class OwedResetRetry final : public devices::DeviceHealthSource {
     o.jitter = 0.1;
     o.run_at_start = false;
     o.name = "time-slice reset retry";
+    o.thread_name = "reset-retry";
     worker_ = std::make_unique<PeriodicWorker>(o, [this] { return resets_.RetryOwed(); });
     worker_->Start();
     return Status::Ok();

@@ -3,6 +3,7 @@
 #include "util/json_depth.h"
 #include "util/log.h"
 #include "util/run_guarded.h"
+#include "util/thread_name.h"
 
 namespace nvdra::kube {
 
@@ -60,6 +61,7 @@ void WatchCache::Start() {
   // An exception is logged and ends the watch; lookups then answer from
   // what was cached, and last_error() says why.
   thread_ = std::thread([this] {
+    SetThreadName("watch " + options_.what);
     Status s = RunGuarded("the " + options_.what + " watch", [this] { Run(); });
     if (!s.ok()) SetError(s);
   });

@@ -19,16 +19,24 @@ namespace {
 // How long Stop() lets in-flight calls finish before cancelling them.
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 
-Result<std::unique_ptr<grpc::Server>> Serve(const SocketFile& socket,
+// One server answers on both sockets: registration and DRA calls are rare
+// and short, and each server of its own would park its own poller thread.
+// Only Unix sockets are served here (the TCP liveness endpoint is a server
+// of its own, see health_server.h), so no service is reachable from the
+// network.
+Result<std::unique_ptr<grpc::Server>> Serve(const std::vector<const SocketFile*>& sockets,
                                             const std::vector<grpc::Service*>& services) {
   grpc::ServerBuilder builder;
   LimitServerThreads(builder);
-  builder.AddListeningPort("unix:" + socket.bind_path(), grpc::InsecureServerCredentials());
+  for (const SocketFile* socket : sockets) {
+    builder.AddListeningPort("unix:" + socket->bind_path(), grpc::InsecureServerCredentials());
+  }
   for (auto* s : services) builder.RegisterService(s);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
-    return Internal(fmt::format("cannot serve gRPC on {} (is the directory writable?)",
-                                socket.bind_path()));
+    std::string paths;
+    for (const SocketFile* socket : sockets) paths += (paths.empty() ? "" : " and ") + socket->bind_path();
+    return Internal(fmt::format("cannot serve gRPC on {} (is the directory writable?)", paths));
   }
   return server;
 }
@@ -98,13 +106,14 @@ Result<std::unique_ptr<DraPluginServer>> DraPluginServer::Start(ClaimEngine& eng
 
   NVDRA_ASSIGN_OR_RETURN(SocketFile dra_socket, SocketFile::Prepare(paths.dra));
   s->dra_socket_ = std::make_unique<SocketFile>(std::move(dra_socket));
-  NVDRA_ASSIGN_OR_RETURN(s->dra_server_, Serve(*s->dra_socket_, dra_services));
-  NVDRA_RETURN_IF_ERROR(s->dra_socket_->Publish());
-
   NVDRA_ASSIGN_OR_RETURN(SocketFile reg_socket, SocketFile::Prepare(paths.registration));
   s->registration_socket_ = std::make_unique<SocketFile>(std::move(reg_socket));
-  NVDRA_ASSIGN_OR_RETURN(s->registration_server_,
-                         Serve(*s->registration_socket_, {s->registration_.get()}));
+  std::vector<grpc::Service*> services = dra_services;
+  services.push_back(s->registration_.get());
+  NVDRA_ASSIGN_OR_RETURN(s->server_, Serve({s->dra_socket_.get(), s->registration_socket_.get()}, services));
+  // The DRA socket first, so the kubelet never learns of an endpoint that
+  // does not answer yet.
+  NVDRA_RETURN_IF_ERROR(s->dra_socket_->Publish());
   NVDRA_RETURN_IF_ERROR(s->registration_socket_->Publish());
   NVDRA_INFO("DRA driver {} serving {} and registration socket {}", options.driver_name,
                paths.dra, paths.registration);
@@ -116,15 +125,14 @@ DraPluginServer::~DraPluginServer() { Stop(); }
 void DraPluginServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  // Registration first: the kubelet stops routing to us before the DRA
-  // socket goes away.
-  if (registration_server_) registration_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+  // Registration first: once its socket is gone the kubelet stops routing
+  // to us, before the DRA socket goes away.
   if (registration_socket_) {
     if (Status st = registration_socket_->RemoveIfOurs(); !st.ok()) NVDRA_ERROR("{}", st.message());
   }
-  // End health streams and answer calls waiting for claims, so the DRA
-  // server can finish its calls promptly; engine calls still running are
-  // waited for in the background of this shutdown.
+  // End health streams and answer calls waiting for claims, so the server
+  // can finish its calls promptly; engine calls still running are waited
+  // for in the background of this shutdown.
   if (health_v1_) health_v1_->Stop();
   if (health_v1alpha1_) health_v1alpha1_->Stop();
   std::thread dispatcher_stop;
@@ -132,13 +140,12 @@ void DraPluginServer::Stop() {
     dispatcher_->BeginShutdown();
     dispatcher_stop = std::thread([d = dispatcher_.get()] { d->Shutdown(); });
   }
-  if (dra_server_) dra_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   if (dra_socket_) {
     if (Status st = dra_socket_->RemoveIfOurs(); !st.ok()) NVDRA_ERROR("{}", st.message());
   }
   if (dispatcher_stop.joinable()) dispatcher_stop.join();
-  if (dra_server_) dra_server_->Wait();
-  if (registration_server_) registration_server_->Wait();
+  if (server_) server_->Wait();
   NVDRA_INFO("DRA driver {} stopped", options_.driver_name);
 }
 

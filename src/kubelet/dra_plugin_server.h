@@ -53,7 +53,7 @@ Status CheckNoLiveInstance(const DraPluginOptions& options);
 
 class DraPluginServer {
  public:
-  // Replaces stale sockets, starts both servers and publishes their sockets
+  // Replaces stale sockets, starts the server and publishes its sockets
   // (the DRA socket first, so the kubelet never learns of an endpoint that
   // does not answer yet). Refuses (FailedPrecondition) while another
   // process serves either socket.
@@ -83,8 +83,8 @@ class DraPluginServer {
   std::unique_ptr<DeviceHealthV1Service> health_v1_;
   std::unique_ptr<DeviceHealthV1alpha1Service> health_v1alpha1_;
   std::unique_ptr<RegistrationService> registration_;
-  std::unique_ptr<grpc::Server> dra_server_;
-  std::unique_ptr<grpc::Server> registration_server_;
+  // Serves the DRA, device health and registration services on both sockets.
+  std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<SocketFile> dra_socket_;
   std::unique_ptr<SocketFile> registration_socket_;
   bool stopped_ = false;

@@ -4,20 +4,25 @@
 #include <grpcpp/grpcpp.h>
 
 #include "kubelet/proto/grpc_health/v1/health.grpc.pb.h"
-#include "kubelet/server_threads.h"
 #include "util/log.h"
 #include "util/run_guarded.h"
 
 namespace nvdra::kubelet {
 
-class HealthServer::Service final : public ::grpc::health::v1::Health::Service {
+// A callback service: gRPC answers it on its own threads, so this server
+// parks no poller thread of its own while idle. The probe runs inline; it
+// dials the plugin's sockets with a timeout and takes no lock a gRPC
+// thread could be holding.
+class HealthServer::Service final : public ::grpc::health::v1::Health::CallbackService {
  public:
   explicit Service(Probe probe) : probe_(std::move(probe)) {}
 
-  grpc::Status Check(grpc::ServerContext*, const ::grpc::health::v1::HealthCheckRequest* req,
-                     ::grpc::health::v1::HealthCheckResponse* resp) override {
+  grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx, const ::grpc::health::v1::HealthCheckRequest* req,
+                                  ::grpc::health::v1::HealthCheckResponse* resp) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     if (!req->service().empty() && req->service() != "liveness") {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service");
+      reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service"));
+      return reactor;
     }
     Status s = RunGuarded("the liveness probe", [&] { return probe_(); });
     if (s.ok()) {
@@ -27,7 +32,8 @@ class HealthServer::Service final : public ::grpc::health::v1::Health::Service {
       NVDRA_ERROR("liveness check failed: {}", s.message());
       resp->set_status(::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
     }
-    return grpc::Status::OK;
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
   }
 
  private:
@@ -42,7 +48,6 @@ Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& hos
   std::unique_ptr<HealthServer> h(new HealthServer());
   h->service_ = std::make_unique<Service>(std::move(probe));
   grpc::ServerBuilder builder;
-  LimitServerThreads(builder);
   builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),
                            &h->port_);
   builder.RegisterService(h->service_.get());

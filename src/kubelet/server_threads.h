@@ -1,9 +1,10 @@
-// How many threads a plugin's gRPC servers may keep. A plugin serves three
-// small servers (registration, DRA, health) whose calls are rare and short;
-// gRPC's defaults (one completion queue per core, each with its own pollers)
-// park threads that an idle plugin pays for in memory. One completion queue
-// with one to two pollers per server still lets calls run concurrently:
-// the sync server starts a handler thread per call in flight.
+// How many threads the plugin's sync gRPC server (DRA and registration, on
+// both sockets) may keep. Its calls are rare and short; gRPC's defaults (one
+// completion queue per core, each with its own pollers) park threads that
+// an idle plugin pays for in memory. One completion queue with one poller
+// still lets calls run concurrently: the sync server starts a
+// handler thread per call in flight. The liveness server is a callback
+// server and parks none.
 #pragma once
 
 #include <grpcpp/server_builder.h>
@@ -13,7 +14,7 @@ namespace nvdra::kubelet {
 inline void LimitServerThreads(grpc::ServerBuilder& builder) {
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 1);
 }
 
 }  // namespace nvdra::kubelet

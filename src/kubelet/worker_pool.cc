@@ -1,6 +1,7 @@
 #include "kubelet/worker_pool.h"
 
 #include "util/run_guarded.h"
+#include "util/thread_name.h"
 
 namespace nvdra::kubelet {
 
@@ -17,7 +18,10 @@ bool WorkerPool::Submit(std::function<void()> job) {
   // A thread is started only when none is waiting for work: the queue never
   // holds more jobs than there are busy threads unless the pool is full.
   if (idle_ < static_cast<int>(queue_.size()) && static_cast<int>(threads_.size()) < max_) {
-    std::thread t([this] { Run(); });
+    std::thread t([this] {
+      SetThreadName("claim-worker");
+      Run();
+    });
     threads_.emplace(t.get_id(), std::move(t));
   } else {
     cv_.NotifyOne();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "util/log.h"
+#include "util/thread_name.h"
 
 namespace nvdra::metrics {
 
@@ -319,7 +320,10 @@ Status MetricsServer::Start() {
   if (impl->wake_fd < 0) return Internal(std::string("metrics server: eventfd: ") + std::strerror(errno));
   port_ = BoundPort(impl->listen_fd);
   impl->serving = true;
-  impl->thread = std::thread([i = impl.get()] { i->Loop(); });
+  impl->thread = std::thread([i = impl.get()] {
+    SetThreadName("metrics-http");
+    i->Loop();
+  });
   impl_ = std::move(impl);
   NVDRA_INFO("serving metrics on {} port {} at {}", hp.host.empty() ? "all interfaces" : hp.host, port_,
                options_.metrics_path);

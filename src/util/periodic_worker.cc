@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "util/run_guarded.h"
+#include "util/thread_name.h"
 
 namespace nvdra {
 
@@ -17,7 +18,10 @@ void PeriodicWorker::Start() {
   stop_ = false;
   next_run_ = options_.clock->SteadyNow();
   if (!options_.run_at_start) next_run_ += NextWait(true);
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    SetThreadName(options_.thread_name);
+    Loop();
+  });
 }
 
 void PeriodicWorker::Stop() {

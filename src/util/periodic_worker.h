@@ -33,6 +33,8 @@ struct PeriodicWorkerOptions {
   const Clock* clock = &SystemClock::Get();
   // Names the work in the log line when it throws (see Work).
   std::string name = "periodic work";
+  // The thread's name (15 characters at most), as `top -H` shows it.
+  std::string thread_name = "nvdra-periodic";
 };
 
 class PeriodicWorker {
