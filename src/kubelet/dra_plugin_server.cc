@@ -21,9 +21,10 @@ constexpr auto kShutdownGrace = std::chrono::seconds(2);
 
 // One server answers on both sockets: registration and DRA calls are rare
 // and short, and each server of its own would park its own poller thread.
-// Only Unix sockets are served here (the TCP liveness endpoint is a server
-// of its own, see health_server.h), so no service is reachable from the
-// network.
+// Only Unix sockets are served here: the TCP liveness endpoint is a server
+// of its own (health_server.h), so no DRA call is reachable from the
+// network. (A callback server would park no poller, but gRPC then starts
+// two threads of its own to drive callbacks.)
 Result<std::unique_ptr<grpc::Server>> Serve(const std::vector<const SocketFile*>& sockets,
                                             const std::vector<grpc::Service*>& services) {
   grpc::ServerBuilder builder;

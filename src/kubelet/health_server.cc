@@ -4,25 +4,20 @@
 #include <grpcpp/grpcpp.h>
 
 #include "kubelet/proto/grpc_health/v1/health.grpc.pb.h"
+#include "kubelet/server_threads.h"
 #include "util/log.h"
 #include "util/run_guarded.h"
 
 namespace nvdra::kubelet {
 
-// A callback service: gRPC answers it on its own threads, so this server
-// parks no poller thread of its own while idle. The probe runs inline; it
-// dials the plugin's sockets with a timeout and takes no lock a gRPC
-// thread could be holding.
-class HealthServer::Service final : public ::grpc::health::v1::Health::CallbackService {
+class HealthServer::Service final : public ::grpc::health::v1::Health::Service {
  public:
   explicit Service(Probe probe) : probe_(std::move(probe)) {}
 
-  grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx, const ::grpc::health::v1::HealthCheckRequest* req,
-                                  ::grpc::health::v1::HealthCheckResponse* resp) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  grpc::Status Check(grpc::ServerContext*, const ::grpc::health::v1::HealthCheckRequest* req,
+                     ::grpc::health::v1::HealthCheckResponse* resp) override {
     if (!req->service().empty() && req->service() != "liveness") {
-      reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service"));
-      return reactor;
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service");
     }
     Status s = RunGuarded("the liveness probe", [&] { return probe_(); });
     if (s.ok()) {
@@ -32,8 +27,7 @@ class HealthServer::Service final : public ::grpc::health::v1::Health::CallbackS
       NVDRA_ERROR("liveness check failed: {}", s.message());
       resp->set_status(::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
     }
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return grpc::Status::OK;
   }
 
  private:
@@ -48,6 +42,7 @@ Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& hos
   std::unique_ptr<HealthServer> h(new HealthServer());
   h->service_ = std::make_unique<Service>(std::move(probe));
   grpc::ServerBuilder builder;
+  LimitServerThreads(builder);
   builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),
                            &h->port_);
   builder.RegisterService(h->service_.get());

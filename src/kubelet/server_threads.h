@@ -3,8 +3,8 @@
 // completion queue per core, each with its own pollers) park threads that
 // an idle plugin pays for in memory. One completion queue with one poller
 // still lets calls run concurrently: the sync server starts a
-// handler thread per call in flight. The liveness server is a callback
-// server and parks none.
+// handler thread per call in flight. The liveness server (TCP) is a server
+// of its own, so no other service is reachable from the network.
 #pragma once
 
 #include <grpcpp/server_builder.h>
