@@ -6,7 +6,7 @@
 #include <cctype>
 #include <thread>
 
-#include "kube/curl_transport.h"
+#include "kube/beast_transport.h"
 #include "util/json_depth.h"
 
 namespace nvdra::kube {
@@ -109,7 +109,7 @@ KubeClient::KubeClient(std::unique_ptr<HttpTransport> transport, KubeClientOptio
       limiter_(options_.qps, options_.burst, clock_) {}
 
 std::unique_ptr<KubeClient> KubeClient::FromConfig(const KubeConfig& config, KubeClientOptions options) {
-  return std::make_unique<KubeClient>(std::make_unique<CurlTransport>(config), std::move(options));
+  return std::make_unique<KubeClient>(std::make_unique<BeastTransport>(config), std::move(options));
 }
 
 void KubeClient::Sleep(std::chrono::nanoseconds d) {

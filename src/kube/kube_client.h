@@ -55,7 +55,7 @@ struct KubeClientStats {
 class KubeClient {
  public:
   KubeClient(std::unique_ptr<HttpTransport> transport, KubeClientOptions options = {});
-  // A client over libcurl for `config`.
+  // A client over HTTP/1.1 (BeastTransport) for `config`.
   static std::unique_ptr<KubeClient> FromConfig(const KubeConfig& config, KubeClientOptions options = {});
 
   // One request with rate limiting and retries. Returns the final response

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "kube/curl_transport.h"
+#include "kube/beast_transport.h"
 #include "test_apiserver.h"
 
 namespace nvdra::kube {
@@ -194,7 +194,7 @@ class RacingTransport : public HttpTransport {
   }
 
  private:
-  CurlTransport inner_;
+  BeastTransport inner_;
   std::function<void()> hook_;
 };
 

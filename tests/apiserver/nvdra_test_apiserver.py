@@ -251,8 +251,8 @@ class Store:
         return len(docs)
 
 
-def generate_tls(tls_dir):
-    """Creates a CA, a server cert for 127.0.0.1/localhost and a client cert."""
+def generate_tls(tls_dir, server_names="IP:127.0.0.1,DNS:localhost"):
+    """Creates a CA, a server cert for `server_names` (subjectAltName form) and a client cert."""
     os.makedirs(tls_dir, exist_ok=True)
 
     def run(*args):
@@ -264,7 +264,7 @@ def generate_tls(tls_dir):
             "-days", "2", "-subj", "/CN=nvdra-test-ca")
     for name, subj, ext in (
         ("server", "/CN=127.0.0.1",
-         "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"),
+         "subjectAltName=%s\nextendedKeyUsage=serverAuth\n" % server_names),
         ("client", "/O=system:nodes/CN=system:node:test",
          "extendedKeyUsage=clientAuth\n"),
     ):
@@ -1087,6 +1087,8 @@ def main():
     ap.add_argument("--port-file", help="write the chosen port here once listening")
     ap.add_argument("--tls-dir", help="serve HTTPS; CA, server and client certs are created here if absent")
     ap.add_argument("--token", help="require this bearer token (or a client certificate with --tls-dir)")
+    ap.add_argument("--tls-names", default="IP:127.0.0.1,DNS:localhost",
+                    help="with --tls-dir: the server certificate's subjectAltName, e.g. DNS:localhost")
     ap.add_argument("--require-client-cert", action="store_true",
                     help="with --tls-dir: require a client certificate signed by the CA (or --token)")
     ap.add_argument("--versions", default=",".join(RESOURCE_VERSIONS),
@@ -1108,7 +1110,7 @@ def main():
     server.require_client_cert = bool(args.require_client_cert)
     server.tls = bool(args.tls_dir)
     if args.tls_dir:
-        generate_tls(args.tls_dir)
+        generate_tls(args.tls_dir, args.tls_names)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(os.path.join(args.tls_dir, "server.crt"), os.path.join(args.tls_dir, "server.key"))
         ctx.load_verify_locations(os.path.join(args.tls_dir, "ca.crt"))

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kube/curl_transport.h"
+#include "kube/beast_transport.h"
 #include "kube/kube_config.h"
 #include "util/file_util.h"
 #include "util/status.h"
@@ -29,6 +29,7 @@ struct TestApiServerOptions {
   bool tls = false;
   std::string token;                 // require this bearer token
   bool require_client_cert = false;  // with tls: a client cert (or the token) is required
+  std::string tls_names;             // with tls: the server cert's subjectAltName; empty: IP:127.0.0.1,DNS:localhost
   std::string versions;              // resource.k8s.io versions served; empty: all
   std::vector<std::string> load;     // JSON/YAML files loaded at start
   std::string script = NVDRA_TEST_APISERVER;
@@ -63,7 +64,7 @@ class TestApiServer {
 
   // POST /_nvdra/<what> with a JSON body; the JSON answer.
   Result<nlohmann::json> Control(const std::string& what, const nlohmann::json& body = nlohmann::json::object()) {
-    if (!control_) control_ = std::make_unique<kube::CurlTransport>(Config());
+    if (!control_) control_ = std::make_unique<kube::BeastTransport>(Config());
     auto r = control_->RoundTrip({"POST", "/_nvdra/" + what, body.dump(), std::chrono::milliseconds(10'000)});
     if (!r.ok()) return r.status();
     if (r->status != 200) return Internal("control " + what + ": HTTP " + std::to_string(r->status) + " " + r->body);
@@ -138,6 +139,7 @@ class TestApiServer {
     if (options_.tls) args.insert(args.end(), {"--tls-dir", tls_dir()});
     if (!options_.token.empty()) args.insert(args.end(), {"--token", options_.token});
     if (options_.require_client_cert) args.push_back("--require-client-cert");
+    if (!options_.tls_names.empty()) args.insert(args.end(), {"--tls-names", options_.tls_names});
     if (!options_.versions.empty()) args.insert(args.end(), {"--versions", options_.versions});
     for (const auto& f : options_.load) args.insert(args.end(), {"--load", f});
     int fds[2];
@@ -195,7 +197,7 @@ class TestApiServer {
   pid_t pid_ = -1;
   std::string url_;
   std::string error_;
-  std::unique_ptr<kube::CurlTransport> control_;
+  std::unique_ptr<kube::BeastTransport> control_;
 };
 
 }  // namespace nvdra::testing
