@@ -12,7 +12,7 @@ Reconciler::Reconciler(Engine& engine, ClaimSource& claims, metrics::DraMetrics*
       claims_(claims),
       metrics_(metrics),
       options_(options),
-      worker_({.period = options.period, .jitter = options.jitter, .clock = options.clock, .name = "the reconciler pass", .thread_name = "reconciler"},
+      worker_({.period = options.period, .jitter = options.jitter, .clock = options.clock, .name = "the reconciler pass", .thread_name = "reconciler", .group = options.group},
               [this] { return Pass(); }) {}
 
 Reconciler::~Reconciler() { Stop(); }

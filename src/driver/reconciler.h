@@ -39,6 +39,9 @@ struct ReconcilerOptions {
   // This node's name (the pool of its devices); see JudgeClaim.
   std::string node_name;
   const Clock* clock = &SystemClock::Get();
+  // Run on this group's thread instead of one of its own. Optional; must
+  // outlive the reconciler.
+  PeriodicGroup* group = nullptr;
 };
 
 struct ReconcileReport {

@@ -217,7 +217,7 @@ SlicePublisher::SlicePublisher(KubeClient& client, std::string driver, std::stri
       node_(std::move(node)),
       options_(std::move(options)),
       node_uid_(options_.node_uid),
-      worker_({.period = options_.resync_period, .retry_period = options_.retry_period, .name = "the ResourceSlice sync", .thread_name = "slice-sync"},
+      worker_({.period = options_.resync_period, .retry_period = options_.retry_period, .name = "the ResourceSlice sync", .thread_name = "slice-sync", .group = options_.group},
               [this] { return SyncOnce(); }) {}
 
 SlicePublisher::~SlicePublisher() { Stop(); }

@@ -52,6 +52,9 @@ struct SlicePublisherOptions {
   EventRecorder* events = nullptr;
   // Told about every sync. Optional; must outlive the publisher.
   SlicePublisherObserver* observer = nullptr;
+  // Run on this group's thread instead of one of its own. Optional; must
+  // outlive the publisher.
+  PeriodicGroup* group = nullptr;
 };
 
 struct SlicePublisherStats {

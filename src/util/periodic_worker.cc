@@ -1,5 +1,6 @@
 #include "util/periodic_worker.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "util/run_guarded.h"
@@ -14,10 +15,16 @@ PeriodicWorker::~PeriodicWorker() { Stop(); }
 
 void PeriodicWorker::Start() {
   MutexLock l(mu_);
-  if (thread_.joinable()) return;
+  if (thread_.joinable() || started_) return;
   stop_ = false;
   next_run_ = options_.clock->SteadyNow();
   if (!options_.run_at_start) next_run_ += NextWait(true);
+  if (options_.group) {
+    started_ = true;
+    l.Unlock();
+    options_.group->Add(this);
+    return;
+  }
   thread_ = std::thread([this] {
     SetThreadName(options_.thread_name);
     Loop();
@@ -25,11 +32,14 @@ void PeriodicWorker::Start() {
 }
 
 void PeriodicWorker::Stop() {
+  bool in_group;
   {
     MutexLock l(mu_);
     stop_ = true;
+    in_group = std::exchange(started_, false);
   }
   cv_.NotifyAll();
+  if (in_group) options_.group->Remove(this);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -39,6 +49,7 @@ void PeriodicWorker::Trigger() {
     trigger_ = true;
   }
   cv_.NotifyAll();
+  if (options_.group) options_.group->Notify();
 }
 
 void PeriodicWorker::Wake() {
@@ -46,6 +57,7 @@ void PeriodicWorker::Wake() {
   // clock, so it cannot fall between that look and the wait.
   { MutexLock l(mu_); }
   cv_.NotifyAll();
+  if (options_.group) options_.group->Notify();
 }
 
 bool PeriodicWorker::WaitForRuns(uint64_t runs, std::chrono::milliseconds timeout) const {
@@ -70,6 +82,31 @@ std::chrono::steady_clock::duration PeriodicWorker::NextWait(bool ok) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(base * (1.0 + u(rng_)));
 }
 
+bool PeriodicWorker::Due(std::chrono::steady_clock::duration* until) const {
+  MutexLock l(mu_);
+  if (stop_) {
+    *until = std::chrono::steady_clock::duration::max();
+    return false;
+  }
+  if (trigger_) return true;
+  auto now = options_.clock->SteadyNow();
+  if (now >= next_run_) return true;
+  *until = next_run_ - now;
+  return false;
+}
+
+void PeriodicWorker::RunOnce() {
+  {
+    MutexLock l(mu_);
+    trigger_ = false;
+  }
+  Status s = RunGuarded(options_.name, work_);
+  MutexLock l(mu_);
+  ++runs_;
+  next_run_ = options_.clock->SteadyNow() + NextWait(s.ok());
+  cv_.NotifyAll();
+}
+
 void PeriodicWorker::Loop() {
   MutexLock l(mu_);
   for (;;) {
@@ -87,6 +124,75 @@ void PeriodicWorker::Loop() {
     l.Lock();
     ++runs_;
     next_run_ = options_.clock->SteadyNow() + NextWait(s.ok());
+    cv_.NotifyAll();
+  }
+}
+
+}  // namespace nvdra
+
+namespace nvdra {
+
+PeriodicGroup::PeriodicGroup(std::string thread_name) : thread_name_(std::move(thread_name)) {
+  thread_ = std::thread([this] {
+    SetThreadName(thread_name_);
+    Loop();
+  });
+}
+
+PeriodicGroup::~PeriodicGroup() {
+  {
+    MutexLock l(mu_);
+    stop_ = true;
+  }
+  cv_.NotifyAll();
+  thread_.join();
+}
+
+void PeriodicGroup::Add(PeriodicWorker* worker) {
+  {
+    MutexLock l(mu_);
+    members_.push_back(worker);
+  }
+  cv_.NotifyAll();
+}
+
+void PeriodicGroup::Remove(PeriodicWorker* worker) {
+  MutexLock l(mu_);
+  std::erase(members_, worker);
+  cv_.Wait(mu_, [&]() REQUIRES(mu_) { return running_ != worker; });
+}
+
+void PeriodicGroup::Notify() {
+  // Taking the lock orders this after the loop's last look at the members,
+  // so the wake-up cannot fall between that look and the wait.
+  { MutexLock l(mu_); }
+  cv_.NotifyAll();
+}
+
+void PeriodicGroup::Loop() {
+  MutexLock l(mu_);
+  while (!stop_) {
+    PeriodicWorker* due = nullptr;
+    auto wait = std::chrono::steady_clock::duration(std::chrono::hours(1));
+    for (size_t i = 0; i < members_.size() && !due; ++i) {
+      size_t k = (next_ + i) % members_.size();
+      std::chrono::steady_clock::duration until{};
+      if (members_[k]->Due(&until)) {
+        due = members_[k];
+        next_ = k + 1;
+      } else {
+        wait = std::min(wait, until);
+      }
+    }
+    if (!due) {
+      cv_.WaitFor(mu_, wait);
+      continue;
+    }
+    running_ = due;
+    l.Unlock();
+    due->RunOnce();
+    l.Lock();
+    running_ = nullptr;
     cv_.NotifyAll();
   }
 }

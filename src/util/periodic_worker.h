@@ -11,12 +11,48 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "util/clock.h"
 #include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra {
+
+class PeriodicWorker;
+
+// One thread that runs the work of several PeriodicWorkers, one run at a
+// time: background loops that are mostly idle (the reconciler, the slice
+// sync, ComputeDomain maintenance) then cost one parked thread between
+// them instead of one each. A run delays the others' runs that fall due
+// meanwhile, so only short work belongs in a group. Workers that fall due
+// together run in turn, so one that is triggered again and again does not
+// starve the rest. Must outlive its workers (they leave it at Stop).
+class PeriodicGroup {
+ public:
+  explicit PeriodicGroup(std::string thread_name);
+  ~PeriodicGroup();
+  PeriodicGroup(const PeriodicGroup&) = delete;
+  PeriodicGroup& operator=(const PeriodicGroup&) = delete;
+
+ private:
+  friend class PeriodicWorker;
+  void Add(PeriodicWorker* worker) EXCLUDES(mu_);
+  // Returns once `worker` is not running and will not run again.
+  void Remove(PeriodicWorker* worker) EXCLUDES(mu_);
+  // A member's trigger, wake-up or stop: look at the members again.
+  void Notify() EXCLUDES(mu_);
+  void Loop() EXCLUDES(mu_);
+
+  const std::string thread_name_;
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<PeriodicWorker*> members_ GUARDED_BY(mu_);
+  size_t next_ GUARDED_BY(mu_) = 0;  // where the next look for due work starts
+  PeriodicWorker* running_ GUARDED_BY(mu_) = nullptr;
+  bool stop_ GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
 
 struct PeriodicWorkerOptions {
   // The wait after a run that succeeded.
@@ -35,6 +71,8 @@ struct PeriodicWorkerOptions {
   std::string name = "periodic work";
   // The thread's name (15 characters at most), as `top -H` shows it.
   std::string thread_name = "nvdra-periodic";
+  // Run on this group's thread instead of a thread of its own.
+  PeriodicGroup* group = nullptr;
 };
 
 class PeriodicWorker {
@@ -51,7 +89,7 @@ class PeriodicWorker {
   PeriodicWorker(const PeriodicWorker&) = delete;
   PeriodicWorker& operator=(const PeriodicWorker&) = delete;
 
-  // Starts the thread; a no-op while it runs.
+  // Starts the thread (or joins the group); a no-op while it runs.
   void Start() EXCLUDES(mu_);
   // Lets a run in progress finish, then joins the thread: no run starts after
   // Stop returns, however long the wait in progress was. Idempotent; must
@@ -71,7 +109,12 @@ class PeriodicWorker {
   std::chrono::steady_clock::time_point next_run() const EXCLUDES(mu_);
 
  private:
+  friend class PeriodicGroup;
   void Loop() EXCLUDES(mu_);
+  // For the group: whether a run is due now, else how long until one is.
+  bool Due(std::chrono::steady_clock::duration* until) const EXCLUDES(mu_);
+  // One run of the work, and the bookkeeping after it.
+  void RunOnce() EXCLUDES(mu_);
   std::chrono::steady_clock::duration NextWait(bool ok) REQUIRES(mu_);
 
   const PeriodicWorkerOptions options_;
@@ -80,6 +123,7 @@ class PeriodicWorker {
   mutable Mutex mu_;
   mutable CondVar cv_;
   bool stop_ GUARDED_BY(mu_) = false;
+  bool started_ GUARDED_BY(mu_) = false;  // in the group, when there is one
   bool trigger_ GUARDED_BY(mu_) = false;
   uint64_t runs_ GUARDED_BY(mu_) = 0;
   std::chrono::steady_clock::time_point next_run_ GUARDED_BY(mu_);

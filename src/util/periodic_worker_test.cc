@@ -8,6 +8,7 @@
 #include <atomic>
 #include <future>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace nvdra {
@@ -269,6 +270,129 @@ TEST(PeriodicWorkerTest, StartsAgainAfterStop) {
   ASSERT_TRUE(w.WaitForRuns(2, 30s));
   w.Stop();
   EXPECT_EQ(w.runs(), 2u);
+}
+
+
+PeriodicWorkerOptions InGroup(const Clock& clock, std::chrono::milliseconds period, PeriodicGroup& group) {
+  PeriodicWorkerOptions o = Options(clock, period);
+  o.group = &group;
+  return o;
+}
+
+TEST(PeriodicGroupTest, MembersRunOnTheGroupsThreadAtTheirOwnPeriods) {
+  FakeClock clock;
+  PeriodicGroup group("test-group");
+  Mutex mu;
+  std::vector<std::thread::id> threads;
+  auto record = [&]() -> Status {
+    MutexLock l(mu);
+    threads.push_back(std::this_thread::get_id());
+    return Status::Ok();
+  };
+  PeriodicWorker a(InGroup(clock, 10s, group), record);
+  PeriodicWorker b(InGroup(clock, 15s, group), record);
+  const steady::time_point t0 = clock.SteadyNow();
+  a.Start();
+  b.Start();
+  ASSERT_TRUE(a.WaitForRuns(1, 30s));
+  ASSERT_TRUE(b.WaitForRuns(1, 30s));
+  EXPECT_EQ(a.next_run(), t0 + 10s);
+  EXPECT_EQ(b.next_run(), t0 + 15s);
+  clock.Advance(10s);
+  a.Wake();
+  ASSERT_TRUE(a.WaitForRuns(2, 30s));
+  EXPECT_EQ(b.runs(), 1u);  // not due before t0 + 15s
+  clock.Advance(5s);
+  b.Wake();
+  ASSERT_TRUE(b.WaitForRuns(2, 30s));
+  a.Stop();
+  b.Stop();
+  MutexLock l(mu);
+  ASSERT_EQ(threads.size(), 4u);
+  EXPECT_NE(threads[0], std::this_thread::get_id());
+  for (const auto& t : threads) EXPECT_EQ(t, threads[0]);
+}
+
+TEST(PeriodicGroupTest, OneRunAtATimeAndATriggerWaitsForTheRunInProgress) {
+  FakeClock clock;
+  PeriodicGroup group("test-group");
+  Gate gate;
+  PeriodicWorker slow(InGroup(clock, 1h, group), [&] {
+    gate.Pass();
+    return Status::Ok();
+  });
+  std::atomic<int> quick_runs{0};
+  PeriodicWorkerOptions qo = InGroup(clock, 1h, group);
+  qo.run_at_start = false;
+  PeriodicWorker quick(qo, [&] {
+    quick_runs++;
+    return Status::Ok();
+  });
+  quick.Start();
+  slow.Start();
+  ASSERT_TRUE(gate.WaitEntered(1));
+  quick.Trigger();
+  EXPECT_FALSE(quick.WaitForRuns(1, 20ms));  // the group's thread is inside slow's run
+  gate.Open();
+  ASSERT_TRUE(quick.WaitForRuns(1, 30s));
+  EXPECT_EQ(quick_runs.load(), 1);
+  quick.Stop();
+  slow.Stop();
+}
+
+TEST(PeriodicGroupTest, StopWaitsForTheMembersRunAndTheOthersGoOn) {
+  FakeClock clock;
+  PeriodicGroup group("test-group");
+  Gate gate;
+  std::atomic<int> calls{0};
+  PeriodicWorker a(InGroup(clock, 1h, group), [&] {
+    calls++;
+    gate.Pass();
+    return Status::Ok();
+  });
+  PeriodicWorkerOptions bo = InGroup(clock, 1h, group);
+  bo.run_at_start = false;
+  PeriodicWorker b(bo, [] { return Status::Ok(); });
+  b.Start();
+  a.Start();
+  ASSERT_TRUE(gate.WaitEntered(1));
+  auto stopped = std::async(std::launch::async, [&] { a.Stop(); });
+  EXPECT_EQ(stopped.wait_for(0s), std::future_status::timeout);
+  gate.Open();
+  ASSERT_EQ(stopped.wait_for(60s), std::future_status::ready);
+  a.Trigger();
+  b.Trigger();
+  ASSERT_TRUE(b.WaitForRuns(1, 30s));
+  EXPECT_EQ(calls.load(), 1);  // a left the group: its trigger ran nothing
+  EXPECT_EQ(a.runs(), 1u);
+  b.Stop();
+  // A member starts again after Stop.
+  a.Start();
+  ASSERT_TRUE(a.WaitForRuns(2, 30s));
+  a.Stop();
+}
+
+TEST(PeriodicGroupTest, AMemberTriggeredOverAndOverDoesNotStarveTheOthers) {
+  FakeClock clock;
+  PeriodicGroup group("test-group");
+  PeriodicWorker* self = nullptr;
+  std::atomic<bool> busy{true};
+  PeriodicWorker eager(InGroup(clock, 1h, group), [&] {
+    if (busy.load()) self->Trigger();  // due again at once, every time
+    return Status::Ok();
+  });
+  self = &eager;
+  PeriodicWorkerOptions po = InGroup(clock, 1h, group);
+  po.run_at_start = false;
+  PeriodicWorker patient(po, [] { return Status::Ok(); });
+  patient.Start();
+  eager.Start();
+  ASSERT_TRUE(eager.WaitForRuns(3, 30s));
+  patient.Trigger();
+  ASSERT_TRUE(patient.WaitForRuns(1, 30s));
+  busy = false;
+  eager.Stop();
+  patient.Stop();
 }
 
 }  // namespace

@@ -126,6 +126,7 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   mo.period = std::chrono::duration_cast<std::chrono::milliseconds>(opts.reconcile_period);
   mo.node_name = opts.node_name;
   mo.gpu_clique_label = flags.gpu_clique_label;
+  mo.group = &ctx.background;
   devices::DeviceLib* lib = &ctx.lib;
   mo.read_clique = [lib, crash_on_fabric_errors]() -> Result<std::string> {
     NVDRA_ASSIGN_OR_RETURN(auto inv, lib->Discover());

@@ -6,11 +6,16 @@
 #include <cstdio>
 #include <string>
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "cmd/nvdractl/nvdractl_test_util.h"
 #include "kubelet/dra_plugin_server.h"
 #include "kubelet/fake_claim_engine.h"
+#include "kubelet/proto/dra/v1/api.grpc.pb.h"
+#include "kubelet/proto/pluginregistration/api.grpc.pb.h"
 #include "kubelet/test_util.h"
 #include "util/test_paths.h"
 #include "util/test_temp_dir.h"
@@ -53,7 +58,36 @@ class NvdractlHintTest : public ::testing::Test {
   std::unique_ptr<kubelet::DraPluginServer> server_;
 };
 
-TEST_F(NvdractlHintTest, RegisterOnTheDraSocketPointsAtTheRegistrationSocket) {
+// nvdra answers on both of its sockets from one server, but a plugin that
+// serves each socket from a server of its own (as upstream's does) answers
+// UNIMPLEMENTED on the wrong one: two servers, each with only its socket's
+// service (gRPC's generated bases), stand in for it at the paths such a
+// plugin uses.
+class NvdractlWrongSocketHintTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::create_directories(dir_.path() + "/plugins/gpu.nvidia.com"));
+    ASSERT_TRUE(std::filesystem::create_directories(dir_.path() + "/registry"));
+    dra_ = Serve(dir_.path() + "/plugins/gpu.nvidia.com/dra.sock", &dra_service_);
+    reg_ = Serve(dir_.path() + "/registry/gpu.nvidia.com-reg.sock", &reg_service_);
+    ASSERT_TRUE(dra_ && reg_);
+  }
+  static std::unique_ptr<grpc::Server> Serve(const std::string& path, grpc::Service* service) {
+    grpc::ServerBuilder b;
+    b.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+    b.RegisterService(service);
+    return b.BuildAndStart();
+  }
+  std::string dra() const { return dir_.path() + "/plugins/gpu.nvidia.com/dra.sock"; }
+  std::string reg() const { return dir_.path() + "/registry/gpu.nvidia.com-reg.sock"; }
+
+  ::nvdra::testing::TempDir dir_{kubelet::testing::kShortTempPrefix};
+  ::k8s::io::kubelet::pkg::apis::dra::v1::DRAPlugin::Service dra_service_;
+  ::pluginregistration::Registration::Service reg_service_;
+  std::unique_ptr<grpc::Server> dra_, reg_;
+};
+
+TEST_F(NvdractlWrongSocketHintTest, RegisterOnTheDraSocketPointsAtTheRegistrationSocket) {
   CtlRun r = Nvdractl("register --socket " + dra());
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("UNIMPLEMENTED"), std::string::npos) << r.out;
@@ -62,7 +96,7 @@ TEST_F(NvdractlHintTest, RegisterOnTheDraSocketPointsAtTheRegistrationSocket) {
   EXPECT_NE(r.out.find("-reg.sock"), std::string::npos) << r.out;
 }
 
-TEST_F(NvdractlHintTest, PrepareOnTheRegistrationSocketPointsAtTheDraSocket) {
+TEST_F(NvdractlWrongSocketHintTest, PrepareOnTheRegistrationSocketPointsAtTheDraSocket) {
   CtlRun r = Nvdractl("prepare --socket " + reg() + " default/a/" + kubelet::testing::Uid("1"));
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("hint: " + reg() + " is a registration socket"), std::string::npos) << r.out;

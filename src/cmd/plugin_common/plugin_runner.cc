@@ -179,7 +179,7 @@ Status Plugin::SetUpKubeClient() {
 }
 
 Status Plugin::SetUpKind(const KindFactory& factory) {
-  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_, kind_companions_};
+  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_, kind_companions_, *background_};
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");
   kind_ = std::move(kind).value();
@@ -224,6 +224,7 @@ Status Plugin::StartEngineAndReconciler() {
   ropts.period = std::chrono::duration_cast<std::chrono::milliseconds>(options_.reconcile_period);
   ropts.completed_grace = std::chrono::duration_cast<std::chrono::milliseconds>(options_.completed_claim_grace);
   ropts.node_name = options_.node_name;
+  ropts.group = background_.get();
   reconciler_ =
       std::make_unique<driver::Reconciler>(*engine_, *claims_, &metrics_->dra(), ropts);
   reconciler_->Start();
@@ -235,6 +236,7 @@ Status Plugin::StartSlicePublisher() {
   kube::SlicePublisherOptions sopts;
   sopts.events = events_.get();
   sopts.observer = slice_observer_.get();
+  sopts.group = background_.get();
   publisher_ = std::make_unique<kube::SlicePublisher>(*kube_, driver_, options_.node_name, sopts);
   publisher_->Update(kind_->PublishedDevices());
   publisher_->Start();

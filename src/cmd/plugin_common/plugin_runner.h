@@ -27,6 +27,7 @@
 #include "kubelet/health_server.h"
 #include "ledger/claim_ledger.h"
 #include "metrics/plugin_metrics.h"
+#include "util/periodic_worker.h"
 
 namespace nvdra::plugin {
 
@@ -47,6 +48,9 @@ struct KindContext {
   // long as the kind and destroys them right after it, before anything
   // above in this context goes away. Each stops its own threads.
   std::vector<std::shared_ptr<void>>& companions;
+  // The thread that the plugin's short background loops share (see
+  // PeriodicGroup); lives longer than the kind and its companions.
+  PeriodicGroup& background;
 };
 
 using KindFactory = std::function<Result<std::unique_ptr<driver::DeviceKind>>(KindContext&)>;
@@ -115,6 +119,9 @@ class Plugin {
   std::unique_ptr<KubeClaimSource> claims_;
   std::unique_ptr<kube::EventRecorder> events_;
   // The device kind, and what it relies on (destroyed after it).
+  // Runs the reconciler, the slice sync and the kind's maintenance, one
+  // at a time; declared before them so that it outlives them.
+  std::unique_ptr<PeriodicGroup> background_ = std::make_unique<PeriodicGroup>("background");
   std::vector<std::shared_ptr<void>> kind_companions_;
   std::unique_ptr<driver::DeviceKind> kind_;
   // Metrics.
