@@ -54,8 +54,10 @@ using boost::system::error_code;
 
 constexpr std::chrono::milliseconds kConnectTimeout{5000};
 // Idle connections kept for reuse; more concurrent requests than this open
-// connections that are closed after their response.
-constexpr size_t kMaxIdle = 8;
+// connections that are closed after their response. As many as claims are
+// prepared at once by default (--claim-workers), so a node starting pods in
+// waves reuses its connections instead of opening a burst of new ones.
+constexpr size_t kMaxIdle = 32;
 // Go's net/http (the API server) closes a connection idle for longer than
 // its idle timeout; reusing one nearly that old races the server's close.
 constexpr std::chrono::seconds kMaxIdleAge{50};

@@ -1076,6 +1076,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # A real API server listens with the kernel's full backlog; Python's
+    # default of 5 drops connections that arrive together (SYN retries of 1 s).
+    request_queue_size = 1024
 
     def token_value(self):
         return self.token
