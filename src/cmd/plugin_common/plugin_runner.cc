@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "kubelet/grpc_event_engine.h"
 #include "kubelet/shutdown_signal.h"
 #include "util/file_util.h"
 #include "util/log.h"
@@ -314,6 +315,9 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
   // which idle plugin threads hold as resident memory; the plugin's work is
   // small and mostly serial, so two arenas suffice. Set before any thread.
   mallopt(M_ARENA_MAX, 2);
+  // gRPC's closures and timers on one thread of ours instead of its pool
+  // of one thread per core (kubelet/grpc_event_engine.h).
+  kubelet::UseTimerEventEngine();
   // Signals are blocked before any thread starts, so only Wait() sees them.
   kubelet::ShutdownSignal::Block();
   auto config = LoadPluginConfig(program, driver, argc, argv, kind_flags);
