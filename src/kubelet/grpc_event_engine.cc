@@ -24,8 +24,13 @@ struct TimerEventEngine::State {
   CondVar cv;
   bool stop GUARDED_BY(mu) = false;
   intptr_t next_id GUARDED_BY(mu) = 1;
-  // Tasks by id, and their ids by due time (ties in the order scheduled).
-  std::map<intptr_t, absl::AnyInvocable<void()>> tasks GUARDED_BY(mu);
+  // Tasks by id, and their ids by due time (ties in the order scheduled);
+  // each task keeps its place in `due`, so a cancel takes no scan.
+  struct Task {
+    absl::AnyInvocable<void()> fn;
+    std::multimap<Clock::time_point, intptr_t>::iterator due;
+  };
+  std::map<intptr_t, Task> tasks GUARDED_BY(mu);
   std::multimap<Clock::time_point, intptr_t> due GUARDED_BY(mu);
   std::thread thread;
 
@@ -42,7 +47,7 @@ struct TimerEventEngine::State {
         continue;
       }
       auto task = tasks.find(first->second);
-      absl::AnyInvocable<void()> fn = std::move(task->second);
+      absl::AnyInvocable<void()> fn = std::move(task->second.fn);
       tasks.erase(task);
       due.erase(first);
       l.Unlock();
@@ -103,7 +108,7 @@ TimerEventEngine::~TimerEventEngine() {
     state_->thread.join();
   }
   // Dropped outside the lock: a closure's captures may call back in.
-  std::map<intptr_t, absl::AnyInvocable<void()>> dropped;
+  std::map<intptr_t, State::Task> dropped;
   {
     MutexLock l(state_->mu);
     dropped.swap(state_->tasks);
@@ -118,8 +123,8 @@ EventEngine::TaskHandle TimerEventEngine::Schedule(Duration when, absl::AnyInvoc
   {
     MutexLock l(state_->mu);
     intptr_t id = state_->next_id++;
-    state_->tasks.emplace(id, std::move(closure));
-    state_->due.emplace(State::Clock::now() + std::chrono::duration_cast<State::Clock::duration>(when), id);
+    auto at = state_->due.emplace(State::Clock::now() + std::chrono::duration_cast<State::Clock::duration>(when), id);
+    state_->tasks.emplace(id, State::Task{std::move(closure), at});
     handle = {{id, reinterpret_cast<intptr_t>(state_.get())}};
   }
   state_->cv.NotifyAll();
@@ -146,13 +151,8 @@ bool TimerEventEngine::Cancel(TaskHandle handle) {
   MutexLock l(state_->mu);
   auto task = state_->tasks.find(handle.keys[0]);
   if (task == state_->tasks.end()) return false;  // ran, is running, or was cancelled
-  for (auto it = state_->due.begin(); it != state_->due.end(); ++it) {
-    if (it->second == handle.keys[0]) {
-      state_->due.erase(it);
-      break;
-    }
-  }
-  dropped = std::move(task->second);
+  state_->due.erase(task->second.due);
+  dropped = std::move(task->second.fn);
   state_->tasks.erase(task);
   l.Unlock();
   return true;  // `dropped` goes here, outside the lock
