@@ -1,10 +1,12 @@
 // How many threads the plugin's sync gRPC server (DRA and registration, on
-// both sockets) may keep. Its calls are rare and short; gRPC's defaults (one
-// completion queue per core, each with its own pollers) park threads that
-// an idle plugin pays for in memory. One completion queue with one poller
-// still lets calls run concurrently: the sync server starts a
-// handler thread per call in flight. The liveness server (TCP) is a server
-// of its own, so no other service is reachable from the network.
+// both sockets) may keep. gRPC's defaults (one completion queue per core,
+// each with its own pollers) park threads that an idle plugin pays for in
+// memory. One completion queue with one to two pollers: a poller that takes
+// a call hands polling to the other, so calls still run concurrently (the
+// sync server starts a thread for every call beyond that); with a single
+// poller it would start and end a thread for every call, which costs more
+// per call than a parked thread costs to keep. The liveness server (TCP) is
+// a server of its own, so no other service is reachable from the network.
 #pragma once
 
 #include <grpcpp/server_builder.h>
@@ -14,7 +16,7 @@ namespace nvdra::kubelet {
 inline void LimitServerThreads(grpc::ServerBuilder& builder) {
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
 }
 
 }  // namespace nvdra::kubelet
