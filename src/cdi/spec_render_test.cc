@@ -1,0 +1,162 @@
+// RenderJson writes the spec directly; this holds it byte for byte equal to
+// the same spec built as an ordered_json document and dumped with dump(2),
+// which is how specs were written before (and what runtimes and earlier
+// versions of nvdra compare against), for every field and for strings that
+// need escaping.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <random>
+
+#include "cdi/spec.h"
+
+namespace nvdra::cdi {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+ordered_json DomEdits(const ContainerEdits& e) {
+  ordered_json j = ordered_json::object();
+  if (!e.env.empty()) j["env"] = e.env;
+  if (!e.device_nodes.empty()) {
+    ordered_json nodes = ordered_json::array();
+    for (const auto& n : e.device_nodes) {
+      ordered_json d = ordered_json::object();
+      d["path"] = n.path;
+      if (!n.host_path.empty()) d["hostPath"] = n.host_path;
+      if (!n.type.empty()) d["type"] = n.type;
+      if (n.major) d["major"] = *n.major;
+      if (n.minor) d["minor"] = *n.minor;
+      if (n.file_mode) d["fileMode"] = *n.file_mode;
+      if (!n.permissions.empty()) d["permissions"] = n.permissions;
+      nodes.push_back(std::move(d));
+    }
+    j["deviceNodes"] = std::move(nodes);
+  }
+  if (!e.hooks.empty()) {
+    ordered_json hooks = ordered_json::array();
+    for (const auto& h : e.hooks) {
+      ordered_json d = ordered_json::object();
+      d["hookName"] = h.hook_name;
+      d["path"] = h.path;
+      if (!h.args.empty()) d["args"] = h.args;
+      if (!h.env.empty()) d["env"] = h.env;
+      if (h.timeout) d["timeout"] = *h.timeout;
+      hooks.push_back(std::move(d));
+    }
+    j["hooks"] = std::move(hooks);
+  }
+  if (!e.mounts.empty()) {
+    ordered_json mounts = ordered_json::array();
+    for (const auto& m : e.mounts) {
+      ordered_json d = ordered_json::object();
+      d["hostPath"] = m.host_path;
+      d["containerPath"] = m.container_path;
+      if (!m.options.empty()) d["options"] = m.options;
+      if (!m.type.empty()) d["type"] = m.type;
+      mounts.push_back(std::move(d));
+    }
+    j["mounts"] = std::move(mounts);
+  }
+  return j;
+}
+
+std::string DomRender(const Spec& spec) {
+  ordered_json j = ordered_json::object();
+  j["cdiVersion"] = MinimumVersion(spec);
+  j["kind"] = spec.kind;
+  ordered_json devices = ordered_json::array();
+  for (const auto& d : spec.devices) {
+    ordered_json dj = ordered_json::object();
+    dj["name"] = d.name;
+    dj["containerEdits"] = DomEdits(d.edits);
+    devices.push_back(std::move(dj));
+  }
+  j["devices"] = std::move(devices);
+  if (!spec.edits.empty()) j["containerEdits"] = DomEdits(spec.edits);
+  return j.dump(2) + "\n";
+}
+
+// Strings from a small alphabet that includes what JSON escapes, DEL and
+// UTF-8, so every path of the writer's string handling is taken.
+std::string RandomString(std::mt19937& rng) {
+  static const std::vector<std::string> parts = {"/usr/lib", "x", "-", ".so.1", " ", "\"", "\\", "\n", "\t",
+                                                 "\x01", "\x1f", "\x7f", "\xc3\xbc", "\xe2\x82\xac", "=", ""};
+  std::string s;
+  int n = std::uniform_int_distribution<int>(0, 4)(rng);
+  for (int i = 0; i < n; ++i) s += parts[std::uniform_int_distribution<size_t>(0, parts.size() - 1)(rng)];
+  return s;
+}
+
+std::vector<std::string> RandomStrings(std::mt19937& rng) {
+  std::vector<std::string> v(std::uniform_int_distribution<int>(0, 3)(rng));
+  for (auto& s : v) s = RandomString(rng);
+  return v;
+}
+
+ContainerEdits RandomEdits(std::mt19937& rng) {
+  auto coin = [&] { return std::uniform_int_distribution<int>(0, 1)(rng) == 1; };
+  ContainerEdits e;
+  e.env = RandomStrings(rng);
+  for (int i = std::uniform_int_distribution<int>(0, 3)(rng); i > 0; --i) {
+    DeviceNode n{.path = RandomString(rng)};
+    if (coin()) n.host_path = RandomString(rng);
+    if (coin()) n.type = coin() ? "c" : "b";
+    if (coin()) n.major = std::uniform_int_distribution<int64_t>(-5, 1 << 20)(rng);
+    if (coin()) n.minor = std::uniform_int_distribution<int64_t>(0, 1 << 20)(rng);
+    if (coin()) n.file_mode = std::uniform_int_distribution<uint32_t>(0, 0777)(rng);
+    if (coin()) n.permissions = "rw";
+    e.device_nodes.push_back(n);
+  }
+  for (int i = std::uniform_int_distribution<int>(0, 2)(rng); i > 0; --i) {
+    Hook h{.hook_name = "createContainer", .path = RandomString(rng), .args = RandomStrings(rng),
+           .env = RandomStrings(rng)};
+    if (coin()) h.timeout = std::uniform_int_distribution<int>(-1, 100)(rng);
+    e.hooks.push_back(h);
+  }
+  for (int i = std::uniform_int_distribution<int>(0, 4)(rng); i > 0; --i) {
+    Mount m{.host_path = RandomString(rng), .container_path = RandomString(rng), .options = RandomStrings(rng)};
+    if (coin()) m.type = "bind";
+    e.mounts.push_back(m);
+  }
+  return e;
+}
+
+TEST(SpecRenderTest, EqualsTheDocumentsDumpForRandomSpecs) {
+  std::mt19937 rng(20261201);
+  for (int i = 0; i < 500; ++i) {
+    Spec s;
+    s.kind = "k8s.gpu.nvidia.com/claim";
+    for (int d = std::uniform_int_distribution<int>(0, 3)(rng); d > 0; --d) {
+      s.devices.push_back({"uid-gpu-" + std::to_string(d), RandomEdits(rng)});
+    }
+    if (std::uniform_int_distribution<int>(0, 3)(rng) != 0) s.edits = RandomEdits(rng);
+    ASSERT_EQ(RenderJson(s), DomRender(s)) << "spec " << i;
+  }
+}
+
+TEST(SpecRenderTest, EmptyContainersAndEscapes) {
+  Spec s;
+  s.kind = "k8s.gpu.nvidia.com/claim";
+  s.devices.push_back({"a", ContainerEdits{}});  // "containerEdits": {}
+  s.devices.push_back({"b", ContainerEdits{.env = {"A=\"quoted\" \\ back\nslash\x01", "B=\xc3\xbc"}}});
+  EXPECT_EQ(RenderJson(s), DomRender(s));
+  EXPECT_NE(RenderJson(s).find("\"containerEdits\": {}"), std::string::npos) << RenderJson(s);
+  EXPECT_NE(RenderJson(s).find("\\u0001"), std::string::npos) << RenderJson(s);
+  Spec none;
+  none.kind = "k8s.gpu.nvidia.com/claim";
+  EXPECT_EQ(RenderJson(none), DomRender(none));
+  EXPECT_NE(RenderJson(none).find("\"devices\": []"), std::string::npos) << RenderJson(none);
+}
+
+TEST(SpecRenderTest, InvalidUtf8IsRefusedAsBefore) {
+  Spec s;
+  s.kind = "k8s.gpu.nvidia.com/claim";
+  s.devices.push_back({"a", ContainerEdits{.env = {"A=\xff"}}});
+  EXPECT_THROW(DomRender(s), nlohmann::json::exception);
+  EXPECT_THROW(RenderJson(s), nlohmann::json::exception);
+}
+
+}  // namespace
+}  // namespace nvdra::cdi
