@@ -276,9 +276,9 @@ def main():
 
     import tempfile
 
-    def new_node():
+    def new_node(tls=False):
         d = tempfile.mkdtemp(prefix="nvdra-bench-", dir=args.workdir_root)
-        nd = localnode.LocalNode(workdir=d)
+        nd = localnode.LocalNode(workdir=d, tls=tls)
         nd.owned = True
         return nd
 
@@ -388,6 +388,22 @@ def main():
         if fake:
             fake.terminate()
         node.close()
+
+    print("\n== footprint (idle) against an HTTPS API server, as in a cluster")
+    node5 = new_node(tls=True)
+    try:
+        tg = node5.plugin(GPU_DRIVER, "h100x8", extra_args=FAST, reconcile_period=QUIET).start()
+        tc = node5.plugin(CD_DRIVER, "gb200x4", extra_args=FAST, reconcile_period=QUIET).start()
+        wait_for(lambda: node5.api.slices(GPU_DRIVER), what="slices over HTTPS")
+        cycle(tg.dra_socket, Claims(node5).make(5, prefix="warm"))  # a claim GET over TLS too
+        for p in (tg, tc):
+            settle(p.proc.pid)
+            f = proc_figures(p.proc.pid)
+            report("%s idle RSS, HTTPS" % p.name, f["VmRSS"] / 1024, "MiB", target=15,
+                   note="anon %.1f, file %.1f MiB" % (f["RssAnon"] / 1024, f["RssFile"] / 1024))
+            summary.setdefault("idle_https", {})[p.name] = f
+    finally:
+        node5.close()
 
     print("\n== memory after 2,000 claims (a plugin of its own)")
     node4 = new_node()

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -56,17 +57,26 @@ def read_text(path):
 
 
 class ApiServer:
-    def __init__(self, workdir, node_name):
+    def __init__(self, workdir, node_name, tls=False):
+        """`tls`: serve HTTPS and require a client certificate, as a real
+        cluster does; the kubeconfig then carries the CA and the client's
+        certificate."""
         self.workdir = workdir
         self.port_file = os.path.join(workdir, "apiserver.port")
         self.kubeconfig = os.path.join(workdir, "kubeconfig")
         self.log = open(os.path.join(workdir, "apiserver.log"), "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, APISERVER, "--port-file", self.port_file, "--kubeconfig-out", self.kubeconfig],
-            stdout=self.log, stderr=subprocess.STDOUT)
+        args = [sys.executable, APISERVER, "--port-file", self.port_file, "--kubeconfig-out", self.kubeconfig]
+        self.ssl = None
+        if tls:
+            tls_dir = os.path.join(workdir, "tls")
+            args += ["--tls-dir", tls_dir, "--require-client-cert"]
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(lambda: read_text(self.port_file).strip(), what="the test API server")
         self.port = int(read_text(self.port_file).strip())
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.port)
+        if tls:
+            self.ssl = ssl.create_default_context(cafile=os.path.join(tls_dir, "ca.crt"))
+            self.ssl.load_cert_chain(os.path.join(tls_dir, "client.crt"), os.path.join(tls_dir, "client.key"))
         wait_for(lambda: os.path.exists(self.kubeconfig), what="kubeconfig")
         self.load([{
             "apiVersion": "v1", "kind": "Node",
@@ -78,7 +88,7 @@ class ApiServer:
         req = urllib.request.Request(self.url + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
+            with urllib.request.urlopen(req, timeout=10, context=self.ssl) as resp:
                 return resp.status, json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"{}")
@@ -251,7 +261,7 @@ class Plugin:
 
 
 class LocalNode:
-    def __init__(self, workdir=None, node_name="node-1"):
+    def __init__(self, workdir=None, node_name="node-1", tls=False):
         self.owned = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="nvdra-node-")
         self.node_name = node_name
@@ -262,7 +272,7 @@ class LocalNode:
         for d in (self.plugins_dir, self.registry_dir, self.cdi_root):
             os.makedirs(d, exist_ok=True)
         self.set_boot_id(str(uuid.uuid4()))
-        self.api = ApiServer(self.workdir, node_name)
+        self.api = ApiServer(self.workdir, node_name, tls=tls)
         self.plugins = []
 
     def set_boot_id(self, boot_id):
