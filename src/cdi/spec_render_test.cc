@@ -16,51 +16,9 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
-ordered_json DomEdits(const ContainerEdits& e) {
-  ordered_json j = ordered_json::object();
-  if (!e.env.empty()) j["env"] = e.env;
-  if (!e.device_nodes.empty()) {
-    ordered_json nodes = ordered_json::array();
-    for (const auto& n : e.device_nodes) {
-      ordered_json d = ordered_json::object();
-      d["path"] = n.path;
-      if (!n.host_path.empty()) d["hostPath"] = n.host_path;
-      if (!n.type.empty()) d["type"] = n.type;
-      if (n.major) d["major"] = *n.major;
-      if (n.minor) d["minor"] = *n.minor;
-      if (n.file_mode) d["fileMode"] = *n.file_mode;
-      if (!n.permissions.empty()) d["permissions"] = n.permissions;
-      nodes.push_back(std::move(d));
-    }
-    j["deviceNodes"] = std::move(nodes);
-  }
-  if (!e.hooks.empty()) {
-    ordered_json hooks = ordered_json::array();
-    for (const auto& h : e.hooks) {
-      ordered_json d = ordered_json::object();
-      d["hookName"] = h.hook_name;
-      d["path"] = h.path;
-      if (!h.args.empty()) d["args"] = h.args;
-      if (!h.env.empty()) d["env"] = h.env;
-      if (h.timeout) d["timeout"] = *h.timeout;
-      hooks.push_back(std::move(d));
-    }
-    j["hooks"] = std::move(hooks);
-  }
-  if (!e.mounts.empty()) {
-    ordered_json mounts = ordered_json::array();
-    for (const auto& m : e.mounts) {
-      ordered_json d = ordered_json::object();
-      d["hostPath"] = m.host_path;
-      d["containerPath"] = m.container_path;
-      if (!m.options.empty()) d["options"] = m.options;
-      if (!m.type.empty()) d["type"] = m.type;
-      mounts.push_back(std::move(d));
-    }
-    j["mounts"] = std::move(mounts);
-  }
-  return j;
-}
+// The edits as the document-building writer (RenderEditsJson) makes them,
+// read back in order.
+ordered_json DomEdits(const ContainerEdits& e) { return ordered_json::parse(RenderEditsJson(e)); }
 
 std::string DomRender(const Spec& spec) {
   ordered_json j = ordered_json::object();
