@@ -128,10 +128,6 @@ void PeriodicWorker::Loop() {
   }
 }
 
-}  // namespace nvdra
-
-namespace nvdra {
-
 PeriodicGroup::PeriodicGroup(std::string thread_name) : thread_name_(std::move(thread_name)) {
   thread_ = std::thread([this] {
     SetThreadName(thread_name_);
