@@ -66,8 +66,9 @@ constexpr std::chrono::milliseconds kCancelPoll{250};
 // An error answer to a watch is kept whole up to this size.
 constexpr size_t kMaxErrorBody = 1u << 20;
 constexpr uint32_t kHeaderLimit = 64 * 1024;
-// A LIST answer has no fixed bound. (Not boost::none: Boost 1.74's parser
-// then refuses every body with a Content-Length.)
+// A watch's body has no bound (it is handed on, not kept). (Not
+// boost::none: Boost 1.74's parser then refuses every body with a
+// Content-Length.)
 constexpr uint64_t kNoBodyLimit = std::numeric_limits<uint64_t>::max();
 
 std::string Lower(std::string s) {
@@ -545,11 +546,20 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
     }
 
     http::response_parser<http::string_body> parser;
-    parser.body_limit(kNoBodyLimit);
+    parser.body_limit(kMaxResponseBytes);
     parser.header_limit(kHeaderLimit);
+    // The header first: Boost 1.74's string body reserves the announced
+    // Content-Length before the body limit is looked at, so an answer
+    // announcing more than the limit is refused here.
     ec = c->Run([&](auto handler) {
-      c->WithStream([&](auto& stream) { http::async_read(stream, c->buffer(), parser, std::move(handler)); });
+      c->WithStream([&](auto& stream) { http::async_read_header(stream, c->buffer(), parser, std::move(handler)); });
     });
+    if (!ec && parser.content_length().value_or(0) > kMaxResponseBytes) ec = http::error::body_limit;
+    if (!ec) {
+      ec = c->Run([&](auto handler) {
+        c->WithStream([&](auto& stream) { http::async_read(stream, c->buffer(), parser, std::move(handler)); });
+      });
+    }
     if (ec) {
       if (ec == beast::error::timeout) return timed_out("waiting for the response");
       // A kept-alive connection the server closed just as the request went
@@ -558,6 +568,10 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
       if (reused && !parser.got_some() && ClosedByPeer(ec) && Replayable(req.method)) {
         ++retries_;
         continue;
+      }
+      if (ec == http::error::body_limit) {
+        return Unavailable(what + ": the answer is larger than " + std::to_string(kMaxResponseBytes >> 20) +
+                           " MiB; refused");
       }
       if (!parser.got_some() && ClosedByPeer(ec)) {
         return Unavailable(what + ": the server closed the connection without a response (" + ec.message() + ")");

@@ -19,6 +19,12 @@ struct BeastTransportStats {
   uint64_t retries = 0;      // requests resent on a fresh connection after a kept-alive one had died
 };
 
+// The largest answer RoundTrip accepts: far beyond any object or LIST page
+// a node agent reads (etcd keeps an object under 1.5 MiB), and small enough
+// that an answer announcing more is refused before anything is allocated
+// for it. Watches (Stream) hand their body on piece by piece and keep none.
+inline constexpr uint64_t kMaxResponseBytes = 256ull * 1024 * 1024;
+
 class BeastTransport final : public HttpTransport {
  public:
   // Nothing touches the network or OpenSSL here; an http:// server never

@@ -280,6 +280,23 @@ TEST(BeastTransportTest, RefusedConnectionIsUnavailable) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
 }
 
+TEST(BeastTransportTest, AnswerLargerThanTheBodyLimitIsAnErrorNotACrash) {
+  // A Content-Length no memory could hold, and one just past the limit.
+  const std::vector<std::string> lengths = {"99999999999999999", std::to_string(kMaxResponseBytes + 1)};
+  ScriptedServer server([&](int conn, int, const std::string&) {
+    return ScriptedServer::Action{"HTTP/1.1 200 OK\r\nContent-Length: " + lengths[conn - 1] + "\r\n\r\n{}", true};
+  });
+  KubeConfig c;
+  c.server = server.url();
+  BeastTransport t(c);
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    auto r = t.RoundTrip({"GET", "/api/v1/nodes", "", std::chrono::milliseconds(5000)});
+    ASSERT_FALSE(r.ok()) << lengths[i];
+    EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("larger than"), std::string::npos) << r.status().ToString();
+  }
+}
+
 TEST(BeastTransportTest, ServerAddressThatIsNotAUrlIsFailedPrecondition) {
   for (const char* server : {"127.0.0.1:6443", "ftp://host", "https://", "https://host:99999", "https://::1:443"}) {
     KubeConfig c;
