@@ -265,96 +265,69 @@ class PrettyJson {
   std::vector<bool> first_;
 };
 
+// The members a CDI writer leaves out when empty or unset, as the
+// document-building writer does.
+void Member(PrettyJson& w, const char* key, const std::string& v) {
+  if (v.empty()) return;
+  w.Key(key);
+  w.String(v);
+}
+void Member(PrettyJson& w, const char* key, const std::vector<std::string>& v) {
+  if (v.empty()) return;
+  w.Key(key);
+  w.Strings(v);
+}
+template <typename T>
+void Member(PrettyJson& w, const char* key, const std::optional<T>& v) {
+  if (!v) return;
+  w.Key(key);
+  w.Int(*v);
+}
+// An array of objects, each written by `each`.
+template <typename T, typename F>
+void Objects(PrettyJson& w, const char* key, const std::vector<T>& items, F each) {
+  if (items.empty()) return;
+  w.Key(key);
+  w.Open('[');
+  for (const auto& item : items) {
+    w.Item();
+    w.Open('{');
+    each(item);
+    w.Close('}');
+  }
+  w.Close(']');
+}
+
 void WriteEdits(PrettyJson& w, const ContainerEdits& e) {
   w.Open('{');
-  if (!e.env.empty()) {
-    w.Key("env");
-    w.Strings(e.env);
-  }
-  if (!e.device_nodes.empty()) {
-    w.Key("deviceNodes");
-    w.Open('[');
-    for (const auto& n : e.device_nodes) {
-      w.Item();
-      w.Open('{');
-      w.Key("path");
-      w.String(n.path);
-      if (!n.host_path.empty()) {
-        w.Key("hostPath");
-        w.String(n.host_path);
-      }
-      if (!n.type.empty()) {
-        w.Key("type");
-        w.String(n.type);
-      }
-      if (n.major) {
-        w.Key("major");
-        w.Int(*n.major);
-      }
-      if (n.minor) {
-        w.Key("minor");
-        w.Int(*n.minor);
-      }
-      if (n.file_mode) {
-        w.Key("fileMode");
-        w.Int(*n.file_mode);
-      }
-      if (!n.permissions.empty()) {
-        w.Key("permissions");
-        w.String(n.permissions);
-      }
-      w.Close('}');
-    }
-    w.Close(']');
-  }
-  if (!e.hooks.empty()) {
-    w.Key("hooks");
-    w.Open('[');
-    for (const auto& h : e.hooks) {
-      w.Item();
-      w.Open('{');
-      w.Key("hookName");
-      w.String(h.hook_name);
-      w.Key("path");
-      w.String(h.path);
-      if (!h.args.empty()) {
-        w.Key("args");
-        w.Strings(h.args);
-      }
-      if (!h.env.empty()) {
-        w.Key("env");
-        w.Strings(h.env);
-      }
-      if (h.timeout) {
-        w.Key("timeout");
-        w.Int(*h.timeout);
-      }
-      w.Close('}');
-    }
-    w.Close(']');
-  }
-  if (!e.mounts.empty()) {
-    w.Key("mounts");
-    w.Open('[');
-    for (const auto& m : e.mounts) {
-      w.Item();
-      w.Open('{');
-      w.Key("hostPath");
-      w.String(m.host_path);
-      w.Key("containerPath");
-      w.String(m.container_path);
-      if (!m.options.empty()) {
-        w.Key("options");
-        w.Strings(m.options);
-      }
-      if (!m.type.empty()) {
-        w.Key("type");
-        w.String(m.type);
-      }
-      w.Close('}');
-    }
-    w.Close(']');
-  }
+  Member(w, "env", e.env);
+  Objects(w, "deviceNodes", e.device_nodes, [&](const DeviceNode& n) {
+    w.Key("path");
+    w.String(n.path);
+    Member(w, "hostPath", n.host_path);
+    Member(w, "type", n.type);
+    Member(w, "major", n.major);
+    Member(w, "minor", n.minor);
+    Member(w, "fileMode", n.file_mode);
+    Member(w, "permissions", n.permissions);
+  });
+  Objects(w, "hooks", e.hooks, [&](const Hook& h) {
+    w.Key("hookName");
+    w.String(h.hook_name);
+    w.Key("path");
+    w.String(h.path);
+    Member(w, "args", h.args);
+    Member(w, "env", h.env);
+    Member(w, "timeout", h.timeout);
+  });
+  Objects(w, "mounts", e.mounts, [&](const Mount& m) {
+    w.Key("hostPath");
+    w.String(m.host_path);
+    w.Key("containerPath");
+    w.String(m.container_path);
+    Member(w, "options", m.options);
+    Member(w, "type", m.type);
+  });
   w.Close('}');
 }
 

@@ -314,6 +314,12 @@ class Connection {
     return result;
   }
 
+  // Run with an operation on the stream: `op(stream, handler)`.
+  template <class Op>
+  error_code RunOnStream(Op&& op, const std::atomic<bool>* cancel = nullptr) {
+    return Run([&](auto handler) { WithStream([&](auto& stream) { op(stream, std::move(handler)); }); }, cancel);
+  }
+
   // Whether an idle kept-alive connection can carry a request: the server
   // has neither closed it nor sent anything unasked (a TLS close_notify).
   bool LooksAlive() {
@@ -531,9 +537,8 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
       NVDRA_ASSIGN_OR_RETURN(c, Connect(what, deadline, req.timeout, nullptr));
     }
     c->Tcp().expires_at(deadline);
-    error_code ec = c->Run([&](auto handler) {
-      c->WithStream([&](auto& stream) { http::async_write(stream, message, std::move(handler)); });
-    });
+    error_code ec = c->RunOnStream(
+        [&](auto& stream, auto handler) { http::async_write(stream, message, std::move(handler)); });
     if (ec) {
       if (ec == beast::error::timeout) return timed_out("sending the request");
       // The request did not get through: the server had closed this
@@ -551,14 +556,12 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
     // The header first: Boost 1.74's string body reserves the announced
     // Content-Length before the body limit is looked at, so an answer
     // announcing more than the limit is refused here.
-    ec = c->Run([&](auto handler) {
-      c->WithStream([&](auto& stream) { http::async_read_header(stream, c->buffer(), parser, std::move(handler)); });
-    });
+    ec = c->RunOnStream(
+        [&](auto& stream, auto handler) { http::async_read_header(stream, c->buffer(), parser, std::move(handler)); });
     if (!ec && parser.content_length().value_or(0) > kMaxResponseBytes) ec = http::error::body_limit;
     if (!ec) {
-      ec = c->Run([&](auto handler) {
-        c->WithStream([&](auto& stream) { http::async_read(stream, c->buffer(), parser, std::move(handler)); });
-      });
+      ec = c->RunOnStream(
+          [&](auto& stream, auto handler) { http::async_read(stream, c->buffer(), parser, std::move(handler)); });
     }
     if (ec) {
       if (ec == beast::error::timeout) return timed_out("waiting for the response");
@@ -607,23 +610,16 @@ Result<HttpResponse> BeastTransport::Impl::Stream(const HttpRequest& req, const 
   get.body.clear();
   auto message = BuildRequest(*url_, get, token, /*sends_json=*/false);
   c->Tcp().expires_at(deadline);
-  error_code ec = c->Run(
-      [&](auto handler) {
-        c->WithStream([&](auto& stream) { http::async_write(stream, message, std::move(handler)); });
-      },
-      cancel);
+  error_code ec = c->RunOnStream(
+      [&](auto& stream, auto handler) { http::async_write(stream, message, std::move(handler)); }, cancel);
   if (c->cancelled()) return cancelled();
   if (ec) return failed("sending the request failed", ec);
 
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(kNoBodyLimit);
   parser.header_limit(kHeaderLimit);
-  ec = c->Run(
-      [&](auto handler) {
-        c->WithStream(
-            [&](auto& stream) { http::async_read_header(stream, c->buffer(), parser, std::move(handler)); });
-      },
-      cancel);
+  ec = c->RunOnStream(
+      [&](auto& stream, auto handler) { http::async_read_header(stream, c->buffer(), parser, std::move(handler)); }, cancel);
   if (c->cancelled()) return cancelled();
   if (ec) return failed("reading the response failed", ec);
 
@@ -636,12 +632,8 @@ Result<HttpResponse> BeastTransport::Impl::Stream(const HttpRequest& req, const 
     if (cancel != nullptr && cancel->load()) return cancelled();
     parser.get().body().data = piece.data();
     parser.get().body().size = piece.size();
-    ec = c->Run(
-        [&](auto handler) {
-          c->WithStream(
-              [&](auto& stream) { http::async_read_some(stream, c->buffer(), parser, std::move(handler)); });
-        },
-        cancel);
+    ec = c->RunOnStream(
+        [&](auto& stream, auto handler) { http::async_read_some(stream, c->buffer(), parser, std::move(handler)); }, cancel);
     if (c->cancelled()) return cancelled();
     if (ec == http::error::need_buffer) ec = {};  // the piece is full
     if (ec) return failed("stream broke", ec);
