@@ -417,13 +417,8 @@ TEST(BeastTransportTest, PlainHttpNeverInitialisesOpenSsl) {
 class BeastTlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    TestApiServerOptions o;
-    o.tls = true;
-    o.token = "s3cret";
-    o.require_client_cert = true;
-    server_ = new TestApiServer(o);
+    server_ = new TestApiServer(testing::ClientCertTlsOptions({kFixtures + "/core.v1.Node.json"}));
     ASSERT_TRUE(server_->ok()) << server_->error();
-    ASSERT_TRUE(server_->LoadFile(kFixtures + "/core.v1.Node.json").ok());
   }
   static void TearDownTestSuite() { delete server_; }
   static Result<HttpResponse> GetNode(BeastTransport& t) {

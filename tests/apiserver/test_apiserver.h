@@ -35,6 +35,17 @@ struct TestApiServerOptions {
   std::string script = NVDRA_TEST_APISERVER;
 };
 
+// HTTPS that requires a client certificate (or the bearer token "s3cret"),
+// as a cluster's API server does, with `load` loaded at start.
+inline TestApiServerOptions ClientCertTlsOptions(std::vector<std::string> load = {}) {
+  TestApiServerOptions o;
+  o.tls = true;
+  o.token = "s3cret";
+  o.require_client_cert = true;
+  o.load = std::move(load);
+  return o;
+}
+
 class TestApiServer {
  public:
   explicit TestApiServer(TestApiServerOptions options = {}) : options_(std::move(options)) { Start(); }
