@@ -230,6 +230,29 @@ class GpuEndToEnd(NodeTestCase):
                       % self.node.node_name, text)
         self.assertNotIn('nvdra_ledger_bytes{driver="gpu.nvidia.com"} 0\n', text)
 
+    def test_liveness_probe_answers_like_the_kubelet_expects(self):
+        # The real binary's liveness endpoint, probed as the Helm chart's
+        # gRPC probes do: SERVING while both sockets are the plugin's, then
+        # NOT_SERVING once its DRA socket is gone.
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.plugin.stop()
+        self.plugin = self.gpu_plugin(name="gpu-liveness", extra_args=["--healthcheck-port", str(port)]).start()
+        probe = ["probe", "--address", "127.0.0.1:%d" % port]
+        ok = self.node.ctl(probe, check=False)
+        self.assertEqual(ok.returncode, 0, ok.stdout + ok.stderr)
+        self.assertEqual(json.loads(ok.stdout)["status"], "SERVING")
+        claim = self.gpu_claim("alive", ["gpu-6"])
+        self.assertOk(self.plugin.prepare([claim]), claim[2])  # serving claims and probes alike
+        os.remove(self.plugin.dra_socket)
+        gone = self.node.ctl(probe, check=False)
+        self.assertEqual(gone.returncode, 1, gone.stdout + gone.stderr)
+        self.assertEqual(json.loads(gone.stdout)["status"], "NOT_SERVING")
+        unknown = self.node.ctl(probe + ["--service", "readiness"], check=False)
+        self.assertEqual(unknown.returncode, 2, unknown.stdout + unknown.stderr)
+
     def test_forbidden_slice_publish_posts_a_node_event_and_counts_an_error(self):
         import socket
         import urllib.request

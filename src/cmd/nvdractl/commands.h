@@ -37,4 +37,8 @@ void AddKubeletCommands(CLI::App& app, int& exit_code);
 // claims per second over one held connection, and time to GetInfo.
 void AddCycleCommand(CLI::App& app, int& exit_code);
 
+// `nvdractl probe`: the kubelet's gRPC liveness probe against a plugin's
+// --healthcheck-port.
+void AddProbeCommand(CLI::App& app, int& exit_code);
+
 }  // namespace nvdra::ctl

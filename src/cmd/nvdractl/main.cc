@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   nvdra::ctl::AddLedgerCommands(app, exit_code);
   nvdra::ctl::AddKubeletCommands(app, exit_code);
   nvdra::ctl::AddCycleCommand(app, exit_code);
+  nvdra::ctl::AddProbeCommand(app, exit_code);
   app.parse_complete_callback([&] { nvdra::InitLogging(verbosity); });
   try {
     app.parse(argc, argv);
