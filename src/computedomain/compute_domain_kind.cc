@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <set>
 
-#include "devices/published_devices.h"
+#include "devices/device_names.h"
 #include "util/file_util.h"
 #include "util/log.h"
 
@@ -28,12 +28,13 @@ bool IsValidDomainId(const std::string& id) {
 config::DriverConfigRules ComputeDomainConfigRules() {
   config::DriverConfigRules rules;
   rules.driver = kDriverName;
-  rules.device_types = {std::string(config::kDeviceTypeChannel), std::string(config::kDeviceTypeDaemon)};
+  rules.device_types = {{std::string(kDeviceTypeChannel), "ComputeDomainChannelConfig"},
+                        {std::string(kDeviceTypeDaemon), "ComputeDomainDaemonConfig"}};
   rules.defaults = {config::ComputeDomainDaemonConfig{}, config::ComputeDomainChannelConfig{}};
   return rules;
 }
 
-ComputeDomainKind::ComputeDomainKind(ComputeDomainKindOptions options, devices::DeviceEdits edits,
+ComputeDomainKind::ComputeDomainKind(ComputeDomainKindOptions options, ComputeDomainEdits edits,
                                      ComputeDomainSource& domains, NodeLabelManager* labels,
                                      const DomainDirectories* dirs)
     : options_(std::move(options)),
@@ -73,8 +74,8 @@ std::optional<int> ComputeDomainKind::ChannelId(const std::string& device) {
 }
 
 std::string ComputeDomainKind::DeviceType(const std::string& device) const {
-  if (device == devices::kDaemonDeviceName) return std::string(config::kDeviceTypeDaemon);
-  if (ChannelId(device)) return std::string(config::kDeviceTypeChannel);
+  if (device == kDaemonDeviceName) return std::string(kDeviceTypeDaemon);
+  if (ChannelId(device)) return std::string(kDeviceTypeChannel);
   return "";
 }
 
@@ -83,7 +84,7 @@ std::vector<std::string> ComputeDomainKind::MetricDeviceTypes() const {
 }
 
 std::vector<model::PublishedDevice> ComputeDomainKind::PublishedDevices() const {
-  return devices::ComputeDomainPublishedDevices(options_.channels_to_publish);
+  return ComputeDomainPublishedDevices(options_.channels_to_publish);
 }
 
 std::string ComputeDomainKind::DomainDir(const std::string& domain_uid) const {
@@ -128,7 +129,7 @@ Status PlanDaemon(const config::ComputeDomainDaemonConfig& d, const config::Conf
   if (group.results.size() != 1) return InvalidArgument("only expected 1 device for requests in claim " + claim_uid);
   NVDRA_RETURN_IF_ERROR(JoinDomain(undo.domain_id, d.domain_id));
   undo.daemon = true;
-  plan.held.push_back(devices::kDaemonDeviceName);
+  plan.held.push_back(kDaemonDeviceName);
   return Status::Ok();
 }
 
@@ -211,7 +212,7 @@ Status ComputeDomainKind::CheckChannelReady(const driver::ClaimWork& work, const
 Result<driver::ClaimEdits> ComputeDomainKind::EditsFor(const ComputeDomainUndo& undo) const {
   driver::ClaimEdits out;
   if (undo.daemon && !options_.base_device_id.empty()) {
-    out.shared_cdi_ids[devices::kDaemonDeviceName] = {options_.base_device_id};
+    out.shared_cdi_ids[kDaemonDeviceName] = {options_.base_device_id};
   }
   const std::string clique = clique_id();
   // Without an NVLink fabric a channel needs no device node (upstream).
@@ -219,11 +220,11 @@ Result<driver::ClaimEdits> ComputeDomainKind::EditsFor(const ComputeDomainUndo& 
     cdi::ContainerEdits edits;
     if (undo.all_channels) {
       for (int i = 0; i < devices::kMaxImexChannels; i++) {
-        NVDRA_ASSIGN_OR_RETURN(auto e, edits_.ImexChannelEdits(i));
+        NVDRA_ASSIGN_OR_RETURN(auto e, edits_.Channel(i));
         edits.Append(e);
       }
     } else {
-      NVDRA_ASSIGN_OR_RETURN(edits, edits_.ImexChannelEdits(ch.id));
+      NVDRA_ASSIGN_OR_RETURN(edits, edits_.Channel(ch.id));
     }
     out.devices.push_back({ch.device, std::move(edits)});
   }
@@ -236,10 +237,10 @@ Result<driver::ClaimEdits> ComputeDomainKind::EditsFor(const ComputeDomainUndo& 
                  "COMPUTE_DOMAIN_NAMESPACE=" + undo.domain_namespace.value_or("")};
     edits.mounts.push_back({DomainDir(undo.domain_id), "/imexd", {"rw", "nosuid", "nodev", "bind"}, ""});
     if (!clique.empty()) {
-      NVDRA_ASSIGN_OR_RETURN(auto fabric, edits_.FabricImexMgmtEdits());
+      NVDRA_ASSIGN_OR_RETURN(auto fabric, edits_.FabricImexMgmt());
       edits.Append(fabric);
     }
-    out.devices.push_back({devices::kDaemonDeviceName, std::move(edits)});
+    out.devices.push_back({kDaemonDeviceName, std::move(edits)});
   }
   return out;
 }
@@ -282,11 +283,7 @@ std::vector<std::string> ComputeDomainKind::HeldByDevices(const std::vector<std:
 
 Status ComputeDomainKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
   auto undo = DecodeComputeDomainUndo(undo_json);
-  if (!undo.ok()) {
-    NVDRA_WARN("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
-                 undo.status().message());
-    return Status::Ok();
-  }
+  if (driver::SkipUnreadableUndo(claim_uid, undo.status())) return Status::Ok();
   // The last channel claim of the domain takes the node label away (never
   // fails: a removal the API server did not take is retried by the
   // maintenance pass).

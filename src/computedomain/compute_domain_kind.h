@@ -20,7 +20,8 @@
 #include "computedomain/compute_domain_undo.h"
 #include "computedomain/domain_directory.h"
 #include "computedomain/node_label_manager.h"
-#include "devices/device_edits.h"
+#include "computedomain/compute_domain_edits.h"
+#include "computedomain/compute_domain_published_devices.h"
 #include "devices/device_info.h"
 #include "driver/device_kind.h"
 #include "util/mutex.h"
@@ -49,7 +50,7 @@ class ComputeDomainKind final : public driver::DeviceKind {
  public:
   // `labels` and `dirs` may be null (tests of the kind alone): no node label,
   // and a bare directory without a template.
-  ComputeDomainKind(ComputeDomainKindOptions options, devices::DeviceEdits edits, ComputeDomainSource& domains,
+  ComputeDomainKind(ComputeDomainKindOptions options, ComputeDomainEdits edits, ComputeDomainSource& domains,
                     NodeLabelManager* labels = nullptr, const DomainDirectories* dirs = nullptr);
 
   // A claim recorded before this process started (from the ledger): a
@@ -88,7 +89,7 @@ class ComputeDomainKind final : public driver::DeviceKind {
   Status CheckChannelReady(const driver::ClaimWork& work, const ComputeDomainUndo& undo);
 
   ComputeDomainKindOptions options_;
-  devices::DeviceEdits edits_;
+  ComputeDomainEdits edits_;
   ComputeDomainSource& domains_;
   NodeLabelManager* labels_;
   const DomainDirectories* dirs_;

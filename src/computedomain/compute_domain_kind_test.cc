@@ -41,7 +41,7 @@ class ComputeDomainKindTest : public ::testing::Test {
     ko.plugin_dir = dir_ + "/plugin";
     ko.clique_id = inv->clique_id;
     domains_.domains["cd-1"] = {"cd-1", "default", "my-domain", true, ""};
-    kind_ = std::make_unique<ComputeDomainKind>(ko, devices::DeviceEdits::ForLib(*lib_), domains_);
+    kind_ = std::make_unique<ComputeDomainKind>(ko, ComputeDomainEdits(devices::ContainerSources::ForLib(*lib_)), domains_);
   }
   void TearDown() override {
     kind_.reset();
@@ -176,7 +176,7 @@ TEST_F(ComputeDomainKindTest, DaemonClaimGetsTheBaseDeviceNextToItsOwn) {
   ko.plugin_dir = dir_ + "/plugin";
   ko.clique_id = "c.1";
   ko.base_device_id = "k8s.compute-domain.nvidia.com/device=all";
-  ComputeDomainKind kind(ko, devices::DeviceEdits::ForLib(*lib_), domains_);
+  ComputeDomainKind kind(ko, ComputeDomainEdits(devices::ContainerSources::ForLib(*lib_)), domains_);
   driver::ClaimWork w{"uid-b", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
   w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});

@@ -14,26 +14,27 @@ struct Candidate {
   ConfigOrigin origin;
 };
 
+// Upstream words errors about its GPU config kinds differently (they name
+// the device and its type).
 bool IsGpuKind(const Config& c) {
   return std::holds_alternative<GpuConfig>(c) || std::holds_alternative<MigDeviceConfig>(c) ||
          std::holds_alternative<VfioDeviceConfig>(c);
 }
 
-bool Matches(const Config& c, std::string_view device_type) {
-  if (std::holds_alternative<GpuConfig>(c)) return device_type == kDeviceTypeGpu;
-  if (std::holds_alternative<MigDeviceConfig>(c)) return device_type == kDeviceTypeMig;
-  if (std::holds_alternative<VfioDeviceConfig>(c)) return device_type == kDeviceTypeVfio;
-  if (std::holds_alternative<ComputeDomainChannelConfig>(c)) return device_type == kDeviceTypeChannel;
-  return device_type == kDeviceTypeDaemon;
+const DeviceTypeRule* RuleFor(const DriverConfigRules& rules, std::string_view type) {
+  for (const auto& r : rules.device_types) {
+    if (r.type == type) return &r;
+  }
+  return nullptr;
 }
 
-std::string_view Join(const std::vector<std::string>& v, std::string& buf) {
-  buf.clear();
-  for (const auto& s : v) buf += (buf.empty() ? "" : ", ") + s;
-  return buf;
+bool Matches(const DriverConfigRules& rules, const Config& c, std::string_view device_type) {
+  const DeviceTypeRule* rule = RuleFor(rules, device_type);
+  return rule != nullptr && rule->config_kind == KindOf(c);
 }
 
-Status TypeMismatch(const Config& c, const model::AllocationResult& r, const std::string& type) {
+Status TypeMismatch(const DriverConfigRules& rules, const Config& c, const model::AllocationResult& r,
+                    const std::string& type) {
   std::string kind(KindOf(c));
   if (!IsGpuKind(c)) return InvalidArgument("cannot apply " + kind + " to request: " + r.request);
   return InvalidArgument("cannot apply " + kind + " to device \"" + r.device + "\" of type \"" + type +
@@ -46,15 +47,6 @@ std::vector<Candidate> Defaults(const DriverConfigRules& rules) {
   return out;
 }
 
-bool IsKnownDeviceType(const DriverConfigRules& rules, std::string_view t) {
-  return std::find(rules.device_types.begin(), rules.device_types.end(), t) != rules.device_types.end();
-}
-
-bool IsMps(const Config& c) {
-  if (auto* g = std::get_if<GpuConfig>(&c)) return g->IsMps();
-  if (auto* m = std::get_if<MigDeviceConfig>(&c)) return m->IsMps();
-  return false;
-}
 
 // DeviceClaimConfiguration.requests may name a main request, which then
 // covers all of its subrequests ("gpu" matches the result request
@@ -116,7 +108,7 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, 
   for (const model::AllocationResult& r : results) {
     if (!r.driver.empty() && r.driver != driver) continue;
     const std::string type = type_of(r);
-    if (!IsKnownDeviceType(rules, type)) {
+    if (RuleFor(rules, type) == nullptr) {
       return InvalidArgument("device \"" + r.device + "\" (request: " + r.request + ") has type \"" + type +
                              "\", which driver " + driver + " does not serve");
     }
@@ -124,11 +116,11 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, 
     for (size_t i = candidates.size(); i-- > 0;) {
       const Candidate& c = candidates[i];
       if (NamesRequest(c.requests, r.request)) {
-        if (!Matches(c.config, type)) return TypeMismatch(c.config, r, type);
+        if (!Matches(rules, c.config, type)) return TypeMismatch(rules, c.config, r, type);
         chosen = i;
         break;
       }
-      if (c.requests.empty() && Matches(c.config, type)) {
+      if (c.requests.empty() && Matches(rules, c.config, type)) {
         chosen = i;
         break;
       }
@@ -152,21 +144,10 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, 
   std::sort(groups.begin(), groups.end(),
             [](const ConfigGroup& a, const ConfigGroup& b) { return ResultLess(a.results.front(), b.results.front()); });
 
-  std::string buf;
   for (ConfigGroup& g : groups) {
     Normalize(g.config, gates);
     Status st = Validate(g.config, gates);
-    if (!st.ok()) {
-      return st.Wrap(IsGpuKind(g.config) ? "error validating GPU config" : "error validating config");
-    }
-    if (IsMps(g.config)) {
-      std::vector<std::string> requests;
-      for (const auto& r : g.results) {
-        if (std::find(requests.begin(), requests.end(), r.request) == requests.end()) requests.push_back(r.request);
-      }
-      return FailedPrecondition("MPS sharing is not supported yet by nvdra (requests: " +
-                                std::string(Join(requests, buf)) + ")");
-    }
+    if (!st.ok()) return st.Wrap(IsGpuKind(g.config) ? "error validating GPU config" : "error validating config");
   }
   return groups;
 }

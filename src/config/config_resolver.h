@@ -18,14 +18,6 @@
 
 namespace nvdra::config {
 
-// Device types, as upstream names them in errors and metrics; each config
-// kind applies to one of them (GpuConfig to "gpu", ...).
-inline constexpr std::string_view kDeviceTypeGpu = "gpu";
-inline constexpr std::string_view kDeviceTypeMig = "mig";
-inline constexpr std::string_view kDeviceTypeVfio = "vfio";
-inline constexpr std::string_view kDeviceTypeChannel = "channel";
-inline constexpr std::string_view kDeviceTypeDaemon = "daemon";
-
 enum class ConfigSource { kFromClass, kFromClaim };
 
 // One entry of ResourceClaim.status.allocation.devices.config.
@@ -41,12 +33,21 @@ struct ClaimConfig {
 // the device kind names it.
 using DeviceTypeOf = std::function<std::string(const model::AllocationResult& result)>;
 
+// One device type a driver serves and the config kind that applies to its
+// devices (KindOf: "GpuConfig", "ComputeDomainChannelConfig", ...).
+struct DeviceTypeRule {
+  std::string type;
+  std::string config_kind;
+  friend bool operator==(const DeviceTypeRule&, const DeviceTypeRule&) = default;
+};
+
 // What one driver serves, as its device kind declares it: the device types
-// and the configs that apply to a device when no class or claim config does
-// (lowest precedence first). The resolver itself knows no driver.
+// with the config kind of each, and the configs that apply to a device when
+// no class or claim config does (lowest precedence first). The resolver
+// itself knows no driver and no device type.
 struct DriverConfigRules {
   std::string driver;
-  std::vector<std::string> device_types;
+  std::vector<DeviceTypeRule> device_types;
   std::vector<Config> defaults;
   // Appended to the error for a device no config applies to (a type whose
   // default is switched off, e.g. by a feature gate).
@@ -75,8 +76,8 @@ struct ConfigGroup {
 //   cannot apply GpuConfig to device "gpu-0" of type "mig" (request: r0)
 //   error validating GPU config: unknown time-slice interval: ...
 //   only opaque parameters are supported by this driver
-// A validated MPS config fails with "MPS sharing is not supported yet by
-// nvdra" because the MPS control daemon is not implemented.
+// Whether a sharing strategy is served is the device kind's decision
+// (ClaimKind::Plan), not the resolver's.
 Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, const std::vector<ClaimConfig>& configs,
                                                 const std::vector<model::AllocationResult>& results,
                                                 const DeviceTypeOf& type_of, const FeatureGates& gates);

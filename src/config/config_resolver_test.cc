@@ -12,7 +12,10 @@ constexpr char kGpu[] = "accel.example.com";
 constexpr char kCd[] = "fabric.example.com";
 
 DriverConfigRules GpuRules(const FeatureGates& gates) {
-  DriverConfigRules r{kGpu, {"gpu", "mig", "vfio"}, {}, "is the PassthroughSupport feature gate enabled?"};
+  DriverConfigRules r{kGpu,
+                      {{"gpu", "GpuConfig"}, {"mig", "MigDeviceConfig"}, {"vfio", "VfioDeviceConfig"}},
+                      {},
+                      "is the PassthroughSupport feature gate enabled?"};
   if (gates.Enabled(Gate::kPassthroughSupport)) r.defaults.push_back(VfioDeviceConfig{});
   r.defaults.push_back(MigDeviceConfig{});
   r.defaults.push_back(GpuConfig{});
@@ -20,7 +23,10 @@ DriverConfigRules GpuRules(const FeatureGates& gates) {
 }
 
 DriverConfigRules CdRules() {
-  return {kCd, {"channel", "daemon"}, {ComputeDomainDaemonConfig{}, ComputeDomainChannelConfig{}}, ""};
+  return {kCd,
+          {{"channel", "ComputeDomainChannelConfig"}, {"daemon", "ComputeDomainDaemonConfig"}},
+          {ComputeDomainDaemonConfig{}, ComputeDomainChannelConfig{}},
+          ""};
 }
 
 // The device type of each device name the tests use, as a kind would say.
@@ -191,7 +197,7 @@ TEST(ConfigResolverTest, ValidationErrorsAreWrapped) {
   EXPECT_TRUE(unused.ok()) << unused.status().ToString();
 }
 
-TEST(ConfigResolverTest, MpsIsGatedAndThenNotSupportedYet) {
+TEST(ConfigResolverTest, MpsIsGatedAndThenResolvedForTheKindToDecide) {
   const std::string mps =
       R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS"}})";
   auto off = ResolveConfigs(kGpu, {Cfg(ConfigSource::kFromClaim, {}, mps)}, {Res("a", "gpu-0")}, kTs);
@@ -201,9 +207,11 @@ TEST(ConfigResolverTest, MpsIsGatedAndThenNotSupportedYet) {
             "feature gate is not enabled");
   auto on = ResolveConfigs(kGpu, {Cfg(ConfigSource::kFromClaim, {}, mps)}, {Res("a", "gpu-0"), Res("a", "gpu-1")},
                            kTs.With(Gate::kMPSSupport, true));
-  ASSERT_FALSE(on.ok());
-  EXPECT_EQ(on.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(on.status().message(), "MPS sharing is not supported yet by nvdra (requests: a)");
+  // Whether MPS is served is the device kind's decision (gpu/mps_strategy.h).
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  ASSERT_EQ(on->size(), 1u);
+  EXPECT_TRUE(std::get<GpuConfig>((*on)[0].config).IsMps());
+  EXPECT_EQ((*on)[0].results.size(), 2u);
 }
 
 TEST(ConfigResolverTest, ComputeDomainClaimsNeedADomainId) {

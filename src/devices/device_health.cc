@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "devices/published_devices.h"
+#include "devices/device_names.h"
 #include "util/parse_number.h"
 
 namespace nvdra::devices {

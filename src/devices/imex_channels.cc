@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "devices/proc_devices.h"
-#include "devices/published_devices.h"
+#include "devices/device_names.h"
 #include "util/file_util.h"
 
 namespace nvdra::devices {

@@ -12,7 +12,7 @@
 #include "devices/mock_driver_install.h"
 #include "devices/nvcaps.h"
 #include "devices/pcie_root.h"
-#include "devices/published_devices.h"
+#include "devices/device_names.h"
 #include "util/file_util.h"
 #include "util/log.h"
 #include "util/parse_number.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "devices/nvidia_smi_control.h"
-#include "devices/published_devices.h"
+#include "devices/device_names.h"
 #include "util/file_util.h"
 #include "util/mutex.h"
 #include "util/test_temp_dir.h"
@@ -126,11 +126,13 @@ TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {
   EXPECT_EQ(small.decoders, 1);
   EXPECT_EQ(small.jpeg_engines, 1);
   EXPECT_EQ(small.memory_bytes, 9984ULL << 20);
-  auto devs = GpuPublishedDevices(*inv);
   std::vector<std::string> names;
-  for (const auto& d : devs) names.push_back(d.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"gpu-1-mig-1c3g40gb-9-4", "gpu-1-mig-1g10gb-19-6", "gpu-0"}))
-      << "sorted by PCI bus id (0000:1a before 0000:3b)";
+  for (const auto& g : inv->gpus) {
+    if (!g.mig_enabled) names.push_back(GpuDeviceName(g.minor));
+    for (const auto& m : g.migs) names.push_back(MigDeviceName(m));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"gpu-0", "gpu-1-mig-1c3g40gb-9-4", "gpu-1-mig-1g10gb-19-6"}))
+      << "the names upstream gives NVML's devices";
 }
 
 TEST_F(NvmlDeviceLibTest, MissingLibraryIsARetryableError) {

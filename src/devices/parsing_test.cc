@@ -6,7 +6,7 @@
 #include "devices/nvcaps.h"
 #include "devices/nvml_device_lib.h"
 #include "devices/proc_devices.h"
-#include "devices/published_devices.h"
+#include "devices/device_names.h"
 #include "util/test_temp_dir.h"
 #include "util/file_util.h"
 
@@ -59,18 +59,6 @@ TEST(NamesTest, UpstreamDeviceNames) {
   m.profile = "1g.10gb+me";
   m.parent_minor = 0;
   EXPECT_EQ(MigDeviceName(m), "gpu-0-mig-1g10gb-me-19-0");
-}
-
-TEST(NamesTest, VersionsAreCoercedLikeUpstream) {
-  EXPECT_EQ(*NormalizeVersion("570.158.01"), "570.158.1");
-  EXPECT_EQ(*NormalizeVersion("9.0"), "9.0.0");
-  EXPECT_EQ(*NormalizeVersion("12.8"), "12.8.0");
-  EXPECT_EQ(*NormalizeVersion("10"), "10.0.0");
-  EXPECT_EQ(*NormalizeVersion("v1.2.3"), "1.2.3");
-  EXPECT_FALSE(NormalizeVersion("").ok());
-  EXPECT_FALSE(NormalizeVersion("1.2.3.4").ok());
-  EXPECT_FALSE(NormalizeVersion("abc").ok());
-  EXPECT_FALSE(NormalizeVersion("1..2").ok());
 }
 
 TEST(NvmlNamesTest, BrandArchitectureBusIdUuid) {

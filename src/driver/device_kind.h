@@ -124,6 +124,12 @@ class ClaimKind {
   virtual Status Unprepare(const std::string& claim_uid, const nlohmann::json& undo) = 0;
 };
 
+// For a kind's Unprepare: true (after one warning naming the claim) when its
+// undo record could not be decoded, `decoded` being the decoder's status.
+// Such a record is skipped, never retried: it cannot be read the next time
+// either, and failing would wedge the claim.
+bool SkipUnreadableUndo(const std::string& claim_uid, const Status& decoded);
+
 // The publishing port.
 class DevicePublisher {
  public:

@@ -62,7 +62,7 @@ class FakeKind final : public DeviceKind {
     return "";
   }
   config::DriverConfigRules ConfigRules(const config::FeatureGates&) const override {
-    return {driver_, {"gpu"}, {config::GpuConfig{}}, ""};
+    return {driver_, {{"gpu", "GpuConfig"}}, {config::GpuConfig{}}, ""};
   }
   std::vector<std::string> MetricDeviceTypes() const override { return {"gpu", "unknown"}; }
   std::vector<model::PublishedDevice> PublishedDevices() const override { return {}; }

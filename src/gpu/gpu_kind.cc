@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "devices/published_devices.h"
+#include "gpu/gpu_handlers.h"
+#include "gpu/gpu_published_devices.h"
 #include "util/periodic_worker.h"
 #include "util/log.h"
 
@@ -12,13 +13,10 @@ namespace nvdra::gpu {
 config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates) {
   config::DriverConfigRules rules;
   rules.driver = kDriverName;
-  rules.device_types = {std::string(config::kDeviceTypeGpu), std::string(config::kDeviceTypeMig),
-                        std::string(config::kDeviceTypeVfio)};
-  // Passthrough devices get a default config only with the gate on.
-  if (gates.Enabled(config::Gate::kPassthroughSupport)) rules.defaults.push_back(config::VfioDeviceConfig{});
-  rules.defaults.push_back(config::MigDeviceConfig{});
-  rules.defaults.push_back(config::GpuConfig{});
-  rules.missing_config_hint = "is the PassthroughSupport feature gate enabled?";
+  for (const auto& type : RegisteredDeviceTypes()) {
+    rules.device_types.push_back({std::string(type->name()), std::string(type->config_kind())});
+    if (auto d = type->DefaultConfig(gates)) rules.defaults.push_back(std::move(*d));
+  }
   return rules;
 }
 
@@ -61,33 +59,44 @@ class OwedResetRetry final : public devices::DeviceHealthSource {
 
 }  // namespace
 
-GpuKind::GpuKind(devices::NodeInventory inventory, devices::DeviceEdits edits, devices::GpuControl& control,
+GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devices::GpuControl& control,
                  GpuKindOptions options)
     : inventory_(std::move(inventory)),
       edits_(std::move(edits)),
       options_(std::move(options)),
-      resets_(control, options_.resets) {
-  for (const auto& g : inventory_.gpus) {
-    if (!g.mig_enabled) by_name_[devices::GpuDeviceName(g.minor)] = Located{&g, nullptr};
-    for (const auto& m : g.migs) by_name_[devices::MigDeviceName(m)] = Located{&g, &m};
+      resets_(control, options_.resets),
+      strategies_(RegisteredSharingStrategies({resets_, inventory_})) {
+  for (const auto& type : RegisteredDeviceTypes()) {
+    for (auto& d : type->Devices(inventory_)) devices_.emplace(d.name, d);
   }
 }
 
-const GpuKind::Located* GpuKind::Find(const std::string& device) const {
-  auto it = by_name_.find(device);
-  return it == by_name_.end() ? nullptr : &it->second;
+GpuKind::~GpuKind() = default;
+
+const GpuDevice* GpuKind::Find(const std::string& device) const {
+  auto it = devices_.find(device);
+  return it == devices_.end() ? nullptr : &it->second;
+}
+
+SharingStrategy* GpuKind::StrategyNamed(const std::string& name) const {
+  for (const auto& s : strategies_) {
+    if (s->name() == name) return s.get();
+  }
+  return nullptr;
 }
 
 std::string GpuKind::DeviceType(const std::string& device) const {
-  const Located* l = Find(device);
-  if (l == nullptr) return "";
-  return std::string(l->mig != nullptr ? config::kDeviceTypeMig : config::kDeviceTypeGpu);
+  const GpuDevice* d = Find(device);
+  return d == nullptr ? "" : std::string(d->type->name());
 }
 
-std::vector<std::string> GpuKind::MetricDeviceTypes() const { return {"gpu", "mig", "vfio", "unknown"}; }
+// Upstream pre-creates every type it has, passthrough included.
+std::vector<std::string> GpuKind::MetricDeviceTypes() const {
+  return {std::string(kDeviceTypeGpu), std::string(kDeviceTypeMig), std::string(kDeviceTypeVfio), "unknown"};
+}
 
 std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {
-  return resets_.Decorate(taints_.Decorate(devices::GpuPublishedDevices(inventory_)));
+  return resets_.Decorate(taints_.Decorate(GpuPublishedDevices(inventory_)));
 }
 
 std::unique_ptr<devices::DeviceHealthSource> GpuKind::NewOwnHealthSource() {
@@ -97,19 +106,11 @@ std::unique_ptr<devices::DeviceHealthSource> GpuKind::NewOwnHealthSource() {
 Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
   GpuUndo undo;
   for (const auto& group : work.groups) {
-    if (const auto* gc = std::get_if<config::GpuConfig>(&group.config)) {
-      if (gc->IsMps()) return FailedPrecondition("MPS sharing is not supported yet by nvdra");
-      if (!gc->IsTimeSlicing()) continue;
-      auto interval = gc->TimeSlice();
-      if (!interval) continue;
-      for (const auto& r : group.results) {
-        const Located* l = Find(r.device);
-        if (l == nullptr || l->mig != nullptr) continue;
-        undo.time_slicing.push_back({r.device, l->gpu->uuid, static_cast<int>(*interval), nlohmann::json::object()});
-      }
-    } else if (const auto* mc = std::get_if<config::MigDeviceConfig>(&group.config)) {
-      if (mc->IsMps()) return FailedPrecondition("MPS sharing is not supported yet by nvdra");
-    }
+    std::string name = SharingStrategyOf(group.config);
+    if (name.empty()) continue;
+    SharingStrategy* strategy = StrategyNamed(name);
+    if (strategy == nullptr) return Internal("no handler for GPU sharing strategy \"" + name + "\"");
+    NVDRA_RETURN_IF_ERROR(strategy->Plan(group, *this, undo));
   }
   std::set<std::string> names;
   for (const auto& r : work.results) names.insert(r.device);
@@ -122,15 +123,15 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
 Result<driver::ClaimEdits> GpuKind::EditsFor(const std::vector<std::string>& device_names) const {
   driver::ClaimEdits out;
   for (const auto& name : device_names) {
-    const Located* l = Find(name);
-    if (l == nullptr) {
+    const GpuDevice* d = Find(name);
+    if (d == nullptr) {
       return NotFound("device " + name + " is no longer present on this node (was it removed or was MIG reconfigured?)");
     }
-    auto edits = l->mig != nullptr ? edits_.MigEdits(*l->mig, l->gpu) : edits_.GpuEdits(*l->gpu);
+    auto edits = d->type->Edits(*d, edits_);
     if (!edits.ok()) return edits.status().Wrap("CDI edits for " + name);
     out.devices.push_back({name, std::move(edits).value()});
   }
-  auto common = edits_.CommonGpuEdits();
+  auto common = edits_.Common();
   if (!common.ok()) return common.status().Wrap("common CDI edits");
   out.common = std::move(common).value();
   return out;
@@ -138,9 +139,7 @@ Result<driver::ClaimEdits> GpuKind::EditsFor(const std::vector<std::string>& dev
 
 Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) {
   NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, DecodeGpuUndo(plan.undo));
-  for (const auto& ts : undo.time_slicing) {
-    NVDRA_RETURN_IF_ERROR(resets_.Apply(ts.device, ts.uuid, ts.interval).Wrap("error applying config"));
-  }
+  for (const auto& s : strategies_) NVDRA_RETURN_IF_ERROR(s->Apply(undo));
   driver::PreparedClaim out;
   NVDRA_ASSIGN_OR_RETURN(out.edits, EditsFor(undo.devices));
   out.undo = EncodeGpuUndo(undo);
@@ -160,29 +159,15 @@ Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
 
 Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
   auto undo = DecodeGpuUndo(undo_json);
-  if (!undo.ok()) {
-    NVDRA_WARN("claim {}: skipping an undo record this version does not understand: {}", claim_uid,
-                 undo.status().message());
-    return Status::Ok();
-  }
-  for (const auto& item : undo->unreadable_time_slicing) {
-    NVDRA_WARN("claim {}: skipping an undo item this version does not understand: {}", claim_uid, item.dump());
-  }
-  // Every GPU's reset is tried, so each one's attempts count, even when an
+  if (driver::SkipUnreadableUndo(claim_uid, undo.status())) return Status::Ok();
+  // Every strategy's undo runs, so each one's attempts count, even when an
   // earlier one failed.
   Status first;
-  for (const auto& ts : undo->time_slicing) {
-    auto gpu = std::find_if(inventory_.gpus.begin(), inventory_.gpus.end(),
-                            [&](const devices::GpuInfo& g) { return g.uuid == ts.uuid; });
-    if (gpu == inventory_.gpus.end()) {
-      NVDRA_WARN("claim {}: GPU {} is gone; nothing to reset", claim_uid, ts.uuid);
-      continue;
-    }
-    Status s = resets_.ResetForClaim(claim_uid, devices::GpuDeviceName(gpu->minor), ts.uuid);
-    if (!s.ok() && first.ok()) first = s;
+  for (const auto& s : strategies_) {
+    Status st = s->Undo(claim_uid, *undo);
+    if (!st.ok() && first.ok()) first = st;
   }
-  if (!first.ok()) return first;
-  return Status::Ok();
+  return first;
 }
 
 }  // namespace nvdra::gpu

@@ -1,28 +1,32 @@
-// The GPU device kind (driver gpu.nvidia.com): full GPUs and existing (static)
-// MIG devices. Prepare applies the claim's sharing settings (time-slicing via
-// GpuControl) and answers with each device's container edits; the undo
-// record (gpu_undo.h) says what Unprepare must reset.
+// The GPU device kind (driver gpu.nvidia.com). The device types it serves
+// (full GPUs and static MIG devices: gpu_device_type.h) and the sharing
+// strategies it applies (time-slicing; MPS refused until it lands:
+// sharing_strategy.h) are handlers registered in gpu_handlers.cc; GpuKind
+// routes a claim's devices and config groups to them. Its undo record
+// (gpu_undo.h) says what Unprepare must reverse.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "devices/device_edits.h"
 #include "devices/device_info.h"
 #include "devices/gpu_control.h"
 #include "driver/device_kind.h"
+#include "gpu/gpu_container_edits.h"
+#include "gpu/gpu_device_type.h"
+#include "gpu/gpu_device_types.h"
 #include "gpu/gpu_undo.h"
 #include "gpu/health_taints.h"
+#include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
 
 namespace nvdra::gpu {
 
-inline constexpr const char* kDriverName = "gpu.nvidia.com";
-
 // The device types this kind serves and the config kinds that apply to
-// them: VfioDeviceConfig (with PassthroughSupport), MigDeviceConfig, GpuConfig.
+// them, from the registered device types (gpu_handlers.cc).
 config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates);
 
 struct GpuKindOptions {
@@ -32,10 +36,11 @@ struct GpuKindOptions {
   std::chrono::milliseconds reset_retry_period{30'000};
 };
 
-class GpuKind final : public driver::DeviceKind {
+class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
  public:
-  GpuKind(devices::NodeInventory inventory, devices::DeviceEdits edits, devices::GpuControl& control,
+  GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devices::GpuControl& control,
           GpuKindOptions options = {});
+  ~GpuKind() override;
 
   // Engine port.
   std::string driver_name() const override { return kDriverName; }
@@ -61,19 +66,17 @@ class GpuKind final : public driver::DeviceKind {
   std::vector<std::string> MetricDeviceTypes() const override;
 
  private:
-  struct Located {
-    const devices::GpuInfo* gpu = nullptr;
-    const devices::MigDeviceInfo* mig = nullptr;  // null for a full GPU
-  };
-  const Located* Find(const std::string& device) const;
+  const GpuDevice* Find(const std::string& device) const override;
+  SharingStrategy* StrategyNamed(const std::string& name) const;
   Result<driver::ClaimEdits> EditsFor(const std::vector<std::string>& device_names) const;
 
-  devices::NodeInventory inventory_;
-  devices::DeviceEdits edits_;
+  const devices::NodeInventory inventory_;
+  const GpuContainerEdits edits_;
   const GpuKindOptions options_;
-  std::map<std::string, Located> by_name_;
+  std::map<std::string, GpuDevice> devices_;  // points into inventory_
   HealthTaints taints_;
   TimeSliceResets resets_;
+  std::vector<std::unique_ptr<SharingStrategy>> strategies_;
 };
 
 }  // namespace nvdra::gpu

@@ -1,5 +1,9 @@
 #include "gpu/gpu_kind.h"
 
+#include <set>
+
+#include "gpu/gpu_handlers.h"
+
 #include <gtest/gtest.h>
 
 #include "util/test_temp_dir.h"
@@ -42,7 +46,7 @@ class GpuKindTest : public ::testing::Test {
     kind_.reset();
     GpuKindOptions o;
     o.resets.state_path = dir_ + "/time-slice-resets.json";
-    kind_ = std::make_unique<GpuKind>(inventory_, devices::DeviceEdits::ForLib(*lib_), lib_->control(), o);
+    kind_ = std::make_unique<GpuKind>(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), lib_->control(), o);
   }
   // A prepared claim on gpu-2 with a time slice: its undo record.
   nlohmann::json PrepareTimeSliced(const std::string& uid, const std::string& interval = "Medium") {
@@ -313,7 +317,49 @@ TEST_F(GpuKindTest, MpsIsRefusedClearly) {
   w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-0", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find("MPS"), std::string::npos);
+  EXPECT_EQ(plan.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(plan.status().message(), "MPS sharing is not supported yet by nvdra (requests: gpu)");
+}
+
+// Each registered device type serves its own devices, with its own config
+// kind as the default, and every published device is one of them.
+TEST_F(GpuKindTest, DeviceTypesAreTheRegisteredHandlers) {
+  Open("a100-mig");
+  auto rules = GpuConfigRules(config::FeatureGates());
+  ASSERT_EQ(rules.device_types.size(), RegisteredDeviceTypes().size());
+  ASSERT_EQ(rules.defaults.size(), RegisteredDeviceTypes().size());
+  for (size_t i = 0; i < rules.device_types.size(); ++i) {
+    EXPECT_EQ(rules.device_types[i].config_kind, config::KindOf(rules.defaults[i]));
+  }
+  std::set<std::string> types;
+  for (const auto& d : kind_->PublishedDevices()) {
+    std::string type = kind_->DeviceType(d.name);
+    EXPECT_EQ(std::get<std::string>(d.attributes.at("type")), type) << d.name;
+    types.insert(type);
+  }
+  EXPECT_EQ(types, (std::set<std::string>{"gpu", "mig"}));
+  EXPECT_EQ(kind_->DeviceType("gpu-2-mig-1g5gb-19-6"), "mig");
+  EXPECT_EQ(kind_->DeviceType("gpu-0"), "gpu");
+  EXPECT_EQ(kind_->DeviceType("gpu-2"), "") << "a MIG-enabled GPU is published as its MIG devices only";
+}
+
+// A strategy the config layer knows but no handler serves is an internal
+// error, never a silent prepare without the sharing asked for.
+TEST_F(GpuKindTest, EveryValidatedStrategyHasAHandler) {
+  Open("h100x8");
+  for (const char* strategy : {"TimeSlicing", "MPS"}) {
+    auto w = Work({"gpu-0"});
+    config::GpuConfig gc;
+    gc.sharing = config::GpuSharing{strategy, std::nullopt, std::nullopt};
+    w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-0", false, ""}}});
+    auto plan = kind_->Plan(w);
+    EXPECT_NE(plan.status().code(), StatusCode::kInternal) << strategy;
+  }
+  auto w = Work({"gpu-0"});
+  config::GpuConfig gc;
+  gc.sharing = config::GpuSharing{"Telepathy", std::nullopt, std::nullopt};
+  w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-0", false, ""}}});
+  EXPECT_EQ(kind_->Plan(w).status().code(), StatusCode::kInternal);
 }
 
 }  // namespace

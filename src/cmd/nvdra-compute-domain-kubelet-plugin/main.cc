@@ -14,7 +14,7 @@
 #include "computedomain/fabric_clique.h"
 #include "computedomain/node_label_manager.h"
 #include "config/feature_gates.h"
-#include "devices/device_edits.h"
+#include "computedomain/compute_domain_edits.h"
 #include "kube/watch_cache.h"
 #include "util/log.h"
 
@@ -104,14 +104,14 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   // The base spec (k8s.compute-domain.nvidia.com-device_base) daemon claims
   // get next to their own device, rewritten at every start.
   const std::string vendor = std::string("k8s.") + computedomain::kDriverName;
-  NVDRA_ASSIGN_OR_RETURN(auto base, devices::DeviceEdits::ForLib(ctx.lib, ctx.driver_files).BaseSpec(vendor));
+  NVDRA_ASSIGN_OR_RETURN(auto base, computedomain::ComputeDomainEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)).BaseSpec(vendor));
   NVDRA_RETURN_IF_ERROR(cdi::WriteStaticSpec(ctx.cdi.root(), vendor + "-device_base", base).Wrap("CDI base spec"));
   ko.base_device_id = vendor + "/device=all";
   // The maintenance pass follows a repartitioned fabric in the watch; the
   // kind reads it from there (the watch outlives the kind).
   computedomain::DomainWatch* watch = parts.domains.get();
   ko.clique_source = [watch] { return watch->clique_id(); };
-  auto kind = std::make_unique<computedomain::ComputeDomainKind>(ko, devices::DeviceEdits::ForLib(ctx.lib),
+  auto kind = std::make_unique<computedomain::ComputeDomainKind>(ko, computedomain::ComputeDomainEdits(devices::ContainerSources::ForLib(ctx.lib)),
                                                                  *parts.domains, parts.labels.get(),
                                                                  parts.dirs.get());
   // Claims this node held before the restart keep holding the label.

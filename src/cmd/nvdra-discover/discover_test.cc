@@ -1,5 +1,5 @@
 // Runs the nvdra-discover binary end to end: mock profiles must print
-// exactly the golden discovery of the devices layer, NVML mode must work
+// exactly the golden discovery (inventory and published devices) of each built-in profile, NVML mode must work
 // against the fake library and fail clearly without one.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -35,7 +35,7 @@ class DiscoverProfileTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(DiscoverProfileTest, PrintsTheGoldenDiscovery) {
   RunResult r = RunDiscover("--mock-hardware=" + GetParam());
   ASSERT_EQ(r.exit_code, 0);
-  auto golden = nvdra::ReadFileToString(std::string(NVDRA_SOURCE_DIR) + "/src/devices/testdata/profile-" +
+  auto golden = nvdra::ReadFileToString(std::string(NVDRA_SOURCE_DIR) + "/src/cmd/nvdra-discover/testdata/profile-" +
                                         GetParam() + ".json");
   ASSERT_TRUE(golden.ok());
   EXPECT_EQ(r.out, *golden);

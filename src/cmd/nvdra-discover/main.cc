@@ -8,10 +8,13 @@
 #include <iostream>
 
 #include "cdi/spec.h"
-#include "devices/device_edits.h"
+#include "computedomain/compute_domain_published_devices.h"
 #include "devices/device_lib.h"
 #include "devices/inventory_json.h"
-#include "devices/published_devices.h"
+#include "gpu/gpu_container_edits.h"
+#include "gpu/gpu_handlers.h"
+#include "gpu/gpu_kind.h"
+#include "gpu/gpu_published_devices.h"
 #include "util/file_util.h"
 #include "util/log.h"
 
@@ -35,18 +38,18 @@ std::string HookPath(const DeviceLib& lib, const std::string& flag) {
 // of them would get; shows the device nodes each one needs.
 Result<cdi::Spec> AllDevicesSpec(const DeviceLib& lib, const NodeInventory& inv,
                                  std::shared_ptr<DriverFilesCache> files) {
-  DeviceEdits edits = DeviceEdits::ForLib(lib, std::move(files));
+  gpu::GpuContainerEdits edits(ContainerSources::ForLib(lib, std::move(files)));
   cdi::Spec spec;
-  spec.kind = "k8s.gpu.nvidia.com/claim";
-  NVDRA_ASSIGN_OR_RETURN(spec.edits, edits.CommonGpuEdits());
+  spec.kind = std::string("k8s.") + gpu::kDriverName + "/claim";
+  NVDRA_ASSIGN_OR_RETURN(spec.edits, edits.Common());
+  // GPU by GPU in discovery order, each one's devices in that order too.
   for (const auto& g : inv.gpus) {
-    if (!g.mig_enabled) {
-      NVDRA_ASSIGN_OR_RETURN(auto e, edits.GpuEdits(g));
-      spec.devices.push_back({GpuDeviceName(g.minor), e});
-    }
-    for (const auto& m : g.migs) {
-      NVDRA_ASSIGN_OR_RETURN(auto e, edits.MigEdits(m, &g));
-      spec.devices.push_back({MigDeviceName(m), e});
+    for (const auto& type : gpu::RegisteredDeviceTypes()) {
+      for (const auto& d : type->Devices(inv)) {
+        if (d.gpu != &g) continue;
+        NVDRA_ASSIGN_OR_RETURN(auto e, type->Edits(d, edits));
+        spec.devices.push_back({d.name, e});
+      }
     }
   }
   return spec;
@@ -107,7 +110,7 @@ int main(int argc, char** argv) {
     Result<cdi::Spec> spec = Internal("unset");
     if (cdi_spec) {
       spec = AllDevicesSpec(**lib, *inv, files);
-    } else if (auto e = DeviceEdits::ForLib(**lib, files).CommonGpuEdits(); e.ok()) {
+    } else if (auto e = gpu::GpuContainerEdits(ContainerSources::ForLib(**lib, files)).Common(); e.ok()) {
       std::cout << cdi::RenderEditsJson(*e);
       spec = cdi::Spec{};
     } else {
@@ -121,8 +124,8 @@ int main(int argc, char** argv) {
     }
   } else {
     std::vector<model::PublishedDevice> cd;
-    if (!inv->clique_id.empty()) cd = ComputeDomainPublishedDevices(channels);
-    std::cout << RenderDiscoveryJson(*inv, GpuPublishedDevices(*inv), cd);
+    if (!inv->clique_id.empty()) cd = computedomain::ComputeDomainPublishedDevices(channels);
+    std::cout << RenderDiscoveryJson(*inv, gpu::GpuPublishedDevices(*inv), cd);
   }
   if (!temp_root.empty()) std::system(("rm -rf '" + temp_root + "'").c_str());
   return rc;

@@ -2,7 +2,6 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd/plugin_common/plugin_runner.h"
-#include "devices/device_edits.h"
 #include "gpu/gpu_kind.h"
 #include "util/file_util.h"
 
@@ -31,7 +30,7 @@ int main(int argc, char** argv) {
         // Beside the ledger: owed resets must outlive a restart of the plugin.
         options.resets.state_path = JoinPath(ctx.plugin_dir, "time-slice-resets.json");
         return std::unique_ptr<driver::DeviceKind>(std::make_unique<gpu::GpuKind>(
-            ctx.inventory, devices::DeviceEdits::ForLib(ctx.lib, ctx.driver_files), ctx.lib.control(), options));
+            ctx.inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)), ctx.lib.control(), options));
       },
       argc, argv, kind_flags);
 }

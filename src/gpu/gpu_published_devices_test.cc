@@ -1,44 +1,24 @@
-#include "util/test_paths.h"
-#include "devices/published_devices.h"
+// The GPU kind's published devices: upstream's attribute set and
+// capacities for full GPUs and MIG devices, versions coerced as upstream.
+#include "gpu/gpu_published_devices.h"
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <set>
 
-#include "cdi/testdata/golden.h"
-#include "devices/inventory_json.h"
 #include "devices/mock_device_lib.h"
 #include "util/test_temp_dir.h"
 
-namespace nvdra::devices {
+namespace nvdra::gpu {
 namespace {
 
-const std::string kTestdata = std::string(NVDRA_SOURCE_DIR) + "/src/devices/testdata/";
-
-Result<NodeInventory> DiscoverBuiltin(const std::string& name, const std::string& root) {
-  NVDRA_ASSIGN_OR_RETURN(auto profile, LoadMockProfile(name));
-  NVDRA_ASSIGN_OR_RETURN(auto lib, MockDeviceLib::Create(std::move(profile), root));
+Result<devices::NodeInventory> DiscoverBuiltin(const std::string& name, const std::string& root) {
+  NVDRA_ASSIGN_OR_RETURN(auto profile, devices::LoadMockProfile(name));
+  NVDRA_ASSIGN_OR_RETURN(auto lib, devices::MockDeviceLib::Create(std::move(profile), root));
   return lib->Discover();
 }
 
-class BuiltinProfileTest : public ::testing::TestWithParam<std::string> {};
-
-// The whole discovery result (inventory and published devices) of each
-// built-in profile is pinned by a golden file.
-TEST_P(BuiltinProfileTest, MatchesGolden) {
-  testing::TempDir t;
-  auto inv = DiscoverBuiltin(GetParam(), t.path());
-  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
-  std::string out = RenderDiscoveryJson(*inv, GpuPublishedDevices(*inv),
-                                        inv->clique_id.empty() ? std::vector<model::PublishedDevice>{}
-                                                               : ComputeDomainPublishedDevices(1));
-  testing::ExpectMatchesGolden(kTestdata + "profile-" + GetParam() + ".json", out);
-}
-
-INSTANTIATE_TEST_SUITE_P(Builtins, BuiltinProfileTest, ::testing::Values("h100x8", "a100-mig", "gb200x4"));
-
-TEST(PublishedDevicesTest, H100HasExactUpstreamAttributeSet) {
+TEST(GpuPublishedDevicesTest, H100HasExactUpstreamAttributeSet) {
   testing::TempDir t;
   auto inv = DiscoverBuiltin("h100x8", t.path());
   ASSERT_TRUE(inv.ok());
@@ -63,7 +43,7 @@ TEST(PublishedDevicesTest, H100HasExactUpstreamAttributeSet) {
   for (size_t i = 1; i < devs.size(); ++i) EXPECT_LT(devs[i - 1].sort_key, devs[i].sort_key);
 }
 
-TEST(PublishedDevicesTest, MigEnabledGpusPublishOnlyTheirMigDevices) {
+TEST(GpuPublishedDevicesTest, MigEnabledGpusPublishOnlyTheirMigDevices) {
   testing::TempDir t;
   auto inv = DiscoverBuiltin("a100-mig", t.path());
   ASSERT_TRUE(inv.ok());
@@ -85,22 +65,9 @@ TEST(PublishedDevicesTest, MigEnabledGpusPublishOnlyTheirMigDevices) {
   EXPECT_EQ(mig.attributes.count("addressingMode"), 0u);
 }
 
-TEST(PublishedDevicesTest, ComputeDomainDevices) {
-  auto devs = ComputeDomainPublishedDevices();
-  ASSERT_EQ(devs.size(), 2u);
-  EXPECT_EQ(devs[0].name, "channel-0");
-  EXPECT_EQ(devs[1].name, "daemon-0");
-  EXPECT_EQ(std::get<std::string>(devs[0].attributes.at("type")), "channel");
-  EXPECT_EQ(std::get<int64_t>(devs[0].attributes.at("id")), 0);
-  EXPECT_EQ(std::get<std::string>(devs[1].attributes.at("type")), "daemon");
-  EXPECT_TRUE(devs[0].capacity.empty());
-  EXPECT_EQ(ComputeDomainPublishedDevices(4).size(), 5u);
-  EXPECT_EQ(ComputeDomainPublishedDevices(100000).size(), static_cast<size_t>(kMaxImexChannels + 1));
-}
-
-TEST(PublishedDevicesTest, BadVersionIsLeftOutNotPublishedWrong) {
-  NodeInventory inv;
-  GpuInfo g{.minor = 0, .uuid = "GPU-x", .cuda_compute_capability = "9.0", .driver_version = "abc",
+TEST(GpuPublishedDevicesTest, BadVersionIsLeftOutNotPublishedWrong) {
+  devices::NodeInventory inv;
+  devices::GpuInfo g{.minor = 0, .uuid = "GPU-x", .cuda_compute_capability = "9.0", .driver_version = "abc",
             .cuda_driver_version = "12.8", .pci_bus_id = "0000:01:00.0"};
   inv.gpus.push_back(g);
   auto devs = GpuPublishedDevices(inv);
@@ -110,11 +77,17 @@ TEST(PublishedDevicesTest, BadVersionIsLeftOutNotPublishedWrong) {
   EXPECT_EQ(devs[0].capacity.count("memory"), 0u) << "unknown memory is not published";
 }
 
-TEST(PublishedDevicesTest, RenderedDevicesParse) {
-  auto j = nlohmann::json::parse(RenderPublishedDevicesJson(ComputeDomainPublishedDevices()));
-  EXPECT_EQ(j[1]["attributes"]["type"]["string"], "daemon");
-  EXPECT_EQ(j[0]["attributes"]["id"]["int"], 0);
+TEST(GpuPublishedDevicesTest, VersionsAreCoercedLikeUpstream) {
+  EXPECT_EQ(*NormalizeVersion("570.158.01"), "570.158.1");
+  EXPECT_EQ(*NormalizeVersion("9.0"), "9.0.0");
+  EXPECT_EQ(*NormalizeVersion("12.8"), "12.8.0");
+  EXPECT_EQ(*NormalizeVersion("10"), "10.0.0");
+  EXPECT_EQ(*NormalizeVersion("v1.2.3"), "1.2.3");
+  EXPECT_FALSE(NormalizeVersion("").ok());
+  EXPECT_FALSE(NormalizeVersion("1.2.3.4").ok());
+  EXPECT_FALSE(NormalizeVersion("abc").ok());
+  EXPECT_FALSE(NormalizeVersion("1..2").ok());
 }
 
 }  // namespace
-}  // namespace nvdra::devices
+}  // namespace nvdra::gpu

@@ -1,0 +1,30 @@
+#include "devices/device_names.h"
+
+#include <cctype>
+
+namespace nvdra::devices {
+
+std::string GpuDeviceName(int minor) { return "gpu-" + std::to_string(minor); }
+
+std::string CanonicalMigProfile(const std::string& profile) {
+  std::string out;
+  for (char c : profile) {
+    if (c == '.') continue;
+    char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    bool ok = (l >= 'a' && l <= 'z') || (l >= '0' && l <= '9') || l == '-';
+    out.push_back(ok ? l : '-');
+  }
+  size_t b = out.find_first_not_of('-');
+  if (b == std::string::npos) return "";
+  size_t e = out.find_last_not_of('-');
+  return out.substr(b, e - b + 1);
+}
+
+std::string MigDeviceName(const MigDeviceInfo& mig) {
+  return GpuDeviceName(mig.parent_minor) + "-mig-" + CanonicalMigProfile(mig.profile) + "-" +
+         std::to_string(mig.gi_profile_id) + "-" + std::to_string(mig.placement_start);
+}
+
+std::string ImexChannelDeviceName(int channel) { return "channel-" + std::to_string(channel); }
+
+}  // namespace nvdra::devices

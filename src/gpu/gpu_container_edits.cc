@@ -1,0 +1,64 @@
+#include "gpu/gpu_container_edits.h"
+
+#include "devices/nvcaps.h"
+
+namespace nvdra::gpu {
+
+Result<cdi::ContainerEdits> GpuContainerEdits::Common() const {
+  cdi::ContainerEdits e;
+  NVDRA_ASSIGN_OR_RETURN(auto ctl, src_.nodes.Existing("/dev/nvidiactl"));
+  e.device_nodes.push_back(ctl);
+  for (const char* optional : {"/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}) {
+    // nvidia-uvm is loaded on demand; CUDA works without the node at start.
+    auto n = src_.nodes.Existing(optional);
+    if (n.ok()) e.device_nodes.push_back(*n);
+  }
+  if (src_.driver_files != nullptr) {
+    auto files = src_.driver_files->CommonEdits();
+    if (!files.ok()) return files.status().Wrap("driver files");
+    e.Append(*files);
+  }
+  return e;
+}
+
+Result<cdi::ContainerEdits> GpuContainerEdits::FullGpu(const devices::GpuInfo& gpu) const {
+  cdi::ContainerEdits e;
+  NVDRA_ASSIGN_OR_RETURN(auto n, src_.nodes.Existing("/dev/nvidia" + std::to_string(gpu.minor)));
+  e.device_nodes.push_back(n);
+  if (src_.driver_files == nullptr || gpu.pci_bus_id.empty()) return e;
+  // DRM nodes only with driver files: they are part of the toolkit's full
+  // device spec, which is what driver files stand for.
+  devices::DrmNodes drm = devices::FindDrmNodes(src_.nodes.root(), gpu.pci_bus_id);
+  for (const auto& path : drm.nodes) {
+    auto node = src_.nodes.Existing(path);
+    if (node.ok()) e.device_nodes.push_back(*node);
+  }
+  if (!drm.links.empty() && !src_.driver_files->hook_path().empty()) {
+    std::vector<std::string> args;
+    for (const auto& l : drm.links) {
+      args.push_back("--link");
+      args.push_back(l);
+    }
+    e.hooks.push_back(devices::CdiHook(src_.driver_files->hook_path(), "create-symlinks", std::move(args)));
+  }
+  return e;
+}
+
+Result<cdi::ContainerEdits> GpuContainerEdits::Mig(const devices::MigDeviceInfo& mig,
+                                                   const devices::GpuInfo* parent_gpu) const {
+  cdi::ContainerEdits e;
+  if (parent_gpu != nullptr) {
+    NVDRA_ASSIGN_OR_RETURN(e, FullGpu(*parent_gpu));
+  } else {
+    NVDRA_ASSIGN_OR_RETURN(auto parent, src_.nodes.Existing("/dev/nvidia" + std::to_string(mig.parent_minor)));
+    e.device_nodes.push_back(parent);
+  }
+  NVDRA_ASSIGN_OR_RETURN(auto gi, src_.nodes.Capability(devices::MigGiAccessPath(mig.parent_minor, mig.gi_id)));
+  NVDRA_ASSIGN_OR_RETURN(auto ci,
+                         src_.nodes.Capability(devices::MigCiAccessPath(mig.parent_minor, mig.gi_id, mig.ci_id)));
+  e.device_nodes.push_back(gi);
+  e.device_nodes.push_back(ci);
+  return e;
+}
+
+}  // namespace nvdra::gpu

@@ -1,0 +1,37 @@
+// What a GPU or MIG claim's containers get: the device nodes (checked
+// against the dev root, so a missing node fails Prepare instead of container
+// start) and, with driver files attached, the driver's libraries, binaries,
+// firmware, IPC sockets and hooks, plus each GPU's DRM nodes, as the NVIDIA
+// Container Toolkit's specs carry them.
+#pragma once
+
+#include <memory>
+
+#include "cdi/container_edits.h"
+#include "devices/device_info.h"
+#include "devices/container_sources.h"
+
+namespace nvdra::gpu {
+
+class GpuContainerEdits {
+ public:
+  explicit GpuContainerEdits(devices::ContainerSources sources) : src_(std::move(sources)) {}
+
+  // What every GPU container needs: /dev/nvidiactl (required),
+  // /dev/nvidia-uvm, /dev/nvidia-uvm-tools and /dev/nvidia-modeset (when
+  // present); with driver files, their mounts, env and hooks too.
+  Result<cdi::ContainerEdits> Common() const;
+  // /dev/nvidia<minor>, and the GPU's DRM nodes (with a create-symlinks
+  // hook for their /dev/dri/by-path links when hooks are on).
+  Result<cdi::ContainerEdits> FullGpu(const devices::GpuInfo& gpu) const;
+  // The parent's edits (FullGpu of `parent` when given, else its
+  // /dev/nvidia<minor>) plus the GI and CI capability nodes.
+  Result<cdi::ContainerEdits> Mig(const devices::MigDeviceInfo& mig, const devices::GpuInfo* parent = nullptr) const;
+
+  devices::DriverFilesCache* driver_files() const { return src_.driver_files.get(); }
+
+ private:
+  devices::ContainerSources src_;
+};
+
+}  // namespace nvdra::gpu

@@ -1,0 +1,57 @@
+// One type of device the GPU kind serves: full GPUs and static MIG devices
+// today (dynamic MIG and VFIO passthrough are further types). A type says
+// which of the node's hardware it publishes under which names, how it is
+// published, which opaque config kind applies to it, and what a container
+// of a claim on one of its devices gets. GpuKind holds no per-type code:
+// a new type is a new file plus one line in gpu_handlers.cc.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cdi/container_edits.h"
+#include "config/feature_gates.h"
+#include "config/opaque_config.h"
+#include "devices/device_info.h"
+#include "gpu/gpu_container_edits.h"
+#include "model/published_device.h"
+#include "util/status.h"
+
+namespace nvdra::gpu {
+
+class GpuDeviceType;
+
+// One device of the node as a type publishes it.
+struct GpuDevice {
+  std::string name;                             // "gpu-0", "gpu-0-mig-1g10gb-19-0"
+  const devices::GpuInfo* gpu = nullptr;        // the physical GPU
+  const devices::MigDeviceInfo* mig = nullptr;  // the MIG device, for MIG types
+  const GpuDeviceType* type = nullptr;
+};
+
+class GpuDeviceType {
+ public:
+  virtual ~GpuDeviceType() = default;
+
+  // "gpu", "mig", ...: the published `type` attribute, and the type the
+  // config resolver and upstream's errors use.
+  virtual std::string_view name() const = 0;
+  // The config kind that applies to this type (config::KindOf).
+  virtual std::string_view config_kind() const = 0;
+  // The config that applies when no class or claim config does; nullopt
+  // leaves the type without one (its devices then need an explicit config).
+  virtual std::optional<config::Config> DefaultConfig(const config::FeatureGates& gates) const = 0;
+
+  // This type's devices among the node's hardware. The pointers point into
+  // `inventory`, which must outlive them.
+  virtual std::vector<GpuDevice> Devices(const devices::NodeInventory& inventory) const = 0;
+  // How `device` (one of Devices()) is published in the ResourceSlice.
+  virtual model::PublishedDevice Publish(const GpuDevice& device) const = 0;
+  // What a container of a claim on `device` gets (the claim-wide edits are
+  // GpuContainerEdits::Common).
+  virtual Result<cdi::ContainerEdits> Edits(const GpuDevice& device, const GpuContainerEdits& edits) const = 0;
+};
+
+}  // namespace nvdra::gpu

@@ -1,0 +1,33 @@
+#include "gpu/gpu_handlers.h"
+
+#include "gpu/full_gpu_type.h"
+#include "gpu/mps_strategy.h"
+#include "gpu/static_mig_type.h"
+#include "gpu/time_slicing_strategy.h"
+
+namespace nvdra::gpu {
+
+const std::vector<std::unique_ptr<GpuDeviceType>>& RegisteredDeviceTypes() {
+  static const auto* types = [] {
+    auto* t = new std::vector<std::unique_ptr<GpuDeviceType>>();
+    t->push_back(std::make_unique<StaticMigType>());
+    t->push_back(std::make_unique<FullGpuType>());
+    return t;
+  }();
+  return *types;
+}
+
+std::vector<std::unique_ptr<SharingStrategy>> RegisteredSharingStrategies(const SharingContext& context) {
+  std::vector<std::unique_ptr<SharingStrategy>> s;
+  s.push_back(std::make_unique<TimeSlicingStrategy>(context.resets, context.inventory));
+  s.push_back(std::make_unique<MpsStrategy>());
+  return s;
+}
+
+std::string SharingStrategyOf(const config::Config& config) {
+  if (const auto* g = std::get_if<config::GpuConfig>(&config)) return g->sharing ? g->sharing->strategy : "";
+  if (const auto* m = std::get_if<config::MigDeviceConfig>(&config)) return m->sharing ? m->sharing->strategy : "";
+  return "";
+}
+
+}  // namespace nvdra::gpu

@@ -1,0 +1,30 @@
+// The GPU kind's devices as the upstream driver publishes them in
+// ResourceSlices, built from a NodeInventory; each device type
+// (gpu_device_type.h) publishes its own attributes and capacities on top
+// of the common ones here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "devices/device_info.h"
+#include "model/published_device.h"
+#include "util/status.h"
+
+namespace nvdra::gpu {
+
+// Coerces a driver-style version into the semantic version upstream
+// publishes: "570.158.01" -> "570.158.1", "9.0" -> "9.0.0".
+Result<std::string> NormalizeVersion(const std::string& v);
+
+// The attributes every GPU-backed device carries (productName, brand,
+// architecture, versions, PCI bus id and root, addressing mode), and its
+// sort key (the PCI bus id).
+void PutCommonGpuAttributes(model::PublishedDevice& d, const devices::GpuInfo& g);
+
+// The devices of every registered device type (gpu_handlers.h): full GPUs
+// (MIG disabled) as gpu-<minor>, and the existing MIG devices of
+// MIG-enabled GPUs. Sorted by PCI bus id, then name.
+std::vector<model::PublishedDevice> GpuPublishedDevices(const devices::NodeInventory& inv);
+
+}  // namespace nvdra::gpu

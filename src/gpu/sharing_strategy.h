@@ -1,0 +1,47 @@
+// One way several containers share a GPU (a config's sharing.strategy):
+// time-slicing today; MPS control daemons and consumable shares are further
+// strategies. A strategy decides at Plan, before anything durable, what it
+// will do to the claim's devices and writes that into the undo record;
+// Apply does it at Prepare; Undo reverses it at Unprepare from the record
+// alone. GpuKind holds no per-strategy code: a new strategy is a new file
+// plus one line in gpu_handlers.cc.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "config/config_resolver.h"
+#include "gpu/gpu_device_type.h"
+#include "gpu/gpu_undo.h"
+#include "util/status.h"
+
+namespace nvdra::gpu {
+
+// The claim's devices by name, as Plan sees them.
+class GpuDeviceLookup {
+ public:
+  virtual ~GpuDeviceLookup() = default;
+  virtual const GpuDevice* Find(const std::string& name) const = 0;
+};
+
+class SharingStrategy {
+ public:
+  virtual ~SharingStrategy() = default;
+
+  // As a config names it in sharing.strategy ("TimeSlicing", "MPS").
+  virtual std::string_view name() const = 0;
+  // What the strategy will do for `group`'s devices, recorded in `undo`.
+  // An error refuses the claim (permanent unless retryable).
+  virtual Status Plan(const config::ConfigGroup& group, const GpuDeviceLookup& devices, GpuUndo& undo) const = 0;
+  // Does what Plan recorded. Runs again after a failure, a crash or a
+  // reboot, so it must be idempotent.
+  virtual Status Apply(const GpuUndo& undo) = 0;
+  // Reverses what `undo` records for this strategy, for `claim_uid`. Tries
+  // every item even when one fails, and answers the first failure.
+  virtual Status Undo(const std::string& claim_uid, const GpuUndo& undo) = 0;
+};
+
+// The strategy a config asks for ("" for none).
+std::string SharingStrategyOf(const config::Config& config);
+
+}  // namespace nvdra::gpu

@@ -1,0 +1,53 @@
+#include "gpu/time_slicing_strategy.h"
+
+#include <algorithm>
+
+#include "devices/device_names.h"
+#include "util/log.h"
+
+namespace nvdra::gpu {
+
+std::string_view TimeSlicingStrategy::name() const { return config::kTimeSlicingStrategy; }
+
+Status TimeSlicingStrategy::Plan(const config::ConfigGroup& group, const GpuDeviceLookup& devices,
+                                 GpuUndo& undo) const {
+  const auto* gc = std::get_if<config::GpuConfig>(&group.config);
+  if (gc == nullptr) return Status::Ok();  // a MigDeviceConfig: nothing to program
+  auto interval = gc->TimeSlice();
+  if (!interval) return Status::Ok();
+  for (const auto& r : group.results) {
+    const GpuDevice* d = devices.Find(r.device);
+    if (d == nullptr || d->mig != nullptr) continue;
+    undo.time_slicing.push_back({r.device, d->gpu->uuid, static_cast<int>(*interval), nlohmann::json::object()});
+  }
+  return Status::Ok();
+}
+
+Status TimeSlicingStrategy::Apply(const GpuUndo& undo) {
+  for (const auto& ts : undo.time_slicing) {
+    NVDRA_RETURN_IF_ERROR(resets_.Apply(ts.device, ts.uuid, ts.interval).Wrap("error applying config"));
+  }
+  return Status::Ok();
+}
+
+Status TimeSlicingStrategy::Undo(const std::string& claim_uid, const GpuUndo& undo) {
+  for (const auto& item : undo.unreadable_time_slicing) {
+    NVDRA_WARN("claim {}: skipping an undo item this version does not understand: {}", claim_uid, item.dump());
+  }
+  // Every GPU's reset is tried, so each one's attempts count, even when an
+  // earlier one failed.
+  Status first;
+  for (const auto& ts : undo.time_slicing) {
+    auto gpu = std::find_if(inventory_.gpus.begin(), inventory_.gpus.end(),
+                            [&](const devices::GpuInfo& g) { return g.uuid == ts.uuid; });
+    if (gpu == inventory_.gpus.end()) {
+      NVDRA_WARN("claim {}: GPU {} is gone; nothing to reset", claim_uid, ts.uuid);
+      continue;
+    }
+    Status s = resets_.ResetForClaim(claim_uid, devices::GpuDeviceName(gpu->minor), ts.uuid);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+}  // namespace nvdra::gpu

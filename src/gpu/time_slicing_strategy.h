@@ -1,0 +1,31 @@
+// Time-slicing (sharing.strategy TimeSlicing): a full GPU's time slice set to
+// the config's interval at Prepare and reset at Unprepare, through
+// TimeSliceResets (bounded attempts, owed resets retried in the background).
+// MIG devices cannot be time-sliced individually: a MigDeviceConfig asking
+// for it changes nothing, as upstream.
+#pragma once
+
+#include "devices/device_info.h"
+#include "gpu/sharing_strategy.h"
+#include "gpu/time_slice_resets.h"
+
+namespace nvdra::gpu {
+
+class TimeSlicingStrategy final : public SharingStrategy {
+ public:
+  // `inventory` says which GPU a recorded UUID is now (for the reset's
+  // device name); both must outlive the strategy.
+  TimeSlicingStrategy(TimeSliceResets& resets, const devices::NodeInventory& inventory)
+      : resets_(resets), inventory_(inventory) {}
+
+  std::string_view name() const override;
+  Status Plan(const config::ConfigGroup& group, const GpuDeviceLookup& devices, GpuUndo& undo) const override;
+  Status Apply(const GpuUndo& undo) override;
+  Status Undo(const std::string& claim_uid, const GpuUndo& undo) override;
+
+ private:
+  TimeSliceResets& resets_;
+  const devices::NodeInventory& inventory_;
+};
+
+}  // namespace nvdra::gpu
