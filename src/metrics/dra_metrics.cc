@@ -30,96 +30,108 @@ Result<std::unique_ptr<DraMetrics>> DraMetrics::Create(MetricRegistry& registry,
                                                        DraMetricsOptions options) {
   if (options.driver.empty()) return InvalidArgument("metrics: the driver name must not be empty");
   std::unique_ptr<DraMetrics> m(new DraMetrics(std::move(options)));
-  const std::string& d = m->options_.driver;
+  NVDRA_RETURN_IF_ERROR(m->AddUpstreamFamilies(registry));
+  NVDRA_RETURN_IF_ERROR(m->AddNvdraFamilies(registry));
+  m->ResolveSeries();
+  return m;
+}
 
-  NVDRA_ASSIGN_OR_RETURN(m->requests_total_,
+Status DraMetrics::AddUpstreamFamilies(MetricRegistry& registry) {
+  NVDRA_ASSIGN_OR_RETURN(requests_total_,
                          registry.AddCounter("nvidia_dra_requests_total",
                                              Alpha("Total number of successful DRA requests "
                                                    "(prepare, unprepare) handled by the plugin."),
                                              {"driver", "operation"}));
   NVDRA_ASSIGN_OR_RETURN(
-      m->request_duration_,
+      request_duration_,
       registry.AddHistogram("nvidia_dra_request_duration_seconds",
                             Alpha("Duration of successful DRA requests in seconds, including lock "
                                   "wait."),
                             {"driver", "operation"}, kUpstreamRequestBuckets));
-  NVDRA_ASSIGN_OR_RETURN(m->inflight_,
+  NVDRA_ASSIGN_OR_RETURN(inflight_,
                          registry.AddGauge("nvidia_dra_requests_inflight",
                                            Alpha("Number of DRA requests currently being "
                                                  "processed."),
                                            {"driver", "operation"}));
-  NVDRA_ASSIGN_OR_RETURN(m->prepared_devices_,
+  NVDRA_ASSIGN_OR_RETURN(prepared_devices_,
                          registry.AddGauge("nvidia_dra_prepared_devices",
                                            Alpha("Number of devices held by completely prepared "
                                                  "claims on this node, by device type."),
                                            {"node", "driver", "device_type"}));
-  NVDRA_ASSIGN_OR_RETURN(m->prepare_errors_,
+  NVDRA_ASSIGN_OR_RETURN(prepare_errors_,
                          registry.AddCounter("nvidia_dra_node_prepare_errors_total",
                                              Alpha("Total number of failed prepare requests, by "
                                                    "error type."),
                                              {"driver", "error_type"}));
-  NVDRA_ASSIGN_OR_RETURN(m->unprepare_errors_,
+  NVDRA_ASSIGN_OR_RETURN(unprepare_errors_,
                          registry.AddCounter("nvidia_dra_node_unprepare_errors_total",
                                              Alpha("Total number of failed unprepare requests, by "
                                                    "error type."),
                                              {"driver", "error_type"}));
+  return Status::Ok();
+}
+
+Status DraMetrics::AddNvdraFamilies(MetricRegistry& registry) {
   NVDRA_ASSIGN_OR_RETURN(
-      m->step_duration_,
+      step_duration_,
       registry.AddHistogram("nvdra_prepare_step_duration_seconds",
                             "Duration of each step of one claim's prepare in seconds, successful "
                             "or not.",
                             {"driver", "step"}, kStepBuckets));
-  NVDRA_ASSIGN_OR_RETURN(m->ledger_claims_,
+  NVDRA_ASSIGN_OR_RETURN(ledger_claims_,
                          registry.AddGauge("nvdra_ledger_claims",
                                            "Number of claims recorded in the ledger, by state.",
                                            {"driver", "state"}));
-  NVDRA_ASSIGN_OR_RETURN(m->ledger_bytes_,
+  NVDRA_ASSIGN_OR_RETURN(ledger_bytes_,
                          registry.AddGauge("nvdra_ledger_bytes",
                                            "Size of the ledger on disk in bytes.", {"driver"}));
-  NVDRA_ASSIGN_OR_RETURN(m->reconcile_runs_,
+  NVDRA_ASSIGN_OR_RETURN(reconcile_runs_,
                          registry.AddCounter("nvdra_reconcile_runs_total",
                                              "Total number of reconciler passes, by result.",
                                              {"driver", "result"}));
-  NVDRA_ASSIGN_OR_RETURN(m->reconcile_unprepared_,
+  NVDRA_ASSIGN_OR_RETURN(reconcile_unprepared_,
                          registry.AddCounter("nvdra_reconcile_unprepared_total",
                                              "Total number of claims the reconciler unprepared on "
                                              "its own, by reason.",
                                              {"driver", "reason"}));
-  NVDRA_ASSIGN_OR_RETURN(m->stale_completed_,
+  NVDRA_ASSIGN_OR_RETURN(stale_completed_,
                          registry.AddGauge("nvdra_stale_completed_claims",
                                            "Number of completed claims whose ResourceClaim is gone "
                                            "from the API server at the last reconcile.",
                                            {"driver"}));
-  NVDRA_ASSIGN_OR_RETURN(m->slice_sync_,
+  NVDRA_ASSIGN_OR_RETURN(slice_sync_,
                          registry.AddCounter("nvdra_slice_sync_total",
                                              "Total number of ResourceSlice synchronisations, by "
                                              "result.",
                                              {"driver", "result"}));
+  return Status::Ok();
+}
 
+void DraMetrics::ResolveSeries() {
+  const std::string& d = options_.driver;
   for (size_t i = 0; i < kOperationNames.size(); ++i) {
     LabelValues labels{d, std::string(kOperationNames[i])};
-    m->requests_[i] = &m->requests_total_->WithLabels(labels);
-    m->durations_[i] = &m->request_duration_->WithLabels(labels);
-    m->inflight_series_[i] = &m->inflight_->WithLabels(labels);
+    requests_[i] = &requests_total_->WithLabels(labels);
+    durations_[i] = &request_duration_->WithLabels(labels);
+    inflight_series_[i] = &inflight_->WithLabels(labels);
   }
   for (auto type : {kErrorLockAcquire, kErrorPrepareDevices, kErrorPublishResources}) {
-    m->prepare_errors_->WithLabels({d, type});
+    prepare_errors_->WithLabels({d, type});
   }
   for (auto type : {kErrorLockAcquire, kErrorUnprepareDevices, kErrorPublishResources}) {
-    m->unprepare_errors_->WithLabels({d, type});
+    unprepare_errors_->WithLabels({d, type});
   }
   for (PrepareStep step : kAllSteps) {
-    m->steps_[static_cast<size_t>(step)] = &m->step_duration_->WithLabels({d, PrepareStepName(step)});
+    steps_[static_cast<size_t>(step)] = &step_duration_->WithLabels({d, PrepareStepName(step)});
   }
-  for (const auto& t : m->options_.device_types) m->SetPreparedDevices(t, 0);
-  for (const auto& s : m->options_.ledger_states) m->SetLedgerClaims(s, 0);
-  m->ledger_bytes_series_ = &m->ledger_bytes_->WithLabels({d});
-  m->stale_completed_series_ = &m->stale_completed_->WithLabels({d});
+  for (const auto& t : options_.device_types) SetPreparedDevices(t, 0);
+  for (const auto& s : options_.ledger_states) SetLedgerClaims(s, 0);
+  ledger_bytes_series_ = &ledger_bytes_->WithLabels({d});
+  stale_completed_series_ = &stale_completed_->WithLabels({d});
   for (auto r : {"success", "error"}) {
-    m->reconcile_runs_->WithLabels({d, r});
-    m->slice_sync_->WithLabels({d, r});
+    reconcile_runs_->WithLabels({d, r});
+    slice_sync_->WithLabels({d, r});
   }
-  return m;
 }
 
 void DraMetrics::Observe(Operation op, double seconds, bool ok) {

@@ -111,6 +111,12 @@ class DraMetrics {
   explicit DraMetrics(DraMetricsOptions options) : options_(std::move(options)) {}
   static size_t Index(Operation op) { return op == Operation::kPrepare ? 0 : 1; }
 
+  // Steps of Create: register the families upstream's driver exports, then
+  // nvdra's own, then resolve the hot-path series and pre-create the rest.
+  Status AddUpstreamFamilies(MetricRegistry& registry);
+  Status AddNvdraFamilies(MetricRegistry& registry);
+  void ResolveSeries();
+
   DraMetricsOptions options_;
 
   CounterFamily* requests_total_ = nullptr;

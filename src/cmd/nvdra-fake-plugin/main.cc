@@ -54,36 +54,30 @@ Result<std::vector<DeviceHealth>> ParseDeviceHealth(const std::string& spec) {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  ShutdownSignal::Block();
-  // As the plugins do, so that the benchmark's floor runs the same gRPC.
-  UseTimerEventEngine();
-  CLI::App app{"nvdra-fake-plugin: the kubelet surface over a scripted fake engine (tests only)"};
-  KubeletFlags flags;
-  flags.plugin.driver_name = "gpu.nvidia.com";
-  AddKubeletFlags(app, flags);
+struct FakePluginFlags {
+  KubeletFlags kubelet;
   int verbosity = 0;
   std::string script_file;
   std::string device_health;
   bool health_streaming = false;
   int claim_timeout_ms = 0;
-  app.add_option("--driver-name", flags.plugin.driver_name, "DRA driver name");
-  app.add_option("--healthcheck-host", flags.healthcheck_host, "address the health endpoint listens on");
-  app.add_option("--script", script_file, "fake engine script (JSON, see fake_claim_engine.h)");
-  app.add_option("--device-health", device_health, "pool/device=HEALTHY|UNHEALTHY|UNKNOWN[:msg],... (enables health streaming)");
-  app.add_flag("--health-streaming", health_streaming, "serve and advertise DRAResourceHealth");
-  app.add_option("--claim-timeout-ms", claim_timeout_ms, "per-claim deadline in ms (overrides --claim-timeout)");
-  app.add_option("-v", verbosity, "log verbosity");
-  CLI11_PARSE(app, argc, argv);
-  InitLogging(verbosity);
-  FinishKubeletFlags(flags);
-  DraPluginOptions& opts = flags.plugin;
-  if (claim_timeout_ms > 0) opts.dispatcher.claim_timeout = std::chrono::milliseconds(claim_timeout_ms);
+};
 
-  FakeClaimEngine engine;
-  Mutex stdout_mu;  // one JSON line at a time
+void AddFakePluginFlags(CLI::App& app, FakePluginFlags& f) {
+  f.kubelet.plugin.driver_name = "gpu.nvidia.com";
+  AddKubeletFlags(app, f.kubelet);
+  app.add_option("--driver-name", f.kubelet.plugin.driver_name, "DRA driver name");
+  app.add_option("--healthcheck-host", f.kubelet.healthcheck_host, "address the health endpoint listens on");
+  app.add_option("--script", f.script_file, "fake engine script (JSON, see fake_claim_engine.h)");
+  app.add_option("--device-health", f.device_health, "pool/device=HEALTHY|UNHEALTHY|UNKNOWN[:msg],... (enables health streaming)");
+  app.add_flag("--health-streaming", f.health_streaming, "serve and advertise DRAResourceHealth");
+  app.add_option("--claim-timeout-ms", f.claim_timeout_ms, "per-claim deadline in ms (overrides --claim-timeout)");
+  app.add_option("-v", f.verbosity, "log verbosity");
+}
+
+// Announces each engine call on stdout, serves one prepared device by
+// default, then applies --script.
+Status SetUpEngine(FakeClaimEngine& engine, Mutex& stdout_mu, const std::string& script_file) {
   engine.SetOnStart([&stdout_mu](const std::string& op, const ClaimRef& claim) {
     MutexLock lock(stdout_mu);
     std::cout << nlohmann::json{{"started", op}, {"uid", claim.uid}}.dump() << std::endl;
@@ -91,55 +85,72 @@ int main(int argc, char** argv) {
   FakeClaimBehavior def;
   def.devices.push_back({{"req"}, "fake-pool", "gpu-0", {"k8s.gpu.nvidia.com/device=gpu-0"}, ""});
   engine.SetDefault(def);
-  if (!script_file.empty()) {
-    auto text = ReadFileToString(script_file);
-    if (!text.ok()) {
-      std::cerr << text.status().ToString() << "\n";
-      return 2;
-    }
-    if (Status s = engine.LoadScript(*text); !s.ok()) {
-      std::cerr << s.ToString() << "\n";
-      return 2;
-    }
-  }
+  if (script_file.empty()) return Status::Ok();
+  auto text = ReadFileToString(script_file);
+  if (!text.ok()) return text.status();
+  return engine.LoadScript(*text);
+}
+
+// With --device-health or --health-streaming, serves the given health.
+Status SetUpHealth(const FakePluginFlags& f, DeviceHealthBroadcaster& health, DraPluginOptions& opts) {
+  if (f.device_health.empty() && !f.health_streaming) return Status::Ok();
+  auto entries = ParseDeviceHealth(f.device_health);
+  if (!entries.ok()) return entries.status();
+  health.Replace(std::move(*entries));
+  opts.health_source = &health;
+  return Status::Ok();
+}
+
+// The liveness endpoint on --healthcheck-port; null when the port is negative.
+Result<std::unique_ptr<HealthServer>> StartLiveness(const KubeletFlags& flags, DraPluginServer* s) {
+  if (flags.healthcheck_port < 0) return std::unique_ptr<HealthServer>();
+  return HealthServer::Start(flags.healthcheck_host, flags.healthcheck_port,
+                             [s] { return s->CheckLiveness(std::chrono::seconds(5)); });
+}
+
+void PrintReady(Mutex& stdout_mu, const DraPluginServer& server, const HealthServer* liveness) {
+  nlohmann::json ready{{"dra_socket", server.paths().dra},
+                       {"registration_socket", server.paths().registration},
+                       {"healthcheck_port", liveness ? liveness->port() : -1}};
+  MutexLock lock(stdout_mu);
+  std::cout << ready.dump() << std::endl;
+}
+
+int Fail(const Status& s, int exit_code) {
+  std::cerr << s.ToString() << "\n";
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ShutdownSignal::Block();
+  // As the plugins do, so that the benchmark's floor runs the same gRPC.
+  UseTimerEventEngine();
+  CLI::App app{"nvdra-fake-plugin: the kubelet surface over a scripted fake engine (tests only)"};
+  FakePluginFlags f;
+  AddFakePluginFlags(app, f);
+  CLI11_PARSE(app, argc, argv);
+  InitLogging(f.verbosity);
+  FinishKubeletFlags(f.kubelet);
+  DraPluginOptions& opts = f.kubelet.plugin;
+  if (f.claim_timeout_ms > 0) opts.dispatcher.claim_timeout = std::chrono::milliseconds(f.claim_timeout_ms);
+
+  FakeClaimEngine engine;
+  Mutex stdout_mu;  // one JSON line at a time
+  if (Status s = SetUpEngine(engine, stdout_mu, f.script_file); !s.ok()) return Fail(s, 2);
   DeviceHealthBroadcaster health;
-  if (!device_health.empty() || health_streaming) {
-    auto entries = ParseDeviceHealth(device_health);
-    if (!entries.ok()) {
-      std::cerr << entries.status().ToString() << "\n";
-      return 2;
-    }
-    health.Replace(std::move(*entries));
-    opts.health_source = &health;
-  }
+  if (Status s = SetUpHealth(f, health, opts); !s.ok()) return Fail(s, 2);
 
   auto server = DraPluginServer::Start(engine, opts);
-  if (!server.ok()) {
-    std::cerr << server.status().ToString() << "\n";
-    return 1;
-  }
-  std::unique_ptr<HealthServer> liveness;
-  if (flags.healthcheck_port >= 0) {
-    DraPluginServer* s = server->get();
-    auto h = HealthServer::Start(flags.healthcheck_host, flags.healthcheck_port,
-                                 [s] { return s->CheckLiveness(std::chrono::seconds(5)); });
-    if (!h.ok()) {
-      std::cerr << h.status().ToString() << "\n";
-      return 1;
-    }
-    liveness = std::move(*h);
-  }
-  nlohmann::json ready{{"dra_socket", (*server)->paths().dra},
-                       {"registration_socket", (*server)->paths().registration},
-                       {"healthcheck_port", liveness ? liveness->port() : -1}};
-  {
-    MutexLock lock(stdout_mu);
-    std::cout << ready.dump() << std::endl;
-  }
+  if (!server.ok()) return Fail(server.status(), 1);
+  auto liveness = StartLiveness(f.kubelet, server->get());
+  if (!liveness.ok()) return Fail(liveness.status(), 1);
+  PrintReady(stdout_mu, **server, liveness->get());
 
   int sig = ShutdownSignal::Wait();
   NVDRA_INFO("signal {}: shutting down", sig);
-  if (liveness) liveness->Stop();
+  if (*liveness) (*liveness)->Stop();
   health.Close();
   engine.CancelAll();
   (*server)->Stop();

@@ -96,9 +96,47 @@ void Together(std::vector<Call>& wave, Step step) {
   for (auto& t : threads) t.join();
 }
 
-}  // namespace
+int RunCycle(const CycleArgs& args) {
+  auto claims = ParseClaimRefs(args.claims);
+  if (!claims) return 2;
+  kubelet::PluginClient client(args.socket, kubelet::PluginClient::Connection::kHold);
+  std::vector<Call> calls;
+  for (size_t i = 0; i < claims->size(); i += args.batch) {
+    Call c;
+    c.claims.assign(claims->begin() + i,
+                    claims->begin() + std::min(claims->size(), i + static_cast<size_t>(args.batch)));
+    calls.push_back(std::move(c));
+  }
+  std::vector<double> prep, unprep, waves;
+  nlohmann::json errors = nlohmann::json::array();
+  double total_ms = 0;
+  for (size_t i = 0; i < calls.size(); i += args.concurrency) {
+    std::vector<Call> wave(calls.begin() + i,
+                           calls.begin() + std::min(calls.size(), i + static_cast<size_t>(args.concurrency)));
+    auto t0 = std::chrono::steady_clock::now();
+    if (!args.unprepare_only) Together(wave, [&](Call& c) { RunPrepare(client, c); });
+    if (!args.prepare_only) Together(wave, [&](Call& c) { RunUnprepare(client, c); });
+    double ms = MsSince(t0);
+    waves.push_back(ms);
+    total_ms += ms;
+    for (const auto& c : wave) {
+      if (c.prepare_ms >= 0) prep.push_back(c.prepare_ms);
+      if (c.unprepare_ms >= 0) unprep.push_back(c.unprepare_ms);
+      for (const auto& e : c.errors) errors.push_back(e);
+    }
+  }
+  std::cout << nlohmann::json{{"prepare_ms", Summary(prep)},
+                              {"unprepare_ms", Summary(unprep)},
+                              {"wave_ms", Summary(waves)},
+                              {"total_ms", total_ms},
+                              {"claims_per_s", total_ms > 0 ? 1000.0 * claims->size() / total_ms : 0.0},
+                              {"errors", errors}}
+                   .dump(2)
+            << std::endl;
+  return errors.empty() ? 0 : 1;
+}
 
-void AddCycleCommand(CLI::App& app, int& exit_code) {
+void AddCycleSubcommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CycleArgs>();
   auto* cmd = app.add_subcommand(
       "cycle",
@@ -114,49 +152,30 @@ void AddCycleCommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--prepare-only", args->prepare_only, "prepare and keep the claims prepared");
   cmd->add_flag("--unprepare-only", args->unprepare_only, "only unprepare the claims");
   cmd->add_option("claims", args->claims, "claims as namespace/name/uid")->required();
-  cmd->callback([args, &exit_code] {
-    auto claims = ParseClaimRefs(args->claims);
-    if (!claims) {
-      exit_code = 2;
-      return;
-    }
-    kubelet::PluginClient client(args->socket, kubelet::PluginClient::Connection::kHold);
-    std::vector<Call> calls;
-    for (size_t i = 0; i < claims->size(); i += args->batch) {
-      Call c;
-      c.claims.assign(claims->begin() + i,
-                      claims->begin() + std::min(claims->size(), i + static_cast<size_t>(args->batch)));
-      calls.push_back(std::move(c));
-    }
-    std::vector<double> prep, unprep, waves;
-    nlohmann::json errors = nlohmann::json::array();
-    double total_ms = 0;
-    for (size_t i = 0; i < calls.size(); i += args->concurrency) {
-      std::vector<Call> wave(calls.begin() + i,
-                             calls.begin() + std::min(calls.size(), i + static_cast<size_t>(args->concurrency)));
-      auto t0 = std::chrono::steady_clock::now();
-      if (!args->unprepare_only) Together(wave, [&](Call& c) { RunPrepare(client, c); });
-      if (!args->prepare_only) Together(wave, [&](Call& c) { RunUnprepare(client, c); });
-      double ms = MsSince(t0);
-      waves.push_back(ms);
-      total_ms += ms;
-      for (const auto& c : wave) {
-        if (c.prepare_ms >= 0) prep.push_back(c.prepare_ms);
-        if (c.unprepare_ms >= 0) unprep.push_back(c.unprepare_ms);
-        for (const auto& e : c.errors) errors.push_back(e);
-      }
-    }
-    std::cout << nlohmann::json{{"prepare_ms", Summary(prep)},
-                                {"unprepare_ms", Summary(unprep)},
-                                {"wave_ms", Summary(waves)},
-                                {"total_ms", total_ms},
-                                {"claims_per_s", total_ms > 0 ? 1000.0 * claims->size() / total_ms : 0.0},
-                                {"errors", errors}}
-                     .dump(2)
-              << std::endl;
-    exit_code = errors.empty() ? 0 : 1;
-  });
+  cmd->callback([args, &exit_code] { exit_code = RunCycle(*args); });
+}
 
+int RunWaitInfo(const std::string& socket, int timeout_ms) {
+  std::cout << nlohmann::json{{"ready", true}}.dump() << std::endl;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  kubelet::PluginClient client(socket);
+  while (std::chrono::steady_clock::now() < deadline) {
+    struct stat st;
+    if (::stat(socket.c_str(), &st) == 0 && client.GetInfo(std::chrono::milliseconds(500)).ok()) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      std::cout << nlohmann::json{{"answered_unix_ns", static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec}}
+                       .dump()
+                << std::endl;
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::cerr << "GetInfo on " << socket << " did not answer within " << timeout_ms << " ms\n";
+  return 1;
+}
+
+void AddWaitInfoSubcommand(CLI::App& app, int& exit_code) {
   auto wait_socket = std::make_shared<std::string>();
   auto wait_timeout_ms = std::make_shared<int>(10000);
   auto* wait = app.add_subcommand(
@@ -167,25 +186,15 @@ void AddCycleCommand(CLI::App& app, int& exit_code) {
   wait->add_option("--socket", *wait_socket, "the plugin's registration socket")->required();
   wait->add_option("--timeout-ms", *wait_timeout_ms, "give up after this long (default 10000)");
   wait->callback([wait_socket, wait_timeout_ms, &exit_code] {
-    std::cout << nlohmann::json{{"ready", true}}.dump() << std::endl;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*wait_timeout_ms);
-    kubelet::PluginClient client(*wait_socket);
-    while (std::chrono::steady_clock::now() < deadline) {
-      struct stat st;
-      if (::stat(wait_socket->c_str(), &st) == 0 && client.GetInfo(std::chrono::milliseconds(500)).ok()) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        std::cout << nlohmann::json{{"answered_unix_ns", static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec}}
-                         .dump()
-                  << std::endl;
-        exit_code = 0;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    std::cerr << "GetInfo on " << *wait_socket << " did not answer within " << *wait_timeout_ms << " ms\n";
-    exit_code = 1;
+    exit_code = RunWaitInfo(*wait_socket, *wait_timeout_ms);
   });
+}
+
+}  // namespace
+
+void AddCycleCommand(CLI::App& app, int& exit_code) {
+  AddCycleSubcommand(app, exit_code);
+  AddWaitInfoSubcommand(app, exit_code);
 }
 
 }  // namespace nvdra::ctl

@@ -191,16 +191,46 @@ int RunUnprepare(const ClaimArgs& a) {
       a, *claims, *r, [](const std::string& e) -> const std::string& { return e; }, [](json&, const std::string&) {});
 }
 
-}  // namespace
+struct RegisterArgs {
+  std::string socket;
+  std::string driver;
+  std::string reject;
+  double timeout_s = 1;
+};
 
-void AddKubeletCommands(CLI::App& app, int& exit_code) {
-  // register
-  struct RegisterArgs {
-    std::string socket;
-    std::string driver;
-    std::string reject;
-    double timeout_s = 1;
-  };
+int RunRegister(const RegisterArgs& a) {
+  PluginClient client(a.socket);
+  auto info = client.GetInfo(Millis(a.timeout_s));
+  if (!info.ok()) return CallFailed(a.socket, info.status(), Surface::kRegistration, "");
+  auto problems = kubelet::ValidatePluginInfo(*info, a.driver);
+  json out{{"socket", a.socket},
+           {"info",
+            {{"type", info->type},
+             {"name", info->name},
+             {"endpoint", info->endpoint},
+             {"supported_versions", info->supported_versions}}},
+           {"problems", problems}};
+  bool reject = !a.reject.empty() || !problems.empty();
+  std::string reason = a.reject;
+  for (const auto& p : problems) reason += (reason.empty() ? "" : "; ") + p;
+  Status s = client.NotifyRegistrationStatus(!reject, reject ? reason : "", Millis(a.timeout_s));
+  out["registered"] = !reject && s.ok();
+  out["notify_error"] = s.ok() ? "" : s.message();
+  int rc;
+  if (!problems.empty()) {
+    for (const auto& p : problems) std::cerr << "invalid registration: " << p << std::endl;
+    rc = kClaimFailed;
+  } else if (!a.reject.empty()) {
+    // The plugin must answer a rejection with an error.
+    rc = s.ok() ? kClaimFailed : kOk;
+  } else {
+    rc = s.ok() ? kOk : kCallFailed;
+  }
+  Print(out);
+  return rc;
+}
+
+void AddRegisterCommand(CLI::App& app, int& exit_code) {
   auto reg_args = std::make_shared<RegisterArgs>();
   auto* reg = app.add_subcommand(
       "register",
@@ -217,46 +247,17 @@ void AddKubeletCommands(CLI::App& app, int& exit_code) {
   reg->add_option("--driver", reg_args->driver, "expected driver name (optional)");
   reg->add_option("--reject", reg_args->reject, "send plugin_registered=false with this error");
   reg->add_option("--timeout", reg_args->timeout_s, "seconds for each call");
-  reg->callback([reg_args, &exit_code] {
-    const auto& a = *reg_args;
-    PluginClient client(a.socket);
-    auto info = client.GetInfo(Millis(a.timeout_s));
-    if (!info.ok()) {
-      exit_code = CallFailed(a.socket, info.status(), Surface::kRegistration, "");
-      return;
-    }
-    auto problems = kubelet::ValidatePluginInfo(*info, a.driver);
-    json out{{"socket", a.socket},
-             {"info",
-              {{"type", info->type},
-               {"name", info->name},
-               {"endpoint", info->endpoint},
-               {"supported_versions", info->supported_versions}}},
-             {"problems", problems}};
-    bool reject = !a.reject.empty() || !problems.empty();
-    std::string reason = a.reject;
-    for (const auto& p : problems) reason += (reason.empty() ? "" : "; ") + p;
-    Status s = client.NotifyRegistrationStatus(!reject, reject ? reason : "", Millis(a.timeout_s));
-    out["registered"] = !reject && s.ok();
-    out["notify_error"] = s.ok() ? "" : s.message();
-    if (!problems.empty()) {
-      for (const auto& p : problems) std::cerr << "invalid registration: " << p << std::endl;
-      exit_code = kClaimFailed;
-    } else if (!a.reject.empty()) {
-      // The plugin must answer a rejection with an error.
-      exit_code = s.ok() ? kClaimFailed : kOk;
-    } else {
-      exit_code = s.ok() ? kOk : kCallFailed;
-    }
-    Print(out);
-  });
+  reg->callback([reg_args, &exit_code] { exit_code = RunRegister(*reg_args); });
+}
 
-  const std::string claims_output =
-      " Claims are namespace/name/uid; each appears once in the output, in argument order.\n";
+const char* kClaimsOutput =
+    " Claims are namespace/name/uid; each appears once in the output, in argument order.\n";
+
+void AddPrepareCommand(CLI::App& app, int& exit_code) {
   auto prep_args = std::make_shared<ClaimArgs>();
   auto* prep = app.add_subcommand(
       "prepare",
-      "NodePrepareResources like the kubelet." + claims_output +
+      std::string("NodePrepareResources like the kubelet.") + kClaimsOutput +
           "Output: {\"api\", \"claims\": [{\"namespace\", \"name\", \"uid\", \"error\", "
           "\"devices\": [{\"request_names\", \"pool_name\", \"device_name\", \"cdi_device_ids\", "
           "\"share_id\" (v1, when set)}], \"missing\": true (only when absent)}], "
@@ -264,24 +265,57 @@ void AddKubeletCommands(CLI::App& app, int& exit_code) {
           kExitCodes);
   AddClaimOptions(prep, *prep_args);
   prep->callback([prep_args, &exit_code] { exit_code = RunPrepare(*prep_args); });
+}
 
+void AddUnprepareCommand(CLI::App& app, int& exit_code) {
   auto unprep_args = std::make_shared<ClaimArgs>();
   auto* unprep = app.add_subcommand(
       "unprepare",
-      "NodeUnprepareResources like the kubelet." + claims_output +
+      std::string("NodeUnprepareResources like the kubelet.") + kClaimsOutput +
           "Output: {\"api\", \"claims\": [{\"namespace\", \"name\", \"uid\", \"error\", "
           "\"missing\": true (only when absent)}], \"unexpected_uids\": [..]}; on a failed call "
           "{\"socket\", \"rpc_error\"}." +
           kExitCodes);
   AddClaimOptions(unprep, *unprep_args);
   unprep->callback([unprep_args, &exit_code] { exit_code = RunUnprepare(*unprep_args); });
+}
 
-  struct WatchArgs {
-    std::string socket;
-    std::string api = "v1";
-    int count = 0;
-    double timeout_s = 10;
-  };
+struct WatchArgs {
+  std::string socket;
+  std::string api = "v1";
+  int count = 0;
+  double timeout_s = 10;
+};
+
+int RunWatchHealth(const WatchArgs& a) {
+  int received = 0;
+  Status s = PluginClient(a.socket).WatchHealth(
+      a.api == "v1" ? HealthApi::kV1 : HealthApi::kV1alpha1, Millis(a.timeout_s),
+      [&](const std::vector<kubelet::DeviceHealth>& devices) {
+        json list = json::array();
+        for (const auto& d : devices) {
+          list.push_back({{"pool_name", d.pool},
+                          {"device_name", d.device},
+                          {"health", kubelet::DeviceHealthStatusName(d.health)},
+                          {"last_updated_time", d.last_updated_unix},
+                          {"health_check_timeout_seconds", d.health_check_timeout_seconds},
+                          {"message", d.message}});
+        }
+        std::cout << json{{"devices", list}}.dump() << std::endl;
+        ++received;
+        return a.count <= 0 || received < a.count;
+      });
+  if (!s.ok()) {
+    std::cerr << s.message() << std::endl;
+    if (std::string hint = UnimplementedHint(s.message(), a.socket, Surface::kHealth, a.api); !hint.empty()) {
+      std::cerr << "hint: " << hint << std::endl;
+    }
+    return kCallFailed;
+  }
+  return (a.count > 0 && received < a.count) ? kClaimFailed : kOk;
+}
+
+void AddWatchHealthCommand(CLI::App& app, int& exit_code) {
   auto watch_args = std::make_shared<WatchArgs>();
   auto* watch = app.add_subcommand(
       "watch-health",
@@ -296,35 +330,16 @@ void AddKubeletCommands(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"v1", "v1alpha1"}));
   watch->add_option("--count", watch_args->count, "stop after this many messages (0: no limit)");
   watch->add_option("--timeout", watch_args->timeout_s, "stop after this many seconds");
-  watch->callback([watch_args, &exit_code] {
-    const auto& a = *watch_args;
-    int received = 0;
-    Status s = PluginClient(a.socket).WatchHealth(
-        a.api == "v1" ? HealthApi::kV1 : HealthApi::kV1alpha1, Millis(a.timeout_s),
-        [&](const std::vector<kubelet::DeviceHealth>& devices) {
-          json list = json::array();
-          for (const auto& d : devices) {
-            list.push_back({{"pool_name", d.pool},
-                            {"device_name", d.device},
-                            {"health", kubelet::DeviceHealthStatusName(d.health)},
-                            {"last_updated_time", d.last_updated_unix},
-                            {"health_check_timeout_seconds", d.health_check_timeout_seconds},
-                            {"message", d.message}});
-          }
-          std::cout << json{{"devices", list}}.dump() << std::endl;
-          ++received;
-          return a.count <= 0 || received < a.count;
-        });
-    if (!s.ok()) {
-      std::cerr << s.message() << std::endl;
-      if (std::string hint = UnimplementedHint(s.message(), a.socket, Surface::kHealth, a.api); !hint.empty()) {
-        std::cerr << "hint: " << hint << std::endl;
-      }
-      exit_code = kCallFailed;
-    } else {
-      exit_code = (a.count > 0 && received < a.count) ? kClaimFailed : kOk;
-    }
-  });
+  watch->callback([watch_args, &exit_code] { exit_code = RunWatchHealth(*watch_args); });
+}
+
+}  // namespace
+
+void AddKubeletCommands(CLI::App& app, int& exit_code) {
+  AddRegisterCommand(app, exit_code);
+  AddPrepareCommand(app, exit_code);
+  AddUnprepareCommand(app, exit_code);
+  AddWatchHealthCommand(app, exit_code);
 }
 
 }  // namespace nvdra::ctl
