@@ -15,7 +15,7 @@
 #include "cdi/spec.h"
 #include "devices/device_info.h"
 #include "devices/device_lib.h"
-#include "devices/driver_files.h"
+#include "devices/toolkit/driver_files.h"
 #include "devices/imex_channels.h"
 
 namespace nvdra::devices {

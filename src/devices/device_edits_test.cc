@@ -15,7 +15,7 @@
 
 #include "cdi/cdi_spec_writer.h"
 #include "cdi/testdata/golden.h"
-#include "devices/mock_device_lib.h"
+#include "devices/mock/mock_device_lib.h"
 #include "devices/published_devices.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"

@@ -8,7 +8,7 @@
 
 #include "cdi/testdata/golden.h"
 #include "devices/inventory_json.h"
-#include "devices/mock_device_lib.h"
+#include "devices/mock/mock_device_lib.h"
 #include "util/test_temp_dir.h"
 
 namespace nvdra::devices {

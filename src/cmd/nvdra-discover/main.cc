@@ -8,8 +8,8 @@
 #include <iostream>
 
 #include "cdi/spec.h"
+#include "devices/backends/open_device_lib.h"
 #include "devices/device_edits.h"
-#include "devices/device_lib.h"
 #include "devices/inventory_json.h"
 #include "devices/published_devices.h"
 #include "util/file_util.h"

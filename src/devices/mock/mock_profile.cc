@@ -1,4 +1,4 @@
-#include "devices/mock_profile.h"
+#include "devices/mock/mock_profile.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "devices/device_lib.h"
-#include "devices/nvml_library.h"
+#include "devices/nvml/nvml_library.h"
 #include "util/mutex.h"
 
 namespace nvdra::devices {

@@ -1,4 +1,4 @@
-#include "devices/driver_files.h"
+#include "devices/toolkit/driver_files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <set>
 
-#include "devices/ld_cache.h"
+#include "devices/toolkit/ld_cache.h"
 #include "util/file_util.h"
 #include "util/log.h"
 

@@ -1,4 +1,4 @@
-#include "devices/nvml_device_lib.h"
+#include "devices/nvml/nvml_device_lib.h"
 
 #include <dirent.h>
 
