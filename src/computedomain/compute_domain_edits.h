@@ -7,7 +7,7 @@
 
 #include "cdi/container_edits.h"
 #include "cdi/spec.h"
-#include "devices/container_sources.h"
+#include "devices/toolkit/container_sources.h"
 
 namespace nvdra::computedomain {
 

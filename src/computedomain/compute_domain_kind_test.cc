@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "devices/device_lib.h"
+#include "devices/backends/open_device_lib.h"
 #include "driver/engine.h"
 #include "util/file_util.h"
 

@@ -1,6 +1,7 @@
 // Hardware access behind one interface with two backends, chosen at start:
-// NVML (libnvidia-ml.so.1 loaded with dlopen from the driver root) and a
-// mock built from a hardware profile. Everything downstream (publishing, CDI
+// NVML (libnvidia-ml.so.1 loaded with dlopen from the driver root,
+// devices/nvml/) and a mock built from a hardware profile (devices/mock/);
+// OpenDeviceLib (devices/backends/open_device_lib.h) picks one. Everything downstream (publishing, CDI
 // edits, IMEX channels) uses the driver root the backend reports, so the mock
 // exercises the same code as real hardware.
 #pragma once
@@ -53,7 +54,5 @@ class DeviceLib {
   // directory when --nvidia-cdi-hook-path is empty).
   virtual std::string cdi_hook_source() const { return "/usr/bin/nvidia-cdi-hook"; }
 };
-
-Result<std::unique_ptr<DeviceLib>> OpenDeviceLib(const DeviceLibOptions& options);
 
 }  // namespace nvdra::devices

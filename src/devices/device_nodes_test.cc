@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-#include "devices/mock_node_fixture.h"
+#include "devices/mock/mock_node_fixture.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
 

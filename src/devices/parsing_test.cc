@@ -2,9 +2,7 @@
 
 #include "devices/device_health.h"
 #include "devices/driver_root.h"
-#include "devices/mock_profile.h"
 #include "devices/nvcaps.h"
-#include "devices/nvml_device_lib.h"
 #include "devices/proc_devices.h"
 #include "devices/device_names.h"
 #include "util/test_temp_dir.h"
@@ -61,22 +59,6 @@ TEST(NamesTest, UpstreamDeviceNames) {
   EXPECT_EQ(MigDeviceName(m), "gpu-0-mig-1g10gb-me-19-0");
 }
 
-TEST(NvmlNamesTest, BrandArchitectureBusIdUuid) {
-  EXPECT_EQ(NvmlBrandName(2), "Tesla");
-  EXPECT_EQ(NvmlBrandName(14), "Nvidia");
-  EXPECT_EQ(NvmlBrandName(99), "Unknown");
-  EXPECT_EQ(NvmlArchitectureName(7), "Ampere");
-  EXPECT_EQ(NvmlArchitectureName(8), "Ada Lovelace");
-  EXPECT_EQ(NvmlArchitectureName(9), "Hopper");
-  EXPECT_EQ(NvmlArchitectureName(10), "Blackwell");
-  EXPECT_EQ(NormalizePciBusId("00000000:3B:00.0"), "0000:3b:00.0");
-  EXPECT_EQ(NormalizePciBusId("00000008:01:00.0"), "0008:01:00.0");
-  EXPECT_EQ(NormalizePciBusId("0000:3b:00.0"), "0000:3b:00.0");
-  const unsigned char b[16] = {0x5e, 0x2c, 0x8a, 0x14, 0x7d, 0x3b, 0x4f, 0x9e,
-                               0xa1, 0xc6, 0x0b, 0x8d, 0x2f, 0x4e, 0x6a, 0x90};
-  EXPECT_EQ(FormatUuidBytes(b), "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90");
-}
-
 TEST(XidPolicyTest, UpstreamIgnoreListPlusFlag) {
   XidPolicy p;
   for (uint64_t x : {13, 31, 43, 45, 68, 109}) EXPECT_FALSE(p.IsCritical(x)) << x;
@@ -123,50 +105,6 @@ TEST(DriverRootTest, FindsLibraryInUsualFoldersAndResolvesSymlinks) {
   auto missing = DriverRoot(t.path() + "/x", "/").FindLibrary("libnvidia-ml.so.1");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("--container-driver-root"), std::string::npos);
-}
-
-TEST(MockProfileTest, BuiltinsParseAndUnknownNameListsKnown) {
-  for (const auto& name : BuiltinMockProfileNames()) {
-    auto p = LoadMockProfile(name);
-    ASSERT_TRUE(p.ok()) << name << ": " << p.status().ToString();
-    EXPECT_FALSE(p->inventory.gpus.empty()) << name;
-  }
-  auto bad = LoadMockProfile("h200x9");
-  EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(bad.status().message().find("h100x8"), std::string::npos);
-}
-
-TEST(MockProfileTest, RejectsInvalidProfiles) {
-  const std::string base = R"("driverVersion":"1.2","cudaDriverVersion":"12.0")";
-  EXPECT_FALSE(ParseMockProfile("{", "x").ok());
-  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":{}})", "x").ok());
-  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[],"bogus":1})", "x").ok()) << "unknown field";
-  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"productName":"a","brand":"b","architecture":"c"}]})", "x").ok())
-      << "missing cudaComputeCapability";
-  const std::string gpu = R"("productName":"a","brand":"b","architecture":"c","cudaComputeCapability":"8.0")";
-  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"count":2,"pciBusIds":["0000:01:00.0"],)" + gpu + "}]}", "x").ok())
-      << "bus id list length";
-  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"migDevices":[],)" + gpu + "}]}", "x").ok())
-      << "MIG devices without MIG mode";
-  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"pciBusIds":["0000:01:00.0"],)" + gpu + R"(},{"pciBusIds":["0000:01:00.0"],)" + gpu + "}]}", "x").ok())
-      << "duplicate bus id";
-  auto ok = ParseMockProfile("{" + base + R"(,"gpus":[{"count":3,)" + gpu + "}]}", "x");
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  ASSERT_EQ(ok->inventory.gpus.size(), 3u);
-  EXPECT_EQ(ok->inventory.gpus[2].minor, 2);
-  EXPECT_NE(ok->inventory.gpus[0].uuid, ok->inventory.gpus[1].uuid);
-  EXPECT_EQ(ok->inventory.gpus[0].uuid.rfind("GPU-", 0), 0u);
-}
-
-TEST(MockProfileTest, FileProfileUuidsDoNotDependOnDirectory) {
-  testing::TempDir a, b;
-  std::string text = R"({"driverVersion":"1.2","cudaDriverVersion":"12.0","gpus":[{"productName":"a","brand":"b","architecture":"c","cudaComputeCapability":"8.0"}]})";
-  ASSERT_TRUE(WriteFileAtomically(a.path() + "/p.json", text).ok());
-  ASSERT_TRUE(WriteFileAtomically(b.path() + "/p.json", text).ok());
-  auto pa = LoadMockProfile(a.path() + "/p.json");
-  auto pb = LoadMockProfile(b.path() + "/p.json");
-  ASSERT_TRUE(pa.ok() && pb.ok());
-  EXPECT_EQ(pa->inventory.gpus[0].uuid, pb->inventory.gpus[0].uuid);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 
 #include "cdi/container_edits.h"
 #include "devices/device_info.h"
-#include "devices/container_sources.h"
+#include "devices/toolkit/container_sources.h"
 
 namespace nvdra::gpu {
 

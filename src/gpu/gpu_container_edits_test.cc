@@ -15,7 +15,7 @@
 #include "cdi/cdi_spec_writer.h"
 #include "cdi/testdata/golden.h"
 #include "devices/device_names.h"
-#include "devices/mock_node_fixture.h"
+#include "devices/mock/mock_node_fixture.h"
 #include "util/file_util.h"
 #include "util/test_paths.h"
 

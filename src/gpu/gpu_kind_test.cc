@@ -9,7 +9,7 @@
 #include "util/test_temp_dir.h"
 
 
-#include "devices/device_lib.h"
+#include "devices/backends/open_device_lib.h"
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
 #include "util/file_util.h"

@@ -6,7 +6,7 @@
 
 #include <set>
 
-#include "devices/mock_device_lib.h"
+#include "devices/mock/mock_device_lib.h"
 #include "util/test_temp_dir.h"
 
 namespace nvdra::gpu {

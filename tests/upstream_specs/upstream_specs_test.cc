@@ -13,7 +13,7 @@
 #include "config/config_decoder.h"
 #include "computedomain/compute_domain_kind.h"
 #include "config/config_resolver.h"
-#include "devices/device_lib.h"
+#include "devices/backends/open_device_lib.h"
 #include "gpu/gpu_kind.h"
 #include "util/test_temp_dir.h"
 #include "config/yaml_to_json.h"

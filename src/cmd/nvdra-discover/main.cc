@@ -9,6 +9,7 @@
 
 #include "cdi/spec.h"
 #include "computedomain/compute_domain_published_devices.h"
+#include "devices/backends/open_device_lib.h"
 #include "devices/device_lib.h"
 #include "devices/inventory_json.h"
 #include "gpu/gpu_container_edits.h"

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "devices/backends/open_device_lib.h"
 #include "kubelet/grpc_event_engine.h"
 #include "kubelet/shutdown_signal.h"
 #include "util/file_util.h"

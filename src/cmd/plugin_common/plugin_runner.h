@@ -15,7 +15,7 @@
 #include "cmd/plugin_common/plugin_options.h"
 #include "config/feature_gates.h"
 #include "devices/device_lib.h"
-#include "devices/driver_files.h"
+#include "devices/toolkit/driver_files.h"
 #include "driver/device_kind.h"
 #include "driver/engine.h"
 #include "driver/reconciler.h"

@@ -1,4 +1,4 @@
-#include "devices/nvml_library.h"
+#include "devices/nvml/nvml_library.h"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "devices/ld_cache.h"
+#include "devices/toolkit/ld_cache.h"
 
 #include <cstring>
 

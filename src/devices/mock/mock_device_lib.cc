@@ -1,4 +1,4 @@
-#include "devices/mock_device_lib.h"
+#include "devices/mock/mock_device_lib.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "devices/mock_driver_install.h"
+#include "devices/mock/mock_driver_install.h"
 #include "devices/nvcaps.h"
 #include "devices/pcie_root.h"
 #include "devices/device_names.h"

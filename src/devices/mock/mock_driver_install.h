@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/mock_profile.h"
+#include "devices/mock/mock_profile.h"
 #include "util/status.h"
 
 namespace nvdra::devices {

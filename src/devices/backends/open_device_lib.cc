@@ -1,7 +1,7 @@
-#include "devices/device_lib.h"
+#include "devices/backends/open_device_lib.h"
 
-#include "devices/mock_device_lib.h"
-#include "devices/nvml_device_lib.h"
+#include "devices/mock/mock_device_lib.h"
+#include "devices/nvml/nvml_device_lib.h"
 
 namespace nvdra::devices {
 

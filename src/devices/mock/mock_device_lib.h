@@ -17,7 +17,7 @@
 #pragma once
 
 #include "devices/device_lib.h"
-#include "devices/mock_profile.h"
+#include "devices/mock/mock_profile.h"
 #include "util/periodic_worker.h"
 
 namespace nvdra::devices {

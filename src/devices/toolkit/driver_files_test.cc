@@ -3,7 +3,7 @@
 // side by side, a driver root that is a symlink, libraries that are
 // directories or dangling links, paths with spaces; the hooks; the cache's
 // refresh on a driver change; the mock driver installation.
-#include "devices/driver_files.h"
+#include "devices/toolkit/driver_files.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -13,9 +13,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "devices/ld_cache.h"
-#include "devices/mock_device_lib.h"
-#include "devices/mock_driver_install.h"
+#include "devices/toolkit/ld_cache.h"
+#include "devices/mock/mock_device_lib.h"
+#include "devices/mock/mock_driver_install.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
 

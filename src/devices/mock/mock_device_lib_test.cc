@@ -1,11 +1,11 @@
-#include "devices/mock_device_lib.h"
+#include "devices/mock/mock_device_lib.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 
-#include "devices/device_lib.h"
+#include "devices/backends/open_device_lib.h"
 #include "devices/nvcaps.h"
 #include "devices/proc_devices.h"
 #include "util/file_util.h"

@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "devices/mock_profile.h"
+#include "devices/mock/mock_profile.h"
 
 namespace nvdra::devices {
 

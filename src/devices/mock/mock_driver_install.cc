@@ -1,4 +1,4 @@
-#include "devices/mock_driver_install.h"
+#include "devices/mock/mock_driver_install.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -10,8 +10,8 @@
 
 #include <cstring>
 
-#include "devices/ld_cache.h"
-#include "devices/mock_device_lib.h"
+#include "devices/toolkit/ld_cache.h"
+#include "devices/mock/mock_device_lib.h"
 #include "util/file_util.h"
 
 namespace nvdra::devices {

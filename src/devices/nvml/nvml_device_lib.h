@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "devices/device_lib.h"
-#include "devices/nvml_library.h"
+#include "devices/nvml/nvml_library.h"
 #include "util/mutex.h"
 
 namespace nvdra::devices {
@@ -40,6 +40,7 @@ class NvmlDeviceLib final : public DeviceLib {
   Result<GpuInfo> DiscoverGpu(nvmlDevice_t dev, const std::string& driver_version,
                               const std::string& cuda_version);
   Status DiscoverMigs(nvmlDevice_t dev, GpuInfo& gpu);
+  Status DiscoverFabric(nvmlDevice_t dev, GpuInfo& gpu);
 
   DriverRoot root_;
   std::unique_ptr<NvmlLibrary> lib_;

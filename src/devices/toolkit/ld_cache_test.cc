@@ -1,6 +1,6 @@
 // The ld.so.cache reader and writer: new-format round trips, the legacy
 // table in front of the new one, damaged files, and this machine's own cache.
-#include "devices/ld_cache.h"
+#include "devices/toolkit/ld_cache.h"
 
 #include <gtest/gtest.h>
 

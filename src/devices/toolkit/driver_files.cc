@@ -1,4 +1,4 @@
-#include "devices/driver_files.h"
+#include "devices/toolkit/driver_files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <set>
 
-#include "devices/ld_cache.h"
+#include "devices/toolkit/ld_cache.h"
 #include "util/file_util.h"
 #include "util/log.h"
 
@@ -131,6 +131,233 @@ class Finder {
   const DriverRoot& driver_root_;
 };
 
+// Strings in the order first added, each once; empty ones are dropped.
+class OrderedSet {
+ public:
+  void Add(const std::string& s) {
+    if (!s.empty() && seen_.insert(s).second) items_.push_back(s);
+  }
+  const std::vector<std::string>& items() const { return items_; }
+
+ private:
+  std::vector<std::string> items_;
+  std::set<std::string> seen_;
+};
+
+// The steps of DiscoverDriverFiles, in the order it runs them.
+
+Status CheckVersionNamesFiles(const std::string& version) {
+  if (version.empty() || version.find_first_of("*/") != std::string::npos) {
+    return InvalidArgument("driver version \"" + version + "\" cannot name driver files");
+  }
+  return Status::Ok();
+}
+
+// The driver root as this process sees it, a symlink resolved.
+Result<std::string> RealDriverRoot(const DriverRoot& driver_root) {
+  char resolved[PATH_MAX];
+  if (::realpath(driver_root.container_root().c_str(), resolved) == nullptr) {
+    return NotFound("driver root " + driver_root.container_root() + ": " + ErrnoText(errno) +
+                    " (check --container-driver-root)");
+  }
+  return std::string(resolved);
+}
+
+// Versioned libraries the driver root's ld.so.cache names (the toolkit's
+// source of truth); a cache that cannot be read is skipped.
+void AddCachedLibraries(const Finder& f, const std::string& suffix_glob, OrderedSet& libs) {
+  auto cache = ReadLdCache(f.Abs("/etc/ld.so.cache"));
+  if (!cache.ok()) {
+    if (cache.status().code() != StatusCode::kNotFound) {
+      NVDRA_WARN("driver files: ignoring {}: {}", f.Abs("/etc/ld.so.cache"), cache.status().message());
+    }
+    return;
+  }
+  for (const auto& e : *cache) {
+    if (!IsLdCache64Bit(e.flags) || e.path.empty() || e.path.front() != '/') continue;
+    std::string file = f.RegularFile(e.path);
+    if (file.empty()) continue;
+    if (Glob(suffix_glob, Basename(file)) || Glob(suffix_glob, Basename(e.path))) libs.Add(file);
+  }
+}
+
+// The directories the libraries found so far live in, in order; the usual
+// library directories when there is no cache, or it knows no library of
+// this version.
+std::vector<std::string> LibraryScanDirs(const std::vector<std::string>& libs) {
+  if (libs.empty()) return LibrarySearchDirs();
+  std::vector<std::string> dirs;
+  for (const auto& l : libs) {
+    std::string d = Dirname(l);
+    if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
+  }
+  return dirs;
+}
+
+// Versioned libraries in `dirs` and their vdpau/ subdirectories, so a
+// library the cache missed (ldconfig not rerun) is still found.
+void AddScannedLibraries(const Finder& f, const std::vector<std::string>& dirs, const std::string& suffix_glob,
+                         OrderedSet& libs) {
+  for (const auto& dir : dirs) {
+    for (const auto& d : {dir, dir + "/vdpau"}) {
+      for (const auto& name : DirEntries(f.Abs(d))) {
+        if (Glob(suffix_glob, name)) libs.Add(f.RegularFile(d + "/" + name));
+      }
+    }
+  }
+}
+
+// NotFound unless libcuda or libnvidia-ml of `version` was found.
+Status RequireCoreLibrary(const std::vector<std::string>& libs, const std::string& version,
+                          const std::string& root) {
+  for (const auto& l : libs) {
+    std::string b = Basename(l);
+    if (b == "libcuda.so." + version || b == "libnvidia-ml.so." + version) return Status::Ok();
+  }
+  return NotFound("no libcuda.so." + version + " or libnvidia-ml.so." + version + " under driver root " + root +
+                  " (is driver " + version + " installed there, and does NVML report the installed version?)");
+}
+
+// The directories holding the versioned libraries, in order (vdpau/ and
+// the like kept out): NVIDIA_CTK_LIBCUDA_DIR.
+std::vector<std::string> VersionedLibraryDirs(const std::vector<std::string>& libs, const std::string& version) {
+  std::vector<std::string> dirs;
+  for (const auto& l : libs) {
+    if (Basename(l).find(".so." + version) == std::string::npos) continue;
+    std::string d = Dirname(l);
+    if (Basename(d) == "vdpau") continue;
+    if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
+  }
+  return dirs;
+}
+
+// The legacy NVVM library and the explicit unversioned set, in the driver's
+// library directories (the first directory holding one wins).
+void AddNvvmAndExplicitLibraries(const Finder& f, const std::vector<std::string>& library_dirs, OrderedSet& libs) {
+  for (const auto& d : library_dirs) {
+    for (const auto& name : DirEntries(f.Abs(d))) {
+      if (Glob("libnvidia-nvvm70.so.*", name)) libs.Add(f.RegularFile(d + "/" + name));
+    }
+  }
+  for (const auto& name : ExplicitLibraries()) {
+    for (const auto& d : library_dirs) {
+      std::string file = f.RegularFile(d + "/" + name);
+      if (!file.empty()) {
+        libs.Add(file);
+        break;
+      }
+    }
+  }
+}
+
+std::vector<cdi::Mount> LibraryMounts(const Finder& f, const std::vector<std::string>& libs) {
+  std::vector<cdi::Mount> mounts;
+  for (const auto& l : libs) mounts.push_back(f.FileMount(l, l, kLibraryMountOptions));
+  return mounts;
+}
+
+// The soname link ldconfig made for library `name` in `dir`: a link in the
+// same directory, named <stem>.so.<N>, pointing at it (the shortest such
+// name); "" when there is none.
+std::string SonameLink(const Finder& f, const std::string& dir, const std::string& name) {
+  std::string stem = SoLink(name);
+  if (stem.empty()) return "";
+  std::string soname;
+  for (const auto& entry : DirEntries(f.Abs(dir))) {
+    if (entry == name || entry.rfind(stem + ".", 0) != 0 || !IsSymlink(f.Abs(dir + "/" + entry))) continue;
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(f.Abs(dir + "/" + entry).c_str(), buf, sizeof buf - 1);
+    if (n <= 0 || Basename(std::string(buf, static_cast<size_t>(n))) != name) continue;
+    if (soname.empty() || entry.size() < soname.size()) soname = entry;
+  }
+  return soname;
+}
+
+// Links the toolkit's create-symlinks hook makes next to each library:
+// its fixed extras, the soname link and the .so development link.
+std::vector<std::string> LibrarySymlinks(const Finder& f, const std::vector<std::string>& libs) {
+  OrderedSet links;
+  for (const auto& l : libs) {
+    std::string dir = Dirname(l), name = Basename(l);
+    if (Glob("libcuda.so.*.*", name)) links.Add("libcuda.so.1::" + dir + "/libcuda.so");
+    if (Glob("libGLX_nvidia.so.*.*", name)) links.Add(name + "::" + dir + "/libGLX_indirect.so.0");
+    if (Glob("libnvidia-opticalflow.so.*.*", name)) {
+      links.Add("libnvidia-opticalflow.so.1::" + dir + "/libnvidia-opticalflow.so");
+    }
+    if (!Glob("*.*.*", name)) continue;
+    std::string soname = SonameLink(f, dir, name);
+    if (!soname.empty()) links.Add(name + "::" + dir + "/" + soname);
+    std::string so_target = soname.empty() ? name : soname;
+    std::string so_link = SoLink(so_target);
+    if (!so_link.empty() && so_link != so_target && IsSymlink(f.Abs(dir + "/" + so_link))) {
+      links.Add(so_target + "::" + dir + "/" + so_link);
+    }
+  }
+  return links.items();
+}
+
+// IPC sockets of the driver's daemons, and the MPS pipe directory.
+std::vector<cdi::Mount> IpcMounts(const Finder& f, const std::string& root) {
+  std::vector<cdi::Mount> mounts;
+  for (const char* sock : {"/nvidia-persistenced/socket", "/nvidia-fabricmanager/socket"}) {
+    for (const char* base : {"/run", "/var/run"}) {
+      std::string p = std::string(base) + sock;
+      auto r = ResolveInRoot(root, p);
+      if (!r.ok()) continue;
+      mounts.push_back(f.FileMount(*r, p, kIpcMountOptions));
+      break;
+    }
+  }
+  if (auto r = ResolveInRoot(root, "/tmp/nvidia-mps"); r.ok()) {
+    mounts.push_back(f.FileMount(*r, "/tmp/nvidia-mps", kIpcMountOptions));
+  }
+  return mounts;
+}
+
+// The kernel's firmware search path, most specific first.
+std::vector<std::string> FirmwareDirs() {
+  std::vector<std::string> dirs;
+  struct utsname u;
+  std::string release = ::uname(&u) == 0 ? u.release : "";
+  if (!release.empty()) dirs.push_back("/lib/firmware/updates/" + release);
+  dirs.push_back("/lib/firmware/updates");
+  if (!release.empty()) dirs.push_back("/lib/firmware/" + release);
+  dirs.push_back("/lib/firmware");
+  return dirs;
+}
+
+// GSP firmware: nvidia/<version>/gsp*.bin in the kernel's firmware paths,
+// each file name once.
+std::vector<cdi::Mount> FirmwareMounts(const Finder& f, const std::string& version) {
+  std::vector<cdi::Mount> mounts;
+  std::set<std::string> seen;
+  for (const auto& d : FirmwareDirs()) {
+    std::string dir = d + "/nvidia/" + version;
+    for (const auto& name : DirEntries(f.Abs(dir))) {
+      if (!Glob("gsp*.bin", name)) continue;
+      std::string file = f.RegularFile(dir + "/" + name);
+      if (file.empty() || !seen.insert(name).second) continue;
+      mounts.push_back(f.FileMount(file, dir + "/" + name, kLibraryMountOptions));
+    }
+  }
+  return mounts;
+}
+
+// Binaries, mounted where they were found (on the container's PATH).
+std::vector<cdi::Mount> BinaryMounts(const Finder& f) {
+  std::vector<cdi::Mount> mounts;
+  for (const auto& bin : Binaries()) {
+    for (const char* d : {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/opt/bin"}) {
+      std::string p = std::string(d) + "/" + bin;
+      std::string file = f.RegularFile(p);
+      if (file.empty() || ::access(f.Abs(file).c_str(), X_OK) != 0) continue;
+      mounts.push_back(f.FileMount(file, p, kLibraryMountOptions));
+      break;
+    }
+  }
+  return mounts;
+}
+
 }  // namespace
 
 Result<std::string> ResolveInRoot(const std::string& root, const std::string& path) {
@@ -188,180 +415,23 @@ cdi::Hook CdiHook(const std::string& hook_path, const std::string& name, std::ve
 }
 
 Result<DriverFiles> DiscoverDriverFiles(const DriverRoot& driver_root, const std::string& version) {
-  if (version.empty() || version.find_first_of("*/") != std::string::npos) {
-    return InvalidArgument("driver version \"" + version + "\" cannot name driver files");
-  }
-  char resolved[PATH_MAX];
-  if (::realpath(driver_root.container_root().c_str(), resolved) == nullptr) {
-    return NotFound("driver root " + driver_root.container_root() + ": " + ErrnoText(errno) +
-                    " (check --container-driver-root)");
-  }
-  const std::string root = resolved;
+  NVDRA_RETURN_IF_ERROR(CheckVersionNamesFiles(version));
+  NVDRA_ASSIGN_OR_RETURN(const std::string root, RealDriverRoot(driver_root));
   Finder f(root, driver_root);
+  const std::string suffix_glob = "*.so." + version;
+  OrderedSet libs;  // in-root paths of regular files
+  AddCachedLibraries(f, suffix_glob, libs);
+  AddScannedLibraries(f, LibraryScanDirs(libs.items()), suffix_glob, libs);
+  NVDRA_RETURN_IF_ERROR(RequireCoreLibrary(libs.items(), version, root));
   DriverFiles out;
   out.driver_version = version;
-  const std::string suffix_glob = "*.so." + version;
-
-  // Versioned libraries: the cache first (the toolkit's source of truth),
-  // then the directories the driver's libraries live in, so a library that
-  // the cache missed (ldconfig not rerun) is still found.
-  std::vector<std::string> libs;  // in-root paths of regular files
-  std::set<std::string> seen;
-  auto add_lib = [&](const std::string& in_root) {
-    if (!in_root.empty() && seen.insert(in_root).second) libs.push_back(in_root);
-  };
-  auto cache = ReadLdCache(f.Abs("/etc/ld.so.cache"));
-  if (cache.ok()) {
-    for (const auto& e : *cache) {
-      if (!IsLdCache64Bit(e.flags) || e.path.empty() || e.path.front() != '/') continue;
-      std::string file = f.RegularFile(e.path);
-      if (file.empty()) continue;
-      if (Glob(suffix_glob, Basename(file)) || Glob(suffix_glob, Basename(e.path))) add_lib(file);
-    }
-  } else if (cache.status().code() != StatusCode::kNotFound) {
-    NVDRA_WARN("driver files: ignoring {}: {}", f.Abs("/etc/ld.so.cache"), cache.status().message());
-  }
-  std::vector<std::string> scan_dirs;
-  {
-    std::set<std::string> dirs;
-    for (const auto& l : libs) dirs.insert(Dirname(l));
-    if (dirs.empty()) {
-      // No cache, or the cache knows no library of this version.
-      for (const auto& d : LibrarySearchDirs()) scan_dirs.push_back(d);
-    } else {
-      for (const auto& l : libs) {
-        std::string d = Dirname(l);
-        if (std::find(scan_dirs.begin(), scan_dirs.end(), d) == scan_dirs.end()) scan_dirs.push_back(d);
-      }
-    }
-  }
-  {
-    std::vector<std::string> with_vdpau;
-    for (const auto& d : scan_dirs) {
-      with_vdpau.push_back(d);
-      with_vdpau.push_back(d + "/vdpau");
-    }
-    for (const auto& d : with_vdpau) {
-      for (const auto& name : DirEntries(f.Abs(d))) {
-        if (!Glob(suffix_glob, name)) continue;
-        add_lib(f.RegularFile(d + "/" + name));
-      }
-    }
-  }
-  bool have_core = false;
-  for (const auto& l : libs) {
-    std::string b = Basename(l);
-    have_core = have_core || b == "libcuda.so." + version || b == "libnvidia-ml.so." + version;
-  }
-  if (!have_core) {
-    return NotFound("no libcuda.so." + version + " or libnvidia-ml.so." + version + " under driver root " + root +
-                    " (is driver " + version + " installed there, and does NVML report the installed version?)");
-  }
-  for (const auto& l : libs) {
-    if (Basename(l).find(".so." + version) == std::string::npos) continue;  // vdpau/ etc. keep their dirs out
-    std::string d = Dirname(l);
-    if (Basename(d) == "vdpau") continue;
-    if (std::find(out.library_dirs.begin(), out.library_dirs.end(), d) == out.library_dirs.end()) {
-      out.library_dirs.push_back(d);
-    }
-  }
-  // The legacy NVVM library and the explicit unversioned set, in the
-  // driver's library directories.
-  for (const auto& d : out.library_dirs) {
-    for (const auto& name : DirEntries(f.Abs(d))) {
-      if (Glob("libnvidia-nvvm70.so.*", name)) add_lib(f.RegularFile(d + "/" + name));
-    }
-  }
-  for (const auto& name : ExplicitLibraries()) {
-    for (const auto& d : out.library_dirs) {
-      std::string file = f.RegularFile(d + "/" + name);
-      if (!file.empty()) {
-        add_lib(file);
-        break;
-      }
-    }
-  }
-  for (const auto& l : libs) out.libraries.push_back(f.FileMount(l, l, kLibraryMountOptions));
-
-  // Links the toolkit's create-symlinks hook makes next to each library.
-  std::set<std::string> link_seen;
-  auto add_link = [&](const std::string& s) {
-    if (link_seen.insert(s).second) out.symlinks.push_back(s);
-  };
-  for (const auto& l : libs) {
-    std::string dir = Dirname(l), name = Basename(l);
-    if (Glob("libcuda.so.*.*", name)) add_link("libcuda.so.1::" + dir + "/libcuda.so");
-    if (Glob("libGLX_nvidia.so.*.*", name)) add_link(name + "::" + dir + "/libGLX_indirect.so.0");
-    if (Glob("libnvidia-opticalflow.so.*.*", name)) {
-      add_link("libnvidia-opticalflow.so.1::" + dir + "/libnvidia-opticalflow.so");
-    }
-    if (!Glob("*.*.*", name)) continue;
-    // The soname link is the one ldconfig made: a link in the same
-    // directory, named <stem>.so.<N>, pointing at this file.
-    std::string stem = SoLink(name);
-    std::string soname;
-    if (!stem.empty()) {
-      for (const auto& entry : DirEntries(f.Abs(dir))) {
-        if (entry == name || entry.rfind(stem + ".", 0) != 0 || !IsSymlink(f.Abs(dir + "/" + entry))) continue;
-        char buf[PATH_MAX];
-        ssize_t n = ::readlink(f.Abs(dir + "/" + entry).c_str(), buf, sizeof buf - 1);
-        if (n <= 0 || Basename(std::string(buf, static_cast<size_t>(n))) != name) continue;
-        if (soname.empty() || entry.size() < soname.size()) soname = entry;
-      }
-    }
-    if (!soname.empty()) add_link(name + "::" + dir + "/" + soname);
-    std::string so_target = soname.empty() ? name : soname;
-    std::string so_link = SoLink(so_target);
-    if (!so_link.empty() && so_link != so_target && IsSymlink(f.Abs(dir + "/" + so_link))) {
-      add_link(so_target + "::" + dir + "/" + so_link);
-    }
-  }
-
-  // IPC sockets of the driver's daemons, and the MPS pipe directory.
-  for (const char* sock : {"/nvidia-persistenced/socket", "/nvidia-fabricmanager/socket"}) {
-    for (const char* base : {"/run", "/var/run"}) {
-      std::string p = std::string(base) + sock;
-      auto r = ResolveInRoot(root, p);
-      if (!r.ok()) continue;
-      out.ipc.push_back(f.FileMount(*r, p, kIpcMountOptions));
-      break;
-    }
-  }
-  if (auto r = ResolveInRoot(root, "/tmp/nvidia-mps"); r.ok()) {
-    out.ipc.push_back(f.FileMount(*r, "/tmp/nvidia-mps", kIpcMountOptions));
-  }
-
-  // GSP firmware: nvidia/<version>/gsp*.bin in the kernel's firmware paths.
-  {
-    std::vector<std::string> fw_dirs;
-    struct utsname u;
-    std::string release = ::uname(&u) == 0 ? u.release : "";
-    if (!release.empty()) fw_dirs.push_back("/lib/firmware/updates/" + release);
-    fw_dirs.push_back("/lib/firmware/updates");
-    if (!release.empty()) fw_dirs.push_back("/lib/firmware/" + release);
-    fw_dirs.push_back("/lib/firmware");
-    std::set<std::string> fw_seen;
-    for (const auto& d : fw_dirs) {
-      std::string dir = d + "/nvidia/" + version;
-      for (const auto& name : DirEntries(f.Abs(dir))) {
-        if (!Glob("gsp*.bin", name)) continue;
-        std::string file = f.RegularFile(dir + "/" + name);
-        if (file.empty() || !fw_seen.insert(name).second) continue;
-        out.firmware.push_back(f.FileMount(file, dir + "/" + name, kLibraryMountOptions));
-      }
-    }
-  }
-
-  // Binaries, mounted where they were found (on the container's PATH).
-  for (const auto& bin : Binaries()) {
-    for (const char* d : {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/opt/bin"}) {
-      std::string p = std::string(d) + "/" + bin;
-      std::string file = f.RegularFile(p);
-      if (file.empty() || ::access(f.Abs(file).c_str(), X_OK) != 0) continue;
-      out.binaries.push_back(f.FileMount(file, p, kLibraryMountOptions));
-      break;
-    }
-  }
+  out.library_dirs = VersionedLibraryDirs(libs.items(), version);
+  AddNvvmAndExplicitLibraries(f, out.library_dirs, libs);
+  out.libraries = LibraryMounts(f, libs.items());
+  out.symlinks = LibrarySymlinks(f, libs.items());
+  out.ipc = IpcMounts(f, root);
+  out.firmware = FirmwareMounts(f, version);
+  out.binaries = BinaryMounts(f);
   return out;
 }
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "devices/nvml_api.h"
+#include "devices/nvml/nvml_api.h"
 #include "util/status.h"
 
 namespace nvdra::devices {

@@ -1,4 +1,4 @@
-#include "devices/mock_profile.h"
+#include "devices/mock/mock_profile.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -80,6 +80,112 @@ Result<MigDeviceInfo> ParseMig(const json& j, const std::string& where) {
   return m;
 }
 
+// One entry of "gpus": `count` GPUs alike but for their minor, UUID, PCI
+// bus id and root.
+struct GpuGroup {
+  int count = 1;
+  GpuInfo base;
+  std::vector<std::string> buses, roots, uuids;
+  std::vector<MigDeviceInfo> migs;
+};
+
+Status ParseClique(const json& j, const std::string& where, NodeInventory& inv) {
+  if (!j.contains("clique")) return Status::Ok();
+  const json& c = j["clique"];
+  NVDRA_RETURN_IF_ERROR(CheckKeys(c, {"clusterUUID", "cliqueId"}, where + " clique"));
+  std::string cluster;
+  unsigned clique = 0;
+  NVDRA_RETURN_IF_ERROR(Get(c, "clusterUUID", cluster, true, where + " clique"));
+  NVDRA_RETURN_IF_ERROR(Get(c, "cliqueId", clique, true, where + " clique"));
+  inv.clique_id = cluster + "." + std::to_string(clique);
+  return Status::Ok();
+}
+
+Status ParseGpuAttributes(const json& gj, const std::string& gwhere, GpuInfo& base) {
+  NVDRA_RETURN_IF_ERROR(Get(gj, "productName", base.product_name, true, gwhere));
+  NVDRA_RETURN_IF_ERROR(Get(gj, "brand", base.brand, true, gwhere));
+  NVDRA_RETURN_IF_ERROR(Get(gj, "architecture", base.architecture, true, gwhere));
+  NVDRA_RETURN_IF_ERROR(Get(gj, "cudaComputeCapability", base.cuda_compute_capability, true, gwhere));
+  if (gj.contains("memoryBytes")) {
+    uint64_t mem = 0;
+    NVDRA_RETURN_IF_ERROR(Get(gj, "memoryBytes", mem, true, gwhere));
+    base.memory_bytes = mem;
+  }
+  if (gj.contains("addressingMode")) {
+    std::string mode;
+    NVDRA_RETURN_IF_ERROR(Get(gj, "addressingMode", mode, true, gwhere));
+    base.addressing_mode = mode;
+  }
+  return Get(gj, "migEnabled", base.mig_enabled, false, gwhere);
+}
+
+Result<GpuGroup> ParseGpuGroup(const json& gj, const std::string& gwhere, const NodeInventory& inv) {
+  NVDRA_RETURN_IF_ERROR(CheckKeys(gj, {"count", "productName", "brand", "architecture", "cudaComputeCapability",
+                                        "memoryBytes", "addressingMode", "pciBusIds", "pcieRoots", "uuids",
+                                        "migEnabled", "migDevices"}, gwhere));
+  GpuGroup g;
+  NVDRA_RETURN_IF_ERROR(Get(gj, "count", g.count, false, gwhere));
+  if (g.count < 1 || g.count > 64) return InvalidArgument(gwhere + ": count must be 1..64");
+  g.base.driver_version = inv.driver_version;
+  g.base.cuda_driver_version = inv.cuda_driver_version;
+  g.base.clique_id = inv.clique_id;
+  NVDRA_RETURN_IF_ERROR(ParseGpuAttributes(gj, gwhere, g.base));
+  NVDRA_RETURN_IF_ERROR(Get(gj, "pciBusIds", g.buses, false, gwhere));
+  NVDRA_RETURN_IF_ERROR(Get(gj, "pcieRoots", g.roots, false, gwhere));
+  NVDRA_RETURN_IF_ERROR(Get(gj, "uuids", g.uuids, false, gwhere));
+  for (auto* list : {&g.buses, &g.roots, &g.uuids}) {
+    if (!list->empty() && static_cast<int>(list->size()) != g.count) {
+      return InvalidArgument(gwhere + ": pciBusIds, pcieRoots and uuids need one entry per GPU (count " +
+                             std::to_string(g.count) + ")");
+    }
+  }
+  if (gj.contains("migDevices")) {
+    if (!g.base.mig_enabled) return InvalidArgument(gwhere + ": migDevices need \"migEnabled\": true");
+    for (size_t mi = 0; mi < gj["migDevices"].size(); ++mi) {
+      NVDRA_ASSIGN_OR_RETURN(auto m, ParseMig(gj["migDevices"][mi], gwhere + " migDevices[" + std::to_string(mi) + "]"));
+      g.migs.push_back(std::move(m));
+    }
+  }
+  return g;
+}
+
+// The group's GPUs, numbered from `minor` on; UUIDs the profile leaves out
+// derive from the profile's name, so they do not depend on the directory.
+void AddGpus(const GpuGroup& group, const std::string& name, int& minor, NodeInventory& inv) {
+  for (int k = 0; k < group.count; ++k, ++minor) {
+    GpuInfo g = group.base;
+    g.minor = minor;
+    g.uuid = group.uuids.empty() ? "GPU-" + DeterministicUuid(name + "/gpu/" + std::to_string(minor)) : group.uuids[k];
+    char bus[32];
+    std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x10 * (minor + 1) % 0x100);
+    g.pci_bus_id = group.buses.empty() ? std::string(bus) : group.buses[k];
+    if (!group.roots.empty()) g.pcie_root = group.roots[k];
+    for (const auto& mt : group.migs) {
+      MigDeviceInfo m = mt;
+      m.parent_minor = minor;
+      m.parent_uuid = g.uuid;
+      if (m.uuid.empty()) {
+        m.uuid = "MIG-" + DeterministicUuid(name + "/mig/" + std::to_string(minor) + "/" +
+                                            std::to_string(m.gi_id) + "/" + std::to_string(m.ci_id));
+      }
+      g.migs.push_back(std::move(m));
+    }
+    inv.gpus.push_back(std::move(g));
+  }
+}
+
+Status CheckDistinctGpus(const NodeInventory& inv, const std::string& where) {
+  for (size_t a = 0; a < inv.gpus.size(); ++a) {
+    for (size_t b = 0; b < a; ++b) {
+      if (inv.gpus[a].pci_bus_id == inv.gpus[b].pci_bus_id || inv.gpus[a].uuid == inv.gpus[b].uuid) {
+        return InvalidArgument(where + ": GPUs " + std::to_string(b) + " and " + std::to_string(a) +
+                               " share a PCI bus id or UUID");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<MockProfile> ParseMockProfile(const std::string& json_text, const std::string& name) {
@@ -100,92 +206,14 @@ Result<MockProfile> ParseMockProfile(const std::string& json_text, const std::st
   if (p.imex_channels < 0 || p.imex_channels > 2048) {
     return InvalidArgument(where + ": imexChannels must be 0..2048");
   }
-  if (j.contains("clique")) {
-    const json& c = j["clique"];
-    NVDRA_RETURN_IF_ERROR(CheckKeys(c, {"clusterUUID", "cliqueId"}, where + " clique"));
-    std::string cluster;
-    unsigned clique = 0;
-    NVDRA_RETURN_IF_ERROR(Get(c, "clusterUUID", cluster, true, where + " clique"));
-    NVDRA_RETURN_IF_ERROR(Get(c, "cliqueId", clique, true, where + " clique"));
-    inv.clique_id = cluster + "." + std::to_string(clique);
-  }
+  NVDRA_RETURN_IF_ERROR(ParseClique(j, where, inv));
   if (!j.contains("gpus") || !j["gpus"].is_array()) return InvalidArgument(where + ": \"gpus\" must be a list");
   int minor = 0;
   for (size_t gi = 0; gi < j["gpus"].size(); ++gi) {
-    const json& gj = j["gpus"][gi];
-    std::string gwhere = where + " gpus[" + std::to_string(gi) + "]";
-    NVDRA_RETURN_IF_ERROR(CheckKeys(gj, {"count", "productName", "brand", "architecture", "cudaComputeCapability",
-                                          "memoryBytes", "addressingMode", "pciBusIds", "pcieRoots", "uuids",
-                                          "migEnabled", "migDevices"}, gwhere));
-    int count = 1;
-    NVDRA_RETURN_IF_ERROR(Get(gj, "count", count, false, gwhere));
-    if (count < 1 || count > 64) return InvalidArgument(gwhere + ": count must be 1..64");
-    GpuInfo base;
-    base.driver_version = inv.driver_version;
-    base.cuda_driver_version = inv.cuda_driver_version;
-    base.clique_id = inv.clique_id;
-    NVDRA_RETURN_IF_ERROR(Get(gj, "productName", base.product_name, true, gwhere));
-    NVDRA_RETURN_IF_ERROR(Get(gj, "brand", base.brand, true, gwhere));
-    NVDRA_RETURN_IF_ERROR(Get(gj, "architecture", base.architecture, true, gwhere));
-    NVDRA_RETURN_IF_ERROR(Get(gj, "cudaComputeCapability", base.cuda_compute_capability, true, gwhere));
-    if (gj.contains("memoryBytes")) {
-      uint64_t mem = 0;
-      NVDRA_RETURN_IF_ERROR(Get(gj, "memoryBytes", mem, true, gwhere));
-      base.memory_bytes = mem;
-    }
-    if (gj.contains("addressingMode")) {
-      std::string mode;
-      NVDRA_RETURN_IF_ERROR(Get(gj, "addressingMode", mode, true, gwhere));
-      base.addressing_mode = mode;
-    }
-    NVDRA_RETURN_IF_ERROR(Get(gj, "migEnabled", base.mig_enabled, false, gwhere));
-    std::vector<std::string> buses, roots, uuids;
-    NVDRA_RETURN_IF_ERROR(Get(gj, "pciBusIds", buses, false, gwhere));
-    NVDRA_RETURN_IF_ERROR(Get(gj, "pcieRoots", roots, false, gwhere));
-    NVDRA_RETURN_IF_ERROR(Get(gj, "uuids", uuids, false, gwhere));
-    for (auto* list : {&buses, &roots, &uuids}) {
-      if (!list->empty() && static_cast<int>(list->size()) != count) {
-        return InvalidArgument(gwhere + ": pciBusIds, pcieRoots and uuids need one entry per GPU (count " +
-                               std::to_string(count) + ")");
-      }
-    }
-    std::vector<MigDeviceInfo> migs;
-    if (gj.contains("migDevices")) {
-      if (!base.mig_enabled) return InvalidArgument(gwhere + ": migDevices need \"migEnabled\": true");
-      for (size_t mi = 0; mi < gj["migDevices"].size(); ++mi) {
-        NVDRA_ASSIGN_OR_RETURN(auto m, ParseMig(gj["migDevices"][mi], gwhere + " migDevices[" + std::to_string(mi) + "]"));
-        migs.push_back(std::move(m));
-      }
-    }
-    for (int k = 0; k < count; ++k, ++minor) {
-      GpuInfo g = base;
-      g.minor = minor;
-      g.uuid = uuids.empty() ? "GPU-" + DeterministicUuid(name + "/gpu/" + std::to_string(minor)) : uuids[k];
-      char bus[32];
-      std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x10 * (minor + 1) % 0x100);
-      g.pci_bus_id = buses.empty() ? std::string(bus) : buses[k];
-      if (!roots.empty()) g.pcie_root = roots[k];
-      for (const auto& mt : migs) {
-        MigDeviceInfo m = mt;
-        m.parent_minor = minor;
-        m.parent_uuid = g.uuid;
-        if (m.uuid.empty()) {
-          m.uuid = "MIG-" + DeterministicUuid(name + "/mig/" + std::to_string(minor) + "/" +
-                                              std::to_string(m.gi_id) + "/" + std::to_string(m.ci_id));
-        }
-        g.migs.push_back(std::move(m));
-      }
-      inv.gpus.push_back(std::move(g));
-    }
+    NVDRA_ASSIGN_OR_RETURN(GpuGroup group, ParseGpuGroup(j["gpus"][gi], where + " gpus[" + std::to_string(gi) + "]", inv));
+    AddGpus(group, name, minor, inv);
   }
-  for (size_t a = 0; a < inv.gpus.size(); ++a) {
-    for (size_t b = 0; b < a; ++b) {
-      if (inv.gpus[a].pci_bus_id == inv.gpus[b].pci_bus_id || inv.gpus[a].uuid == inv.gpus[b].uuid) {
-        return InvalidArgument(where + ": GPUs " + std::to_string(b) + " and " + std::to_string(a) +
-                               " share a PCI bus id or UUID");
-      }
-    }
-  }
+  NVDRA_RETURN_IF_ERROR(CheckDistinctGpus(inv, where));
   return p;
 }
 

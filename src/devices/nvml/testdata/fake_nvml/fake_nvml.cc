@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/nvml_api.h"
+#include "devices/nvml/nvml_api.h"
 
 using nlohmann::json;
 

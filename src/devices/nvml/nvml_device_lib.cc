@@ -1,4 +1,4 @@
-#include "devices/nvml_device_lib.h"
+#include "devices/nvml/nvml_device_lib.h"
 
 #include <dirent.h>
 
@@ -225,31 +225,37 @@ Result<GpuInfo> NvmlDeviceLib::DiscoverGpu(nvmlDevice_t dev, const std::string& 
     return lib_->Error("nvmlDeviceGetMigMode", rc);
   }
   if (g.mig_enabled) NVDRA_RETURN_IF_ERROR(DiscoverMigs(dev, g));
-  if (a.DeviceGetGpuFabricInfo != nullptr) {
-    nvmlGpuFabricInfo_t fabric{};
-    rc = a.DeviceGetGpuFabricInfo(dev, &fabric);
-    FabricReading r;
-    if (rc == NVML_SUCCESS) {
-      static const unsigned char kZero[16] = {};
-      if (std::memcmp(fabric.clusterUuid, kZero, 16) != 0) r.cluster_uuid = FormatUuidBytes(fabric.clusterUuid);
-      r.clique_id = fabric.cliqueId;
-      r.completed = fabric.state == NVML_GPU_FABRIC_STATE_COMPLETED;
-      r.healthy = fabric.status == NVML_SUCCESS;
-      r.detail = "state " + std::to_string(fabric.state) + ", status " + lib_->ErrorText("fabric", fabric.status);
-      // Whether a fabric that is not up is fatal is the ComputeDomain
-      // plugin's policy (CrashOnNVLinkFabricErrors); here it is no clique.
-      if (!r.cluster_uuid.empty() && r.completed && r.healthy) {
-        g.clique_id = r.cluster_uuid + "." + std::to_string(r.clique_id);
-      }
-      g.fabric = std::move(r);
-    } else if (rc == NVML_ERROR_NOT_SUPPORTED) {
-      r.supported = false;
-      g.fabric = std::move(r);
-    } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
-      return lib_->Error("nvmlDeviceGetGpuFabricInfo", rc);
-    }
-  }
+  NVDRA_RETURN_IF_ERROR(DiscoverFabric(dev, g));
   return g;
+}
+
+// The GPU's NVLink fabric state and, when the fabric is up, its clique.
+Status NvmlDeviceLib::DiscoverFabric(nvmlDevice_t dev, GpuInfo& g) {
+  const NvmlApi& a = lib_->api();
+  if (a.DeviceGetGpuFabricInfo == nullptr) return Status::Ok();
+  nvmlGpuFabricInfo_t fabric{};
+  nvmlReturn_t rc = a.DeviceGetGpuFabricInfo(dev, &fabric);
+  FabricReading r;
+  if (rc == NVML_SUCCESS) {
+    static const unsigned char kZero[16] = {};
+    if (std::memcmp(fabric.clusterUuid, kZero, 16) != 0) r.cluster_uuid = FormatUuidBytes(fabric.clusterUuid);
+    r.clique_id = fabric.cliqueId;
+    r.completed = fabric.state == NVML_GPU_FABRIC_STATE_COMPLETED;
+    r.healthy = fabric.status == NVML_SUCCESS;
+    r.detail = "state " + std::to_string(fabric.state) + ", status " + lib_->ErrorText("fabric", fabric.status);
+    // Whether a fabric that is not up is fatal is the ComputeDomain
+    // plugin's policy (CrashOnNVLinkFabricErrors); here it is no clique.
+    if (!r.cluster_uuid.empty() && r.completed && r.healthy) {
+      g.clique_id = r.cluster_uuid + "." + std::to_string(r.clique_id);
+    }
+    g.fabric = std::move(r);
+  } else if (rc == NVML_ERROR_NOT_SUPPORTED) {
+    r.supported = false;
+    g.fabric = std::move(r);
+  } else {
+    return lib_->Error("nvmlDeviceGetGpuFabricInfo", rc);
+  }
+  return Status::Ok();
 }
 
 Status NvmlDeviceLib::DiscoverMigs(nvmlDevice_t dev, GpuInfo& gpu) {

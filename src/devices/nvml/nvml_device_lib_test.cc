@@ -1,7 +1,7 @@
 // Runs the NVML backend against the fake libnvidia-ml.so.1 built in the
 // test tree: dlopen from a driver root, symbol loading, discovery, error
 // handling and XID events.
-#include "devices/nvml_device_lib.h"
+#include "devices/nvml/nvml_device_lib.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -346,6 +346,22 @@ TEST(NvidiaSmiControlTest, RunCommandKillsAHungCommandAtItsTimeout) {
   EXPECT_TRUE(s.retryable());
   // A quick command is unaffected by a timeout.
   EXPECT_TRUE(RunCommandWithin({"/bin/sh", "-c", "exit 0"}, {}, std::chrono::milliseconds(30'000)).ok());
+}
+
+TEST(NvmlNamesTest, BrandArchitectureBusIdUuid) {
+  EXPECT_EQ(NvmlBrandName(2), "Tesla");
+  EXPECT_EQ(NvmlBrandName(14), "Nvidia");
+  EXPECT_EQ(NvmlBrandName(99), "Unknown");
+  EXPECT_EQ(NvmlArchitectureName(7), "Ampere");
+  EXPECT_EQ(NvmlArchitectureName(8), "Ada Lovelace");
+  EXPECT_EQ(NvmlArchitectureName(9), "Hopper");
+  EXPECT_EQ(NvmlArchitectureName(10), "Blackwell");
+  EXPECT_EQ(NormalizePciBusId("00000000:3B:00.0"), "0000:3b:00.0");
+  EXPECT_EQ(NormalizePciBusId("00000008:01:00.0"), "0008:01:00.0");
+  EXPECT_EQ(NormalizePciBusId("0000:3b:00.0"), "0000:3b:00.0");
+  const unsigned char b[16] = {0x5e, 0x2c, 0x8a, 0x14, 0x7d, 0x3b, 0x4f, 0x9e,
+                               0xa1, 0xc6, 0x0b, 0x8d, 0x2f, 0x4e, 0x6a, 0x90};
+  EXPECT_EQ(FormatUuidBytes(b), "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90");
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 #include "devices/device_lib.h"
 #include "devices/device_nodes.h"
-#include "devices/driver_files.h"
+#include "devices/toolkit/driver_files.h"
 
 namespace nvdra::devices {
 
