@@ -13,6 +13,7 @@
 #include "devices/device_info.h"
 #include "devices/gpu_control.h"
 #include "driver/device_kind.h"
+#include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_undo.h"
 #include "gpu/health_taints.h"
 #include "gpu/time_slice_resets.h"
@@ -39,6 +40,7 @@ class GpuKind final : public driver::DeviceKind {
 
   // Engine port.
   std::string driver_name() const override { return kDriverName; }
+  const ledger::KindCodec& codec() const override { return codec_; }
   std::string DeviceType(const std::string& device) const override;
   config::DriverConfigRules ConfigRules(const config::FeatureGates& gates) const override {
     return GpuConfigRules(gates);
@@ -61,6 +63,7 @@ class GpuKind final : public driver::DeviceKind {
   std::vector<std::string> MetricDeviceTypes() const override;
 
  private:
+  GpuCheckpointCodec codec_;
   struct Located {
     const devices::GpuInfo* gpu = nullptr;
     const devices::MigDeviceInfo* mig = nullptr;  // null for a full GPU

@@ -181,7 +181,7 @@ class ClaimLedger {
   bool FailedLocked(uint64_t seq, Status* why) const REQUIRES(mu_);
 
   Status CatchUpLocked() REQUIRES(mu_);
-  // Re-reads the whole file (or creates it); see docs/ledger-format.md, "Recovery".
+  // Re-reads the whole file (or creates it); see docs/ledger-format.md, "Recovery (opening)".
   Status ReloadLocked() REQUIRES(mu_);
   Status CreateWithImportLocked() REQUIRES(mu_);
   // A file whose header cannot be used is set aside: true, with `*status`

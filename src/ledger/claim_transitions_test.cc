@@ -75,33 +75,54 @@ Result<Transition> Apply(Op op, const std::optional<ClaimEntry>& cur, const Tran
   return Internal("unreachable");
 }
 
-TEST(ClaimTransitionsTest, Table) {
+TransitionContext Context(const std::map<std::string, std::string>& holders) {
   TransitionContext ctx;
   ctx.boot_id = "boot-now";
   ctx.now = kT0;
   ctx.tombstone_ttl = 300s;
   ctx.new_attempt = "attempt-new";
-  std::map<std::string, std::string> holders = {{"gpu-7", kOther}};
-  ctx.other_holder = [&](const std::string& r, const std::string& except) -> std::optional<std::string> {
+  ctx.other_holder = [holders](const std::string& r, const std::string& except) -> std::optional<std::string> {
     auto it = holders.find(r);
     if (it == holders.end() || it->second == except) return std::nullopt;
     return it->second;
   };
-  std::optional<ClaimEntry> none;
-  auto started = Entry(ClaimState::kPrepareStarted);
-  auto completed = Entry(ClaimState::kPrepareCompleted);
-  completed->prepared = {PreparedDevice{{"req"}, "node-a", "gpu-0", {"k8s.gpu.nvidia.com/claim=x"}, ""}};
-  auto earlier = completed;
-  earlier->boot_id = "boot-old";
-  auto unpreparing = Entry(ClaimState::kUnprepareStarted);
-  auto tombstone = Entry(ClaimState::kTombstone);
-  auto newer = Entry(ClaimState::kPrepareStarted);  // a state a newer version wrote
-  newer->unknown_state = "PrepareVerified";
-  auto unnamed = completed;
-  unnamed->name = unnamed->ns = "";
-  auto rebuilt = Entry(ClaimState::kPrepareCompleted, {});
-  rebuilt->name = "";
-  rebuilt->undo = {{"rebuilt", {{"from", "cdi spec"}}}};
+  return ctx;
+}
+
+// Every state an entry can be in when a request comes.
+struct States {
+  std::optional<ClaimEntry> none, started, completed, earlier, unpreparing, tombstone, newer, unnamed, rebuilt;
+};
+
+States AllStates() {
+  States s;
+  s.started = Entry(ClaimState::kPrepareStarted);
+  s.completed = Entry(ClaimState::kPrepareCompleted);
+  s.completed->prepared = {PreparedDevice{{"req"}, "node-a", "gpu-0", {"k8s.gpu.nvidia.com/claim=x"}, ""}};
+  s.earlier = s.completed;
+  s.earlier->boot_id = "boot-old";
+  s.unpreparing = Entry(ClaimState::kUnprepareStarted);
+  s.tombstone = Entry(ClaimState::kTombstone);
+  s.newer = Entry(ClaimState::kPrepareStarted);  // a state a newer version wrote
+  s.newer->unknown_state = "PrepareVerified";
+  s.unnamed = s.completed;
+  s.unnamed->name = s.unnamed->ns = "";
+  s.rebuilt = Entry(ClaimState::kPrepareCompleted, {});
+  s.rebuilt->name = "";
+  s.rebuilt->undo = {{"rebuilt", {{"from", "cdi spec"}}}};
+  return s;
+}
+
+struct Case {
+  const char* name;
+  std::optional<ClaimEntry> cur;
+  Op op;
+  Want want;
+};
+
+std::vector<Case> Cases() {
+  const States st = AllStates();
+  const auto& [none, started, completed, earlier, unpreparing, tombstone, newer, unnamed, rebuilt] = st;
   const std::string different = std::string("claim default/a:") + kUid +
                                 " is already recorded as PrepareCompleted for a different allocation; refusing to "
                                 "overwrite it (unprepare the claim first)";
@@ -109,13 +130,7 @@ TEST(ClaimTransitionsTest, Table) {
   using S = ClaimState;
   using O = BeginOutcome;
   constexpr auto kPre = StatusCode::kFailedPrecondition;
-  struct Case {
-    const char* name;
-    std::optional<ClaimEntry> cur;
-    Op op;
-    Want want;
-  };
-  const Case cases[] = {
+  return {
       // BeginPrepare
       {"fresh claim starts", none, Op::kPrepare, Ok(true, S::kPrepareStarted, O::kStarted)},
       {"fresh claim, device held by another", none, Op::kPrepareHeldElsewhere,
@@ -173,7 +188,11 @@ TEST(ClaimTransitionsTest, Table) {
       {"rebuild, device held by another", none, Op::kRebuildHeldElsewhere,
        Err(StatusCode::kConflict, conflict + "; not rebuilding claim " + kUid)},
   };
-  for (const auto& c : cases) {
+}
+
+TEST(ClaimTransitionsTest, Table) {
+  const TransitionContext ctx = Context({{"gpu-7", kOther}});
+  for (const auto& c : Cases()) {
     auto got = Apply(c.op, c.cur, ctx);
     ASSERT_EQ(got.status().code(), c.want.code) << c.name << ": " << got.status().ToString();
     if (!c.want.message.empty()) EXPECT_EQ(got.status().message(), c.want.message) << c.name;

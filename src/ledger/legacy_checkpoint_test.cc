@@ -8,7 +8,7 @@
 
 #include "ledger/claim_ledger.h"
 #include "ledger/ledger_test_util.h"
-#include "ledger/test_kind_codec.h"
+#include "ledger/ledger_test_codec.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
 
