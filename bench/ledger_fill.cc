@@ -72,7 +72,6 @@ int Run(int argc, char** argv) {
   o.dir = argv[1];
   o.boot_id_path = argv[2];
   o.env = &env;
-  o.driver_name = driver;
   auto opened = ClaimLedger::Open(o);
   if (!opened.ok()) {
     std::cerr << opened.status().ToString() << "\n";

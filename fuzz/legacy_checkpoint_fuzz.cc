@@ -24,7 +24,7 @@ void Check(bool ok) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nvdra::ledger;
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto imported = ParseLegacyCheckpoint(text, "", "boot-now");
+  auto imported = ParseLegacyCheckpoint(text, nullptr, "boot-now");
   if (!imported.ok()) return 0;
   for (const auto& e : imported->entries) {
     Check(nvdra::IsValidClaimUid(e.uid));
@@ -32,8 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(e.state == ClaimState::kPrepareStarted || e.state == ClaimState::kPrepareCompleted);
   }
   // A rollback of what was imported is accepted by the import again.
-  std::string exported = WriteLegacyCheckpoint(imported->entries, "boot-now");
-  auto again = ParseLegacyCheckpoint(exported, "", "boot-now");
+  std::string exported = WriteLegacyCheckpoint(imported->entries, "boot-now", nullptr);
+  auto again = ParseLegacyCheckpoint(exported, nullptr, "boot-now");
   Check(again.ok());
   Check(again->entries.size() == imported->entries.size());
   for (size_t i = 0; i < again->entries.size(); ++i) {

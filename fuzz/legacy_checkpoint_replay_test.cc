@@ -43,7 +43,7 @@ std::vector<std::string> Seeds() {
 TEST(LegacyCheckpointReplayTest, SeedsImportAndTruncationsNeverCrash) {
   int imported = 0;
   for (const auto& seed : Seeds()) {
-    if (ParseLegacyCheckpoint(seed, "", "b").ok()) ++imported;
+    if (ParseLegacyCheckpoint(seed, nullptr, "b").ok()) ++imported;
     for (size_t n = 0; n <= seed.size(); ++n) Feed(seed.substr(0, n));
   }
   EXPECT_EQ(imported, 5);  // the seeds are valid, so mutations start from accepted input
@@ -65,7 +65,7 @@ TEST(LegacyCheckpointReplayTest, DeterministicMutations) {
 
 TEST(LegacyCheckpointReplayTest, DeepNestingIsRefusedWithoutRecursion) {
   std::string deep = R"({"checksum":1,"v1":)" + std::string(70000, '[') + std::string(70000, ']') + "}";
-  auto r = ParseLegacyCheckpoint(deep, "", "b");
+  auto r = ParseLegacyCheckpoint(deep, nullptr, "b");
   EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
   Feed(deep);
 }

@@ -12,8 +12,6 @@ namespace nvdra::computedomain {
 
 namespace {
 
-std::string ChannelResource(int id) { return "channel " + std::to_string(id); }
-
 bool IsValidDomainId(const std::string& id) {
   if (id.empty() || id.size() > 128) return false;
   for (char c : id) {
@@ -270,15 +268,6 @@ Result<driver::ClaimEdits> ComputeDomainKind::Edits(const nlohmann::json& undo_j
                                                     const std::vector<std::string>& /*prepared_devices*/) {
   NVDRA_ASSIGN_OR_RETURN(ComputeDomainUndo undo, DecodeComputeDomainUndo(undo_json));
   return EditsFor(undo);
-}
-
-std::vector<std::string> ComputeDomainKind::HeldByDevices(const std::vector<std::string>& devices) const {
-  std::vector<std::string> held;
-  for (const auto& d : devices) {
-    auto id = ChannelId(d);
-    held.push_back(id ? ChannelResource(*id) : d);
-  }
-  return held;
 }
 
 Status ComputeDomainKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {

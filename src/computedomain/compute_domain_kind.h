@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "computedomain/compute_domain_checkpoint_codec.h"
 #include "computedomain/compute_domain_source.h"
 #include "computedomain/compute_domain_undo.h"
 #include "computedomain/domain_directory.h"
@@ -73,7 +74,7 @@ class ComputeDomainKind final : public driver::DeviceKind {
                                    const std::vector<std::string>& prepared_devices) override;
   // "channel-3" holds "channel 3" (a spec alone does not say whether the
   // claim had every channel, allocationMode All); the daemon holds itself.
-  std::vector<std::string> HeldByDevices(const std::vector<std::string>& devices) const override;
+  const ledger::KindCodec& codec() const override { return codec_; }
   Status Unprepare(const std::string& claim_uid, const nlohmann::json& undo) override;
 
   // Publishing port (no hardware health: channels have none).
@@ -84,6 +85,7 @@ class ComputeDomainKind final : public driver::DeviceKind {
   static std::optional<int> ChannelId(const std::string& device);
 
  private:
+  ComputeDomainCheckpointCodec codec_;
   Result<driver::ClaimEdits> EditsFor(const ComputeDomainUndo& undo) const;
   std::string DomainDir(const std::string& domain_uid) const;
   Status CheckChannelReady(const driver::ClaimWork& work, const ComputeDomainUndo& undo);

@@ -29,6 +29,7 @@
 #include "config/config_resolver.h"
 #include "config/feature_gates.h"
 #include "devices/device_health.h"
+#include "ledger/kind_codec.h"
 #include "model/claim.h"
 #include "model/published_device.h"
 #include "util/status.h"
@@ -114,9 +115,10 @@ class ClaimKind {
   virtual Result<ClaimEdits> Edits(const nlohmann::json& undo,
                                    const std::vector<std::string>& prepared_devices) = 0;
 
-  // The resources a claim whose ledger entry was lost held, from the device
-  // names its CDI spec still lists (see Engine::RecoverLostClaims).
-  virtual std::vector<std::string> HeldByDevices(const std::vector<std::string>& devices) const { return devices; }
+  // How the ledger names what this kind's devices hold (a claim whose entry
+  // was lost is rebuilt from the device names its CDI spec still lists, see
+  // Engine::RecoverLostClaims) and describes its claims to the Go driver.
+  virtual const ledger::KindCodec& codec() const = 0;
 
   // Undoes what Prepare recorded in `undo`. Works from the record alone (no
   // API server) and never fails on a record it cannot decode: that is

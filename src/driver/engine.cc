@@ -392,7 +392,7 @@ Status Engine::RebuildFromSpec(const std::string& uid) {
   c.uid = uid;
   c.devices = *devices;
   for (const auto& d : *devices) c.cdi_device_ids.push_back(cdi_.DeviceId(uid, d));
-  c.held = kind_.HeldByDevices(*devices);
+  c.held = ledger::HeldByDevices(&kind_.codec(), *devices);
   c.source = "cdi spec";
   Status rebuilt = ledger_.RebuildEntry(c);
   if (rebuilt.code() == StatusCode::kConflict) {

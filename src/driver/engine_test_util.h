@@ -49,10 +49,28 @@ class FakeClaimSource final : public ClaimSource {
   int gets_ GUARDED_BY(mu_) = 0;
 };
 
+// Devices hold themselves; nothing can be described to the Go driver.
+class FakeCodec final : public ledger::KindCodec {
+ public:
+  explicit FakeCodec(std::string driver) : driver_(std::move(driver)) {}
+  std::string driver_name() const override { return driver_; }
+  std::vector<std::string> HeldResources(const std::string& device,
+                                         const std::vector<nlohmann::json>& /*config_parameters*/) const override {
+    return {device};
+  }
+  std::optional<std::string> UpstreamPreparedDevices(const ledger::ClaimEntry& /*e*/) const override {
+    return std::nullopt;
+  }
+
+ private:
+  std::string driver_;
+};
+
 // Devices "gpu-0".."gpu-7" of type "gpu". Records what it prepared and undid.
 class FakeKind final : public DeviceKind {
  public:
-  explicit FakeKind(std::string driver = "gpu.nvidia.com") : driver_(std::move(driver)) {}
+  explicit FakeKind(std::string driver = "gpu.nvidia.com") : driver_(driver), codec_(std::move(driver)) {}
+  const ledger::KindCodec& codec() const override { return codec_; }
 
   std::string driver_name() const override { return driver_; }
   std::string DeviceType(const std::string& device) const override {
@@ -108,6 +126,7 @@ class FakeKind final : public DeviceKind {
 
  private:
   std::string driver_;
+  FakeCodec codec_;
 };
 
 }  // namespace nvdra::driver::testing

@@ -18,6 +18,7 @@
 #include "gpu/gpu_container_edits.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/gpu_device_types.h"
+#include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_undo.h"
 #include "gpu/health_taints.h"
 #include "gpu/sharing_strategy.h"
@@ -44,6 +45,7 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
 
   // Engine port.
   std::string driver_name() const override { return kDriverName; }
+  const ledger::KindCodec& codec() const override { return codec_; }
   std::string DeviceType(const std::string& device) const override;
   config::DriverConfigRules ConfigRules(const config::FeatureGates& gates) const override {
     return GpuConfigRules(gates);
@@ -66,6 +68,7 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   std::vector<std::string> MetricDeviceTypes() const override;
 
  private:
+  GpuCheckpointCodec codec_;
   const GpuDevice* Find(const std::string& device) const override;
   SharingStrategy* StrategyNamed(const std::string& name) const;
   Result<driver::ClaimEdits> EditsFor(const std::vector<std::string>& device_names) const;

@@ -1,12 +1,12 @@
 #include "ledger/claim_ledger.h"
 
 #include <algorithm>
+#include <mutex>
 #include <random>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "ledger/legacy_checkpoint.h"
 #include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/log.h"
@@ -15,48 +15,23 @@
 namespace nvdra::ledger {
 namespace {
 
-int64_t UnixMs(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-std::vector<std::string> SortedUnique(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
-
-std::string Describe(const ClaimEntry& e) {
-  if (e.ns.empty() && e.name.empty()) return e.uid;
-  return model::ClaimRef{e.ns, e.uid, e.name}.ToString();
-}
-
 std::string BaseName(const std::string& path) {
   auto slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// An entry RebuildEntry wrote from a CDI spec alone: the first Prepare of
-// the claim brings its allocation.
-bool IsRebuiltWithoutAllocation(const ClaimEntry& e) {
-  return e.allocation.empty() && e.undo.is_object() && e.undo.contains("rebuilt");
+// A fresh name for one BeginPrepare: unique across processes and restarts
+// with overwhelming probability.
+std::string NewAttempt() {
+  static std::mutex mu;
+  static std::random_device device;
+  std::lock_guard<std::mutex> l(mu);
+  uint64_t hi = (static_cast<uint64_t>(device()) << 32) | device();
+  uint64_t lo = (static_cast<uint64_t>(device()) << 32) | device();
+  return fmt::format("{:016x}{:016x}", hi, lo);
 }
 
 }  // namespace
-
-std::string OpenReport::Summary() const {
-  std::string s = fmt::format("{} claims from {} records{}", claims, records,
-                              created ? " (new ledger)" : "");
-  if (earlier_boot_claims > 0) s += fmt::format(", {} from an earlier boot", earlier_boot_claims);
-  if (expired_tombstones > 0) s += fmt::format(", {} expired tombstones dropped", expired_tombstones);
-  if (imported_legacy_claims > 0) s += fmt::format(", {} imported from checkpoint.json", imported_legacy_claims);
-  if (claims_may_be_missing) {
-    s += "; CLAIMS MAY BE MISSING: an unreadable ledger or checkpoint was set aside; every CDI spec is kept "
-         "until the claims are rebuilt (nvdractl ledger rebuild)";
-  }
-  for (const auto& e : errors) s += "; ERROR: " + e;
-  for (const auto& w : warnings) s += "; warning: " + w;
-  return s;
-}
 
 ClaimLedger::ClaimLedger(const LedgerOptions& options)
     : opts_(options),
@@ -84,6 +59,10 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
       l->report_.warnings.push_back("cannot read boot id: " + b.status().message());
     }
   }
+  if (options.import_legacy_checkpoint) {
+    l->legacy_ = std::make_unique<LegacyCheckpointMigration>(LegacyCheckpointMigration::Options{
+        l->env_, options.dir, options.codec, l->boot_id_, options.clock, options.lock_timeout});
+  }
   // Runs under l->mu_; see above for why it is not analysed.
   Status s = l->Locked([&]() NO_THREAD_SAFETY_ANALYSIS -> Status {
     // A crash left a compaction behind, or something was planted there; what
@@ -92,7 +71,7 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
     if (!clear.ok()) l->report_.warnings.push_back(clear.message());
     return l->ReloadLocked();
   });
-  l->legacy_lock_.reset();
+  if (l->legacy_ != nullptr) l->legacy_->ReleaseLock();  // the Go driver's pu.lock, held during Open only
   if (!s.ok()) return s.Wrap("cannot open claim ledger in " + options.dir);
   l->opened_ = true;
   for (const auto& e : l->report_.errors) NVDRA_ERROR("claim ledger {}: {}", options.dir, e);
@@ -242,82 +221,6 @@ std::string ClaimLedger::SidePath(const std::string& kind) const {
   return path;
 }
 
-Status ClaimLedger::CreateFreshLocked() {
-  state_ = NewStateLocked();
-  return CompactLocked();
-}
-
-Status ClaimLedger::ImportLegacyLocked() {
-  if (!opts_.import_legacy_checkpoint) return Status::Ok();
-  std::string path = JoinPath(opts_.dir, kLegacyCheckpointFileName);
-  NVDRA_ASSIGN_OR_RETURN(FileIdentity st, env_->Stat(path));
-  if (!st.exists) return Status::Ok();
-  // The Go plugin rewrites checkpoint.json under pu.lock: holding it through
-  // the import and the retiring keeps a Go plugin that is still running from
-  // interleaving (it waits, then finds no checkpoint and starts empty).
-  std::string pu = JoinPath(opts_.dir, kLegacyPrepareLockFileName);
-  auto lock = env_->Lock(pu, std::chrono::steady_clock::now() +
-                                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(opts_.lock_timeout));
-  if (!lock.ok()) {
-    return Unavailable("cannot import the Go driver's " + path + ": its prepare lock " + pu +
-                       " is held (is the Go plugin still running? stop it first, see docs/migration.md): " +
-                       lock.status().message());
-  }
-  legacy_lock_ = std::move(lock).value();
-  auto lost = [&](const std::string& why) REQUIRES(mu_) {
-    report_.errors.push_back("cannot import the Go driver's " + path + ": " + why +
-                             "; the file is left in place, and the plugin keeps every CDI spec until the "
-                             "claims are rebuilt (nvdractl ledger rebuild, docs/migration.md)");
-    state_.mutable_meta().lost_claims_since_ms = UnixMs(opts_.clock->Now());
-    state_.mutable_meta().lost_claims_file = kLegacyCheckpointFileName;
-    return Status::Ok();
-  };
-  auto text = env_->ReadFrom(path, 0);
-  if (!text.ok()) return lost(text.status().message());
-  auto imported = ParseLegacyCheckpoint(*text, opts_.driver_name, boot_id_);
-  if (!imported.ok()) return lost(imported.status().message());
-  for (auto& e : imported->entries) {
-    e.updated = opts_.clock->Now();
-    if (!boot_id_.empty() && e.boot_id != boot_id_) ++report_.earlier_boot_claims;
-    std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryToJson(e).dump());
-    state_.Put(std::move(e), rec.size());
-  }
-  state_.mutable_meta().imported_checkpoint = imported->checksums;
-  report_.imported_legacy_claims = imported->entries.size();
-  report_.claims = state_.entries().size();
-  for (const auto& w : imported->warnings) report_.warnings.push_back(w);
-  if (!imported->node_boot_id.empty() && !boot_id_.empty() && imported->node_boot_id != boot_id_) {
-    // Upstream invalidates such a checkpoint; its claims are kept here, as
-    // claims of that earlier boot: a Prepare redoes their node work, an
-    // Unprepare still undoes what survives a reboot.
-    report_.warnings.push_back(fmt::format(
-        "checkpoint nodeBootID \"{}\" != current \"{}\": its claims belong to that earlier boot",
-        imported->node_boot_id, boot_id_));
-  }
-  NVDRA_INFO("imported {} claims from the Go driver's {}", imported->entries.size(), path);
-  legacy_to_retire_ = path;
-  return Status::Ok();
-}
-
-void ClaimLedger::RetireLegacyCheckpointLocked() {
-  if (legacy_to_retire_.empty()) return;
-  std::string path = std::move(legacy_to_retire_);
-  legacy_to_retire_.clear();
-  // Renamed, not deleted: a rollback can still read it. The Go driver only
-  // reads checkpoint.json, and the ledger never imports this name, so a lost
-  // ledger.log cannot bring its claims back.
-  std::string retired = fmt::format("{}.imported-{}", path, UnixMs(opts_.clock->Now()));
-  Status s = env_->Rename(path, retired);
-  if (s.ok()) s = env_->SyncDir(opts_.dir);
-  if (!s.ok()) {
-    report_.warnings.push_back("cannot retire " + path + " after importing it: " + s.message() +
-                               "; it is retired at the next start");
-    return;
-  }
-  report_.warnings.push_back(fmt::format("imported {} claims from the Go driver's {} (renamed to {})",
-                                         report_.imported_legacy_claims, path, BaseName(retired)));
-}
-
 Status ClaimLedger::ClearTempPathLocked() {
   std::string tmp = log_path_ + ".tmp";
   Status s = env_->Remove(tmp);  // a file, or a symbolic link (never followed)
@@ -334,8 +237,7 @@ Status ClaimLedger::SetAsideUnreadableLocked(const std::string& kind, const std:
   std::string aside = SidePath(kind);
   NVDRA_RETURN_IF_ERROR(env_->Rename(log_path_, aside));
   state_ = NewStateLocked();
-  state_.mutable_meta().lost_claims_since_ms = UnixMs(opts_.clock->Now());
-  state_.mutable_meta().lost_claims_file = BaseName(aside);
+  MarkClaimsMissing(state_.mutable_meta(), opts_.clock->Now(), BaseName(aside));
   Status s = CompactLocked();
   if (!s.ok()) {
     // Put it back: the next start must find it again, not an empty directory.
@@ -372,7 +274,7 @@ Status ClaimLedger::QuarantineLocked(const std::string& bytes,
 }
 
 void ClaimLedger::RefreshReportLocked() {
-  report_.claims_may_be_missing = state_.meta().lost_claims_since_ms != 0;
+  report_.claims_may_be_missing = ledger::ClaimsMayBeMissing(state_.meta());
 }
 
 Status ClaimLedger::OpenExistingForAppendLocked(const FileIdentity& id, uint64_t size, uint64_t meta_bytes) {
@@ -386,66 +288,60 @@ Status ClaimLedger::OpenExistingForAppendLocked(const FileIdentity& id, uint64_t
   return Status::Ok();
 }
 
-Status ClaimLedger::ReloadLocked() {
-  file_.reset();
-  NVDRA_ASSIGN_OR_RETURN(FileIdentity id, env_->Stat(log_path_));
-  if (!id.exists) {
-    report_.created = true;
-    state_ = NewStateLocked();
-    NVDRA_RETURN_IF_ERROR(ImportLegacyLocked());
-    NVDRA_RETURN_IF_ERROR(CompactLocked());
-    RetireLegacyCheckpointLocked();
-    RefreshReportLocked();
-    return Status::Ok();
-  }
-  NVDRA_ASSIGN_OR_RETURN(std::string bytes, env_->ReadFrom(log_path_, 0));
-  DecodedLog log = DecodeLog(bytes);
-  std::vector<DamagedRange> damage;
-  Status aside;
+Status ClaimLedger::CreateWithImportLocked() {
+  report_.created = true;
+  state_ = NewStateLocked();
+  if (legacy_ != nullptr) NVDRA_RETURN_IF_ERROR(legacy_->Import(state_, report_));
+  NVDRA_RETURN_IF_ERROR(CompactLocked());
+  if (legacy_ != nullptr) legacy_->Retire(report_);
+  RefreshReportLocked();
+  return Status::Ok();
+}
+
+bool ClaimLedger::SetAsideIfUnreadableLocked(DecodedLog& log, const std::string& bytes,
+                                             std::vector<DamagedRange>& damage, Status* status) {
   switch (log.header) {
     case HeaderStatus::kOk:
-      break;
-    case HeaderStatus::kEmpty:
-      // This ledger is only ever created by a rename of a complete file, so
-      // an empty one lost its bytes (a file system that lost data, or a
-      // truncation): it is not "no claims".
-      aside = SetAsideUnreadableLocked("empty", "was empty (0 bytes)");
-      break;
-    case HeaderStatus::kTruncated:
-      aside = SetAsideUnreadableLocked("unreadable", fmt::format("had a truncated header ({} bytes)", bytes.size()));
-      break;
+      return false;
     case HeaderStatus::kBadChecksum:
       // The records carry their own checksums; keep every one that verifies.
       log.body = DecodeRecords(std::string_view(bytes).substr(kFileHeaderSize), kFileHeaderSize);
       damage.push_back({0, kFileHeaderSize, "file header checksum mismatch"});
+      return false;
+    case HeaderStatus::kEmpty:
+      // This ledger is only ever created by a rename of a complete file, so
+      // an empty one lost its bytes (a file system that lost data, or a
+      // truncation): it is not "no claims".
+      *status = SetAsideUnreadableLocked("empty", "was empty (0 bytes)");
+      break;
+    case HeaderStatus::kTruncated:
+      *status = SetAsideUnreadableLocked("unreadable",
+                                         fmt::format("had a truncated header ({} bytes)", bytes.size()));
       break;
     case HeaderStatus::kBadMagic:
-      aside = SetAsideUnreadableLocked("unreadable", "is not a ledger file (bad magic)");
+      *status = SetAsideUnreadableLocked("unreadable", "is not a ledger file (bad magic)");
       break;
     case HeaderStatus::kUnsupportedVersion:
-      aside = SetAsideUnreadableLocked(
+      *status = SetAsideUnreadableLocked(
           fmt::format("v{}", log.version),
           fmt::format("has unsupported format version {} (this version reads {})", log.version, kFormatVersion));
       break;
   }
-  if (log.header != HeaderStatus::kOk && log.header != HeaderStatus::kBadChecksum) {
-    RefreshReportLocked();
-    return aside;
-  }
-  damage.insert(damage.end(), log.body.damage.begin(), log.body.damage.end());
+  RefreshReportLocked();
+  return true;
+}
+
+void ClaimLedger::ApplyLogLocked(const DecodedLog& log) {
   state_ = NewStateLocked();
   for (const auto& r : log.body.records) {
     if (auto why = state_.Apply(r)) report_.warnings.push_back(*why);
   }
   report_.records = log.body.records.size();
-  report_.expired_tombstones +=
-      state_.DropExpiredTombstones(opts_.clock->Now(), opts_.tombstone_ttl);
+  report_.expired_tombstones += state_.DropExpiredTombstones(opts_.clock->Now(), opts_.tombstone_ttl);
   report_.claims = state_.entries().size();
   report_.earlier_boot_claims = 0;
   for (const auto& [uid, e] : state_.entries()) {
-    if (e.state != ClaimState::kTombstone && !boot_id_.empty() && e.boot_id != boot_id_) {
-      ++report_.earlier_boot_claims;
-    }
+    if (FromEarlierBoot(e, boot_id_)) ++report_.earlier_boot_claims;
   }
   RefreshReportLocked();
   report_.double_holds = state_.double_holds();
@@ -457,58 +353,55 @@ Status ClaimLedger::ReloadLocked() {
         "file was edited): {}. Every holder keeps them until it is unprepared",
         log_path_, state_.double_held(), which));
   }
+}
+
+Status ClaimLedger::RepairDamageLocked(const std::string& bytes, const DecodedLog& log,
+                                       const std::vector<DamagedRange>& damage, const FileIdentity& id,
+                                       uint64_t meta_bytes) {
+  uint64_t n = 0;
+  for (const auto& d : damage) n += d.length;
+  Status q = QuarantineLocked(bytes, damage);
+  Status c = q.ok() ? CompactLocked() : Status::Ok();
+  if (q.ok() && c.ok()) {
+    report_.errors.push_back(fmt::format(
+        "ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); "
+        "they were copied to {}; the {} records that verify were kept and the ledger rewritten",
+        log_path_, n, damage.size(), damage.front().reason, damage.front().offset,
+        report_.quarantine_file, log.body.records.size()));
+    return Status::Ok();
+  }
+  // No space to set the damage aside or to rewrite: go on appending to the
+  // file as it is (records after damage still verify), rather than fail to
+  // start until someone frees space. The next start retries.
+  report_.errors.push_back(fmt::format(
+      "ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); the {} "
+      "records that verify were kept, but the damage could not be set aside ({}); the ledger goes on "
+      "from the file as it is",
+      log_path_, n, damage.size(), damage.front().reason, damage.front().offset, log.body.records.size(),
+      (q.ok() ? c : q).message()));
+  return OpenExistingForAppendLocked(id, bytes.size(), meta_bytes);
+}
+
+Status ClaimLedger::ReloadLocked() {
+  file_.reset();
+  NVDRA_ASSIGN_OR_RETURN(FileIdentity id, env_->Stat(log_path_));
+  if (!id.exists) return CreateWithImportLocked();
+  NVDRA_ASSIGN_OR_RETURN(std::string bytes, env_->ReadFrom(log_path_, 0));
+  DecodedLog log = DecodeLog(bytes);
+  std::vector<DamagedRange> damage;
+  if (Status aside; SetAsideIfUnreadableLocked(log, bytes, damage, &aside)) return aside;
+  damage.insert(damage.end(), log.body.damage.begin(), log.body.damage.end());
+  ApplyLogLocked(log);
   uint64_t meta_bytes = kFileHeaderSize;
   if (!log.body.records.empty() && log.body.records.front().type == static_cast<uint8_t>(RecordType::kMeta)) {
     meta_bytes += log.body.records.front().size;
   }
-  if (!opened_) CheckLegacyNextToLedgerLocked();
-  if (!damage.empty()) {
-    uint64_t n = 0;
-    for (const auto& d : damage) n += d.length;
-    Status q = QuarantineLocked(bytes, damage);
-    Status c = q.ok() ? CompactLocked() : Status::Ok();
-    if (q.ok() && c.ok()) {
-      report_.errors.push_back(fmt::format(
-          "ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); "
-          "they were copied to {}; the {} records that verify were kept and the ledger rewritten",
-          log_path_, n, damage.size(), damage.front().reason, damage.front().offset,
-          report_.quarantine_file, log.body.records.size()));
-      return Status::Ok();
-    }
-    // No space to set the damage aside or to rewrite: go on appending to the
-    // file as it is (records after damage still verify), rather than fail to
-    // start until someone frees space. The next start retries.
-    report_.errors.push_back(fmt::format(
-        "ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); the {} "
-        "records that verify were kept, but the damage could not be set aside ({}); the ledger goes on "
-        "from the file as it is",
-        log_path_, n, damage.size(), damage.front().reason, damage.front().offset, log.body.records.size(),
-        (q.ok() ? c : q).message()));
-    return OpenExistingForAppendLocked(id, bytes.size(), meta_bytes);
-  }
+  if (!opened_ && legacy_ != nullptr) legacy_->CheckNextToLedger(state_.meta(), report_);
+  if (!damage.empty()) return RepairDamageLocked(bytes, log, damage, id, meta_bytes);
   NVDRA_RETURN_IF_ERROR(OpenExistingForAppendLocked(id, bytes.size(), meta_bytes));
   Status compact = MaybeCompactLocked();
   if (!compact.ok()) NVDRA_WARN("claim ledger {}: compaction failed, retried later: {}", log_path_, compact.message());
   return Status::Ok();
-}
-
-void ClaimLedger::CheckLegacyNextToLedgerLocked() {
-  if (!opts_.import_legacy_checkpoint) return;
-  std::string path = JoinPath(opts_.dir, kLegacyCheckpointFileName);
-  auto st = env_->Stat(path);
-  if (!st.ok() || !st->exists) return;
-  auto text = env_->ReadFrom(path, 0);
-  auto parsed = text.ok() ? ParseLegacyCheckpoint(*text, opts_.driver_name, boot_id_) : text.status();
-  if (parsed.ok() && !state_.meta().imported_checkpoint.empty() &&
-      parsed->checksums == state_.meta().imported_checkpoint) {
-    // Imported, but the plugin stopped before it could retire the file.
-    legacy_to_retire_ = path;
-    RetireLegacyCheckpointLocked();
-    return;
-  }
-  report_.warnings.push_back(
-      path + " exists next to the ledger and was not imported: the ledger is the truth. After a rollback "
-             "to the Go driver and an upgrade again, follow docs/migration.md");
 }
 
 Status ClaimLedger::CatchUpLocked() {
@@ -607,7 +500,7 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
     (void)file_->Truncate(read_offset_);
     file_.reset();
     file_id_ = FileIdentity();
-    return s.Wrap("cannot record claim " + Describe(e) + " as " + ClaimStateName(e.state) +
+    return s.Wrap("cannot record claim " + DescribeClaim(e) + " as " + ClaimStateName(e.state) +
                   " in " + log_path_);
   };
   // A torn write: half a record reaches the file before a crash.
@@ -622,8 +515,8 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
   // Durable before the transition returns: Locked waits for a sync that
   // covers this record (group commit), once the locks are released.
   commit_seq_ = ++appended_seq_;
-  commit_what_ = "claim " + Describe(e) + " as " + ClaimStateName(e.state);
-  NVDRA_VLOG(6, "claim ledger: {} -> {}", Describe(e), ClaimStateName(e.state));
+  commit_what_ = "claim " + DescribeClaim(e) + " as " + ClaimStateName(e.state);
+  NVDRA_VLOG(6, "claim ledger: {} -> {}", DescribeClaim(e), ClaimStateName(e.state));
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT(after_fp));
   // The transition is durable: a compaction that cannot run now (a full
   // disk) is retried after a later one, and never fails this one.
@@ -635,8 +528,7 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
 }
 
 ClaimEntry ClaimLedger::Decorate(ClaimEntry e) const {
-  e.from_earlier_boot = e.state != ClaimState::kTombstone && !boot_id_.empty() &&
-                        e.boot_id != boot_id_;
+  e.from_earlier_boot = FromEarlierBoot(e, boot_id_);
   return e;
 }
 
@@ -649,192 +541,72 @@ const ClaimEntry* ClaimLedger::FindLive(const std::string& uid) const {
   return e;
 }
 
-// A fresh name for one BeginPrepare: unique across processes and restarts
-// with overwhelming probability.
-static std::string NewAttempt() {
-  static std::mutex mu;
-  static std::random_device device;
-  std::lock_guard<std::mutex> l(mu);
-  uint64_t hi = (static_cast<uint64_t>(device()) << 32) | device();
-  uint64_t lo = (static_cast<uint64_t>(device()) << 32) | device();
-  return fmt::format("{:016x}{:016x}", hi, lo);
+TransitionContext ClaimLedger::ContextLocked() const {
+  TransitionContext ctx;
+  ctx.boot_id = boot_id_;
+  ctx.now = opts_.clock->Now();
+  ctx.tombstone_ttl = opts_.tombstone_ttl;
+  // Called by the transition, which runs under mu_ (see Locked).
+  ctx.other_holder = [this](const std::string& resource,
+                            const std::string& except) NO_THREAD_SAFETY_ANALYSIS -> std::optional<std::string> {
+    auto holders = state_.HoldersOf(resource, except);
+    if (holders.empty()) return std::nullopt;
+    return holders.front()->uid;
+  };
+  return ctx;
+}
+
+Status ClaimLedger::RecordLocked(const Transition& t, const char* before_fp, const char* after_fp) {
+  if (!t.write || !t.entry) return Status::Ok();
+  return AppendLocked(*t.entry, before_fp, after_fp);
 }
 
 Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
   NVDRA_RETURN_IF_ERROR(ValidateClaimUid(req.uid));
-  std::vector<std::string> held = SortedUnique(req.held ? *req.held : DefaultHeld(req.allocation));
   return Locked([&]() REQUIRES(mu_) -> Result<BeginResult> {
-    const ClaimEntry* cur = FindLive(req.uid);
-    if (cur != nullptr && HoldsResources(cur->state) && cur->name.empty() && !req.name.empty()) {
-      // An entry imported from an old checkpoint, or rebuilt, has no name:
-      // take it from the first Prepare, so the reconciler can check the claim.
-      NVDRA_RETURN_IF_ERROR(AdoptNameLocked(*cur, req.ns, req.name));
-      cur = FindLive(req.uid);
-    }
-    bool adopt = cur != nullptr && HoldsResources(cur->state) && IsRebuiltWithoutAllocation(*cur) &&
-                 !req.allocation.empty();
-    if (cur != nullptr && !adopt) {
-      bool same = SameAllocation(cur->allocation, req.allocation);
-      if (!same && cur->state != ClaimState::kTombstone) {
-        return FailedPrecondition(fmt::format(
-            "claim {} is already recorded as {} for a different allocation; refusing to "
-            "overwrite it (unprepare the claim first)",
-            Describe(*cur), cur->unknown_state.empty() ? ClaimStateName(cur->state) : cur->unknown_state));
-      }
-      switch (cur->state) {
-        case ClaimState::kPrepareCompleted: {
-          BeginResult r{BeginOutcome::kAlreadyPrepared, Decorate(*cur)};
-          if (!r.entry.from_earlier_boot) return r;
-          // The redo's CompletePrepare must name this attempt. The entry
-          // keeps its old boot id, so a crash before then still redoes.
-          ClaimEntry e = *cur;
-          e.attempt = NewAttempt();
-          e.updated = opts_.clock->Now();
-          NVDRA_RETURN_IF_ERROR(
-              AppendLocked(e, "ledger-before-started-write", "ledger-after-started-write"));
-          return BeginResult{BeginOutcome::kRedoAfterReboot, Decorate(e)};
-        }
-        case ClaimState::kPrepareStarted: {
-          // A new attempt supersedes the earlier one: it can no longer complete.
-          ClaimEntry e = *cur;
-          e.attempt = NewAttempt();
-          e.consumers = SortedUnique(req.consumers);
-          e.updated = opts_.clock->Now();
-          NVDRA_RETURN_IF_ERROR(
-              AppendLocked(e, "ledger-before-started-write", "ledger-after-started-write"));
-          return BeginResult{BeginOutcome::kRetry, Decorate(e)};
-        }
-        case ClaimState::kUnprepareStarted:
-          return FailedPrecondition(fmt::format(
-              "claim {} is being unprepared (UnprepareStarted); refusing to prepare it until "
-              "the unprepare finishes",
-              Describe(*cur)));
-        case ClaimState::kTombstone:
-          if (same && req.consumers.empty()) {
-            auto left = std::chrono::duration_cast<std::chrono::seconds>(
-                opts_.tombstone_ttl - (opts_.clock->Now() - cur->updated));
-            return FailedPrecondition(fmt::format(
-                "claim {} was unprepared recently and is reserved for no pod now; refusing a "
-                "late Prepare of the same allocation, which would resurrect a claim the kubelet "
-                "already released (the refusal expires in {}s)",
-                Describe(*cur), left.count()));
-          }
-          break;  // a new allocation under the same UID starts afresh
-      }
-    }
-    for (const auto& r : held) {
-      auto holders = state_.HoldersOf(r, req.uid);
-      if (!holders.empty()) {
-        return Conflict(fmt::format("{} already allocated by claim {} (according to checkpoint)",
-                                    r, holders.front()->uid));
-      }
-    }
-    ClaimEntry e;
-    e.uid = req.uid;
-    e.ns = req.ns;
-    e.name = req.name;
-    e.state = ClaimState::kPrepareStarted;
-    e.allocation = req.allocation;
-    e.held = held;
-    e.consumers = SortedUnique(req.consumers);
-    e.undo = req.undo;
-    e.attempt = NewAttempt();
-    e.boot_id = boot_id_;
-    e.updated = opts_.clock->Now();
-    if (cur != nullptr) e.extra = cur->extra;
-    if (adopt) {
-      // Rebuilt from a CDI spec: the devices may be set up; redo them from
-      // the allocation the kubelet brings, with what was recorded as undo.
-      if (e.ns.empty()) e.ns = cur->ns;
-      if (e.name.empty()) e.name = cur->name;
-      if (e.undo.is_null()) e.undo = cur->undo;
-    }
-    NVDRA_RETURN_IF_ERROR(
-        AppendLocked(e, "ledger-before-started-write", "ledger-after-started-write"));
-    return BeginResult{adopt ? BeginOutcome::kRetry : BeginOutcome::kStarted, Decorate(e)};
+    TransitionContext ctx = ContextLocked();
+    // An entry imported from an old checkpoint, or rebuilt, has no name:
+    // take it from the first Prepare, so the reconciler can check the claim.
+    NVDRA_RETURN_IF_ERROR(RecordLocked(transition::AdoptName(FindLive(req.uid), req.ns, req.name, ctx),
+                                       "ledger-before-name-write", "ledger-after-name-write"));
+    ctx.new_attempt = NewAttempt();
+    NVDRA_ASSIGN_OR_RETURN(Transition t, transition::BeginPrepare(FindLive(req.uid), req, ctx));
+    NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-started-write", "ledger-after-started-write"));
+    return BeginResult{t.outcome, Decorate(std::move(*t.entry))};
   });
-}
-
-Status ClaimLedger::AdoptNameLocked(const ClaimEntry& cur, const std::string& ns, const std::string& name) {
-  ClaimEntry e = cur;
-  e.ns = ns;
-  e.name = name;
-  e.updated = opts_.clock->Now();
-  return AppendLocked(e, "ledger-before-name-write", "ledger-after-name-write");
 }
 
 Status ClaimLedger::AdoptName(const std::string& uid, const std::string& ns, const std::string& name) {
   if (name.empty()) return Status::Ok();
   return Locked([&]() REQUIRES(mu_) -> Status {
-    const ClaimEntry* cur = FindLive(uid);
-    if (cur == nullptr || !HoldsResources(cur->state) || !cur->name.empty()) return Status::Ok();
-    return AdoptNameLocked(*cur, ns, name);
+    return RecordLocked(transition::AdoptName(FindLive(uid), ns, name, ContextLocked()), "ledger-before-name-write",
+                        "ledger-after-name-write");
   });
 }
 
 Result<bool> ClaimLedger::ClaimsMayBeMissing() {
   return Locked([&]() REQUIRES(mu_) -> Result<bool> {
     RefreshReportLocked();
-    return state_.meta().lost_claims_since_ms != 0;
+    return ledger::ClaimsMayBeMissing(state_.meta());
   });
 }
 
 Status ClaimLedger::RebuildEntry(const RebuiltClaim& c) {
   NVDRA_RETURN_IF_ERROR(ValidateClaimUid(c.uid));
-  std::vector<std::string> held =
-      SortedUnique(c.held ? *c.held : (!c.allocation.empty() ? DefaultHeld(c.allocation) : c.devices));
   return Locked([&]() REQUIRES(mu_) -> Status {
-    const ClaimEntry* cur = FindLive(c.uid);
-    if (cur != nullptr && HoldsResources(cur->state)) return Status::Ok();  // the ledger knows it
-    for (const auto& r : held) {
-      auto holders = state_.HoldersOf(r, c.uid);
-      if (!holders.empty()) {
-        return Conflict(fmt::format("{} already allocated by claim {} (according to checkpoint); not "
-                                    "rebuilding claim {}",
-                                    r, holders.front()->uid, c.uid));
-      }
-    }
-    ClaimEntry e;
-    e.uid = c.uid;
-    e.ns = c.ns;
-    e.name = c.name;
-    e.state = ClaimState::kPrepareCompleted;
-    e.allocation = c.allocation;
-    e.held = held;
-    for (const auto& device : c.devices) {
-      PreparedDevice p;
-      p.device = device;
-      for (const auto& a : c.allocation) {
-        if (a.device != device) continue;
-        p.requests.push_back(a.request);
-        p.pool = a.pool;
-        p.share_id = a.share_id;
-      }
-      std::string suffix = "=" + c.uid + "-" + device;
-      for (const auto& id : c.cdi_device_ids) {
-        if (id.size() >= suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
-          p.cdi_device_ids.push_back(id);
-        }
-      }
-      e.prepared.push_back(std::move(p));
-    }
-    e.undo = {{"rebuilt", {{"from", c.source}, {"unixMs", UnixMs(opts_.clock->Now())}}}};
-    // The CDI spec it was rebuilt from lives on tmpfs: it is of this boot.
-    e.boot_id = boot_id_;
-    e.updated = opts_.clock->Now();
-    if (cur != nullptr) e.extra = cur->extra;
-    NVDRA_WARN("claim ledger: rebuilt the entry of claim {} from {} ({} devices)", Describe(e), c.source,
-                 e.prepared.size());
-    return AppendLocked(e, "ledger-before-rebuild-write", "ledger-after-rebuild-write");
+    NVDRA_ASSIGN_OR_RETURN(Transition t, RebuildTransition(FindLive(c.uid), c, ContextLocked()));
+    if (!t.write) return Status::Ok();
+    NVDRA_WARN("claim ledger: rebuilt the entry of claim {} from {} ({} devices)", DescribeClaim(*t.entry), c.source,
+               t.entry->prepared.size());
+    return RecordLocked(t, "ledger-before-rebuild-write", "ledger-after-rebuild-write");
   });
 }
 
 Status ClaimLedger::FinishRecovery() {
   return Locked([&]() REQUIRES(mu_) -> Status {
-    if (state_.meta().lost_claims_since_ms == 0) return Status::Ok();
+    if (!ledger::ClaimsMayBeMissing(state_.meta())) return Status::Ok();
     LedgerState::Meta before = state_.meta();
-    state_.mutable_meta().lost_claims_since_ms = 0;
-    state_.mutable_meta().lost_claims_file.clear();
+    ClearClaimsMissing(state_.mutable_meta());
     Status s = CompactLocked();
     if (!s.ok()) {
       state_.mutable_meta() = before;
@@ -849,77 +621,28 @@ Status ClaimLedger::FinishRecovery() {
 Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared,
                                     nlohmann::json undo, std::optional<std::string> attempt) {
   return Locked([&]() REQUIRES(mu_) -> Status {
-    const ClaimEntry* cur = FindLive(uid);
-    if (cur == nullptr || cur->state == ClaimState::kTombstone ||
-        cur->state == ClaimState::kUnprepareStarted) {
-      return FailedPrecondition(fmt::format(
-          "cannot complete prepare of claim {}: it is {} (was it unprepared meanwhile?)", uid,
-          cur == nullptr ? "not in the ledger" : ClaimStateName(cur->state)));
-    }
-    if (attempt && *attempt != cur->attempt) {
-      return FailedPrecondition(fmt::format(
-          "cannot complete prepare of claim {}: the attempt that began it was superseded (by "
-          "another prepare or an unprepare meanwhile); the kubelet will retry",
-          Describe(*cur)));
-    }
-    if (cur->state == ClaimState::kPrepareCompleted) {
-      if (cur->prepared != prepared) {
-        return FailedPrecondition(fmt::format(
-            "claim {} was prepared with different devices before; a repeated prepare must "
-            "return the recorded devices",
-            Describe(*cur)));
-      }
-      if (boot_id_.empty() || cur->boot_id == boot_id_) return Status::Ok();  // idempotent
-    }
-    ClaimEntry e = *cur;
-    e.state = ClaimState::kPrepareCompleted;
-    e.unknown_state.clear();
-    e.prepared = std::move(prepared);
-    if (!undo.is_null()) e.undo = std::move(undo);
-    e.boot_id = boot_id_;
-    e.updated = opts_.clock->Now();
-    return AppendLocked(e, "ledger-before-completed-write", "ledger-after-completed-write");
+    NVDRA_ASSIGN_OR_RETURN(Transition t, transition::CompletePrepare(FindLive(uid), uid, std::move(prepared),
+                                                                     std::move(undo), attempt, ContextLocked()));
+    return RecordLocked(t, "ledger-before-completed-write", "ledger-after-completed-write");
   });
 }
 
 Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string& uid) {
   return Locked([&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
-    const ClaimEntry* cur = FindLive(uid);
-    if (cur == nullptr || cur->state == ClaimState::kTombstone) {
-      return std::optional<ClaimEntry>();
-    }
-    if (cur->state == ClaimState::kUnprepareStarted) return std::optional(Decorate(*cur));
-    ClaimEntry e = *cur;
-    e.state = ClaimState::kUnprepareStarted;
-    e.unknown_state.clear();
-    e.updated = opts_.clock->Now();
-    NVDRA_RETURN_IF_ERROR(
-        AppendLocked(e, "ledger-before-unprepare-write", "ledger-after-unprepare-write"));
-    return std::optional(Decorate(e));
+    NVDRA_ASSIGN_OR_RETURN(Transition t, transition::BeginUnprepare(FindLive(uid), ContextLocked()));
+    NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-unprepare-write", "ledger-after-unprepare-write"));
+    if (!t.entry) return std::optional<ClaimEntry>();
+    return std::optional(Decorate(std::move(*t.entry)));
   });
 }
 
 Status ClaimLedger::FinishUnprepare(const std::string& uid) {
   return Locked([&]() REQUIRES(mu_) -> Status {
-    const ClaimEntry* cur = FindLive(uid);
-    if (cur == nullptr || cur->state == ClaimState::kTombstone) return Status::Ok();
-    if (cur->state != ClaimState::kUnprepareStarted) {
-      return FailedPrecondition(fmt::format(
-          "cannot finish unprepare of claim {}: it is {}, not UnprepareStarted", Describe(*cur),
-          ClaimStateName(cur->state)));
-    }
-    ClaimEntry e;
-    e.uid = cur->uid;
-    e.ns = cur->ns;
-    e.name = cur->name;
-    e.state = ClaimState::kTombstone;
-    e.allocation = cur->allocation;
-    e.consumers = cur->consumers;
-    e.extra = cur->extra;
-    e.updated = opts_.clock->Now();
-    NVDRA_RETURN_IF_ERROR(AppendLocked(e, "ledger-before-tombstone-write", "ledger-after-tombstone-write"));
+    NVDRA_ASSIGN_OR_RETURN(Transition t, transition::FinishUnprepare(FindLive(uid), ContextLocked()));
+    if (!t.write) return Status::Ok();
+    NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-tombstone-write", "ledger-after-tombstone-write"));
     // Upstream's words, which operators grep for.
-    NVDRA_INFO("Deleted claim from checkpoint: {}/{} (claim {})", e.ns, e.name, e.uid);
+    NVDRA_INFO("Deleted claim from checkpoint: {}/{} (claim {})", t.entry->ns, t.entry->name, t.entry->uid);
     return Status::Ok();
   });
 }

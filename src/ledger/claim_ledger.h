@@ -18,8 +18,14 @@
 #include <vector>
 
 #include "ledger/claim_entry.h"
+#include "ledger/claim_transitions.h"
+#include "ledger/kind_codec.h"
 #include "ledger/ledger_env.h"
 #include "ledger/ledger_state.h"
+#include "ledger/legacy_checkpoint_migration.h"
+#include "ledger/log_format.h"
+#include "ledger/lost_claim_recovery.h"
+#include "ledger/open_report.h"
 #include "util/boot_id.h"
 #include "util/clock.h"
 #include "util/mutex.h"
@@ -42,76 +48,16 @@ struct LedgerOptions {
   // How long a transition waits for another process holding the lock.
   std::chrono::nanoseconds lock_timeout = std::chrono::seconds(10);
   LedgerEnv* env = nullptr;  // nullptr: the real file system
-  // This driver's name (e.g. "gpu.nvidia.com"): filters allocation results
-  // when importing the Go driver's checkpoint.json. Empty: keep all.
-  std::string driver_name;
+  // The device kind's codec: its driver name filters allocation results when
+  // importing the Go driver's checkpoint.json, and it names what their
+  // devices hold. Not owned; nullptr: keep all results, held by device name.
+  const KindCodec* codec = nullptr;
   // Import checkpoint.json when the directory has no ledger yet (under the
   // Go driver's pu.lock), then retire it (rename it aside).
   bool import_legacy_checkpoint = true;
   // Compact when dead bytes exceed compaction_ratio * live bytes + compaction_min_bytes.
   double compaction_ratio = 2.0;
   uint64_t compaction_min_bytes = 1 << 20;
-};
-
-// What Open (or a later reload) found on disk.
-struct OpenReport {
-  bool created = false;  // no ledger existed; a new one was written
-  size_t records = 0;    // verified records read
-  size_t claims = 0;     // entries after recovery (tombstones included)
-  size_t earlier_boot_claims = 0;
-  size_t expired_tombstones = 0;
-  size_t imported_legacy_claims = 0;  // from the Go driver's checkpoint.json
-  // A ledger.log (or the Go driver's checkpoint.json) existed but could not
-  // be read: the claims it held are unknown here. Until FinishRecovery, the
-  // plugin must keep every CDI spec and rebuild the entries of claims the API
-  // server still shows allocated to this node (RebuildEntry). Survives
-  // restarts (it is recorded in the ledger's meta record).
-  bool claims_may_be_missing = false;
-  // Resources two live claims hold according to the log, as
-  // "<resource> (claims <uid>, <uid>)".
-  std::vector<std::string> double_holds;
-  uint64_t damaged_bytes = 0;
-  std::string quarantine_file;  // where damaged bytes were copied
-  std::string set_aside_file;   // the whole previous file, when it could not be read
-  std::vector<std::string> warnings;  // e.g. records kept verbatim for a newer version
-  std::vector<std::string> errors;    // damage and what was done about it
-  bool clean() const { return errors.empty(); }
-  std::string Summary() const;
-};
-
-enum class BeginOutcome {
-  kStarted,          // fresh: PrepareStarted recorded, do the device work
-  kRetry,            // was PrepareStarted: redo (a new attempt is recorded); entry.undo says what an earlier attempt recorded
-  kAlreadyPrepared,  // completed in this boot: return entry.prepared, nothing written
-  kRedoAfterReboot,  // completed in an earlier boot: redo node work (a new attempt is recorded), return entry.prepared
-};
-
-struct BeginPrepareRequest {
-  std::string uid, ns, name;
-  std::vector<AllocatedDevice> allocation;
-  // Exclusive resources; default: names of the non-admin allocated devices.
-  std::optional<std::vector<std::string>> held;
-  nlohmann::json undo;
-  // The claim's status.reservedFor consumer UIDs as the API server has them
-  // now. The kubelet prepares a claim only for a pod in reservedFor, so while
-  // any consumer is listed a Prepare is legitimate, even right after an
-  // unprepare (pod A ended, pod B starts). A tombstone refuses only a Prepare
-  // of the same allocation for a claim reserved for nobody: a late retry.
-  std::vector<std::string> consumers;
-};
-
-// A claim whose entry was lost, rebuilt from what survived on the node (its
-// CDI spec) and, where the caller has it, from the API server.
-struct RebuiltClaim {
-  std::string uid, ns, name;  // ns/name may be empty: the next Prepare brings them
-  // Device names (the part after "<uid>-" in the CDI spec), held exclusively
-  // unless `held` says otherwise.
-  std::vector<std::string> devices;
-  std::vector<std::string> cdi_device_ids;
-  // The allocation results for this driver, when the API server was asked.
-  std::vector<AllocatedDevice> allocation;
-  std::optional<std::vector<std::string>> held;
-  std::string source = "cdi";  // recorded in undo.rebuilt.from
 };
 
 // What the plugin's gauges show, kept as records are applied (the ledger's
@@ -235,18 +181,27 @@ class ClaimLedger {
   bool FailedLocked(uint64_t seq, Status* why) const REQUIRES(mu_);
 
   Status CatchUpLocked() REQUIRES(mu_);
+  // Re-reads the whole file (or creates it); see docs/ledger-format.md, "Recovery (opening)".
   Status ReloadLocked() REQUIRES(mu_);
-  Status CreateFreshLocked() REQUIRES(mu_);
+  Status CreateWithImportLocked() REQUIRES(mu_);
+  // A file whose header cannot be used is set aside: true, with `*status`
+  // saying whether that worked.
+  bool SetAsideIfUnreadableLocked(DecodedLog& log, const std::string& bytes, std::vector<DamagedRange>& damage,
+                                  Status* status) REQUIRES(mu_);
+  void ApplyLogLocked(const DecodedLog& log) REQUIRES(mu_);
+  Status RepairDamageLocked(const std::string& bytes, const DecodedLog& log, const std::vector<DamagedRange>& damage,
+                            const FileIdentity& id, uint64_t meta_bytes) REQUIRES(mu_);
   Status SetAsideUnreadableLocked(const std::string& kind, const std::string& why) REQUIRES(mu_);
-  Status ImportLegacyLocked() REQUIRES(mu_);
-  void RetireLegacyCheckpointLocked() REQUIRES(mu_);
-  void CheckLegacyNextToLedgerLocked() REQUIRES(mu_);
-  Status AdoptNameLocked(const ClaimEntry& cur, const std::string& ns, const std::string& name) REQUIRES(mu_);
   Status ClearTempPathLocked() REQUIRES(mu_);
   Status CompactLocked() REQUIRES(mu_);
   Status MaybeCompactLocked() REQUIRES(mu_);
   Status OpenExistingForAppendLocked(const FileIdentity& id, uint64_t size, uint64_t meta_bytes) REQUIRES(mu_);
   void RefreshReportLocked() REQUIRES(mu_);
+  // What the pure transitions (claim_transitions.h) see: this boot, the
+  // clock, and what the other live entries hold.
+  TransitionContext ContextLocked() const REQUIRES(mu_);
+  // Appends t.entry when the transition wrote one.
+  Status RecordLocked(const Transition& t, const char* before_fp, const char* after_fp) REQUIRES(mu_);
   Status AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp) REQUIRES(mu_);
   Status QuarantineLocked(const std::string& bytes, const std::vector<DamagedRange>& damage) REQUIRES(mu_);
   ClaimEntry Decorate(ClaimEntry e) const REQUIRES(mu_);
@@ -272,8 +227,8 @@ class ClaimLedger {
   uint64_t meta_bytes_ GUARDED_BY(mu_) = 0;  // header + meta record of the current file
   OpenReport report_ GUARDED_BY(mu_);
   bool opened_ GUARDED_BY(mu_) = false;
-  // A checkpoint.json to rename once the ledger holding its claims is durable.
-  std::string legacy_to_retire_ GUARDED_BY(mu_);
+  // The Go driver's checkpoint.json; nullptr when its import is off.
+  std::unique_ptr<LegacyCheckpointMigration> legacy_ GUARDED_BY(mu_);
   // Group commit (see WaitDurable).
   uint64_t appended_seq_ GUARDED_BY(mu_) = 0;  // last record appended by this process
   uint64_t durable_seq_ GUARDED_BY(mu_) = 0;   // every record up to here is durable
@@ -292,8 +247,6 @@ class ClaimLedger {
   // Set by AppendLocked for the Locked call running on this thread.
   uint64_t commit_seq_ GUARDED_BY(mu_) = 0;
   std::string commit_what_ GUARDED_BY(mu_);
-  // The Go driver's pu.lock, during Open only.
-  std::unique_ptr<FileLock> legacy_lock_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra::ledger

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ledger/claim_entry.h"
+#include "ledger/kind_codec.h"
 #include "util/status.h"
 
 namespace nvdra::ledger {
@@ -24,9 +25,6 @@ namespace nvdra::ledger {
 inline constexpr const char* kLegacyCheckpointFileName = "checkpoint.json";
 // The Go driver's prepare/unprepare lock in the same directory.
 inline constexpr const char* kLegacyPrepareLockFileName = "pu.lock";
-// Upstream's maxImexChannelCount: what a channel claim with allocationMode
-// All holds (the compute-domain kind holds the same, devices::kMaxImexChannels).
-inline constexpr int kLegacyImexChannelCount = 2048;
 // Nesting the Go driver's files never come near; deeper input is refused
 // before the parser recurses.
 inline constexpr int kMaxLegacyJsonDepth = 64;
@@ -48,19 +46,23 @@ uint32_t GoChecksum(std::string_view marshalled);
 // deeper than kMaxLegacyJsonDepth.
 Result<std::vector<std::pair<std::string, std::string_view>>> RawObjectMembers(std::string_view text);
 
-// `driver_name` (may be empty: keep all) filters allocation results to ours.
+// `codec` (the kind's; nullptr: keep every allocation result, each device
+// holding its name) filters allocation results to its driver and names what
+// each device holds.
 // The whole upstream claim object is kept in undo["legacyCheckpoint"] (and
 // its exact text in undo["legacyCheckpointJson"]) so the device kind can undo
 // what the Go driver did, and an export can give it back unchanged.
 // DataLoss when the checksums do not verify.
 Result<LegacyImport> ParseLegacyCheckpoint(std::string_view json_text,
-                                           const std::string& driver_name,
+                                           const KindCodec* codec,
                                            const std::string& current_boot_id);
 
 // The checkpoint the Go driver reads, holding `entries` (live claims; others
 // are skipped) for `boot_id`. Claims imported from a Go checkpoint are given
-// back as they were read; native ones are described from the ledger (see
-// docs/migration.md for what the Go driver can and cannot undo of those).
-std::string WriteLegacyCheckpoint(const std::vector<ClaimEntry>& entries, const std::string& boot_id);
+// back as they were read; native ones are described by `codec` (see
+// docs/migration.md for what the Go driver can and cannot undo of those;
+// without a codec their devices cannot be described: half prepared).
+std::string WriteLegacyCheckpoint(const std::vector<ClaimEntry>& entries, const std::string& boot_id,
+                                  const KindCodec* codec);
 
 }  // namespace nvdra::ledger

@@ -8,6 +8,7 @@
 
 #include "ledger/claim_ledger.h"
 #include "ledger/ledger_test_util.h"
+#include "ledger/ledger_test_codec.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
 
@@ -36,10 +37,12 @@ constexpr const char* kGoClaims = R"({
 const std::string kGoCheckpoint = GoFile(kGoClaims, "boot-old");
 
 constexpr const char* kUid1 = "7a4e1a8e-0000-4000-8000-000000000001";
+const testing::TestKindCodec kGpuCodec("gpu.nvidia.com");
+const testing::TestKindCodec kChannelCodec("compute-domain.nvidia.com");
 constexpr const char* kUid2 = "7a4e1a8e-0000-4000-8000-000000000002";
 
 TEST(LegacyCheckpointTest, ParsesGoV2Checkpoint) {
-  auto r = ParseLegacyCheckpoint(kGoCheckpoint, "gpu.nvidia.com", "boot-now");
+  auto r = ParseLegacyCheckpoint(kGoCheckpoint, &kGpuCodec, "boot-now");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->entries.size(), 2u);
   const ClaimEntry& a = r->entries[0];
@@ -61,17 +64,17 @@ TEST(LegacyCheckpointTest, ParsesV1OnlyAndSnakeCaseDevices) {
   std::string v1 = R"({"preparedClaims":{"uid-1":[{"devices":[{"request_names":["r"],"pool_name":"p","device_name":"channel-0","cdi_device_ids":["x"]}]}]}})";
   std::string file = R"({"checksum":)" + std::to_string(GoChecksum(R"({"checksum":0,"v1":)" + v1 + "}")) +
                      R"(,"v1":)" + v1 + "}";
-  auto r = ParseLegacyCheckpoint(file, "", "boot-now");
+  auto r = ParseLegacyCheckpoint(file, &kChannelCodec, "boot-now");
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->entries.size(), 1u);
   EXPECT_EQ(r->entries[0].state, ClaimState::kPrepareCompleted);
   EXPECT_EQ(r->entries[0].prepared[0].device, "channel-0");
-  EXPECT_EQ(r->entries[0].held, std::vector<std::string>{"channel 0"});  // as the compute-domain kind holds it
+  EXPECT_EQ(r->entries[0].held, std::vector<std::string>{"channel 0"});  // as the codec names it
   EXPECT_EQ(r->entries[0].boot_id, "boot-now");
 }
 
 TEST(LegacyCheckpointTest, GarbageIsAnError) {
-  EXPECT_EQ(ParseLegacyCheckpoint("{not json", "", "b").status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(ParseLegacyCheckpoint("{not json", nullptr, "b").status().code(), StatusCode::kDataLoss);
 }
 
 TEST(LegacyCheckpointTest, LedgerImportsOnceAndRetiresTheFile) {
@@ -81,7 +84,7 @@ TEST(LegacyCheckpointTest, LedgerImportsOnceAndRetiresTheFile) {
   LedgerOptions o;
   o.dir = dir.path();
   o.boot_id = "boot-old";
-  o.driver_name = "gpu.nvidia.com";
+  o.codec = &kGpuCodec;
   {
     auto l = std::move(ClaimLedger::Open(o)).value();
     EXPECT_EQ(l->report().imported_legacy_claims, 2u);
@@ -153,11 +156,11 @@ std::string ChannelClaim(const std::string& uid, const std::string& mode) {
 
 class LegacyImportTest : public ::testing::Test {
  protected:
-  LedgerOptions Options(const std::string& driver = "gpu.nvidia.com") {
+  LedgerOptions Options(const KindCodec* codec = &kGpuCodec) {
     LedgerOptions o;
     o.dir = dir_.path();
     o.boot_id = "boot-now";
-    o.driver_name = driver;
+    o.codec = codec;
     o.lock_timeout = std::chrono::milliseconds(300);
     return o;
   }
@@ -169,7 +172,7 @@ class LegacyImportTest : public ::testing::Test {
 
 TEST_F(LegacyImportTest, ImportedChannelClaimHoldsItsChannelLikeANativeOne) {
   WriteCp(GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-now"));
-  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  auto l = std::move(ClaimLedger::Open(Options(&kChannelCodec))).value();
   ASSERT_EQ(l->report().imported_legacy_claims, 1u) << l->report().Summary();
   auto r = testing::Request("native", {"channel-0"});
   r.held = std::vector<std::string>{"channel 0"};  // what the compute-domain kind holds
@@ -182,7 +185,7 @@ TEST_F(LegacyImportTest, ImportedChannelClaimHoldsItsChannelLikeANativeOne) {
 
 TEST_F(LegacyImportTest, ImportedAllChannelsClaimHoldsEveryChannel) {
   WriteCp(GoFile("{" + ChannelClaim(kCdUid, "All") + "}", "boot-now"));
-  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  auto l = std::move(ClaimLedger::Open(Options(&kChannelCodec))).value();
   ASSERT_EQ(l->report().imported_legacy_claims, 1u) << l->report().Summary();
   for (int ch : {1, 7, 2047}) {
     auto r = testing::Request("native-" + std::to_string(ch), {"channel-" + std::to_string(ch)});
@@ -196,7 +199,7 @@ TEST_F(LegacyImportTest, ABadChecksumIsNotImportedSilently) {
   std::string bad = good;
   bad.replace(bad.find("\"ch\""), 4, "\"cx\"");  // a changed byte the checksum covers
   WriteCp(bad);
-  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  auto l = std::move(ClaimLedger::Open(Options(&kChannelCodec))).value();
   OpenReport r = l->report();
   EXPECT_EQ(r.imported_legacy_claims, 0u);
   EXPECT_FALSE(r.clean());
@@ -208,7 +211,7 @@ TEST_F(LegacyImportTest, ABadChecksumIsNotImportedSilently) {
 
 TEST_F(LegacyImportTest, AValidChecksumIsImported) {
   WriteCp(GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-now"));
-  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  auto l = std::move(ClaimLedger::Open(Options(&kChannelCodec))).value();
   EXPECT_EQ(l->report().imported_legacy_claims, 1u);
   EXPECT_TRUE(l->report().clean()) << l->report().Summary();
 }
@@ -218,12 +221,12 @@ TEST_F(LegacyImportTest, ImportWaitsForTheGoPluginsPrepareLock) {
   int fd = ::open(JoinPath(dir_.path(), "pu.lock").c_str(), O_RDWR | O_CREAT, 0644);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::flock(fd, LOCK_EX), 0);
-  auto held = ClaimLedger::Open(Options("compute-domain.nvidia.com"));
+  auto held = ClaimLedger::Open(Options(&kChannelCodec));
   EXPECT_FALSE(held.ok());
   EXPECT_NE(held.status().message().find("pu.lock"), std::string::npos) << held.status().ToString();
   EXPECT_FALSE(PathExists(JoinPath(dir_.path(), kLogFileName)));
   ::close(fd);
-  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  auto l = std::move(ClaimLedger::Open(Options(&kChannelCodec))).value();
   EXPECT_EQ(l->report().imported_legacy_claims, 1u);
 }
 
@@ -231,7 +234,7 @@ TEST_F(LegacyImportTest, ImportRetiresTheCheckpointSoALostLedgerCannotResurrectC
   std::string text = GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-now");
   WriteCp(text);
   {
-    auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+    auto l = std::move(ClaimLedger::Open(Options(&kChannelCodec))).value();
     EXPECT_EQ(l->report().imported_legacy_claims, 1u);
   }
   EXPECT_FALSE(PathExists(Cp()));
@@ -244,14 +247,14 @@ TEST_F(LegacyImportTest, ImportRetiresTheCheckpointSoALostLedgerCannotResurrectC
   ASSERT_FALSE(retired.empty());
   EXPECT_EQ(*ReadFileToString(JoinPath(dir_.path(), retired)), text);
   ASSERT_TRUE(RemoveFileIfExists(JoinPath(dir_.path(), kLogFileName)).ok());
-  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  auto l = std::move(ClaimLedger::Open(Options(&kChannelCodec))).value();
   EXPECT_EQ(l->report().imported_legacy_claims, 0u);
   EXPECT_TRUE(l->List()->empty());
 }
 
 TEST_F(LegacyImportTest, ACheckpointFromAnotherBootBelongsToThatBoot) {
   WriteCp(GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-old"));
-  auto l = std::move(ClaimLedger::Open(Options("compute-domain.nvidia.com"))).value();
+  auto l = std::move(ClaimLedger::Open(Options(&kChannelCodec))).value();
   EXPECT_EQ(l->report().earlier_boot_claims, 1u);
   auto e = **l->Get(kCdUid);
   EXPECT_TRUE(e.from_earlier_boot);

@@ -7,6 +7,7 @@
 
 #include "cdi/static_spec.h"
 #include "cmd/plugin_common/plugin_runner.h"
+#include "computedomain/compute_domain_checkpoint_codec.h"
 #include "computedomain/compute_domain_kind.h"
 #include "computedomain/domain_directory.h"
 #include "computedomain/domain_maintenance.h"
@@ -56,6 +57,31 @@ struct ComputeDomainParts {
   }
 };
 
+// The ComputeDomain and Node watches, started and (briefly) waited for.
+void StartWatches(ComputeDomainParts& parts, plugin::KindContext& ctx, const config::FeatureGates& gates,
+                  const std::string& clique_id) {
+  const plugin::PluginOptions& opts = ctx.options;
+  computedomain::DomainWatchOptions wo;
+  wo.node_name = opts.node_name;
+  wo.driver_namespace = opts.namespace_name;
+  wo.cliques = gates.Enabled(config::Gate::kComputeDomainCliques);
+  wo.clique_id = clique_id;
+  parts.domains = std::make_unique<computedomain::DomainWatch>(ctx.kube, wo);
+  kube::WatchCacheOptions no;
+  no.path = "/api/v1/nodes";
+  no.field_selector = "metadata.name=" + opts.node_name;
+  no.what = "Node " + opts.node_name;
+  parts.node = std::make_unique<kube::WatchCache>(ctx.kube, no);
+  parts.domains->Start();
+  parts.node->Start();
+  // Lookups answer "not synced yet" (retryable) until then; don't hold up
+  // registration for long on a slow API server.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  if (!parts.domains->WaitSynced(deadline) || !parts.node->WaitSynced(deadline)) {
+    NVDRA_WARN("the ComputeDomain watches have not synced within 10 s; claims wait for them");
+  }
+}
+
 Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, const ComputeDomainFlags& flags) {
   // The parts use the plugin's client and hardware: the plugin stops and
   // destroys them right after the kind, before those go away.
@@ -74,25 +100,7 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
                                                               gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
   NVDRA_INFO("{}", validated);
 
-  computedomain::DomainWatchOptions wo;
-  wo.node_name = opts.node_name;
-  wo.driver_namespace = opts.namespace_name;
-  wo.cliques = gates.Enabled(config::Gate::kComputeDomainCliques);
-  wo.clique_id = clique.clique_id;
-  parts.domains = std::make_unique<computedomain::DomainWatch>(ctx.kube, wo);
-  kube::WatchCacheOptions no;
-  no.path = "/api/v1/nodes";
-  no.field_selector = "metadata.name=" + opts.node_name;
-  no.what = "Node " + opts.node_name;
-  parts.node = std::make_unique<kube::WatchCache>(ctx.kube, no);
-  parts.domains->Start();
-  parts.node->Start();
-  // Lookups answer "not synced yet" (retryable) until then; don't hold up
-  // registration for long on a slow API server.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  if (!parts.domains->WaitSynced(deadline) || !parts.node->WaitSynced(deadline)) {
-    NVDRA_WARN("the ComputeDomain watches have not synced within 10 s; claims wait for them");
-  }
+  StartWatches(parts, ctx, gates, clique.clique_id);
   parts.labels = std::make_unique<computedomain::NodeLabelManager>(ctx.kube, opts.node_name, parts.node.get(),
                                                                    opts.completed_claim_grace);
   parts.dirs = std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir,
@@ -143,8 +151,9 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
 
 int main(int argc, char** argv) {
   ComputeDomainFlags flags;
+  static const computedomain::ComputeDomainCheckpointCodec codec;
   return plugin::RunPlugin(
-      "nvdra-compute-domain-kubelet-plugin", computedomain::kDriverName,
+      "nvdra-compute-domain-kubelet-plugin", codec,
       [&](plugin::KindContext& ctx) { return MakeKind(ctx, flags); }, argc, argv,
       [&flags](CLI::App& app) { flags.Add(app); });
 }

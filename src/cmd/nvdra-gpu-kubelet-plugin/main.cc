@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd/plugin_common/plugin_runner.h"
+#include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_kind.h"
 #include "util/file_util.h"
 
@@ -23,8 +24,9 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 86400))
         ->capture_default_str();
   };
+  static const gpu::GpuCheckpointCodec codec;
   return plugin::RunPlugin(
-      "nvdra-gpu-kubelet-plugin", gpu::kDriverName,
+      "nvdra-gpu-kubelet-plugin", codec,
       [&](plugin::KindContext& ctx) -> Result<std::unique_ptr<driver::DeviceKind>> {
         options.reset_retry_period = std::chrono::seconds(reset_retry_seconds);
         // Beside the ledger: owed resets must outlive a restart of the plugin.

@@ -16,6 +16,7 @@
 
 #include "cdi/cdi_spec_writer.h"
 #include "cmd/nvdractl/commands.h"
+#include "cmd/nvdractl/kind_codecs.h"
 #include "ledger/claim_ledger.h"
 #include "ledger/ledger_inspector.h"
 #include "ledger/legacy_checkpoint.h"
@@ -163,26 +164,12 @@ int Verify(const std::string& dir) {
   return bad ? 1 : 0;
 }
 
-// The compute-domain kind holds channels as "channel <n>"; a spec alone does
-// not say whether a claim had every channel (allocationMode All).
-std::vector<std::string> HeldFor(const std::string& driver, const std::vector<std::string>& devices) {
-  std::vector<std::string> held;
-  for (const auto& d : devices) {
-    if (driver == "compute-domain.nvidia.com" && d.rfind("channel-", 0) == 0) {
-      held.push_back("channel " + d.substr(8));
-    } else {
-      held.push_back(d);
-    }
-  }
-  return held;
-}
-
 int Rebuild(const std::string& dir, const std::string& cdi_root, const std::string& driver,
             const std::string& boot_id_file, bool keep_recovering) {
   ledger::LedgerOptions o;
   o.dir = dir;
   o.boot_id_path = boot_id_file;
-  o.driver_name = driver;
+  o.codec = CodecForDriver(driver);
   auto l = ledger::ClaimLedger::Open(o);
   if (!l.ok()) {
     std::fprintf(stderr, "nvdractl: %s\n", l.status().message().c_str());
@@ -212,7 +199,9 @@ int Rebuild(const std::string& dir, const std::string& cdi_root, const std::stri
       std::printf("skipped %s: its CDI spec names no device of the claim\n", uid.c_str());
       continue;
     }
-    c.held = HeldFor(driver, c.devices);
+    // A spec alone does not say whether a claim had every channel of a
+    // kind (allocationMode All): what the devices hold without configs.
+    c.held = ledger::HeldByDevices(o.codec, c.devices);
     auto before = (*l)->Get(uid);
     bool known = before.ok() && before->has_value() && ledger::HoldsResources((*before)->state);
     Status s = (*l)->RebuildEntry(c);
@@ -238,8 +227,8 @@ int Rebuild(const std::string& dir, const std::string& cdi_root, const std::stri
   return failed == 0 ? 0 : 1;
 }
 
-int ExportUpstream(const std::string& dir, std::string output, const std::string& boot_id_file, bool force,
-                   bool retire_ledger) {
+int ExportUpstream(const std::string& dir, std::string output, const std::string& driver,
+                   const std::string& boot_id_file, bool force, bool retire_ledger) {
   auto boot = ReadBootId(boot_id_file);
   if (!boot.ok()) {
     std::fprintf(stderr, "nvdractl: %s\n", boot.status().message().c_str());
@@ -259,7 +248,8 @@ int ExportUpstream(const std::string& dir, std::string output, const std::string
     std::fprintf(stderr, "nvdractl: %s exists; refusing to overwrite it without --force\n", output.c_str());
     return 1;
   }
-  std::string text = ledger::WriteLegacyCheckpoint(in->entries, *boot);
+  const ledger::KindCodec* codec = driver.empty() ? &CodecOfEntries(in->entries) : CodecForDriver(driver);
+  std::string text = ledger::WriteLegacyCheckpoint(in->entries, *boot, codec);
   Status s = WriteFileAtomically(output, text, 0600);
   if (!s.ok()) {
     std::fprintf(stderr, "nvdractl: %s\n", s.message().c_str());
@@ -290,7 +280,7 @@ void AddLedgerCommands(CLI::App& app, int& exit_code) {
   struct Flags {
     std::string dir, boot_id_file = kDefaultBootIdPath;
     bool json = false;
-    std::string cdi_root = "/var/run/cdi", driver = "gpu.nvidia.com", output;
+    std::string cdi_root = "/var/run/cdi", driver = DefaultCodec().driver_name(), export_driver, output;
     bool keep_recovering = false, force = false, retire_ledger = false;
   };
   // Owned by the callbacks, which live as long as the app.
@@ -314,7 +304,7 @@ void AddLedgerCommands(CLI::App& app, int& exit_code) {
                  "the recovery (exit 1 when some could not be rebuilt)");
   rebuild->add_option("dir", flags->dir, "the driver's plugin data directory")->required();
   rebuild->add_option("--cdi-root", flags->cdi_root, "the CDI spec directory");
-  rebuild->add_option("--driver", flags->driver, "the driver's name (gpu.nvidia.com, compute-domain.nvidia.com)");
+  rebuild->add_option("--driver", flags->driver, "the driver's name (" + KnownDrivers() + ")");
   rebuild->add_option("--boot-id-file", flags->boot_id_file, "where the current boot id is read from");
   rebuild->add_flag("--keep-recovering", flags->keep_recovering,
                     "do not end the recovery (the plugin keeps every CDI spec)");
@@ -326,12 +316,15 @@ void AddLedgerCommands(CLI::App& app, int& exit_code) {
       "export-upstream", "write the Go driver's checkpoint.json from the ledger, for a rollback (docs/migration.md)");
   exp->add_option("dir", flags->dir, "the driver's plugin data directory")->required();
   exp->add_option("--output", flags->output, "where to write (default: <dir>/checkpoint.json)");
+  exp->add_option("--driver", flags->export_driver,
+                  "the driver's name (" + KnownDrivers() + "; default: the driver of the ledger's claims)");
   exp->add_option("--boot-id-file", flags->boot_id_file, "where the current boot id is read from");
   exp->add_flag("--force", flags->force, "overwrite an existing checkpoint");
   exp->add_flag("--retire-ledger", flags->retire_ledger,
                 "rename ledger.log aside, so a later upgrade imports the checkpoint again");
   exp->callback([flags, &exit_code] {
-    exit_code = ExportUpstream(flags->dir, flags->output, flags->boot_id_file, flags->force, flags->retire_ledger);
+    exit_code = ExportUpstream(flags->dir, flags->output, flags->export_driver, flags->boot_id_file, flags->force,
+                               flags->retire_ledger);
   });
 }
 

@@ -202,7 +202,6 @@ TEST(NvdractlLedgerTest, ExportUpstreamWritesACheckpointTheGoDriverAccepts) {
   ledger::LedgerOptions o;
   o.dir = other.path();
   o.boot_id = "boot-1";
-  o.driver_name = "gpu.nvidia.com";
   auto l = std::move(ledger::ClaimLedger::Open(o)).value();
   ASSERT_EQ(l->report().imported_legacy_claims, 2u) << l->report().Summary();
   auto a = **l->Get("uid-a");
@@ -233,7 +232,6 @@ TEST(NvdractlLedgerTest, ExportUpstreamGivesImportedClaimsBackUnchanged) {
     ledger::LedgerOptions o;
     o.dir = dir.path();
     o.boot_id = "boot-1";
-    o.driver_name = "gpu.nvidia.com";
     auto l = std::move(ledger::ClaimLedger::Open(o)).value();
     ASSERT_EQ(l->report().imported_legacy_claims, 1u) << l->report().Summary();
   }

@@ -60,18 +60,19 @@ Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::str
   return PluginConfig{std::move(options), std::move(gates).value()};
 }
 
-Plugin::Plugin(std::string program, std::string driver, PluginConfig config)
+Plugin::Plugin(std::string program, const ledger::KindCodec& codec, PluginConfig config)
     : program_(std::move(program)),
-      driver_(std::move(driver)),
+      codec_(codec),
+      driver_(codec.driver_name()),
       options_(std::move(config.options)),
       gates_(std::move(config.gates)),
       plugin_dir_(options_.PluginDataDir(driver_)) {}
 
 Plugin::~Plugin() = default;
 
-Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, std::string driver, PluginConfig config,
-                                              const KindFactory& factory) {
-  std::unique_ptr<Plugin> p(new Plugin(std::move(program), std::move(driver), std::move(config)));
+Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, const ledger::KindCodec& codec,
+                                              PluginConfig config, const KindFactory& factory) {
+  std::unique_ptr<Plugin> p(new Plugin(std::move(program), codec, std::move(config)));
   NVDRA_INFO("Starting {} for driver {} on node {}; feature gates: {}", p->program_, p->driver_,
                p->options_.node_name, p->gates_.ToString());
   NVDRA_RETURN_IF_ERROR(p->CheckNoOtherInstance());
@@ -156,6 +157,7 @@ Status Plugin::SetUpCdiAndLedger() {
   lopts.dir = plugin_dir_;
   lopts.boot_id_path = options_.boot_id_path;
   lopts.tombstone_ttl = options_.tombstone_ttl;
+  lopts.codec = &codec_;
   auto ledger = ledger::ClaimLedger::Open(lopts);
   if (!ledger.ok()) return ledger.status().Wrap("open ledger");
   ledger_ = std::move(ledger).value();
@@ -310,8 +312,9 @@ Status Plugin::StartServers() {
   return Status::Ok();
 }
 
-int RunPlugin(const std::string& program, const std::string& driver, const KindFactory& factory, int argc,
+int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const KindFactory& factory, int argc,
               char** argv, const KindFlags& kind_flags) {
+  const std::string driver = codec.driver_name();
   // glibc gives each thread that allocates its own arena (up to 8 per core),
   // which idle plugin threads hold as resident memory; the plugin's work is
   // small and mostly serial, so two arenas suffice. Set before any thread.
@@ -328,7 +331,7 @@ int RunPlugin(const std::string& program, const std::string& driver, const KindF
     return 2;
   }
   {
-    auto plugin = Plugin::Start(program, driver, std::move(config).value(), factory);
+    auto plugin = Plugin::Start(program, codec, std::move(config).value(), factory);
     if (!plugin.ok()) {
       NVDRA_ERROR("{}", plugin.status().message());
       return 1;

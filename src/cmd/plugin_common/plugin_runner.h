@@ -76,14 +76,15 @@ Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::str
 // its error and whatever was built is taken down the same way.
 class Plugin {
  public:
-  static Result<std::unique_ptr<Plugin>> Start(std::string program, std::string driver, PluginConfig config,
-                                               const KindFactory& factory);
+  // `codec`: the kind's (its driver name is the plugin's); outlives the plugin.
+  static Result<std::unique_ptr<Plugin>> Start(std::string program, const ledger::KindCodec& codec,
+                                               PluginConfig config, const KindFactory& factory);
   ~Plugin();
   Plugin(const Plugin&) = delete;
   Plugin& operator=(const Plugin&) = delete;
 
  private:
-  Plugin(std::string program, std::string driver, PluginConfig config);
+  Plugin(std::string program, const ledger::KindCodec& codec, PluginConfig config);
 
   Status CheckNoOtherInstance();
   Status SetUpHardware();
@@ -102,6 +103,7 @@ class Plugin {
 
   // Options and logging.
   const std::string program_;
+  const ledger::KindCodec& codec_;  // the kind's, for the ledger (opened before the kind)
   const std::string driver_;
   const PluginOptions options_;
   const config::FeatureGates gates_;
@@ -141,8 +143,9 @@ class Plugin {
   std::unique_ptr<kubelet::HealthServer> health_server_;
 };
 
-// Runs the plugin until SIGTERM/SIGINT; returns the process exit code.
-int RunPlugin(const std::string& program, const std::string& driver, const KindFactory& factory, int argc,
+// Runs the plugin of `codec`'s driver until SIGTERM/SIGINT; returns the
+// process exit code.
+int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const KindFactory& factory, int argc,
               char** argv,
               const KindFlags& kind_flags = nullptr);
 

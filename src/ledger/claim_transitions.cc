@@ -1,0 +1,212 @@
+#include "ledger/claim_transitions.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace nvdra::ledger {
+namespace {
+
+// An entry rebuilt from a CDI spec alone: the first Prepare of the claim
+// brings its allocation.
+bool IsRebuiltWithoutAllocation(const ClaimEntry& e) {
+  return e.allocation.empty() && e.undo.is_object() && e.undo.contains("rebuilt");
+}
+
+Transition Write(ClaimEntry e, BeginOutcome outcome = BeginOutcome::kStarted) {
+  return Transition{outcome, std::move(e), true};
+}
+
+Transition Keep(std::optional<ClaimEntry> e, BeginOutcome outcome = BeginOutcome::kStarted) {
+  return Transition{outcome, std::move(e), false};
+}
+
+// A live entry of the same claim: repeats, retries, redoes, or refusals.
+// nullopt: the request starts the claim afresh (a tombstone of another
+// allocation, or one reserved for a consumer).
+std::optional<Result<Transition>> ContinueExisting(const ClaimEntry& cur, const BeginPrepareRequest& req,
+                                                   const TransitionContext& ctx) {
+  bool same = SameAllocation(cur.allocation, req.allocation);
+  if (!same && cur.state != ClaimState::kTombstone) {
+    return FailedPrecondition(fmt::format(
+        "claim {} is already recorded as {} for a different allocation; refusing to "
+        "overwrite it (unprepare the claim first)",
+        DescribeClaim(cur), cur.unknown_state.empty() ? ClaimStateName(cur.state) : cur.unknown_state));
+  }
+  switch (cur.state) {
+    case ClaimState::kPrepareCompleted: {
+      if (!FromEarlierBoot(cur, ctx.boot_id)) return Keep(cur, BeginOutcome::kAlreadyPrepared);
+      // The redo's CompletePrepare must name this attempt. The entry
+      // keeps its old boot id, so a crash before then still redoes.
+      ClaimEntry e = cur;
+      e.attempt = ctx.new_attempt;
+      e.updated = ctx.now;
+      return Write(std::move(e), BeginOutcome::kRedoAfterReboot);
+    }
+    case ClaimState::kPrepareStarted: {
+      // A new attempt supersedes the earlier one: it can no longer complete.
+      ClaimEntry e = cur;
+      e.attempt = ctx.new_attempt;
+      e.consumers = SortedUnique(req.consumers);
+      e.updated = ctx.now;
+      return Write(std::move(e), BeginOutcome::kRetry);
+    }
+    case ClaimState::kUnprepareStarted:
+      return FailedPrecondition(fmt::format(
+          "claim {} is being unprepared (UnprepareStarted); refusing to prepare it until "
+          "the unprepare finishes",
+          DescribeClaim(cur)));
+    case ClaimState::kTombstone:
+      if (same && req.consumers.empty()) {
+        auto left = std::chrono::duration_cast<std::chrono::seconds>(ctx.tombstone_ttl - (ctx.now - cur.updated));
+        return FailedPrecondition(fmt::format(
+            "claim {} was unprepared recently and is reserved for no pod now; refusing a "
+            "late Prepare of the same allocation, which would resurrect a claim the kubelet "
+            "already released (the refusal expires in {}s)",
+            DescribeClaim(cur), left.count()));
+      }
+      break;  // a new allocation under the same UID starts afresh
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string DescribeClaim(const ClaimEntry& e) {
+  if (e.ns.empty() && e.name.empty()) return e.uid;
+  return model::ClaimRef{e.ns, e.uid, e.name}.ToString();
+}
+
+std::vector<std::string> SortedUnique(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+bool FromEarlierBoot(const ClaimEntry& e, const std::string& boot_id) {
+  return e.state != ClaimState::kTombstone && !boot_id.empty() && e.boot_id != boot_id;
+}
+
+std::vector<std::string> RequestedHeld(const BeginPrepareRequest& req) {
+  return SortedUnique(req.held ? *req.held : DefaultHeld(req.allocation));
+}
+
+Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::string& uid,
+                            const TransitionContext& ctx, std::string_view suffix) {
+  if (!ctx.other_holder) return Status::Ok();
+  for (const auto& r : held) {
+    if (auto holder = ctx.other_holder(r, uid)) {
+      return Conflict(fmt::format("{} already allocated by claim {} (according to checkpoint){}", r, *holder, suffix));
+    }
+  }
+  return Status::Ok();
+}
+
+namespace transition {
+
+Transition AdoptName(const ClaimEntry* cur, const std::string& ns, const std::string& name,
+                     const TransitionContext& ctx) {
+  if (cur == nullptr || !HoldsResources(cur->state) || !cur->name.empty() || name.empty()) return Keep(std::nullopt);
+  ClaimEntry e = *cur;
+  e.ns = ns;
+  e.name = name;
+  e.updated = ctx.now;
+  return Write(std::move(e));
+}
+
+Result<Transition> BeginPrepare(const ClaimEntry* cur, const BeginPrepareRequest& req, const TransitionContext& ctx) {
+  bool adopt = cur != nullptr && HoldsResources(cur->state) && IsRebuiltWithoutAllocation(*cur) &&
+               !req.allocation.empty();
+  if (cur != nullptr && !adopt) {
+    if (auto decided = ContinueExisting(*cur, req, ctx)) return std::move(*decided);
+  }
+  std::vector<std::string> held = RequestedHeld(req);
+  NVDRA_RETURN_IF_ERROR(CheckNotHeldByOthers(held, req.uid, ctx));
+  ClaimEntry e;
+  e.uid = req.uid;
+  e.ns = req.ns;
+  e.name = req.name;
+  e.state = ClaimState::kPrepareStarted;
+  e.allocation = req.allocation;
+  e.held = std::move(held);
+  e.consumers = SortedUnique(req.consumers);
+  e.undo = req.undo;
+  e.attempt = ctx.new_attempt;
+  e.boot_id = ctx.boot_id;
+  e.updated = ctx.now;
+  if (cur != nullptr) e.extra = cur->extra;
+  if (adopt) {
+    // Rebuilt from a CDI spec: the devices may be set up; redo them from
+    // the allocation the kubelet brings, with what was recorded as undo.
+    if (e.ns.empty()) e.ns = cur->ns;
+    if (e.name.empty()) e.name = cur->name;
+    if (e.undo.is_null()) e.undo = cur->undo;
+  }
+  return Write(std::move(e), adopt ? BeginOutcome::kRetry : BeginOutcome::kStarted);
+}
+
+Result<Transition> CompletePrepare(const ClaimEntry* cur, const std::string& uid,
+                                   std::vector<PreparedDevice> prepared, nlohmann::json undo,
+                                   const std::optional<std::string>& attempt, const TransitionContext& ctx) {
+  if (cur == nullptr || cur->state == ClaimState::kTombstone || cur->state == ClaimState::kUnprepareStarted) {
+    return FailedPrecondition(fmt::format(
+        "cannot complete prepare of claim {}: it is {} (was it unprepared meanwhile?)", uid,
+        cur == nullptr ? "not in the ledger" : ClaimStateName(cur->state)));
+  }
+  if (attempt && *attempt != cur->attempt) {
+    return FailedPrecondition(fmt::format(
+        "cannot complete prepare of claim {}: the attempt that began it was superseded (by "
+        "another prepare or an unprepare meanwhile); the kubelet will retry",
+        DescribeClaim(*cur)));
+  }
+  if (cur->state == ClaimState::kPrepareCompleted) {
+    if (cur->prepared != prepared) {
+      return FailedPrecondition(fmt::format(
+          "claim {} was prepared with different devices before; a repeated prepare must "
+          "return the recorded devices",
+          DescribeClaim(*cur)));
+    }
+    if (ctx.boot_id.empty() || cur->boot_id == ctx.boot_id) return Keep(*cur);  // idempotent
+  }
+  ClaimEntry e = *cur;
+  e.state = ClaimState::kPrepareCompleted;
+  e.unknown_state.clear();
+  e.prepared = std::move(prepared);
+  if (!undo.is_null()) e.undo = std::move(undo);
+  e.boot_id = ctx.boot_id;
+  e.updated = ctx.now;
+  return Write(std::move(e));
+}
+
+Result<Transition> BeginUnprepare(const ClaimEntry* cur, const TransitionContext& ctx) {
+  if (cur == nullptr || cur->state == ClaimState::kTombstone) return Keep(std::nullopt);
+  if (cur->state == ClaimState::kUnprepareStarted) return Keep(*cur);
+  ClaimEntry e = *cur;
+  e.state = ClaimState::kUnprepareStarted;
+  e.unknown_state.clear();
+  e.updated = ctx.now;
+  return Write(std::move(e));
+}
+
+Result<Transition> FinishUnprepare(const ClaimEntry* cur, const TransitionContext& ctx) {
+  if (cur == nullptr || cur->state == ClaimState::kTombstone) return Keep(std::nullopt);
+  if (cur->state != ClaimState::kUnprepareStarted) {
+    return FailedPrecondition(fmt::format("cannot finish unprepare of claim {}: it is {}, not UnprepareStarted",
+                                          DescribeClaim(*cur), ClaimStateName(cur->state)));
+  }
+  // A tombstone keeps what a late Prepare is compared with, nothing it held.
+  ClaimEntry e;
+  e.uid = cur->uid;
+  e.ns = cur->ns;
+  e.name = cur->name;
+  e.state = ClaimState::kTombstone;
+  e.allocation = cur->allocation;
+  e.consumers = cur->consumers;
+  e.extra = cur->extra;
+  e.updated = ctx.now;
+  return Write(std::move(e));
+}
+
+}  // namespace transition
+}  // namespace nvdra::ledger

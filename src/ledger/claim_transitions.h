@@ -1,0 +1,115 @@
+// The claim state machine of the ledger, as pure functions: the claim's
+// current entry (if any), what other live claims hold, and a request in;
+// the next entry (or nothing to write) or an error out. No I/O, no locks,
+// no clock reads: ClaimLedger fills a TransitionContext under its locks,
+// appends what a transition returns and makes it durable.
+//
+//   (none) --BeginPrepare--> PrepareStarted --CompletePrepare--> PrepareCompleted
+//   live   --BeginUnprepare--> UnprepareStarted --FinishUnprepare--> Tombstone
+//   Tombstone: refuses a late Prepare of the same allocation for a claim
+//   reserved for nobody, until it expires (tombstone_ttl).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ledger/claim_entry.h"
+#include "util/status.h"
+
+namespace nvdra::ledger {
+
+enum class BeginOutcome {
+  kStarted,          // fresh: PrepareStarted recorded, do the device work
+  kRetry,            // was PrepareStarted: redo (a new attempt is recorded); entry.undo says what an earlier attempt recorded
+  kAlreadyPrepared,  // completed in this boot: return entry.prepared, nothing written
+  kRedoAfterReboot,  // completed in an earlier boot: redo node work (a new attempt is recorded), return entry.prepared
+};
+
+struct BeginPrepareRequest {
+  std::string uid, ns, name;
+  std::vector<AllocatedDevice> allocation;
+  // Exclusive resources; default: names of the non-admin allocated devices.
+  std::optional<std::vector<std::string>> held;
+  nlohmann::json undo;
+  // The claim's status.reservedFor consumer UIDs as the API server has them
+  // now. The kubelet prepares a claim only for a pod in reservedFor, so while
+  // any consumer is listed a Prepare is legitimate, even right after an
+  // unprepare (pod A ended, pod B starts). A tombstone refuses only a Prepare
+  // of the same allocation for a claim reserved for nobody: a late retry.
+  std::vector<std::string> consumers;
+};
+
+// What a transition sees besides the claim's own entry.
+struct TransitionContext {
+  std::string boot_id;  // the current boot; "": every entry counts as this boot's
+  std::chrono::system_clock::time_point now;
+  std::chrono::nanoseconds tombstone_ttl{0};
+  // The attempt a BeginPrepare records when it writes (fresh per call).
+  std::string new_attempt;
+  // The uid of a live claim other than `except` holding `resource`, if any
+  // (the first in record order). Unset: nobody else holds anything.
+  std::function<std::optional<std::string>(const std::string& resource, const std::string& except)> other_holder;
+};
+
+// What a transition decided.
+struct Transition {
+  BeginOutcome outcome = BeginOutcome::kStarted;  // BeginPrepare only
+  // The claim's entry after the transition; nullopt: it has none (an
+  // unknown or released claim).
+  std::optional<ClaimEntry> entry;
+  bool write = false;  // `entry` is a new record to append
+};
+
+// "<ns>/<name>:<uid>", or the uid alone for an entry without a name.
+std::string DescribeClaim(const ClaimEntry& e);
+std::vector<std::string> SortedUnique(std::vector<std::string> v);
+// Whether `e` was prepared in an earlier boot than `boot_id` (tombstones never).
+bool FromEarlierBoot(const ClaimEntry& e, const std::string& boot_id);
+// The exclusive resources a BeginPrepare records: req.held, else the
+// non-admin allocated devices; sorted, unique.
+std::vector<std::string> RequestedHeld(const BeginPrepareRequest& req);
+
+// The one conflict scan: Conflict "<resource> already allocated by claim
+// <holder> (according to checkpoint)<suffix>" for the first resource of
+// `held` another live claim than `uid` holds; Ok when none does.
+Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::string& uid,
+                            const TransitionContext& ctx, std::string_view suffix = {});
+
+// The transitions, one per ClaimLedger operation (named alike; called as
+// transition::BeginPrepare(...)).
+namespace transition {
+
+// Records the namespace and name of a live entry that has none (imported,
+// or rebuilt); writes nothing when it has one or `name` is empty.
+Transition AdoptName(const ClaimEntry* cur, const std::string& ns, const std::string& name,
+                     const TransitionContext& ctx);
+
+// `cur`: the claim's live entry (expired tombstones hidden), nullptr if none.
+// Errors: Conflict (see CheckNotHeldByOthers); FailedPrecondition for a
+// different allocation under the same UID, an unprepare in progress, or a
+// tombstoned claim reserved for nobody.
+Result<Transition> BeginPrepare(const ClaimEntry* cur, const BeginPrepareRequest& req, const TransitionContext& ctx);
+
+// `attempt`: the BeginPrepare's attempt; nullopt skips that check. Writes
+// nothing for a repeat of a completion in this boot.
+Result<Transition> CompletePrepare(const ClaimEntry* cur, const std::string& uid,
+                                   std::vector<PreparedDevice> prepared, nlohmann::json undo,
+                                   const std::optional<std::string>& attempt, const TransitionContext& ctx);
+
+// No entry for an unknown or released claim; UnprepareStarted otherwise
+// (written unless it already was).
+Result<Transition> BeginUnprepare(const ClaimEntry* cur, const TransitionContext& ctx);
+
+// A tombstone replaces an UnprepareStarted entry; nothing for an unknown or
+// released claim; FailedPrecondition in any other state.
+Result<Transition> FinishUnprepare(const ClaimEntry* cur, const TransitionContext& ctx);
+
+}  // namespace transition
+
+}  // namespace nvdra::ledger
