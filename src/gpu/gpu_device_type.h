@@ -2,8 +2,10 @@
 // today (dynamic MIG and VFIO passthrough are further types). A type says
 // which of the node's hardware it publishes under which names, how it is
 // published, which opaque config kind applies to it, and what a container
-// of a claim on one of its devices gets. GpuKind holds no per-type code:
-// a new type is a new file plus one line in gpu_handlers.cc.
+// of a claim on one of its devices gets, and, for a type with node-side
+// work (dynamic MIG creates its MIG device, passthrough binds the GPU to
+// vfio-pci), what Prepare does and Unprepare reverses. GpuKind holds no
+// per-type code: a new type is a new file plus one line in gpu_handlers.cc.
 #pragma once
 
 #include <optional>
@@ -16,6 +18,7 @@
 #include "config/opaque_config.h"
 #include "devices/device_info.h"
 #include "gpu/gpu_container_edits.h"
+#include "gpu/gpu_undo.h"
 #include "model/published_device.h"
 #include "util/status.h"
 
@@ -52,6 +55,16 @@ class GpuDeviceType {
   // What a container of a claim on `device` gets (the claim-wide edits are
   // GpuContainerEdits::Common).
   virtual Result<cdi::ContainerEdits> Edits(const GpuDevice& device, const GpuContainerEdits& edits) const = 0;
+
+  // Node-side work, in three steps as a sharing strategy's: at Plan, before
+  // anything durable, what Prepare will do for the claim's `devices` of this
+  // type, recorded in `undo` (so that a crash at any later step leaves a
+  // record Unprepare can act on); at Prepare, doing it (idempotent: it runs
+  // again after a failure, a crash or a reboot); at Unprepare, reversing it
+  // from the record alone. Full GPUs and static MIG devices have none.
+  virtual Status Plan(const std::vector<const GpuDevice*>& devices, GpuUndo& undo) const { return Status::Ok(); }
+  virtual Status Apply(const GpuUndo& undo) { return Status::Ok(); }
+  virtual Status Undo(const std::string& claim_uid, const GpuUndo& undo) { return Status::Ok(); }
 };
 
 }  // namespace nvdra::gpu

@@ -7,14 +7,11 @@
 
 namespace nvdra::gpu {
 
-const std::vector<std::unique_ptr<GpuDeviceType>>& RegisteredDeviceTypes() {
-  static const auto* types = [] {
-    auto* t = new std::vector<std::unique_ptr<GpuDeviceType>>();
-    t->push_back(std::make_unique<StaticMigType>());
-    t->push_back(std::make_unique<FullGpuType>());
-    return t;
-  }();
-  return *types;
+std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::FeatureGates& gates) {
+  std::vector<std::unique_ptr<GpuDeviceType>> t;
+  t.push_back(std::make_unique<StaticMigType>());
+  t.push_back(std::make_unique<FullGpuType>());
+  return t;
 }
 
 std::vector<std::unique_ptr<SharingStrategy>> RegisteredSharingStrategies(const SharingContext& context) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "config/feature_gates.h"
 #include "devices/device_info.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/sharing_strategy.h"
@@ -12,9 +13,9 @@
 
 namespace nvdra::gpu {
 
-// Every device type, in the order their defaults are listed (lowest
-// precedence first).
-const std::vector<std::unique_ptr<GpuDeviceType>>& RegisteredDeviceTypes();
+// The device types the gates switch on, in the order their defaults are
+// listed (lowest precedence first). No two serve the same type name.
+std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::FeatureGates& gates);
 
 // What a strategy may use; all of it outlives the strategies.
 struct SharingContext {

@@ -10,17 +10,18 @@
 
 namespace nvdra::gpu {
 
-config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates) {
+namespace {
+
+config::DriverConfigRules RulesOf(const std::vector<std::unique_ptr<GpuDeviceType>>& types,
+                                  const config::FeatureGates& gates) {
   config::DriverConfigRules rules;
   rules.driver = kDriverName;
-  for (const auto& type : RegisteredDeviceTypes()) {
+  for (const auto& type : types) {
     rules.device_types.push_back({std::string(type->name()), std::string(type->config_kind())});
     if (auto d = type->DefaultConfig(gates)) rules.defaults.push_back(std::move(*d));
   }
   return rules;
 }
-
-namespace {
 
 // The background retry of owed time-slice resets, as a health source: the
 // plugin owns its lifetime like the hardware's, so its reports stop before
@@ -59,16 +60,25 @@ class OwedResetRetry final : public devices::DeviceHealthSource {
 
 }  // namespace
 
+config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates) {
+  return RulesOf(RegisteredDeviceTypes(gates), gates);
+}
+
 GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devices::GpuControl& control,
-                 GpuKindOptions options)
+                 GpuKindOptions options, std::vector<std::unique_ptr<GpuDeviceType>> types)
     : inventory_(std::move(inventory)),
       edits_(std::move(edits)),
       options_(std::move(options)),
+      types_(types.empty() ? RegisteredDeviceTypes(options_.gates) : std::move(types)),
       resets_(control, options_.resets),
       strategies_(RegisteredSharingStrategies({resets_, inventory_})) {
-  for (const auto& type : RegisteredDeviceTypes()) {
+  for (const auto& type : types_) {
     for (auto& d : type->Devices(inventory_)) devices_.emplace(d.name, d);
   }
+}
+
+config::DriverConfigRules GpuKind::ConfigRules(const config::FeatureGates& gates) const {
+  return RulesOf(types_, gates);
 }
 
 GpuKind::~GpuKind() = default;
@@ -96,7 +106,10 @@ std::vector<std::string> GpuKind::MetricDeviceTypes() const {
 }
 
 std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {
-  return resets_.Decorate(taints_.Decorate(GpuPublishedDevices(inventory_)));
+  std::vector<model::PublishedDevice> out;
+  for (const auto& [name, d] : devices_) out.push_back(d.type->Publish(d));
+  SortByBusId(out);
+  return resets_.Decorate(taints_.Decorate(std::move(out)));
 }
 
 std::unique_ptr<devices::DeviceHealthSource> GpuKind::NewOwnHealthSource() {
@@ -105,6 +118,19 @@ std::unique_ptr<devices::DeviceHealthSource> GpuKind::NewOwnHealthSource() {
 
 Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
   GpuUndo undo;
+  std::map<const GpuDeviceType*, std::vector<const GpuDevice*>> by_type;
+  for (const auto& r : work.results) {
+    if (const GpuDevice* d = Find(r.device)) by_type[d->type].push_back(d);
+  }
+  for (const auto& type : types_) {
+    auto it = by_type.find(type.get());
+    if (it == by_type.end()) continue;
+    // By name, each once (a device may serve several requests).
+    auto& devs = it->second;
+    std::sort(devs.begin(), devs.end(), [](const GpuDevice* a, const GpuDevice* b) { return a->name < b->name; });
+    devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+    NVDRA_RETURN_IF_ERROR(type->Plan(devs, undo));
+  }
   for (const auto& group : work.groups) {
     std::string name = SharingStrategyOf(group.config);
     if (name.empty()) continue;
@@ -139,6 +165,9 @@ Result<driver::ClaimEdits> GpuKind::EditsFor(const std::vector<std::string>& dev
 
 Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) {
   NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, DecodeGpuUndo(plan.undo));
+  // The devices first (a MIG device must exist before it is shared), then
+  // their sharing.
+  for (const auto& t : types_) NVDRA_RETURN_IF_ERROR(t->Apply(undo));
   for (const auto& s : strategies_) NVDRA_RETURN_IF_ERROR(s->Apply(undo));
   driver::PreparedClaim out;
   NVDRA_ASSIGN_OR_RETURN(out.edits, EditsFor(undo.devices));
@@ -160,11 +189,16 @@ Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
 Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
   auto undo = DecodeGpuUndo(undo_json);
   if (driver::SkipUnreadableUndo(claim_uid, undo.status())) return Status::Ok();
-  // Every strategy's undo runs, so each one's attempts count, even when an
-  // earlier one failed.
+  // In the reverse order of Prepare: the sharing first, then the devices.
+  // Every undo runs, so each one's attempts count, even when an earlier one
+  // failed.
   Status first;
   for (const auto& s : strategies_) {
     Status st = s->Undo(claim_uid, *undo);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  for (const auto& t : types_) {
+    Status st = t->Undo(claim_uid, *undo);
     if (!st.ok() && first.ok()) first = st;
   }
   return first;

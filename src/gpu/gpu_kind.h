@@ -27,10 +27,12 @@
 namespace nvdra::gpu {
 
 // The device types this kind serves and the config kinds that apply to
-// them, from the registered device types (gpu_handlers.cc).
+// them, from the device types the gates switch on (gpu_handlers.cc).
 config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates);
 
 struct GpuKindOptions {
+  // Which device types are served (gpu_handlers.cc).
+  config::FeatureGates gates;
   // Bounded retries of a failing time-slice reset (time_slice_resets.h).
   TimeSliceResetOptions resets;
   // How often a GPU that owes a time-slice reset is retried.
@@ -39,17 +41,17 @@ struct GpuKindOptions {
 
 class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
  public:
+  // `types`: the device types to serve; empty, the registered ones the
+  // gates switch on (RegisteredDeviceTypes).
   GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devices::GpuControl& control,
-          GpuKindOptions options = {});
+          GpuKindOptions options = {}, std::vector<std::unique_ptr<GpuDeviceType>> types = {});
   ~GpuKind() override;
 
   // Engine port.
   std::string driver_name() const override { return kDriverName; }
   const ledger::KindCodec& codec() const override { return codec_; }
   std::string DeviceType(const std::string& device) const override;
-  config::DriverConfigRules ConfigRules(const config::FeatureGates& gates) const override {
-    return GpuConfigRules(gates);
-  }
+  config::DriverConfigRules ConfigRules(const config::FeatureGates& gates) const override;
   Result<driver::ClaimPlan> Plan(const driver::ClaimWork& work) override;
   Result<driver::PreparedClaim> Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) override;
   Result<driver::ClaimEdits> Edits(const nlohmann::json& undo,
@@ -76,7 +78,8 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   const devices::NodeInventory inventory_;
   const GpuContainerEdits edits_;
   const GpuKindOptions options_;
-  std::map<std::string, GpuDevice> devices_;  // points into inventory_
+  const std::vector<std::unique_ptr<GpuDeviceType>> types_;
+  std::map<std::string, GpuDevice> devices_;  // points into inventory_ and types_
   HealthTaints taints_;
   TimeSliceResets resets_;
   std::vector<std::unique_ptr<SharingStrategy>> strategies_;

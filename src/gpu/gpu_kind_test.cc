@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "gpu/full_gpu_type.h"
 #include "gpu/gpu_handlers.h"
 
 #include <gtest/gtest.h>
@@ -326,8 +327,8 @@ TEST_F(GpuKindTest, MpsIsRefusedClearly) {
 TEST_F(GpuKindTest, DeviceTypesAreTheRegisteredHandlers) {
   Open("a100-mig");
   auto rules = GpuConfigRules(config::FeatureGates());
-  ASSERT_EQ(rules.device_types.size(), RegisteredDeviceTypes().size());
-  ASSERT_EQ(rules.defaults.size(), RegisteredDeviceTypes().size());
+  ASSERT_EQ(rules.device_types.size(), RegisteredDeviceTypes(config::FeatureGates()).size());
+  ASSERT_EQ(rules.defaults.size(), RegisteredDeviceTypes(config::FeatureGates()).size());
   for (size_t i = 0; i < rules.device_types.size(); ++i) {
     EXPECT_EQ(rules.device_types[i].config_kind, config::KindOf(rules.defaults[i]));
   }
@@ -360,6 +361,67 @@ TEST_F(GpuKindTest, EveryValidatedStrategyHasAHandler) {
   gc.sharing = config::GpuSharing{"Telepathy", std::nullopt, std::nullopt};
   w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-0", false, ""}}});
   EXPECT_EQ(kind_->Plan(w).status().code(), StatusCode::kInternal);
+}
+
+// A device type with node-side work (as dynamic MIG and passthrough will
+// be): full GPUs that record, at Plan, which devices they will touch, and
+// log what Prepare and Unprepare do with that record alone.
+class RecordingGpuType final : public GpuDeviceType {
+ public:
+  explicit RecordingGpuType(std::vector<std::string>& log) : log_(log) {}
+  std::string_view name() const override { return inner_.name(); }
+  std::string_view config_kind() const override { return inner_.config_kind(); }
+  std::optional<config::Config> DefaultConfig(const config::FeatureGates& g) const override {
+    return inner_.DefaultConfig(g);
+  }
+  std::vector<GpuDevice> Devices(const devices::NodeInventory& inv) const override {
+    auto out = inner_.Devices(inv);
+    for (auto& d : out) d.type = this;
+    return out;
+  }
+  model::PublishedDevice Publish(const GpuDevice& d) const override { return inner_.Publish(d); }
+  Result<cdi::ContainerEdits> Edits(const GpuDevice& d, const GpuContainerEdits& e) const override {
+    return inner_.Edits(d, e);
+  }
+  Status Plan(const std::vector<const GpuDevice*>& devices, GpuUndo& undo) const override {
+    for (const auto* d : devices) undo.unknown["recorded"].push_back(d->name);
+    return Status::Ok();
+  }
+  Status Apply(const GpuUndo& undo) override {
+    log_.push_back("apply " + undo.unknown.value("recorded", nlohmann::json::array()).dump());
+    return Status::Ok();
+  }
+  Status Undo(const std::string& uid, const GpuUndo& undo) override {
+    log_.push_back("undo " + uid + " " + undo.unknown.value("recorded", nlohmann::json::array()).dump());
+    return Status::Ok();
+  }
+
+ private:
+  FullGpuType inner_;
+  std::vector<std::string>& log_;
+};
+
+TEST_F(GpuKindTest, DeviceTypeNodeWorkIsPlannedAppliedAndUndoneFromTheRecord) {
+  Open("h100x8");
+  std::vector<std::string> log;
+  std::vector<std::unique_ptr<GpuDeviceType>> types;
+  types.push_back(std::make_unique<RecordingGpuType>(log));
+  GpuKind kind(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), lib_->control(), {},
+               std::move(types));
+  EXPECT_EQ(kind.DeviceType("gpu-3"), "gpu");
+  auto w = Work({"gpu-3", "gpu-1"});
+  auto plan = kind.Plan(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(log.empty()) << "Plan does nothing on the node";
+  auto prepared = kind.Prepare(w, *plan);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0], R"(apply ["gpu-1","gpu-3"])");
+  // Unprepare has the ledger's copy of the record only (a JSON round trip).
+  auto stored = nlohmann::json::parse(prepared->undo.dump());
+  ASSERT_TRUE(kind.Unprepare("uid-1", stored).ok());
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1], R"(undo uid-1 ["gpu-1","gpu-3"])");
 }
 
 }  // namespace

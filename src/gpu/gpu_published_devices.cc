@@ -57,15 +57,20 @@ void PutCommonGpuAttributes(model::PublishedDevice& d, const devices::GpuInfo& g
   d.sort_key = g.pci_bus_id;
 }
 
-std::vector<model::PublishedDevice> GpuPublishedDevices(const devices::NodeInventory& inv) {
+std::vector<model::PublishedDevice> GpuPublishedDevices(const devices::NodeInventory& inv,
+                                                        const config::FeatureGates& gates) {
   std::vector<model::PublishedDevice> out;
-  for (const auto& type : RegisteredDeviceTypes()) {
+  for (const auto& type : RegisteredDeviceTypes(gates)) {
     for (const auto& device : type->Devices(inv)) out.push_back(type->Publish(device));
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+  SortByBusId(out);
+  return out;
+}
+
+void SortByBusId(std::vector<model::PublishedDevice>& devices) {
+  std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) {
     return std::tie(a.sort_key, a.name) < std::tie(b.sort_key, b.name);
   });
-  return out;
 }
 
 }  // namespace nvdra::gpu

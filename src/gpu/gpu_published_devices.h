@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/feature_gates.h"
 #include "devices/device_info.h"
 #include "model/published_device.h"
 #include "util/status.h"
@@ -22,9 +23,13 @@ Result<std::string> NormalizeVersion(const std::string& v);
 // sort key (the PCI bus id).
 void PutCommonGpuAttributes(model::PublishedDevice& d, const devices::GpuInfo& g);
 
-// The devices of every registered device type (gpu_handlers.h): full GPUs
+// Sorts by PCI bus id, then name: the order of the slice.
+void SortByBusId(std::vector<model::PublishedDevice>& devices);
+
+// The devices of every device type the gates switch on (gpu_handlers.h): full GPUs
 // (MIG disabled) as gpu-<minor>, and the existing MIG devices of
 // MIG-enabled GPUs. Sorted by PCI bus id, then name.
-std::vector<model::PublishedDevice> GpuPublishedDevices(const devices::NodeInventory& inv);
+std::vector<model::PublishedDevice> GpuPublishedDevices(const devices::NodeInventory& inv,
+                                                        const config::FeatureGates& gates = {});
 
 }  // namespace nvdra::gpu

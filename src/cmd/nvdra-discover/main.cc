@@ -43,9 +43,10 @@ Result<cdi::Spec> AllDevicesSpec(const DeviceLib& lib, const NodeInventory& inv,
   cdi::Spec spec;
   spec.kind = std::string("k8s.") + gpu::kDriverName + "/claim";
   NVDRA_ASSIGN_OR_RETURN(spec.edits, edits.Common());
+  const auto types = gpu::RegisteredDeviceTypes(config::FeatureGates());
   // GPU by GPU in discovery order, each one's devices in that order too.
   for (const auto& g : inv.gpus) {
-    for (const auto& type : gpu::RegisteredDeviceTypes()) {
+    for (const auto& type : types) {
       for (const auto& d : type->Devices(inv)) {
         if (d.gpu != &g) continue;
         NVDRA_ASSIGN_OR_RETURN(auto e, type->Edits(d, edits));
