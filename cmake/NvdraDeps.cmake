@@ -28,9 +28,10 @@
 # On another version the build falls back as said and warns, naming the file
 # to revisit; with NVDRA_STRICT_PINS=ON it fails at configure time instead.
 option(NVDRA_STRICT_PINS "Fail at configure time when gRPC, spdlog or Abseil is not the pinned version" OFF)
-set(NVDRA_PINNED_GRPC_VERSION 1.51)
-set(NVDRA_PINNED_SPDLOG_VERSION 1.10)
-set(NVDRA_PINNED_ABSL_VERSION 20220623)
+# (Cache entries, so -DNVDRA_PINNED_GRPC_VERSION=0 exercises a fallback.)
+set(NVDRA_PINNED_GRPC_VERSION 1.51 CACHE STRING "gRPC release TimerEventEngine is written for")
+set(NVDRA_PINNED_SPDLOG_VERSION 1.10 CACHE STRING "spdlog release spdlog_compiled.cc is written for")
+set(NVDRA_PINNED_ABSL_VERSION 20220623 CACHE STRING "Abseil release the static link group is written for")
 
 # True in `out` when `version` is `pinned` or a patch release of it.
 function(_nvdra_check_pin out what version pinned file fallback)
@@ -57,6 +58,14 @@ _nvdra_check_pin(_absl_pinned "Abseil" "${absl_VERSION}" ${NVDRA_PINNED_ABSL_VER
 add_library(nvdra_dep_grpc INTERFACE)
 add_library(nvdra_dep_protobuf INTERFACE)
 add_library(nvdra_dep_yaml INTERFACE)
+
+# The shipped binaries link libstdc++ statically only when no C++ library
+# they link is shared (cmake/NvdraHelpers.cmake, nvdra_shipped_binary).
+if(NVDRA_STATIC_DEPS AND _spdlog_pinned AND _absl_pinned)
+  set(NVDRA_ALL_DEPS_STATIC TRUE)
+else()
+  set(NVDRA_ALL_DEPS_STATIC FALSE)
+endif()
 
 if(NOT NVDRA_STATIC_DEPS OR NOT _spdlog_pinned)
   add_library(nvdra_dep_log INTERFACE)
