@@ -22,9 +22,11 @@ endfunction()
 # A program of the image. With NVDRA_STATIC_DEPS it is linked without PIE
 # and with static libstdc++/libgcc: a position-independent executable has
 # its pointer tables relocated, and so made resident, at every start, and a
-# shared libstdc++ is mapped and relocated whole (docs/benchmarks.md).
+# shared libstdc++ is mapped and relocated whole (docs/benchmarks.md). Not
+# when a version pin fell back to a shared C++ library (cmake/NvdraDeps.cmake):
+# that library needs the shared libstdc++.
 function(nvdra_shipped_binary target)
-  if(NOT NVDRA_STATIC_DEPS)
+  if(NOT NVDRA_ALL_DEPS_STATIC)
     return()
   endif()
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)

@@ -75,7 +75,7 @@ std::optional<metrics::StepTimer> Engine::Time(metrics::PrepareStep step) const 
   return std::optional<metrics::StepTimer>(std::in_place, *metrics_, step, *options_.clock);
 }
 
-kubelet::PrepareResult Engine::PrepareClaim(const model::ClaimRef& claim, Steady::time_point deadline) {
+kubelet::PrepareOutcome Engine::PrepareClaim(const model::ClaimRef& claim, Steady::time_point deadline) {
   bool ok = false;
   std::optional<metrics::DraMetrics::InflightScope> inflight;
   std::optional<metrics::StepTimer> request_timer;
@@ -83,22 +83,21 @@ kubelet::PrepareResult Engine::PrepareClaim(const model::ClaimRef& claim, Steady
     inflight.emplace(*metrics_, metrics::Operation::kPrepare);
     request_timer.emplace(*metrics_, metrics::Operation::kPrepare, ok, *options_.clock);
   }
-  kubelet::PrepareResult out;
-  auto devices = Prepare(claim, deadline);
-  if (devices.ok()) {
+  kubelet::PrepareOutcome out = Prepare(claim, deadline);
+  if (out.ok()) {
     ok = true;
-    out.devices = std::move(devices).value();
     NVDRA_INFO("Returning newly prepared devices for claim '{}': {} device(s)", claim.ToString(),
-                 out.devices.size());
+                 out->size());
   } else {
-    const Status& s = devices.status();
-    out.error = "error preparing devices for claim " + claim.ToString() + ": " + s.message();
+    const Status s = out.status();  // a copy: `out` is replaced next
+    out = s.Wrap("error preparing devices for claim " + claim.ToString());
+    const std::string& error = out.status().message();
     if (metrics_ != nullptr) metrics_->RecordPrepareError(metrics::kErrorPrepareDevices);
     if (s.permanent()) {
       NVDRA_ERROR("Permanent error preparing devices for claim {}: {}", claim.uid, s.message());
-      if (options_.on_permanent_failure) options_.on_permanent_failure(claim, out.error);
+      if (options_.on_permanent_failure) options_.on_permanent_failure(claim, error);
     } else {
-      NVDRA_WARN("{}", out.error);
+      NVDRA_WARN("{}", error);
     }
   }
   request_timer.reset();
@@ -287,7 +286,7 @@ bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::
   return freed;
 }
 
-std::string Engine::UnprepareClaim(const model::ClaimRef& claim, Steady::time_point deadline) {
+Status Engine::UnprepareClaim(const model::ClaimRef& claim, Steady::time_point deadline) {
   bool ok = false;
   std::optional<metrics::DraMetrics::InflightScope> inflight;
   std::optional<metrics::StepTimer> request_timer;
@@ -300,10 +299,10 @@ std::string Engine::UnprepareClaim(const model::ClaimRef& claim, Steady::time_po
   if (!ok && metrics_ != nullptr) metrics_->RecordUnprepareError(metrics::kErrorUnprepareDevices);
   request_timer.reset();
   RefreshGauges();
-  if (s.ok()) return "";
-  std::string msg = "error unpreparing devices for claim " + claim.ToString() + ": " + s.message();
-  NVDRA_WARN("{}", msg);
-  return msg;
+  if (s.ok()) return s;
+  s = s.Wrap("error unpreparing devices for claim " + claim.ToString());
+  NVDRA_WARN("{}", s.message());
+  return s;
 }
 
 Status Engine::Unprepare(const model::ClaimRef& ref, Steady::time_point deadline) {

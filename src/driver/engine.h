@@ -64,10 +64,13 @@ class Engine final : public kubelet::ClaimEngine {
   // ClaimLedger::SetDeviceClassifier), and clears it again.
   ~Engine() override;
 
-  kubelet::PrepareResult PrepareClaim(const model::ClaimRef& claim,
-                                      std::chrono::steady_clock::time_point deadline) override;
-  std::string UnprepareClaim(const model::ClaimRef& claim,
-                             std::chrono::steady_clock::time_point deadline) override;
+  // A failure keeps its code; its message says which claim failed:
+  // "error preparing devices for claim <ns/name:uid>: <why>".
+  kubelet::PrepareOutcome PrepareClaim(const model::ClaimRef& claim,
+                                       std::chrono::steady_clock::time_point deadline) override;
+  // "error unpreparing devices for claim <ns/name:uid>: <why>" on failure.
+  Status UnprepareClaim(const model::ClaimRef& claim,
+                        std::chrono::steady_clock::time_point deadline) override;
 
   // --- What the reconciler asks for.
   // Every ledger entry, tombstones included (a fresh view).

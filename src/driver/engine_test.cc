@@ -99,12 +99,12 @@ TEST_F(EngineTest, PreparesWritesCdiSpecAndCompletes) {
   auto c = Claim("uid-a", "a", {"gpu-0", "gpu-1"});
   claims_.Put(c);
   auto r = engine_->PrepareClaim(Ref(c), kFar);
-  ASSERT_EQ(r.error, "");
-  ASSERT_EQ(r.devices.size(), 2u);
-  EXPECT_EQ(r.devices[0].device, "gpu-0");
-  EXPECT_EQ(r.devices[0].pool, "node-1");
-  EXPECT_EQ(r.devices[0].requests, std::vector<std::string>{"req0"});
-  EXPECT_EQ(r.devices[0].cdi_device_ids, std::vector<std::string>{"k8s.gpu.nvidia.com/claim=uid-a-gpu-0"});
+  ASSERT_EQ(r.status().message(), "");
+  ASSERT_EQ(r.value().size(), 2u);
+  EXPECT_EQ(r.value()[0].device, "gpu-0");
+  EXPECT_EQ(r.value()[0].pool, "node-1");
+  EXPECT_EQ(r.value()[0].requests, std::vector<std::string>{"req0"});
+  EXPECT_EQ(r.value()[0].cdi_device_ids, std::vector<std::string>{"k8s.gpu.nvidia.com/claim=uid-a-gpu-0"});
   EXPECT_TRUE(PathExists(SpecPath("uid-a")));
   auto e = Entry("uid-a");
   ASSERT_TRUE(e);
@@ -117,15 +117,15 @@ TEST_F(EngineTest, RepeatedPrepareIsIdempotentAndRestoresTheCdiSpec) {
   auto c = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(c);
   auto first = engine_->PrepareClaim(Ref(c), kFar);
-  ASSERT_EQ(first.error, "");
+  ASSERT_EQ(first.status().message(), "");
   auto spec = ReadFileToString(SpecPath("uid-a"));
   ASSERT_TRUE(spec.ok());
   off_t size = LedgerSize();
   ASSERT_TRUE(RemoveFileIfExists(SpecPath("uid-a")).ok());  // tmpfs lost after a reboot
 
   auto second = engine_->PrepareClaim(Ref(c), kFar);
-  ASSERT_EQ(second.error, "");
-  EXPECT_EQ(second.devices, first.devices);
+  ASSERT_EQ(second.status().message(), "");
+  EXPECT_EQ(second.value(), first.value());
   EXPECT_EQ(LedgerSize(), size) << "an idempotent prepare must not write to the ledger";
   EXPECT_EQ(kind_->prepares.load(), 1);
   auto again = ReadFileToString(SpecPath("uid-a"));
@@ -138,37 +138,37 @@ TEST_F(EngineTest, RepeatedPrepareReturnsTheRecordedDevicesWhenTheReadinessGateN
   auto c = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(c);
   auto first = engine_->PrepareClaim(Ref(c), kFar);
-  ASSERT_EQ(first.error, "");
+  ASSERT_EQ(first.status().message(), "");
   ASSERT_TRUE(RemoveFileIfExists(SpecPath("uid-a")).ok());
   // E.g. the ComputeDomain's daemon restarts while the kubelet repeats the call.
   kind_->not_ready = Unavailable("current node not ready");
   auto second = engine_->PrepareClaim(Ref(c), kFar);
-  ASSERT_EQ(second.error, "");
-  EXPECT_EQ(second.devices, first.devices);
+  ASSERT_EQ(second.status().message(), "");
+  EXPECT_EQ(second.value(), first.value());
   EXPECT_TRUE(PathExists(SpecPath("uid-a")));
   EXPECT_EQ(kind_->prepares.load(), 1);
   // A claim that is not prepared yet still waits for the gate.
   auto d = Claim("uid-b", "b", {"gpu-1"});
   claims_.Put(d);
   auto other = engine_->PrepareClaim(Ref(d), kFar);
-  EXPECT_NE(other.error.find("not ready"), std::string::npos) << other.error;
+  EXPECT_NE(other.status().message().find("not ready"), std::string::npos) << other.status().message();
   EXPECT_FALSE(Entry("uid-b"));
 }
 
 TEST_F(EngineTest, ClaimLookupErrorsArePerClaimAndLeaveNoEntry) {
   auto missing = engine_->PrepareClaim({"default", "uid-x", "x"}, kFar);
-  EXPECT_NE(missing.error.find("retrieve claim default/x"), std::string::npos) << missing.error;
+  EXPECT_NE(missing.status().message().find("retrieve claim default/x"), std::string::npos) << missing.status().message();
 
   auto c = Claim("uid-new", "b", {"gpu-0"});
   claims_.Put(c);
   auto replaced = engine_->PrepareClaim({"default", "uid-old", "b"}, kFar);
-  EXPECT_NE(replaced.error.find("claim default/b got replaced"), std::string::npos) << replaced.error;
+  EXPECT_NE(replaced.status().message().find("claim default/b got replaced"), std::string::npos) << replaced.status().message();
 
   auto na = Claim("uid-na", "na", {"gpu-0"});
   na.allocated = false;
   claims_.Put(na);
   auto not_alloc = engine_->PrepareClaim(Ref(na), kFar);
-  EXPECT_NE(not_alloc.error.find("claim default/na not allocated"), std::string::npos) << not_alloc.error;
+  EXPECT_NE(not_alloc.status().message().find("claim default/na not allocated"), std::string::npos) << not_alloc.status().message();
 
   EXPECT_FALSE(Entry("uid-x"));
   EXPECT_FALSE(Entry("uid-old"));
@@ -180,16 +180,16 @@ TEST_F(EngineTest, OtherDriversResultsAreIgnored) {
   c.results.push_back({"net", "net.example.com", "node-1", "nic-0", false, ""});
   claims_.Put(c);
   auto r = engine_->PrepareClaim(Ref(c), kFar);
-  ASSERT_EQ(r.error, "");
-  ASSERT_EQ(r.devices.size(), 1u);
-  EXPECT_EQ(r.devices[0].device, "gpu-0");
+  ASSERT_EQ(r.status().message(), "");
+  ASSERT_EQ(r.value().size(), 1u);
+  EXPECT_EQ(r.value()[0].device, "gpu-0");
 
   auto only_other = Claim("uid-b", "b", {});
   only_other.results.push_back({"net", "net.example.com", "node-1", "nic-0", false, ""});
   claims_.Put(only_other);
   auto none = engine_->PrepareClaim(Ref(only_other), kFar);
-  EXPECT_EQ(none.error, "");
-  EXPECT_TRUE(none.devices.empty());
+  EXPECT_EQ(none.status().message(), "");
+  EXPECT_TRUE(none.value().empty());
   EXPECT_FALSE(Entry("uid-b"));
 }
 
@@ -202,7 +202,7 @@ TEST_F(EngineTest, UnknownConfigFieldIsAPermanentErrorBeforeAnyDurableWrite) {
   auto c = Claim("uid-a", "a", {"gpu-0"}, {bad});
   claims_.Put(c);
   auto r = engine_->PrepareClaim(Ref(c), kFar);
-  EXPECT_NE(r.error.find("strict decoding error: unknown field \"unexpectedField\""), std::string::npos) << r.error;
+  EXPECT_NE(r.status().message().find("strict decoding error: unknown field \"unexpectedField\""), std::string::npos) << r.status().message();
   EXPECT_FALSE(Entry("uid-a"));
   EXPECT_EQ(kind_->prepares.load(), 0);
   EXPECT_FALSE(PathExists(SpecPath("uid-a")));
@@ -212,7 +212,7 @@ TEST_F(EngineTest, DeviceNotPublishedHereIsRefused) {
   auto c = Claim("uid-a", "a", {"gpu-99"});
   claims_.Put(c);
   auto r = engine_->PrepareClaim(Ref(c), kFar);
-  EXPECT_NE(r.error.find("gpu-99"), std::string::npos) << r.error;
+  EXPECT_NE(r.status().message().find("gpu-99"), std::string::npos) << r.status().message();
   EXPECT_FALSE(Entry("uid-a"));
 }
 
@@ -230,9 +230,9 @@ TEST_F(EngineTest, AClaimAllocatedToAnotherNodeIsRefusedPermanently) {
   c.consumers = {"pod-1"};
   claims_.Put(c);
   auto r = engine_->PrepareClaim(Ref(c), kFar);
-  EXPECT_NE(r.error.find("is allocated to node node-2 (device gpu-0, request req0), not to this node node-1"),
+  EXPECT_NE(r.status().message().find("is allocated to node node-2 (device gpu-0, request req0), not to this node node-1"),
             std::string::npos)
-      << r.error;
+      << r.status().message();
   EXPECT_EQ(reported, std::vector<std::string>{"uid-a"}) << "a permanent error";
   EXPECT_FALSE(Entry("uid-a"));
   EXPECT_EQ(kind_->prepares.load(), 0);
@@ -240,7 +240,7 @@ TEST_F(EngineTest, AClaimAllocatedToAnotherNodeIsRefusedPermanently) {
   // The same claim allocated here is prepared.
   c.results[0].pool = "node-1";
   claims_.Put(c);
-  EXPECT_EQ(engine_->PrepareClaim(Ref(c), kFar).error, "");
+  EXPECT_EQ(engine_->PrepareClaim(Ref(c), kFar).status().message(), "");
 }
 
 TEST_F(EngineTest, DeviceHeldByAnotherClaimIsRefusedNamingTheHolder) {
@@ -248,14 +248,14 @@ TEST_F(EngineTest, DeviceHeldByAnotherClaimIsRefusedNamingTheHolder) {
   auto b = Claim("uid-b", "b", {"gpu-0"});
   claims_.Put(a);
   claims_.Put(b);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   auto r = engine_->PrepareClaim(Ref(b), kFar);
-  EXPECT_NE(r.error.find("gpu-0 already allocated by claim uid-a (according to checkpoint)"), std::string::npos)
-      << r.error;
+  EXPECT_NE(r.status().message().find("gpu-0 already allocated by claim uid-a (according to checkpoint)"), std::string::npos)
+      << r.status().message();
   EXPECT_FALSE(Entry("uid-b"));
   // Once A is unprepared, B gets the device.
-  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
-  EXPECT_EQ(engine_->PrepareClaim(Ref(b), kFar).error, "");
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");
+  EXPECT_EQ(engine_->PrepareClaim(Ref(b), kFar).status().message(), "");
 }
 
 TEST_F(EngineTest, StaleHalfPreparedHolderIsCheckedRightAway) {
@@ -263,7 +263,7 @@ TEST_F(EngineTest, StaleHalfPreparedHolderIsCheckedRightAway) {
   claims_.Put(a);
   kind_->fail_prepare = Internal("device busy");
   auto failed = engine_->PrepareClaim(Ref(a), kFar);
-  ASSERT_NE(failed.error, "");
+  ASSERT_NE(failed.status().message(), "");
   ASSERT_EQ(Entry("uid-a")->state, ledger::ClaimState::kPrepareStarted);
   kind_->fail_prepare = Status::Ok();
   claims_.Remove("default", "a");  // force-deleted pod and claim
@@ -271,7 +271,7 @@ TEST_F(EngineTest, StaleHalfPreparedHolderIsCheckedRightAway) {
   auto b = Claim("uid-b", "b", {"gpu-0"});
   claims_.Put(b);
   auto r = engine_->PrepareClaim(Ref(b), kFar);
-  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.status().message(), "");
   EXPECT_EQ(kind_->unprepared, std::vector<std::string>{"uid-a"});
 }
 
@@ -279,25 +279,25 @@ TEST_F(EngineTest, LiveHalfPreparedHolderStillBlocks) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
   kind_->fail_prepare = Internal("device busy");
-  ASSERT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_NE(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   kind_->fail_prepare = Status::Ok();
   auto b = Claim("uid-b", "b", {"gpu-0"});
   claims_.Put(b);
   auto r = engine_->PrepareClaim(Ref(b), kFar);
-  EXPECT_NE(r.error.find("already allocated by claim uid-a"), std::string::npos) << r.error;
+  EXPECT_NE(r.status().message().find("already allocated by claim uid-a"), std::string::npos) << r.status().message();
   EXPECT_TRUE(kind_->unprepared.empty());
 }
 
 TEST_F(EngineTest, UnprepareRemovesSpecAndRefusesALatePrepare) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
-  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");
   EXPECT_FALSE(PathExists(SpecPath("uid-a")));
   EXPECT_EQ(kind_->unprepared, std::vector<std::string>{"uid-a"});
   auto late = engine_->PrepareClaim(Ref(a), kFar);
-  EXPECT_NE(late.error, "") << "a late Prepare retry must not resurrect an unprepared claim";
-  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  EXPECT_NE(late.status().message(), "") << "a late Prepare retry must not resurrect an unprepared claim";
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");
 }
 
 TEST_F(EngineTest, AClaimStillReservedForAPodIsPreparedAgainAfterAnUnprepare) {
@@ -305,30 +305,30 @@ TEST_F(EngineTest, AClaimStillReservedForAPodIsPreparedAgainAfterAnUnprepare) {
   a.consumers = {"pod-1", "pod-2"};
   claims_.Put(a);
   auto first = engine_->PrepareClaim(Ref(a), kFar);
-  ASSERT_EQ(first.error, "");
-  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");  // pod 1 ended
+  ASSERT_EQ(first.status().message(), "");
+  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");  // pod 1 ended
   a.consumers = {"pod-2"};                                 // pod 2 starts
   claims_.Put(a);
   auto second = engine_->PrepareClaim(Ref(a), kFar);
-  EXPECT_EQ(second.error, "");
-  EXPECT_EQ(second.devices, first.devices);
-  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");  // pod 2 ended
+  EXPECT_EQ(second.status().message(), "");
+  EXPECT_EQ(second.value(), first.value());
+  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");  // pod 2 ended
   a.consumers = {};
   claims_.Put(a);
-  EXPECT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "") << "reserved for nobody: a late retry";
+  EXPECT_NE(engine_->PrepareClaim(Ref(a), kFar).status().message(), "") << "reserved for nobody: a late retry";
 }
 
 TEST_F(EngineTest, UnprepareOfUnknownClaimSucceedsWithoutTheApiServer) {
   claims_.FailWith(Unavailable("connection refused"));
-  EXPECT_EQ(engine_->UnprepareClaim({"default", "uid-nobody", "n"}, kFar), "");
+  EXPECT_EQ(engine_->UnprepareClaim({"default", "uid-nobody", "n"}, kFar).message(), "");
 }
 
 TEST_F(EngineTest, UnprepareWorksWhenTheApiServerIsDown) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   claims_.FailWith(Unavailable("connection refused"));
-  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");
   auto e = Entry("uid-a");
   EXPECT_TRUE(!e || e->state == ledger::ClaimState::kTombstone);
 }
@@ -336,14 +336,14 @@ TEST_F(EngineTest, UnprepareWorksWhenTheApiServerIsDown) {
 TEST_F(EngineTest, FailedDeviceUndoKeepsTheEntryForARetry) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   kind_->fail_unprepare = Internal("GPU in use");
-  EXPECT_NE(engine_->UnprepareClaim(Ref(a), kFar).find("GPU in use"), std::string::npos);
+  EXPECT_NE(engine_->UnprepareClaim(Ref(a), kFar).message().find("GPU in use"), std::string::npos);
   auto e = Entry("uid-a");
   ASSERT_TRUE(e);
   EXPECT_TRUE(ledger::HoldsResources(e->state));
   kind_->fail_unprepare = Status::Ok();
-  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");
 }
 
 // The rendered value of one exact sample line ("name{labels}"), or "" if absent.
@@ -377,15 +377,15 @@ TEST_F(EngineTest, GaugesFollowEveryTransitionIncludingAnotherProcesssAndTombsto
   auto b = Claim("uid-b", "b", {"gpu-1", "gpu-2"});
   claims_.Put(a);
   claims_.Put(b);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
-  ASSERT_EQ(engine_->PrepareClaim(Ref(b), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(b), kFar).status().message(), "");
   EXPECT_EQ(gpus(), "3");
   EXPECT_EQ(claims("PrepareCompleted"), "2");
   EXPECT_EQ(claims("Tombstone"), "0");
   EXPECT_EQ(Sample(registry.Render(), "nvdra_ledger_bytes{driver=\"gpu.nvidia.com\"}"),
             std::to_string(LedgerSize()));
 
-  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar), "");
+  ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");
   EXPECT_EQ(gpus(), "2");
   EXPECT_EQ(claims("PrepareCompleted"), "1");
   EXPECT_EQ(claims("Tombstone"), "1");
@@ -409,14 +409,14 @@ TEST_F(EngineTest, GaugesFollowEveryTransitionIncludingAnotherProcesssAndTombsto
                                 .allocation = {{"req0", kDriver, "node-1", "gpu-4", false, ""}}};
   ASSERT_TRUE((*other)->BeginPrepare(d).ok());
   EXPECT_EQ(gpus(), "2");  // not read yet
-  ASSERT_EQ(engine_->UnprepareClaim({"default", "uid-gone", "gone"}, kFar), "");
+  ASSERT_EQ(engine_->UnprepareClaim({"default", "uid-gone", "gone"}, kFar).message(), "");
   EXPECT_EQ(gpus(), "3");
   EXPECT_EQ(claims("PrepareCompleted"), "2");
   EXPECT_EQ(claims("PrepareStarted"), "1");
 
   // The tombstone of a expires; the next transition drops it.
   clock_.Advance(std::chrono::minutes(6));
-  ASSERT_EQ(engine_->UnprepareClaim(Ref(b), kFar), "");
+  ASSERT_EQ(engine_->UnprepareClaim(Ref(b), kFar).message(), "");
   EXPECT_EQ(gpus(), "1");
   EXPECT_EQ(claims("PrepareCompleted"), "1");
   EXPECT_EQ(claims("Tombstone"), "1");  // b's; a's expired
@@ -426,13 +426,13 @@ TEST_F(EngineTest, PrepareAfterRebootRedoesNodeWorkAndReturnsSameDevices) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
   auto first = engine_->PrepareClaim(Ref(a), kFar);
-  ASSERT_EQ(first.error, "");
+  ASSERT_EQ(first.status().message(), "");
   ASSERT_TRUE(RemoveFileIfExists(SpecPath("uid-a")).ok());
   ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-2\n").ok());
   Reopen();
   auto second = engine_->PrepareClaim(Ref(a), kFar);
-  ASSERT_EQ(second.error, "");
-  EXPECT_EQ(second.devices, first.devices);
+  ASSERT_EQ(second.status().message(), "");
+  EXPECT_EQ(second.value(), first.value());
   EXPECT_EQ(kind_->prepares.load(), 2);
   EXPECT_TRUE(PathExists(SpecPath("uid-a")));
 }
@@ -443,8 +443,8 @@ TEST_F(EngineTest, ReconcilerRollsBackHalfPreparedClaimsWhoseClaimIsGone) {
   claims_.Put(a);
   claims_.Put(b);
   kind_->fail_prepare = Internal("boom");
-  ASSERT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "");
-  ASSERT_NE(engine_->PrepareClaim(Ref(b), kFar).error, "");
+  ASSERT_NE(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  ASSERT_NE(engine_->PrepareClaim(Ref(b), kFar).status().message(), "");
   kind_->fail_prepare = Status::Ok();
   claims_.Remove("default", "a");
   auto b2 = b;
@@ -463,7 +463,7 @@ TEST_F(EngineTest, ReconcilerKeepsEntriesWhenTheApiServerErrs) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
   kind_->fail_prepare = Internal("boom");
-  ASSERT_NE(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_NE(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   claims_.FailWith(Unavailable("503"));
   auto rep = reconciler_->RunOnce();
   EXPECT_EQ(rep.api_errors, 1);
@@ -474,7 +474,7 @@ TEST_F(EngineTest, ReconcilerKeepsEntriesWhenTheApiServerErrs) {
 TEST_F(EngineTest, ReconcilerUnpreparesGonePreparedClaimsOnlyAfterTheGracePeriod) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   claims_.Remove("default", "a");
   auto rep = reconciler_->RunOnce();
   EXPECT_EQ(rep.stale_completed, 1);
@@ -489,7 +489,7 @@ TEST_F(EngineTest, ReconcilerUnpreparesGonePreparedClaimsOnlyAfterTheGracePeriod
 TEST_F(EngineTest, ShallowPassesLeavePreparedClaimsToTheKubelet) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   int gets = claims_.gets();
   auto rep = reconciler_->RunOnce(/*deep=*/false);
   EXPECT_EQ(claims_.gets(), gets) << "a shallow pass must not ask the API server about prepared claims";
@@ -510,11 +510,11 @@ TEST_F(EngineTest, ReconcilerReleasesClaimsThatExistButAreNoLongerAllocatedAsRec
   claims_.Put(a);
   claims_.Put(b);
   claims_.Put(c);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   kind_->fail_prepare = Internal("boom");
-  ASSERT_NE(engine_->PrepareClaim(Ref(b), kFar).error, "");
+  ASSERT_NE(engine_->PrepareClaim(Ref(b), kFar).status().message(), "");
   kind_->fail_prepare = Status::Ok();
-  ASSERT_EQ(engine_->PrepareClaim(Ref(c), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(c), kFar).status().message(), "");
   auto rep = reconciler_->RunOnce();
   EXPECT_EQ(rep.unprepared_started + rep.unprepared_completed + rep.stale_completed, 0) << "all current";
 
@@ -551,18 +551,18 @@ TEST_F(EngineTest, PermanentErrorsReachTheCallbackOnlyForPermanentFailures) {
   engine_ = std::make_unique<Engine>(o, *ledger_, *kind_, claims_, *cdi_, nullptr);
   auto missing = Claim("uid-x", "x", {"gpu-99"});  // not on this node: permanent
   claims_.Put(missing);
-  EXPECT_NE(engine_->PrepareClaim(Ref(missing), kFar).error, "");
+  EXPECT_NE(engine_->PrepareClaim(Ref(missing), kFar).status().message(), "");
   auto busy = Claim("uid-y", "y", {"gpu-0"});  // a device failure: the kubelet retries
   claims_.Put(busy);
   kind_->fail_prepare = Internal("device busy");
-  EXPECT_NE(engine_->PrepareClaim(Ref(busy), kFar).error, "");
+  EXPECT_NE(engine_->PrepareClaim(Ref(busy), kFar).status().message(), "");
   EXPECT_EQ(reported, std::vector<std::string>{"uid-x"});
 }
 
 TEST_F(EngineTest, ReconcilerRemovesOrphanCdiSpecsOnly) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   cdi::Spec orphan = cdi_->BuildClaimSpec("uid-orphan", {{"gpu-3", {}}});
   orphan.devices[0].edits.env = {"X=1"};
   ASSERT_TRUE(cdi_->WriteClaimSpec("uid-orphan", orphan).ok());
@@ -575,7 +575,7 @@ TEST_F(EngineTest, ReconcilerRemovesOrphanCdiSpecsOnly) {
 TEST_F(EngineTest, ReconcilerSweepsTempFilesOfCrashedWritesButNotOfKnownClaims) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   const std::string crashed = dir_ + "/cdi/.k8s.gpu.nvidia.com-claim_uid-gone.json.tmp-1";
   const std::string in_flight = dir_ + "/cdi/.k8s.gpu.nvidia.com-claim_uid-a.json.tmp-2";
   ASSERT_TRUE(WriteFileAtomically(crashed, "{").ok());
@@ -594,8 +594,8 @@ TEST_F(EngineTest, ALostLedgerIsRebuiltFromTheCdiSpecsBeforeAnySpecIsSwept) {
   auto b = Claim("uid-b", "b", {"gpu-1"});
   claims_.Put(a);
   claims_.Put(b);
-  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).error, "");
-  ASSERT_EQ(engine_->PrepareClaim(Ref(b), kFar).error, "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(b), kFar).status().message(), "");
   const std::string log = ledger_->log_path();
   reconciler_.reset();
   engine_.reset();
@@ -623,12 +623,12 @@ TEST_F(EngineTest, ALostLedgerIsRebuiltFromTheCdiSpecsBeforeAnySpecIsSwept) {
   auto c = Claim("uid-c", "c", {"gpu-0"});
   claims_.Put(c);
   auto refused = engine_->PrepareClaim(Ref(c), kFar);
-  EXPECT_NE(refused.error.find("uid-a"), std::string::npos) << refused.error;
+  EXPECT_NE(refused.status().message().find("uid-a"), std::string::npos) << refused.status().message();
   // ... and the claim's own Prepare answers with its device and names the entry.
   auto again = engine_->PrepareClaim(Ref(a), kFar);
-  ASSERT_EQ(again.error, "");
-  ASSERT_EQ(again.devices.size(), 1u);
-  EXPECT_EQ(again.devices[0].device, "gpu-0");
+  ASSERT_EQ(again.status().message(), "");
+  ASSERT_EQ(again.value().size(), 1u);
+  EXPECT_EQ(again.value()[0].device, "gpu-0");
   EXPECT_EQ(Entry("uid-a")->name, "a");
 
   // The recovery is over: orphan specs go again.

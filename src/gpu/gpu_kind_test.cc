@@ -287,14 +287,14 @@ TEST_F(GpuKindTest, TheEngineReleasesAClaimWhoseTimeSliceResetKeepsFailing) {
   const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
   model::ClaimRef ref{"default", "uid-1", "shared"};
   auto prepared = engine.PrepareClaim(ref, far);
-  ASSERT_EQ(prepared.error, "");
+  ASSERT_EQ(prepared.status().message(), "");
   const std::string spec = *cdi_->ClaimSpecPath("uid-1");
   ASSERT_TRUE(PathExists(spec));
   FailControlOf(inventory_.gpus[2].uuid);
-  EXPECT_NE(engine.UnprepareClaim(ref, far), "");
-  EXPECT_NE(engine.UnprepareClaim(ref, far), "");
+  EXPECT_NE(engine.UnprepareClaim(ref, far).message(), "");
+  EXPECT_NE(engine.UnprepareClaim(ref, far).message(), "");
   EXPECT_TRUE(PathExists(spec)) << "kept while the kubelet retries";
-  EXPECT_EQ(engine.UnprepareClaim(ref, far), "");
+  EXPECT_EQ(engine.UnprepareClaim(ref, far).message(), "");
   auto entry = (*ledger)->Get("uid-1");
   ASSERT_TRUE(entry.ok() && entry->has_value());
   EXPECT_EQ((*entry)->state, ledger::ClaimState::kTombstone);

@@ -39,7 +39,7 @@ void ClaimDispatcher::Shutdown() {
 }
 
 Status ClaimDispatcher::ValidateRequest(const std::vector<ClaimRef>& claims, const char* op,
-                                        std::map<std::string, std::string>& errors,
+                                        std::map<std::string, Status>& errors,
                                         std::vector<ClaimRef>& valid) const {
   for (size_t i = 0; i < claims.size(); ++i) {
     if (claims[i].uid.empty()) {
@@ -55,24 +55,24 @@ Status ClaimDispatcher::ValidateRequest(const std::vector<ClaimRef>& claims, con
   for (const auto& c : claims) {
     if (errors.count(c.uid)) continue;
     if (static_cast<int>(claims.size()) > limit) {
-      errors[c.uid] = fmt::format(
+      errors[c.uid] = InvalidArgument(fmt::format(
           "{} request has {} claims, more than the limit of {} per call; claim {} was not {}d",
-          op, claims.size(), limit, c.ToString(), op);
+          op, claims.size(), limit, c.ToString(), op));
       continue;
     }
     if (Status s = ValidateClaimUid(c.uid); !s.ok()) {
-      errors[c.uid] = fmt::format("claim {}/{}: {}", c.ns, c.name, s.message());
+      errors[c.uid] = s.Wrap(fmt::format("claim {}/{}", c.ns, c.name));
       continue;
     }
     if (!IsValidObjectName(c.ns) || !IsValidObjectName(c.name)) {
-      errors[c.uid] = fmt::format(
-          "claim {}: namespace and name must be valid Kubernetes object names", c.ToString());
+      errors[c.uid] = InvalidArgument(fmt::format(
+          "claim {}: namespace and name must be valid Kubernetes object names", c.ToString()));
       continue;
     }
     if (count[c.uid] > 1) {
-      errors[c.uid] = fmt::format(
+      errors[c.uid] = InvalidArgument(fmt::format(
           "claim UID {} appears {} times in one {} request; each claim must be listed once",
-          c.uid, count[c.uid], op);
+          c.uid, count[c.uid], op));
       continue;
     }
     valid.push_back(c);
@@ -112,11 +112,11 @@ void ClaimDispatcher::StartLocked(std::shared_ptr<Task> task) {
     chains_.erase(it);
   }
   for (const auto& t : dropped) {
-    std::string msg = fmt::format("plugin is shutting down; {} of claim {} did not run",
-                                  OpName(t->op == Op::kPrepare), t->claim.ToString());
+    Status msg = Unavailable(fmt::format("plugin is shutting down; {} of claim {} did not run",
+                                         OpName(t->op == Op::kPrepare), t->claim.ToString()));
     t->done = true;
-    t->prepare.error = msg;
-    t->unprepare_error = msg;
+    t->prepare = msg;
+    t->unprepare = msg;
   }
 }
 
@@ -124,8 +124,8 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
   // The engine's budget starts when the claim starts, not when it was queued
   // behind another operation on the same claim.
   const auto deadline = Clock::now() + options_.claim_timeout;
-  PrepareResult prepare;
-  std::string unprepare_error;
+  PrepareOutcome prepare = std::vector<PreparedDevice>{};
+  Status unprepare;
   bool stopping;
   {
     MutexLock lock(mu_);
@@ -133,17 +133,18 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
   }
   if (stopping) {
     // Queued before shutdown began: do not start new device work now.
-    prepare.error = unprepare_error = fmt::format(
+    unprepare = Unavailable(fmt::format(
         "plugin is shutting down; {} of claim {} did not run", OpName(task->op == Op::kPrepare),
-        task->claim.ToString());
+        task->claim.ToString()));
+    prepare = unprepare;
   } else {
-    CallEngine(*task, deadline, prepare, unprepare_error);
+    CallEngine(*task, deadline, prepare, unprepare);
   }
   {
     MutexLock lock(mu_);
     task->done = true;
     task->prepare = std::move(prepare);
-    task->unprepare_error = std::move(unprepare_error);
+    task->unprepare = std::move(unprepare);
     auto it = chains_.find(task->claim.uid);
     if (it != chains_.end() && it->second.running == task) {
       UidChain& chain = it->second;
@@ -162,58 +163,51 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
 }
 
 void ClaimDispatcher::CallEngine(const Task& task, Clock::time_point deadline,
-                                 PrepareResult& prepare, std::string& unprepare_error) {
+                                 PrepareOutcome& prepare, Status& unprepare) {
   // An exception must not end the worker thread (and with it the process);
   // it fails this claim alone and the kubelet retries.
   const std::string what =
       fmt::format("{} of claim {}", OpName(task.op == Op::kPrepare), task.claim.ToString());
   if (task.op == Op::kPrepare) {
-    Result<PrepareResult> r =
-        RunGuarded(what, [&] { return engine_.PrepareClaim(task.claim, deadline); });
-    if (r.ok()) {
-      prepare = std::move(r).value();
-    } else {
-      prepare.error = r.status().message();
-    }
+    prepare = RunGuarded(what, [&] { return engine_.PrepareClaim(task.claim, deadline); });
   } else {
-    Result<std::string> r =
-        RunGuarded(what, [&] { return engine_.UnprepareClaim(task.claim, deadline); });
-    unprepare_error = r.ok() ? std::move(r).value() : r.status().message();
+    unprepare = RunGuarded(what, [&] { return engine_.UnprepareClaim(task.claim, deadline); });
   }
 }
 
-std::string ClaimDispatcher::TimeoutMessage(Op op, const ClaimRef& claim) const {
-  return fmt::format(
+Status ClaimDispatcher::TimeoutError(Op op, const ClaimRef& claim) const {
+  return DeadlineExceeded(fmt::format(
       "{} of claim {} did not finish within {}; it goes on in the background and the kubelet will retry",
-      OpName(op == Op::kPrepare), claim.ToString(), FormatDuration(options_.claim_timeout));
+      OpName(op == Op::kPrepare), claim.ToString(), FormatDuration(options_.claim_timeout)));
 }
 
-std::vector<std::string> ClaimDispatcher::Await(const std::vector<std::shared_ptr<Task>>& tasks,
-                                                Op op, Clock::time_point deadline) {
-  std::vector<std::string> errors(tasks.size());
+std::vector<Status> ClaimDispatcher::Await(const std::vector<std::shared_ptr<Task>>& tasks,
+                                           Op op, Clock::time_point deadline) {
+  std::vector<Status> errors(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
     const auto& t = tasks[i];
     changed_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return t->done || shutting_down_; });
     if (t->done) continue;
     if (shutting_down_) {
-      errors[i] = fmt::format("plugin is shutting down; {} of claim {} was not answered and the kubelet will retry",
-                              OpName(op == Op::kPrepare), t->claim.ToString());
+      errors[i] = Unavailable(fmt::format(
+          "plugin is shutting down; {} of claim {} was not answered and the kubelet will retry",
+          OpName(op == Op::kPrepare), t->claim.ToString()));
     } else {
-      errors[i] = TimeoutMessage(op, t->claim);
+      errors[i] = TimeoutError(op, t->claim);
     }
   }
   return errors;
 }
 
-Result<std::map<std::string, PrepareResult>> ClaimDispatcher::Prepare(
+Result<std::map<std::string, PrepareOutcome>> ClaimDispatcher::Prepare(
     const std::vector<ClaimRef>& claims, Clock::time_point call_deadline) {
-  std::map<std::string, std::string> invalid;
+  std::map<std::string, Status> invalid;
   std::vector<ClaimRef> valid;
   NVDRA_RETURN_IF_ERROR(ValidateRequest(claims, "prepare", invalid, valid));
-  std::map<std::string, PrepareResult> out;
+  std::map<std::string, PrepareOutcome> out;
   for (auto& [uid, err] : invalid) {
-    NVDRA_ERROR("refusing to prepare claim: {}", err);
-    out[uid].error = err;
+    NVDRA_ERROR("refusing to prepare claim: {}", err.message());
+    out.insert_or_assign(uid, err);
   }
   if (valid.empty()) return out;
 
@@ -221,53 +215,52 @@ Result<std::map<std::string, PrepareResult>> ClaimDispatcher::Prepare(
   MutexLock lock(mu_);
   if (shutting_down_) {
     for (const auto& c : valid) {
-      out[c.uid].error = fmt::format("plugin is shutting down; prepare of claim {} was refused and the kubelet will retry", c.ToString());
+      out.insert_or_assign(c.uid, Unavailable(fmt::format(
+          "plugin is shutting down; prepare of claim {} was refused and the kubelet will retry", c.ToString())));
     }
     return out;
   }
   std::vector<std::shared_ptr<Task>> tasks;
   for (const auto& c : valid) tasks.push_back(SubmitLocked(Op::kPrepare, c));
-  std::vector<std::string> late = Await(tasks, Op::kPrepare, deadline);
+  std::vector<Status> late = Await(tasks, Op::kPrepare, deadline);
   for (size_t i = 0; i < tasks.size(); ++i) {
-    PrepareResult& r = out[valid[i].uid];
-    if (!late[i].empty()) {
-      r.error = late[i];
+    const PrepareOutcome& r =
+        out.insert_or_assign(valid[i].uid, late[i].ok() ? tasks[i]->prepare : PrepareOutcome(late[i]))
+            .first->second;
+    if (!r.ok()) {
+      NVDRA_ERROR("prepare of claim {} failed: {}", valid[i].ToString(), r.status().message());
     } else {
-      r = tasks[i]->prepare;
-    }
-    if (!r.error.empty()) {
-      NVDRA_ERROR("prepare of claim {} failed: {}", valid[i].ToString(), r.error);
-    } else {
-      NVDRA_VLOG(1, "prepared claim {} ({} devices)", valid[i].ToString(), r.devices.size());
+      NVDRA_VLOG(1, "prepared claim {} ({} devices)", valid[i].ToString(), r->size());
     }
   }
   return out;
 }
 
-Result<std::map<std::string, std::string>> ClaimDispatcher::Unprepare(
+Result<std::map<std::string, Status>> ClaimDispatcher::Unprepare(
     const std::vector<ClaimRef>& claims, Clock::time_point call_deadline) {
-  std::map<std::string, std::string> out;
+  std::map<std::string, Status> out;
   std::vector<ClaimRef> valid;
   NVDRA_RETURN_IF_ERROR(ValidateRequest(claims, "unprepare", out, valid));
-  for (auto& [uid, err] : out) NVDRA_ERROR("refusing to unprepare claim: {}", err);
+  for (auto& [uid, err] : out) NVDRA_ERROR("refusing to unprepare claim: {}", err.message());
   if (valid.empty()) return out;
 
   const auto deadline = std::min(Clock::now() + options_.claim_timeout, call_deadline);
   MutexLock lock(mu_);
   if (shutting_down_) {
     for (const auto& c : valid) {
-      out[c.uid] = fmt::format("plugin is shutting down; unprepare of claim {} was refused and the kubelet will retry", c.ToString());
+      out[c.uid] = Unavailable(fmt::format(
+          "plugin is shutting down; unprepare of claim {} was refused and the kubelet will retry", c.ToString()));
     }
     return out;
   }
   std::vector<std::shared_ptr<Task>> tasks;
   for (const auto& c : valid) tasks.push_back(SubmitLocked(Op::kUnprepare, c));
-  std::vector<std::string> late = Await(tasks, Op::kUnprepare, deadline);
+  std::vector<Status> late = Await(tasks, Op::kUnprepare, deadline);
   for (size_t i = 0; i < tasks.size(); ++i) {
-    std::string& err = out[valid[i].uid];
-    err = late[i].empty() ? tasks[i]->unprepare_error : late[i];
-    if (!err.empty()) {
-      NVDRA_ERROR("unprepare of claim {} failed: {}", valid[i].ToString(), err);
+    Status& err = out[valid[i].uid];
+    err = late[i].ok() ? tasks[i]->unprepare : late[i];
+    if (!err.ok()) {
+      NVDRA_ERROR("unprepare of claim {} failed: {}", valid[i].ToString(), err.message());
     } else {
       NVDRA_VLOG(1, "unprepared claim {}", valid[i].ToString());
     }

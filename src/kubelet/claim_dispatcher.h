@@ -43,11 +43,14 @@ class ClaimDispatcher {
   // Exactly one entry per distinct claim UID of the request. A non-OK
   // Status only for a request that cannot be answered per claim (a claim
   // without UID). `call_deadline` is the caller's own deadline, if any.
-  Result<std::map<std::string, PrepareResult>> Prepare(
+  // A claim's own failures keep the engine's Status; the dispatcher's are
+  // InvalidArgument (a claim it refused), DeadlineExceeded (not answered in
+  // time) and Unavailable (shutting down).
+  Result<std::map<std::string, PrepareOutcome>> Prepare(
       const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max())
       EXCLUDES(mu_);
-  // Entry value: "" on success, else the claim's error.
-  Result<std::map<std::string, std::string>> Unprepare(
+  // Entry value: OK on success, else the claim's error.
+  Result<std::map<std::string, Status>> Unprepare(
       const std::vector<ClaimRef>& claims, Clock::time_point call_deadline = Clock::time_point::max())
       EXCLUDES(mu_);
 
@@ -67,8 +70,8 @@ class ClaimDispatcher {
     Op op;
     ClaimRef claim;
     bool done = false;
-    PrepareResult prepare;
-    std::string unprepare_error;
+    PrepareOutcome prepare = std::vector<PreparedDevice>{};
+    Status unprepare;
   };
   struct UidChain {
     std::shared_ptr<Task> running;
@@ -77,19 +80,19 @@ class ClaimDispatcher {
 
   // Per-claim validation; on failure every such claim gets `errors[uid]`.
   Status ValidateRequest(const std::vector<ClaimRef>& claims, const char* op,
-                         std::map<std::string, std::string>& errors,
+                         std::map<std::string, Status>& errors,
                          std::vector<ClaimRef>& valid) const;
   std::shared_ptr<Task> SubmitLocked(Op op, const ClaimRef& claim) REQUIRES(mu_);
   void StartLocked(std::shared_ptr<Task> task) REQUIRES(mu_);
   void RunTask(const std::shared_ptr<Task>& task) EXCLUDES(mu_);
   // Calls the engine behind the exception barrier: whatever escapes it
   // becomes this claim's internal error.
-  void CallEngine(const Task& task, Clock::time_point deadline, PrepareResult& prepare,
-                  std::string& unprepare_error) EXCLUDES(mu_);
-  // Waits for `tasks`; returns, per task, "" when done or the error to report.
-  std::vector<std::string> Await(const std::vector<std::shared_ptr<Task>>& tasks, Op op,
+  void CallEngine(const Task& task, Clock::time_point deadline, PrepareOutcome& prepare,
+                  Status& unprepare) EXCLUDES(mu_);
+  // Waits for `tasks`; returns, per task, OK when done or the error to report.
+  std::vector<Status> Await(const std::vector<std::shared_ptr<Task>>& tasks, Op op,
                                  Clock::time_point deadline) REQUIRES(mu_);
-  std::string TimeoutMessage(Op op, const ClaimRef& claim) const;
+  Status TimeoutError(Op op, const ClaimRef& claim) const;
 
   ClaimEngine& engine_;
   const DispatcherOptions options_;

@@ -47,12 +47,13 @@ TEST(ClaimDispatcherTest, OneEntryPerClaimWithEngineResults) {
   auto r = d.Prepare({Claim("a"), Claim("b"), Claim("c")});
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 3u);
-  EXPECT_EQ(r->at(Uid("a")).error, "");
-  ASSERT_EQ(r->at(Uid("a")).devices.size(), 1u);
-  EXPECT_EQ(r->at(Uid("a")).devices[0].device, "gpu-0");
-  EXPECT_EQ(r->at(Uid("b")).error, "device gpu-1 is lost");
-  EXPECT_EQ(r->at(Uid("c")).error, "");
-  EXPECT_TRUE(r->at(Uid("c")).devices.empty());
+  EXPECT_EQ(r->at(Uid("a")).status().message(), "");
+  ASSERT_EQ(r->at(Uid("a"))->size(), 1u);
+  EXPECT_EQ(r->at(Uid("a")).value()[0].device, "gpu-0");
+  EXPECT_EQ(r->at(Uid("b")).status().message(), "device gpu-1 is lost");
+  EXPECT_EQ(r->at(Uid("b")).status().code(), StatusCode::kInternal);  // the engine's Status as is
+  EXPECT_EQ(r->at(Uid("c")).status().message(), "");
+  EXPECT_TRUE(r->at(Uid("c"))->empty());
 }
 
 TEST(ClaimDispatcherTest, EmptyRequestIsAnEmptyAnswer) {
@@ -84,15 +85,15 @@ TEST(ClaimDispatcherTest, MalformedUidsAndNamesArePerClaimErrors) {
                       {"Bad_NS", Uid("n"), "x"}});
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 4u);
-  EXPECT_EQ(r->at(Uid("a")).error, "");
-  EXPECT_THAT(r->at("../../etc").error, HasSubstr("is not a valid Kubernetes UID"));
-  EXPECT_THAT(r->at("a/b").error, HasSubstr("is not a valid Kubernetes UID"));
-  EXPECT_THAT(r->at(Uid("n")).error, HasSubstr("valid Kubernetes object names"));
+  EXPECT_EQ(r->at(Uid("a")).status().message(), "");
+  EXPECT_THAT(r->at("../../etc").status().message(), HasSubstr("is not a valid Kubernetes UID"));
+  EXPECT_THAT(r->at("a/b").status().message(), HasSubstr("is not a valid Kubernetes UID"));
+  EXPECT_THAT(r->at(Uid("n")).status().message(), HasSubstr("valid Kubernetes object names"));
   EXPECT_EQ(engine.Calls("../../etc"), 0);
   EXPECT_EQ(engine.Calls(Uid("n")), 0);
   auto u = d.Unprepare({{"default", "x.y", "n"}});
   ASSERT_TRUE(u.ok());
-  EXPECT_THAT(u->at("x.y"), HasSubstr("is not a valid Kubernetes UID"));
+  EXPECT_THAT(u->at("x.y").message(), HasSubstr("is not a valid Kubernetes UID"));
 }
 
 TEST(ClaimDispatcherTest, DuplicateUidIsRefusedOnce) {
@@ -101,8 +102,8 @@ TEST(ClaimDispatcherTest, DuplicateUidIsRefusedOnce) {
   auto r = d.Prepare({Claim("a"), Claim("b"), Claim("a")});
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 2u);
-  EXPECT_THAT(r->at(Uid("a")).error, HasSubstr("appears 2 times in one prepare request"));
-  EXPECT_EQ(r->at(Uid("b")).error, "");
+  EXPECT_THAT(r->at(Uid("a")).status().message(), HasSubstr("appears 2 times in one prepare request"));
+  EXPECT_EQ(r->at(Uid("b")).status().message(), "");
   EXPECT_EQ(engine.Calls(Uid("a")), 0);
 }
 
@@ -115,7 +116,8 @@ TEST(ClaimDispatcherTest, HugeRequestIsRefusedPerClaimWithoutEngineCalls) {
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 9u);
   for (const auto& [uid, err] : *r) {
-    EXPECT_THAT(err, HasSubstr("has 9 claims, more than the limit of 8 per call"));
+    EXPECT_THAT(err.message(), HasSubstr("has 9 claims, more than the limit of 8 per call"));
+    EXPECT_EQ(err.code(), StatusCode::kInvalidArgument);
   }
   EXPECT_TRUE(engine.Completed().empty());
 }
@@ -125,7 +127,7 @@ TEST(ClaimDispatcherTest, UnprepareOfUnknownClaimSucceeds) {
   ClaimDispatcher d(engine, Fast());
   auto r = d.Unprepare({Claim("never-prepared")});
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->at(Uid("never-prepared")), "");
+  EXPECT_EQ(r->at(Uid("never-prepared")).message(), "");
 }
 
 TEST(ClaimDispatcherTest, SlowClaimDoesNotDelayAnotherInTheSameRequest) {
@@ -138,7 +140,7 @@ TEST(ClaimDispatcherTest, SlowClaimDoesNotDelayAnotherInTheSameRequest) {
   engine.Release(Uid("slow"));
   auto r = call.get();
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->at(Uid("slow")).error, "");
+  EXPECT_EQ(r->at(Uid("slow")).status().message(), "");
   EXPECT_EQ(engine.Completed().back(), "prepare:" + Uid("slow"));
 }
 
@@ -150,7 +152,7 @@ TEST(ClaimDispatcherTest, SlowClaimDoesNotDelayAnotherRequest) {
   ASSERT_TRUE(engine.WaitStarted(Uid("slow"), kLong));
   auto fast = d.Unprepare({Claim("other")});  // returns while "slow" is held
   ASSERT_TRUE(fast.ok());
-  EXPECT_EQ(fast->at(Uid("other")), "");
+  EXPECT_EQ(fast->at(Uid("other")).message(), "");
   EXPECT_EQ(slow.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   engine.Release(Uid("slow"));
   EXPECT_TRUE(slow.get().ok());
@@ -162,12 +164,12 @@ TEST(ClaimDispatcherTest, DeadlineGivesRetryableErrorAndRetryJoinsTheRunningWork
   ClaimDispatcher d(engine, Fast(100));
   auto first = d.Prepare({Claim("a")});
   ASSERT_TRUE(first.ok());
-  EXPECT_EQ(first->at(Uid("a")).error,
+  EXPECT_EQ(first->at(Uid("a")).status().message(),
             "prepare of claim default/claim-a:" + Uid("a") +
                 " did not finish within 100ms; it goes on in the background and the kubelet will retry");
   auto retry = d.Prepare({Claim("a")});
   ASSERT_TRUE(retry.ok());
-  EXPECT_THAT(retry->at(Uid("a")).error, HasSubstr("did not finish within 100ms"));
+  EXPECT_THAT(retry->at(Uid("a")).status().message(), HasSubstr("did not finish within 100ms"));
   EXPECT_EQ(engine.Calls(Uid("a")), 1);  // the retry waited for the same work
   engine.Release(Uid("a"));
   ASSERT_TRUE(engine.WaitCompleted(1, kLong));
@@ -180,8 +182,9 @@ TEST(ClaimDispatcherTest, CallersOwnDeadlineCutsTheWaitShort) {
   auto r = d.Prepare({Claim("a"), Claim("b")},
                      ClaimDispatcher::Clock::now() + std::chrono::milliseconds(50));
   ASSERT_TRUE(r.ok());
-  EXPECT_THAT(r->at(Uid("a")).error, HasSubstr("kubelet will retry"));
-  EXPECT_EQ(r->at(Uid("b")).error, "");
+  EXPECT_THAT(r->at(Uid("a")).status().message(), HasSubstr("kubelet will retry"));
+  EXPECT_EQ(r->at(Uid("a")).status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(r->at(Uid("b")).status().message(), "");
   engine.Release(Uid("a"));
 }
 
@@ -194,7 +197,7 @@ TEST(ClaimDispatcherTest, OperationsOnOneClaimRunInArrivalOrder) {
   ASSERT_TRUE(p.ok());
   auto u = d.Unprepare({Claim("a")});  // queued behind the prepare, times out
   ASSERT_TRUE(u.ok());
-  EXPECT_THAT(u->at(Uid("a")), HasSubstr("unprepare of claim default/claim-a"));
+  EXPECT_THAT(u->at(Uid("a")).message(), HasSubstr("unprepare of claim default/claim-a"));
   EXPECT_EQ(engine.Calls(Uid("a")), 1);  // unprepare not started yet
   engine.Set(Uid("a"), FakeClaimBehavior{});
   engine.Release(Uid("a"));
@@ -213,12 +216,13 @@ TEST(ClaimDispatcherTest, ShutdownAnswersWaitingCallsAndRefusesNewOnes) {
   std::thread stopper([&] { d.Shutdown(); });  // waits for the held engine call
   auto r = call.get();
   ASSERT_TRUE(r.ok());
-  EXPECT_THAT(r->at(Uid("a")).error, HasSubstr("plugin is shutting down"));
+  EXPECT_THAT(r->at(Uid("a")).status().message(), HasSubstr("plugin is shutting down"));
+  EXPECT_EQ(r->at(Uid("a")).status().code(), StatusCode::kUnavailable);
   engine.CancelAll();
   stopper.join();
   auto late = d.Prepare({Claim("b")});
   ASSERT_TRUE(late.ok());
-  EXPECT_THAT(late->at(Uid("b")).error, HasSubstr("shutting down"));
+  EXPECT_THAT(late->at(Uid("b")).status().message(), HasSubstr("shutting down"));
   EXPECT_EQ(engine.Calls(Uid("b")), 0);
 }
 
@@ -232,18 +236,18 @@ TEST(ClaimDispatcherTest, EngineExceptionBecomesAnInternalErrorOfThatClaimAlone)
   ClaimDispatcher d(engine, o);
   auto r = d.Prepare({Claim("a"), Claim("b")});
   ASSERT_TRUE(r.ok());
-  EXPECT_THAT(r->at(Uid("a")).error,
+  EXPECT_THAT(r->at(Uid("a")).status().message(),
               HasSubstr("internal error in prepare of claim default/claim-a:" + Uid("a")));
-  EXPECT_THAT(r->at(Uid("a")).error, HasSubstr("unexpected exception: stoll"));
-  EXPECT_EQ(r->at(Uid("b")).error, "");
+  EXPECT_THAT(r->at(Uid("a")).status().message(), HasSubstr("unexpected exception: stoll"));
+  EXPECT_EQ(r->at(Uid("b")).status().message(), "");
   auto u = d.Unprepare({Claim("a")});
   ASSERT_TRUE(u.ok());
-  EXPECT_THAT(u->at(Uid("a")), HasSubstr("internal error in unprepare of claim default/claim-a"));
+  EXPECT_THAT(u->at(Uid("a")).message(), HasSubstr("internal error in unprepare of claim default/claim-a"));
   // The claim's chain was released: the next operation on it runs normally.
   engine.Set(Uid("a"), FakeClaimBehavior{});
   auto again = d.Prepare({Claim("a")});
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->at(Uid("a")).error, "");
+  EXPECT_EQ(again->at(Uid("a")).status().message(), "");
   EXPECT_EQ(engine.Calls(Uid("a")), 3);
   EXPECT_EQ(engine.Prepared(), std::set<std::string>({Uid("a"), Uid("b")}));
 }

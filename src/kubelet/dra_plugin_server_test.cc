@@ -122,6 +122,33 @@ TEST_F(DraPluginServerTest, RejectedRegistrationIsAnErrorAndRemembered) {
   EXPECT_TRUE(server->registration().LastStatus()->registered);
 }
 
+// An engine whose failures carry no message: the wire's empty error means
+// success to the kubelet, so such a failure must still say something.
+class SilentFailureEngine final : public ClaimEngine {
+ public:
+  PrepareOutcome PrepareClaim(const ClaimRef&, std::chrono::steady_clock::time_point) override {
+    return Status(StatusCode::kUnavailable, "");
+  }
+  Status UnprepareClaim(const ClaimRef&, std::chrono::steady_clock::time_point) override {
+    return Status(StatusCode::kInternal, "");
+  }
+};
+
+TEST_F(DraPluginServerTest, AFailureWithoutMessageNeverReadsAsSuccess) {
+  SilentFailureEngine engine;
+  auto server = DraPluginServer::Start(engine, Options());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  PluginClient dra((*server)->paths().dra);
+  for (DraApi api : {DraApi::kV1, DraApi::kV1beta1}) {
+    auto r = dra.Prepare(api, {Claim("a")}, kTimeout);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->at(Uid("a")).error, "Unavailable");
+    auto u = dra.Unprepare(api, {Claim("a")}, kTimeout);
+    ASSERT_TRUE(u.ok()) << u.status().ToString();
+    EXPECT_EQ(u->at(Uid("a")), "Internal");
+  }
+}
+
 TEST_F(DraPluginServerTest, ThrowingEngineFailsThatClaimAloneOnBothApis) {
   FakeClaimBehavior boom;
   boom.throw_message = "map::at";

@@ -15,6 +15,14 @@ std::vector<ClaimRef> ClaimsOf(const Request& req) {
   return claims;
 }
 
+// A claim's error as the kubelet gets it: the Status's message, word for
+// word. A failure without a message must not read as success (the kubelet
+// takes an empty error for one), so it says the code's name.
+std::string ClaimError(const Status& s) {
+  if (s.ok()) return "";
+  return s.message().empty() ? std::string(StatusCodeName(s.code())) : s.message();
+}
+
 grpc::Status ToGrpc(const Status& s) {
   return grpc::Status(s.code() == StatusCode::kInvalidArgument ? grpc::StatusCode::INVALID_ARGUMENT
                                                                : grpc::StatusCode::INTERNAL,
@@ -29,9 +37,9 @@ grpc::Status Prepare(ClaimDispatcher& dispatcher, grpc::ServerContext* ctx,
   auto& out = *resp->mutable_claims();
   for (auto& [uid, result] : *results) {
     auto& entry = out[uid];
-    entry.set_error(result.error);
-    if (!result.error.empty()) continue;
-    for (auto& d : NormalizeDevices(std::move(result.devices), kShareId)) {
+    entry.set_error(ClaimError(result.status()));
+    if (!result.ok()) continue;
+    for (auto& d : NormalizeDevices(std::move(result).value(), kShareId)) {
       auto* pd = entry.add_devices();
       for (auto& r : d.requests) pd->add_request_names(std::move(r));
       pd->set_pool_name(d.pool);
@@ -51,7 +59,7 @@ grpc::Status Unprepare(ClaimDispatcher& dispatcher, grpc::ServerContext* ctx,
   auto results = dispatcher.Unprepare(claims, SteadyDeadline(*ctx));
   if (!results.ok()) return ToGrpc(results.status());
   auto& out = *resp->mutable_claims();
-  for (auto& [uid, error] : *results) out[uid].set_error(error);
+  for (auto& [uid, status] : *results) out[uid].set_error(ClaimError(status));
   return grpc::Status::OK;
 }
 

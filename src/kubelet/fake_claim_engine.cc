@@ -120,41 +120,34 @@ bool FakeClaimEngine::Pause(const std::string& uid, const FakeClaimBehavior& b) 
   return !cancelled_;
 }
 
-PrepareResult FakeClaimEngine::PrepareClaim(const ClaimRef& claim,
-                                            std::chrono::steady_clock::time_point) {
+PrepareOutcome FakeClaimEngine::PrepareClaim(const ClaimRef& claim,
+                                             std::chrono::steady_clock::time_point) {
   if (on_start_) on_start_("prepare", claim);
   MutexLock lock(mu_);
   FakeClaimBehavior b = BehaviorFor(claim.uid);
   const bool cancelled = !Pause(claim.uid, b);
   completed_.push_back("prepare:" + claim.uid);
   cv_.NotifyAll();
-  PrepareResult r;
-  if (cancelled) {
-    r.error = "fake engine cancelled";
-  } else if (!b.throw_message.empty()) {
-    throw std::runtime_error(b.throw_message);  // the scoped lock unlocks
-  } else if (!b.prepare_error.empty()) {
-    r.error = b.prepare_error;
-  } else {
-    r.devices = b.devices;
-    prepared_.insert(claim.uid);
-  }
-  return r;
+  if (cancelled) return Unavailable("fake engine cancelled");
+  if (!b.throw_message.empty()) throw std::runtime_error(b.throw_message);  // the scoped lock unlocks
+  if (!b.prepare_error.empty()) return Internal(b.prepare_error);
+  prepared_.insert(claim.uid);
+  return b.devices;
 }
 
-std::string FakeClaimEngine::UnprepareClaim(const ClaimRef& claim,
-                                            std::chrono::steady_clock::time_point) {
+Status FakeClaimEngine::UnprepareClaim(const ClaimRef& claim,
+                                       std::chrono::steady_clock::time_point) {
   if (on_start_) on_start_("unprepare", claim);
   MutexLock lock(mu_);
   FakeClaimBehavior b = BehaviorFor(claim.uid);
   const bool cancelled = !Pause(claim.uid, b);
   completed_.push_back("unprepare:" + claim.uid);
   cv_.NotifyAll();
-  if (cancelled) return "fake engine cancelled";
+  if (cancelled) return Unavailable("fake engine cancelled");
   if (!b.throw_message.empty()) throw std::runtime_error(b.throw_message);
-  if (!b.unprepare_error.empty()) return b.unprepare_error;
+  if (!b.unprepare_error.empty()) return Internal(b.unprepare_error);
   prepared_.erase(claim.uid);  // unknown claims simply succeed
-  return "";
+  return Status::Ok();
 }
 
 }  // namespace nvdra::kubelet

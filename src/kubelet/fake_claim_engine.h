@@ -59,10 +59,11 @@ class FakeClaimEngine final : public ClaimEngine {
   // Claims prepared and not unprepared since.
   std::set<std::string> Prepared() const EXCLUDES(mu_);
 
-  PrepareResult PrepareClaim(const ClaimRef& claim,
-                             std::chrono::steady_clock::time_point deadline) override EXCLUDES(mu_);
-  std::string UnprepareClaim(const ClaimRef& claim,
-                             std::chrono::steady_clock::time_point deadline) override EXCLUDES(mu_);
+  // A scripted error is an Internal Status with the script's text.
+  PrepareOutcome PrepareClaim(const ClaimRef& claim,
+                              std::chrono::steady_clock::time_point deadline) override EXCLUDES(mu_);
+  Status UnprepareClaim(const ClaimRef& claim,
+                        std::chrono::steady_clock::time_point deadline) override EXCLUDES(mu_);
 
  private:
   FakeClaimBehavior BehaviorFor(const std::string& uid) const REQUIRES(mu_);

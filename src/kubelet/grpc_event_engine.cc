@@ -10,6 +10,8 @@
 
 namespace nvdra::kubelet {
 
+#if NVDRA_TIMER_EVENT_ENGINE
+
 using grpc_event_engine::experimental::EndpointConfig;
 using grpc_event_engine::experimental::EventEngine;
 using grpc_event_engine::experimental::MemoryAllocator;
@@ -182,5 +184,11 @@ void UseTimerEventEngine() {
   grpc_event_engine::experimental::SetEventEngineFactory(
       []() -> std::unique_ptr<EventEngine> { return std::make_unique<TimerEventEngine>(); });
 }
+
+#else
+
+void UseTimerEventEngine() {}  // gRPC keeps its stock EventEngine
+
+#endif  // NVDRA_TIMER_EVENT_ENGINE
 
 }  // namespace nvdra::kubelet

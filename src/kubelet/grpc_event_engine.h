@@ -6,13 +6,26 @@
 // Listening, connecting and name lookups are not served here: they fail
 // with UNIMPLEMENTED, which no path of gRPC 1.51's Unix-socket and TCP
 // servers and channels reaches.
+//
+// Pinned to gRPC 1.51 (cmake/NvdraDeps.cmake): the experimental interface
+// changes between releases, so with another gRPC the build sets
+// NVDRA_TIMER_EVENT_ENGINE to 0, leaves the class out and
+// UseTimerEventEngine() keeps gRPC's stock engine. Revisit this file then.
 #pragma once
 
+#ifndef NVDRA_TIMER_EVENT_ENGINE
+#define NVDRA_TIMER_EVENT_ENGINE 1
+#endif
+
+#if NVDRA_TIMER_EVENT_ENGINE
 #include <grpc/event_engine/event_engine.h>
+#endif
 
 #include <memory>
 
 namespace nvdra::kubelet {
+
+#if NVDRA_TIMER_EVENT_ENGINE
 
 class TimerEventEngine final : public grpc_event_engine::experimental::EventEngine {
  public:
@@ -47,8 +60,10 @@ class TimerEventEngine final : public grpc_event_engine::experimental::EventEngi
   std::shared_ptr<State> state_;
 };
 
+#endif  // NVDRA_TIMER_EVENT_ENGINE
+
 // Makes every EventEngine gRPC creates from now on a TimerEventEngine. Call
-// before the first gRPC object.
+// before the first gRPC object. Does nothing on a gRPC it is not pinned to.
 void UseTimerEventEngine();
 
 }  // namespace nvdra::kubelet

@@ -26,6 +26,12 @@ class Channel;
 namespace nvdra::kubelet {
 
 enum class DraApi { kV1, kV1beta1 };
+
+// One claim's answer as the wire carries it: the error is text only.
+struct PrepareResult {
+  std::vector<PreparedDevice> devices;
+  std::string error;  // empty on success
+};
 enum class HealthApi { kV1, kV1alpha1 };
 
 struct PluginInfo {

@@ -5,8 +5,8 @@
 // into an Internal Status with one error log line naming the work, so the
 // caller reports it like any other failure and the process keeps serving.
 //
-//   Result<PrepareResult> r = RunGuarded("prepare of claim ns/name:uid",
-//                                        [&] { return engine.PrepareClaim(...); });
+//   PrepareOutcome r = RunGuarded("prepare of claim ns/name:uid",
+//                                 [&] { return engine.PrepareClaim(...); });
 //
 // `work` may return void (RunGuarded gives a Status), a Status, a Result<T>
 // (returned as is) or any other T (wrapped in a Result<T>).

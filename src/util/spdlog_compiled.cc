@@ -3,6 +3,8 @@
 // spdlog as a shared library only. Which templates are instantiated here
 // follows what spdlog's own library build instantiates, for the parts nvdra
 // uses (loggers, base and console sinks; no async logger, no file sinks).
+// Written for spdlog 1.10 (Debian 12); cmake/NvdraDeps.cmake builds it only
+// with that version and links the package's shared spdlog otherwise.
 #ifndef SPDLOG_COMPILED_LIB
 #error "spdlog_compiled.cc needs SPDLOG_COMPILED_LIB"
 #endif

@@ -85,12 +85,25 @@ inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionD
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
-// Holds either a value or a non-OK Status.
+namespace status_internal {
+// What a Result holds when it is built from an OK Status: that is a bug in
+// the caller (an error path that forgot its error), and a Result holding OK
+// would report ok() == false with an empty message. Instead it holds
+// Internal("Result built from an OK status (at file:line)") and the mistake
+// is logged once per call, in every build type.
+Status ResultFromOkStatus(const char* file, int line);
+}  // namespace status_internal
+
+// Holds either a value or a non-OK Status. Built from an OK Status it holds
+// an Internal error (see status_internal::ResultFromOkStatus), never "OK".
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
+  // The defaulted arguments name the caller's line for the OK-status report.
+  Result(Status status, const char* file = __builtin_FILE(),  // NOLINT: implicit by design
+         int line = __builtin_LINE())
+      : v_(status.ok() ? status_internal::ResultFromOkStatus(file, line) : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {

@@ -3,6 +3,8 @@
 import concurrent.futures
 import os
 import random
+import signal
+import time
 import unittest
 
 from e2e_base import NodeTestCase, device_names, wait_for
@@ -113,6 +115,21 @@ class RecoveryEndToEnd(NodeTestCase):
         for c in claims:
             self.assertOk(old.unprepare([c]), c[2])
         self.assertEqual(self.live_entries(new), [])
+
+    def test_sigterm_during_discovery_retries_ends_the_plugin_at_once(self):
+        # Discovery that keeps failing is retried for about four minutes; a
+        # signal in between must not wait for that (the kubelet's pod
+        # deletion grace period is 30 s).
+        for plugin in (self.gpu_plugin(), self.cd_plugin()):
+            plugin.start(env={"NVDRA_FAILPOINTS": "plugin-device-discovery=error"}, wait=False)
+            wait_for(lambda: "device discovery failed (attempt 3)" in plugin.read_log(), 30,
+                     "%s to retry its discovery" % plugin.name)
+            plugin.proc.send_signal(signal.SIGTERM)
+            start = time.monotonic()
+            self.assertEqual(plugin.wait_exit(timeout=10), 0, plugin.read_log())
+            self.assertLess(time.monotonic() - start, 2.0, plugin.read_log())
+            self.assertIn("during startup, shutting down", plugin.read_log())
+            self.assertFalse(os.path.exists(plugin.dra_socket))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,16 @@
 // nvdra-compute-domain-kubelet-plugin: the kubelet plugin of driver
 // compute-domain.nvidia.com (IMEX channels and daemons).
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "cdi/static_spec.h"
 #include "cmd/plugin_common/plugin_runner.h"
 #include "computedomain/compute_domain_checkpoint_codec.h"
+#include "computedomain/compute_domain_edits.h"
 #include "computedomain/compute_domain_kind.h"
 #include "computedomain/domain_directory.h"
 #include "computedomain/domain_maintenance.h"
@@ -15,7 +18,6 @@
 #include "computedomain/fabric_clique.h"
 #include "computedomain/node_label_manager.h"
 #include "config/feature_gates.h"
-#include "computedomain/compute_domain_edits.h"
 #include "kube/watch_cache.h"
 #include "util/log.h"
 
@@ -41,53 +43,76 @@ struct ComputeDomainFlags {
   }
 };
 
-// What the ComputeDomain kind needs beside the engine: the watches, the node
-// label, the domain directories and their upkeep. Stopped (maintenance first)
-// and destroyed by the plugin right after the kind.
-struct ComputeDomainParts {
-  std::unique_ptr<computedomain::DomainWatch> domains;
-  std::unique_ptr<kube::WatchCache> node;
-  std::unique_ptr<computedomain::NodeLabelManager> labels;
-  std::unique_ptr<computedomain::DomainDirectories> dirs;
-  std::unique_ptr<computedomain::DomainMaintenance> maintenance;
-  ~ComputeDomainParts() {
-    if (maintenance) maintenance->Stop();
-    if (domains) domains->Stop();
-    if (node) node->Stop();
-  }
+// The ComputeDomain and Node watches, started, added to ctx.companions, and
+// given up to 10 s to sync: lookups answer "not synced yet" (retryable)
+// until then, and a slow API server must not hold up registration for long.
+// The wait goes in short slices so that a shutdown signal ends it at once.
+struct Watches {
+  computedomain::DomainWatch& domains;
+  kube::WatchCache& node;
 };
-
-// The ComputeDomain and Node watches, started and (briefly) waited for.
-void StartWatches(ComputeDomainParts& parts, plugin::KindContext& ctx, const config::FeatureGates& gates,
-                  const std::string& clique_id) {
+Result<Watches> StartWatches(plugin::KindContext& ctx, const config::FeatureGates& gates,
+                             const std::string& clique_id) {
   const plugin::PluginOptions& opts = ctx.options;
   computedomain::DomainWatchOptions wo;
   wo.node_name = opts.node_name;
   wo.driver_namespace = opts.namespace_name;
   wo.cliques = gates.Enabled(config::Gate::kComputeDomainCliques);
   wo.clique_id = clique_id;
-  parts.domains = std::make_unique<computedomain::DomainWatch>(ctx.kube, wo);
+  auto& domains = ctx.companions.Add(std::make_unique<computedomain::DomainWatch>(ctx.kube, wo));
   kube::WatchCacheOptions no;
   no.path = "/api/v1/nodes";
   no.field_selector = "metadata.name=" + opts.node_name;
   no.what = "Node " + opts.node_name;
-  parts.node = std::make_unique<kube::WatchCache>(ctx.kube, no);
-  parts.domains->Start();
-  parts.node->Start();
-  // Lookups answer "not synced yet" (retryable) until then; don't hold up
-  // registration for long on a slow API server.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  if (!parts.domains->WaitSynced(deadline) || !parts.node->WaitSynced(deadline)) {
-    NVDRA_WARN("the ComputeDomain watches have not synced within 10 s; claims wait for them");
+  auto& node = ctx.companions.Add(std::make_unique<kube::WatchCache>(ctx.kube, no));
+  domains.Start();
+  node.Start();
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    if (int sig = ctx.shutdown.signal(); sig != 0) {
+      return Unavailable("startup interrupted by signal " + std::to_string(sig) +
+                         " while the ComputeDomain watches synced");
+    }
+    const auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(200));
+    if (domains.WaitSynced(slice) && node.WaitSynced(slice)) break;
+    if (Clock::now() >= deadline) {
+      NVDRA_WARN("the ComputeDomain watches have not synced within 10 s; claims wait for them");
+      break;
+    }
   }
+  return Watches{domains, node};
+}
+
+// The domain upkeep: follows a repartitioned fabric, the node label and the
+// domain directories, on the plugin's background group.
+void StartMaintenance(plugin::KindContext& ctx, const ComputeDomainFlags& flags, bool crash_on_fabric_errors,
+                      computedomain::DomainWatch& domains, computedomain::NodeLabelManager& labels,
+                      computedomain::DomainDirectories& dirs) {
+  const plugin::PluginOptions& opts = ctx.options;
+  computedomain::DomainMaintenanceOptions mo;
+  mo.period = std::chrono::duration_cast<std::chrono::milliseconds>(opts.reconcile_period);
+  mo.node_name = opts.node_name;
+  mo.gpu_clique_label = flags.gpu_clique_label;
+  mo.group = &ctx.background;
+  devices::DeviceLib* lib = &ctx.lib;
+  mo.read_clique = [lib, crash_on_fabric_errors]() -> Result<std::string> {
+    NVDRA_ASSIGN_OR_RETURN(auto inv, lib->Discover());
+    NVDRA_ASSIGN_OR_RETURN(auto identity, computedomain::IdentifyNodeClique(inv, crash_on_fabric_errors));
+    return identity.clique_id;
+  };
+  auto& maintenance = ctx.companions.Add(
+      std::make_unique<computedomain::DomainMaintenance>(ctx.kube, domains, labels, dirs, mo));
+  maintenance.Start();
 }
 
 Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, const ComputeDomainFlags& flags) {
-  // The parts use the plugin's client and hardware: the plugin stops and
-  // destroys them right after the kind, before those go away.
-  auto owned = std::make_shared<ComputeDomainParts>();
-  ctx.companions.push_back(owned);
-  ComputeDomainParts& parts = *owned;
+  // What the kind needs beside the engine (the watches, the node label, the
+  // domain directories and their upkeep) uses the plugin's client and
+  // hardware: each part joins ctx.companions as it is built, so the plugin
+  // stops them right after the kind, the last started first (maintenance,
+  // then the Node watch, then the ComputeDomain watch), and destroys them
+  // before the client and hardware go away.
   const plugin::PluginOptions& opts = ctx.options;
   NVDRA_ASSIGN_OR_RETURN(config::FeatureGates gates, config::FeatureGates::Parse(opts.feature_gates));
   const bool crash_on_fabric_errors = gates.Enabled(config::Gate::kCrashOnNVLinkFabricErrors);
@@ -100,11 +125,12 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
                                                               gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
   NVDRA_INFO("{}", validated);
 
-  StartWatches(parts, ctx, gates, clique.clique_id);
-  parts.labels = std::make_unique<computedomain::NodeLabelManager>(ctx.kube, opts.node_name, parts.node.get(),
-                                                                   opts.completed_claim_grace);
-  parts.dirs = std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir,
-                                                                  flags.daemon_config_template);
+  NVDRA_ASSIGN_OR_RETURN(Watches watches, StartWatches(ctx, gates, clique.clique_id));
+  computedomain::DomainWatch& domains = watches.domains;
+  auto& labels = ctx.companions.Keep(std::make_unique<computedomain::NodeLabelManager>(
+      ctx.kube, opts.node_name, &watches.node, opts.completed_claim_grace));
+  auto& dirs = ctx.companions.Keep(
+      std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir, flags.daemon_config_template));
 
   computedomain::ComputeDomainKindOptions ko;
   ko.plugin_dir = ctx.plugin_dir;
@@ -117,11 +143,10 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   ko.base_device_id = vendor + "/device=all";
   // The maintenance pass follows a repartitioned fabric in the watch; the
   // kind reads it from there (the watch outlives the kind).
-  computedomain::DomainWatch* watch = parts.domains.get();
+  computedomain::DomainWatch* watch = &domains;
   ko.clique_source = [watch] { return watch->clique_id(); };
   auto kind = std::make_unique<computedomain::ComputeDomainKind>(ko, computedomain::ComputeDomainEdits(devices::ContainerSources::ForLib(ctx.lib)),
-                                                                 *parts.domains, parts.labels.get(),
-                                                                 parts.dirs.get());
+                                                                 domains, &labels, &dirs);
   // Claims this node held before the restart keep holding the label.
   NVDRA_ASSIGN_OR_RETURN(auto entries, ctx.ledger.List());
   for (const auto& e : entries) {
@@ -129,21 +154,7 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
       kind->Adopt(e.uid, e.undo);
     }
   }
-
-  computedomain::DomainMaintenanceOptions mo;
-  mo.period = std::chrono::duration_cast<std::chrono::milliseconds>(opts.reconcile_period);
-  mo.node_name = opts.node_name;
-  mo.gpu_clique_label = flags.gpu_clique_label;
-  mo.group = &ctx.background;
-  devices::DeviceLib* lib = &ctx.lib;
-  mo.read_clique = [lib, crash_on_fabric_errors]() -> Result<std::string> {
-    NVDRA_ASSIGN_OR_RETURN(auto inv, lib->Discover());
-    NVDRA_ASSIGN_OR_RETURN(auto identity, computedomain::IdentifyNodeClique(inv, crash_on_fabric_errors));
-    return identity.clique_id;
-  };
-  parts.maintenance = std::make_unique<computedomain::DomainMaintenance>(ctx.kube, *parts.domains, *parts.labels,
-                                                                         *parts.dirs, mo);
-  parts.maintenance->Start();
+  StartMaintenance(ctx, flags, crash_on_fabric_errors, domains, labels, dirs);
   return std::unique_ptr<driver::DeviceKind>(std::move(kind));
 }
 

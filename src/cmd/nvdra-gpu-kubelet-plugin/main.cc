@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
       "nvdra-gpu-kubelet-plugin", codec,
       [&](plugin::KindContext& ctx) -> Result<std::unique_ptr<driver::DeviceKind>> {
         options.reset_retry_period = std::chrono::seconds(reset_retry_seconds);
+        options.gates = ctx.gates;
         // Beside the ledger: owed resets must outlive a restart of the plugin.
         options.resets.state_path = JoinPath(ctx.plugin_dir, "time-slice-resets.json");
         return std::unique_ptr<driver::DeviceKind>(std::make_unique<gpu::GpuKind>(

@@ -4,11 +4,12 @@
 
 #include <algorithm>
 #include <iostream>
-#include <thread>
+#include <utility>
 
 #include "devices/backends/open_device_lib.h"
 #include "kubelet/grpc_event_engine.h"
 #include "kubelet/shutdown_signal.h"
+#include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/log.h"
 
@@ -37,14 +38,20 @@ class SliceSyncMetrics final : public kube::SlicePublisherObserver {
   metrics::DraMetrics& metrics_;
 };
 
-// A failed discovery is retried, never published as an empty node.
-Result<devices::NodeInventory> DiscoverWithRetry(devices::DeviceLib& lib) {
+Status StartupInterrupted(int sig) {
+  return Unavailable("startup interrupted by signal " + std::to_string(sig));
+}
+
+// A failed discovery is retried (for about four minutes), never published
+// as an empty node; a shutdown signal ends the wait between attempts.
+Result<devices::NodeInventory> DiscoverWithRetry(devices::DeviceLib& lib, kubelet::ShutdownWatch& shutdown) {
   constexpr int kAttempts = 30;
   for (int attempt = 1;; attempt++) {
-    auto inventory = lib.Discover();
+    Status injected = NVDRA_FAILPOINT("plugin-device-discovery");
+    auto inventory = injected.ok() ? lib.Discover() : Result<devices::NodeInventory>(injected);
     if (inventory.ok() || attempt >= kAttempts) return inventory;
     NVDRA_ERROR("device discovery failed (attempt {}), retrying: {}", attempt, inventory.status().message());
-    std::this_thread::sleep_for(std::chrono::seconds(std::min(attempt, 10)));
+    if (shutdown.WaitFor(std::chrono::seconds(std::min(attempt, 10)))) return StartupInterrupted(shutdown.signal());
   }
 }
 
@@ -60,31 +67,43 @@ Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::str
   return PluginConfig{std::move(options), std::move(gates).value()};
 }
 
-Plugin::Plugin(std::string program, const ledger::KindCodec& codec, PluginConfig config)
+Plugin::Plugin(std::string program, const ledger::KindCodec& codec, PluginConfig config,
+               kubelet::ShutdownWatch& shutdown)
     : program_(std::move(program)),
       codec_(codec),
       driver_(codec.driver_name()),
       options_(std::move(config.options)),
       gates_(std::move(config.gates)),
-      plugin_dir_(options_.PluginDataDir(driver_)) {}
+      plugin_dir_(options_.PluginDataDir(driver_)),
+      shutdown_(shutdown) {}
 
 Plugin::~Plugin() = default;
 
 Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, const ledger::KindCodec& codec,
-                                              PluginConfig config, const KindFactory& factory) {
-  std::unique_ptr<Plugin> p(new Plugin(std::move(program), codec, std::move(config)));
+                                              PluginConfig config, const KindFactory& factory,
+                                              kubelet::ShutdownWatch& shutdown) {
+  std::unique_ptr<Plugin> p(new Plugin(std::move(program), codec, std::move(config), shutdown));
   NVDRA_INFO("Starting {} for driver {} on node {}; feature gates: {}", p->program_, p->driver_,
                p->options_.node_name, p->gates_.ToString());
-  NVDRA_RETURN_IF_ERROR(p->CheckNoOtherInstance());
-  NVDRA_RETURN_IF_ERROR(p->SetUpHardware());
-  NVDRA_RETURN_IF_ERROR(p->SetUpCdiAndLedger());
-  NVDRA_RETURN_IF_ERROR(p->SetUpKubeClient());
-  NVDRA_RETURN_IF_ERROR(p->SetUpKind(factory));
-  NVDRA_RETURN_IF_ERROR(p->SetUpMetrics());
-  NVDRA_RETURN_IF_ERROR(p->StartEngineAndReconciler());
-  NVDRA_RETURN_IF_ERROR(p->StartSlicePublisher());
-  NVDRA_RETURN_IF_ERROR(p->StartHealthMonitoring());
-  NVDRA_RETURN_IF_ERROR(p->StartServers());
+  Plugin& plugin = *p;
+  const std::pair<const char*, std::function<Status()>> phases[] = {
+      {"instance check", [&] { return plugin.CheckNoOtherInstance(); }},
+      {"hardware", [&] { return plugin.SetUpHardware(); }},
+      {"CDI and ledger", [&] { return plugin.SetUpCdiAndLedger(); }},
+      {"Kubernetes client", [&] { return plugin.SetUpKubeClient(); }},
+      {"device kind", [&] { return plugin.SetUpKind(factory); }},
+      {"metrics", [&] { return plugin.SetUpMetrics(); }},
+      {"engine and reconciler", [&] { return plugin.StartEngineAndReconciler(); }},
+      {"slice publisher", [&] { return plugin.StartSlicePublisher(); }},
+      {"health monitoring", [&] { return plugin.StartHealthMonitoring(); }},
+      {"servers", [&] { return plugin.StartServers(); }},
+  };
+  // A signal between phases stops the start there; what was built is taken
+  // down in the reverse order, as after a failed phase.
+  for (const auto& [name, phase] : phases) {
+    if (int sig = shutdown.signal(); sig != 0) return StartupInterrupted(sig).Wrap(std::string("before ") + name);
+    NVDRA_RETURN_IF_ERROR(phase());
+  }
   return p;
 }
 
@@ -108,7 +127,7 @@ Status Plugin::SetUpHardware() {
   auto lib = devices::OpenDeviceLib(dopts);
   if (!lib.ok()) return lib.status().Wrap("open device library");
   lib_ = std::move(lib).value();
-  auto inventory = DiscoverWithRetry(*lib_);
+  auto inventory = DiscoverWithRetry(*lib_, shutdown_);
   if (!inventory.ok()) return inventory.status().Wrap("device discovery");
   inventory_ = std::move(inventory).value();
   NVDRA_INFO("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory_.gpus.size(),
@@ -183,7 +202,8 @@ Status Plugin::SetUpKubeClient() {
 }
 
 Status Plugin::SetUpKind(const KindFactory& factory) {
-  KindContext ctx{options_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_, kind_companions_, *background_};
+  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_, kind_companions_, *background_,
+                  shutdown_};
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");
   kind_ = std::move(kind).value();
@@ -322,7 +342,8 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
   // gRPC's closures and timers on one thread of ours instead of its pool
   // of one thread per core (kubelet/grpc_event_engine.h).
   kubelet::UseTimerEventEngine();
-  // Signals are blocked before any thread starts, so only Wait() sees them.
+  // Signals are blocked before any thread starts, so only the watch's
+  // thread sees them; startup's waits end as soon as one arrives.
   kubelet::ShutdownSignal::Block();
   auto config = LoadPluginConfig(program, driver, argc, argv, kind_flags);
   if (!config.ok()) {
@@ -330,13 +351,21 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
     std::cerr << program << ": " << config.status().message() << "\n";
     return 2;
   }
+  auto shutdown = kubelet::ShutdownWatch::Start();
   {
-    auto plugin = Plugin::Start(program, codec, std::move(config).value(), factory);
+Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, const ledger::KindCodec& codec,
+                                              PluginConfig config, const KindFactory& factory,
+                                              kubelet::ShutdownWatch& shutdown) {
+  std::unique_ptr<Plugin> p(new Plugin(std::move(program), codec, std::move(config), shutdown));
     if (!plugin.ok()) {
+      if (int sig = shutdown->signal(); sig != 0) {
+        NVDRA_INFO("received signal {} during startup, shutting down ({})", sig, plugin.status().message());
+        return 0;
+      }
       NVDRA_ERROR("{}", plugin.status().message());
       return 1;
     }
-    int sig = kubelet::ShutdownSignal::Wait();
+    int sig = shutdown->Wait();
     NVDRA_INFO("received signal {}, shutting down", sig);
   }
   NVDRA_INFO("shutdown");

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cdi/cdi_spec_writer.h"
+#include "cmd/plugin_common/companion_list.h"
 #include "cmd/plugin_common/kube_sources.h"
 #include "cmd/plugin_common/plugin_options.h"
 #include "config/feature_gates.h"
@@ -25,6 +26,7 @@
 #include "kubelet/device_health_broadcaster.h"
 #include "kubelet/dra_plugin_server.h"
 #include "kubelet/health_server.h"
+#include "kubelet/shutdown_signal.h"
 #include "ledger/claim_ledger.h"
 #include "metrics/plugin_metrics.h"
 #include "util/periodic_worker.h"
@@ -33,6 +35,7 @@ namespace nvdra::plugin {
 
 struct KindContext {
   const PluginOptions& options;
+  const config::FeatureGates& gates;  // parsed and validated --feature-gates
   std::string plugin_dir;
   devices::DeviceLib& lib;
   const devices::NodeInventory& inventory;
@@ -45,12 +48,16 @@ struct KindContext {
   ledger::ClaimLedger& ledger;
   // What the kind relies on beside itself (watches, background loops that
   // use the client or the hardware above): the plugin keeps these alive as
-  // long as the kind and destroys them right after it, before anything
-  // above in this context goes away. Each stops its own threads.
-  std::vector<std::shared_ptr<void>>& companions;
+  // long as the kind and, right after the kind, stops them (the last added
+  // first) and destroys them, before anything above in this context goes
+  // away. Add each part as soon as it is built (see companion_list.h).
+  CompanionList& companions;
   // The thread that the plugin's short background loops share (see
   // PeriodicGroup); lives longer than the kind and its companions.
   PeriodicGroup& background;
+  // Set once a shutdown signal arrived: a factory that waits (for watches to
+  // sync) checks it so a signal during startup is acted on at once.
+  const kubelet::ShutdownWatch& shutdown;
 };
 
 using KindFactory = std::function<Result<std::unique_ptr<driver::DeviceKind>>(KindContext&)>;
@@ -77,14 +84,18 @@ Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::str
 class Plugin {
  public:
   // `codec`: the kind's (its driver name is the plugin's); outlives the plugin.
+  // A shutdown request (`shutdown`, which must outlive the plugin) ends
+  // the start between phases and in discovery's retries, with an
+  // Unavailable "startup interrupted by signal N".
   static Result<std::unique_ptr<Plugin>> Start(std::string program, const ledger::KindCodec& codec,
-                                               PluginConfig config, const KindFactory& factory);
+                                               PluginConfig config, const KindFactory& factory,
+                                               kubelet::ShutdownWatch& shutdown);
   ~Plugin();
   Plugin(const Plugin&) = delete;
   Plugin& operator=(const Plugin&) = delete;
 
  private:
-  Plugin(std::string program, const ledger::KindCodec& codec, PluginConfig config);
+  Plugin(std::string program, const ledger::KindCodec& codec, PluginConfig config, kubelet::ShutdownWatch& shutdown);
 
   Status CheckNoOtherInstance();
   Status SetUpHardware();
@@ -108,6 +119,7 @@ class Plugin {
   const PluginOptions options_;
   const config::FeatureGates gates_;
   const std::string plugin_dir_;
+  kubelet::ShutdownWatch& shutdown_;
   // Hardware.
   std::unique_ptr<devices::DeviceLib> lib_;
   devices::NodeInventory inventory_;
@@ -124,7 +136,7 @@ class Plugin {
   // Runs the reconciler, the slice sync and the kind's maintenance, one
   // at a time; declared before them so that it outlives them.
   std::unique_ptr<PeriodicGroup> background_ = std::make_unique<PeriodicGroup>("background");
-  std::vector<std::shared_ptr<void>> kind_companions_;
+  CompanionList kind_companions_;
   std::unique_ptr<driver::DeviceKind> kind_;
   // Metrics.
   std::unique_ptr<metrics::PluginMetrics> metrics_;
@@ -143,8 +155,9 @@ class Plugin {
   std::unique_ptr<kubelet::HealthServer> health_server_;
 };
 
-// Runs the plugin of `codec`'s driver until SIGTERM/SIGINT; returns the
-// process exit code.
+// Runs the plugin of `codec`'s driver until SIGTERM/SIGINT/SIGHUP, also one
+// that arrives while it is still starting (exit code 0 then too); returns
+// the process exit code.
 int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const KindFactory& factory, int argc,
               char** argv,
               const KindFlags& kind_flags = nullptr);
