@@ -136,6 +136,15 @@ JsonReader JsonReader::Field(std::string_view key) const {
   return JsonReader(v != nullptr ? *v : kNull, ChildPath(key), match_);
 }
 
+Result<std::optional<JsonReader>> JsonReader::OptionalObject(std::string_view key) const {
+  NVDRA_RETURN_IF_ERROR(ExpectObject());
+  const json* v = Find(key);
+  if (v == nullptr) return std::optional<JsonReader>();
+  JsonReader child(*v, ChildPath(key), match_);
+  NVDRA_RETURN_IF_ERROR(child.ExpectObject());
+  return std::optional<JsonReader>(std::move(child));
+}
+
 std::string JsonReader::ChildPath(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
 }

@@ -114,6 +114,9 @@ class JsonReader {
     NVDRA_ASSIGN_OR_RETURN(std::optional<T> v, Optional<T>(key));
     return v ? std::move(*v) : std::move(fallback);
   }
+  // A reader of the object member `key`; nullopt when absent, an error when
+  // it is not an object.
+  Result<std::optional<JsonReader>> OptionalObject(std::string_view key) const;
   // Best effort: `fallback` whenever the member cannot be read as a T.
   template <typename T>
   T ValueOr(std::string_view key, T fallback) const {

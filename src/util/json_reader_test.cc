@@ -144,6 +144,19 @@ TEST(JsonReaderTest, NonObjectRootsAreErrorsNotExceptions) {
             "expected an array, got a number (1)");
 }
 
+TEST(JsonReaderTest, OptionalObjects) {
+  json j = json::parse(R"({"meta":{"name":"n"},"list":[],"n":null})");
+  JsonReader r(j, "claim");
+  auto meta = r.OptionalObject("meta");
+  ASSERT_TRUE(meta.ok());
+  ASSERT_TRUE(meta->has_value());
+  EXPECT_EQ((*meta)->path(), "claim.meta");
+  EXPECT_EQ(*(*meta)->Required<std::string>("name"), "n");
+  EXPECT_FALSE(r.OptionalObject("n")->has_value());
+  EXPECT_FALSE(r.OptionalObject("missing")->has_value());
+  EXPECT_EQ(r.OptionalObject("list").status().message(), "claim.list: expected an object, got an array");
+}
+
 TEST(JsonReaderTest, ValueOrIsBestEffort) {
   json j = json::parse(R"({"s":5,"t":"x","n":null})");
   JsonReader r(j);
