@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "computedomain/compute_domain_undo.h"
-#include "driver/undo_record.h"
 #include "gpu/gpu_undo.h"
 #include "util/json_depth.h"
+#include "util/json_reader.h"
 
 namespace {
 
@@ -47,23 +47,24 @@ void RoundTrip(const json& j, Decode decode, Encode encode) {
   Check(ThroughText(encode(*from_text)) == ThroughText(encoded));
 }
 
-void Fields(const json& j) {
-  auto f = nvdra::driver::undo::Fields::Of(j, "fuzzed record");
-  if (!f.ok()) {
-    Check(!j.is_object());
-    return;
-  }
+// The reader the decoders use: any read of any document is a value or an
+// error value, and unknown members survive a merge.
+void Reader(const json& j) {
+  nvdra::JsonReader r(j, "fuzzed record");
+  Check(r.ExpectObject().ok() == j.is_object());
   for (const char* key : {"version", "devices", "timeSlicing", "channels", "x"}) {
-    (void)f->String(key);
-    (void)f->Int(key);
-    (void)f->Bool(key);
-    (void)f->Strings(key);
-    (void)f->Array(key);
+    (void)r.Optional<std::string>(key);
+    (void)r.Optional<int64_t>(key);
+    (void)r.Optional<int>(key);
+    (void)r.Optional<bool>(key);
+    (void)r.Optional<std::vector<std::string>>(key);
+    (void)r.ForEach(key, [](const nvdra::JsonReader& item) { return item.Optional<std::string>("uuid").status(); });
   }
-  json unknown = f->Unknown({"version", "devices"});
+  if (!j.is_object()) return;
+  json unknown = r.Unknown({"version", "devices"});
   Check(unknown.is_object() && !unknown.contains("version") && !unknown.contains("devices"));
   json out = json::object();
-  nvdra::driver::undo::MergeUnknown(out, j);
+  nvdra::MergeUnknownMembers(out, j);
   Check(out.size() == j.size());
 }
 
@@ -78,6 +79,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   RoundTrip<nvdra::gpu::GpuUndo>(j, nvdra::gpu::DecodeGpuUndo, nvdra::gpu::EncodeGpuUndo);
   RoundTrip<nvdra::computedomain::ComputeDomainUndo>(j, nvdra::computedomain::DecodeComputeDomainUndo,
                                                      nvdra::computedomain::EncodeComputeDomainUndo);
-  Fields(j);
+  Reader(j);
   return 0;
 }

@@ -54,6 +54,25 @@ TEST(ComputeDomainUndoTest, OddShapesAreErrorValuesNotExceptions) {
   }
 }
 
+TEST(ComputeDomainUndoTest, ErrorsNameTheRecordAndTheField) {
+  EXPECT_EQ(DecodeComputeDomainUndo(json::parse(R"({"daemon": "yes"})")).status().message(),
+            "ComputeDomain undo record: daemon: expected a boolean, got a string");
+  EXPECT_EQ(DecodeComputeDomainUndo(json::parse(R"({"channels": [{"device": "channel-0", "id": 0}, 7]})"))
+                .status()
+                .message(),
+            "ComputeDomain undo record: channels[1]: expected an object, got a number (7)");
+  EXPECT_EQ(DecodeComputeDomainUndo(json::parse(R"({"channels": [{"device": "channel-0", "id": -1}]})"))
+                .status()
+                .message(),
+            "ComputeDomain undo record: channels[0]: a channel needs a device and an id in 0..2147483647: "
+            R"({"device":"channel-0","id":-1})");
+  EXPECT_EQ(DecodeComputeDomainUndo(json::parse("[]")).status().message(),
+            "ComputeDomain undo record: expected an object, got an array");
+  // An id past 64 bits is refused, not wrapped to a negative one.
+  EXPECT_FALSE(
+      DecodeComputeDomainUndo(json::parse(R"({"channels": [{"device": "c", "id": 18446744073709551615}]})")).ok());
+}
+
 TEST(ComputeDomainUndoTest, AnImportedRecordReadsAsNothingToUndo) {
   auto u = DecodeComputeDomainUndo(json::parse(R"({"legacyCheckpoint": {"status": {}}})"));
   ASSERT_TRUE(u.ok()) << u.status().ToString();

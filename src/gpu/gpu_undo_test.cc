@@ -44,6 +44,16 @@ TEST(GpuUndoTest, OddShapesAreErrorValuesNotExceptions) {
   }
 }
 
+TEST(GpuUndoTest, ErrorsNameTheRecordAndTheField) {
+  EXPECT_EQ(DecodeGpuUndo(json::parse(R"({"devices": ["gpu-0", 0]})")).status().message(),
+            "GPU undo record: devices[1]: expected a string, got a number (0)");
+  EXPECT_EQ(DecodeGpuUndo(json::parse(R"({"version": "1"})")).status().message(),
+            "GPU undo record: version: expected an integer, got a string");
+  EXPECT_EQ(DecodeGpuUndo(json::parse("42")).status().message(), "GPU undo record: expected an object, got a number (42)");
+  // A version past int64 is refused rather than wrapped to -1.
+  EXPECT_FALSE(DecodeGpuUndo(json::parse(R"({"version": 18446744073709551615})")).ok());
+}
+
 TEST(GpuUndoTest, MissingPartsReadAsEmpty) {
   for (const char* text : {"null", "{}", R"({"legacyCheckpoint": {"x": 1}})"}) {
     auto u = DecodeGpuUndo(json::parse(text));
@@ -56,13 +66,15 @@ TEST(GpuUndoTest, MissingPartsReadAsEmpty) {
 }
 
 TEST(GpuUndoTest, UnreadableTimeSliceItemsAreKeptApartVerbatim) {
-  auto u = DecodeGpuUndo(json::parse(R"({"timeSlicing": [42, {"uuid": 7}, {"uuid": "GPU-ok"}]})"));
+  auto u = DecodeGpuUndo(json::parse(R"({"timeSlicing": [42, {"uuid": 7}, {"uuid": "GPU-ok"},
+                                                        {"uuid": "GPU-big", "interval": 18446744073709551615}]})"));
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   ASSERT_EQ(u->time_slicing.size(), 1u);
   EXPECT_EQ(u->time_slicing[0].uuid, "GPU-ok");
-  ASSERT_EQ(u->unreadable_time_slicing.size(), 2u);
+  ASSERT_EQ(u->unreadable_time_slicing.size(), 3u);
   EXPECT_EQ(u->unreadable_time_slicing[0], json(42));
-  EXPECT_EQ(EncodeGpuUndo(*u)["timeSlicing"].size(), 3u);
+  EXPECT_EQ(u->unreadable_time_slicing[2]["interval"], json(UINT64_MAX)) << "kept verbatim, not wrapped to -1";
+  EXPECT_EQ(EncodeGpuUndo(*u)["timeSlicing"].size(), 4u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "kube/beast_transport.h"
 #include "util/json_depth.h"
+#include "util/json_reader.h"
 
 namespace nvdra::kube {
 
@@ -24,18 +25,9 @@ std::string DumpForRequest(const json& object) {
 bool Retryable(long status) { return status == 429 || (status >= 500 && status != 501); }
 
 std::optional<json> ParseStatusBody(const HttpResponse& r) {
-  if (!CheckJsonDepth(r.body, "").ok()) return std::nullopt;
-  json j = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object()) {
-    auto kind = j.find("kind");
-    if (kind != j.end() && kind->is_string() && kind->get<std::string>() == "Status") return j;
-  }
-  return std::nullopt;
-}
-
-std::string StringField(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+  auto j = ParseJsonText(r.body, "response");
+  if (!j.ok() || JsonReader(*j).ValueOr<std::string>("kind", "") != "Status") return std::nullopt;
+  return std::move(j).value();
 }
 
 std::string Millis(std::chrono::nanoseconds d) {
@@ -86,8 +78,9 @@ Status StatusFromResponse(const std::string& method, const std::string& path, co
   std::string reason;
   std::string message;
   if (auto s = ParseStatusBody(r)) {
-    reason = StringField(*s, "reason");
-    message = StringField(*s, "message");
+    // Best effort: an odd Status body must not hide the error it reports.
+    reason = JsonReader(*s).ValueOr<std::string>("reason", "");
+    message = JsonReader(*s).ValueOr<std::string>("message", "");
   } else {
     message = r.body.substr(0, 200);
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
@@ -260,12 +253,12 @@ Result<std::string> KubeClient::ResourceApiVersion(Deadline deadline) {
   if (r.status / 100 != 2) return StatusFromResponse("GET", path, r);
   std::vector<std::string> served;
   NVDRA_ASSIGN_OR_RETURN(json j, ParseJsonBody(r.body, "GET " + path));
-  auto versions = j.is_object() ? j.find("versions") : j.end();
-  if (versions != j.end() && versions->is_array()) {
-    for (const auto& v : *versions) {
-      if (v.is_object()) served.push_back(StringField(v, "version"));
-    }
-  }
+  Status read = JsonReader(j).ForEach("versions", [&](const JsonReader& v) -> Status {
+    NVDRA_ASSIGN_OR_RETURN(std::string version, v.OptionalOr<std::string>("version", ""));
+    served.push_back(std::move(version));
+    return Status::Ok();
+  });
+  if (!read.ok()) return read.Wrap("GET " + path + ": unexpected APIGroup");
   for (const auto& want : options_.resource_versions) {
     if (std::find(served.begin(), served.end(), want) != served.end()) {
       MutexLock l(mu_);

@@ -1,18 +1,15 @@
 #include "kube/node_labels.h"
 
+#include "util/json_reader.h"
+
 namespace nvdra::kube {
 
 using nlohmann::json;
 
 std::optional<std::string> NodeLabel(const json& node, const std::string& key) {
-  if (!node.is_object()) return std::nullopt;
-  auto md = node.find("metadata");
-  if (md == node.end() || !md->is_object()) return std::nullopt;
-  auto labels = md->find("labels");
-  if (labels == md->end() || !labels->is_object()) return std::nullopt;
-  auto it = labels->find(key);
-  if (it == labels->end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
+  // A Node of any odd shape simply has no such label.
+  auto label = JsonReader(node).Field("metadata").Field("labels").Optional<std::string>(key);
+  return label.ok() ? *label : std::nullopt;
 }
 
 Result<NodeLabelUpdate> UpdateNodeLabel(KubeClient& client, const std::string& node_name, const std::string& key,

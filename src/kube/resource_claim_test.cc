@@ -75,6 +75,31 @@ TEST(ResourceClaimTest, NotAllocatedAndErrors) {
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ResourceClaimTest, ShapeErrorsNameTheOffendingField) {
+  auto c = DecodeResourceClaim(
+      R"({"kind":"ResourceClaim","metadata":{"name":"c","namespace":"n"},"status":{"allocation":{"devices":{)"
+      R"("results":[{"request":"r","driver":"d","pool":"p","device":"g"},{"request":"r","driver":"d","pool":7}]}}}})");
+  EXPECT_EQ(c.status().message(),
+            "ResourceClaim n/c has an unexpected shape: status.allocation.devices.results[1].pool: expected a string, "
+            "got a number (7)");
+  c = DecodeResourceClaim(
+      R"({"kind":"ResourceClaim","metadata":{"name":"c","namespace":"n"},"status":{"allocation":{"devices":{)"
+      R"("config":[{"requests":["a"]},{"requests":["a",false]}]}}}})");
+  EXPECT_EQ(c.status().message(),
+            "ResourceClaim n/c has an unexpected shape: status.allocation.devices.config[1].requests[1]: expected a "
+            "string, got a boolean");
+  c = DecodeResourceClaim(R"({"kind":"ResourceClaim","metadata":{"name":"c","namespace":"n"},"status":{)"
+                          R"("reservedFor":[{"name":"p"},"pod"]}})");
+  EXPECT_EQ(c.status().message(),
+            "ResourceClaim n/c has an unexpected shape: status.reservedFor[1]: expected an object, got a string");
+  c = DecodeResourceClaim(R"({"kind":"ResourceClaim","metadata":{"name":"c","namespace":"n"},"status":{)"
+                          R"("allocation":{"devices":{"results":[{"request":"r","driver":"","pool":"p","device":"g"}]}}}})");
+  EXPECT_EQ(c.status().message(),
+            "ResourceClaim n/c has an unexpected shape: status.allocation.devices.results[0].driver: must not be empty");
+  EXPECT_EQ(DecodeResourceClaim(R"({"kind":5})").status().message(),
+            "ResourceClaim / has an unexpected shape: kind: expected a string, got a number (5)");
+}
+
 // Results that name no device must fail the decode: a claim read as
 // "allocated, zero devices" would be prepared with nothing.
 TEST(ResourceClaimTest, MalformedResultsAreErrorsNotZeroDevices) {

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "kube/json_fields.h"
 #include "kube/slice_builder.h"
+#include "util/json_reader.h"
 #include "util/log.h"
 
 namespace nvdra::kube {
@@ -35,13 +35,17 @@ std::optional<size_t> IndexFromName(const std::string& name, const std::string& 
 }
 
 // The part of an existing spec we own, with fields the server fills in
-// (taint timeAdded) removed, to compare against the desired spec.
+// (taint timeAdded) removed, to compare against the desired spec. Best
+// effort by design: whatever shape the server sent, anything odd just
+// compares unequal (and the slice is rewritten).
 json Comparable(const json& spec) {
-  json out = {{"driver", StringField(spec, "driver")},
-              {"nodeName", StringField(spec, "nodeName")},
-              {"pool", ObjectField(spec, "pool")},
-              {"devices", ArrayField(spec, "devices")}};
-  // Whatever shape the server sent: anything odd just compares unequal.
+  JsonReader r(spec);
+  const json* pool = r.Find("pool");
+  const json* devices = r.Find("devices");
+  json out = {{"driver", r.ValueOr<std::string>("driver", "")},
+              {"nodeName", r.ValueOr<std::string>("nodeName", "")},
+              {"pool", pool != nullptr && pool->is_object() ? *pool : json::object()},
+              {"devices", devices != nullptr && devices->is_array() ? *devices : json::array()}};
   for (auto& d : out["devices"]) {
     if (!d.is_object()) continue;
     auto basic = d.find("basic");
@@ -69,24 +73,39 @@ struct Listed {
   int64_t max_generation = 0;
 };
 
-Listed ParseListed(const json& list, const std::string& driver, const std::string& node) {
-  Listed out;
-  for (const auto& item : ArrayField(list, "items")) {
-    Existing e;
-    const json& meta = ObjectField(item, "metadata");
-    e.name = StringField(meta, "name");
-    e.uid = StringField(meta, "uid");
-    e.resource_version = StringField(meta, "resourceVersion");
-    e.spec = ObjectField(item, "spec");
-    const json& pool = ObjectField(e.spec, "pool");
-    // Only our pool is indexed; any other pool of ours on this node is obsolete.
-    if (StringField(pool, "name") == node) {
-      e.index = IndexFromName(e.name, driver, node);
-      e.generation = IntField(pool, "generation");
-      out.max_generation = std::max(out.max_generation, e.generation);
-    }
-    out.slices.push_back(std::move(e));
+// Checked: a list misread (a generation of the wrong type read as 0, a
+// slice without its name) would make the sync delete or re-create the wrong
+// slices, so a list of an unexpected shape fails the sync instead.
+Result<Existing> ParseExisting(const JsonReader& item, const std::string& driver, const std::string& node) {
+  Existing e;
+  NVDRA_ASSIGN_OR_RETURN(auto meta, item.OptionalObject("metadata"));
+  if (meta) {
+    NVDRA_ASSIGN_OR_RETURN(e.name, meta->OptionalOr<std::string>("name", ""));
+    NVDRA_ASSIGN_OR_RETURN(e.uid, meta->OptionalOr<std::string>("uid", ""));
+    NVDRA_ASSIGN_OR_RETURN(e.resource_version, meta->OptionalOr<std::string>("resourceVersion", ""));
   }
+  NVDRA_ASSIGN_OR_RETURN(auto spec, item.OptionalObject("spec"));
+  if (!spec) return e;
+  e.spec = spec->value();
+  NVDRA_ASSIGN_OR_RETURN(auto pool, spec->OptionalObject("pool"));
+  if (!pool) return e;
+  NVDRA_ASSIGN_OR_RETURN(std::string pool_name, pool->OptionalOr<std::string>("name", ""));
+  // Only our pool is indexed; any other pool of ours on this node is obsolete.
+  if (pool_name == node) {
+    e.index = IndexFromName(e.name, driver, node);
+    NVDRA_ASSIGN_OR_RETURN(e.generation, pool->OptionalOr<int64_t>("generation", 0));
+  }
+  return e;
+}
+
+Result<Listed> ParseListed(const json& list, const std::string& driver, const std::string& node) {
+  Listed out;
+  NVDRA_RETURN_IF_ERROR(JsonReader(list).ForEach("items", [&](const JsonReader& item) -> Status {
+    NVDRA_ASSIGN_OR_RETURN(Existing e, ParseExisting(item, driver, node));
+    out.max_generation = std::max(out.max_generation, e.generation);  // 0 outside our pool
+    out.slices.push_back(std::move(e));
+    return Status::Ok();
+  }));
   std::sort(out.slices.begin(), out.slices.end(),
             [](const Existing& a, const Existing& b) { return a.name < b.name; });
   return out;
@@ -251,7 +270,9 @@ Result<std::string> SlicePublisher::NodeUid() {
     if (!node_uid_.empty()) return node_uid_;
   }
   NVDRA_ASSIGN_OR_RETURN(json node, client_.GetNode(node_));
-  std::string uid = StringField(ObjectField(node, "metadata"), "uid");
+  auto read_uid = JsonReader(node).Field("metadata").OptionalOr<std::string>("uid", "");
+  if (!read_uid.ok()) return read_uid.status().Wrap("Node " + node_);
+  std::string uid = *read_uid;
   if (uid.empty()) return Internal("Node " + node_ + " has no metadata.uid");
   MutexLock l(mu_);
   node_uid_ = uid;
@@ -294,7 +315,9 @@ Status SlicePublisher::Publish(std::vector<model::PublishedDevice> devices, Slic
     if (list.status().code() == StatusCode::kNotFound) client_.ForgetResourceApiVersion();
     return list.status().Wrap("list ResourceSlices of node " + node_);
   }
-  const Listed listed = ParseListed(*list, driver_, node_);
+  auto parsed = ParseListed(*list, driver_, node_);
+  if (!parsed.ok()) return parsed.status().Wrap("list ResourceSlices of node " + node_);
+  const Listed listed = std::move(parsed).value();
   const DesiredPool desired(driver_, node_, version, std::move(devices));
   const Plan plan = MakePlan(listed, desired);
 

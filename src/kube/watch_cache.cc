@@ -1,6 +1,7 @@
 #include "kube/watch_cache.h"
 
 #include "util/json_depth.h"
+#include "util/json_reader.h"
 #include "util/log.h"
 #include "util/run_guarded.h"
 #include "util/thread_name.h"
@@ -31,18 +32,11 @@ uint64_t ChangeNotifier::WaitForChange(uint64_t seen, Steady::time_point deadlin
 
 namespace {
 
-std::string Str(const json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
+// Best effort: the cache holds objects of any kind and shape; what cannot
+// be read as a string reads as "".
+std::string Str(const json& j, const char* key) { return JsonReader(j).ValueOr<std::string>(key, ""); }
 
-const json& Meta(const json& obj) {
-  static const json kEmpty = json::object();
-  if (!obj.is_object()) return kEmpty;
-  auto it = obj.find("metadata");
-  return it != obj.end() && it->is_object() ? *it : kEmpty;
-}
+const json& Meta(const json& obj) { return JsonReader(obj).Field("metadata").value(); }
 
 std::string Key(const json& obj) { return Str(Meta(obj), "namespace") + "/" + Str(Meta(obj), "name"); }
 
