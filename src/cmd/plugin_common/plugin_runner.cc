@@ -353,10 +353,7 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
   }
   auto shutdown = kubelet::ShutdownWatch::Start();
   {
-Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, const ledger::KindCodec& codec,
-                                              PluginConfig config, const KindFactory& factory,
-                                              kubelet::ShutdownWatch& shutdown) {
-  std::unique_ptr<Plugin> p(new Plugin(std::move(program), codec, std::move(config), shutdown));
+    auto plugin = Plugin::Start(program, codec, std::move(config).value(), factory, *shutdown);
     if (!plugin.ok()) {
       if (int sig = shutdown->signal(); sig != 0) {
         NVDRA_INFO("received signal {} during startup, shutting down ({})", sig, plugin.status().message());
