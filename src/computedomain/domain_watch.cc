@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "util/json_reader.h"
 #include "util/log.h"
 
 namespace nvdra::computedomain {
@@ -11,17 +12,16 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-// Typed look-ups: a half-written or odd-shaped object reads as "not ready",
-// never as an exception inside a kubelet call.
-const json* Member(const json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
-}
+// Best-effort reads through the one reader of external JSON: a
+// half-written or odd-shaped object reads as "not ready", never as an
+// exception inside a kubelet call.
+const json* Member(const json& j, const char* key) { return JsonReader(j).Find(key); }
 
-std::string Str(const json& j, const char* key) {
-  const json* v = Member(j, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+std::string Str(const json& j, const char* key) { return JsonReader(j).ValueOr<std::string>(key, ""); }
+
+std::string MetadataStr(const json& object, const char* key) {
+  const json* metadata = Member(object, "metadata");
+  return metadata != nullptr ? Str(*metadata, key) : "";
 }
 
 // Keeps the entries of `list` whose `key` names `node`.
@@ -117,8 +117,8 @@ Result<ComputeDomainInfo> DomainWatch::Lookup(const std::string& domain_uid) con
   if (!cd) return NotFound("ComputeDomain not found: " + domain_uid);
   ComputeDomainInfo st;
   st.uid = domain_uid;
-  st.ns = Str((*cd)["metadata"], "namespace");
-  st.name = Str((*cd)["metadata"], "name");
+  st.ns = MetadataStr(*cd, "namespace");
+  st.name = MetadataStr(*cd, "name");
   const std::string& node = options_.node_name;
   if (cliques_) {
     std::string name = domain_uid + "." + clique_id();

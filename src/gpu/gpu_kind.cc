@@ -100,9 +100,16 @@ std::string GpuKind::DeviceType(const std::string& device) const {
   return d == nullptr ? "" : std::string(d->type->name());
 }
 
-// Upstream pre-creates every type it has, passthrough included.
+// Upstream pre-creates every type it has, passthrough included; a type
+// registered here beyond those joins them.
 std::vector<std::string> GpuKind::MetricDeviceTypes() const {
-  return {std::string(kDeviceTypeGpu), std::string(kDeviceTypeMig), std::string(kDeviceTypeVfio), "unknown"};
+  std::vector<std::string> out = {std::string(kDeviceTypeGpu), std::string(kDeviceTypeMig),
+                                  std::string(kDeviceTypeVfio)};
+  for (const auto& t : types_) {
+    if (std::find(out.begin(), out.end(), t->name()) == out.end()) out.emplace_back(t->name());
+  }
+  out.emplace_back("unknown");
+  return out;
 }
 
 std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {

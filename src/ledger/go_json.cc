@@ -5,22 +5,20 @@
 
 #include <fmt/format.h>
 
+#include "util/json_reader.h"
+
 namespace nvdra::ledger {
 
 using nlohmann::json;
 
 bool GoKeyIs(std::string_view key, std::string_view name) {
-  return key.size() == name.size() && std::equal(key.begin(), key.end(), name.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-         });
+  return JsonKeyMatches(key, name, JsonKeyMatch::kCaseInsensitive);
 }
 
 const json* GoField(const json& obj, std::initializer_list<const char*> names) {
-  if (!obj.is_object()) return nullptr;
+  const JsonReader r(obj, "", JsonKeyMatch::kCaseInsensitive);
   for (const char* n : names) {
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      if (GoKeyIs(it.key(), n)) return &it.value();
-    }
+    if (const json* v = r.Find(n)) return v;
   }
   return nullptr;
 }

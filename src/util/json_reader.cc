@@ -55,6 +55,10 @@ bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+bool JsonKeyMatches(std::string_view key, std::string_view want, JsonKeyMatch match) {
+  return match == JsonKeyMatch::kCaseInsensitive ? EqualsIgnoringCase(key, want) : key == want;
+}
+
 template <typename T>
 Result<T> JsonAs(const json& v, const std::string& path) {
   if constexpr (std::is_same_v<T, std::string>) {
@@ -115,7 +119,7 @@ Status JsonReader::ExpectObject() const {
 }
 
 bool JsonReader::KeyMatches(std::string_view key, std::string_view want) const {
-  return match_ == JsonKeyMatch::kExact ? key == want : EqualsIgnoringCase(key, want);
+  return JsonKeyMatches(key, want, match_);
 }
 
 const json* JsonReader::Find(std::string_view key) const {

@@ -49,6 +49,10 @@ namespace nvdra {
 // case-insensitive form mirrors Go's encoding/json for files Go wrote.
 enum class JsonKeyMatch { kExact, kCaseInsensitive };
 
+// Whether an object's `key` names `want` under `match` (kCaseInsensitive:
+// ASCII case folded, as Go's encoding/json matches keys).
+bool JsonKeyMatches(std::string_view key, std::string_view want, JsonKeyMatch match);
+
 // The value at `path` as a T, or an error naming `path`. Defined for
 // std::string, bool, int64_t, int, uint64_t, double, std::vector<std::string>
 // and nlohmann::json (any value, unchecked).
