@@ -148,6 +148,25 @@ Status FeatureGates::Validate() const {
   return Status::Ok();
 }
 
+Status FeatureGates::RefuseUnimplemented() const {
+  static constexpr Gate kNotYet[] = {Gate::kDynamicMIG,          Gate::kPassthroughSupport,
+                                     Gate::kDeviceMetadata,      Gate::kFabricManagerPartitioning,
+                                     Gate::kHostManagedIMEXDaemon, Gate::kDRAListTypeAttributes,
+                                     Gate::kConsumableShares};
+  std::string names;
+  size_t count = 0;
+  for (Gate g : kNotYet) {
+    if (!Enabled(g)) continue;
+    names += (names.empty() ? "" : ", ") + std::string(Name(g));
+    ++count;
+  }
+  if (count == 0) return Status::Ok();
+  return FailedPrecondition(std::string(count == 1 ? "feature gate " : "feature gates ") + names +
+                            (count == 1 ? " is" : " are") +
+                            " not implemented by nvdra yet; disable " + (count == 1 ? "it" : "them") +
+                            " (nvdra refuses to start rather than run without what a gate promises)");
+}
+
 std::string FeatureGates::ToString() const {
   std::vector<std::string> pairs;
   for (const GateSpec& s : kGates) {

@@ -72,6 +72,13 @@ class FeatureGates {
   // "feature gate A is currently mutually exclusive with B".
   Status Validate() const;
 
+  // Gates nvdra parses but does not implement yet (upstream's DynamicMIG,
+  // PassthroughSupport, DeviceMetadata, FabricManagerPartitioning,
+  // HostManagedIMEXDaemon, DRAListTypeAttributes, ConsumableShares):
+  // FailedPrecondition naming every one enabled, so a plugin refuses to
+  // start instead of running without what the gate promises.
+  Status RefuseUnimplemented() const;
+
   // Every gate with its effective value, sorted by name: "A=true,B=false".
   std::string ToString() const;
 

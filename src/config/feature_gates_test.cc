@@ -84,6 +84,32 @@ TEST(FeatureGatesTest, AllAlphaAndAllBetaYieldToExplicitSettings) {
   EXPECT_TRUE(g->Enabled(Gate::kComputeDomainCliques));
 }
 
+// Every gate either works or refuses to start, naming itself.
+TEST(FeatureGatesTest, UnimplementedGatesAreRefusedByName) {
+  EXPECT_TRUE(FeatureGates().RefuseUnimplemented().ok());
+  auto implemented = FeatureGates::Parse("TimeSlicingSettings=true,MPSSupport=true,NVMLDeviceHealthCheck=true");
+  ASSERT_TRUE(implemented.ok());
+  EXPECT_TRUE(implemented->RefuseUnimplemented().ok());
+  for (const char* name : {"DynamicMIG", "PassthroughSupport", "DeviceMetadata", "FabricManagerPartitioning",
+                           "HostManagedIMEXDaemon", "DRAListTypeAttributes", "ConsumableShares"}) {
+    auto g = FeatureGates::Parse(std::string(name) + "=true");
+    ASSERT_TRUE(g.ok()) << name;
+    Status st = g->RefuseUnimplemented();
+    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << name;
+    EXPECT_EQ(st.message(), "feature gate " + std::string(name) +
+                                " is not implemented by nvdra yet; disable it (nvdra refuses to start rather than "
+                                "run without what a gate promises)");
+  }
+  auto two = FeatureGates::Parse("DeviceMetadata=true,PassthroughSupport=true");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->RefuseUnimplemented().message(),
+            "feature gates PassthroughSupport, DeviceMetadata are not implemented by nvdra yet; disable them "
+            "(nvdra refuses to start rather than run without what a gate promises)");
+  auto all_alpha = FeatureGates::Parse("AllAlpha=true");
+  ASSERT_TRUE(all_alpha.ok());
+  EXPECT_FALSE(all_alpha->RefuseUnimplemented().ok()) << "AllAlpha switches the unimplemented ones on too";
+}
+
 TEST(FeatureGatesTest, ValidateAppliesUpstreamRulesInOrder) {
   struct Case {
     const char* spec;

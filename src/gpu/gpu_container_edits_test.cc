@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cdi/cdi_spec_writer.h"
+#include "cdi/testdata/claim_spec_golden.h"
 #include "cdi/testdata/golden.h"
 #include "devices/device_names.h"
 #include "devices/mock/mock_node_fixture.h"
@@ -32,16 +33,7 @@ struct Node : devices::testing::MockNode {
 
 void WriteAndCheck(const cdi::CdiSpecWriter& writer, const std::vector<cdi::SpecDevice>& devs,
                    const cdi::ContainerEdits& common, const std::string& golden) {
-  cdi::Spec spec = writer.BuildClaimSpec(kUid, devs, common);
-  Status s = writer.WriteClaimSpec(kUid, spec);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  auto content = ReadFileToString(*writer.ClaimSpecPath(kUid));
-  ASSERT_TRUE(content.ok());
-  testing::ExpectMatchesGolden(kTestdata + golden, *content);
-  auto j = nlohmann::json::parse(*content);
-  EXPECT_EQ(j["cdiVersion"], "0.5.0");
-  YAML::Node y = YAML::Load(*content);
-  EXPECT_EQ(y["devices"].size(), devs.size());
+  testing::ExpectClaimSpecMatchesGolden(writer, kUid, devs, common, kTestdata + golden);
 }
 
 TEST(GpuContainerEditsTest, FullGpuClaimSpec) {

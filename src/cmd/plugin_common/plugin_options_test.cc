@@ -1,5 +1,7 @@
 #include "cmd/plugin_common/plugin_options.h"
 
+#include "cmd/plugin_common/plugin_runner.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -25,6 +27,28 @@ TEST(PluginOptionsTest, UpstreamFlagNamesAndDefaults) {
   EXPECT_EQ(o->kubelet.plugin.registrar_dir, "/var/lib/kubelet/plugins_registry");
   EXPECT_EQ(o->metrics_path, "/metrics");
   EXPECT_EQ(o->reconcile_period, std::chrono::seconds(60));
+}
+
+// The plugins' start refuses a gate nvdra does not implement, naming it,
+// after upstream's own gate rules.
+TEST(PluginOptionsTest, UnimplementedFeatureGateRefusesToStart) {
+  std::vector<const char*> args = {"plugin", "--node-name", "n1", "--feature-gates", "ConsumableShares=true"};
+  auto c = LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(args.size()), const_cast<char**>(args.data()));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(c.status().message().find("--feature-gates: feature gate ConsumableShares is not implemented by nvdra yet"),
+            std::string::npos)
+      << c.status().message();
+  std::vector<const char*> both = {"plugin", "--node-name", "n1", "--feature-gates",
+                                   "DynamicMIG=true,PassthroughSupport=true"};
+  auto rules_first =
+      LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(both.size()), const_cast<char**>(both.data()));
+  ASSERT_FALSE(rules_first.ok());
+  EXPECT_NE(rules_first.status().message().find("mutually exclusive"), std::string::npos)
+      << rules_first.status().message();
+  std::vector<const char*> fine = {"plugin", "--node-name", "n1", "--feature-gates", "TimeSlicingSettings=true"};
+  EXPECT_TRUE(
+      LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(fine.size()), const_cast<char**>(fine.data())).ok());
 }
 
 TEST(PluginOptionsTest, NodeNameFromEnvironment) {

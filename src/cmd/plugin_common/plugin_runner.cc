@@ -64,6 +64,7 @@ Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::str
   auto gates = config::FeatureGates::Parse(options.feature_gates);
   if (!gates.ok()) return gates.status().Wrap("--feature-gates");
   NVDRA_RETURN_IF_ERROR(gates->Validate().Wrap("--feature-gates"));
+  NVDRA_RETURN_IF_ERROR(gates->RefuseUnimplemented().Wrap("--feature-gates"));
   return PluginConfig{std::move(options), std::move(gates).value()};
 }
 
