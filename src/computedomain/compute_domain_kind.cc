@@ -154,6 +154,11 @@ Result<driver::ClaimPlan> ComputeDomainKind::Plan(const driver::ClaimWork& work)
   return plan;
 }
 
+bool ComputeDomainKind::MayWaitUntilReady(const driver::ClaimWork&, const driver::ClaimPlan& plan) const {
+  auto undo = DecodeComputeDomainUndo(plan.undo);
+  return undo.ok() && !undo->channels.empty();
+}
+
 Status ComputeDomainKind::CheckReady(const driver::ClaimWork& work, const driver::ClaimPlan& plan) {
   NVDRA_ASSIGN_OR_RETURN(ComputeDomainUndo undo, DecodeComputeDomainUndo(plan.undo));
   if (!undo.channels.empty()) return CheckChannelReady(work, undo);

@@ -69,6 +69,8 @@ class ComputeDomainKind final : public driver::DeviceKind {
   }
   Result<driver::ClaimPlan> Plan(const driver::ClaimWork& work) override;
   Status CheckReady(const driver::ClaimWork& work, const driver::ClaimPlan& plan) override;
+  // Channel claims wait for their IMEX daemon; daemon claims do not.
+  bool MayWaitUntilReady(const driver::ClaimWork& work, const driver::ClaimPlan& plan) const override;
   Result<driver::PreparedClaim> Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) override;
   Result<driver::ClaimEdits> Edits(const nlohmann::json& undo,
                                    const std::vector<std::string>& prepared_devices) override;

@@ -87,6 +87,7 @@ TEST_F(ComputeDomainKindTest, ReadinessGatesChannelsWithARetryableError) {
   auto w = ChannelWork("channel-1");
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(kind_->MayWaitUntilReady(w, *plan)) << "the engine checks the ledger before this gate";
   EXPECT_TRUE(kind_->CheckReady(w, *plan).ok());
   domains_.domains["cd-1"].node_ready = false;
   domains_.domains["cd-1"].not_ready = "the daemon for node node-1 in ComputeDomainClique x/y is NotReady";
@@ -132,6 +133,7 @@ TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareL
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->held, std::vector<std::string>{"daemon-0"});
+  EXPECT_FALSE(kind_->MayWaitUntilReady(w, *plan)) << "a daemon claim does not wait for readiness";
   auto p = kind_->Prepare(w, *plan);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   std::string json = cdi::RenderJson(driver::BuildClaimOutput(*cdi_, w.uid, w.results, p->edits).spec);

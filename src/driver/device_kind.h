@@ -103,6 +103,12 @@ class ClaimKind {
   // then is a retryable error.
   virtual Status CheckReady(const ClaimWork& work, const ClaimPlan& plan) { return Status::Ok(); }
 
+  // Whether CheckReady may wait for this claim (a ComputeDomain channel
+  // claim waits for its IMEX daemon). The engine then refuses a claim whose
+  // resources another claim holds according to the ledger before the wait,
+  // instead of after it.
+  virtual bool MayWaitUntilReady(const ClaimWork& work, const ClaimPlan& plan) const { return false; }
+
   // Does the node-side work. Must be idempotent: it runs again for the same
   // claim after a failure, a crash or a reboot. The edits it returns are the
   // ones Edits() rebuilds from the returned undo record.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "ledger/claim_transitions.h"
+
 #include "util/failpoint.h"
 #include "util/log.h"
 
@@ -210,6 +212,10 @@ Result<ClaimPlan> Engine::PlanClaim(ClaimWork& work, const ClaimSnapshot& snap) 
   work.groups = std::move(groups).value();
   auto plan = kind_.Plan(work);
   if (!plan.ok()) return plan.status().retryable() ? plan.status() : plan.status().AsPermanent();
+  if (kind_.MayWaitUntilReady(work, *plan)) {
+    NVDRA_RETURN_IF_ERROR(RefuseHeldElsewhere(plan->held.empty() ? ledger::DefaultHeld(work.results) : plan->held,
+                                              work.uid));
+  }
   NVDRA_RETURN_IF_ERROR(kind_.CheckReady(work, *plan));
   return plan;
 }
@@ -268,6 +274,22 @@ Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry)
   NVDRA_VLOG(2, "Prepare of claim {} already completed; returning the recorded devices",
              model::ClaimRef{entry.ns, entry.uid, entry.name}.ToString());
   return entry.prepared;
+}
+
+Status Engine::RefuseHeldElsewhere(const std::vector<std::string>& held, const std::string& self_uid) {
+  for (bool cleared = false;; cleared = true) {
+    std::optional<Status> refusal;
+    for (const auto& resource : held) {
+      auto holder = ledger_.HolderOf(resource);
+      if (!holder.ok()) return holder.status();
+      if (holder->has_value() && (*holder)->uid != self_uid) {
+        refusal = ledger::HeldByAnotherClaim(resource, (*holder)->uid);
+        break;
+      }
+    }
+    if (!refusal) return Status::Ok();
+    if (cleared || !ClearStaleHolders(held, self_uid)) return *refusal;
+  }
 }
 
 bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::string& self_uid) {

@@ -122,6 +122,10 @@ class Engine final : public kubelet::ClaimEngine {
   // After a Conflict: if a PrepareStarted holder's claim is gone or stale,
   // unprepare it now. True if something was freed.
   bool ClearStaleHolders(const std::vector<std::string>& held, const std::string& self_uid);
+  // Conflict (the ledger's wording) when another live claim holds one of
+  // `held` and is not a stale PrepareStarted holder ClearStaleHolders frees;
+  // a read of the ledger only, for a claim about to wait for readiness.
+  Status RefuseHeldElsewhere(const std::vector<std::string>& held, const std::string& self_uid);
   Result<bool> RemoveOrphanSpec(const std::string& uid);
   Status RebuildFromSpec(const std::string& uid);
 

@@ -243,6 +243,33 @@ TEST_F(EngineTest, AClaimAllocatedToAnotherNodeIsRefusedPermanently) {
   EXPECT_EQ(engine_->PrepareClaim(Ref(c), kFar).status().message(), "");
 }
 
+// A claim whose readiness gate may wait (a ComputeDomain channel claim) is
+// refused at once when the ledger says another claim holds its device: the
+// wait, up to the claim's deadline, would end in a misleading "not ready".
+TEST_F(EngineTest, HeldDeviceIsRefusedBeforeTheReadinessWait) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  auto b = Claim("uid-b", "b", {"gpu-0"});
+  claims_.Put(a);
+  claims_.Put(b);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  kind_->may_wait = true;
+  kind_->not_ready = Unavailable("the domain is not ready on this node");
+  const int checks = kind_->ready_checks.load();
+  auto r = engine_->PrepareClaim(Ref(b), kFar);
+  EXPECT_NE(r.status().message().find("gpu-0 already allocated by claim uid-a (according to checkpoint)"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(kind_->ready_checks.load(), checks) << "refused before the readiness gate";
+  EXPECT_FALSE(Entry("uid-b"));
+  // Once A is unprepared, B goes on to its readiness gate.
+  EXPECT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");
+  r = engine_->PrepareClaim(Ref(b), kFar);
+  EXPECT_NE(r.status().message().find("the domain is not ready on this node"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(kind_->ready_checks.load(), checks + 1);
+  kind_->not_ready = Status::Ok();
+  EXPECT_EQ(engine_->PrepareClaim(Ref(b), kFar).status().message(), "");
+}
+
 TEST_F(EngineTest, DeviceHeldByAnotherClaimIsRefusedNamingTheHolder) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   auto b = Claim("uid-b", "b", {"gpu-0"});

@@ -91,7 +91,11 @@ class FakeKind final : public DeviceKind {
     p.undo = {{"devices", std::vector<std::string>(names.begin(), names.end())}};
     return p;
   }
-  Status CheckReady(const ClaimWork&, const ClaimPlan&) override { return not_ready; }
+  Status CheckReady(const ClaimWork&, const ClaimPlan&) override {
+    ready_checks++;
+    return not_ready;
+  }
+  bool MayWaitUntilReady(const ClaimWork&, const ClaimPlan&) const override { return may_wait; }
   Result<PreparedClaim> Prepare(const ClaimWork& work, const ClaimPlan& plan) override {
     prepares++;
     if (!fail_prepare.ok()) return fail_prepare;
@@ -117,7 +121,9 @@ class FakeKind final : public DeviceKind {
   }
 
   std::atomic<int> prepares{0};
-  Status not_ready;  // what CheckReady returns
+  std::atomic<int> ready_checks{0};
+  Status not_ready;       // what CheckReady returns
+  bool may_wait = false;  // what MayWaitUntilReady answers
   Status fail_prepare;
   Status fail_unprepare;
   Mutex mu_;  // Unprepare may run on several engine threads

@@ -92,13 +92,15 @@ std::vector<std::string> RequestedHeld(const BeginPrepareRequest& req) {
   return SortedUnique(req.held ? *req.held : DefaultHeld(req.allocation));
 }
 
+Status HeldByAnotherClaim(const std::string& resource, const std::string& holder, std::string_view suffix) {
+  return Conflict(fmt::format("{} already allocated by claim {} (according to checkpoint){}", resource, holder, suffix));
+}
+
 Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::string& uid,
                             const TransitionContext& ctx, std::string_view suffix) {
   if (!ctx.other_holder) return Status::Ok();
   for (const auto& r : held) {
-    if (auto holder = ctx.other_holder(r, uid)) {
-      return Conflict(fmt::format("{} already allocated by claim {} (according to checkpoint){}", r, *holder, suffix));
-    }
+    if (auto holder = ctx.other_holder(r, uid)) return HeldByAnotherClaim(r, *holder, suffix);
   }
   return Status::Ok();
 }

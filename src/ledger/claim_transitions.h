@@ -75,6 +75,10 @@ bool FromEarlierBoot(const ClaimEntry& e, const std::string& boot_id);
 // non-admin allocated devices; sorted, unique.
 std::vector<std::string> RequestedHeld(const BeginPrepareRequest& req);
 
+// Conflict "<resource> already allocated by claim <holder> (according to
+// checkpoint)<suffix>": the one wording of a resource another claim holds.
+Status HeldByAnotherClaim(const std::string& resource, const std::string& holder, std::string_view suffix = "");
+
 // The one conflict scan: Conflict "<resource> already allocated by claim
 // <holder> (according to checkpoint)<suffix>" for the first resource of
 // `held` another live claim than `uid` holds; Ok when none does.
