@@ -39,12 +39,15 @@ std::unique_ptr<ShutdownWatch> ShutdownWatch::Start() {
   return watch;
 }
 
-ShutdownWatch::~ShutdownWatch() {
+ShutdownWatch::~ShutdownWatch() { StopTaking(); }
+
+int ShutdownWatch::StopTaking() {
   {
     MutexLock lock(mu_);
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  return signal();
 }
 
 // A signal is taken the instant it arrives; the timeout only bounds how long

@@ -46,6 +46,10 @@ class ShutdownWatch {
   bool WaitFor(std::chrono::milliseconds d) EXCLUDES(mu_);
   // Waits until shutdown is requested; returns the signal.
   int Wait() EXCLUDES(mu_);
+  // Ends the signal thread (it wakes every 100 ms) once nothing waits on the
+  // watch any more; a signal it has not taken stays pending for
+  // ShutdownSignal::Wait(). Then returns the signal it took, or 0.
+  int StopTaking() EXCLUDES(mu_);
 
  private:
   void Run() EXCLUDES(mu_);

@@ -57,5 +57,17 @@ TEST(ShutdownWatchTest, EndsItsThreadWithoutASignal) {
   watch.reset();  // joins the thread
 }
 
+// Once the plugin has started, the watch's thread ends and the main thread
+// waits: a signal sent after that is not lost, it is still pending for
+// ShutdownSignal::Wait().
+TEST(ShutdownWatchTest, ASignalAfterStopTakingIsLeftForTheMainThread) {
+  ShutdownSignal::Block();
+  auto watch = ShutdownWatch::Start();
+  EXPECT_EQ(watch->StopTaking(), 0);
+  ASSERT_EQ(::kill(::getpid(), SIGINT), 0);
+  EXPECT_EQ(ShutdownSignal::Wait(), SIGINT);
+  EXPECT_EQ(watch->signal(), 0) << "the stopped watch took nothing";
+}
+
 }  // namespace
 }  // namespace nvdra::kubelet

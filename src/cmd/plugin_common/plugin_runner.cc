@@ -363,7 +363,10 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
       NVDRA_ERROR("{}", plugin.status().message());
       return 1;
     }
-    int sig = shutdown->Wait();
+    // Started: only a signal is waited for now, in this thread, so the
+    // watch's thread (which wakes every 100 ms) is not kept idling.
+    int sig = shutdown->StopTaking();
+    if (sig == 0) sig = kubelet::ShutdownSignal::Wait();
     NVDRA_INFO("received signal {}, shutting down", sig);
   }
   NVDRA_INFO("shutdown");
