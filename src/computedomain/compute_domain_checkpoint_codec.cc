@@ -38,16 +38,20 @@ std::string DomainOf(const ledger::ClaimEntry& e) { return e.undo.is_object() ? 
 
 std::string ChannelResource(int id) { return "channel " + std::to_string(id); }
 
+std::vector<std::string> HeldChannels(int id, bool all_channels) {
+  if (!all_channels) return {ChannelResource(id)};
+  std::vector<std::string> held;
+  for (int i = 0; i < devices::kMaxImexChannels; ++i) held.push_back(ChannelResource(i));
+  return held;
+}
+
 std::string ComputeDomainCheckpointCodec::driver_name() const { return kDriverName; }
 
 std::vector<std::string> ComputeDomainCheckpointCodec::HeldResources(
     const std::string& device, const std::vector<nlohmann::json>& config_parameters) const {
   auto id = ComputeDomainKind::ChannelId(device);
   if (!id) return {device};
-  if (!AllChannels(config_parameters)) return {ChannelResource(*id)};
-  std::vector<std::string> held;
-  for (int i = 0; i < devices::kMaxImexChannels; ++i) held.push_back(ChannelResource(i));
-  return held;
+  return HeldChannels(*id, AllChannels(config_parameters));
 }
 
 // The compute-domain driver re-derives its undo from the configs: give it

@@ -15,6 +15,9 @@ namespace nvdra::computedomain {
 
 // The ledger resource of IMEX channel `id`.
 std::string ChannelResource(int id);
+// What a claim on channel `id` holds: that channel, or every channel for
+// allocationMode All. The kind's Plan and the codec both name holds so.
+std::vector<std::string> HeldChannels(int id, bool all_channels);
 
 class ComputeDomainCheckpointCodec final : public ledger::KindCodec {
  public:

@@ -112,12 +112,9 @@ Status PlanChannel(const config::ComputeDomainChannelConfig& ch, const config::C
   const std::string& device = group.results[0].device;
   auto id = ComputeDomainKind::ChannelId(device);
   if (!id) return InvalidArgument("requested device is not allocatable: " + device);
-  if (ch.allocation_mode == config::kAllocationModeAll) {
-    undo.all_channels = true;
-    for (int i = 0; i < devices::kMaxImexChannels; i++) plan.held.push_back(ChannelResource(i));
-  } else {
-    plan.held.push_back(ChannelResource(*id));
-  }
+  const bool all = ch.allocation_mode == config::kAllocationModeAll;
+  if (all) undo.all_channels = true;
+  for (auto& r : HeldChannels(*id, all)) plan.held.push_back(std::move(r));
   undo.channels.push_back({device, *id, nlohmann::json::object()});
   return Status::Ok();
 }

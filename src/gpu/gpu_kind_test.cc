@@ -329,8 +329,10 @@ TEST_F(GpuKindTest, DeviceTypesAreTheRegisteredHandlers) {
   auto rules = GpuConfigRules(config::FeatureGates());
   ASSERT_EQ(rules.device_types.size(), RegisteredDeviceTypes(config::FeatureGates()).size());
   ASSERT_EQ(rules.defaults.size(), RegisteredDeviceTypes(config::FeatureGates()).size());
+  std::set<std::string> names;
   for (size_t i = 0; i < rules.device_types.size(); ++i) {
     EXPECT_EQ(rules.device_types[i].config_kind, config::KindOf(rules.defaults[i]));
+    EXPECT_TRUE(names.insert(rules.device_types[i].type).second) << "two types serve " << rules.device_types[i].type;
   }
   std::set<std::string> types;
   for (const auto& d : kind_->PublishedDevices()) {
