@@ -7,7 +7,9 @@
 
 #include "config/feature_gates.h"
 #include "devices/device_info.h"
+#include "devices/gpu_control.h"
 #include "gpu/gpu_device_type.h"
+#include "gpu/mps_strategy.h"
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
 
@@ -21,6 +23,8 @@ std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::
 struct SharingContext {
   TimeSliceResets& resets;
   const devices::NodeInventory& inventory;
+  devices::GpuControl& control;
+  const MpsRuntime& mps;
 };
 
 // Every sharing strategy a config may name.
