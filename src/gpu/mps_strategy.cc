@@ -137,6 +137,8 @@ Status MpsStrategy::Apply(const GpuUndo& undo) {
 
 Status MpsStrategy::AwaitReady(const GpuUndo& undo, std::chrono::steady_clock::time_point deadline) {
   using Clock = std::chrono::steady_clock;
+  // Leave time to complete the claim and answer before the kubelet's deadline.
+  deadline -= std::chrono::milliseconds(500);
   for (const auto& d : undo.mps) {
     auto wait = rt_.first_poll;
     for (;;) {
