@@ -142,17 +142,17 @@ class MpsEndToEnd(NodeTestCase):
         # The claim's deadline (the plugin's, within the kubelet's 45 s call)
         # shortened to 3 s.
         plugin = self.mps_plugin(extra_args=["--claim-timeout", "3"]).start()
-        claim = self.gpu_claim("mps-slow", ["gpu-2"], configs=[mps_config()])
+        claim = self.gpu_claim("mps-slow", ["gpu-2"], configs=[mps_config()], reserved_for=[("pod-a", "uid-a")])
         res = plugin.prepare([claim])
         self.assertIn("MPS control daemon is not yet ready: Deployment nvdra/mps-control-daemon-" + claim[2],
                       res[claim[2]]["error"])
         self.assertIn("waiting for MPS control daemon to come online", res[claim[2]]["error"])
         self.assertEqual([e["state"] for e in self.live_entries(plugin)], ["PrepareStarted"])
-        # Unprepare is not held up by the wait and removes the half-started daemon.
+        # The kubelet gives up on the pod: Unprepare removes the half-started daemon.
         self.assertOk(plugin.unprepare([claim]), claim[2])
         self.assertEqual(self.deployments(), {})
         self.assertEqual(self.mps_dirs(plugin), [])
-        # Once the controller catches up, the kubelet's retry succeeds.
+        # Once the controller catches up, a Prepare for the next pod succeeds.
         self.controller("ready")
         self.assertOk(plugin.prepare([claim]), claim[2])
         self.assertEqual(len(self.deployments()), 1)
