@@ -80,7 +80,9 @@ Status DecodeInto(const JsonReader& r, GpuUndo& out) {
     }
     return Status::Ok();
   }));
-  NVDRA_RETURN_IF_ERROR(r.ForEach("mps", [&](const JsonReader& item) {
+  // A newer version's "mps" of another shape is kept as it is, unread.
+  const bool mps_list = !r.value().contains("mps") || r.value()["mps"].is_array() || r.value()["mps"].is_null();
+  if (mps_list) NVDRA_RETURN_IF_ERROR(r.ForEach("mps", [&](const JsonReader& item) {
     if (auto m = DecodeMps(item)) {
       out.mps.push_back(std::move(*m));
     } else {
@@ -88,7 +90,8 @@ Status DecodeInto(const JsonReader& r, GpuUndo& out) {
     }
     return Status::Ok();
   }));
-  out.unknown = r.Unknown({"version", "devices", "timeSlicing", "mps"});
+  out.unknown = mps_list ? r.Unknown({"version", "devices", "timeSlicing", "mps"})
+                         : r.Unknown({"version", "devices", "timeSlicing"});
   return Status::Ok();
 }
 
