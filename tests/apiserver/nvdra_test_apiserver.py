@@ -990,9 +990,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            {"name": meta["name"], "group": group, "kind": resource})
         body.pop("status", None) if resource in ("resourceclaims", "deployments") else None
         obj = store.put_new(resource, body)
-        self.send_json(201, self.to_version(resource, group, version, obj))
+        answer = self.to_version(resource, group, version, obj)
         if resource == "deployments":
+            # Acts before answering, so a client's next read sees the result.
             store.act_as_deployment_controller(obj)
+        self.send_json(201, answer)
 
     def update(self, resource, group, version, namespace, name):
         store = self.server.store
