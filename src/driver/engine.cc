@@ -325,7 +325,10 @@ bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::
     if (!holder.ok() || !holder->has_value()) continue;
     const ledger::ClaimEntry& h = **holder;
     if (h.uid == self_uid || !checked.insert(h.uid).second) continue;
-    if (h.state != ledger::ClaimState::kPrepareStarted || h.name.empty()) continue;
+    // A half-prepared holder, or one prepared before the node rebooted: no
+    // kubelet call will release either, so check its claim now.
+    const bool earlier_boot = h.state == ledger::ClaimState::kPrepareCompleted && h.from_earlier_boot;
+    if ((h.state != ledger::ClaimState::kPrepareStarted && !earlier_boot) || h.name.empty()) continue;
     Judgement j = JudgeClaim(h, claims_.Get(h.ns, h.name), options_.node_name);
     if (j.standing != ClaimStanding::kGone && j.standing != ClaimStanding::kStale) continue;
     if (UnprepareEntry(h, j.why + " and another claim needs " + resource).ok()) freed = true;

@@ -533,6 +533,35 @@ TEST_F(EngineTest, PrepareAfterRebootRedoesNodeWorkAndReturnsSameDevices) {
   EXPECT_TRUE(PathExists(SpecPath("uid-a")));
 }
 
+TEST_F(EngineTest, AfterARebootADeviceOfAGoneClaimGoesToItsNewClaimAtOnce) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  // The node reboots; meanwhile A's pod and claim are deleted and gpu-0 is
+  // allocated to B.
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-2\n").ok());
+  Reopen();
+  claims_.Remove("default", "a");
+  auto b = Claim("uid-b", "b", {"gpu-0"});
+  claims_.Put(b);
+  auto r = engine_->PrepareClaim(Ref(b), kFar);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(kind_->unprepared, std::vector<std::string>{"uid-a"});
+  EXPECT_EQ(Entry("uid-b")->state, ledger::ClaimState::kPrepareCompleted);
+}
+
+TEST_F(EngineTest, AShallowPassAfterARebootReleasesAGoneClaimPreparedBeforeIt) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-2\n").ok());
+  Reopen();
+  claims_.Remove("default", "a");
+  auto rep = reconciler_->RunOnce(/*deep=*/false);
+  EXPECT_EQ(rep.unprepared_completed, 1);
+  EXPECT_FALSE(Entry("uid-a").has_value() && ledger::HoldsResources(Entry("uid-a")->state));
+}
+
 TEST_F(EngineTest, ReconcilerRollsBackHalfPreparedClaimsWhoseClaimIsGone) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   auto b = Claim("uid-b", "b", {"gpu-1"});
