@@ -642,7 +642,7 @@ Status ClaimLedger::FinishUnprepare(const std::string& uid) {
     if (!t.write) return Status::Ok();
     NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-tombstone-write", "ledger-after-tombstone-write"));
     // Upstream's words, which operators grep for.
-    NVDRA_INFO("Deleted claim from checkpoint: {}/{} (claim {})", t.entry->ns, t.entry->name, t.entry->uid);
+    NVDRA_VLOG(6, "Deleted claim from checkpoint: {}/{} (claim {})", t.entry->ns, t.entry->name, t.entry->uid);
     return Status::Ok();
   });
 }

@@ -82,7 +82,12 @@ class GpuEndToEnd(NodeTestCase):
         r = self.plugin.prepare([claim])
         self.assertIn('strict decoding error: unknown field "unexpectedField"', r[claim[2]]["error"])
         self.assertEqual(self.live_entries(self.plugin), [])
-        self.assertIn("Permanent error", self.plugin.read_log())
+        # One log line for the failed claim, at Error, with its keys.
+        lines = [line for line in self.plugin.read_log().splitlines() if claim[2] in line]
+        self.assertEqual(len(lines), 1, lines)
+        self.assertTrue(lines[0].startswith("E"), lines[0])
+        self.assertIn('] "Permanent error preparing claim" claim="default/bad-config" uid="%s" err=' % claim[2],
+                      lines[0])
         # The user sees it on the claim, as an Event.
         status, body = self.node.api.request("GET", "/_nvdra/objects?resource=events")
         self.assertEqual(status, 200)
