@@ -18,6 +18,7 @@
 #include "cmd/nvdractl/commands.h"
 #include "cmd/nvdractl/kind_codecs.h"
 #include "ledger/claim_ledger.h"
+#include "ledger/ledger_holder_lock.h"
 #include "ledger/ledger_inspector.h"
 #include "ledger/legacy_checkpoint.h"
 #include "util/boot_id.h"
@@ -227,12 +228,41 @@ int Rebuild(const std::string& dir, const std::string& cdi_root, const std::stri
   return failed == 0 ? 0 : 1;
 }
 
+// After a rollback the Go driver's checkpoint is the truth; a later upgrade
+// imports it again instead of trusting this ledger.
+int RetireLedger(const std::string& dir) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::system_clock::now().time_since_epoch()).count();
+  std::string log = JoinPath(dir, ledger::kLogFileName);
+  std::string aside = log + ".exported-" + std::to_string(ms);
+  if (std::rename(log.c_str(), aside.c_str()) != 0) {
+    std::fprintf(stderr, "nvdractl: cannot rename %s: %s\n", log.c_str(), ErrnoText(errno).c_str());
+    return 1;
+  }
+  std::printf("renamed %s to %s\n", log.c_str(), aside.c_str());
+  return 0;
+}
+
 int ExportUpstream(const std::string& dir, std::string output, const std::string& driver,
                    const std::string& boot_id_file, bool force, bool retire_ledger) {
   auto boot = ReadBootId(boot_id_file);
   if (!boot.ok()) {
     std::fprintf(stderr, "nvdractl: %s\n", boot.status().message().c_str());
     return 2;
+  }
+  // A running plugin would import the exported checkpoint again at its next
+  // transition and start a new ledger: the rollback would be undone. Held
+  // from the export through the rename, so no plugin opens the ledger between.
+  std::unique_ptr<ledger::LedgerHolderLock> sole;
+  if (retire_ledger && PathExists(JoinPath(dir, ledger::kLogFileName))) {
+    auto held = ledger::LedgerHolderLock::TryExclusive(dir);
+    if (!held.ok()) {
+      std::fprintf(stderr, "nvdractl: refusing to retire the ledger: %s (a running plugin would import the "
+                           "exported checkpoint again); nothing was written\n",
+                   held.status().message().c_str());
+      return 1;
+    }
+    sole = std::move(held).value();
   }
   auto in = ledger::InspectLedger(dir, *boot);
   if (!in.ok() || !in->exists) {
@@ -258,20 +288,7 @@ int ExportUpstream(const std::string& dir, std::string output, const std::string
   size_t live = 0;
   for (const auto& e : in->entries) live += ledger::HoldsResources(e.state) ? 1 : 0;
   std::printf("wrote %s with %zu claims for boot %s\n", output.c_str(), live, boot->c_str());
-  if (retire_ledger) {
-    // After a rollback the Go driver's checkpoint is the truth; a later
-    // upgrade imports it again instead of trusting this ledger.
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::system_clock::now().time_since_epoch()).count();
-    std::string log = JoinPath(dir, ledger::kLogFileName);
-    std::string aside = log + ".exported-" + std::to_string(ms);
-    if (std::rename(log.c_str(), aside.c_str()) != 0) {
-      std::fprintf(stderr, "nvdractl: cannot rename %s: %s\n", log.c_str(), ErrnoText(errno).c_str());
-      return 1;
-    }
-    std::printf("renamed %s to %s\n", log.c_str(), aside.c_str());
-  }
-  return 0;
+  return retire_ledger ? RetireLedger(dir) : 0;
 }
 
 }  // namespace
@@ -321,7 +338,8 @@ void AddLedgerCommands(CLI::App& app, int& exit_code) {
   exp->add_option("--boot-id-file", flags->boot_id_file, "where the current boot id is read from");
   exp->add_flag("--force", flags->force, "overwrite an existing checkpoint");
   exp->add_flag("--retire-ledger", flags->retire_ledger,
-                "rename ledger.log aside, so a later upgrade imports the checkpoint again");
+                "rename ledger.log aside, so a later upgrade imports the checkpoint again (refused while a "
+                "plugin has the ledger open)");
   exp->callback([flags, &exit_code] {
     exit_code = ExportUpstream(flags->dir, flags->output, flags->export_driver, flags->boot_id_file, flags->force,
                                flags->retire_ledger);

@@ -243,5 +243,40 @@ TEST(NvdractlLedgerTest, ExportUpstreamGivesImportedClaimsBackUnchanged) {
   EXPECT_FALSE(PathExists(JoinPath(dir.path(), ledger::kLogFileName)));
 }
 
+TEST(NvdractlLedgerTest, ExportUpstreamRefusesToRetireALedgerAPluginHolds) {
+  TempDir dir{"nvdra-ledger"};
+  MakeLedger(dir.path());
+  std::string boot = JoinPath(dir.path(), "boot_id");
+  ASSERT_TRUE(WriteFileAtomically(boot, "boot-1\n").ok());
+  std::string cp = JoinPath(dir.path(), ledger::kLegacyCheckpointFileName);
+  const std::string cmd = "ledger export-upstream " + dir.path() + " --boot-id-file " + boot + " --retire-ledger";
+  {
+    // Open as a running plugin has it (this process stands in for one).
+    ledger::LedgerOptions o;
+    o.dir = dir.path();
+    o.boot_id = "boot-1";
+    auto plugin = std::move(ledger::ClaimLedger::Open(o)).value();
+    CtlRun r = Nvdractl(cmd);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("refusing to retire the ledger: a plugin has the ledger in " + dir.path() + " open"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("stop the plugin first"), std::string::npos) << r.out;
+    EXPECT_TRUE(PathExists(JoinPath(dir.path(), ledger::kLogFileName)));
+    EXPECT_FALSE(PathExists(cp)) << "nothing is written that the plugin would import";
+    // The plugin goes on recording claims in the same ledger.
+    ASSERT_TRUE(plugin->BeginPrepare(Request("uid-c", {"gpu-2"})).ok());
+    // A read-only export beside the running plugin is fine.
+    CtlRun read_only = Nvdractl("ledger export-upstream " + dir.path() + " --boot-id-file " + boot + " --output " +
+                                JoinPath(dir.path(), "copy.json"));
+    EXPECT_EQ(read_only.exit_code, 0) << read_only.out;
+  }
+  // Once the plugin is gone, the rollback goes through.
+  CtlRun r = Nvdractl(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(PathExists(JoinPath(dir.path(), ledger::kLogFileName)));
+  EXPECT_TRUE(PathExists(cp));
+}
+
 }  // namespace
 }  // namespace nvdra::ctl
