@@ -186,8 +186,7 @@ int Rebuild(const std::string& dir, const std::string& cdi_root, const std::stri
   for (const auto& uid : *uids) {
     auto devices = cdi.ClaimSpecDevices(uid);
     if (!devices.ok()) {
-      // Only the upstream driver's .yaml is there (the Go driver's claim,
-      // which its checkpoint import covers), or the file is unreadable.
+      // The spec (ours, or the Go driver's .yaml) is unreadable or no spec.
       std::printf("skipped %s: %s\n", uid.c_str(), devices.status().message().c_str());
       continue;
     }

@@ -123,6 +123,31 @@ TEST(NvdractlLedgerTest, RebuildRecordsClaimsFromCdiSpecsAfterAnUnreadableLedger
   EXPECT_EQ(again.exit_code, 0) << again.out;
 }
 
+TEST(NvdractlLedgerTest, RebuildReadsTheGoDriversYamlSpecs) {
+  TempDir dir{"nvdra-ledger"};
+  std::string cdi = dir.path() + "/cdi", data = dir.path() + "/data";
+  ASSERT_TRUE(MakeDirectories(data).ok());
+  ASSERT_TRUE(WriteFileAtomically(JoinPath(data, ledger::kLogFileName), "garbage, not a ledger").ok());
+  WriteSpec(cdi, "uid-a", {"gpu-0"});
+  // As the Go driver writes it (CDI's WriteSpec: YAML, "---" first).
+  ASSERT_TRUE(WriteFileAtomically(cdi + "/k8s.gpu.nvidia.com-claim_uid-go.yaml",
+                                  "---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n"
+                                  "- name: uid-go-gpu-3\n  containerEdits:\n    deviceNodes:\n"
+                                  "    - path: /dev/nvidia3\n").ok());
+  CtlRun r = Nvdractl("ledger rebuild " + data + " --cdi-root " + cdi + " --driver gpu.nvidia.com");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("rebuilt uid-go: gpu-3"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("No such file"), std::string::npos) << r.out;
+  ledger::LedgerOptions o;
+  o.dir = data;
+  o.boot_id = "boot-1";
+  auto l = std::move(ledger::ClaimLedger::Open(o)).value();
+  auto go = l->Get("uid-go");
+  ASSERT_TRUE(go.ok() && go->has_value()) << r.out;
+  EXPECT_EQ((*go)->held, std::vector<std::string>{"gpu-3"});
+  EXPECT_EQ(l->BeginPrepare(Request("uid-c", {"gpu-3"})).status().code(), StatusCode::kConflict);
+}
+
 TEST(NvdractlLedgerTest, RebuildSkipsSpecDevicesWithoutAStringName) {
   TempDir dir{"nvdra-ledger"};
   std::string cdi = dir.path() + "/cdi", data = dir.path() + "/data";
