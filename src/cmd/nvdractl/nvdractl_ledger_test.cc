@@ -52,6 +52,40 @@ TEST(NvdractlLedgerTest, ShowPrintsClaimsAsTableAndJson) {
   EXPECT_EQ(j["damaged"], false);
 }
 
+TEST(NvdractlLedgerTest, ShowListsLiveClaimsByDefaultAndTombstonesWithAll) {
+  TempDir dir{"nvdra-ledger"};
+  {
+    ledger::LedgerOptions o;
+    o.dir = dir.path();
+    o.boot_id = "boot-1";
+    auto l = std::move(ledger::ClaimLedger::Open(o)).value();
+    auto req = Request("uid-live", {"gpu-0"});
+    req.consumers = {"pod-uid-1"};
+    ASSERT_TRUE(l->BeginPrepare(req).ok());
+    ASSERT_TRUE(l->CompletePrepare("uid-live", Prepared("uid-live", {"gpu-0"}), nullptr).ok());
+    ASSERT_TRUE(l->BeginPrepare(Request("uid-gone", {"gpu-1"})).ok());
+    ASSERT_TRUE(l->BeginUnprepare("uid-gone").ok());
+    ASSERT_TRUE(l->FinishUnprepare("uid-gone").ok());
+  }
+  CtlRun table = Nvdractl("ledger show " + dir.path());
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_NE(table.out.find("POD"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("AGE"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("pod-uid-1"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("uid-gone"), std::string::npos) << "a tombstone's device is no live claim's\n" << table.out;
+  EXPECT_NE(table.out.find("1 live claims (1 tombstones not shown; --all lists them)"), std::string::npos)
+      << table.out;
+  CtlRun all = Nvdractl("ledger show --all " + dir.path());
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  EXPECT_NE(all.out.find("uid-gone"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("Tombstone"), std::string::npos) << all.out;
+  // Without a ledger, show says so as verify does.
+  TempDir empty{"nvdra-ledger"};
+  CtlRun none = Nvdractl("ledger show " + empty.path());
+  EXPECT_EQ(none.exit_code, 2) << none.out;
+  EXPECT_NE(none.out.find("no ledger"), std::string::npos) << none.out;
+}
+
 TEST(NvdractlLedgerTest, VerifyPassesOnHealthyLedger) {
   TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
