@@ -194,5 +194,25 @@ TEST_F(NodeLabelManagerTest, AChannelClaimImportedFromTheGoDriverKeepsTheLabelTh
   EXPECT_EQ(Label(), std::nullopt) << "the last channel claim of the domain takes it away";
 }
 
+// A channel claim rebuilt from its CDI spec (the ledger was lost) names no
+// domain: Repair keeps whatever label the node has until it is unprepared.
+TEST_F(NodeLabelManagerTest, AChannelClaimRebuiltWithoutItsDomainKeepsTheLabelUntilItsUnprepare) {
+  json node = (*server_.Objects("nodes"))[0];
+  node["metadata"]["labels"] = {{kComputeDomainLabel, "cd-1"}};
+  ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", node).ok());
+  NodeLabelManager m(*client_, "n1");
+  NoDomains domains;
+  ComputeDomainKind kind({}, ComputeDomainEdits(devices::ContainerSources{
+                                 devices::DeviceNodes(devices::DriverRoot("/", "/"), "", ""), nullptr}),
+                         domains, &m);
+  kind.Adopt("uid-rebuilt", nullptr, {"channel-3"});
+  kind.Adopt("uid-daemon", nullptr, {"daemon"});
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), "cd-1") << "the rebuilt channel claim may be that domain's";
+  ASSERT_TRUE(kind.Unprepare("uid-rebuilt", nullptr).ok());
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), std::nullopt) << "once it is unprepared, no claim holds the label";
+}
+
 }  // namespace
 }  // namespace nvdra::computedomain
