@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
+#include <mutex>
 #include <ctime>
 #include <iterator>
 #include <string_view>
@@ -12,6 +14,9 @@
 namespace nvdra {
 
 static std::atomic<int> g_verbosity{0};
+static std::atomic<bool> g_has_vmodule{false};
+static std::mutex g_vmodule_mu;
+static std::vector<VModuleRule> g_vmodule;  // guarded by g_vmodule_mu
 
 namespace {
 
@@ -122,6 +127,44 @@ class JsonFormatter final : public spdlog::formatter {
 
 }  // namespace
 
+// Info lines to one sink, warnings and errors to the other.
+class SplitSink final : public spdlog::sinks::sink {
+ public:
+  SplitSink(spdlog::sink_ptr info, spdlog::sink_ptr errors) : info_(std::move(info)), errors_(std::move(errors)) {}
+  void log(const spdlog::details::log_msg& msg) override {
+    (msg.level >= spdlog::level::warn ? errors_ : info_)->log(msg);
+  }
+  void flush() override {
+    info_->flush();
+    errors_->flush();
+  }
+  void set_pattern(const std::string& p) override {
+    info_->set_pattern(p);
+    errors_->set_pattern(p);
+  }
+  void set_formatter(std::unique_ptr<spdlog::formatter> f) override {
+    info_->set_formatter(f->clone());
+    errors_->set_formatter(std::move(f));
+  }
+
+ private:
+  spdlog::sink_ptr info_, errors_;
+};
+
+// Go's filepath.Match for the patterns klog's --vmodule takes: * and ?.
+bool GlobMatch(std::string_view pattern, std::string_view name) {
+  if (pattern.empty()) return name.empty();
+  if (pattern[0] == '*') {
+    for (size_t i = 0; i <= name.size(); ++i) {
+      if (GlobMatch(pattern.substr(1), name.substr(i))) return true;
+    }
+    return false;
+  }
+  if (name.empty()) return false;
+  if (pattern[0] != '?' && pattern[0] != name[0]) return false;
+  return GlobMatch(pattern.substr(1), name.substr(1));
+}
+
 void InitLoggingTo(spdlog::sink_ptr sink, int verbosity, const std::string& format) {
   g_verbosity.store(verbosity);
   // A fresh logger with exactly one sink each time: a line is written once.
@@ -137,10 +180,55 @@ void InitLoggingTo(spdlog::sink_ptr sink, int verbosity, const std::string& form
   spdlog::set_default_logger(std::move(logger));
 }
 
-void InitLogging(int verbosity, const std::string& format) {
-  InitLoggingTo(std::make_shared<spdlog::sinks::stderr_sink_mt>(), verbosity, format);
+void InitLogging(int verbosity, const std::string& format, bool split_stream) {
+  spdlog::sink_ptr sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  if (split_stream) sink = std::make_shared<SplitSink>(std::make_shared<spdlog::sinks::stdout_sink_mt>(), sink);
+  InitLoggingTo(std::move(sink), verbosity, format);
 }
 
 int LogVerbosity() { return g_verbosity.load(); }
+
+Result<std::vector<VModuleRule>> ParseVModule(std::string_view spec) {
+  std::vector<VModuleRule> rules;
+  while (!spec.empty()) {
+    size_t comma = spec.find(',');
+    std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return InvalidArgument("\"" + std::string(item) + "\" does not have the pattern=N format");
+    }
+    VModuleRule r;
+    r.pattern = std::string(item.substr(0, eq));
+    std::string_view level = item.substr(eq + 1);
+    auto [p, ec] = std::from_chars(level.data(), level.data() + level.size(), r.level);
+    if (ec != std::errc() || p != level.data() + level.size() || r.level < 0) {
+      return InvalidArgument("parsing verbosity in \"" + std::string(item) + "\": strconv.ParseUint: parsing \"" +
+                             std::string(level) + "\": invalid syntax");
+    }
+    if (r.pattern.empty()) return InvalidArgument("vmodule: Required value: File pattern must not be empty");
+    rules.push_back(std::move(r));
+  }
+  return rules;
+}
+
+void SetVModule(std::vector<VModuleRule> rules) {
+  std::lock_guard<std::mutex> l(g_vmodule_mu);
+  g_vmodule = std::move(rules);
+  g_has_vmodule.store(!g_vmodule.empty());
+}
+
+bool log_internal::VEnabled(int v, const char* file) {
+  if (g_verbosity.load(std::memory_order_relaxed) >= v) return true;
+  if (!g_has_vmodule.load(std::memory_order_relaxed)) return false;
+  std::string_view base = BaseName(file);
+  base = base.substr(0, base.rfind('.'));
+  std::lock_guard<std::mutex> l(g_vmodule_mu);
+  for (const auto& r : g_vmodule) {
+    if (GlobMatch(r.pattern, base)) return r.level >= v;
+  }
+  return false;
+}
 
 }  // namespace nvdra

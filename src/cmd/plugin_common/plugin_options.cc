@@ -2,8 +2,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <iostream>
+#include <regex>
 #include <sstream>
+
+#include "util/build_info.h"
+#include "util/log.h"
 
 namespace nvdra::plugin {
 
@@ -22,6 +27,24 @@ struct DurationFlags {
   int tombstone_ttl = 300;
 };
 
+// component-base's logging flags, which upstream's plugins take.
+void AddLoggingFlags(CLI::App& app, PluginOptions& o) {
+  app.add_option("--vmodule", o.vmodule,
+                 "Comma-separated pattern=N settings for file-filtered logging (text format only)");
+  app.add_option("--log-flush-frequency", o.log_flush_frequency, "Maximum seconds between log flushes")
+      ->capture_default_str();
+  app.add_option("--log-text-split-stream", o.log_text_split_stream,
+                 "[Alpha] In text format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
+      ->capture_default_str();
+  app.add_option("--log-json-split-stream", o.log_json_split_stream,
+                 "[Alpha] In JSON format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
+      ->capture_default_str();
+  app.add_option("--log-text-info-buffer-size", o.log_text_info_buffer_size,
+                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered");
+  app.add_option("--log-json-info-buffer-size", o.log_json_info_buffer_size,
+                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered");
+}
+
 // Flags and environment variables with the upstream driver's names, so
 // manifests carry over.
 void AddUpstreamFlags(CLI::App& app, PluginOptions& o) {
@@ -31,7 +54,9 @@ void AddUpstreamFlags(CLI::App& app, PluginOptions& o) {
       ->envname("NAMESPACE")->capture_default_str();
   app.add_option("--cdi-root", o.cdi_root, "Directory for CDI spec files")
       ->envname("CDI_ROOT")->capture_default_str();
-  app.add_option("--nvidia-driver-root,--host-driver-root", o.nvidia_driver_root,
+  // Upstream's alias is spelled "host_driver-root"; HOST_DRIVER_ROOT is its
+  // second variable (read in ParsePluginOptions).
+  app.add_option("--nvidia-driver-root,--host-driver-root,--host_driver-root", o.nvidia_driver_root,
                  "Root of the NVIDIA driver installation as the host sees it")
       ->envname("NVIDIA_DRIVER_ROOT")->capture_default_str();
   app.add_option("--container-driver-root", o.container_driver_root,
@@ -54,6 +79,7 @@ void AddUpstreamFlags(CLI::App& app, PluginOptions& o) {
       ->envname("LOGGING_FORMAT")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--additional-xids-to-ignore", o.additional_xids_to_ignore,
                  "Comma-separated XIDs that do not make a GPU unhealthy")->envname("ADDITIONAL_XIDS_TO_IGNORE");
+  AddLoggingFlags(app, o);
 }
 
 void AddNvdraFlags(CLI::App& app, PluginOptions& o, DurationFlags& s) {
@@ -100,8 +126,25 @@ Status ParseArgs(CLI::App& app, int argc, const char* const* argv) {
   return Status::Ok();
 }
 
+// The checks of the logging flags that need no feature gate.
+Status ValidateLogging(const PluginOptions& o) {
+  // A Go duration ("5s", "1m30s", "250ms"), greater than zero.
+  static const std::regex kDuration(R"(^([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))*$)");
+  if (!std::regex_match(o.log_flush_frequency, kDuration) ||
+      o.log_flush_frequency.find_first_of("123456789") == std::string::npos) {
+    return InvalidArgument("--log-flush-frequency: Invalid value: \"" + o.log_flush_frequency +
+                           "\": Must be greater than zero");
+  }
+  if (!o.vmodule.empty()) {
+    if (o.logging_format != "text") return InvalidArgument("vmodule: Forbidden: Only supported for text log format");
+    NVDRA_RETURN_IF_ERROR(ParseVModule(o.vmodule).status().Wrap("--vmodule"));
+  }
+  return Status::Ok();
+}
+
 Status Validate(const PluginOptions& o) {
   if (o.node_name.empty()) return InvalidArgument("--node-name (or NODE_NAME) is required");
+  NVDRA_RETURN_IF_ERROR(ValidateLogging(o));
   if (o.cdi_root.empty()) return InvalidArgument("--cdi-root must not be empty");
   for (char c : o.kubelet.plugin.rolling_update_id) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
@@ -117,7 +160,12 @@ Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::
   PluginOptions o;
   DurationFlags seconds;
   CLI::App app{program + ": the nvdra kubelet plugin for " + driver};
-  app.set_version_flag("--version", "nvdra 0.1.0");
+  app.set_version_flag("--version", std::string("nvdra ") + BuildVersion() + "\ncommit: " + BuildCommit() +
+                                        "\ndate: " + BuildDate());
+  // Upstream's second variable for the driver root.
+  if (std::getenv("NVIDIA_DRIVER_ROOT") == nullptr) {
+    if (const char* host = std::getenv("HOST_DRIVER_ROOT"); host != nullptr && *host != 0) o.nvidia_driver_root = host;
+  }
   app.allow_extras(false);
   AddUpstreamFlags(app, o);
   AddNvdraFlags(app, o, seconds);

@@ -39,6 +39,16 @@ struct PluginOptions {
   std::string feature_gates;
   int verbosity = 0;
   std::string logging_format = "text";
+  // component-base's logging flags: --vmodule (text format only), and
+  // --log-flush-frequency (every line is written at once here; validated),
+  // --log-{text,json}-split-stream and --log-{text,json}-info-buffer-size
+  // (LoggingAlphaOptions; lines are never buffered).
+  std::string vmodule;
+  std::string log_flush_frequency = "5s";
+  bool log_text_split_stream = false;
+  bool log_json_split_stream = false;
+  std::string log_text_info_buffer_size = "0";
+  std::string log_json_info_buffer_size = "0";
   std::string additional_xids_to_ignore;
 
   // nvdra's own.
@@ -52,6 +62,9 @@ struct PluginOptions {
   bool health_streaming = false;
 
   // compute-domain.nvidia.com only.
+
+  // Whether info lines go to stdout (the split stream of the chosen format).
+  bool SplitLogStream() const { return logging_format == "json" ? log_json_split_stream : log_text_split_stream; }
 
   // <plugins_dir>/<driver>
   std::string PluginDataDir(const std::string& driver) const;

@@ -6,6 +6,9 @@
 
 #include <cstdlib>
 
+#include "util/build_info.h"
+#include "util/log.h"
+
 namespace nvdra::plugin {
 namespace {
 
@@ -84,6 +87,80 @@ TEST(PluginOptionsTest, BadInputIsAOneLineError) {
   EXPECT_FALSE(Parse({"--node-name", "n", "--claim-timeout", "60"}).ok());
   EXPECT_FALSE(Parse({"--node-name", "n", "--rolling-update-id", "../x"}).ok());
   EXPECT_FALSE(Parse({"--node-name", "n", "positional"}).ok());
+}
+
+}  // namespace
+}  // namespace nvdra::plugin
+
+namespace nvdra::plugin {
+namespace {
+
+Status Load(std::vector<const char*> args) {
+  args.insert(args.begin(), "plugin");
+  auto c = LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(args.size()), const_cast<char**>(args.data()));
+  InitLogging(0);
+  SetVModule({});
+  return c.status();
+}
+
+// component-base's logging flags, which upstream's manifests may pass, are
+// taken with upstream's rules instead of failing the start.
+TEST(PluginOptionsTest, UpstreamsLoggingFlagsAreTakenWithTheirRules) {
+  EXPECT_TRUE(Load({"--node-name", "n1", "--vmodule", "engine=6,mps_*=4", "--log-flush-frequency", "10s"}).ok());
+  EXPECT_TRUE(Load({"--node-name", "n1", "--log-flush-frequency", "1m30s"}).ok());
+  EXPECT_EQ(Load({"--node-name", "n1", "--vmodule", "engine"}).message(),
+            "--vmodule: \"engine\" does not have the pattern=N format");
+  EXPECT_EQ(Load({"--node-name", "n1", "--vmodule", "engine=x"}).message(),
+            "--vmodule: parsing verbosity in \"engine=x\": strconv.ParseUint: parsing \"x\": invalid syntax");
+  EXPECT_EQ(Load({"--node-name", "n1", "--logging-format", "json", "--vmodule", "engine=4"}).message(),
+            "vmodule: Forbidden: Only supported for text log format");
+  EXPECT_EQ(Load({"--node-name", "n1", "--log-flush-frequency", "0s"}).message(),
+            "--log-flush-frequency: Invalid value: \"0s\": Must be greater than zero");
+  EXPECT_EQ(Load({"--node-name", "n1", "--log-text-split-stream", "true"}).message(),
+            "--log-text-split-stream: Forbidden: Feature LoggingAlphaOptions is disabled");
+  EXPECT_EQ(Load({"--node-name", "n1", "--log-json-info-buffer-size", "4Ki"}).message(),
+            "--log-json-info-buffer-size: Forbidden: Feature LoggingAlphaOptions is disabled");
+  EXPECT_TRUE(Load({"--node-name", "n1", "--feature-gates", "LoggingAlphaOptions=true", "--log-text-split-stream",
+                    "true", "--log-text-info-buffer-size", "4Ki"})
+                  .ok());
+}
+
+TEST(PluginOptionsTest, VmoduleRaisesTheLevelOfMatchingFilesOnly) {
+  InitLogging(1);
+  SetVModule(*ParseVModule("eng*=6,claim_?edger=3"));
+  EXPECT_TRUE(log_internal::VEnabled(6, "src/driver/engine.cc"));
+  EXPECT_FALSE(log_internal::VEnabled(7, "src/driver/engine.cc"));
+  EXPECT_TRUE(log_internal::VEnabled(3, "src/ledger/claim_ledger.cc"));
+  EXPECT_FALSE(log_internal::VEnabled(2, "src/kube/watch_cache.cc"));
+  EXPECT_TRUE(log_internal::VEnabled(1, "src/kube/watch_cache.cc")) << "-v still applies";
+  SetVModule({});
+  EXPECT_FALSE(log_internal::VEnabled(6, "src/driver/engine.cc"));
+  InitLogging(0);
+}
+
+TEST(PluginOptionsTest, VersionSaysVersionCommitAndDate) {
+  ::testing::internal::CaptureStdout();
+  auto o = Parse({"--version"});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(o.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(out, std::string("nvdra ") + BuildVersion() + "\ncommit: " + BuildCommit() + "\ndate: " + BuildDate() +
+                     "\n");
+  EXPECT_EQ(std::string(BuildVersion()), "0.1.0");
+}
+
+TEST(PluginOptionsTest, HostDriverRootIsUpstreamsSecondVariableAndAlias) {
+  setenv("HOST_DRIVER_ROOT", "/run/nvidia/driver", 1);
+  auto o = Parse({"--node-name", "n1"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->nvidia_driver_root, "/run/nvidia/driver");
+  setenv("NVIDIA_DRIVER_ROOT", "/", 1);
+  o = Parse({"--node-name", "n1"});
+  EXPECT_EQ(o->nvidia_driver_root, "/") << "NVIDIA_DRIVER_ROOT comes first";
+  unsetenv("NVIDIA_DRIVER_ROOT");
+  unsetenv("HOST_DRIVER_ROOT");
+  o = Parse({"--node-name", "n1", "--host_driver-root", "/opt/driver"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->nvidia_driver_root, "/opt/driver");
 }
 
 }  // namespace
