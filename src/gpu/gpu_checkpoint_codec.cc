@@ -1,5 +1,6 @@
 #include "gpu/gpu_checkpoint_codec.h"
 
+#include <algorithm>
 #include <map>
 
 #include "config/opaque_config.h"
@@ -72,6 +73,26 @@ std::optional<std::string> GpuCheckpointCodec::UpstreamPreparedDevices(const led
 nlohmann::json GpuCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const {
   GpuUndo undo;  // devices stay empty: the entry's prepared devices name them
   for (const auto& g : claim.groups) {
+    // The MPS control daemon the Go driver started for the group: its id
+    // (the same as nvdra's for the same claim and devices), and the GPUs
+    // whose compute mode it set. The namespace and directory are the
+    // plugin's (GpuKind fills them in).
+    const std::string mps_id = g.config_state.is_object() ? ledger::GoStr(g.config_state, {"mpsControlDaemonID"}) : "";
+    if (!mps_id.empty()) {
+      MpsDaemonUndo d;
+      d.id = mps_id;
+      d.deployment = "mps-control-daemon-" + mps_id;
+      for (const auto& dev : g.devices) {
+        const nlohmann::json* info = ledger::GoField(dev.member, {dev.type == "mig" ? "concrete" : "info"});
+        std::string uuid = info == nullptr ? "" : ledger::GoStr(*info, {dev.type == "mig" ? "migUUID" : "uuid"});
+        if (uuid.empty()) continue;
+        d.uuids.push_back(uuid);
+        if (dev.type == "gpu") d.exclusive_process.push_back(uuid);
+      }
+      std::sort(d.uuids.begin(), d.uuids.end());
+      std::sort(d.exclusive_process.begin(), d.exclusive_process.end());
+      undo.mps.push_back(std::move(d));
+    }
     std::optional<int> interval;
     if (!TimeSliceApplied(g, claim, interval)) continue;
     // Only full GPUs: upstream never sets the time slice through a MIG device.

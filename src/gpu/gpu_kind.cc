@@ -5,6 +5,7 @@
 
 #include "gpu/gpu_handlers.h"
 #include "gpu/gpu_published_devices.h"
+#include "util/file_util.h"
 #include "util/periodic_worker.h"
 #include "util/log.h"
 
@@ -156,6 +157,17 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
   return plan;
 }
 
+Result<GpuUndo> GpuKind::Decode(const nlohmann::json& undo_json) const {
+  NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, DecodeGpuUndo(undo_json));
+  // A daemon imported from the Go driver's checkpoint knows only its id: it
+  // runs in this plugin's namespace, its files where upstream keeps them.
+  for (auto& d : undo.mps) {
+    if (d.ns.empty()) d.ns = options_.mps.settings.ns;
+    if (d.root.empty()) d.root = JoinPath(JoinPath(options_.mps.settings.plugin_dir, "mps"), d.id);
+  }
+  return undo;
+}
+
 Result<driver::ClaimEdits> GpuKind::EditsFor(const GpuUndo& undo) const {
   driver::ClaimEdits out;
   for (const auto& name : undo.devices) {
@@ -196,7 +208,7 @@ Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, co
 }
 
 Status GpuKind::AwaitReady(const driver::ClaimWork& work, const nlohmann::json& undo_json) {
-  NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, DecodeGpuUndo(undo_json));
+  NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, Decode(undo_json));
   for (const auto& s : strategies_) {
     if (s->HasWait(undo)) NVDRA_RETURN_IF_ERROR(s->AwaitReady(undo, work.deadline));
   }
@@ -235,7 +247,7 @@ Result<int> GpuKind::SweepOrphanMpsDaemons(
 
 Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
                                           const std::vector<std::string>& prepared_devices) {
-  NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, DecodeGpuUndo(undo_json));
+  NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, Decode(undo_json));
   if (undo.devices.empty()) {
     // A record imported from the Go driver's checkpoint lists no devices.
     std::set<std::string> names(prepared_devices.begin(), prepared_devices.end());
@@ -245,7 +257,7 @@ Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
 }
 
 Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {
-  auto undo = DecodeGpuUndo(undo_json);
+  auto undo = Decode(undo_json);
   if (driver::SkipUnreadableUndo(claim_uid, undo.status())) return Status::Ok();
   // In the reverse order of Prepare: the sharing first, then the devices.
   // Every undo runs, so each one's attempts count, even when an earlier one

@@ -89,6 +89,9 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   const GpuDevice* Find(const std::string& device) const override;
   SharingStrategy* StrategyNamed(const std::string& name) const;
   Result<driver::ClaimEdits> EditsFor(const GpuUndo& undo) const;
+  // DecodeGpuUndo, with what an imported MPS daemon's record leaves out
+  // filled in from this plugin's settings.
+  Result<GpuUndo> Decode(const nlohmann::json& undo_json) const;
 
   const devices::NodeInventory inventory_;
   const GpuContainerEdits edits_;

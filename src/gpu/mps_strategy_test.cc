@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "devices/backends/open_device_lib.h"
+#include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_kind.h"
 #include "util/file_util.h"
 #include "util/mutex.h"
@@ -312,6 +313,37 @@ TEST_F(MpsStrategyTest, TheSweepDeletesOnlyDaemonsAndDirectoriesNoRecordOwnsAski
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ(*removed, 0);
   EXPECT_EQ(api_->objects.count("mps-control-daemon-newer"), 1u);
+}
+
+// A claim the Go driver prepared with MPS, imported from its checkpoint: its
+// daemon is stopped and its GPUs' compute mode reset at Unprepare, in this
+// plugin's namespace and directory.
+TEST_F(MpsStrategyTest, ADaemonTheGoDriverStartedIsStoppedAtUnprepare) {
+  ledger::UpstreamClaim claim;
+  ledger::UpstreamPreparedGroup g;
+  g.config_state = {{"mpsControlDaemonID", "uid-1-abcde"}};
+  ledger::UpstreamPreparedDevice d;
+  d.type = "gpu";
+  d.member = {{"info", {{"uuid", Uuid(6)}}}, {"device", {{"DeviceName", "gpu-6"}}}};
+  d.device.device = "gpu-6";
+  g.devices.push_back(d);
+  claim.groups.push_back(g);
+  ledger::ClaimEntry entry;
+  entry.uid = "uid-1";
+  const json undo = GpuCheckpointCodec().ImportUndo(entry, claim);
+  const std::string root = dir_ + "/plugin/mps/uid-1-abcde";
+  ASSERT_TRUE(MakeDirectories(root + "/shm").ok());
+  api_->objects["mps-control-daemon-uid-1-abcde"] = json::object();
+  ASSERT_TRUE(kind_->Unprepare("uid-1", undo).ok());
+  EXPECT_EQ(api_->calls, std::vector<std::string>{"delete mps-control-daemon-uid-1-abcde"});
+  EXPECT_FALSE(PathExists(root));
+  EXPECT_EQ(ControlLog(), "SetComputeMode " + Uuid(6) + " DEFAULT\n");
+  // Its rebuilt CDI edits carry the daemon's pipe and shm.
+  auto edits = kind_->Edits(undo, {"gpu-6"});
+  ASSERT_TRUE(edits.ok()) << edits.status().ToString();
+  bool pipe = false;
+  for (const auto& m : edits->devices.at(0).edits.mounts) pipe |= m.host_path == root + "/pipe";
+  EXPECT_TRUE(pipe);
 }
 
 TEST(MpsDeploymentTest, TheShippedTemplateRendersUpstreamsDeployment) {
