@@ -228,6 +228,7 @@ Result<ledger::BeginResult> Engine::Begin(const ClaimWork& work, const ClaimPlan
   req.name = work.name;
   req.allocation = work.results;
   if (!plan.held.empty()) req.held = plan.held;
+  req.shares = plan.shares;
   req.undo = plan.undo;
   req.consumers = snap.consumers;
   auto timer = Time(metrics::PrepareStep::kLedgerBegin);

@@ -7,6 +7,7 @@
 
 #include "config/feature_gates.h"
 #include "devices/device_info.h"
+#include "gpu/consumable_shares.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
@@ -21,6 +22,10 @@ std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::
 struct SharingContext {
   TimeSliceResets& resets;
   const devices::NodeInventory& inventory;
+  // Whether devices may be shared by several claims (--consumable-shares).
+  const ConsumableShares& consumable_shares;
+  // Null when they may not.
+  const DeviceSharedWithOthers& shared_with_others;
 };
 
 // Every sharing strategy a config may name.

@@ -15,6 +15,7 @@
 #include "devices/device_info.h"
 #include "devices/gpu_control.h"
 #include "driver/device_kind.h"
+#include "gpu/consumable_shares.h"
 #include "gpu/gpu_container_edits.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/gpu_device_types.h"
@@ -37,6 +38,13 @@ struct GpuKindOptions {
   TimeSliceResetOptions resets;
   // How often a GPU that owes a time-slice reset is retried.
   std::chrono::milliseconds reset_retry_period{30'000};
+  // --consumable-shares: whether GPUs and MIG devices are published for
+  // sharing and claims may hold shares of them (consumable_shares.h). Ask
+  // consumable_shares.enabled() whether consumable sharing is on.
+  ConsumableShares consumable_shares;
+  // Whether another claim still holds a share of a device (from the ledger);
+  // used only while consumable sharing is on.
+  DeviceSharedWithOthers shared_with_others;
 };
 
 class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
@@ -74,6 +82,8 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   const GpuDevice* Find(const std::string& device) const override;
   SharingStrategy* StrategyNamed(const std::string& name) const;
   Result<driver::ClaimEdits> EditsFor(const std::vector<std::string>& device_names) const;
+  // A device as the slice publishes it, before health taints.
+  model::PublishedDevice Publish(const GpuDevice& device) const;
 
   const devices::NodeInventory inventory_;
   const GpuContainerEdits edits_;
