@@ -3,7 +3,9 @@
 // strategies it applies (time-slicing; MPS refused until it lands:
 // sharing_strategy.h) are handlers registered in gpu_handlers.cc; GpuKind
 // routes a claim's devices and config groups to them. Its undo record
-// (gpu_undo.h) says what Unprepare must reverse.
+// (gpu_undo.h) says what Unprepare must reverse. With consumable shares on
+// (consumable_shares.h) its devices are published for sharing and a plan
+// names the shares a claim takes.
 #pragma once
 
 #include <chrono>

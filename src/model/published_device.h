@@ -44,8 +44,9 @@ struct PublishedDevice {
   // (resource.kubernetes.io/pciBusID) are kept as they are. std::map keeps
   // them sorted, so output is deterministic.
   std::map<std::string, AttributeValue> attributes;
-  // Capacity values as Kubernetes quantities ("81559typeMi" style strings are
-  // not used: plain integers of bytes or counts, e.g. "85899345920").
+  // Capacity values as Kubernetes quantities: plain integers of bytes or
+  // counts ("85899345920"), or, for a device shared by consumable shares,
+  // the canonical form upstream publishes ("81559Mi").
   std::map<std::string, std::string> capacity;
   // Request policies of some of the capacities above (consumable shares).
   std::map<std::string, CapacityRequestPolicy> capacity_policies;
