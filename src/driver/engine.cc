@@ -297,14 +297,16 @@ bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::
   std::set<std::string> checked;
   bool freed = false;
   for (const auto& resource : held) {
-    auto holder = ledger_.HolderOf(resource);
-    if (!holder.ok() || !holder->has_value()) continue;
-    const ledger::ClaimEntry& h = **holder;
-    if (h.uid == self_uid || !checked.insert(h.uid).second) continue;
-    if (h.state != ledger::ClaimState::kPrepareStarted || h.name.empty()) continue;
-    Judgement j = JudgeClaim(h, claims_.Get(h.ns, h.name), options_.node_name);
-    if (j.standing != ClaimStanding::kGone && j.standing != ClaimStanding::kStale) continue;
-    if (UnprepareEntry(h, j.why + " and another claim needs " + resource).ok()) freed = true;
+    // Every holder: the shares of a device (consumable shares) have several.
+    auto holders = ledger_.HoldersOf(resource, self_uid);
+    if (!holders.ok()) continue;
+    for (const ledger::ClaimEntry& h : *holders) {
+      if (!checked.insert(h.uid).second) continue;
+      if (h.state != ledger::ClaimState::kPrepareStarted || h.name.empty()) continue;
+      Judgement j = JudgeClaim(h, claims_.Get(h.ns, h.name), options_.node_name);
+      if (j.standing != ClaimStanding::kGone && j.standing != ClaimStanding::kStale) continue;
+      if (UnprepareEntry(h, j.why + " and another claim needs " + resource).ok()) freed = true;
+    }
   }
   return freed;
 }

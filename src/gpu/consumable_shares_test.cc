@@ -9,6 +9,7 @@
 #include "driver/engine_test_util.h"
 #include "gpu/gpu_kind.h"
 #include "kube/slice_builder.h"
+#include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
 
@@ -223,6 +224,26 @@ TEST_F(ConsumableSharesKindTest, TwoSharesOfOneGpuArePreparedTogetherAndAThirdOv
   // Once one share is released, the third fits.
   ASSERT_TRUE(engine_->UnprepareClaim({"default", a, "claim-000a"}, far_).ok());
   EXPECT_TRUE(engine_->PrepareClaim({"default", c, "claim-000c"}, far_).ok());
+}
+
+TEST_F(ConsumableSharesKindTest, AShareLeftHalfPreparedByADeletedClaimMakesRoomForANewOne) {
+  Open("h100x8", {ConsumableSharesMode::kMemory, 0});
+  const std::string a = "9c4d0000-0000-4000-8000-00000000000a", b = "9c4d0000-0000-4000-8000-00000000000b",
+                    c = "9c4d0000-0000-4000-8000-00000000000c";
+  ASSERT_TRUE(engine_->PrepareClaim(Share(a, "gpu-0", {{"memory", "1Gi"}}), far_).ok());
+  // b's Prepare stops after PrepareStarted, and b is deleted since: its
+  // share still counts, behind a's.
+  ASSERT_TRUE(FailPoints::Process().Load("engine-after-device-prepare=error").ok());
+  auto rb = Share(b, "gpu-0", {{"memory", "78Gi"}});
+  ASSERT_FALSE(engine_->PrepareClaim(rb, far_).ok());
+  FailPoints::Process().Clear();
+  ASSERT_EQ((*ledger_->Get(b))->state, ledger::ClaimState::kPrepareStarted);
+  claims_.Remove(rb.ns, rb.name);
+  // c does not fit beside both; b, the second holder, is found gone and
+  // unprepared, and c fits beside a.
+  auto pc = engine_->PrepareClaim(Share(c, "gpu-0", {{"memory", "2Gi"}}), far_);
+  ASSERT_TRUE(pc.ok()) << pc.status().ToString();
+  EXPECT_EQ((*ledger_->Get(b))->state, ledger::ClaimState::kTombstone);
 }
 
 TEST_F(ConsumableSharesKindTest, SharesNeedEqualConfigAndLeaveTheTimeSliceToTheLastSharer) {
