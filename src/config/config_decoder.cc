@@ -221,6 +221,7 @@ void DecodeMps(Walker& w, const JsonValue& v, std::optional<MpsConfig>& out) {
                     if (auto parsed = ParseQuantityValue(w, q)) c.default_per_device_pinned_memory_limit[key] = *parsed;
                   });
                 }},
+               {"multiUser", [&](const JsonValue& x) { OptBool(w, x, c.multi_user); }},
            });
   out = std::move(c);
 }

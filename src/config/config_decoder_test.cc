@@ -46,6 +46,10 @@ TEST(ConfigDecoderTest, DecodesMpsConfigWithQuantities) {
   ASSERT_EQ(mps.default_per_device_pinned_memory_limit.size(), 2u);
   EXPECT_EQ(mps.default_per_device_pinned_memory_limit.at("0").value(), 1LL << 30);
   EXPECT_EQ(mps.default_per_device_pinned_memory_limit.at("GPU-abc").value(), 2048);
+  EXPECT_FALSE(mps.multi_user.has_value());
+  auto multi = DecodeStrict(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"multiUser":true}})"));
+  ASSERT_TRUE(multi.ok()) << multi.status().message();
+  EXPECT_EQ(std::get<GpuConfig>(*multi).sharing->mps_config->multi_user, true);
 }
 
 TEST(ConfigDecoderTest, DecodesEveryKind) {

@@ -47,6 +47,8 @@ struct MpsConfig {
   std::optional<Quantity> default_pinned_device_memory_limit;
   // Keyed by device UUID or by index into the claim's sorted GPU UUIDs.
   std::map<std::string, Quantity> default_per_device_pinned_memory_limit;
+  // The control daemon in multi-user mode (-M); Volta or newer only.
+  std::optional<bool> multi_user;
 
   // Upstream's per-device limits for the given (sorted) UUIDs: the default
   // limit for every device, overridden per key; values as "<n>M".

@@ -70,6 +70,14 @@ Decision Decide(const ledger::ClaimEntry& entry, const Result<ClaimSnapshot>& cu
     d.action = Action::kUnprepare;
     return d;
   }
+  // Prepared before the node rebooted: what it set up is gone with the boot,
+  // no kubelet call will release it, and its devices may already be
+  // allocated to another claim. Release it now.
+  if (entry.from_earlier_boot) {
+    d.action = Action::kUnprepare;
+    d.judgement.why += " (prepared before the node rebooted)";
+    return d;
+  }
   // A prepared claim is normally released by the kubelet; only one it
   // forgot (a force-deleted pod) is unprepared, after the grace period.
   d.grace_started = !in.gone_since.has_value();

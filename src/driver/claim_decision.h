@@ -39,7 +39,7 @@ enum class Action {
   kKeep,         // the claim is current (or the entry holds nothing): nothing to do
   kCannotCheck,  // no claim name: leave it, warn
   kRetryLater,   // the API server could not be asked: leave it for the next pass
-  kWaitGrace,    // a prepared claim is gone or stale, but the kubelet may still unprepare it
+  kWaitGrace,    // a prepared claim (of this boot) is gone or stale, but the kubelet may still unprepare it
   kUnprepare,    // unprepare it now
 };
 

@@ -113,6 +113,20 @@ TEST(DecideTest, Table) {
   }
 }
 
+TEST(DecideTest, APreparedClaimOfAnEarlierBootWhoseClaimIsGoneOrStaleIsReleasedAtOnce) {
+  DecideInput in{"node-a", kT0, std::nullopt, 10min};
+  auto e = Entry(ClaimState::kPrepareCompleted);
+  e.from_earlier_boot = true;
+  Decision gone = Decide(e, NotFound("x"), in);
+  EXPECT_EQ(gone.action, Action::kUnprepare);
+  EXPECT_EQ(gone.judgement.why, "its ResourceClaim no longer exists (prepared before the node rebooted)");
+  EXPECT_EQ(Decide(e, Claim({Res("gpu-0", "node-b")}), in).action, Action::kUnprepare);
+  EXPECT_EQ(Decide(e, Claim(), in).action, Action::kKeep) << "still this node's claim: the kubelet prepares it again";
+  EXPECT_EQ(Decide(e, Unavailable("down"), in).action, Action::kRetryLater);
+  e.from_earlier_boot = false;
+  EXPECT_EQ(Decide(e, NotFound("x"), in).action, Action::kWaitGrace) << "this boot's: the kubelet may still come";
+}
+
 TEST(DecideTest, NoGraceUnpreparesAPreparedClaimAtOnce) {
   DecideInput in{"node-a", kT0, std::nullopt, 0ms};
   EXPECT_EQ(Decide(Entry(ClaimState::kPrepareCompleted), NotFound("x"), in).action, Action::kUnprepare);

@@ -80,6 +80,10 @@ struct ClaimEdits {
 struct PreparedClaim {
   ClaimEdits edits;
   nlohmann::json undo;  // the complete undo record, encoded
+  // Prepare started something that becomes ready in its own time (an MPS
+  // control daemon's pod): the engine calls AwaitReady, with the claim's
+  // locks released, before it writes the CDI spec and completes the claim.
+  bool await_ready = false;
 };
 
 // The engine port.
@@ -118,6 +122,13 @@ class ClaimKind {
   // claim after a failure, a crash or a reboot. The edits it returns are the
   // ones Edits() rebuilds from the returned undo record.
   virtual Result<PreparedClaim> Prepare(const ClaimWork& work, const ClaimPlan& plan) = 0;
+
+  // After a Prepare that asked for it (PreparedClaim::await_ready), without
+  // the claim's locks, so that an Unprepare of this claim and other claims
+  // are not held up: waits until what Prepare started is ready, up to
+  // work.deadline. Not ready then: a retryable error naming what is not
+  // (the kubelet's retry runs Prepare, then this wait, again).
+  virtual Status AwaitReady(const ClaimWork& work, const nlohmann::json& undo) { return Status::Ok(); }
 
   // The edits of an already prepared claim, from its undo record (the CDI
   // directory is often tmpfs: a repeated Prepare re-ensures the spec).

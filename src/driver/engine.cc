@@ -130,7 +130,12 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
   // works on this claim: an unprepare would otherwise undo devices between
   // our device work and our CDI write, leaving a spec or a sharing setting
   // nobody removes.
-  NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(ref.uid, deadline));
+  std::optional<ClaimLock> lock;
+  {
+    auto locked = LockClaim(ref.uid, deadline);
+    if (!locked.ok()) return locked.status();
+    lock.emplace(std::move(*locked));
+  }
   // Another Prepare of this claim may have completed it while we planned.
   NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work));
   if (recorded) return std::move(*recorded);
@@ -140,7 +145,7 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
   if (begin.outcome == ledger::BeginOutcome::kRedoAfterReboot) {
     NVDRA_INFO("Claim {} was prepared before the node rebooted; redoing its node-side work", ref.ToString());
   }
-  return PrepareDevices(work, plan, begin.entry.attempt);
+  return PrepareDevices(work, plan, begin.entry.attempt, lock);
 }
 
 Result<Engine::ClaimLock> Engine::LockClaim(const std::string& uid, Steady::time_point deadline) {
@@ -242,13 +247,14 @@ Result<ledger::BeginResult> Engine::Begin(const ClaimWork& work, const ClaimPlan
 
 // Steps 5-7: the device work, the CDI spec, PrepareCompleted.
 Result<Engine::Devices> Engine::PrepareDevices(const ClaimWork& work, const ClaimPlan& plan,
-                                               const std::string& attempt) {
+                                               const std::string& attempt, std::optional<ClaimLock>& lock) {
   std::optional<PreparedClaim> prepared;
   {
     auto timer = Time(metrics::PrepareStep::kDevicePrepare);
     NVDRA_ASSIGN_OR_RETURN(prepared, kind_.Prepare(work, plan));
   }
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-device-prepare"));
+  if (prepared->await_ready) NVDRA_RETURN_IF_ERROR(AwaitWithoutLocks(work, prepared->undo, attempt, lock));
   ClaimOutput output = BuildClaimOutput(cdi_, work.uid, work.results, prepared->edits);
   if (!output.spec.devices.empty()) {
     auto timer = Time(metrics::PrepareStep::kCdiWrite);
@@ -258,6 +264,25 @@ Result<Engine::Devices> Engine::PrepareDevices(const ClaimWork& work, const Clai
   auto timer = Time(metrics::PrepareStep::kLedgerComplete);
   NVDRA_RETURN_IF_ERROR(ledger_.CompletePrepare(work.uid, output.devices, std::move(prepared->undo), attempt));
   return std::move(output.devices);
+}
+
+Status Engine::AwaitWithoutLocks(const ClaimWork& work, const nlohmann::json& undo, const std::string& attempt,
+                                 std::optional<ClaimLock>& lock) {
+  // The entry stays PrepareStarted meanwhile, so an Unprepare (the kubelet
+  // gave up, the pod went away) or the reconciler can undo what Prepare did.
+  lock.reset();
+  NVDRA_RETURN_IF_ERROR(kind_.AwaitReady(work, undo));
+  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-await-ready"));
+  auto locked = LockClaim(work.uid, work.deadline);
+  if (!locked.ok()) return locked.status();
+  lock.emplace(std::move(*locked));
+  NVDRA_ASSIGN_OR_RETURN(auto entry, ledger_.Get(work.uid));
+  if (!entry || entry->state != ledger::ClaimState::kPrepareStarted || entry->attempt != attempt) {
+    return Unavailable("claim " + work.ns + "/" + work.name +
+                       " was unprepared or prepared again while it waited to become ready; the next Prepare "
+                       "starts over");
+  }
+  return Status::Ok();
 }
 
 Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry) {
@@ -302,7 +327,10 @@ bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::
     if (!holders.ok()) continue;
     for (const ledger::ClaimEntry& h : *holders) {
       if (!checked.insert(h.uid).second) continue;
-      if (h.state != ledger::ClaimState::kPrepareStarted || h.name.empty()) continue;
+      // A half-prepared holder, or one prepared before the node rebooted: no
+      // kubelet call will release either, so check its claim now.
+      const bool earlier_boot = h.state == ledger::ClaimState::kPrepareCompleted && h.from_earlier_boot;
+      if ((h.state != ledger::ClaimState::kPrepareStarted && !earlier_boot) || h.name.empty()) continue;
       Judgement j = JudgeClaim(h, claims_.Get(h.ns, h.name), options_.node_name);
       if (j.standing != ClaimStanding::kGone && j.standing != ClaimStanding::kStale) continue;
       if (UnprepareEntry(h, j.why + " and another claim needs " + resource).ok()) freed = true;

@@ -113,7 +113,15 @@ class Engine final : public kubelet::ClaimEngine {
   Result<ledger::BeginResult> Begin(const ClaimWork& work, const ClaimPlan& plan, const ClaimSnapshot& snap);
   // `attempt`: the BeginPrepare's, so that the completion is refused when
   // another process began or unprepared the claim in between.
-  Result<Devices> PrepareDevices(const ClaimWork& work, const ClaimPlan& plan, const std::string& attempt);
+  // `lock` is released during the kind's AwaitReady, if it asks for one, and
+  // taken again before the CDI write.
+  struct ClaimLock;
+  Result<Devices> PrepareDevices(const ClaimWork& work, const ClaimPlan& plan, const std::string& attempt,
+                                 std::optional<ClaimLock>& lock);
+  // The wait for readiness without the claim's locks, then the locks again
+  // and the check that the claim is still ours to complete.
+  Status AwaitWithoutLocks(const ClaimWork& work, const nlohmann::json& undo, const std::string& attempt,
+                           std::optional<ClaimLock>& lock);
   // The answer to a Prepare of a claim completed in this boot.
   Result<Devices> AlreadyPrepared(const ledger::ClaimEntry& entry);
 

@@ -270,6 +270,75 @@ TEST_F(EngineTest, HeldDeviceIsRefusedBeforeTheReadinessWait) {
   EXPECT_EQ(engine_->PrepareClaim(Ref(b), kFar).status().message(), "");
 }
 
+TEST_F(EngineTest, AWaitAfterPrepareHoldsNoLockAndCompletesTheClaimOnceReady) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  kind_->await_ready = true;
+  std::optional<ledger::ClaimState> during;
+  bool spec_during = true;
+  kind_->on_await = [&] {
+    // The entry is recorded, the spec not yet written; a Prepare of another
+    // claim is not held up meanwhile.
+    during = Entry("uid-a")->state;
+    spec_during = PathExists(SpecPath("uid-a"));
+    auto b = Claim("uid-b", "b", {"gpu-1"});
+    claims_.Put(b);
+    kind_->await_ready = false;
+    EXPECT_EQ(engine_->PrepareClaim(Ref(b), std::chrono::steady_clock::now() + std::chrono::seconds(5))
+                  .status()
+                  .message(),
+              "");
+    return Status::Ok();
+  };
+  auto r = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(during, ledger::ClaimState::kPrepareStarted);
+  EXPECT_FALSE(spec_during);
+  EXPECT_EQ(Entry("uid-a")->state, ledger::ClaimState::kPrepareCompleted);
+  EXPECT_TRUE(PathExists(SpecPath("uid-a")));
+  EXPECT_EQ(Entry("uid-b")->state, ledger::ClaimState::kPrepareCompleted);
+}
+
+TEST_F(EngineTest, AnUnprepareDuringTheWaitAfterPrepareRunsAtOnceAndThePrepareGivesUp) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  a.consumers = {"pod-1"};
+  claims_.Put(a);
+  kind_->await_ready = true;
+  Status unprepared = Internal("not called");
+  kind_->on_await = [&] {
+    // The kubelet gave up on the pod and unprepares: the claim's locks are
+    // free, so this neither waits nor deadlocks.
+    unprepared = engine_->UnprepareClaim(Ref(a), std::chrono::steady_clock::now() + std::chrono::seconds(2));
+    return Status::Ok();
+  };
+  auto r = engine_->PrepareClaim(Ref(a), kFar);
+  EXPECT_EQ(unprepared.message(), "");
+  EXPECT_EQ(kind_->unprepared, std::vector<std::string>{"uid-a"});
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("was unprepared or prepared again while it waited to become ready"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(PathExists(SpecPath("uid-a"))) << "no spec for a claim that was unprepared";
+  EXPECT_NE(Entry("uid-a")->state, ledger::ClaimState::kPrepareCompleted);
+}
+
+TEST_F(EngineTest, AFailedWaitKeepsTheClaimStartedAndTheRetryRedoesPrepareAndTheWait) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  kind_->await_ready = true;
+  kind_->on_await = [] { return Unavailable("daemon not ready"); };
+  auto r = engine_->PrepareClaim(Ref(a), kFar);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().message();
+  EXPECT_FALSE(r.status().permanent());
+  EXPECT_EQ(Entry("uid-a")->state, ledger::ClaimState::kPrepareStarted);
+  EXPECT_FALSE(PathExists(SpecPath("uid-a")));
+  kind_->on_await = nullptr;
+  ASSERT_TRUE(engine_->PrepareClaim(Ref(a), kFar).ok());
+  EXPECT_EQ(kind_->prepares.load(), 2);
+  EXPECT_EQ(kind_->awaits.load(), 2);
+  EXPECT_EQ(Entry("uid-a")->state, ledger::ClaimState::kPrepareCompleted);
+}
+
 TEST_F(EngineTest, DeviceHeldByAnotherClaimIsRefusedNamingTheHolder) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   auto b = Claim("uid-b", "b", {"gpu-0"});
@@ -462,6 +531,35 @@ TEST_F(EngineTest, PrepareAfterRebootRedoesNodeWorkAndReturnsSameDevices) {
   EXPECT_EQ(second.value(), first.value());
   EXPECT_EQ(kind_->prepares.load(), 2);
   EXPECT_TRUE(PathExists(SpecPath("uid-a")));
+}
+
+TEST_F(EngineTest, AfterARebootADeviceOfAGoneClaimGoesToItsNewClaimAtOnce) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  // The node reboots; meanwhile A's pod and claim are deleted and gpu-0 is
+  // allocated to B.
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-2\n").ok());
+  Reopen();
+  claims_.Remove("default", "a");
+  auto b = Claim("uid-b", "b", {"gpu-0"});
+  claims_.Put(b);
+  auto r = engine_->PrepareClaim(Ref(b), kFar);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(kind_->unprepared, std::vector<std::string>{"uid-a"});
+  EXPECT_EQ(Entry("uid-b")->state, ledger::ClaimState::kPrepareCompleted);
+}
+
+TEST_F(EngineTest, AShallowPassAfterARebootReleasesAGoneClaimPreparedBeforeIt) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-2\n").ok());
+  Reopen();
+  claims_.Remove("default", "a");
+  auto rep = reconciler_->RunOnce(/*deep=*/false);
+  EXPECT_EQ(rep.unprepared_completed, 1);
+  EXPECT_FALSE(Entry("uid-a").has_value() && ledger::HoldsResources(Entry("uid-a")->state));
 }
 
 TEST_F(EngineTest, ReconcilerRollsBackHalfPreparedClaimsWhoseClaimIsGone) {

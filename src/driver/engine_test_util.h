@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -102,6 +103,7 @@ class FakeKind final : public DeviceKind {
     PreparedClaim out;
     out.undo = plan.undo;
     out.undo["prepared"] = true;
+    out.await_ready = await_ready;
     NVDRA_ASSIGN_OR_RETURN(out.edits, Edits(out.undo, {}));
     return out;
   }
@@ -113,6 +115,10 @@ class FakeKind final : public DeviceKind {
       out.devices.push_back({n, e});
     }
     return out;
+  }
+  Status AwaitReady(const ClaimWork&, const nlohmann::json&) override {
+    awaits++;
+    return on_await ? on_await() : Status::Ok();
   }
   Status Unprepare(const std::string& claim_uid, const nlohmann::json&) override {
     MutexLock l(mu_);
@@ -126,6 +132,9 @@ class FakeKind final : public DeviceKind {
   bool may_wait = false;  // what MayWaitUntilReady answers
   Status fail_prepare;
   Status fail_unprepare;
+  bool await_ready = false;           // Prepare asks for AwaitReady
+  std::function<Status()> on_await;   // what AwaitReady does (unset: ready)
+  std::atomic<int> awaits{0};
   Mutex mu_;  // Unprepare may run on several engine threads
   // Written under mu_; tests read it once the engine calls have returned.
   std::vector<std::string> unprepared;

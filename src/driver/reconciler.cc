@@ -34,7 +34,9 @@ ReconcileReport Reconciler::RunOnce(bool deep) {
   for (const auto& e : *entries) {
     if (!ledger::HoldsResources(e.state)) continue;
     live.insert(e.uid);
-    if (!deep && e.state == ledger::ClaimState::kPrepareCompleted) {
+    // Shallow passes leave prepared claims of this boot to the kubelet; an
+    // earlier boot's are checked every pass until they are released.
+    if (!deep && e.state == ledger::ClaimState::kPrepareCompleted && !e.from_earlier_boot) {
       if (gone_since_.count(e.uid)) seen_gone.insert(e.uid);  // keep its grace clock running
       continue;
     }

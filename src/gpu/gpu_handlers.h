@@ -7,8 +7,10 @@
 
 #include "config/feature_gates.h"
 #include "devices/device_info.h"
+#include "devices/gpu_control.h"
 #include "gpu/consumable_shares.h"
 #include "gpu/gpu_device_type.h"
+#include "gpu/mps_strategy.h"
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
 
@@ -22,6 +24,8 @@ std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::
 struct SharingContext {
   TimeSliceResets& resets;
   const devices::NodeInventory& inventory;
+  devices::GpuControl& control;
+  const MpsRuntime& mps;
   // Whether devices may be shared by several claims (--consumable-shares).
   const ConsumableShares& consumable_shares;
   // Null when they may not.

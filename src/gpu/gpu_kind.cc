@@ -71,11 +71,14 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
       options_(std::move(options)),
       types_(types.empty() ? RegisteredDeviceTypes(options_.gates) : std::move(types)),
       resets_(control, options_.resets),
-      strategies_(RegisteredSharingStrategies({resets_, inventory_, options_.consumable_shares,
+      strategies_(RegisteredSharingStrategies({resets_, inventory_, control, options_.mps, options_.consumable_shares,
                                                options_.consumable_shares.enabled() ? options_.shared_with_others
                                                                                     : DeviceSharedWithOthers()})) {
   for (const auto& type : types_) {
     for (auto& d : type->Devices(inventory_)) devices_.emplace(d.name, d);
+  }
+  for (const auto& s : strategies_) {
+    if (auto* m = dynamic_cast<MpsStrategy*>(s.get())) mps_ = m;
   }
 }
 
@@ -155,7 +158,7 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
     if (name.empty()) continue;
     SharingStrategy* strategy = StrategyNamed(name);
     if (strategy == nullptr) return Internal("no handler for GPU sharing strategy \"" + name + "\"");
-    NVDRA_RETURN_IF_ERROR(strategy->Plan(group, *this, undo));
+    NVDRA_RETURN_IF_ERROR(strategy->Plan(work.uid, group, *this, undo));
   }
   std::set<std::string> names;
   for (const auto& r : work.results) names.insert(r.device);
@@ -174,15 +177,22 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
   return plan;
 }
 
-Result<driver::ClaimEdits> GpuKind::EditsFor(const std::vector<std::string>& device_names) const {
+Result<driver::ClaimEdits> GpuKind::EditsFor(const GpuUndo& undo) const {
   driver::ClaimEdits out;
-  for (const auto& name : device_names) {
+  for (const auto& name : undo.devices) {
     const GpuDevice* d = Find(name);
     if (d == nullptr) {
       return NotFound("device " + name + " is no longer present on this node (was it removed or was MIG reconfigured?)");
     }
     auto edits = d->type->Edits(*d, edits_);
     if (!edits.ok()) return edits.status().Wrap("CDI edits for " + name);
+    // A device shared through an MPS daemon gets the daemon's edits too.
+    const std::string& uuid = d->mig != nullptr ? d->mig->uuid : d->gpu->uuid;
+    for (const auto& daemon : undo.mps) {
+      if (std::find(daemon.uuids.begin(), daemon.uuids.end(), uuid) != daemon.uuids.end()) {
+        edits->Append(MpsContainerEdits(daemon));
+      }
+    }
     out.devices.push_back({name, std::move(edits).value()});
   }
   auto common = edits_.Common();
@@ -196,11 +206,52 @@ Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, co
   // The devices first (a MIG device must exist before it is shared), then
   // their sharing.
   for (const auto& t : types_) NVDRA_RETURN_IF_ERROR(t->Apply(undo));
-  for (const auto& s : strategies_) NVDRA_RETURN_IF_ERROR(s->Apply(undo));
   driver::PreparedClaim out;
-  NVDRA_ASSIGN_OR_RETURN(out.edits, EditsFor(undo.devices));
+  for (const auto& s : strategies_) {
+    NVDRA_RETURN_IF_ERROR(s->Apply(undo));
+    out.await_ready = out.await_ready || s->HasWait(undo);
+  }
+  NVDRA_ASSIGN_OR_RETURN(out.edits, EditsFor(undo));
   out.undo = EncodeGpuUndo(undo);
   return out;
+}
+
+Status GpuKind::AwaitReady(const driver::ClaimWork& work, const nlohmann::json& undo_json) {
+  NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, DecodeGpuUndo(undo_json));
+  for (const auto& s : strategies_) {
+    if (s->HasWait(undo)) NVDRA_RETURN_IF_ERROR(s->AwaitReady(undo, work.deadline));
+  }
+  return Status::Ok();
+}
+
+void GpuKind::StartMpsSweep(PeriodicWorkerOptions worker, UndoRecords undo_records) {
+  if (mps_ == nullptr || mps_sweep_ != nullptr) return;
+  mps_sweep_ = std::make_unique<PeriodicWorker>(worker, [this, records = std::move(undo_records)]() -> Status {
+    return SweepOrphanMpsDaemons(records).status();
+  });
+  mps_sweep_->Start();
+}
+
+Result<int> GpuKind::SweepOrphanMpsDaemons(
+    const std::function<Result<std::vector<nlohmann::json>>()>& undo_records) {
+  if (mps_ == nullptr) return 0;
+  return mps_->SweepOrphans([&]() -> Result<std::vector<MpsDaemonUndo>> {
+    NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records, undo_records());
+    // Read leniently: an item this version cannot decode (a newer one's)
+    // still owns the daemon it names.
+    std::vector<MpsDaemonUndo> out;
+    for (const auto& r : records) {
+      if (!r.is_object() || !r.contains("mps") || !r["mps"].is_array()) continue;
+      for (const auto& item : r["mps"]) {
+        if (!item.is_object()) continue;
+        MpsDaemonUndo d;
+        if (item.contains("deployment") && item["deployment"].is_string()) d.deployment = item["deployment"];
+        if (item.contains("id") && item["id"].is_string()) d.id = item["id"];
+        out.push_back(std::move(d));
+      }
+    }
+    return out;
+  });
 }
 
 Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
@@ -211,7 +262,7 @@ Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
     std::set<std::string> names(prepared_devices.begin(), prepared_devices.end());
     undo.devices.assign(names.begin(), names.end());
   }
-  return EditsFor(undo.devices);
+  return EditsFor(undo);
 }
 
 Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo_json) {

@@ -1,6 +1,6 @@
 // The GPU device kind (driver gpu.nvidia.com). The device types it serves
 // (full GPUs and static MIG devices: gpu_device_type.h) and the sharing
-// strategies it applies (time-slicing; MPS refused until it lands:
+// strategies it applies (time-slicing, MPS control daemons:
 // sharing_strategy.h) are handlers registered in gpu_handlers.cc; GpuKind
 // routes a claim's devices and config groups to them. Its undo record
 // (gpu_undo.h) says what Unprepare must reverse. With consumable shares on
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,8 +25,10 @@
 #include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_undo.h"
 #include "gpu/health_taints.h"
+#include "gpu/mps_strategy.h"
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
+#include "util/periodic_worker.h"
 
 namespace nvdra::gpu {
 
@@ -40,6 +43,8 @@ struct GpuKindOptions {
   TimeSliceResetOptions resets;
   // How often a GPU that owes a time-slice reset is retried.
   std::chrono::milliseconds reset_retry_period{30'000};
+  // MPS control daemons (mps_strategy.h); without an api, MPS claims fail.
+  MpsRuntime mps;
   // --consumable-shares: whether GPUs and MIG devices are published for
   // sharing and claims may hold shares of them (consumable_shares.h). Ask
   // consumable_shares.enabled() whether consumable sharing is on.
@@ -64,6 +69,7 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   config::DriverConfigRules ConfigRules(const config::FeatureGates& gates) const override;
   Result<driver::ClaimPlan> Plan(const driver::ClaimWork& work) override;
   Result<driver::PreparedClaim> Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) override;
+  Status AwaitReady(const driver::ClaimWork& work, const nlohmann::json& undo) override;
   Result<driver::ClaimEdits> Edits(const nlohmann::json& undo,
                                    const std::vector<std::string>& prepared_devices) override;
   Status Unprepare(const std::string& claim_uid, const nlohmann::json& undo) override;
@@ -79,11 +85,20 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   Status RetryOwedResetsForTest() { return resets_.RetryOwed(); }
   std::vector<std::string> MetricDeviceTypes() const override;
 
+  // Deletes this node's MPS control daemons and directories that no undo
+  // record of `undo_records()` (the ledger's, read after the listing) owns.
+  // Returns how many were removed.
+  Result<int> SweepOrphanMpsDaemons(const std::function<Result<std::vector<nlohmann::json>>()>& undo_records);
+  // Runs that sweep periodically (`worker`: its period and group), until
+  // the kind is destroyed. Nothing when MPS is not set up.
+  using UndoRecords = std::function<Result<std::vector<nlohmann::json>>()>;
+  void StartMpsSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
+
  private:
   GpuCheckpointCodec codec_;
   const GpuDevice* Find(const std::string& device) const override;
   SharingStrategy* StrategyNamed(const std::string& name) const;
-  Result<driver::ClaimEdits> EditsFor(const std::vector<std::string>& device_names) const;
+  Result<driver::ClaimEdits> EditsFor(const GpuUndo& undo) const;
   // A device as the slice publishes it, before health taints.
   model::PublishedDevice Publish(const GpuDevice& device) const;
 
@@ -95,6 +110,9 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   HealthTaints taints_;
   TimeSliceResets resets_;
   std::vector<std::unique_ptr<SharingStrategy>> strategies_;
+  MpsStrategy* mps_ = nullptr;  // among strategies_
+  // Last: stops before anything it uses goes away.
+  std::unique_ptr<PeriodicWorker> mps_sweep_;
 };
 
 }  // namespace nvdra::gpu

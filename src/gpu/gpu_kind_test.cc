@@ -224,7 +224,9 @@ TEST_F(GpuKindTest, TimeSliceResetAttemptsAndOwedResetsSurviveARestart) {
   ASSERT_EQ(events.size(), 1u) << "reported unhealthy again at start";
   EXPECT_EQ(events[0].device, "gpu-2");
   EXPECT_EQ(events[0].state, devices::HealthState::kUnhealthy);
-  source->Stop();
+  // The source uses the kind's resets: it goes first, as the plugin stops
+  // its health sources before the kind.
+  source.reset();
   HealControl();
   EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
   NewKind();
@@ -310,7 +312,9 @@ TEST_F(GpuKindTest, UnprepareToleratesRecordsItDoesNotUnderstand) {
   EXPECT_EQ(ControlLog(), "");
 }
 
-TEST_F(GpuKindTest, MpsIsRefusedClearly) {
+// MPS daemons are set up only with the gate and an image (main.cc); a kind
+// without them refuses an MPS claim at Plan, before anything durable.
+TEST_F(GpuKindTest, MpsWithoutItsDaemonsSetUpIsRefusedClearly) {
   Open("h100x8");
   auto w = Work({"gpu-0"});
   config::GpuConfig gc;
@@ -319,7 +323,7 @@ TEST_F(GpuKindTest, MpsIsRefusedClearly) {
   auto plan = kind_->Plan(w);
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(plan.status().message(), "MPS sharing is not supported yet by nvdra (requests: gpu)");
+  EXPECT_EQ(plan.status().message(), "MPS sharing needs the MPSSupport feature gate and --image-name (IMAGE_NAME)");
 }
 
 // Each registered device type serves its own devices, with its own config

@@ -26,6 +26,48 @@ std::optional<TimeSliceUndo> DecodeTimeSlice(const JsonReader& item) {
   return t;
 }
 
+std::optional<MpsDaemonUndo> DecodeMps(const JsonReader& item) {
+  MpsDaemonUndo m;
+  auto id = item.Required<std::string>("id");
+  auto ns = item.Required<std::string>("namespace");
+  auto deployment = item.Required<std::string>("deployment");
+  auto root = item.Required<std::string>("root");
+  auto uuids = item.OptionalOr<std::vector<std::string>>("uuids", {});
+  auto exclusive = item.OptionalOr<std::vector<std::string>>("exclusiveProcess", {});
+  auto threads = item.Optional<int64_t>("activeThreadPercentage");
+  auto limits = item.OptionalOr<json>("pinnedLimits", json::object());
+  auto multi = item.OptionalOr<bool>("multiUser", false);
+  if (!id.ok() || !ns.ok() || !deployment.ok() || !root.ok() || !uuids.ok() || !exclusive.ok() || !threads.ok() ||
+      !limits.ok() || !multi.ok()) {
+    return std::nullopt;
+  }
+  m.id = *id;
+  m.ns = *ns;
+  m.deployment = *deployment;
+  m.root = *root;
+  m.uuids = *uuids;
+  m.exclusive_process = *exclusive;
+  m.active_thread_percentage = *threads;
+  if (!limits->is_object()) return std::nullopt;
+  for (const auto& [uuid, limit] : limits->items()) {
+    if (!limit.is_string()) return std::nullopt;
+    m.pinned_limits[uuid] = limit.get<std::string>();
+  }
+  m.multi_user = *multi;
+  m.unknown = item.Unknown({"id", "namespace", "deployment", "root", "uuids", "exclusiveProcess",
+                            "activeThreadPercentage", "pinnedLimits", "multiUser"});
+  return m;
+}
+
+json EncodeMps(const MpsDaemonUndo& m) {
+  json item = {{"id", m.id},       {"namespace", m.ns},          {"deployment", m.deployment},
+               {"root", m.root},   {"uuids", m.uuids},           {"exclusiveProcess", m.exclusive_process},
+               {"multiUser", m.multi_user}, {"pinnedLimits", m.pinned_limits}};
+  if (m.active_thread_percentage) item["activeThreadPercentage"] = *m.active_thread_percentage;
+  MergeUnknownMembers(item, m.unknown);
+  return item;
+}
+
 Status DecodeInto(const JsonReader& r, GpuUndo& out) {
   NVDRA_RETURN_IF_ERROR(r.ExpectObject());
   NVDRA_ASSIGN_OR_RETURN(out.version, r.OptionalOr<int64_t>("version", kGpuUndoVersion));
@@ -38,7 +80,18 @@ Status DecodeInto(const JsonReader& r, GpuUndo& out) {
     }
     return Status::Ok();
   }));
-  out.unknown = r.Unknown({"version", "devices", "timeSlicing"});
+  // A newer version's "mps" of another shape is kept as it is, unread.
+  const bool mps_list = !r.value().contains("mps") || r.value()["mps"].is_array() || r.value()["mps"].is_null();
+  if (mps_list) NVDRA_RETURN_IF_ERROR(r.ForEach("mps", [&](const JsonReader& item) {
+    if (auto m = DecodeMps(item)) {
+      out.mps.push_back(std::move(*m));
+    } else {
+      out.unreadable_mps.push_back(item.value());
+    }
+    return Status::Ok();
+  }));
+  out.unknown = mps_list ? r.Unknown({"version", "devices", "timeSlicing", "mps"})
+                         : r.Unknown({"version", "devices", "timeSlicing"});
   return Status::Ok();
 }
 
@@ -53,6 +106,12 @@ json EncodeGpuUndo(const GpuUndo& undo) {
   }
   for (const auto& raw : undo.unreadable_time_slicing) ts.push_back(raw);
   json j = {{"version", undo.version}, {"devices", undo.devices}, {"timeSlicing", std::move(ts)}};
+  if (!undo.mps.empty() || !undo.unreadable_mps.empty()) {
+    json mps = json::array();
+    for (const auto& m : undo.mps) mps.push_back(EncodeMps(m));
+    for (const auto& raw : undo.unreadable_mps) mps.push_back(raw);
+    j["mps"] = std::move(mps);
+  }
   MergeUnknownMembers(j, undo.unknown);
   return j;
 }

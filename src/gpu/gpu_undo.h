@@ -1,12 +1,20 @@
-// The GPU kind's undo record: which devices the claim's containers get and
-// which GPUs had their time-slice changed (Unprepare resets those). Written
+// The GPU kind's undo record: which devices the claim's containers get,
+// which GPUs had their time-slice changed (Unprepare resets those) and which
+// MPS control daemons the claim runs (Unprepare deletes and cleans them up). Written
 // with PrepareStarted, completed with PrepareCompleted, and read by Prepare,
 // by the spec rebuild of a repeated Prepare and by Unprepare alike.
 //
 // On disk: {"version": 1, "devices": ["gpu-0", ...],
-//           "timeSlicing": [{"device": "gpu-0", "uuid": "GPU-...", "interval": 2}]}
+//           "timeSlicing": [{"device": "gpu-0", "uuid": "GPU-...", "interval": 2}],
+//           "mps": [{"id": "<claim uid>-1a2b3", "namespace": "nvidia-dra-driver",
+//                    "deployment": "mps-control-daemon-<id>", "root": "<plugin dir>/mps/<id>",
+//                    "uuids": ["GPU-..."], "exclusiveProcess": ["GPU-..."],
+//                    "activeThreadPercentage": 50, "pinnedLimits": {"GPU-...": "10240M"},
+//                    "multiUser": false}]}
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,15 +34,34 @@ struct TimeSliceUndo {
   friend bool operator==(const TimeSliceUndo&, const TimeSliceUndo&) = default;
 };
 
+// One MPS control daemon, recorded at Plan, before its directories, its shm
+// mount, the compute mode or its Deployment exist, so that Unprepare after a
+// crash at any step finds everything it may have to remove.
+struct MpsDaemonUndo {
+  std::string id;          // "<claim uid>-<first 5 hex of sha256 of the UUIDs>"
+  std::string ns;          // the Deployment's namespace
+  std::string deployment;  // "mps-control-daemon-<id>"
+  std::string root;        // <plugin dir>/mps/<id>, holding shm/, pipe/, log/
+  std::vector<std::string> uuids;             // the daemon's devices, sorted (CUDA_VISIBLE_DEVICES)
+  std::vector<std::string> exclusive_process;  // full GPUs set to EXCLUSIVE_PROCESS
+  std::optional<int64_t> active_thread_percentage;
+  std::map<std::string, std::string> pinned_limits;  // UUID -> "<n>M"
+  bool multi_user = false;
+  nlohmann::json unknown = nlohmann::json::object();
+  friend bool operator==(const MpsDaemonUndo&, const MpsDaemonUndo&) = default;
+};
+
 struct GpuUndo {
   int64_t version = kGpuUndoVersion;
   // Sorted, unique. Empty in a record imported from the Go driver's
   // checkpoint: the ledger's prepared devices say it then.
   std::vector<std::string> devices;
   std::vector<TimeSliceUndo> time_slicing;
-  // timeSlicing items this version cannot read (kept verbatim, skipped by
-  // Unprepare with a warning) and unknown top-level fields.
+  std::vector<MpsDaemonUndo> mps;
+  // timeSlicing and mps items this version cannot read (kept verbatim,
+  // skipped by Unprepare with a warning) and unknown top-level fields.
   std::vector<nlohmann::json> unreadable_time_slicing;
+  std::vector<nlohmann::json> unreadable_mps;
   nlohmann::json unknown = nlohmann::json::object();
   friend bool operator==(const GpuUndo&, const GpuUndo&) = default;
 };

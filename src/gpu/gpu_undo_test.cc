@@ -31,6 +31,23 @@ TEST(GpuUndoTest, KeepsFieldsOfANewerVersion) {
   EXPECT_EQ(EncodeGpuUndo(*u), j) << "a re-encode loses nothing a newer version wrote";
 }
 
+TEST(GpuUndoTest, MpsDaemonsRoundTripAndUnreadableOnesAreKeptVerbatim) {
+  json j = json::parse(R"({"version": 1, "devices": ["gpu-0"], "timeSlicing": [],
+      "mps": [{"id": "u-95a93", "namespace": "nvdra", "deployment": "mps-control-daemon-u-95a93",
+               "root": "/p/mps/u-95a93", "uuids": ["GPU-a"], "exclusiveProcess": ["GPU-a"],
+               "activeThreadPercentage": 20, "pinnedLimits": {"GPU-a": "10M"}, "multiUser": true, "later": 1},
+              {"id": "newer", "deployment": 7}]})");
+  auto u = DecodeGpuUndo(j);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  ASSERT_EQ(u->mps.size(), 1u);
+  EXPECT_EQ(u->mps[0].deployment, "mps-control-daemon-u-95a93");
+  EXPECT_EQ(u->mps[0].pinned_limits.at("GPU-a"), "10M");
+  EXPECT_TRUE(u->mps[0].multi_user);
+  EXPECT_EQ(u->mps[0].unknown, json::parse(R"({"later": 1})"));
+  ASSERT_EQ(u->unreadable_mps.size(), 1u);
+  EXPECT_EQ(EncodeGpuUndo(*u), j);
+}
+
 TEST(GpuUndoTest, OddShapesAreErrorValuesNotExceptions) {
   const char* bad[] = {
       R"("a string")", R"(42)", R"([1, 2])", R"({"devices": "gpu-0"})", R"({"devices": [0]})",

@@ -1,12 +1,13 @@
 // One way several containers share a GPU (a config's sharing.strategy):
-// time-slicing today; MPS control daemons and consumable shares are further
-// strategies. A strategy decides at Plan, before anything durable, what it
-// will do to the claim's devices and writes that into the undo record;
-// Apply does it at Prepare; Undo reverses it at Unprepare from the record
-// alone. GpuKind holds no per-strategy code: a new strategy is a new file
+// time-slicing and MPS control daemons. A strategy decides at Plan, before
+// anything durable, what it will do to the claim's devices and writes that
+// into the undo record; Apply does it at Prepare; AwaitReady waits, without
+// the claim's locks, for what Apply started to become ready; Undo reverses
+// it at Unprepare from the record alone. GpuKind holds no per-strategy code: a new strategy is a new file
 // plus one line in gpu_handlers.cc.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -32,10 +33,18 @@ class SharingStrategy {
   virtual std::string_view name() const = 0;
   // What the strategy will do for `group`'s devices, recorded in `undo`.
   // An error refuses the claim (permanent unless retryable).
-  virtual Status Plan(const config::ConfigGroup& group, const GpuDeviceLookup& devices, GpuUndo& undo) const = 0;
+  virtual Status Plan(const std::string& claim_uid, const config::ConfigGroup& group, const GpuDeviceLookup& devices,
+                      GpuUndo& undo) const = 0;
   // Does what Plan recorded. Runs again after a failure, a crash or a
   // reboot, so it must be idempotent.
   virtual Status Apply(const GpuUndo& undo) = 0;
+  // Whether AwaitReady has something to wait for in `undo`.
+  virtual bool HasWait(const GpuUndo& undo) const { return false; }
+  // Waits until what Apply started is ready, up to `deadline`; a retryable
+  // error naming what is not ready then.
+  virtual Status AwaitReady(const GpuUndo& undo, std::chrono::steady_clock::time_point deadline) {
+    return Status::Ok();
+  }
   // Reverses what `undo` records for this strategy, for `claim_uid`. Tries
   // every item even when one fails, and answers the first failure.
   virtual Status Undo(const std::string& claim_uid, const GpuUndo& undo) = 0;

@@ -9,8 +9,8 @@ namespace nvdra::gpu {
 
 std::string_view TimeSlicingStrategy::name() const { return config::kTimeSlicingStrategy; }
 
-Status TimeSlicingStrategy::Plan(const config::ConfigGroup& group, const GpuDeviceLookup& devices,
-                                 GpuUndo& undo) const {
+Status TimeSlicingStrategy::Plan(const std::string&, const config::ConfigGroup& group,
+                                 const GpuDeviceLookup& devices, GpuUndo& undo) const {
   const auto* gc = std::get_if<config::GpuConfig>(&group.config);
   if (gc == nullptr) return Status::Ok();  // a MigDeviceConfig: nothing to program
   auto interval = gc->TimeSlice();

@@ -24,7 +24,8 @@ class TimeSlicingStrategy final : public SharingStrategy {
       : resets_(resets), inventory_(inventory), shared_with_others_(std::move(shared_with_others)) {}
 
   std::string_view name() const override;
-  Status Plan(const config::ConfigGroup& group, const GpuDeviceLookup& devices, GpuUndo& undo) const override;
+  Status Plan(const std::string& claim_uid, const config::ConfigGroup& group, const GpuDeviceLookup& devices,
+              GpuUndo& undo) const override;
   Status Apply(const GpuUndo& undo) override;
   Status Undo(const std::string& claim_uid, const GpuUndo& undo) override;
 

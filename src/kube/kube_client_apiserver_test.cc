@@ -453,7 +453,7 @@ status:
   EXPECT_EQ(claim->uid, "11111111-2222-3333-4444-555555555555");
   EXPECT_EQ(claim->results.at(0).device, "channel-0");
   // Kinds the server does not serve are refused, not silently dropped.
-  ASSERT_TRUE(WriteFileAtomically(yaml_path, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").ok());
+  ASSERT_TRUE(WriteFileAtomically(yaml_path, "apiVersion: v1\nkind: Secret\nmetadata: {name: p}\n").ok());
   EXPECT_FALSE(server.LoadFile(yaml_path).ok());
 }
 

@@ -6,8 +6,10 @@ resources a node plugin touches: ResourceClaims (GET), ResourceSlices (LIST
 with field selectors, GET, POST with generateName, PUT with resourceVersion
 conflicts, DELETE with preconditions), Nodes (GET, LIST, PUT and PATCH with
 resourceVersion conflicts), Events (POST), the resource.nvidia.com
-ComputeDomain and ComputeDomainClique objects (GET/LIST) and the discovery
-documents for resource.k8s.io. Nodes, ComputeDomains and ComputeDomainCliques
+ComputeDomain and ComputeDomainClique objects (GET/LIST), apps/v1
+Deployments (GET, LIST with label selectors, POST, DELETE with
+propagationPolicy) and Pods (GET, LIST with label selectors, DELETE), and
+the discovery documents for resource.k8s.io. Nodes, ComputeDomains and ComputeDomainCliques
 can be watched (?watch=1&resourceVersion=N&allowWatchBookmarks=true): a
 chunked stream of JSON lines, BOOKMARK events, and an ERROR event with a 410
 Status for a resourceVersion older than the retained history, as the real
@@ -17,7 +19,17 @@ serve answers with the plain-text "404 page not found" the real server gives.
 
 Paths under /_nvdra/ are a control plane for tests only (load objects, replace
 a claim with a new UID, inject faults, switch served versions, read the
-request log). They are not part of the Kubernetes API.
+request log, play the deployment controller). They are not part of the
+Kubernetes API.
+
+The deployment controller is off by default: a created Deployment then gets
+no pods and no status. POST /_nvdra/deployments {"controller": "ready"}
+plays the controller and the kubelet: every Deployment (those that exist and
+those created later) gets one Pod labelled with its selector, owned by it,
+with one ready container, and status.readyReplicas 1. "pending" gives the
+pod with a container that is not ready (readyReplicas 0); "off" stops
+acting. Deleting a Deployment deletes its pods, as the garbage collector
+does for a foreground deletion.
 
 Standard library plus python3-yaml only, so CI needs nothing else.
 """
@@ -47,6 +59,7 @@ except ImportError:  # YAML loading is optional; JSON always works.
 RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_VERSIONS = ["v1", "v1beta2", "v1beta1"]
 NVIDIA_GROUP = "resource.nvidia.com"
+APPS_GROUP = "apps"
 
 # resource plural -> (group, kind, namespaced, verbs)
 RESOURCES = {
@@ -57,6 +70,8 @@ RESOURCES = {
     "events": ("", "Event", True, ["get", "list", "create"]),
     "computedomains": (NVIDIA_GROUP, "ComputeDomain", True, ["get", "list", "watch"]),
     "computedomaincliques": (NVIDIA_GROUP, "ComputeDomainClique", True, ["get", "list", "watch"]),
+    "deployments": (APPS_GROUP, "Deployment", True, ["get", "list", "create", "update", "delete"]),
+    "pods": ("", "Pod", True, ["get", "list", "delete"]),
 }
 KIND_TO_RESOURCE = {v[1]: k for k, v in RESOURCES.items()}
 
@@ -158,6 +173,7 @@ class Store:
         self.history_start = self.rv  # watches from an rv below this are told 410 Gone
         self.watchers = []  # active watch streams (dicts; see Handler.watch)
         self.bookmark_interval = 1.0
+        self.deployment_controller = "off"  # "off", "ready" or "pending"
 
     def next_rv(self):
         self.rv += 1
@@ -210,6 +226,46 @@ class Store:
             gone["metadata"]["resourceVersion"] = rv
             self.record("DELETED", resource, gone)
         return obj
+
+    def act_as_deployment_controller(self, deployment):
+        """Gives `deployment` one pod and the status the controller and the
+        kubelet would, per self.deployment_controller."""
+        mode = self.deployment_controller
+        if mode == "off":
+            return
+        meta = deployment["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        ready = mode == "ready"
+        pod_name = name + "-pod"
+        if ("pods", ns, pod_name) not in self.objects:
+            containers = ((deployment.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": pod_name, "namespace": ns, "labels": dict(labels),
+                                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                                     "name": name, "uid": meta["uid"]}]},
+                   "spec": ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {},
+                   "status": {"phase": "Running",
+                              "containerStatuses": [{"name": c.get("name", ""), "ready": ready}
+                                                    for c in containers[:1]] or [{"name": "c", "ready": ready}]}}
+            self.put_new("pods", pod)
+        else:
+            pod = copy.deepcopy(self.objects[("pods", ns, pod_name)])
+            for cs in pod["status"]["containerStatuses"]:
+                cs["ready"] = ready
+            self.put_update("pods", ns, pod)
+        updated = copy.deepcopy(deployment)
+        updated["status"] = {"replicas": 1, "readyReplicas": 1 if ready else 0,
+                             "availableReplicas": 1 if ready else 0}
+        if ready:
+            updated["status"]["readyReplicas"] = 1
+        self.put_update("deployments", ns, updated)
+
+    def delete_owned_pods(self, deployment):
+        uid = deployment["metadata"]["uid"]
+        for (r, ns, name), obj in list(self.objects.items()):
+            if r == "pods" and any(o.get("uid") == uid for o in obj["metadata"].get("ownerReferences") or []):
+                self.remove("pods", ns, name)
 
     def load_object(self, obj, keep_identity=False):
         kind = obj.get("kind", "")
@@ -603,7 +659,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_json(200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0-nvdra-test"})
         if path == "/apis":
             return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1",
-                                        "groups": [self.group_doc(RESOURCE_GROUP), self.group_doc(NVIDIA_GROUP)]})
+                                        "groups": [self.group_doc(RESOURCE_GROUP), self.group_doc(NVIDIA_GROUP),
+                                                   self.group_doc(APPS_GROUP)]})
         if path == "/api":
             return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"]})
         if parts[:1] == ["api"]:
@@ -612,7 +669,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             group, version, rest = "", "v1", parts[2:]
         elif parts[:1] == ["apis"] and len(parts) >= 2:
             group = parts[1]
-            if group not in (RESOURCE_GROUP, NVIDIA_GROUP):
+            if group not in (RESOURCE_GROUP, NVIDIA_GROUP, APPS_GROUP):
                 raise PageNotFound()
             if len(parts) == 2:
                 return self.send_json(200, self.group_doc(group))
@@ -673,7 +730,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return version == "v1"
 
     def group_doc(self, group):
-        versions = self.server.store.versions if group == RESOURCE_GROUP else ["v1beta1"]
+        versions = (self.server.store.versions if group == RESOURCE_GROUP else
+                    ["v1"] if group == APPS_GROUP else ["v1beta1"])
         vs = [{"groupVersion": "%s/%s" % (group, v), "version": v} for v in versions]
         doc = {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": vs}
         if vs:
@@ -930,9 +988,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif (resource, namespace, meta["name"]) in store.objects:
             raise ApiError(409, "AlreadyExists", '%s "%s" already exists' % (group_resource(resource), meta["name"]),
                            {"name": meta["name"], "group": group, "kind": resource})
-        body.pop("status", None) if resource == "resourceclaims" else None
+        body.pop("status", None) if resource in ("resourceclaims", "deployments") else None
         obj = store.put_new(resource, body)
-        self.send_json(201, self.to_version(resource, group, version, obj))
+        answer = self.to_version(resource, group, version, obj)
+        if resource == "deployments":
+            # Acts before answering, so a client's next read sees the result.
+            store.act_as_deployment_controller(obj)
+        self.send_json(201, answer)
 
     def update(self, resource, group, version, namespace, name):
         store = self.server.store
@@ -988,6 +1050,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            % (group_resource(resource), name, pre["resourceVersion"],
                               cur["metadata"]["resourceVersion"]), details)
         store.remove(resource, namespace, name)
+        if resource == "deployments":
+            # Any propagation policy: the pods go with it (the garbage
+            # collector's foreground deletion, done at once).
+            store.delete_owned_pods(cur)
         self.send_json(200, self.to_version(resource, group, version, cur))
 
     # ---- control plane for tests ----
@@ -1067,6 +1133,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if body.get("clear"):
                     store.requests = []
                 return self.send_json(200, {"counts": counts})
+            if path == "/_nvdra/deployments":
+                if "controller" in body:
+                    if body["controller"] not in ("off", "ready", "pending"):
+                        return self.send_json(400, {"error": "controller must be off, ready or pending"})
+                    store.deployment_controller = body["controller"]
+                    for (r, _, _), obj in list(store.objects.items()):
+                        if r == "deployments":
+                            store.act_as_deployment_controller(obj)
+                return self.send_json(200, {"controller": store.deployment_controller})
             if path == "/_nvdra/token":
                 self.server.token = body["token"]
                 return self.send_json(200, {})

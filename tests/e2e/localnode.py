@@ -150,7 +150,7 @@ class Plugin:
     """One kubelet plugin process."""
 
     def __init__(self, node, driver, profile, rolling_update_id="", extra_args=None, env=None, name=None,
-                 reconcile_period=1):
+                 reconcile_period=1, wrapper=None):
         self.node = node
         self.driver = driver
         self.profile = profile
@@ -161,6 +161,9 @@ class Plugin:
         self.proc = None
         self.log_path = os.path.join(node.workdir, self.name + ".log")
         self.reconcile_period = reconcile_period
+        # Runs the plugin through this command (e.g. ["unshare", "-m"]: a
+        # private mount namespace for the mounts a plugin makes).
+        self.wrapper = list(wrapper or [])
         self.starts = 0
 
     @property
@@ -179,7 +182,7 @@ class Plugin:
         return os.path.join(self.node.registry_dir, "%s-reg.sock" % self.driver)
 
     def start(self, env=None, wait=True):
-        args = [os.path.join(BIN, BINARIES[self.driver]),
+        args = self.wrapper + [os.path.join(BIN, BINARIES[self.driver]),
                 "--node-name", self.node.node_name,
                 "--kubeconfig", self.node.api.kubeconfig,
                 "--cdi-root", self.node.cdi_root,

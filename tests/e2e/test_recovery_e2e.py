@@ -60,6 +60,23 @@ class RecoveryEndToEnd(NodeTestCase):
         self.assertEqual([d["device_name"] for d in again[held[2]]["devices"]], ["gpu-0"])
         self.assertIn("ledger recovery", plugin.read_log())
 
+    def test_after_a_reboot_a_device_of_a_claim_deleted_meanwhile_goes_to_its_new_claim_at_once(self):
+        plugin = self.gpu_plugin()
+        plugin.start()
+        old = self.gpu_claim("before-reboot", ["gpu-3"], reserved_for=[("pod-a", "uid-pod-a")])
+        self.assertOk(plugin.prepare([old]), old[2])
+        plugin.stop()
+        # The node reboots; while it is down the pod and its claim are
+        # deleted and gpu-3 is allocated to another pod's claim.
+        self.node.set_boot_id("boot-after")
+        self.node.api.delete("resourceclaims", "default", "before-reboot")
+        new = self.gpu_claim("after-reboot", ["gpu-3"], reserved_for=[("pod-b", "uid-pod-b")])
+        plugin.start()
+        res = plugin.prepare([new])
+        self.assertOk(res, new[2])
+        self.assertEqual(device_names(res[new[2]]), ["gpu-3"])
+        self.assertEqual([e["uid"] for e in self.live_entries(plugin)], [new[2]])
+
     def test_kill_at_every_failpoint_then_kubelet_retry_converges(self):
         plugin = self.gpu_plugin()
         for i, fp in enumerate(PREPARE_FAILPOINTS + UNPREPARE_FAILPOINTS):

@@ -15,6 +15,7 @@
 #include "config/config_resolver.h"
 #include "devices/backends/open_device_lib.h"
 #include "gpu/gpu_kind.h"
+#include "gpu/mps_daemon.h"
 #include "util/test_temp_dir.h"
 #include "config/yaml_to_json.h"
 
@@ -55,19 +56,45 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(std::string_view driver, const s
 
 // The GPU kind's plan for resolved groups, on mock H100s: where a sharing
 // strategy is accepted or refused.
-Status PlanOnMockGpus(const std::vector<ConfigGroup>& groups) {
+// MPS daemons that are never started: Plan only records them.
+class UnusedDaemonApi final : public gpu::MpsDaemonApi {
+ public:
+  Status Create(const nlohmann::json&) override { return Internal("unused"); }
+  Status CheckReady(const std::string&, const std::string&, kube::Deadline) override { return Internal("unused"); }
+  Status Delete(const std::string&, const std::string&) override { return Internal("unused"); }
+  Result<std::vector<std::string>> ListForNode(const std::string&, const std::string&) override {
+    return Internal("unused");
+  }
+};
+class UnusedMounter final : public gpu::ShmMounter {
+ public:
+  Status MountTmpfs(const std::string&, const std::string&) override { return Internal("unused"); }
+  Status Unmount(const std::string&) override { return Internal("unused"); }
+};
+
+// The kind's plan of `groups` on a mock H100 node with MPS set up; `undo`
+// gets the plan's undo record.
+Status PlanOnMockGpus(const std::vector<ConfigGroup>& groups, nlohmann::json* undo = nullptr) {
   nvdra::testing::TempDir dir;
   devices::DeviceLibOptions o;
   o.mock_hardware = "h100x8";
   o.mock_root = dir.path() + "/mock";
   NVDRA_ASSIGN_OR_RETURN(auto lib, devices::OpenDeviceLib(o));
   NVDRA_ASSIGN_OR_RETURN(auto inventory, lib->Discover());
-  gpu::GpuKind kind(inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(*lib)), lib->control());
+  gpu::GpuKindOptions options;
+  options.mps.settings.ns = "nvdra";
+  options.mps.settings.plugin_dir = dir.path() + "/plugin";
+  options.mps.api = std::make_shared<UnusedDaemonApi>();
+  options.mps.mounter = std::make_shared<UnusedMounter>();
+  gpu::GpuKind kind(inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(*lib)), lib->control(),
+                    std::move(options));
   driver::ClaimWork work;
   work.uid = "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b";
   work.groups = groups;
   for (const auto& g : groups) work.results.insert(work.results.end(), g.results.begin(), g.results.end());
-  return kind.Plan(work).status();
+  auto plan = kind.Plan(work);
+  if (plan.ok() && undo != nullptr) *undo = plan->undo;
+  return plan.status();
 }
 
 std::string ReadFile(const fs::path& p) {
@@ -137,7 +164,13 @@ TEST(UpstreamSpecsTest, MpsSpec) {
 
   auto resolved = ResolveConfigs(kGpuDriverName, {configs[0].config}, {{"mps-gpu", "gpu-0", "gpu", ""}}, kSharingGates);
   ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
-  EXPECT_EQ(PlanOnMockGpus(*resolved).message(), "MPS sharing is not supported yet by nvdra (requests: mps-gpu)");
+  nlohmann::json undo;
+  ASSERT_TRUE(PlanOnMockGpus(*resolved, &undo).ok());
+  // One daemon for the request's GPU, with the spec's settings.
+  ASSERT_EQ(undo["mps"].size(), 1u) << undo.dump();
+  EXPECT_EQ(undo["mps"][0]["activeThreadPercentage"], 50);
+  EXPECT_EQ(undo["mps"][0]["pinnedLimits"].size(), 1u);
+  EXPECT_EQ(undo["mps"][0]["pinnedLimits"].begin().value(), "10240M");
 }
 
 TEST(UpstreamSpecsTest, TimeSlicingAndMpsPerRequest) {
@@ -157,11 +190,17 @@ TEST(UpstreamSpecsTest, TimeSlicingAndMpsPerRequest) {
   ASSERT_EQ(ts_only->size(), 1u);
   EXPECT_EQ(std::get<GpuConfig>((*ts_only)[0].config).TimeSlice(), TimeSliceInterval::kLong);
   EXPECT_EQ((*ts_only)[0].origin, (ConfigOrigin{ConfigOrigin::Kind::kClaim, 0}));
-  // Both: the MPS request is refused, naming the request.
+  // Both: gpu-0 time-sliced, an MPS daemon for gpu-1 only.
   auto both = ResolveConfigs(kGpuDriverName, claim, {{"ts-gpu", "gpu-0", "gpu", ""}, {"mps-gpu", "gpu-1", "gpu", ""}},
                              kSharingGates);
   ASSERT_TRUE(both.ok()) << both.status().ToString();
-  EXPECT_EQ(PlanOnMockGpus(*both).message(), "MPS sharing is not supported yet by nvdra (requests: mps-gpu)");
+  nlohmann::json undo;
+  ASSERT_TRUE(PlanOnMockGpus(*both, &undo).ok());
+  ASSERT_EQ(undo["timeSlicing"].size(), 1u);
+  EXPECT_EQ(undo["timeSlicing"][0]["device"], "gpu-0");
+  ASSERT_EQ(undo["mps"].size(), 1u);
+  EXPECT_EQ(undo["mps"][0]["uuids"].size(), 1u);
+  EXPECT_NE(undo["mps"][0]["uuids"][0], undo["timeSlicing"][0]["uuid"]);
   EXPECT_TRUE(PlanOnMockGpus(*ts_only).ok());
   // Gates off: upstream's gate message for the first group (mps-gpu sorts first).
   auto gates_off = ResolveConfigs(kGpuDriverName, claim, {{"ts-gpu", "gpu-0", "gpu", ""}, {"mps-gpu", "gpu-1", "gpu", ""}},

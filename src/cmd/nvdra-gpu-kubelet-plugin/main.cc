@@ -1,15 +1,105 @@
 // nvdra-gpu-kubelet-plugin: the kubelet plugin of driver gpu.nvidia.com.
+#include <chrono>
+#include <memory>
+#include <sstream>
+
 #include <CLI/CLI.hpp>
 
 #include "cmd/plugin_common/plugin_runner.h"
 #include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_kind.h"
+#include "gpu/mps_daemon.h"
 #include "util/file_util.h"
+#include "util/log.h"
+
+namespace {
+
+using namespace nvdra;
+
+// The flags of MPS control daemons (upstream's names and variables).
+struct MpsFlags {
+  std::string image, pull_secrets, pull_policy, service_account;
+  std::string template_path = gpu::kDefaultMpsTemplatePath;
+
+  void Add(CLI::App& app) {
+    app.add_option("--image-name", image, "Image of the MPS control daemons (required with MPSSupport)")
+        ->envname("IMAGE_NAME");
+    app.add_option("--image-pull-secrets", pull_secrets,
+                   "Comma-separated imagePullSecret names for the MPS control daemons (empty: none)")
+        ->envname("IMAGE_PULL_SECRETS");
+    app.add_option("--image-pull-policy", pull_policy,
+                   "Image pull policy of the MPS control daemons (empty: the Kubernetes default)")
+        ->envname("IMAGE_PULL_POLICY");
+    app.add_option("--service-account-name", service_account,
+                   "Service account of the MPS control daemons (empty: the Kubernetes default)")
+        ->envname("SERVICE_ACCOUNT_NAME");
+    app.add_option("--mps-control-daemon-template", template_path,
+                   "Deployment template of the MPS control daemons (Go text/template syntax)")
+        ->envname("MPS_CONTROL_DAEMON_TEMPLATE")
+        ->capture_default_str();
+  }
+};
+
+// MPS control daemons, when the MPSSupport gate is on: the settings from the
+// flags and the node, the Kubernetes calls through the plugin's client, the
+// system's mounts. The template is read once here, so a missing one stops
+// the start instead of failing every MPS claim.
+Result<gpu::MpsRuntime> MakeMpsRuntime(plugin::KindContext& ctx, const MpsFlags& flags) {
+  gpu::MpsRuntime rt;
+  if (!ctx.gates.Enabled(config::Gate::kMPSSupport)) return rt;
+  if (flags.image.empty()) {
+    return InvalidArgument("--image-name (IMAGE_NAME) is required with featureGates.MPSSupport=true");
+  }
+  if (auto text = ReadFileToString(flags.template_path); !text.ok()) {
+    return text.status().Wrap("MPS control daemon template");
+  }
+  gpu::MpsSettings& s = rt.settings;
+  s.plugin_dir = ctx.plugin_dir;
+  s.template_path = flags.template_path;
+  s.node_name = ctx.options.node_name;
+  s.ns = ctx.options.namespace_name;
+  s.image = flags.image;
+  s.image_pull_policy = flags.pull_policy;
+  s.service_account = flags.service_account;
+  std::string secrets = flags.pull_secrets;
+  for (char& c : secrets) c = c == ',' ? ' ' : c;
+  std::istringstream words(secrets);
+  for (std::string w; words >> w;) s.image_pull_secrets.push_back(w);
+  s.host_driver_root = ctx.options.nvidia_driver_root;
+  for (const auto& spec : config::FeatureGates::Known()) {
+    s.feature_gates[std::string(spec.name)] = ctx.gates.Enabled(spec.gate);
+  }
+  auto meminfo = ReadFileToString("/proc/meminfo");
+  s.shm_size = gpu::ShmSizeFromMeminfo(meminfo.ok() ? *meminfo : "");
+  s.shm_mount_path = gpu::ShmMountPathFor(ctx.options.container_driver_root);
+  rt.api = gpu::NewKubeMpsDaemonApi(ctx.kube);
+  rt.mounter = gpu::NewSystemShmMounter();
+  return rt;
+}
+
+// The sweep of MPS control daemons and directories no ledger entry owns, on
+// the plugin's background group, as often as the reconciler runs.
+void StartMpsSweep(plugin::KindContext& ctx, gpu::GpuKind& kind) {
+  PeriodicWorkerOptions o;
+  o.period = std::chrono::duration_cast<std::chrono::milliseconds>(ctx.options.reconcile_period);
+  o.jitter = 0.1;
+  o.name = "MPS control daemon sweep";
+  o.group = &ctx.background;
+  ledger::ClaimLedger* ledger = &ctx.ledger;
+  kind.StartMpsSweep(o, [ledger]() -> Result<std::vector<nlohmann::json>> {
+    NVDRA_ASSIGN_OR_RETURN(auto entries, ledger->List());
+    std::vector<nlohmann::json> out;
+    for (const auto& e : entries) out.push_back(e.undo);
+    return out;
+  });
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  using namespace nvdra;
   // Set by the flags below before the kind is built (flags are parsed first).
   gpu::GpuKindOptions options;
+  MpsFlags mps_flags;
   int reset_retry_seconds = 30;
   std::string consumable_shares = "disabled";
   auto kind_flags = [&](CLI::App& app) {
@@ -29,6 +119,7 @@ int main(int argc, char** argv) {
                    "needs the ConsumableShares feature gate")
         ->envname("CONSUMABLE_SHARES")
         ->capture_default_str();
+    mps_flags.Add(app);
   };
   static const gpu::GpuCheckpointCodec codec;
   return plugin::RunPlugin(
@@ -40,8 +131,15 @@ int main(int argc, char** argv) {
         options.shared_with_others = gpu::SharedWithOthersIn(ctx.ledger);
         // Beside the ledger: owed resets must outlive a restart of the plugin.
         options.resets.state_path = JoinPath(ctx.plugin_dir, "time-slice-resets.json");
-        return std::unique_ptr<driver::DeviceKind>(std::make_unique<gpu::GpuKind>(
-            ctx.inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)), ctx.lib.control(), options));
+        NVDRA_ASSIGN_OR_RETURN(options.mps, MakeMpsRuntime(ctx, mps_flags));
+        // MPS is refused while consumable shares are on, as upstream does.
+        options.mps.consumable_shares = options.consumable_shares.enabled();
+        const bool mps = options.mps.api != nullptr;
+        auto kind = std::make_unique<gpu::GpuKind>(
+            ctx.inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)),
+            ctx.lib.control(), std::move(options));
+        if (mps) StartMpsSweep(ctx, *kind);
+        return std::unique_ptr<driver::DeviceKind>(std::move(kind));
       },
       argc, argv, kind_flags);
 }
