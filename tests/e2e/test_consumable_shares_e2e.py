@@ -8,7 +8,8 @@ import uuid
 
 import yaml
 
-from e2e_base import GPU_DRIVER, NodeTestCase, wait_for
+import localnode
+from e2e_base import GPU_DRIVER, NodeTestCase, opaque_config, wait_for
 
 GATE = ["--feature-gates", "ConsumableShares=true"]
 DEMO_SPECS = os.path.join(os.path.dirname(__file__), "testdata", "consumable-shares")
@@ -161,6 +162,19 @@ class ConsumableSharesEndToEnd(NodeTestCase):
         # CONSUMABLE_SHARES is the flag's environment variable.
         self.start("unlimited", name="gpu-env", env={"CONSUMABLE_SHARES": "unlimited"})
         self.assertEqual(self.published("gpu-0")["capacity"]["memory"]["requestPolicy"]["default"], "0")
+
+    def test_an_mps_claim_is_refused_while_shares_are_on(self):
+        template = os.path.join(localnode.ROOT, "templates", "mps-control-daemon.tmpl.yaml")
+        self.plugin = self.gpu_plugin(name="gpu-mps-shares", extra_args=[
+            "--feature-gates", "ConsumableShares=true,MPSSupport=true", "--consumable-shares", "unlimited",
+            "--image-name", "registry.example/nvdra:test", "--mps-control-daemon-template", template,
+            "--namespace", "nvdra"]).start()
+        mps = opaque_config(GPU_DRIVER, {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+                                         "sharing": {"strategy": "MPS", "mpsConfig": {}}})
+        claim = self.gpu_claim("mps-shared", ["gpu-0"], configs=[mps], reserved_for=[("p", str(uuid.uuid4()))])
+        self.assertIn("MPS sharing is not supported when consumable shares is enabled",
+                      self.plugin.prepare([claim])[claim[2]]["error"])
+        self.assertEqual(self.live_entries(self.plugin), [])
 
     def test_upstream_demo_specs_parse_and_prepare(self):
         modes = {"unlimited-sharing.yaml": "unlimited", "memory-sharing.yaml": "memory",
