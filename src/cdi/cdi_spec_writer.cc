@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "util/file_util.h"
 #include "util/json_depth.h"
@@ -13,6 +14,70 @@
 #include "util/uid.h"
 
 namespace nvdra::cdi {
+
+namespace {
+
+// yaml-cpp recurses once per nesting level; the Go driver's specs nest a
+// handful of levels, so anything far deeper is refused before parsing.
+Status CheckYamlNesting(const std::string& text, const std::string& what) {
+  constexpr int kMaxFlowDepth = 100;
+  constexpr size_t kMaxIndent = 400;
+  int depth = 0;
+  size_t indent = 0;
+  bool line_start = true;
+  for (char c : text) {
+    if (c == '[' || c == '{') depth++;
+    if ((c == ']' || c == '}') && depth > 0) depth--;
+    if (depth > kMaxFlowDepth) return InvalidArgument(what + " nests deeper than " + std::to_string(kMaxFlowDepth));
+    if (c == '\n') {
+      line_start = true;
+      indent = 0;
+    } else if (line_start && (c == ' ' || c == '-')) {
+      if (++indent > kMaxIndent) return InvalidArgument(what + " is indented deeper than " + std::to_string(kMaxIndent));
+    } else {
+      line_start = false;
+    }
+  }
+  return Status::Ok();
+}
+
+// The names of a spec's devices, in file order; entries that are not a
+// mapping with a string name are skipped (a file on disk may hold anything).
+Result<std::vector<std::string>> JsonDeviceNames(const std::string& text, const std::string& path) {
+  NVDRA_RETURN_IF_ERROR(CheckJsonDepth(text, "CDI spec " + path));
+  nlohmann::json spec = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (spec.is_discarded() || !spec.is_object()) return InvalidArgument("CDI spec " + path + " is not a JSON object");
+  std::vector<std::string> out;
+  auto devices = spec.find("devices");
+  if (devices == spec.end() || !devices->is_array()) return out;
+  for (const auto& d : *devices) {
+    auto n = d.is_object() ? d.find("name") : d.end();
+    if (n != d.end() && n->is_string()) out.push_back(n->get<std::string>());
+  }
+  return out;
+}
+
+// The same for the Go driver's specs, which are YAML.
+Result<std::vector<std::string>> YamlDeviceNames(const std::string& text, const std::string& path) {
+  NVDRA_RETURN_IF_ERROR(CheckYamlNesting(text, "CDI spec " + path));
+  try {
+    const YAML::Node spec = YAML::Load(text);
+    if (!spec.IsMap()) return InvalidArgument("CDI spec " + path + " is not a YAML mapping");
+    std::vector<std::string> out;
+    const YAML::Node devices = spec["devices"];
+    if (!devices || !devices.IsSequence()) return out;
+    for (const auto& d : devices) {
+      if (!d.IsMap()) continue;
+      const YAML::Node n = d["name"];
+      if (n && n.IsScalar()) out.push_back(n.Scalar());
+    }
+    return out;
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument("CDI spec " + path + " is not YAML: " + e.what());
+  }
+}
+
+}  // namespace
 
 CdiSpecWriter::CdiSpecWriter(std::string root, std::string vendor, std::string cls)
     : root_(std::move(root)), vendor_(std::move(vendor)), cls_(std::move(cls)) {}
@@ -159,19 +224,23 @@ Status CdiSpecWriter::RemoveClaimSpec(const std::string& claim_uid) const {
 
 Result<std::vector<std::string>> CdiSpecWriter::ClaimSpecDevices(const std::string& claim_uid) const {
   NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
-  NVDRA_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  NVDRA_RETURN_IF_ERROR(CheckJsonDepth(text, "CDI spec " + path));
-  nlohmann::json spec = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (spec.is_discarded() || !spec.is_object()) return InvalidArgument("CDI spec " + path + " is not a JSON object");
+  Result<std::vector<std::string>> names = NotFound("no CDI spec of claim " + claim_uid);
+  auto text = ReadFileToString(path);
+  if (text.ok()) {
+    names = JsonDeviceNames(*text, path);
+  } else if (text.status().code() == StatusCode::kNotFound) {
+    // Only the Go driver's spec: a claim it prepared, with the same device
+    // names, which a lost ledger (or checkpoint) must not forget.
+    const std::string legacy = JoinPath(root_, FilePrefix() + claim_uid + ".yaml");
+    NVDRA_ASSIGN_OR_RETURN(std::string yaml, ReadFileToString(legacy));
+    names = YamlDeviceNames(yaml, legacy);
+  } else {
+    return text.status();
+  }
+  NVDRA_RETURN_IF_ERROR(names.status());
   std::vector<std::string> out;
-  auto devices = spec.find("devices");
-  if (devices == spec.end() || !devices->is_array()) return out;
   const std::string prefix = claim_uid + "-";
-  for (const auto& d : *devices) {
-    // A file on disk may hold anything: a device without a string name is skipped.
-    auto n = d.is_object() ? d.find("name") : d.end();
-    if (n == d.end() || !n->is_string()) continue;
-    const std::string& name = n->get_ref<const std::string&>();
+  for (const auto& name : *names) {
     if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size()) out.push_back(name.substr(prefix.size()));
   }
   return out;

@@ -63,9 +63,11 @@ class CdiSpecWriter {
   Result<std::vector<std::string>> ListClaimSpecUids() const;
 
   // The claim's devices its spec on disk names ("gpu-0" for the CDI device
-  // "<uid>-gpu-0"), in file order; for rebuilding lost ledger entries. A
-  // spec that cannot be read or parsed is an error; entries that are not
-  // devices of the claim are skipped. NotFound without a spec of ours.
+  // "<uid>-gpu-0"), in file order; for rebuilding lost ledger entries. Our
+  // spec (.json) or, without one, the Go driver's (.yaml). A spec that
+  // cannot be read or parsed is an error (InvalidArgument when it is not a
+  // spec); entries that are not devices of the claim are skipped. NotFound
+  // without a spec of either.
   Result<std::vector<std::string>> ClaimSpecDevices(const std::string& claim_uid) const;
 
   // Removes the claim specs whose UID `is_known` rejects, and temp files a

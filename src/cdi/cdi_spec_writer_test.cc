@@ -117,6 +117,38 @@ TEST_F(CdiSpecWriterTest, WritingAClaimSpecReplacesTheUpstreamYamlOfThatClaim) {
   EXPECT_FALSE(PathExists(legacy));
 }
 
+// As the Go driver writes a claim's spec (CDI's WriteSpec: YAML, "---" first).
+std::string GoClaimSpec(const std::string& uid) {
+  return "---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n"
+         "- name: " + uid + "-gpu-1\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia1\n"
+         "- name: 7\n"
+         "- name: " + uid + "-gpu-0\n  containerEdits:\n    env:\n    - NVIDIA_VISIBLE_DEVICES=void\n"
+         "containerEdits:\n  deviceNodes:\n  - path: /dev/nvidiactl\n";
+}
+
+TEST_F(CdiSpecWriterTest, ClaimSpecDevicesReadsOursAndTheGoDriversYamlSpec) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  ASSERT_TRUE(w.EnsureRoot().ok());
+  EXPECT_EQ(w.ClaimSpecDevices(kUid).status().code(), StatusCode::kNotFound);
+  const std::string legacy = root_ + "/k8s.gpu.nvidia.com-claim_" + kUid + ".yaml";
+  ASSERT_TRUE(WriteFileAtomically(legacy, GoClaimSpec(kUid)).ok());
+  auto devices = w.ClaimSpecDevices(kUid);
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  EXPECT_EQ(*devices, (std::vector<std::string>{"gpu-1", "gpu-0"})) << "file order; a number is no device name";
+  // Ours wins when both are there.
+  ASSERT_TRUE(WriteFileAtomically(*w.ClaimSpecPath(kUid),
+                                  nlohmann::json{{"devices", {{{"name", kUid + "-gpu-5"}}}}}.dump()).ok());
+  EXPECT_EQ(*w.ClaimSpecDevices(kUid), std::vector<std::string>{"gpu-5"});
+  ASSERT_TRUE(RemoveFileIfExists(*w.ClaimSpecPath(kUid)).ok());
+  // What is not a spec is an error that says so, never a crash.
+  for (const std::string& bad : std::vector<std::string>{"[a, b", "- just\n- a list\n", std::string(5000, '['), std::string(5000, ' ') + "x"}) {
+    ASSERT_TRUE(WriteFileAtomically(legacy, bad).ok());
+    auto r = w.ClaimSpecDevices(kUid);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad.substr(0, 20);
+    EXPECT_NE(r.status().message().find(legacy), std::string::npos) << r.status().message();
+  }
+}
+
 TEST_F(CdiSpecWriterTest, RejectsSpecOfOtherKindOrClaim) {
   CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
   CdiSpecWriter cd(root_, "k8s.compute-domain.nvidia.com");

@@ -1,6 +1,7 @@
 #include "computedomain/compute_domain_checkpoint_codec.h"
 
 #include "computedomain/compute_domain_kind.h"
+#include "computedomain/compute_domain_undo.h"
 #include "devices/device_names.h"
 #include "ledger/go_json.h"
 
@@ -33,6 +34,29 @@ bool IsComputeDomain(const ledger::ClaimEntry& e) {
 }
 
 std::string DomainOf(const ledger::ClaimEntry& e) { return e.undo.is_object() ? e.undo.value("domainID", "") : ""; }
+
+// The domain a device of an imported claim belongs to: its group's
+// configState, else the configs that applied to its request (the oldest
+// files have no configState).
+std::string ImportedDomain(const ledger::UpstreamPreparedGroup& g, const ledger::UpstreamPreparedDevice& d,
+                           const ledger::UpstreamClaim& claim) {
+  std::string domain = g.config_state.is_object() ? ledger::GoStr(g.config_state, {"ComputeDomain"}) : "";
+  if (!domain.empty()) return domain;
+  for (const auto& r : d.device.requests) {
+    for (const auto& p : claim.ParametersFor(r)) {
+      std::string id = ledger::GoStr(p, {"domainID"});
+      if (!id.empty()) domain = id;
+    }
+  }
+  return domain;
+}
+
+bool AllChannelsOf(const ledger::UpstreamPreparedDevice& d, const ledger::UpstreamClaim& claim) {
+  for (const auto& r : d.device.requests) {
+    if (AllChannels(claim.ParametersFor(r))) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -94,6 +118,29 @@ std::optional<std::string> ComputeDomainCheckpointCodec::UpstreamPreparedDevices
            GoString(ch ? "channel" : "daemon") + ",\"ComputeDomain\":" + GoString(domain) + "}}";
   }
   return out + "]";
+}
+
+nlohmann::json ComputeDomainCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e,
+                                                        const ledger::UpstreamClaim& claim) const {
+  ComputeDomainUndo undo;
+  for (const auto& g : claim.groups) {
+    for (const auto& d : g.devices) {
+      const std::string& name = d.device.device;
+      bool channel = d.type == "channel" || (d.type.empty() && ComputeDomainKind::ChannelId(name));
+      bool daemon = d.type == "daemon" || (d.type.empty() && name.rfind("daemon-", 0) == 0);
+      if (!channel && !daemon) continue;
+      if (undo.domain_id.empty()) undo.domain_id = ImportedDomain(g, d, claim);
+      if (daemon) {
+        undo.daemon = true;
+        continue;
+      }
+      auto id = ComputeDomainKind::ChannelId(name);
+      if (!id) continue;  // not a device name this kind publishes: nothing to hold or edit
+      undo.channels.push_back({name, *id, nlohmann::json::object()});
+      undo.all_channels = undo.all_channels || AllChannelsOf(d, claim);
+    }
+  }
+  return EncodeComputeDomainUndo(undo);
 }
 
 }  // namespace nvdra::computedomain

@@ -2,7 +2,10 @@
 // devices hold in the ledger (channels per id, "channel <n>"; every channel
 // for a ComputeDomainChannelConfig with allocationMode All) and how its
 // claims are described in the Go driver's checkpoint.json (channel and
-// daemon config states, the domain this driver recorded).
+// daemon config states, the domain this driver recorded). An imported
+// claim's undo record names its domain, channels and daemon as the kind's
+// Plan would, so the node label and CDI edits of a claim the Go driver
+// prepared are kept like those of one this driver prepared.
 #pragma once
 
 #include <optional>
@@ -26,6 +29,7 @@ class ComputeDomainCheckpointCodec final : public ledger::KindCodec {
                                          const std::vector<nlohmann::json>& config_parameters) const override;
   std::string UpstreamConfigs(const ledger::ClaimEntry& e) const override;
   std::optional<std::string> UpstreamPreparedDevices(const ledger::ClaimEntry& e) const override;
+  nlohmann::json ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const override;
 };
 
 }  // namespace nvdra::computedomain

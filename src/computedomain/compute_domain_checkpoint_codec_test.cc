@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "computedomain/compute_domain_undo.h"
+#include "computedomain/testdata/upstream_checkpoint.h"
 #include "ledger/legacy_checkpoint.h"
 
 namespace nvdra::computedomain {
@@ -43,6 +45,32 @@ TEST(ComputeDomainCheckpointCodecTest, ExportsChannelAndDaemonGroupsWithTheirDom
   ASSERT_EQ(back->entries.size(), 1u);
   EXPECT_EQ(back->entries[0].held, std::vector<std::string>{"channel 0"});
   EXPECT_EQ(back->entries[0].prepared, e.prepared);
+}
+
+TEST(ComputeDomainCheckpointCodecTest, ImportTranslatesUpstreamClaimsIntoTheKindsUndoRecord) {
+  ComputeDomainCheckpointCodec codec;
+  auto imported = ledger::ParseLegacyCheckpoint(testing::UpstreamCdCheckpoint(), &codec, "boot");
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  ASSERT_EQ(imported->entries.size(), 2u);
+  const auto& channel = imported->entries[0];
+  auto undo = DecodeComputeDomainUndo(channel.undo);
+  ASSERT_TRUE(undo.ok()) << undo.status().ToString();
+  EXPECT_EQ(undo->domain_id, "cd-1");
+  EXPECT_EQ(undo->channels, (std::vector<ChannelUndo>{{"channel-0", 0, nlohmann::json::object()}}));
+  EXPECT_TRUE(undo->all_channels);
+  EXPECT_FALSE(undo->daemon);
+  EXPECT_EQ(channel.held.size(), 2048u);
+  // What the Go driver wrote stays, for an export.
+  EXPECT_TRUE(undo->unknown.contains("legacyCheckpoint"));
+  EXPECT_TRUE(undo->unknown.contains("legacyCheckpointJson"));
+  auto daemon = DecodeComputeDomainUndo(imported->entries[1].undo);
+  ASSERT_TRUE(daemon.ok());
+  EXPECT_EQ(daemon->domain_id, "cd-1");
+  EXPECT_TRUE(daemon->daemon);
+  EXPECT_TRUE(daemon->channels.empty());
+  // The export gives the Go driver's claims back byte for byte.
+  std::string back = ledger::WriteLegacyCheckpoint(imported->entries, "boot", &codec);
+  EXPECT_EQ(nlohmann::ordered_json::parse(back)["v2"], nlohmann::ordered_json::parse(testing::UpstreamCdCheckpoint())["v2"]);
 }
 
 }  // namespace

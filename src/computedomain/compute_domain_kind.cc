@@ -53,10 +53,20 @@ std::string ComputeDomainKind::clique_id() const {
   return clique_id_;
 }
 
-void ComputeDomainKind::Adopt(const std::string& claim_uid, const nlohmann::json& undo_json) {
+void ComputeDomainKind::Adopt(const std::string& claim_uid, const nlohmann::json& undo_json,
+                              const std::vector<std::string>& devices) {
+  if (labels_ == nullptr) return;
   auto undo = DecodeComputeDomainUndo(undo_json);
-  if (!undo.ok() || undo->channels.empty() || labels_ == nullptr) return;
-  labels_->Adopt(undo->domain_id, claim_uid);
+  if (undo.ok() && !undo->channels.empty() && !undo->domain_id.empty()) {
+    labels_->Adopt(undo->domain_id, claim_uid);
+    return;
+  }
+  for (const auto& d : devices) {
+    if (ChannelId(d)) {
+      labels_->AdoptUnknownDomain(claim_uid);
+      return;
+    }
+  }
 }
 
 std::optional<int> ComputeDomainKind::ChannelId(const std::string& device) {
@@ -278,6 +288,7 @@ Status ComputeDomainKind::Unprepare(const std::string& claim_uid, const nlohmann
   // The last channel claim of the domain takes the node label away (never
   // fails: a removal the API server did not take is retried by the
   // maintenance pass).
+  if (labels_ != nullptr) labels_->Forget(claim_uid);
   if (!undo->channels.empty() && labels_ != nullptr) labels_->Release(undo->domain_id, claim_uid);
   // A daemon's directory stays: the daemon of a live domain may come back to
   // this node. The maintenance pass removes directories of deleted domains,

@@ -56,7 +56,10 @@ class ComputeDomainKind final : public driver::DeviceKind {
 
   // A claim recorded before this process started (from the ledger): a
   // channel claim keeps holding the node label.
-  void Adopt(const std::string& claim_uid, const nlohmann::json& undo);
+  // `devices`: the ledger's device names, for a record that names no domain
+  // (a claim rebuilt from its CDI spec): a channel among them keeps the
+  // node's label from being removed until the claim is unprepared.
+  void Adopt(const std::string& claim_uid, const nlohmann::json& undo, const std::vector<std::string>& devices = {});
   // Sets the clique when no clique_source is given (new edits use it).
   void SetCliqueId(const std::string& clique_id);
   std::string clique_id() const;

@@ -8,6 +8,9 @@
 
 #include "devices/backends/open_device_lib.h"
 #include "driver/engine.h"
+#include "computedomain/compute_domain_checkpoint_codec.h"
+#include "computedomain/testdata/upstream_checkpoint.h"
+#include "ledger/legacy_checkpoint.h"
 #include "util/file_util.h"
 
 namespace nvdra::computedomain {
@@ -124,6 +127,29 @@ TEST_F(ComputeDomainKindTest, ChannelPrepareInjectsTheChannelNode) {
   std::string json = cdi::RenderJson(out.spec);
   EXPECT_NE(json.find("/dev/nvidia-caps-imex-channels/channel3"), std::string::npos);
   EXPECT_EQ(json.find("/dev/nvidia-caps-imex-channels/channel4"), std::string::npos);
+}
+
+// A repeated Prepare of a claim the Go driver prepared rebuilds its spec
+// from the imported undo record: its channels' nodes and the daemon's mount.
+TEST_F(ComputeDomainKindTest, ClaimsImportedFromTheGoDriverGetTheirEditsBack) {
+  ComputeDomainCheckpointCodec codec;
+  auto imported = ledger::ParseLegacyCheckpoint(testing::UpstreamCdCheckpoint(), &codec, "boot");
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  ASSERT_EQ(imported->entries.size(), 2u);
+  auto channel = kind_->Edits(imported->entries[0].undo, {"channel-0"});
+  ASSERT_TRUE(channel.ok()) << channel.status().ToString();
+  ASSERT_EQ(channel->devices.size(), 1u);
+  EXPECT_EQ(channel->devices[0].device, "channel-0");
+  std::vector<std::string> nodes;
+  for (const auto& n : channel->devices[0].edits.device_nodes) nodes.push_back(n.path);
+  EXPECT_EQ(nodes.size(), 2048u) << "allocationMode All: every channel";
+  EXPECT_EQ(nodes.front(), "/dev/nvidia-caps-imex-channels/channel0");
+  auto daemon = kind_->Edits(imported->entries[1].undo, {"daemon-0"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+  ASSERT_EQ(daemon->devices.size(), 1u);
+  EXPECT_EQ(daemon->devices[0].device, "daemon-0");
+  ASSERT_FALSE(daemon->devices[0].edits.mounts.empty());
+  EXPECT_EQ(daemon->devices[0].edits.mounts[0].container_path, "/imexd");
 }
 
 TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareLeavesIt) {

@@ -104,6 +104,16 @@ void NodeLabelManager::Confirm(const std::string& domain_uid, const std::string&
 
 void NodeLabelManager::Adopt(const std::string& domain_uid, const std::string& claim_uid) { Confirm(domain_uid, claim_uid); }
 
+void NodeLabelManager::AdoptUnknownDomain(const std::string& claim_uid) {
+  MutexLock l(mu_);
+  unknown_domain_holders_.insert(claim_uid);
+}
+
+void NodeLabelManager::Forget(const std::string& claim_uid) {
+  MutexLock l(mu_);
+  unknown_domain_holders_.erase(claim_uid);
+}
+
 void NodeLabelManager::Release(const std::string& domain_uid, const std::string& claim_uid) {
   MutexLock w(write_mu_);
   {
@@ -162,6 +172,14 @@ Status NodeLabelManager::Repair() {
   }
   if (held.empty()) {
     if (!cur || cur->empty()) return Status::Ok();
+    {
+      MutexLock l(mu_);
+      if (!unknown_domain_holders_.empty()) {
+        NVDRA_VLOG(4, "node {}: keeping label {}={}: claim {} (rebuilt, its domain unknown) may hold it",
+                   node_name_, kComputeDomainLabel, *cur, *unknown_domain_holders_.begin());
+        return Status::Ok();
+      }
+    }
     NVDRA_INFO("node {} is labelled {}={} but no claim of that domain is prepared here; removing the label",
                  node_name_, kComputeDomainLabel, *cur);
     return RemoveLabel(*cur);

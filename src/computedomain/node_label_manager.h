@@ -55,6 +55,12 @@ class NodeLabelManager {
   // Records a claim prepared before this process started (from the ledger),
   // without an API call.
   void Adopt(const std::string& domain_uid, const std::string& claim_uid);
+  // A channel claim from before this process started whose domain the
+  // ledger does not know (rebuilt from its CDI spec): while one is held,
+  // Repair removes no label, since it may be that claim's. Released by
+  // Forget (its Unprepare).
+  void AdoptUnknownDomain(const std::string& claim_uid);
+  void Forget(const std::string& claim_uid);
 
   // Makes the Node's label match the held claims: sets it when a held
   // domain's label is gone, removes one that names a domain no claim holds.
@@ -88,6 +94,7 @@ class NodeLabelManager {
   mutable Mutex mu_;
   std::map<std::string, std::map<std::string, Holder>> holders_ GUARDED_BY(mu_);  // domain -> claim -> holder
   uint64_t api_requests_ GUARDED_BY(mu_) = 0;
+  std::set<std::string> unknown_domain_holders_ GUARDED_BY(mu_);
 };
 
 }  // namespace nvdra::computedomain

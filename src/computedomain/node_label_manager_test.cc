@@ -5,7 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include "computedomain/compute_domain_checkpoint_codec.h"
+#include "computedomain/compute_domain_kind.h"
+#include "computedomain/testdata/upstream_checkpoint.h"
 #include "kube/node_labels.h"
+#include "ledger/claim_ledger.h"
+#include "util/file_util.h"
+#include "util/test_temp_dir.h"
 #include "test_apiserver.h"
 
 namespace nvdra::computedomain {
@@ -144,6 +150,68 @@ TEST_F(NodeLabelManagerTest, APendingHolderThatNeverCompletesExpires) {
   clock.Advance(std::chrono::hours(5));
   ASSERT_TRUE(m.Repair().ok());
   EXPECT_EQ(Label(), "d2");
+}
+
+class NoDomains final : public ComputeDomainSource {
+ public:
+  Result<ComputeDomainInfo> Get(const std::string& uid) override { return NotFound("ComputeDomain not found: " + uid); }
+};
+
+// The upgrade from the Go driver: its channel claim, imported from its
+// checkpoint and adopted at start as the plugin does, keeps the label the Go
+// driver set (the domain's IMEX daemon stays on the node while the workload
+// runs), and its Unprepare takes it away.
+TEST_F(NodeLabelManagerTest, AChannelClaimImportedFromTheGoDriverKeepsTheLabelThroughRepair) {
+  json node = (*server_.Objects("nodes"))[0];
+  node["metadata"]["labels"] = {{kComputeDomainLabel, "cd-1"}};
+  ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", node).ok());
+  nvdra::testing::TempDir dir{"nvdra-cd-import"};
+  ASSERT_TRUE(WriteFileAtomically(JoinPath(dir.path(), ledger::kLegacyCheckpointFileName),
+                                  testing::UpstreamCdCheckpoint()).ok());
+  const ComputeDomainCheckpointCodec codec;
+  ledger::LedgerOptions lo;
+  lo.dir = dir.path();
+  lo.boot_id = "boot";
+  lo.codec = &codec;
+  auto ledger = ledger::ClaimLedger::Open(lo);
+  ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
+  ASSERT_EQ((*ledger)->report().imported_legacy_claims, 2u) << (*ledger)->report().Summary();
+
+  NodeLabelManager m(*client_, "n1");
+  NoDomains domains;
+  ComputeDomainKind kind({}, ComputeDomainEdits(devices::ContainerSources{
+                                 devices::DeviceNodes(devices::DriverRoot("/", "/"), "", ""), nullptr}),
+                         domains, &m);
+  auto entries = (*ledger)->List();
+  ASSERT_TRUE(entries.ok());
+  for (const auto& e : *entries) kind.Adopt(e.uid, e.undo);
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), "cd-1") << "the imported claim still holds the label";
+
+  auto channel = (*ledger)->Get(testing::kUpstreamChannelClaimUid);
+  ASSERT_TRUE(channel.ok() && channel->has_value());
+  ASSERT_TRUE(kind.Unprepare(testing::kUpstreamChannelClaimUid, (*channel)->undo).ok());
+  EXPECT_EQ(Label(), std::nullopt) << "the last channel claim of the domain takes it away";
+}
+
+// A channel claim rebuilt from its CDI spec (the ledger was lost) names no
+// domain: Repair keeps whatever label the node has until it is unprepared.
+TEST_F(NodeLabelManagerTest, AChannelClaimRebuiltWithoutItsDomainKeepsTheLabelUntilItsUnprepare) {
+  json node = (*server_.Objects("nodes"))[0];
+  node["metadata"]["labels"] = {{kComputeDomainLabel, "cd-1"}};
+  ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", node).ok());
+  NodeLabelManager m(*client_, "n1");
+  NoDomains domains;
+  ComputeDomainKind kind({}, ComputeDomainEdits(devices::ContainerSources{
+                                 devices::DeviceNodes(devices::DriverRoot("/", "/"), "", ""), nullptr}),
+                         domains, &m);
+  kind.Adopt("uid-rebuilt", nullptr, {"channel-3"});
+  kind.Adopt("uid-daemon", nullptr, {"daemon"});
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), "cd-1") << "the rebuilt channel claim may be that domain's";
+  ASSERT_TRUE(kind.Unprepare("uid-rebuilt", nullptr).ok());
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), std::nullopt) << "once it is unprepared, no claim holds the label";
 }
 
 }  // namespace

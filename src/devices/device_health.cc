@@ -12,6 +12,7 @@ const char* HealthStateName(HealthState s) {
     case HealthState::kHealthy: return "Healthy";
     case HealthState::kUnhealthy: return "Unhealthy";
     case HealthState::kUnmonitored: return "Unmonitored";
+    case HealthState::kNotice: return "Notice";
   }
   return "Unknown";
 }

@@ -1,5 +1,6 @@
 // Device health: events that say a published device became unhealthy (a
-// critical XID, a lost GPU) or could not be monitored. Sources are the NVML
+// critical XID, a lost GPU), could not be monitored, or saw an event that
+// leaves its health as it was (an ignored XID). Sources are the NVML
 // event set (XidWatcher) and, for the mock backend, a file of injected
 // events. Consumers turn events into the health stream and slice taints.
 #pragma once
@@ -16,7 +17,10 @@
 
 namespace nvdra::devices {
 
-enum class HealthState { kHealthy, kUnhealthy, kUnmonitored };
+// kNotice is an event that says nothing about the device's health (an XID
+// on the ignore list): it is shown, but a device that was unhealthy stays so.
+// Only kHealthy says a device is fit again.
+enum class HealthState { kHealthy, kUnhealthy, kUnmonitored, kNotice };
 const char* HealthStateName(HealthState s);
 
 struct DeviceHealthEvent {

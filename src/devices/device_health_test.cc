@@ -36,6 +36,7 @@ TEST(HealthStateTest, Names) {
   EXPECT_STREQ(HealthStateName(HealthState::kHealthy), "Healthy");
   EXPECT_STREQ(HealthStateName(HealthState::kUnhealthy), "Unhealthy");
   EXPECT_STREQ(HealthStateName(HealthState::kUnmonitored), "Unmonitored");
+  EXPECT_STREQ(HealthStateName(HealthState::kNotice), "Notice");
 }
 
 }  // namespace

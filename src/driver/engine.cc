@@ -95,12 +95,8 @@ kubelet::PrepareOutcome Engine::PrepareClaim(const model::ClaimRef& claim, Stead
     out = s.Wrap("error preparing devices for claim " + claim.ToString());
     const std::string& error = out.status().message();
     if (metrics_ != nullptr) metrics_->RecordPrepareError(metrics::kErrorPrepareDevices);
-    if (s.permanent()) {
-      NVDRA_ERROR("Permanent error preparing devices for claim {}: {}", claim.uid, s.message());
-      if (options_.on_permanent_failure) options_.on_permanent_failure(claim, error);
-    } else {
-      NVDRA_WARN("{}", error);
-    }
+    // The kubelet-facing layer logs the one line of a failed claim.
+    if (s.permanent() && options_.on_permanent_failure) options_.on_permanent_failure(claim, error);
   }
   request_timer.reset();
   RefreshGauges();
@@ -353,9 +349,8 @@ Status Engine::UnprepareClaim(const model::ClaimRef& claim, Steady::time_point d
   request_timer.reset();
   RefreshGauges();
   if (s.ok()) return s;
-  s = s.Wrap("error unpreparing devices for claim " + claim.ToString());
-  NVDRA_WARN("{}", s.message());
-  return s;
+  // The kubelet-facing layer logs the one line of a failed claim.
+  return s.Wrap("error unpreparing devices for claim " + claim.ToString());
 }
 
 Status Engine::Unprepare(const model::ClaimRef& ref, Steady::time_point deadline) {

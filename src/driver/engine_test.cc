@@ -765,5 +765,36 @@ TEST_F(EngineTest, ALostLedgerIsRebuiltFromTheCdiSpecsBeforeAnySpecIsSwept) {
   EXPECT_TRUE(PathExists(SpecPath("uid-b")));
 }
 
+// The Go driver's spec of a claim it prepared (.yaml) is a prepared claim's
+// like ours: while claims may be missing it is kept and its entry rebuilt.
+TEST_F(EngineTest, ALostLedgerKeepsAndRebuildsAClaimFromTheGoDriversYamlSpec) {
+  const std::string log = ledger_->log_path();
+  reconciler_.reset();
+  engine_.reset();
+  ledger_.reset();
+  ASSERT_TRUE(WriteFileAtomically(log, "").ok());  // lost: 0 bytes
+  Reopen();
+  ASSERT_TRUE(*ledger_->ClaimsMayBeMissing());
+  const std::string go_spec = dir_ + "/cdi/k8s.gpu.nvidia.com-claim_uid-go.yaml";
+  ASSERT_TRUE(WriteFileAtomically(go_spec, "---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n"
+                                           "- name: uid-go-gpu-2\n  containerEdits:\n    deviceNodes:\n"
+                                           "    - path: /dev/nvidia2\n").ok());
+
+  auto rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.errors, 0);
+  EXPECT_EQ(rep.orphan_specs_removed, 0);
+  EXPECT_TRUE(PathExists(go_spec)) << "a spec kept while claims may be missing is never swept";
+  auto e = Entry("uid-go");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->state, ledger::ClaimState::kPrepareCompleted);
+  EXPECT_FALSE(*ledger_->ClaimsMayBeMissing());
+  auto c = Claim("uid-c", "c", {"gpu-2"});
+  claims_.Put(c);
+  auto refused = engine_->PrepareClaim(Ref(c), kFar);
+  EXPECT_NE(refused.status().message().find("uid-go"), std::string::npos) << refused.status().message();
+  rep = reconciler_->RunOnce();
+  EXPECT_TRUE(PathExists(go_spec)) << "the rebuilt claim's spec stays";
+}
+
 }  // namespace
 }  // namespace nvdra::driver

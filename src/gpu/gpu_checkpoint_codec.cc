@@ -2,10 +2,51 @@
 
 #include <map>
 
+#include "config/opaque_config.h"
 #include "gpu/gpu_device_types.h"
+#include "gpu/gpu_undo.h"
 #include "ledger/go_json.h"
 
 namespace nvdra::gpu {
+
+namespace {
+
+// The time-slicing settings the configs of a request ask for (later ones
+// take precedence, like upstream), or nullopt when they do not.
+std::optional<int> TimeSliceOf(const std::vector<nlohmann::json>& config_parameters) {
+  std::optional<int> interval;
+  for (const auto& p : config_parameters) {
+    if (ledger::GoStr(p, {"kind"}) != "GpuConfig") continue;
+    const nlohmann::json* sharing = ledger::GoField(p, {"sharing"});
+    if (sharing == nullptr || ledger::GoStr(*sharing, {"strategy"}) != config::kTimeSlicingStrategy) {
+      interval.reset();
+      continue;
+    }
+    const nlohmann::json* ts = ledger::GoField(*sharing, {"timeSlicingConfig"});
+    std::string name = ts != nullptr ? ledger::GoStr(*ts, {"interval"}) : "";
+    auto parsed = config::ParseTimeSliceInterval(name.empty() ? "Default" : name);
+    interval = static_cast<int>(parsed.value_or(config::TimeSliceInterval::kDefault));
+  }
+  return interval;
+}
+
+// Whether the Go driver set the time slice of a group's GPUs: its
+// configState says so since timeSliceApplied exists; before that, the
+// configs that applied to the group's requests do.
+bool TimeSliceApplied(const ledger::UpstreamPreparedGroup& g, const ledger::UpstreamClaim& claim,
+                      std::optional<int>& interval) {
+  for (const auto& d : g.devices) {
+    for (const auto& r : d.device.requests) {
+      if (auto i = TimeSliceOf(claim.ParametersFor(r))) interval = i;
+    }
+  }
+  const nlohmann::json* applied =
+      g.config_state.is_object() ? ledger::GoField(g.config_state, {"timeSliceApplied"}) : nullptr;
+  if (applied != nullptr && applied->is_boolean()) return applied->get<bool>();
+  return interval.has_value();
+}
+
+}  // namespace
 
 std::string GpuCheckpointCodec::driver_name() const { return kDriverName; }
 
@@ -26,6 +67,23 @@ std::optional<std::string> GpuCheckpointCodec::UpstreamPreparedDevices(const led
             "},\"device\":" + ledger::GoCheckpointedDevice(d) + "},\"mig\":null}";
   }
   return "[{\"devices\":[" + devs + "],\"configState\":{\"mpsControlDaemonID\":\"\"}}]";
+}
+
+nlohmann::json GpuCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const {
+  GpuUndo undo;  // devices stay empty: the entry's prepared devices name them
+  for (const auto& g : claim.groups) {
+    std::optional<int> interval;
+    if (!TimeSliceApplied(g, claim, interval)) continue;
+    // Only full GPUs: upstream never sets the time slice through a MIG device.
+    for (const auto& d : g.devices) {
+      if (d.type != "gpu") continue;
+      const nlohmann::json* info = ledger::GoField(d.member, {"info"});
+      std::string uuid = info != nullptr ? ledger::GoStr(*info, {"uuid"}) : "";
+      if (uuid.empty()) continue;
+      undo.time_slicing.push_back({d.device.device, uuid, interval.value_or(0), nlohmann::json::object()});
+    }
+  }
+  return EncodeGpuUndo(undo);
 }
 
 }  // namespace nvdra::gpu

@@ -1,6 +1,8 @@
 // The GPU kind's KindCodec (ledger/kind_codec.h): its devices hold
 // themselves (by name), and full GPUs are described to the Go driver's
-// checkpoint.json as its "gpu" groups; MIG and VFIO devices cannot be.
+// checkpoint.json as its "gpu" groups; MIG and VFIO devices cannot be. An
+// imported claim's undo record names the full GPUs whose time slice the Go
+// driver set, so Unprepare resets them as it would have.
 #pragma once
 
 #include <optional>
@@ -19,6 +21,7 @@ class GpuCheckpointCodec final : public ledger::KindCodec {
     return {device};
   }
   std::optional<std::string> UpstreamPreparedDevices(const ledger::ClaimEntry& e) const override;
+  nlohmann::json ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const override;
 };
 
 }  // namespace nvdra::gpu

@@ -13,6 +13,9 @@
 #include "devices/backends/open_device_lib.h"
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
+#include "gpu/gpu_checkpoint_codec.h"
+#include "ledger/ledger_test_util.h"
+#include "ledger/legacy_checkpoint.h"
 #include "util/file_util.h"
 #include "util/mutex.h"
 
@@ -156,6 +159,48 @@ TEST_F(GpuKindTest, TimeSlicingIsAppliedAndResetFromTheUndoRecord) {
   ASSERT_TRUE(kind_->Unprepare("uid-1", p->undo).ok());
   EXPECT_EQ(ControlLog(), "SetComputeMode " + uuid + " DEFAULT\nSetTimeSlice " + uuid + " 2\nSetTimeSlice " +
                               uuid + " 0\n");
+}
+
+// A GPU claim as the Go driver checkpoints it: `config_state` is its group's,
+// `sharing` the GpuConfig's sharing ("" for no config).
+std::string UpstreamGpuClaim(const std::string& device, const std::string& uuid, const std::string& config_state,
+                             const std::string& sharing) {
+  std::string config = sharing.empty() ? "" : R"(,"config":[{"source":"FromClaim","requests":["gpu"],"opaque":{"driver":"gpu.nvidia.com","parameters":{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":)" + sharing + "}}}]";
+  return R"({"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-1","device":")" +
+         device + R"("}])" + config + R"(}}},"preparedDevices":[{"devices":[{"gpu":{"info":{"uuid":")" + uuid +
+         R"("},"device":{"Requests":["gpu"],"PoolName":"node-1","DeviceName":")" + device +
+         R"(","CDIDeviceIDs":[]}},"mig":null}],"configState":)" + config_state + "}]}";
+}
+
+// The Go driver set a time slice for a claim prepared before the upgrade:
+// Unprepare resets it as the Go driver would have (its configState says so
+// since timeSliceApplied exists; before that, the claim's config does).
+TEST_F(GpuKindTest, ATimeSliceTheGoDriverSetIsResetAtUnprepare) {
+  Open("h100x8");
+  const std::string u2 = inventory_.gpus[2].uuid, u3 = inventory_.gpus[3].uuid, u4 = inventory_.gpus[4].uuid;
+  const std::string time_slicing = R"({"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Long"}})";
+  const std::string a = "7a4e1a8e-0000-4000-8000-00000000000a", b = "7a4e1a8e-0000-4000-8000-00000000000b",
+                    c = "7a4e1a8e-0000-4000-8000-00000000000c";
+  std::string file = ledger::testing::GoCheckpointFile(
+      "{\"" + a + "\":" + UpstreamGpuClaim("gpu-2", u2, R"({"mpsControlDaemonID":"","timeSliceApplied":true})", time_slicing) +
+          ",\"" + b + "\":" + UpstreamGpuClaim("gpu-3", u3, R"({"mpsControlDaemonID":""})", R"({"strategy":"TimeSlicing"})") +
+          ",\"" + c + "\":" + UpstreamGpuClaim("gpu-4", u4, R"({"mpsControlDaemonID":""})", "") + "}",
+      "boot");
+  GpuCheckpointCodec codec;
+  auto imported = ledger::ParseLegacyCheckpoint(file, &codec, "boot");
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  ASSERT_EQ(imported->entries.size(), 3u);
+  auto undo = DecodeGpuUndo(imported->entries[0].undo);
+  ASSERT_TRUE(undo.ok()) << undo.status().ToString();
+  EXPECT_EQ(undo->time_slicing, (std::vector<TimeSliceUndo>{{"gpu-2", u2, 3, nlohmann::json::object()}}));
+  for (const auto& e : imported->entries) ASSERT_TRUE(kind_->Unprepare(e.uid, e.undo).ok()) << e.uid;
+  EXPECT_EQ(ControlLog(), "SetTimeSlice " + u2 + " 0\nSetTimeSlice " + u3 + " 0\n")
+      << "the claim without time-slicing leaves its GPU alone";
+  // Its devices' edits come from the ledger's prepared devices, as before.
+  auto edits = kind_->Edits(imported->entries[0].undo, {"gpu-2"});
+  ASSERT_TRUE(edits.ok()) << edits.status().ToString();
+  ASSERT_EQ(edits->devices.size(), 1u);
+  EXPECT_EQ(edits->devices[0].device, "gpu-2");
 }
 
 // A time-slice reset that keeps failing once wedged Unprepare for ever: the

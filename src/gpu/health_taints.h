@@ -2,8 +2,12 @@
 // scheduler stops placing pods on a broken GPU: a critical XID taints the
 // device `gpu.nvidia.com/xid=<xid>:NoSchedule`, a lost GPU
 // `gpu.nvidia.com/gpu-lost:NoSchedule`, a device whose events cannot be
-// watched `gpu.nvidia.com/unmonitored:None`. Unlike upstream, a device that
-// reports healthy again loses its taint.
+// watched `gpu.nvidia.com/unmonitored:None`, and an ignored XID
+// `gpu.nvidia.com/xid=<xid>:None`. A device holds at most one taint per key,
+// as upstream's. Unlike upstream, which overwrites the xid taint with the
+// latest event, an ignored XID never replaces a critical one: XID 13 after
+// XID 79 leaves the GPU tainted NoSchedule. Also unlike upstream, a device
+// that reports healthy again loses its taints.
 #pragma once
 
 #include <map>
@@ -26,8 +30,9 @@ class HealthTaints {
       EXCLUDES(mu_);
 
  private:
+  using TaintsByKey = std::map<std::string, model::DeviceTaint>;
   mutable Mutex mu_;
-  std::map<std::string, model::DeviceTaint> taints_ GUARDED_BY(mu_);  // by device name
+  std::map<std::string, TaintsByKey> taints_ GUARDED_BY(mu_);  // by device name
 };
 
 }  // namespace nvdra::gpu

@@ -341,6 +341,7 @@ void SlicePublisher::Record(const SliceSyncResult& result) {
         stats_.slices = result.slices;
       }
       stats_.last_error = Status::Ok();
+      reported_failure_.clear();
     } else {
       ++stats_.failed_syncs;
       stats_.last_error = result.status;
@@ -350,7 +351,19 @@ void SlicePublisher::Record(const SliceSyncResult& result) {
 }
 
 void SlicePublisher::ReportFailure(const Status& s) {
-  NVDRA_VLOG(0, "ResourceSlice sync for driver {} failed: {}", driver_, s.ToString());
+  // A warning when a sync starts failing or fails differently; the same
+  // failure again (every retry, 5 s apart) only at -v 4.
+  bool repeated = false;
+  {
+    MutexLock l(mu_);
+    repeated = reported_failure_ == s.ToString();
+    reported_failure_ = s.ToString();
+  }
+  if (repeated) {
+    NVDRA_VLOG(4, "ResourceSlice sync for driver {} failed again: {}", driver_, s.ToString());
+  } else {
+    NVDRA_WARN("ResourceSlice sync for driver {} failed: {}", driver_, s.ToString());
+  }
   bool permanent = s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kInvalidArgument;
   if (!permanent || options_.events == nullptr) return;
   std::string uid;

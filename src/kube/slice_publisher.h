@@ -116,6 +116,8 @@ class SlicePublisher {
   std::optional<std::vector<model::PublishedDevice>> devices_ GUARDED_BY(mu_);
   std::string node_uid_ GUARDED_BY(mu_);
   SlicePublisherStats stats_ GUARDED_BY(mu_);
+  // The failure last logged as a warning; "" after a sync that succeeded.
+  std::string reported_failure_ GUARDED_BY(mu_);
   // Last: it stops before the members its syncs use go away.
   PeriodicWorker worker_;
 };

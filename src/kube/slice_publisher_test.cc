@@ -3,6 +3,9 @@
 #include "kube/slice_publisher.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include "util/log.h"
 
 #include <fmt/format.h>
 
@@ -234,6 +237,32 @@ TEST_F(SlicePublisherTest, InjectedConflictAndOutageThenConverges) {
   ASSERT_TRUE(pub.SyncOnce().ok());
   CheckPool(1, 10);
   EXPECT_EQ(pub.stats().failed_syncs, 2u);
+}
+
+TEST_F(SlicePublisherTest, AFailingSyncWarnsOnceUntilItFailsDifferentlyOrSucceeds) {
+  std::ostringstream out;
+  InitLoggingTo(std::make_shared<spdlog::sinks::ostream_sink_mt>(out), 0);
+  SlicePublisher pub(*client_, kDriver, kNode);
+  pub.Update(Devices(2));
+  ASSERT_TRUE(server_->InjectFault({{"status", 403}, {"method", "POST"},
+                                    {"path_prefix", "/apis/resource.k8s.io/"}, {"count", 3}}).ok());
+  for (int i = 0; i < 3; i++) EXPECT_FALSE(pub.SyncOnce().ok());
+  ASSERT_TRUE(pub.SyncOnce().ok());
+  ASSERT_TRUE(server_->ClearFaults().ok());
+  ASSERT_TRUE(server_->InjectFault({{"status", 403}, {"method", "PUT"}, {"count", 1}}).ok());
+  ASSERT_TRUE(server_->InjectFault({{"status", 403}, {"method", "GET"},
+                                    {"path_prefix", "/apis/resource.k8s.io/v1/resourceslices"}, {"count", 1}}).ok());
+  EXPECT_FALSE(pub.SyncOnce().ok());
+  InitLogging(0);
+  std::istringstream in(out.str());
+  int warnings = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("ResourceSlice sync for driver") == std::string::npos) continue;
+    EXPECT_EQ(line[0], 'W') << line;
+    ++warnings;
+  }
+  // Three failures alike: one warning; after a success, the next failure warns again.
+  EXPECT_EQ(warnings, 2) << out.str();
 }
 
 // Keeps every sync result it is told about.

@@ -228,7 +228,10 @@ Result<std::map<std::string, PrepareOutcome>> ClaimDispatcher::Prepare(
         out.insert_or_assign(valid[i].uid, late[i].ok() ? tasks[i]->prepare : PrepareOutcome(late[i]))
             .first->second;
     if (!r.ok()) {
-      NVDRA_ERROR("prepare of claim {} failed: {}", valid[i].ToString(), r.status().message());
+      // The one line of a failed claim.
+      NVDRA_ERROR_S(r.status().permanent() ? "Permanent error preparing claim" : "Error preparing claim",
+                    {"claim", valid[i].ns + "/" + valid[i].name}, {"uid", valid[i].uid},
+                    {"err", r.status().message()});
     } else {
       NVDRA_VLOG(1, "prepared claim {} ({} devices)", valid[i].ToString(), r->size());
     }
@@ -260,7 +263,8 @@ Result<std::map<std::string, Status>> ClaimDispatcher::Unprepare(
     Status& err = out[valid[i].uid];
     err = late[i].ok() ? tasks[i]->unprepare : late[i];
     if (!err.ok()) {
-      NVDRA_ERROR("unprepare of claim {} failed: {}", valid[i].ToString(), err.message());
+      NVDRA_ERROR_S("Error unpreparing claim", {"claim", valid[i].ns + "/" + valid[i].name}, {"uid", valid[i].uid},
+                    {"err", err.message()});
     } else {
       NVDRA_VLOG(1, "unprepared claim {}", valid[i].ToString());
     }

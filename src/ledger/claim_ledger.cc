@@ -49,6 +49,12 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
   if (options.dir.empty()) return InvalidArgument("ledger directory is empty");
   std::unique_ptr<ClaimLedger> l(new ClaimLedger(options));
   NVDRA_RETURN_IF_ERROR(l->env_->MakeDirs(options.dir).Wrap("cannot create ledger directory"));
+  // Before anything is read: a rollback retiring this ledger must see us.
+  auto holder = LedgerHolderLock::HoldShared(
+      options.dir, std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(options.lock_timeout));
+  if (!holder.ok()) return holder.status().Wrap("cannot open claim ledger in " + options.dir);
+  l->holder_ = std::move(holder).value();
   l->boot_id_ = options.boot_id;
   if (l->boot_id_.empty()) {
     auto b = ReadBootId(options.boot_id_path);
@@ -646,7 +652,7 @@ Status ClaimLedger::FinishUnprepare(const std::string& uid) {
     if (!t.write) return Status::Ok();
     NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-tombstone-write", "ledger-after-tombstone-write"));
     // Upstream's words, which operators grep for.
-    NVDRA_INFO("Deleted claim from checkpoint: {}/{} (claim {})", t.entry->ns, t.entry->name, t.entry->uid);
+    NVDRA_VLOG(6, "Deleted claim from checkpoint: {}/{} (claim {})", t.entry->ns, t.entry->name, t.entry->uid);
     return Status::Ok();
   });
 }

@@ -22,6 +22,7 @@
 #include "ledger/kind_codec.h"
 #include "ledger/ledger_env.h"
 #include "ledger/ledger_state.h"
+#include "ledger/ledger_holder_lock.h"
 #include "ledger/legacy_checkpoint_migration.h"
 #include "ledger/log_format.h"
 #include "ledger/lost_claim_recovery.h"
@@ -230,6 +231,8 @@ class ClaimLedger {
   uint64_t meta_bytes_ GUARDED_BY(mu_) = 0;  // header + meta record of the current file
   OpenReport report_ GUARDED_BY(mu_);
   bool opened_ GUARDED_BY(mu_) = false;
+  // Held for the ledger's lifetime: says a process has this ledger open.
+  std::unique_ptr<LedgerHolderLock> holder_ GUARDED_BY(mu_);
   // The Go driver's checkpoint.json; nullptr when its import is off.
   std::unique_ptr<LegacyCheckpointMigration> legacy_ GUARDED_BY(mu_);
   // Group commit (see WaitDurable).

@@ -4,6 +4,12 @@
 
 namespace nvdra::ledger {
 
+const std::vector<nlohmann::json>& UpstreamClaim::ParametersFor(const std::string& request) const {
+  static const std::vector<nlohmann::json> kNone;
+  auto it = config_parameters.find(request);
+  return it == config_parameters.end() ? kNone : it->second;
+}
+
 std::vector<std::string> HeldByDevices(const KindCodec* codec, const std::vector<std::string>& devices) {
   std::vector<std::string> held;
   for (const auto& d : devices) {

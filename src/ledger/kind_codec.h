@@ -6,6 +6,7 @@
 // LedgerOptions::codec.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,29 @@
 #include "ledger/claim_entry.h"
 
 namespace nvdra::ledger {
+
+// One device of a group the Go driver prepared, as its checkpoint names it.
+struct UpstreamPreparedDevice {
+  // The group member it sits under ("gpu", "mig", "vfio", "channel",
+  // "daemon"); "" in the oldest ComputeDomain format, which has no members.
+  std::string type;
+  nlohmann::json member;  // that member as written ({"info": ..., "device": ...}); keys as Go matches them
+  PreparedDevice device;
+};
+
+struct UpstreamPreparedGroup {
+  std::vector<UpstreamPreparedDevice> devices;
+  nlohmann::json config_state;  // "configState" as written; null when absent
+};
+
+// What the import read of one upstream claim, for the kind's undo record.
+struct UpstreamClaim {
+  std::vector<UpstreamPreparedGroup> groups;
+  // Per allocation request: the opaque "parameters" of the claim's configs
+  // that apply to it, lowest precedence first.
+  std::map<std::string, std::vector<nlohmann::json>> config_parameters;
+  const std::vector<nlohmann::json>& ParametersFor(const std::string& request) const;
+};
 
 class KindCodec {
  public:
@@ -39,6 +63,15 @@ class KindCodec {
   // for a native entry with prepared devices, or nullopt when they cannot be
   // represented to it (the export then leaves the claim half prepared there).
   virtual std::optional<std::string> UpstreamPreparedDevices(const ClaimEntry& e) const = 0;
+
+  // The kind's own undo record for a claim imported from the Go driver's
+  // checkpoint (`e`: the entry the import made, with its allocation and
+  // prepared devices), so the kind undoes what the Go driver did (a
+  // time slice it set, the node label of a domain's channel) and rebuilds
+  // the claim's CDI edits as for one it prepared. An object; the import adds
+  // the upstream claim to it (legacyCheckpoint, legacyCheckpointJson) for
+  // an export. Null: the kind keeps nothing of its own.
+  virtual nlohmann::json ImportUndo(const ClaimEntry& e, const UpstreamClaim& claim) const { return nullptr; }
 };
 
 // The resources held by `devices` named without configs, sorted and unique

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+
+#include "util/log.h"
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -318,20 +320,22 @@ TEST_F(LedgerFaultsTest, DeeplyNestedRecordIsKeptVerbatimNotRecursedInto) {
   EXPECT_NE(ReadFileToString(LogPath())->find(std::string(1000, '[')), std::string::npos);
 }
 
-// Item 19: operators grep for upstream's words.
-TEST_F(LedgerFaultsTest, UnprepareLogsUpstreamsDeletedClaimLine) {
-  std::ostringstream out;
-  auto previous = spdlog::default_logger();
-  spdlog::set_default_logger(
-      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out)));
-  {
-    auto l = Open(Options());
-    PrepareFully(*l, "uid-a", {"gpu-0"});
-    ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
-    ASSERT_TRUE(l->FinishUnprepare("uid-a").ok());
+// Operators grep for upstream's words, at upstream's level: V(6).
+TEST_F(LedgerFaultsTest, UnprepareLogsUpstreamsDeletedClaimLineAtV6) {
+  for (int v : {5, 6}) {
+    std::ostringstream out;
+    InitLoggingTo(std::make_shared<spdlog::sinks::ostream_sink_mt>(out), v);
+    {
+      auto l = Open(Options());
+      const std::string uid = "uid-v" + std::to_string(v);
+      PrepareFully(*l, uid, {"gpu-0"});
+      ASSERT_TRUE(l->BeginUnprepare(uid).ok());
+      ASSERT_TRUE(l->FinishUnprepare(uid).ok());
+    }
+    const bool logged = out.str().find("Deleted claim from checkpoint: default/claim-uid-v") != std::string::npos;
+    EXPECT_EQ(logged, v >= 6) << "v=" << v << ": " << out.str();
   }
-  spdlog::set_default_logger(previous);
-  EXPECT_NE(out.str().find("Deleted claim from checkpoint: default/claim-uid-a"), std::string::npos) << out.str();
+  InitLogging(0);
 }
 
 }  // namespace

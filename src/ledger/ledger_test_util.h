@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ledger/claim_ledger.h"
+#include "ledger/legacy_checkpoint.h"
 
 namespace nvdra::ledger::testing {
 
@@ -64,6 +65,16 @@ inline std::vector<PreparedDevice> Prepared(const std::string& uid,
                    ""});
   }
   return out;
+}
+
+// A checkpoint.json as the Go driver writes it: `claims` is the v2
+// "preparedClaims" object's text (uid -> claim), checksums filled in.
+inline std::string GoCheckpointFile(const std::string& claims, const std::string& boot_id) {
+  std::string rest = ",\"preparedClaims\":" + claims + ",\"nodeBootID\":\"" + boot_id + "\"";
+  uint32_t c2 = GoChecksum("{\"checksum\":0" + rest + "}");
+  uint32_t c1 = GoChecksum("{\"checksum\":0,\"v1\":{}}");
+  return "{\"checksum\":" + std::to_string(c1) + ",\"v1\":{},\"v2\":{\"checksum\":" + std::to_string(c2) + rest +
+         "}}";
 }
 
 inline uint64_t FileSize(const std::string& path) {

@@ -24,25 +24,36 @@ PreparedDevice FromCheckpointedDevice(const json& d) {
   return p;
 }
 
-// A group is {"devices":[{"gpu":{...,"device":D}|null, "mig":..., ...}]}; the
-// oldest CD files put the CheckpointedDevice fields directly in the entry.
-void CollectPrepared(const json& groups, std::vector<PreparedDevice>& out) {
-  if (!groups.is_array()) return;
+// A group is {"devices":[{"gpu":{...,"device":D}|null, "mig":..., ...}],
+// "configState":{...}}; the oldest CD files put the CheckpointedDevice
+// fields directly in the entry.
+std::vector<UpstreamPreparedGroup> ReadGroups(const json& groups) {
+  std::vector<UpstreamPreparedGroup> out;
+  if (!groups.is_array()) return out;
   for (const auto& g : groups) {
     const json* devices = GoField(g, {"devices"});
     if (devices == nullptr || !devices->is_array()) continue;
+    UpstreamPreparedGroup group;
+    const json* state = GoField(g, {"configState"});
+    if (state != nullptr) group.config_state = *state;
     for (const auto& dev : *devices) {
       if (!dev.is_object()) continue;
       if (GoField(dev, {"DeviceName", "device_name"}) != nullptr) {
-        out.push_back(FromCheckpointedDevice(dev));
+        group.devices.push_back({"", dev, FromCheckpointedDevice(dev)});
         continue;
       }
       for (auto it = dev.begin(); it != dev.end(); ++it) {
         const json* inner = GoField(it.value(), {"device"});
-        if (inner != nullptr && inner->is_object()) out.push_back(FromCheckpointedDevice(*inner));
+        if (inner != nullptr && inner->is_object()) {
+          std::string type = it.key();
+          std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+          group.devices.push_back({type, it.value(), FromCheckpointedDevice(*inner)});
+        }
       }
     }
+    out.push_back(std::move(group));
   }
+  return out;
 }
 
 // The opaque "parameters" of the claim's configs that apply to `request`,
@@ -332,9 +343,23 @@ ClaimEntry ImportClaim(const std::string& uid, const json& c, std::string_view r
   const json* configs = nullptr;
   e.allocation = ImportAllocation(c, codec, &configs);
   const json* groups = c.is_array() ? &c : GoField(c, {"preparedDevices"});
-  if (groups != nullptr) CollectPrepared(*groups, e.prepared);
+  UpstreamClaim upstream;
+  if (groups != nullptr) upstream.groups = ReadGroups(*groups);
+  for (const auto& g : upstream.groups) {
+    for (const auto& d : g.devices) e.prepared.push_back(d.device);
+  }
   e.held = LegacyHeld(e, configs, codec);
-  e.undo = {{"legacyCheckpoint", c}};
+  // Through the kind, the record it writes for its own claims, so its
+  // Unprepare, its CDI edits and its adoption at start read it as theirs.
+  if (codec != nullptr) {
+    for (const auto& a : e.allocation) upstream.config_parameters[a.request] = ConfigParameters(configs, a.request);
+    for (const auto& p : e.prepared) {
+      for (const auto& r : p.requests) upstream.config_parameters.try_emplace(r, ConfigParameters(configs, r));
+    }
+    e.undo = codec->ImportUndo(e, upstream);
+  }
+  if (!e.undo.is_object()) e.undo = json::object();
+  e.undo["legacyCheckpoint"] = c;
   if (!raw.empty()) e.undo["legacyCheckpointJson"] = std::string(raw);
   return e;
 }

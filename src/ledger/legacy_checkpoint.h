@@ -49,9 +49,10 @@ Result<std::vector<std::pair<std::string, std::string_view>>> RawObjectMembers(s
 // `codec` (the kind's; nullptr: keep every allocation result, each device
 // holding its name) filters allocation results to its driver and names what
 // each device holds.
-// The whole upstream claim object is kept in undo["legacyCheckpoint"] (and
-// its exact text in undo["legacyCheckpointJson"]) so the device kind can undo
-// what the Go driver did, and an export can give it back unchanged.
+// The undo record is the kind's own (KindCodec::ImportUndo), so the device
+// kind undoes what the Go driver did; the whole upstream claim object is kept
+// beside it in undo["legacyCheckpoint"] (and its exact text in
+// undo["legacyCheckpointJson"]) so an export can give it back unchanged.
 // DataLoss when the checksums do not verify.
 Result<LegacyImport> ParseLegacyCheckpoint(std::string_view json_text,
                                            const KindCodec* codec,

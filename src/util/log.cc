@@ -31,6 +31,8 @@ void AppendCaller(const spdlog::source_loc& loc, spdlog::memory_buf_t& dest) {
 }
 
 // klog's text header: Lmmdd hh:mm:ss.uuuuuu <pid, width 7> file:line] msg
+void AppendJsonString(std::string_view s, spdlog::memory_buf_t& dest);
+
 class KlogFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
@@ -49,7 +51,19 @@ class KlogFormatter final : public spdlog::formatter {
                    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros, pid_);
     AppendCaller(msg.source, dest);
     dest.append(std::string_view("] "));
-    dest.append(msg.payload.data(), msg.payload.data() + msg.payload.size());
+    const std::string_view payload(msg.payload.data(), msg.payload.size());
+    if (const auto* fields = log_internal::current_fields) {
+      // klog's structured text: the message and each value quoted as Go's %q.
+      AppendJsonString(payload, dest);
+      for (const auto& f : *fields) {
+        dest.push_back(' ');
+        dest.append(f.key);
+        dest.push_back('=');
+        AppendJsonString(f.value, dest);
+      }
+    } else {
+      dest.append(payload);
+    }
     dest.push_back('\n');
   }
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<KlogFormatter>(); }
@@ -92,6 +106,14 @@ class JsonFormatter final : public spdlog::formatter {
     AppendJsonString(std::string_view(msg.payload.data(), msg.payload.size()), dest);
     if (msg.level < spdlog::level::err) {
       fmt::format_to(std::back_inserter(dest), R"(,"v":{})", log_internal::current_v);
+    }
+    if (const auto* fields = log_internal::current_fields) {
+      for (const auto& f : *fields) {
+        dest.push_back(',');
+        AppendJsonString(f.key, dest);
+        dest.push_back(':');
+        AppendJsonString(f.value, dest);
+      }
     }
     dest.append(std::string_view("}\n"));
   }

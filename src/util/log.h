@@ -4,6 +4,10 @@
 //   json (--logging-format json), component-base's keys:
 //     {"ts":1764554860.560567,"caller":"engine.cc:123","msg":"msg","v":0}
 //     (error lines carry no "v", as in component-base).
+// Structured lines (NVDRA_*_S: a constant message and key/value pairs, as
+// klog's InfoS/ErrorS) print as klog prints them in text,
+//   E1201 02:07:40.560567   22750 claim_dispatcher.cc:231] "Error preparing claim" claim="ns/name" err="..."
+// and with one JSON key per pair: {...,"msg":"Error preparing claim","claim":"ns/name","err":"..."}.
 // Verbosity follows upstream's documented -v levels: 0 configuration and
 // permanent errors, 1 (un)prepare confirmations, 2 no-op unprepares, 4 detail
 // worth having while debugging a node, 6 every kubelet request and ledger
@@ -17,6 +21,8 @@
 #include <spdlog/spdlog.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace nvdra {
 
@@ -36,6 +42,16 @@ inline thread_local int current_v = 0;
 struct VScope {
   explicit VScope(int v) { current_v = v; }
   ~VScope() { current_v = 0; }
+};
+// The key/value pairs of the structured line being logged.
+struct Field {
+  std::string_view key;
+  std::string value;
+};
+inline thread_local const std::vector<Field>* current_fields = nullptr;
+struct FieldsScope {
+  explicit FieldsScope(const std::vector<Field>& f) { current_fields = &f; }
+  ~FieldsScope() { current_fields = nullptr; }
 };
 }  // namespace log_internal
 
@@ -57,3 +73,20 @@ struct VScope {
 #define NVDRA_INFO(...) NVDRA_LOG_AT_(spdlog::level::info, __VA_ARGS__)
 #define NVDRA_WARN(...) NVDRA_LOG_AT_(spdlog::level::warn, __VA_ARGS__)
 #define NVDRA_ERROR(...) NVDRA_LOG_AT_(spdlog::level::err, __VA_ARGS__)
+
+// Structured lines: NVDRA_ERROR_S("Error preparing claim", {"claim", ref}, {"err", msg}).
+#define NVDRA_LOG_S_(lvl, msg, ...)                                                  \
+  do {                                                                               \
+    const std::vector<::nvdra::log_internal::Field> nvdra_fields_{__VA_ARGS__};     \
+    ::nvdra::log_internal::FieldsScope nvdra_fields_scope_(nvdra_fields_);           \
+    NVDRA_LOG_AT_(lvl, "{}", msg);                                                   \
+  } while (0)
+#define NVDRA_INFO_S(msg, ...) NVDRA_LOG_S_(spdlog::level::info, msg, __VA_ARGS__)
+#define NVDRA_ERROR_S(msg, ...) NVDRA_LOG_S_(spdlog::level::err, msg, __VA_ARGS__)
+#define NVDRA_VLOG_S(v, msg, ...)                            \
+  do {                                                       \
+    if (::nvdra::LogVerbosity() >= (v)) {                    \
+      ::nvdra::log_internal::VScope nvdra_vscope_(v);        \
+      NVDRA_LOG_S_(spdlog::level::info, msg, __VA_ARGS__);   \
+    }                                                        \
+  } while (0)

@@ -84,6 +84,37 @@ TEST_F(LogTest, JsonHasComponentBaseKeys) {
   EXPECT_EQ(LogVerbosity(), 6);
 }
 
+TEST_F(LogTest, StructuredLinesQuoteTheMessageAndEachValueInTextAndGetOwnKeysInJson) {
+  Init(4, "text");
+  NVDRA_ERROR_S("Error preparing claim", {"claim", "default/a"}, {"err", "gpu-0 \"held\"\nby b"});
+  NVDRA_VLOG_S(4, "Prepared claim", {"claim", "default/a"});
+  NVDRA_VLOG_S(5, "hidden", {"claim", "default/a"});
+  NVDRA_INFO("plain after");
+  auto lines = Lines(out_.str());
+  ASSERT_EQ(lines.size(), 3u) << out_.str();
+  EXPECT_EQ(lines[0].substr(0, 1), "E");
+  EXPECT_EQ(lines[0].substr(lines[0].find("] ")),
+            R"(] "Error preparing claim" claim="default/a" err="gpu-0 \"held\"\nby b")");
+  EXPECT_EQ(lines[1].substr(lines[1].find("] ")), R"(] "Prepared claim" claim="default/a")");
+  EXPECT_EQ(lines[2].substr(lines[2].find("] ")), "] plain after") << "the fields do not leak into the next line";
+
+  out_.str("");
+  Init(4, "json");
+  NVDRA_ERROR_S("Error preparing claim", {"claim", "default/a"}, {"uid", "u-1"}, {"err", "held"});
+  NVDRA_VLOG_S(4, "Prepared claim", {"claim", "default/a"});
+  lines = Lines(out_.str());
+  ASSERT_EQ(lines.size(), 2u) << out_.str();
+  auto e = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(e["msg"], "Error preparing claim");
+  EXPECT_EQ(e["claim"], "default/a");
+  EXPECT_EQ(e["uid"], "u-1");
+  EXPECT_EQ(e["err"], "held");
+  EXPECT_FALSE(e.contains("v"));
+  auto i = nlohmann::json::parse(lines[1]);
+  EXPECT_EQ(i["v"], 4);
+  EXPECT_EQ(i["claim"], "default/a");
+}
+
 TEST_F(LogTest, ReinitialisingDoesNotDuplicateLines) {
   Init(0, "text");
   Init(0, "text");

@@ -82,7 +82,12 @@ class GpuEndToEnd(NodeTestCase):
         r = self.plugin.prepare([claim])
         self.assertIn('strict decoding error: unknown field "unexpectedField"', r[claim[2]]["error"])
         self.assertEqual(self.live_entries(self.plugin), [])
-        self.assertIn("Permanent error", self.plugin.read_log())
+        # One log line for the failed claim, at Error, with its keys.
+        lines = [line for line in self.plugin.read_log().splitlines() if claim[2] in line]
+        self.assertEqual(len(lines), 1, lines)
+        self.assertTrue(lines[0].startswith("E"), lines[0])
+        self.assertIn('] "Permanent error preparing claim" claim="default/bad-config" uid="%s" err=' % claim[2],
+                      lines[0])
         # The user sees it on the claim, as an Event.
         status, body = self.node.api.request("GET", "/_nvdra/objects?resource=events")
         self.assertEqual(status, 200)
@@ -211,6 +216,24 @@ class GpuEndToEnd(NodeTestCase):
         taints = wait_for(gpu6_taints, 30, "a taint on gpu-6")
         self.assertEqual([(t["key"], t.get("value"), t["effect"]) for t in taints],
                          [("gpu.nvidia.com/xid", "79", "NoSchedule")])
+
+        # An ignored XID after it clears nothing: gpu-6 keeps its critical taint
+        # and stays UNHEALTHY, while on a healthy gpu-7 it is a taint of effect
+        # None. The events are handled in order, so once gpu-7's taint is
+        # published, gpu-6's 13 has been handled too.
+        with open(events, "a") as f:
+            f.write("gpu-6 13\ngpu-7 13\n")
+
+        def taints_of(name):
+            for s in self.node.api.slices(GPU_DRIVER):
+                for dev in s["spec"]["devices"]:
+                    if dev["name"] == name and dev.get("taints"):
+                        return [(t["key"], t.get("value"), t["effect"]) for t in dev["taints"]]
+            return None
+        self.assertEqual(wait_for(lambda: taints_of("gpu-7"), 30, "an informational taint on gpu-7"),
+                         [("gpu.nvidia.com/xid", "13", "None")])
+        self.assertEqual(taints_of("gpu-6"), [("gpu.nvidia.com/xid", "79", "NoSchedule")])
+        self.assertIsNotNone(gpu6_unhealthy(), "gpu-6 is still reported UNHEALTHY")
 
     def test_metrics_endpoint_counts_requests(self):
         import socket

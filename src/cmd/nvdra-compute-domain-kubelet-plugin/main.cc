@@ -151,7 +151,10 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   NVDRA_ASSIGN_OR_RETURN(auto entries, ctx.ledger.List());
   for (const auto& e : entries) {
     if (ledger::HoldsResources(e.state)) {
-      kind->Adopt(e.uid, e.undo);
+      std::vector<std::string> devices;
+      for (const auto& d : e.prepared) devices.push_back(d.device);
+      for (const auto& a : e.allocation) devices.push_back(a.device);
+      kind->Adopt(e.uid, e.undo, devices);
     }
   }
   StartMaintenance(ctx, flags, crash_on_fabric_errors, domains, labels, dirs);

@@ -18,6 +18,7 @@
 #include "cmd/nvdractl/commands.h"
 #include "cmd/nvdractl/kind_codecs.h"
 #include "ledger/claim_ledger.h"
+#include "ledger/ledger_holder_lock.h"
 #include "ledger/ledger_inspector.h"
 #include "ledger/legacy_checkpoint.h"
 #include "util/boot_id.h"
@@ -115,7 +116,24 @@ nlohmann::json ToJson(const LedgerInspection& in) {
           {"claims", claims}};
 }
 
-int Show(const std::string& dir, bool json, const std::string& boot_id_file) {
+// "45s", "12m", "3h", "2d": how long ago `t` was.
+std::string Age(std::chrono::system_clock::time_point t, std::chrono::system_clock::time_point now) {
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(now - t).count();
+  if (s < 0) return "0s";
+  if (s < 120) return std::to_string(s) + "s";
+  if (s < 7200) return std::to_string(s / 60) + "m";
+  if (s < 172800) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+// The pods (UIDs) the claim was reserved for at its last Prepare.
+std::string Pods(const ClaimEntry& e) {
+  if (e.consumers.empty()) return "-";
+  return e.consumers.size() == 1 ? e.consumers[0]
+                                 : e.consumers[0] + " +" + std::to_string(e.consumers.size() - 1);
+}
+
+int Show(const std::string& dir, bool json, bool all, const std::string& boot_id_file) {
   auto boot = ReadBootId(boot_id_file);
   auto in = ledger::InspectLedger(dir, boot.ok() ? *boot : "");
   if (!in.ok()) {
@@ -124,21 +142,30 @@ int Show(const std::string& dir, bool json, const std::string& boot_id_file) {
   }
   if (json) {
     std::cout << ToJson(*in).dump(2) << "\n";
-    return 0;
+    return 0;  // "exists" says whether there is a ledger
   }
   if (!in->exists) {
-    std::printf("no ledger in %s\n", dir.c_str());
-    return 0;
+    std::fprintf(stderr, "nvdractl: no ledger (%s) in %s\n", ledger::kLogFileName, dir.c_str());
+    return 2;
   }
-  std::printf("%-38s %-32s %-17s %-7s %-24s %-20s %s\n", "UID", "CLAIM", "STATE", "BOOT", "UPDATED",
+  const auto now = std::chrono::system_clock::now();
+  std::printf("%-38s %-32s %-38s %-17s %-7s %-5s %-20s %s\n", "UID", "CLAIM", "POD", "STATE", "BOOT", "AGE",
               "DEVICES", "CDI DEVICE IDS");
+  size_t live = 0, hidden = 0;
   for (const auto& e : in->entries) {
-    std::printf("%-38s %-32s %-17s %-7s %-24s %-20s %s\n", e.uid.c_str(), (e.ns + "/" + e.name).c_str(),
-                ledger::ClaimStateName(e.state), e.from_earlier_boot ? "earlier" : "current",
-                Time(e.updated).c_str(), Devices(e).c_str(), CdiIds(e).c_str());
+    bool holds = ledger::HoldsResources(e.state);
+    live += holds ? 1 : 0;
+    if (!holds && !all) {
+      ++hidden;
+      continue;
+    }
+    std::printf("%-38s %-32s %-38s %-17s %-7s %-5s %-20s %s\n", e.uid.c_str(), (e.ns + "/" + e.name).c_str(),
+                Pods(e).c_str(), ledger::ClaimStateName(e.state), e.from_earlier_boot ? "earlier" : "current",
+                Age(e.updated, now).c_str(), Devices(e).c_str(), CdiIds(e).c_str());
   }
-  std::printf("%zu claims, %zu records, %llu bytes\n", in->entries.size(), in->records,
-              static_cast<unsigned long long>(in->file_size));
+  std::printf("%zu live claims", live);
+  if (hidden > 0) std::printf(" (%zu tombstones not shown; --all lists them)", hidden);
+  std::printf(", %zu records, %llu bytes\n", in->records, static_cast<unsigned long long>(in->file_size));
   PrintProblems(*in, stdout);
   return 0;
 }
@@ -185,8 +212,7 @@ int Rebuild(const std::string& dir, const std::string& cdi_root, const std::stri
   for (const auto& uid : *uids) {
     auto devices = cdi.ClaimSpecDevices(uid);
     if (!devices.ok()) {
-      // Only the upstream driver's .yaml is there (the Go driver's claim,
-      // which its checkpoint import covers), or the file is unreadable.
+      // The spec (ours, or the Go driver's .yaml) is unreadable or no spec.
       std::printf("skipped %s: %s\n", uid.c_str(), devices.status().message().c_str());
       continue;
     }
@@ -227,12 +253,41 @@ int Rebuild(const std::string& dir, const std::string& cdi_root, const std::stri
   return failed == 0 ? 0 : 1;
 }
 
+// After a rollback the Go driver's checkpoint is the truth; a later upgrade
+// imports it again instead of trusting this ledger.
+int RetireLedger(const std::string& dir) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::system_clock::now().time_since_epoch()).count();
+  std::string log = JoinPath(dir, ledger::kLogFileName);
+  std::string aside = log + ".exported-" + std::to_string(ms);
+  if (std::rename(log.c_str(), aside.c_str()) != 0) {
+    std::fprintf(stderr, "nvdractl: cannot rename %s: %s\n", log.c_str(), ErrnoText(errno).c_str());
+    return 1;
+  }
+  std::printf("renamed %s to %s\n", log.c_str(), aside.c_str());
+  return 0;
+}
+
 int ExportUpstream(const std::string& dir, std::string output, const std::string& driver,
                    const std::string& boot_id_file, bool force, bool retire_ledger) {
   auto boot = ReadBootId(boot_id_file);
   if (!boot.ok()) {
     std::fprintf(stderr, "nvdractl: %s\n", boot.status().message().c_str());
     return 2;
+  }
+  // A running plugin would import the exported checkpoint again at its next
+  // transition and start a new ledger: the rollback would be undone. Held
+  // from the export through the rename, so no plugin opens the ledger between.
+  std::unique_ptr<ledger::LedgerHolderLock> sole;
+  if (retire_ledger && PathExists(JoinPath(dir, ledger::kLogFileName))) {
+    auto held = ledger::LedgerHolderLock::TryExclusive(dir);
+    if (!held.ok()) {
+      std::fprintf(stderr, "nvdractl: refusing to retire the ledger: %s (a running plugin would import the "
+                           "exported checkpoint again); nothing was written\n",
+                   held.status().message().c_str());
+      return 1;
+    }
+    sole = std::move(held).value();
   }
   auto in = ledger::InspectLedger(dir, *boot);
   if (!in.ok() || !in->exists) {
@@ -258,20 +313,7 @@ int ExportUpstream(const std::string& dir, std::string output, const std::string
   size_t live = 0;
   for (const auto& e : in->entries) live += ledger::HoldsResources(e.state) ? 1 : 0;
   std::printf("wrote %s with %zu claims for boot %s\n", output.c_str(), live, boot->c_str());
-  if (retire_ledger) {
-    // After a rollback the Go driver's checkpoint is the truth; a later
-    // upgrade imports it again instead of trusting this ledger.
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::system_clock::now().time_since_epoch()).count();
-    std::string log = JoinPath(dir, ledger::kLogFileName);
-    std::string aside = log + ".exported-" + std::to_string(ms);
-    if (std::rename(log.c_str(), aside.c_str()) != 0) {
-      std::fprintf(stderr, "nvdractl: cannot rename %s: %s\n", log.c_str(), ErrnoText(errno).c_str());
-      return 1;
-    }
-    std::printf("renamed %s to %s\n", log.c_str(), aside.c_str());
-  }
-  return 0;
+  return retire_ledger ? RetireLedger(dir) : 0;
 }
 
 }  // namespace
@@ -279,7 +321,7 @@ int ExportUpstream(const std::string& dir, std::string output, const std::string
 void AddLedgerCommands(CLI::App& app, int& exit_code) {
   struct Flags {
     std::string dir, boot_id_file = kDefaultBootIdPath;
-    bool json = false;
+    bool json = false, all = false;
     std::string cdi_root = "/var/run/cdi", driver = DefaultCodec().driver_name(), export_driver, output;
     bool keep_recovering = false, force = false, retire_ledger = false;
   };
@@ -288,11 +330,14 @@ void AddLedgerCommands(CLI::App& app, int& exit_code) {
   auto* group = app.add_subcommand("ledger", "inspect, rebuild or export a driver's claim ledger");
   group->require_subcommand(1);
 
-  auto* show = group->add_subcommand("show", "print claims, states and devices");
+  auto* show = group->add_subcommand(
+      "show", "print the live claims (those holding devices) with their pods, states, age since their last "
+              "change and devices; exit 2 if there is no ledger (--json: \"exists\": false, exit 0)");
   show->add_option("dir", flags->dir, "the driver's plugin data directory")->required();
-  show->add_flag("--json", flags->json, "print JSON instead of a table");
+  show->add_flag("--json", flags->json, "print JSON instead of a table (every entry, tombstones included)");
+  show->add_flag("--all", flags->all, "list tombstones (claims unprepared a moment ago) too");
   show->add_option("--boot-id-file", flags->boot_id_file, "where the current boot id is read from");
-  show->callback([flags, &exit_code] { exit_code = Show(flags->dir, flags->json, flags->boot_id_file); });
+  show->callback([flags, &exit_code] { exit_code = Show(flags->dir, flags->json, flags->all, flags->boot_id_file); });
 
   auto* verify = group->add_subcommand(
       "verify", "check every record's checksum; exit 1 on damage, 2 if there is no ledger");
@@ -321,7 +366,8 @@ void AddLedgerCommands(CLI::App& app, int& exit_code) {
   exp->add_option("--boot-id-file", flags->boot_id_file, "where the current boot id is read from");
   exp->add_flag("--force", flags->force, "overwrite an existing checkpoint");
   exp->add_flag("--retire-ledger", flags->retire_ledger,
-                "rename ledger.log aside, so a later upgrade imports the checkpoint again");
+                "rename ledger.log aside, so a later upgrade imports the checkpoint again (refused while a "
+                "plugin has the ledger open)");
   exp->callback([flags, &exit_code] {
     exit_code = ExportUpstream(flags->dir, flags->output, flags->export_driver, flags->boot_id_file, flags->force,
                                flags->retire_ledger);

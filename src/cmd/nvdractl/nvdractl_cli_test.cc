@@ -39,6 +39,44 @@ TEST(NvdractlCliTest, BadArgumentsExitTwo) {
   EXPECT_EQ(sub_help.exit_code, 0) << sub_help.out;
 }
 
+TEST(NvdractlCliTest, EachSubcommandsHelpShowsItsOwnExitStatusOnly) {
+  const std::string generic = "the plugin answered but something in the answer failed";
+  CtlRun top = Nvdractl("--help");
+  EXPECT_NE(top.out.find(generic), std::string::npos) << top.out;
+  for (const char* sub : {"ledger verify", "ledger show", "probe", "prepare", "watch-health", "cycle"}) {
+    CtlRun r = Nvdractl(std::string(sub) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << sub << "\n" << r.out;
+    EXPECT_EQ(r.out.find(generic), std::string::npos) << "nvdractl " << sub << " --help\n" << r.out;
+  }
+  EXPECT_NE(Nvdractl("ledger verify --help").out.find("exit 1 on damage, 2 if there is no ledger"), std::string::npos);
+  EXPECT_NE(Nvdractl("probe --help").out.find("Exit status: 0 SERVING"), std::string::npos);
+}
+
+TEST(NvdractlCliTest, AnUnknownCommandIsNamed) {
+  CtlRun r = Nvdractl("bogus");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown command \"bogus\" for nvdractl (commands: ledger, "), std::string::npos) << r.out;
+  CtlRun nested = Nvdractl("-v 2 ledger bogus /tmp");
+  EXPECT_EQ(nested.exit_code, 2) << nested.out;
+  EXPECT_NE(nested.out.find("unknown command \"bogus\" for nvdractl ledger (commands: show, verify, rebuild, "
+                            "export-upstream)"),
+            std::string::npos)
+      << nested.out;
+  CtlRun missing = Nvdractl("ledger");
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+}
+
+TEST(NvdractlCliTest, ProbeRefusesAnAddressWithoutAUsablePort) {
+  CtlRun r = Nvdractl("probe --address 127.0.0.1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("127.0.0.1 has no port: give host:port"), std::string::npos) << r.out;
+  for (const char* bad : {"127.0.0.1:0", "127.0.0.1:http", "[::1]:70000"}) {
+    CtlRun p = Nvdractl(std::string("probe --address ") + bad);
+    EXPECT_EQ(p.exit_code, 2) << bad << "\n" << p.out;
+    EXPECT_NE(p.out.find("is not a number from 1 to 65535"), std::string::npos) << p.out;
+  }
+}
+
 class NvdractlHintTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -52,6 +52,40 @@ TEST(NvdractlLedgerTest, ShowPrintsClaimsAsTableAndJson) {
   EXPECT_EQ(j["damaged"], false);
 }
 
+TEST(NvdractlLedgerTest, ShowListsLiveClaimsByDefaultAndTombstonesWithAll) {
+  TempDir dir{"nvdra-ledger"};
+  {
+    ledger::LedgerOptions o;
+    o.dir = dir.path();
+    o.boot_id = "boot-1";
+    auto l = std::move(ledger::ClaimLedger::Open(o)).value();
+    auto req = Request("uid-live", {"gpu-0"});
+    req.consumers = {"pod-uid-1"};
+    ASSERT_TRUE(l->BeginPrepare(req).ok());
+    ASSERT_TRUE(l->CompletePrepare("uid-live", Prepared("uid-live", {"gpu-0"}), nullptr).ok());
+    ASSERT_TRUE(l->BeginPrepare(Request("uid-gone", {"gpu-1"})).ok());
+    ASSERT_TRUE(l->BeginUnprepare("uid-gone").ok());
+    ASSERT_TRUE(l->FinishUnprepare("uid-gone").ok());
+  }
+  CtlRun table = Nvdractl("ledger show " + dir.path());
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_NE(table.out.find("POD"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("AGE"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("pod-uid-1"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("uid-gone"), std::string::npos) << "a tombstone's device is no live claim's\n" << table.out;
+  EXPECT_NE(table.out.find("1 live claims (1 tombstones not shown; --all lists them)"), std::string::npos)
+      << table.out;
+  CtlRun all = Nvdractl("ledger show --all " + dir.path());
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  EXPECT_NE(all.out.find("uid-gone"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("Tombstone"), std::string::npos) << all.out;
+  // Without a ledger, show says so as verify does.
+  TempDir empty{"nvdra-ledger"};
+  CtlRun none = Nvdractl("ledger show " + empty.path());
+  EXPECT_EQ(none.exit_code, 2) << none.out;
+  EXPECT_NE(none.out.find("no ledger"), std::string::npos) << none.out;
+}
+
 TEST(NvdractlLedgerTest, VerifyPassesOnHealthyLedger) {
   TempDir dir{"nvdra-ledger"};
   MakeLedger(dir.path());
@@ -121,6 +155,31 @@ TEST(NvdractlLedgerTest, RebuildRecordsClaimsFromCdiSpecsAfterAnUnreadableLedger
   // Running it again changes nothing.
   CtlRun again = Nvdractl("ledger rebuild " + data + " --cdi-root " + cdi + " --driver gpu.nvidia.com");
   EXPECT_EQ(again.exit_code, 0) << again.out;
+}
+
+TEST(NvdractlLedgerTest, RebuildReadsTheGoDriversYamlSpecs) {
+  TempDir dir{"nvdra-ledger"};
+  std::string cdi = dir.path() + "/cdi", data = dir.path() + "/data";
+  ASSERT_TRUE(MakeDirectories(data).ok());
+  ASSERT_TRUE(WriteFileAtomically(JoinPath(data, ledger::kLogFileName), "garbage, not a ledger").ok());
+  WriteSpec(cdi, "uid-a", {"gpu-0"});
+  // As the Go driver writes it (CDI's WriteSpec: YAML, "---" first).
+  ASSERT_TRUE(WriteFileAtomically(cdi + "/k8s.gpu.nvidia.com-claim_uid-go.yaml",
+                                  "---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n"
+                                  "- name: uid-go-gpu-3\n  containerEdits:\n    deviceNodes:\n"
+                                  "    - path: /dev/nvidia3\n").ok());
+  CtlRun r = Nvdractl("ledger rebuild " + data + " --cdi-root " + cdi + " --driver gpu.nvidia.com");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("rebuilt uid-go: gpu-3"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("No such file"), std::string::npos) << r.out;
+  ledger::LedgerOptions o;
+  o.dir = data;
+  o.boot_id = "boot-1";
+  auto l = std::move(ledger::ClaimLedger::Open(o)).value();
+  auto go = l->Get("uid-go");
+  ASSERT_TRUE(go.ok() && go->has_value()) << r.out;
+  EXPECT_EQ((*go)->held, std::vector<std::string>{"gpu-3"});
+  EXPECT_EQ(l->BeginPrepare(Request("uid-c", {"gpu-3"})).status().code(), StatusCode::kConflict);
 }
 
 TEST(NvdractlLedgerTest, RebuildSkipsSpecDevicesWithoutAStringName) {
@@ -241,6 +300,41 @@ TEST(NvdractlLedgerTest, ExportUpstreamGivesImportedClaimsBackUnchanged) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(*ReadFileToString(cp), file);  // byte for byte what the Go driver wrote
   EXPECT_FALSE(PathExists(JoinPath(dir.path(), ledger::kLogFileName)));
+}
+
+TEST(NvdractlLedgerTest, ExportUpstreamRefusesToRetireALedgerAPluginHolds) {
+  TempDir dir{"nvdra-ledger"};
+  MakeLedger(dir.path());
+  std::string boot = JoinPath(dir.path(), "boot_id");
+  ASSERT_TRUE(WriteFileAtomically(boot, "boot-1\n").ok());
+  std::string cp = JoinPath(dir.path(), ledger::kLegacyCheckpointFileName);
+  const std::string cmd = "ledger export-upstream " + dir.path() + " --boot-id-file " + boot + " --retire-ledger";
+  {
+    // Open as a running plugin has it (this process stands in for one).
+    ledger::LedgerOptions o;
+    o.dir = dir.path();
+    o.boot_id = "boot-1";
+    auto plugin = std::move(ledger::ClaimLedger::Open(o)).value();
+    CtlRun r = Nvdractl(cmd);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("refusing to retire the ledger: a plugin has the ledger in " + dir.path() + " open"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("stop the plugin first"), std::string::npos) << r.out;
+    EXPECT_TRUE(PathExists(JoinPath(dir.path(), ledger::kLogFileName)));
+    EXPECT_FALSE(PathExists(cp)) << "nothing is written that the plugin would import";
+    // The plugin goes on recording claims in the same ledger.
+    ASSERT_TRUE(plugin->BeginPrepare(Request("uid-c", {"gpu-2"})).ok());
+    // A read-only export beside the running plugin is fine.
+    CtlRun read_only = Nvdractl("ledger export-upstream " + dir.path() + " --boot-id-file " + boot + " --output " +
+                                JoinPath(dir.path(), "copy.json"));
+    EXPECT_EQ(read_only.exit_code, 0) << read_only.out;
+  }
+  // Once the plugin is gone, the rollback goes through.
+  CtlRun r = Nvdractl(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(PathExists(JoinPath(dir.path(), ledger::kLogFileName)));
+  EXPECT_TRUE(PathExists(cp));
 }
 
 }  // namespace

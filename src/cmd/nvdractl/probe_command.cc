@@ -13,6 +13,26 @@
 
 namespace nvdra::ctl {
 
+namespace {
+
+// gRPC reads "127.0.0.1" as port 0 without a word; the probe says what is
+// missing instead.
+std::string CheckHostPort(const std::string& address) {
+  size_t colon = address.rfind(':');
+  bool bracketed = !address.empty() && address[0] == '[';
+  if (colon == std::string::npos || colon == 0 || (bracketed && address[colon - 1] != ']')) {
+    return address + " has no port: give host:port, the port being the plugin's --healthcheck-port";
+  }
+  std::string port = address.substr(colon + 1);
+  bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535) {
+    return "the port of " + address + " is not a number from 1 to 65535";
+  }
+  return "";
+}
+
+}  // namespace
+
 void AddProbeCommand(CLI::App& app, int& exit_code) {
   struct ProbeArgs {
     std::string address;
@@ -26,7 +46,9 @@ void AddProbeCommand(CLI::App& app, int& exit_code) {
       "Output: {\"address\", \"service\", \"status\": \"SERVING\"|\"NOT_SERVING\"|...} or {\"address\", "
       "\"service\", \"rpc_error\"}.\n"
       "Exit status: 0 SERVING; 1 any other status; 2 the call failed or the arguments are bad.");
-  probe->add_option("--address", args->address, "host:port of the plugin's --healthcheck-port")->required();
+  probe->add_option("--address", args->address, "host:port of the plugin's --healthcheck-port")
+      ->required()
+      ->check(CLI::Validator(CheckHostPort, "HOST:PORT"));
   probe->add_option("--service", args->service, "the service asked about (the Helm chart asks \"liveness\")");
   probe->add_option("--timeout", args->timeout_s, "seconds to wait for the answer (the chart's probes allow 10)")
       ->check(CLI::PositiveNumber);

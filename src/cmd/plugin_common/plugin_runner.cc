@@ -22,6 +22,7 @@ kubelet::DeviceHealthStatus ToKubelet(devices::HealthState s) {
     case devices::HealthState::kHealthy: return kubelet::DeviceHealthStatus::kHealthy;
     case devices::HealthState::kUnhealthy: return kubelet::DeviceHealthStatus::kUnhealthy;
     case devices::HealthState::kUnmonitored: return kubelet::DeviceHealthStatus::kUnknown;
+    case devices::HealthState::kNotice: break;  // never streamed: it changes no device's health
   }
   return kubelet::DeviceHealthStatus::kUnknown;
 }
@@ -295,11 +296,15 @@ Status Plugin::StartHealthMonitoring() {
   return Status::Ok();
 }
 
+// An ignored XID is logged and becomes a taint of effect None, but the
+// stream keeps what the device was: it neither recovers nor fails by it.
 void Plugin::OnHealthEvent(const devices::DeviceHealthEvent& e) {
-  if (e.state != devices::HealthState::kHealthy) {
+  if (e.state == devices::HealthState::kNotice) {
+    NVDRA_INFO("device {}: {}", e.device, e.message);
+  } else if (e.state != devices::HealthState::kHealthy) {
     NVDRA_WARN("device {} is {}: {}", e.device, devices::HealthStateName(e.state), e.message);
   }
-  if (options_.health_streaming) {
+  if (options_.health_streaming && e.state != devices::HealthState::kNotice) {
     broadcaster_.Update({{options_.node_name, e.device, ToKubelet(e.state), 0, 0, e.message}});
   }
   if (kind_->OnHealthEvent(e)) publisher_->Update(kind_->PublishedDevices());

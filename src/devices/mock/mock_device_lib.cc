@@ -235,7 +235,7 @@ void MockHealthSource::HandleLine(const std::string& line) {
     }
     const uint64_t xid = *parsed;
     bool critical = policy_.IsCritical(xid);
-    ev.state = critical ? HealthState::kUnhealthy : HealthState::kHealthy;
+    ev.state = critical ? HealthState::kUnhealthy : HealthState::kNotice;
     ev.xid = xid;
     ev.message = "XID " + std::to_string(xid) + (critical ? " (critical)" : " (ignored)");
   }

@@ -149,7 +149,7 @@ TEST(MockDeviceLibTest, InjectedHealthEvents) {
   ASSERT_TRUE(source.PollOnce().ok());
   EXPECT_EQ(got, (std::vector<std::string>{
                      "gpu-0 Unhealthy XID 79 (critical)",
-                     "gpu-1 Healthy XID 48 (ignored)",
+                     "gpu-1 Notice XID 48 (ignored)",
                      "gpu-3-mig-1g5gb-me-20-0 Unhealthy GPU lost",
                      "gpu-3-mig-1c3g20gb-9-4 Unhealthy GPU lost",
                      "gpu-0 Unmonitored health events not available",
@@ -183,7 +183,7 @@ TEST(MockDeviceLibTest, HealthSourceThreadStartsAndStops) {
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0].device, "gpu-2");
     EXPECT_EQ(got[0].xid, std::optional<uint64_t>(31));
-    EXPECT_EQ(got[0].state, HealthState::kHealthy);
+    EXPECT_EQ(got[0].state, HealthState::kNotice) << "an ignored XID leaves the health as it was";
   }
   source->Stop();
   source->Stop();

@@ -406,7 +406,7 @@ bool XidWatcher::PollOnce(unsigned timeout_ms) {
   if (data.computeInstanceId != NVML_INVALID_INSTANCE_ID) ci = static_cast<int>(data.computeInstanceId);
   uint64_t xid = data.eventData;
   bool critical = policy_.IsCritical(xid);
-  Emit(gpu, gi, ci, critical ? HealthState::kUnhealthy : HealthState::kHealthy, xid,
+  Emit(gpu, gi, ci, critical ? HealthState::kUnhealthy : HealthState::kNotice, xid,
        "XID " + std::to_string(xid) + (critical ? " (critical)" : " (ignored)"));
   return true;
 }

@@ -273,10 +273,10 @@ TEST_F(NvmlDeviceLibTest, XidWatcherReportsCriticalIgnoredLostAndUnmonitored) {
   for (const auto& e : got) summary.push_back(e.device + " " + HealthStateName(e.state) + " " + e.message);
   EXPECT_EQ(summary, (std::vector<std::string>{
                          "gpu-0 Unhealthy XID 79 (critical)",
-                         "gpu-0 Healthy XID 13 (ignored)",
+                         "gpu-0 Notice XID 13 (ignored)",
                          "gpu-1-mig-1g10gb-19-6 Unhealthy XID 48 (critical)",
-                         "gpu-1-mig-1c3g40gb-9-4 Healthy XID 94 (ignored)",
-                         "gpu-1-mig-1g10gb-19-6 Healthy XID 94 (ignored)",
+                         "gpu-1-mig-1c3g40gb-9-4 Notice XID 94 (ignored)",
+                         "gpu-1-mig-1g10gb-19-6 Notice XID 94 (ignored)",
                          "gpu-0 Unhealthy GPU lost",
                          "gpu-1-mig-1c3g40gb-9-4 Unhealthy GPU lost",
                          "gpu-1-mig-1g10gb-19-6 Unhealthy GPU lost",
