@@ -87,11 +87,12 @@ TEST(FeatureGatesTest, AllAlphaAndAllBetaYieldToExplicitSettings) {
 // Every gate either works or refuses to start, naming itself.
 TEST(FeatureGatesTest, UnimplementedGatesAreRefusedByName) {
   EXPECT_TRUE(FeatureGates().RefuseUnimplemented().ok());
-  auto implemented = FeatureGates::Parse("TimeSlicingSettings=true,MPSSupport=true,NVMLDeviceHealthCheck=true");
+  auto implemented = FeatureGates::Parse(
+      "TimeSlicingSettings=true,MPSSupport=true,NVMLDeviceHealthCheck=true,ConsumableShares=true");
   ASSERT_TRUE(implemented.ok());
   EXPECT_TRUE(implemented->RefuseUnimplemented().ok());
   for (const char* name : {"DynamicMIG", "PassthroughSupport", "DeviceMetadata", "FabricManagerPartitioning",
-                           "HostManagedIMEXDaemon", "DRAListTypeAttributes", "ConsumableShares"}) {
+                           "HostManagedIMEXDaemon", "DRAListTypeAttributes"}) {
     auto g = FeatureGates::Parse(std::string(name) + "=true");
     ASSERT_TRUE(g.ok()) << name;
     Status st = g->RefuseUnimplemented();

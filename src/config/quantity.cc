@@ -147,6 +147,31 @@ Result<Quantity> Quantity::Parse(std::string_view raw) {
   return q;
 }
 
+std::string FormatDecimalSI(int64_t n) {
+  static constexpr const char* kSuffixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  if (n == 0) return "0";
+  // Negative values keep their sign; the magnitude is canonicalised alike.
+  i128 m = n < 0 ? -static_cast<i128>(n) : static_cast<i128>(n);
+  size_t k = 0;
+  while (k + 1 < std::size(kSuffixes) && m % 1000 == 0) {
+    m /= 1000;
+    ++k;
+  }
+  return (n < 0 ? "-" : "") + std::to_string(static_cast<uint64_t>(m)) + kSuffixes[k];
+}
+
+std::string FormatBinarySI(int64_t n) {
+  static constexpr const char* kSuffixes[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+  if (n > -1024 && n < 1024) return FormatDecimalSI(n);
+  i128 m = n < 0 ? -static_cast<i128>(n) : static_cast<i128>(n);
+  size_t k = 0;
+  while (k + 1 < std::size(kSuffixes) && m % 1024 == 0) {
+    m /= 1024;
+    ++k;
+  }
+  return (n < 0 ? "-" : "") + std::to_string(static_cast<uint64_t>(m)) + kSuffixes[k];
+}
+
 std::string Quantity::Megabytes() const { return std::to_string(value_ / 1024 / 1024) + "M"; }
 
 }  // namespace nvdra::config

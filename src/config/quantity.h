@@ -39,4 +39,13 @@ class Quantity {
   int64_t value_ = 0;
 };
 
+// The canonical text Kubernetes gives an integer quantity, as
+// resource.NewQuantity(n, format).String() does: BinarySI with the largest
+// binary suffix that keeps the mantissa an integer ("0", "1Mi", "1536Mi",
+// "80Gi"; below 1024 as DecimalSI), DecimalSI with the largest decimal one
+// ("4", "1500", "1k", "16G"). Used where a published value must read back
+// from the API server byte for byte.
+std::string FormatBinarySI(int64_t n);
+std::string FormatDecimalSI(int64_t n);
+
 }  // namespace nvdra::config

@@ -50,6 +50,26 @@ TEST(QuantityTest, RejectsMalformedWithUpstreamWording) {
   EXPECT_EQ(suffix.status().message(), "unable to parse quantity's suffix");
 }
 
+TEST(QuantityTest, CanonicalFormsLikeKubernetes) {
+  EXPECT_EQ(FormatBinarySI(0), "0");
+  EXPECT_EQ(FormatBinarySI(512), "512");
+  EXPECT_EQ(FormatBinarySI(1000), "1k");  // below 1024: DecimalSI, as upstream
+  EXPECT_EQ(FormatBinarySI(1024 * 1024), "1Mi");
+  EXPECT_EQ(FormatBinarySI(1536LL * 1024 * 1024), "1536Mi");
+  EXPECT_EQ(FormatBinarySI(80LL << 30), "80Gi");
+  EXPECT_EQ(FormatBinarySI(1025), "1025");
+  EXPECT_EQ(FormatBinarySI(-2048), "-2Ki");
+  EXPECT_EQ(FormatDecimalSI(4), "4");
+  EXPECT_EQ(FormatDecimalSI(1000), "1k");
+  EXPECT_EQ(FormatDecimalSI(1500), "1500");
+  EXPECT_EQ(FormatDecimalSI(16000000000), "16G");
+  // Each form reads back as the same value.
+  for (int64_t v : {int64_t{0}, int64_t{1} << 20, int64_t{81559} << 20, int64_t{1000}, int64_t{4}}) {
+    EXPECT_EQ(Quantity::Parse(FormatBinarySI(v))->value(), v);
+    EXPECT_EQ(Quantity::Parse(FormatDecimalSI(v))->value(), v);
+  }
+}
+
 TEST(QuantityTest, MegabytesLikeUpstreamMpsLimits) {
   auto q = Quantity::Parse("10Gi");
   ASSERT_TRUE(q.ok());

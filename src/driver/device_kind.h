@@ -29,6 +29,7 @@
 #include "config/config_resolver.h"
 #include "config/feature_gates.h"
 #include "devices/device_health.h"
+#include "ledger/claim_entry.h"
 #include "ledger/kind_codec.h"
 #include "model/claim.h"
 #include "model/published_device.h"
@@ -51,6 +52,10 @@ struct ClaimPlan {
   // Exclusive resources the claim holds while prepared, e.g. "gpu-0" or
   // "channel 3". Empty: the engine uses the non-admin device names.
   std::vector<std::string> held;
+  // The devices the claim holds as a share (consumable shares): others may
+  // hold shares of them too, as the ledger's rule admits
+  // (ledger::CheckHeldAgainstOthers). Each is held as well.
+  std::vector<ledger::HeldShare> shares;
   // The kind's undo record, encoded, written with PrepareStarted so that an
   // Unprepare after a crash knows what the prepare may have touched.
   nlohmann::json undo;

@@ -229,6 +229,7 @@ Result<ledger::BeginResult> Engine::Begin(const ClaimWork& work, const ClaimPlan
   req.name = work.name;
   req.allocation = work.results;
   if (!plan.held.empty()) req.held = plan.held;
+  req.shares = plan.shares;
   req.undo = plan.undo;
   req.consumers = snap.consumers;
   auto timer = Time(metrics::PrepareStep::kLedgerBegin);
@@ -317,17 +318,19 @@ bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::
   std::set<std::string> checked;
   bool freed = false;
   for (const auto& resource : held) {
-    auto holder = ledger_.HolderOf(resource);
-    if (!holder.ok() || !holder->has_value()) continue;
-    const ledger::ClaimEntry& h = **holder;
-    if (h.uid == self_uid || !checked.insert(h.uid).second) continue;
-    // A half-prepared holder, or one prepared before the node rebooted: no
-    // kubelet call will release either, so check its claim now.
-    const bool earlier_boot = h.state == ledger::ClaimState::kPrepareCompleted && h.from_earlier_boot;
-    if ((h.state != ledger::ClaimState::kPrepareStarted && !earlier_boot) || h.name.empty()) continue;
-    Judgement j = JudgeClaim(h, claims_.Get(h.ns, h.name), options_.node_name);
-    if (j.standing != ClaimStanding::kGone && j.standing != ClaimStanding::kStale) continue;
-    if (UnprepareEntry(h, j.why + " and another claim needs " + resource).ok()) freed = true;
+    // Every holder: the shares of a device (consumable shares) have several.
+    auto holders = ledger_.HoldersOf(resource, self_uid);
+    if (!holders.ok()) continue;
+    for (const ledger::ClaimEntry& h : *holders) {
+      if (!checked.insert(h.uid).second) continue;
+      // A half-prepared holder, or one prepared before the node rebooted: no
+      // kubelet call will release either, so check its claim now.
+      const bool earlier_boot = h.state == ledger::ClaimState::kPrepareCompleted && h.from_earlier_boot;
+      if ((h.state != ledger::ClaimState::kPrepareStarted && !earlier_boot) || h.name.empty()) continue;
+      Judgement j = JudgeClaim(h, claims_.Get(h.ns, h.name), options_.node_name);
+      if (j.standing != ClaimStanding::kGone && j.standing != ClaimStanding::kStale) continue;
+      if (UnprepareEntry(h, j.why + " and another claim needs " + resource).ok()) freed = true;
+    }
   }
   return freed;
 }

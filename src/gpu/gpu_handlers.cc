@@ -16,7 +16,7 @@ std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::
 
 std::vector<std::unique_ptr<SharingStrategy>> RegisteredSharingStrategies(const SharingContext& context) {
   std::vector<std::unique_ptr<SharingStrategy>> s;
-  s.push_back(std::make_unique<TimeSlicingStrategy>(context.resets, context.inventory));
+  s.push_back(std::make_unique<TimeSlicingStrategy>(context.resets, context.inventory, context.shared_with_others));
   s.push_back(std::make_unique<MpsStrategy>(context.mps, context.control, context.inventory));
   return s;
 }

@@ -8,6 +8,7 @@
 #include "config/feature_gates.h"
 #include "devices/device_info.h"
 #include "devices/gpu_control.h"
+#include "gpu/consumable_shares.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/mps_strategy.h"
 #include "gpu/sharing_strategy.h"
@@ -25,6 +26,10 @@ struct SharingContext {
   const devices::NodeInventory& inventory;
   devices::GpuControl& control;
   const MpsRuntime& mps;
+  // Whether devices may be shared by several claims (--consumable-shares).
+  const ConsumableShares& consumable_shares;
+  // Null when they may not.
+  const DeviceSharedWithOthers& shared_with_others;
 };
 
 // Every sharing strategy a config may name.

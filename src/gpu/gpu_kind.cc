@@ -72,7 +72,9 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
       options_(std::move(options)),
       types_(types.empty() ? RegisteredDeviceTypes(options_.gates) : std::move(types)),
       resets_(control, options_.resets),
-      strategies_(RegisteredSharingStrategies({resets_, inventory_, control, options_.mps})) {
+      strategies_(RegisteredSharingStrategies({resets_, inventory_, control, options_.mps, options_.consumable_shares,
+                                               options_.consumable_shares.enabled() ? options_.shared_with_others
+                                                                                    : DeviceSharedWithOthers()})) {
   for (const auto& type : types_) {
     for (auto& d : type->Devices(inventory_)) devices_.emplace(d.name, d);
   }
@@ -116,9 +118,19 @@ std::vector<std::string> GpuKind::MetricDeviceTypes() const {
   return out;
 }
 
+model::PublishedDevice GpuKind::Publish(const GpuDevice& device) const {
+  model::PublishedDevice d = device.type->Publish(device);
+  // Full GPUs and MIG devices may be shared; a passthrough (VFIO) device,
+  // once it is a type here, may not, as upstream.
+  if (device.type->name() == kDeviceTypeGpu || device.type->name() == kDeviceTypeMig) {
+    ApplyConsumableShares(d, options_.consumable_shares);
+  }
+  return d;
+}
+
 std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {
   std::vector<model::PublishedDevice> out;
-  for (const auto& [name, d] : devices_) out.push_back(d.type->Publish(d));
+  for (const auto& [name, d] : devices_) out.push_back(Publish(d));
   SortByBusId(out);
   return resets_.Decorate(taints_.Decorate(std::move(out)));
 }
@@ -154,6 +166,15 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
   undo.devices.assign(names.begin(), names.end());
   driver::ClaimPlan plan;
   plan.undo = EncodeGpuUndo(undo);
+  if (options_.consumable_shares.enabled()) {
+    std::map<std::string, model::PublishedDevice> published;
+    auto lookup = [&](const std::string& name) -> const model::PublishedDevice* {
+      const GpuDevice* d = Find(name);
+      if (d == nullptr) return nullptr;
+      return &published.try_emplace(name, Publish(*d)).first->second;
+    };
+    NVDRA_ASSIGN_OR_RETURN(plan.shares, PlanShares(work, lookup));
+  }
   return plan;
 }
 

@@ -3,7 +3,9 @@
 // strategies it applies (time-slicing, MPS control daemons:
 // sharing_strategy.h) are handlers registered in gpu_handlers.cc; GpuKind
 // routes a claim's devices and config groups to them. Its undo record
-// (gpu_undo.h) says what Unprepare must reverse.
+// (gpu_undo.h) says what Unprepare must reverse. With consumable shares on
+// (consumable_shares.h) its devices are published for sharing and a plan
+// names the shares a claim takes.
 #pragma once
 
 #include <chrono>
@@ -16,6 +18,7 @@
 #include "devices/device_info.h"
 #include "devices/gpu_control.h"
 #include "driver/device_kind.h"
+#include "gpu/consumable_shares.h"
 #include "gpu/gpu_container_edits.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/gpu_device_types.h"
@@ -42,6 +45,13 @@ struct GpuKindOptions {
   std::chrono::milliseconds reset_retry_period{30'000};
   // MPS control daemons (mps_strategy.h); without an api, MPS claims fail.
   MpsRuntime mps;
+  // --consumable-shares: whether GPUs and MIG devices are published for
+  // sharing and claims may hold shares of them (consumable_shares.h). Ask
+  // consumable_shares.enabled() whether consumable sharing is on.
+  ConsumableShares consumable_shares;
+  // Whether another claim still holds a share of a device (from the ledger);
+  // used only while consumable sharing is on.
+  DeviceSharedWithOthers shared_with_others;
 };
 
 class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
@@ -92,6 +102,8 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   // DecodeGpuUndo, with what an imported MPS daemon's record leaves out
   // filled in from this plugin's settings.
   Result<GpuUndo> Decode(const nlohmann::json& undo_json) const;
+  // A device as the slice publishes it, before health taints.
+  model::PublishedDevice Publish(const GpuDevice& device) const;
 
   const devices::NodeInventory inventory_;
   const GpuContainerEdits edits_;

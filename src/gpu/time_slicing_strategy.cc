@@ -44,6 +44,11 @@ Status TimeSlicingStrategy::Undo(const std::string& claim_uid, const GpuUndo& un
       NVDRA_WARN("claim {}: GPU {} is gone; nothing to reset", claim_uid, ts.uuid);
       continue;
     }
+    if (shared_with_others_ && shared_with_others_(ts.device, claim_uid)) {
+      NVDRA_VLOG(4, "Unprepare of claim {}: GPU {} still in use by other claims, skipping time-slice reset", claim_uid,
+                 ts.uuid);
+      continue;
+    }
     Status s = resets_.ResetForClaim(claim_uid, devices::GpuDeviceName(gpu->minor), ts.uuid);
     if (!s.ok() && first.ok()) first = s;
   }

@@ -2,10 +2,13 @@
 // the config's interval at Prepare and reset at Unprepare, through
 // TimeSliceResets (bounded attempts, owed resets retried in the background).
 // MIG devices cannot be time-sliced individually: a MigDeviceConfig asking
-// for it changes nothing, as upstream.
+// for it changes nothing, as upstream. A GPU another claim still holds a
+// share of (consumable shares) keeps its time slice at Unprepare: its
+// sharers have the same sharing configuration, and the last one resets it.
 #pragma once
 
 #include "devices/device_info.h"
+#include "gpu/consumable_shares.h"
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
 
@@ -15,8 +18,10 @@ class TimeSlicingStrategy final : public SharingStrategy {
  public:
   // `inventory` says which GPU a recorded UUID is now (for the reset's
   // device name); both must outlive the strategy.
-  TimeSlicingStrategy(TimeSliceResets& resets, const devices::NodeInventory& inventory)
-      : resets_(resets), inventory_(inventory) {}
+  // `shared_with_others`: null when devices are never shared.
+  TimeSlicingStrategy(TimeSliceResets& resets, const devices::NodeInventory& inventory,
+                      DeviceSharedWithOthers shared_with_others = nullptr)
+      : resets_(resets), inventory_(inventory), shared_with_others_(std::move(shared_with_others)) {}
 
   std::string_view name() const override;
   Status Plan(const std::string& claim_uid, const config::ConfigGroup& group, const GpuDeviceLookup& devices,
@@ -27,6 +32,7 @@ class TimeSlicingStrategy final : public SharingStrategy {
  private:
   TimeSliceResets& resets_;
   const devices::NodeInventory& inventory_;
+  const DeviceSharedWithOthers shared_with_others_;
 };
 
 }  // namespace nvdra::gpu

@@ -24,6 +24,14 @@ Result<DeviceRequestAllocationResult> DecodeResult(const JsonReader& r) {
   }
   NVDRA_ASSIGN_OR_RETURN(res.admin_access, r.OptionalOr<bool>("adminAccess", false));
   NVDRA_ASSIGN_OR_RETURN(res.share_id, r.OptionalOr<std::string>("shareID", ""));
+  NVDRA_ASSIGN_OR_RETURN(auto consumed, r.OptionalObject("consumedCapacity"));
+  if (consumed) {
+    // Quantities are strings on the wire ("4Gi"); they are parsed where
+    // they are counted (the GPU kind's plan), with the quantity grammar.
+    for (const auto& [name, value] : consumed->value().items()) {
+      NVDRA_ASSIGN_OR_RETURN(res.consumed_capacity[name], consumed->Required<std::string>(name));
+    }
+  }
   return res;
 }
 

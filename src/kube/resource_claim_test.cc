@@ -1,6 +1,8 @@
 #include "util/test_paths.h"
 #include "kube/resource_claim.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -142,6 +144,28 @@ TEST(ResourceClaimTest, DeepNestingIsAnErrorNotACrash) {
     EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << where;
     EXPECT_NE(c.status().message().find("deeper than"), std::string::npos) << c.status().message();
   }
+}
+
+TEST(ResourceClaimTest, ConsumedCapacityOfAShare) {
+  std::string text = R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1","metadata":{"name":"c","namespace":"n","uid":"u"},
+    "status":{"allocation":{"devices":{"results":[
+      {"request":"gpu","driver":"gpu.nvidia.com","pool":"node-1","device":"gpu-0",
+       "shareID":"7a3c1e52-9d1b-4c8e-a0f3-2b6d5e4f1a90","consumedCapacity":{"memory":"4Gi","shares":"1"}},
+      {"request":"other","driver":"gpu.nvidia.com","pool":"node-1","device":"gpu-1"}]}}}})";
+  auto c = DecodeResourceClaim(text);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->results.size(), 2u);
+  EXPECT_EQ(c->results[0].share_id, "7a3c1e52-9d1b-4c8e-a0f3-2b6d5e4f1a90");
+  EXPECT_EQ(c->results[0].consumed_capacity, (std::map<std::string, std::string>{{"memory", "4Gi"}, {"shares", "1"}}));
+  EXPECT_TRUE(c->results[1].consumed_capacity.empty());
+
+  std::string bad = text;
+  bad.replace(bad.find(R"("shares":"1")"), 12, R"("shares":1)");
+  auto b = DecodeResourceClaim(bad);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("status.allocation.devices.results[0].consumedCapacity.shares: expected a string"),
+            std::string::npos)
+      << b.status().message();
 }
 
 }  // namespace

@@ -6,6 +6,18 @@ namespace nvdra::kube {
 
 using nlohmann::json;
 
+namespace {
+
+// The same shape in v1, v1beta2 and v1beta1 (DeviceCapacity.requestPolicy).
+json Encode(const model::CapacityRequestPolicy& p) {
+  json range = {{"min", p.min}};
+  if (!p.max.empty()) range["max"] = p.max;
+  if (!p.step.empty()) range["step"] = p.step;
+  return {{"default", p.default_value}, {"validRange", std::move(range)}};
+}
+
+}  // namespace
+
 std::vector<std::vector<model::PublishedDevice>> ChunkDevices(std::vector<model::PublishedDevice> devices) {
   std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) {
     return a.sort_key != b.sort_key ? a.sort_key < b.sort_key : a.name < b.name;
@@ -36,9 +48,13 @@ json EncodeDevice(const model::PublishedDevice& d, const std::string& api_versio
   }
   if (!d.capacity.empty()) {
     json cap = json::object();
-    for (const auto& [k, v] : d.capacity) cap[k] = {{"value", v}};
+    for (const auto& [k, v] : d.capacity) {
+      cap[k] = {{"value", v}};
+      if (auto p = d.capacity_policies.find(k); p != d.capacity_policies.end()) cap[k]["requestPolicy"] = Encode(p->second);
+    }
     fields["capacity"] = std::move(cap);
   }
+  if (d.allow_multiple_allocations) fields["allowMultipleAllocations"] = true;
   if (!d.taints.empty()) {
     json taints = json::array();
     for (const auto& t : d.taints) {

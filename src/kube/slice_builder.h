@@ -21,7 +21,9 @@ inline constexpr size_t kMaxDevicesPerSliceWithTaints = 64;
 std::vector<std::vector<model::PublishedDevice>> ChunkDevices(std::vector<model::PublishedDevice> devices);
 
 // One device in the shape of `api_version` ("v1", "v1beta2", "v1beta1";
-// v1beta1 nests attributes, capacity and taints under "basic").
+// v1beta1 nests attributes, capacity, taints and allowMultipleAllocations
+// under "basic"). Capacity request policies and allowMultipleAllocations
+// (consumable capacity, Kubernetes 1.34) have the same shape in all three.
 nlohmann::json EncodeDevice(const model::PublishedDevice& device, const std::string& api_version);
 
 struct PoolRef {

@@ -58,6 +58,33 @@ TEST(SliceBuilderTest, EncodesV1AndV1beta1Shapes) {
   EXPECT_EQ(b1["basic"]["taints"], v1["taints"]);
 }
 
+TEST(SliceBuilderTest, SharedDeviceCarriesRequestPoliciesInEveryVersion) {
+  model::PublishedDevice d;
+  d.name = "gpu-0";
+  d.capacity["memory"] = "80Gi";
+  d.capacity["shares"] = "4";
+  d.capacity["other"] = "7";
+  d.capacity_policies["memory"] = {"0", "0", "80Gi", "1Mi"};
+  d.capacity_policies["shares"] = {"1", "1", "4", "1"};
+  d.allow_multiple_allocations = true;
+  const auto want_fields = nlohmann::json::parse(R"({
+    "allowMultipleAllocations": true,
+    "capacity": {
+      "memory": {"value": "80Gi", "requestPolicy": {"default": "0", "validRange": {"min": "0", "max": "80Gi", "step": "1Mi"}}},
+      "other": {"value": "7"},
+      "shares": {"value": "4", "requestPolicy": {"default": "1", "validRange": {"min": "1", "max": "4", "step": "1"}}}}})");
+  for (const char* v : {"v1", "v1beta2"}) {
+    auto want = want_fields;
+    want["name"] = "gpu-0";
+    EXPECT_EQ(EncodeDevice(d, v), want) << v;
+  }
+  EXPECT_EQ(EncodeDevice(d, "v1beta1"), (nlohmann::json{{"name", "gpu-0"}, {"basic", want_fields}}));
+  d.allow_multiple_allocations = false;
+  d.capacity_policies.clear();
+  EXPECT_FALSE(EncodeDevice(d, "v1").contains("allowMultipleAllocations"));
+  EXPECT_FALSE(EncodeDevice(d, "v1")["capacity"]["memory"].contains("requestPolicy"));
+}
+
 TEST(SliceBuilderTest, SameInventoryByteIdenticalSpec) {
   std::vector<model::PublishedDevice> a = {Dev("gpu-1", "0000:41:00.0"), Dev("gpu-0", "0000:01:00.0")};
   std::vector<model::PublishedDevice> b = {a[1], a[0]};

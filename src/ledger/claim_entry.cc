@@ -12,7 +12,7 @@ using nlohmann::json;
 
 constexpr const char* kKnownKeys[] = {"uid",      "namespace", "name", "state",  "allocation",
                                       "held",     "prepared",  "undo", "bootID", "updatedUnixMs", "consumers",
-                                      "attempt"};
+                                      "attempt",  "shares"};
 
 bool IsKnownKey(const std::string& k) {
   return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), k) != std::end(kKnownKeys);
@@ -31,6 +31,45 @@ std::vector<std::string> StrList(const json& j, const char* key) {
     if (v.is_string()) out.push_back(v.get<std::string>());
   }
   return out;
+}
+
+json AmountsToJson(const std::map<std::string, int64_t>& m) {
+  json j = json::object();
+  for (const auto& [k, v] : m) j[k] = v;
+  return j;
+}
+
+std::map<std::string, int64_t> AmountsFromJson(const json& j, const char* key) {
+  std::map<std::string, int64_t> out;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_object()) return out;
+  for (const auto& [k, v] : it->items()) {
+    if (v.is_number_integer()) out[k] = v.get<int64_t>();
+  }
+  return out;
+}
+
+json ShareToJson(const HeldShare& s) {
+  json j = s.extra.is_object() ? s.extra : json::object();
+  j["resource"] = s.resource;
+  if (!s.share_id.empty()) j["shareID"] = s.share_id;
+  j["consumed"] = AmountsToJson(s.consumed);
+  if (!s.capacity.empty()) j["capacity"] = AmountsToJson(s.capacity);
+  j["sharing"] = s.sharing;
+  return j;
+}
+
+HeldShare ShareFromJson(const json& j) {
+  HeldShare s;
+  s.resource = Str(j, "resource");
+  s.share_id = Str(j, "shareID");
+  s.consumed = AmountsFromJson(j, "consumed");
+  s.capacity = AmountsFromJson(j, "capacity");
+  s.sharing = Str(j, "sharing");
+  for (const auto& [k, v] : j.items()) {
+    if (k != "resource" && k != "shareID" && k != "consumed" && k != "capacity" && k != "sharing") s.extra[k] = v;
+  }
+  return s;
 }
 
 }  // namespace
@@ -64,10 +103,16 @@ json EntryToJson(const ClaimEntry& e) {
     json a = {{"request", d.request}, {"driver", d.driver}, {"pool", d.pool}, {"device", d.device}};
     if (d.admin_access) a["adminAccess"] = true;
     if (!d.share_id.empty()) a["shareID"] = d.share_id;
+    if (!d.consumed_capacity.empty()) a["consumedCapacity"] = d.consumed_capacity;
     alloc.push_back(std::move(a));
   }
   j["allocation"] = std::move(alloc);
   j["held"] = e.held;
+  if (!e.shares.empty()) {
+    json shares = json::array();
+    for (const auto& sh : e.shares) shares.push_back(ShareToJson(sh));
+    j["shares"] = std::move(shares);
+  }
   if (!e.consumers.empty()) j["consumers"] = e.consumers;
   if (!e.attempt.empty()) j["attempt"] = e.attempt;
   json prep = json::array();
@@ -115,10 +160,21 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
       auto adm = a.find("adminAccess");
       d.admin_access = adm != a.end() && adm->is_boolean() && adm->get<bool>();
       d.share_id = Str(a, "shareID");
+      if (auto cc = a.find("consumedCapacity"); cc != a.end() && cc->is_object()) {
+        for (const auto& [k, v] : cc->items()) {
+          if (v.is_string()) d.consumed_capacity[k] = v.get<std::string>();
+        }
+      }
       e.allocation.push_back(std::move(d));
     }
   }
   e.held = StrList(j, "held");
+  if (auto it = j.find("shares"); it != j.end() && it->is_array()) {
+    for (const auto& sh : *it) {
+      // A share names its device; one that does not cannot be counted.
+      if (sh.is_object() && !Str(sh, "resource").empty()) e.shares.push_back(ShareFromJson(sh));
+    }
+  }
   e.consumers = StrList(j, "consumers");
   e.attempt = Str(j, "attempt");
   if (auto it = j.find("prepared"); it != j.end() && it->is_array()) {
@@ -153,13 +209,25 @@ nlohmann::json ParsePersistedJson(std::string_view text) {
 }
 
 bool SameAllocation(std::vector<AllocatedDevice> a, std::vector<AllocatedDevice> b) {
+  // The consumed capacity is left out: the share id already names the
+  // share, and an entry rewritten by a version that did not know the field
+  // has lost it.
   auto key = [](const AllocatedDevice& d) {
     return std::tie(d.request, d.driver, d.pool, d.device, d.admin_access, d.share_id);
   };
   auto less = [&](const AllocatedDevice& x, const AllocatedDevice& y) { return key(x) < key(y); };
   std::sort(a.begin(), a.end(), less);
   std::sort(b.begin(), b.end(), less);
-  return a == b;
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [&](const AllocatedDevice& x, const AllocatedDevice& y) { return key(x) == key(y); });
+}
+
+std::vector<const HeldShare*> SharesOf(const ClaimEntry& e, const std::string& resource) {
+  std::vector<const HeldShare*> out;
+  for (const auto& s : e.shares) {
+    if (s.resource == resource) out.push_back(&s);
+  }
+  return out;
 }
 
 std::vector<std::string> DefaultHeld(const std::vector<AllocatedDevice>& allocation) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,12 +32,39 @@ std::optional<ClaimState> ParseClaimState(std::string_view s);
 // Live states hold their resources; a tombstone holds nothing.
 inline bool HoldsResources(ClaimState s) { return s != ClaimState::kTombstone; }
 
+// One share of a device that allows multiple allocations (consumable
+// shares): the device is in the claim's `held` too, and other live claims
+// may hold it at the same time, each with a share of its own, while their
+// sharing configurations are equal and the capacity they consume together
+// fits what the device publishes (see CheckHeldAgainstOthers). Recorded in
+// the entry so the rule holds across both plugin processes and restarts.
+struct HeldShare {
+  std::string resource;  // the device, e.g. "gpu-0"
+  std::string share_id;  // the allocation result's shareID
+  // consumedCapacity of the allocation result, in base units (bytes,
+  // shares): capacity name -> amount.
+  std::map<std::string, int64_t> consumed;
+  // What the device published when the claim was prepared, for messages and
+  // inspection; a new share is checked against what it publishes now.
+  std::map<std::string, int64_t> capacity;
+  // The sharing configuration that applies to the device (canonical JSON of
+  // the normalized opaque config); every holder of the device has the same.
+  std::string sharing;
+  // Keys of a newer writer, written back untouched.
+  nlohmann::json extra = nlohmann::json::object();
+  friend bool operator==(const HeldShare&, const HeldShare&) = default;
+};
+
 struct ClaimEntry {
   std::string uid, ns, name;
   ClaimState state = ClaimState::kPrepareStarted;
   std::vector<AllocatedDevice> allocation;
   // Exclusive resources (e.g. "gpu-0", "channel-3"); no two live claims share one.
   std::vector<std::string> held;
+  // The resources of `held` this claim holds as a share of a device that
+  // others may share (empty for entries that hold everything exclusively,
+  // and for entries written before shares existed).
+  std::vector<HeldShare> shares;
   std::vector<PreparedDevice> prepared;
   // UIDs of the consumers (pods) the claim was reserved for when it was last
   // prepared (for inspection; kept in the tombstone).
@@ -74,6 +103,9 @@ inline constexpr size_t kMaxPersistedJsonDepth = 64;
 
 // Allocations compare as sets: the order of results carries no meaning.
 bool SameAllocation(std::vector<AllocatedDevice> a, std::vector<AllocatedDevice> b);
+
+// The shares `e` holds of `resource` (none: it holds it exclusively, or not).
+std::vector<const HeldShare*> SharesOf(const ClaimEntry& e, const std::string& resource);
 
 // Default held resources: the non-admin allocated devices, sorted, unique.
 std::vector<std::string> DefaultHeld(const std::vector<AllocatedDevice>& allocation);

@@ -559,6 +559,10 @@ TransitionContext ClaimLedger::ContextLocked() const {
     if (holders.empty()) return std::nullopt;
     return holders.front()->uid;
   };
+  ctx.other_holders = [this](const std::string& resource,
+                             const std::string& except) NO_THREAD_SAFETY_ANALYSIS -> std::vector<const ClaimEntry*> {
+    return state_.HoldersOf(resource, except);
+  };
   return ctx;
 }
 
@@ -676,6 +680,14 @@ Result<std::optional<ClaimEntry>> ClaimLedger::HolderOf(const std::string& resou
     const ClaimEntry* e = state_.HolderOf(resource);
     if (e == nullptr) return std::optional<ClaimEntry>();
     return std::optional(Decorate(*e));
+  });
+}
+
+Result<std::vector<ClaimEntry>> ClaimLedger::HoldersOf(const std::string& resource, const std::string& except) {
+  return Locked([&]() REQUIRES(mu_) -> Result<std::vector<ClaimEntry>> {
+    std::vector<ClaimEntry> out;
+    for (const ClaimEntry* e : state_.HoldersOf(resource, except)) out.push_back(Decorate(*e));
+    return out;
   });
 }
 

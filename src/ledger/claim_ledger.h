@@ -114,6 +114,9 @@ class ClaimLedger {
   Result<std::optional<ClaimEntry>> Get(const std::string& uid);
   // The live claim holding `resource` (for a Conflict: check that holder).
   Result<std::optional<ClaimEntry>> HolderOf(const std::string& resource);
+  // Every live claim holding `resource` other than `except`, in record order
+  // (several only for the shares of a device; see HeldShare).
+  Result<std::vector<ClaimEntry>> HoldersOf(const std::string& resource, const std::string& except = "");
 
   // The counts as of the last transition or read of this process (records
   // other processes appended since are counted at the next one). Touches no

@@ -587,6 +587,90 @@ TEST_F(ClaimLedgerTest, BootIdIsReadFromInjectedPath) {
   EXPECT_EQ(l->boot_id(), "abc-123");
 }
 
+// Consumable shares: several claims hold one device, each with a share.
+constexpr int64_t kGi = int64_t{1} << 30;
+
+BeginPrepareRequest ShareRequest(const std::string& uid, const std::string& device, int64_t memory,
+                                 const std::string& sharing = R"({"kind":"GpuConfig"})") {
+  BeginPrepareRequest r = Request(uid, {device});
+  r.allocation[0].share_id = "share-" + uid;
+  r.allocation[0].consumed_capacity = {{"memory", std::to_string(memory)}};
+  r.shares = {{device, "share-" + uid, {{"memory", memory}}, {{"memory", 80 * kGi}}, sharing}};
+  return r;
+}
+
+TEST_F(ClaimLedgerTest, SharesOfOneDeviceWithEqualConfigAreHeldTogether) {
+  auto l = OpenLedger();
+  ASSERT_TRUE(l->BeginPrepare(ShareRequest("uid-a", "gpu-0", 40 * kGi)).ok());
+  ASSERT_TRUE(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), {}).ok());
+  auto b = l->BeginPrepare(ShareRequest("uid-b", "gpu-0", 40 * kGi));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->entry.shares.size(), 1u);
+  auto holders = l->HoldersOf("gpu-0");
+  ASSERT_TRUE(holders.ok());
+  ASSERT_EQ(holders->size(), 2u);
+  EXPECT_EQ((*holders)[0].uid, "uid-a");
+  EXPECT_EQ((*holders)[1].uid, "uid-b");
+  EXPECT_TRUE(l->report().double_holds.empty());
+  // Full: one byte more is refused, naming device, capacity, use and holders.
+  auto c = l->BeginPrepare(ShareRequest("uid-c", "gpu-0", 1));
+  ASSERT_EQ(c.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(c.status().message(),
+            "requested device gpu-0 has no room for claim uid-c: it publishes memory 85899345920, claims uid-a, "
+            "uid-b already consume 85899345920 (according to checkpoint) and this claim consumes 1");
+  EXPECT_FALSE(l->Get("uid-c")->has_value()) << "a refused share records nothing";
+  // The accounting is in the entries: a reopened ledger, and another
+  // process's, refuse alike; and the shares read back as written.
+  l.reset();
+  auto again = OpenLedger();
+  auto other = OpenLedger();
+  EXPECT_TRUE(again->report().double_holds.empty()) << again->report().double_holds[0];
+  EXPECT_EQ(MustGet(*again, "uid-a").shares, ShareRequest("uid-a", "gpu-0", 40 * kGi).shares);
+  EXPECT_EQ(MustGet(*again, "uid-a").allocation[0].consumed_capacity.at("memory"), std::to_string(40 * kGi));
+  EXPECT_EQ(other->BeginPrepare(ShareRequest("uid-c", "gpu-0", 1)).status().code(), StatusCode::kConflict);
+  // Released shares free their capacity.
+  ASSERT_TRUE(other->BeginUnprepare("uid-a").ok());
+  ASSERT_TRUE(other->FinishUnprepare("uid-a").ok());
+  EXPECT_TRUE(again->BeginPrepare(ShareRequest("uid-c", "gpu-0", 40 * kGi)).ok());
+}
+
+TEST_F(ClaimLedgerTest, ASharedDeviceRefusesOtherConfigsAndExclusiveClaims) {
+  auto l = OpenLedger();
+  ASSERT_TRUE(l->BeginPrepare(ShareRequest("uid-a", "gpu-0", kGi)).ok());
+  auto other_config = l->BeginPrepare(ShareRequest("uid-b", "gpu-0", kGi, R"({"kind":"GpuConfig","x":1})"));
+  ASSERT_EQ(other_config.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(other_config.status().message(),
+            "requested device gpu-0 has conflicting configuration with already prepared claim uid-a");
+  // A claim without a share of the device holds it alone: refused while
+  // shares are held, and it refuses shares while it holds it.
+  auto exclusive = l->BeginPrepare(Request("uid-c", {"gpu-0"}));
+  EXPECT_EQ(exclusive.status().message(), "gpu-0 already allocated by claim uid-a (according to checkpoint)");
+  ASSERT_TRUE(l->BeginPrepare(Request("uid-d", {"gpu-1"})).ok());
+  auto onto_exclusive = l->BeginPrepare(ShareRequest("uid-e", "gpu-1", kGi));
+  EXPECT_EQ(onto_exclusive.status().message(), "gpu-1 already allocated by claim uid-d (according to checkpoint)");
+  // A capacity the device does not publish cannot be counted.
+  BeginPrepareRequest unknown = ShareRequest("uid-f", "gpu-0", kGi);
+  unknown.shares[0].consumed["shares"] = 1;
+  EXPECT_EQ(l->BeginPrepare(unknown).status().message(),
+            "requested device gpu-0 does not publish the capacity \"shares\" claim uid-f consumes");
+}
+
+TEST_F(ClaimLedgerTest, EntriesWithoutSharesReadAsExclusiveAndNewShareFieldsSurvive) {
+  auto l = OpenLedger();
+  PrepareFully(*l, "uid-a", {"gpu-0"});
+  EXPECT_TRUE(MustGet(*l, "uid-a").shares.empty());
+  EXPECT_FALSE(EntryToJson(MustGet(*l, "uid-a")).contains("shares")) << "an exclusive entry is written as before";
+  // A share written by a newer version with a field this one does not know.
+  nlohmann::json j = EntryToJson(MustGet(*l, "uid-a"));
+  j["shares"] = nlohmann::json::parse(
+      R"([{"resource":"gpu-0","shareID":"s","consumed":{"memory":5},"sharing":"{}","future":[1]}, {"consumed":{}}])");
+  auto e = EntryFromJson(j);
+  ASSERT_TRUE(e.ok());
+  ASSERT_EQ(e->shares.size(), 1u) << "a share naming no device is dropped";
+  EXPECT_EQ(e->shares[0].consumed.at("memory"), 5);
+  EXPECT_EQ(EntryToJson(*e)["shares"][0]["future"], nlohmann::json::parse("[1]"));
+}
+
 TEST_F(ClaimLedgerTest, TwoInstancesSeeEachOthersWrites) {
   auto a = OpenLedger();
   auto b = OpenLedger();

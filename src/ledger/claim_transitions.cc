@@ -1,9 +1,12 @@
 #include "ledger/claim_transitions.h"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace nvdra::ledger {
 namespace {
@@ -89,7 +92,9 @@ bool FromEarlierBoot(const ClaimEntry& e, const std::string& boot_id) {
 }
 
 std::vector<std::string> RequestedHeld(const BeginPrepareRequest& req) {
-  return SortedUnique(req.held ? *req.held : DefaultHeld(req.allocation));
+  std::vector<std::string> held = req.held ? *req.held : DefaultHeld(req.allocation);
+  for (const auto& s : req.shares) held.push_back(s.resource);
+  return SortedUnique(std::move(held));
 }
 
 Status HeldByAnotherClaim(const std::string& resource, const std::string& holder, std::string_view suffix) {
@@ -101,6 +106,80 @@ Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::str
   if (!ctx.other_holder) return Status::Ok();
   for (const auto& r : held) {
     if (auto holder = ctx.other_holder(r, uid)) return HeldByAnotherClaim(r, *holder, suffix);
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+std::string Amounts(const std::map<std::string, int64_t>& m, const std::string& name) {
+  auto it = m.find(name);
+  return std::to_string(it == m.end() ? 0 : it->second);
+}
+
+// The capacity `shares` (this claim's on one device) and `others` (the
+// other holders' shares of it) consume together, against what the
+// device publishes.
+Status CheckShareCapacity(const std::string& resource, const std::vector<const HeldShare*>& own,
+                          const std::vector<std::pair<const ClaimEntry*, const HeldShare*>>& others,
+                          const std::string& uid) {
+  std::map<std::string, int64_t> asked, used;
+  auto add = [](std::map<std::string, int64_t>& to, const std::map<std::string, int64_t>& what) {
+    for (const auto& [k, v] : what) {
+      int64_t& t = to[k];
+      t = v > 0 && t > std::numeric_limits<int64_t>::max() - v ? std::numeric_limits<int64_t>::max() : t + v;
+    }
+  };
+  for (const HeldShare* s : own) add(asked, s->consumed);
+  std::vector<std::string> holders;
+  for (const auto& [e, s] : others) {
+    add(used, s->consumed);
+    holders.push_back(e->uid);
+  }
+  holders = SortedUnique(std::move(holders));
+  const auto& capacity = own.front()->capacity;
+  for (const auto& [name, amount] : asked) {
+    auto cap = capacity.find(name);
+    if (cap == capacity.end()) {
+      return Conflict(fmt::format("requested device {} does not publish the capacity \"{}\" claim {} consumes", resource,
+                                  name, uid));
+    }
+    int64_t before = used[name];
+    if (amount > cap->second || before > cap->second - amount) {
+      return Conflict(fmt::format(
+          "requested device {} has no room for claim {}: it publishes {} {}, claims {} already consume {} "
+          "(according to checkpoint) and this claim consumes {}",
+          resource, uid, name, cap->second, fmt::join(holders, ", "), Amounts(used, name), amount));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckHeldAgainstOthers(const std::vector<std::string>& held, const std::vector<HeldShare>& shares,
+                              const std::string& uid, const TransitionContext& ctx) {
+  if (!ctx.other_holders) return CheckNotHeldByOthers(held, uid, ctx);
+  ClaimEntry self;
+  self.shares = shares;
+  for (const auto& r : held) {
+    std::vector<const ClaimEntry*> others = ctx.other_holders(r, uid);
+    if (others.empty()) continue;
+    std::vector<const HeldShare*> own = SharesOf(self, r);
+    if (own.empty()) return HeldByAnotherClaim(r, others.front()->uid);
+    std::vector<std::pair<const ClaimEntry*, const HeldShare*>> theirs;
+    for (const ClaimEntry* o : others) {
+      std::vector<const HeldShare*> os = SharesOf(*o, r);
+      if (os.empty()) return HeldByAnotherClaim(r, o->uid);
+      for (const HeldShare* s : os) {
+        if (s->sharing != own.front()->sharing) {
+          return Conflict(
+              fmt::format("requested device {} has conflicting configuration with already prepared claim {}", r, o->uid));
+        }
+        theirs.emplace_back(o, s);
+      }
+    }
+    NVDRA_RETURN_IF_ERROR(CheckShareCapacity(r, own, theirs, uid));
   }
   return Status::Ok();
 }
@@ -124,7 +203,7 @@ Result<Transition> BeginPrepare(const ClaimEntry* cur, const BeginPrepareRequest
     if (auto decided = ContinueExisting(*cur, req, ctx)) return std::move(*decided);
   }
   std::vector<std::string> held = RequestedHeld(req);
-  NVDRA_RETURN_IF_ERROR(CheckNotHeldByOthers(held, req.uid, ctx));
+  NVDRA_RETURN_IF_ERROR(CheckHeldAgainstOthers(held, req.shares, req.uid, ctx));
   ClaimEntry e;
   e.uid = req.uid;
   e.ns = req.ns;
@@ -132,6 +211,7 @@ Result<Transition> BeginPrepare(const ClaimEntry* cur, const BeginPrepareRequest
   e.state = ClaimState::kPrepareStarted;
   e.allocation = req.allocation;
   e.held = std::move(held);
+  e.shares = req.shares;
   e.consumers = SortedUnique(req.consumers);
   e.undo = req.undo;
   e.attempt = ctx.new_attempt;

@@ -43,6 +43,9 @@ struct BeginPrepareRequest {
   // unprepare (pod A ended, pod B starts). A tombstone refuses only a Prepare
   // of the same allocation for a claim reserved for nobody: a late retry.
   std::vector<std::string> consumers;
+  // The held resources the claim takes as a share of a device that others
+  // may share too (consumable shares); each is held as well.
+  std::vector<HeldShare> shares;
 };
 
 // What a transition sees besides the claim's own entry.
@@ -55,6 +58,10 @@ struct TransitionContext {
   // The uid of a live claim other than `except` holding `resource`, if any
   // (the first in record order). Unset: nobody else holds anything.
   std::function<std::optional<std::string>(const std::string& resource, const std::string& except)> other_holder;
+  // Every live claim other than `except` holding `resource`, in record
+  // order, for the rule of shared devices. Unset: other_holder decides
+  // alone, as if nobody held a share.
+  std::function<std::vector<const ClaimEntry*>(const std::string& resource, const std::string& except)> other_holders;
 };
 
 // What a transition decided.
@@ -71,8 +78,8 @@ std::string DescribeClaim(const ClaimEntry& e);
 std::vector<std::string> SortedUnique(std::vector<std::string> v);
 // Whether `e` was prepared in an earlier boot than `boot_id` (tombstones never).
 bool FromEarlierBoot(const ClaimEntry& e, const std::string& boot_id);
-// The exclusive resources a BeginPrepare records: req.held, else the
-// non-admin allocated devices; sorted, unique.
+// The resources a BeginPrepare records: req.held, else the non-admin
+// allocated devices, and the devices of req.shares; sorted, unique.
 std::vector<std::string> RequestedHeld(const BeginPrepareRequest& req);
 
 // Conflict "<resource> already allocated by claim <holder> (according to
@@ -84,6 +91,20 @@ Status HeldByAnotherClaim(const std::string& resource, const std::string& holder
 // `held` another live claim than `uid` holds; Ok when none does.
 Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::string& uid,
                             const TransitionContext& ctx, std::string_view suffix = {});
+
+// The conflict rule of BeginPrepare. A resource `uid` holds exclusively
+// (not in `shares`) conflicts with any other live holder, as in
+// CheckNotHeldByOthers. A resource it takes as a share is admitted only
+// when every other holder holds a share of it too (else the same "already
+// allocated" conflict), with the same sharing configuration (else Conflict
+// "requested device <d> has conflicting configuration with already prepared
+// claim <uid>", upstream's words), and when the capacity all of them
+// consume, this claim's included, fits what the device publishes per the
+// share's `capacity` (else Conflict naming the device, the capacity, what
+// the holders consume and who they are). Runs inside the transition, under
+// the ledger's locks, so the check and the record are one step.
+Status CheckHeldAgainstOthers(const std::vector<std::string>& held, const std::vector<HeldShare>& shares,
+                              const std::string& uid, const TransitionContext& ctx);
 
 // The transitions, one per ClaimLedger operation (named alike; called as
 // transition::BeginPrepare(...)).

@@ -247,5 +247,35 @@ TEST(ClaimTransitionsTest, WhatTheRecordsSay) {
   EXPECT_EQ(r->entry->boot_id, "boot-now");
 }
 
+// The rule of shared devices as a pure function: what one claim consumes of
+// a device is the sum of its shares of it, and a tombstone holds no share.
+TEST(ClaimTransitionsTest, SharesOfOneClaimOnOneDeviceAddUpAndTombstonesHoldNoShare) {
+  ClaimEntry other = *Entry(ClaimState::kPrepareCompleted);
+  other.uid = kOther;
+  other.shares = {{"gpu-0", "s-1", {{"memory", 60}}, {{"memory", 100}}, "cfg"}};
+  TransitionContext ctx;
+  ctx.other_holders = [&other](const std::string& r, const std::string& except) {
+    return r == "gpu-0" && except != other.uid ? std::vector<const ClaimEntry*>{&other}
+                                               : std::vector<const ClaimEntry*>{};
+  };
+  std::vector<HeldShare> two = {{"gpu-0", "s-2", {{"memory", 20}}, {{"memory", 100}}, "cfg"},
+                                {"gpu-0", "s-3", {{"memory", 20}}, {{"memory", 100}}, "cfg"}};
+  EXPECT_TRUE(CheckHeldAgainstOthers({"gpu-0"}, two, kUid, ctx).ok());
+  two[1].consumed["memory"] = 21;
+  EXPECT_EQ(CheckHeldAgainstOthers({"gpu-0"}, two, kUid, ctx).message(),
+            std::string("requested device gpu-0 has no room for claim ") + kUid + ": it publishes memory 100, claims " +
+                kOther + " already consume 60 (according to checkpoint) and this claim consumes 41");
+  // Without the holders' entries the rule is the exclusive one.
+  TransitionContext exclusive;
+  exclusive.other_holder = [](const std::string&, const std::string&) { return std::optional<std::string>(kOther); };
+  EXPECT_EQ(CheckHeldAgainstOthers({"gpu-0"}, two, kUid, exclusive).code(), StatusCode::kConflict);
+  // A share does not outlive its claim: the tombstone drops it.
+  ClaimEntry unpreparing = other;
+  unpreparing.state = ClaimState::kUnprepareStarted;
+  auto gone = transition::FinishUnprepare(&unpreparing, ctx);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_TRUE(gone->entry->shares.empty());
+}
+
 }  // namespace
 }  // namespace nvdra::ledger

@@ -99,7 +99,12 @@ void LedgerState::Put(ClaimEntry e, uint64_t record_size) {
       // is released, so no third claim is given it meanwhile.
       auto& hs = holders_[r];
       if (std::find(hs.begin(), hs.end(), e.uid) != hs.end()) continue;
-      if (!hs.empty()) {
+      // Claims that each hold a share of a device hold it together.
+      bool all_shares = !SharesOf(e, r).empty() && std::all_of(hs.begin(), hs.end(), [&](const std::string& h) {
+        const ClaimEntry* other = Find(h);
+        return other != nullptr && !SharesOf(*other, r).empty();
+      });
+      if (!hs.empty() && !all_shares) {
         std::string who;
         for (const auto& h : hs) who += h + ", ";
         double_holds_.push_back(r + " (claims " + who + e.uid + ")");

@@ -63,6 +63,7 @@ class LedgerState {
   void set_generation(uint64_t g) { generation_ = g; }
   // Resources claimed by two live entries at once (only damage or a bug can
   // do that), as "<resource> (claims <uid>, <uid>)", found while applying.
+  // Claims that each hold a share of a device (HeldShare) are not that.
   size_t double_held() const { return double_holds_.size(); }
   const std::vector<std::string>& double_holds() const { return double_holds_; }
 

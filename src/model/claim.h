@@ -5,6 +5,7 @@
 // surface all speak these types, so a field added here reaches all of them.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ struct AllocationResult {
   std::string device;
   bool admin_access = false;
   std::string share_id;  // "" when the allocation has none
+  // consumedCapacity: what this share of a device that allows multiple
+  // allocations consumes, capacity name -> quantity as the API server wrote
+  // it ("4Gi", "1"). Empty for an exclusive allocation.
+  std::map<std::string, std::string> consumed_capacity;
   friend bool operator==(const AllocationResult&, const AllocationResult&) = default;
 };
 

@@ -28,15 +28,31 @@ struct DeviceTaint {
   friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
 };
 
+// A capacity's requestPolicy (resource.k8s.io DeviceCapacity): what a claim
+// consumes of a device that allows multiple allocations when it asks for
+// nothing (`default`), and the range it may ask for. Quantities in their
+// canonical Kubernetes form ("0", "1Mi", "80Gi").
+struct CapacityRequestPolicy {
+  std::string default_value;
+  std::string min, max, step;  // validRange
+  friend bool operator==(const CapacityRequestPolicy&, const CapacityRequestPolicy&) = default;
+};
+
 struct PublishedDevice {
   std::string name;  // "gpu-0", "gpu-0-mig-1g10gb-19-0", "channel-0", "daemon-0"
   // Keys without a domain belong to the driver's domain; fully qualified keys
   // (resource.kubernetes.io/pciBusID) are kept as they are. std::map keeps
   // them sorted, so output is deterministic.
   std::map<std::string, AttributeValue> attributes;
-  // Capacity values as Kubernetes quantities ("81559typeMi" style strings are
-  // not used: plain integers of bytes or counts, e.g. "85899345920").
+  // Capacity values as Kubernetes quantities: plain integers of bytes or
+  // counts ("85899345920"), or, for a device shared by consumable shares,
+  // the canonical form upstream publishes ("81559Mi").
   std::map<std::string, std::string> capacity;
+  // Request policies of some of the capacities above (consumable shares).
+  std::map<std::string, CapacityRequestPolicy> capacity_policies;
+  // allowMultipleAllocations: several claims may be allocated the device at
+  // once, each consuming part of its capacity.
+  bool allow_multiple_allocations = false;
   std::vector<DeviceTaint> taints;
   // Sort key for deterministic slices (PCI bus id of the GPU, or "" for
   // devices without one); ties are broken by name.

@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
   gpu::GpuKindOptions options;
   MpsFlags mps_flags;
   int reset_retry_seconds = 30;
+  std::string consumable_shares = "disabled";
   auto kind_flags = [&](CLI::App& app) {
     app.add_option("--time-slice-reset-attempts", options.resets.max_attempts,
                    "Failed time-slice resets of a GPU an Unprepare reports before the claim is released and the "
@@ -113,6 +114,11 @@ int main(int argc, char** argv) {
         ->envname("NVDRA_TIME_SLICE_RESET_RETRY_PERIOD")
         ->check(CLI::Range(1, 86400))
         ->capture_default_str();
+    app.add_option("--consumable-shares", consumable_shares,
+                   "Configure consumable shares support ('disabled', 'memory', 'unlimited', or a positive integer); "
+                   "needs the ConsumableShares feature gate")
+        ->envname("CONSUMABLE_SHARES")
+        ->capture_default_str();
     mps_flags.Add(app);
   };
   static const gpu::GpuCheckpointCodec codec;
@@ -121,9 +127,13 @@ int main(int argc, char** argv) {
       [&](plugin::KindContext& ctx) -> Result<std::unique_ptr<driver::DeviceKind>> {
         options.reset_retry_period = std::chrono::seconds(reset_retry_seconds);
         options.gates = ctx.gates;
+        NVDRA_ASSIGN_OR_RETURN(options.consumable_shares, gpu::ParseConsumableShares(consumable_shares, ctx.gates));
+        options.shared_with_others = gpu::SharedWithOthersIn(ctx.ledger);
         // Beside the ledger: owed resets must outlive a restart of the plugin.
         options.resets.state_path = JoinPath(ctx.plugin_dir, "time-slice-resets.json");
         NVDRA_ASSIGN_OR_RETURN(options.mps, MakeMpsRuntime(ctx, mps_flags));
+        // MPS is refused while consumable shares are on, as upstream does.
+        options.mps.consumable_shares = options.consumable_shares.enabled();
         const bool mps = options.mps.api != nullptr;
         auto kind = std::make_unique<gpu::GpuKind>(
             ctx.inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)),
