@@ -106,13 +106,71 @@ const char* kGb200x4 = R"json({
   ]
 })json";
 
+// Two A100s for dynamic MIG: MIG mode off on the first, on (no MIG devices
+// yet) on the second.
+const char* kA100DynamicMig = R"json({
+  "driverVersion": "550.127.08",
+  "cudaDriverVersion": "12.4",
+  "gpus": [
+    {
+      "productName": "NVIDIA A100-SXM4-40GB",
+      "brand": "Nvidia",
+      "architecture": "Ampere",
+      "cudaComputeCapability": "8.0",
+      "memoryBytes": 42949672960,
+      "pciBusIds": ["0000:07:00.0"],
+      "pcieRoots": ["pci0000:00"],
+      "migProfiles": "a100-40gb"
+    },
+    {
+      "productName": "NVIDIA A100-SXM4-40GB",
+      "brand": "Nvidia",
+      "architecture": "Ampere",
+      "cudaComputeCapability": "8.0",
+      "memoryBytes": 42949672960,
+      "pciBusIds": ["0000:0f:00.0"],
+      "pcieRoots": ["pci0000:00"],
+      "migEnabled": true,
+      "migProfiles": "a100-40gb"
+    }
+  ]
+})json";
+
+std::vector<MigPlacement> Placements(int count, int step, int size) {
+  std::vector<MigPlacement> out;
+  for (int i = 0; i < count; ++i) out.push_back({i * step, size});
+  return out;
+}
+
+// As NVML reports them on an A100-SXM4-40GB (memorySizeMB in MiB; the
+// profiles whose compute instance spans the GPU instance).
+std::vector<MigProfileInfo> A100Sxm4_40gb() {
+  constexpr uint64_t kMiB = 1024 * 1024;
+  return {
+      {"1g.5gb", 19, 0, 14, 1, 0, 0, 0, 0, 4864 * kMiB, Placements(7, 1, 1)},
+      {"1g.5gb+me", 20, 0, 14, 1, 1, 0, 1, 1, 4864 * kMiB, Placements(7, 1, 1)},
+      {"1g.10gb", 15, 0, 14, 1, 1, 0, 0, 0, 9856 * kMiB, Placements(4, 2, 2)},
+      {"2g.10gb", 14, 1, 28, 2, 1, 0, 0, 0, 9856 * kMiB, Placements(3, 2, 2)},
+      {"3g.20gb", 9, 2, 42, 3, 2, 0, 0, 0, 19968 * kMiB, Placements(2, 4, 4)},
+      {"4g.20gb", 5, 3, 56, 4, 2, 0, 0, 0, 19968 * kMiB, Placements(1, 4, 4)},
+      {"7g.40gb", 0, 4, 98, 7, 5, 0, 1, 1, 40192 * kMiB, Placements(1, 8, 8)},
+  };
+}
+
 const std::map<std::string, const char*>& Profiles() {
-  static const std::map<std::string, const char*> m = {
-      {"a100-mig", kA100Mig}, {"gb200x4", kGb200x4}, {"h100x8", kH100x8}};
+  static const std::map<std::string, const char*> m = {{"a100-dynamic-mig", kA100DynamicMig},
+                                                       {"a100-mig", kA100Mig},
+                                                       {"gb200x4", kGb200x4},
+                                                       {"h100x8", kH100x8}};
   return m;
 }
 
 }  // namespace
+
+Result<std::vector<MigProfileInfo>> BuiltinMigProfiles(const std::string& model) {
+  if (model == "a100-40gb") return A100Sxm4_40gb();
+  return NotFound("no built-in MIG profile table \"" + model + "\" (known: a100-40gb)");
+}
 
 std::vector<std::string> BuiltinMockProfileNames() {
   std::vector<std::string> names;

@@ -22,6 +22,10 @@ std::vector<std::string> BuiltinMockProfileNames();
 // The JSON text of a built-in profile, or NotFound listing the known names.
 Result<std::string> BuiltinMockProfileJson(const std::string& name);
 
+// The MIG profiles and placements a GPU model offers (a GPU's "migProfiles"
+// in a profile): "a100-40gb" (NVIDIA A100-SXM4-40GB, 8 memory slices).
+Result<std::vector<MigProfileInfo>> BuiltinMigProfiles(const std::string& model);
+
 // Parses profile JSON; `name` is used for deterministic UUIDs.
 Result<MockProfile> ParseMockProfile(const std::string& json_text, const std::string& name);
 
