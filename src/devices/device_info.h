@@ -95,6 +95,19 @@ struct GpuInfo {
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
 
+// Whether the GPU's MIG mode changes without a GPU reset (Hopper and newer;
+// on Ampere a change stays pending until a reset), as upstream decides.
+bool SupportsMigModeToggle(const GpuInfo& gpu);
+
+// Whether dynamic MIG serves the GPU, as upstream decides: it has MIG
+// profiles, and its MIG mode toggles or is on already (an Ampere GPU with
+// MIG mode off stays a plain full GPU).
+bool DynamicMigCapable(const GpuInfo& gpu);
+
+// The GPU's memory slice count: the largest placement size of its MIG
+// profiles (the largest profile spans all of them); 0 without MIG.
+int MemorySliceCount(const GpuInfo& gpu);
+
 struct NodeInventory {
   std::vector<GpuInfo> gpus;  // sorted by minor
   std::string driver_version;

@@ -106,20 +106,45 @@ const char* kGb200x4 = R"json({
   ]
 })json";
 
-// Two A100s for dynamic MIG: MIG mode off on the first, on (no MIG devices
-// yet) on the second.
-const char* kA100DynamicMig = R"json({
-  "driverVersion": "550.127.08",
-  "cudaDriverVersion": "12.4",
+// Dynamic MIG, the four cases upstream tells apart: an H100 (MIG mode
+// toggles without a reset) with MIG mode off and one with it on, an A100
+// with MIG mode off (no dynamic MIG: a plain full GPU) and one with it on
+// (MIG devices only: leaving MIG mode would need a GPU reset).
+const char* kDynamicMig = R"json({
+  "driverVersion": "570.158.01",
+  "cudaDriverVersion": "12.8",
   "gpus": [
+    {
+      "productName": "NVIDIA H100 80GB HBM3",
+      "brand": "Nvidia",
+      "architecture": "Hopper",
+      "cudaComputeCapability": "9.0",
+      "memoryBytes": 85520809984,
+      "addressingMode": "HMM",
+      "pciBusIds": ["0000:18:00.0"],
+      "pcieRoots": ["pci0000:15"],
+      "migProfiles": "h100-80gb"
+    },
+    {
+      "productName": "NVIDIA H100 80GB HBM3",
+      "brand": "Nvidia",
+      "architecture": "Hopper",
+      "cudaComputeCapability": "9.0",
+      "memoryBytes": 85520809984,
+      "addressingMode": "HMM",
+      "pciBusIds": ["0000:2a:00.0"],
+      "pcieRoots": ["pci0000:27"],
+      "migEnabled": true,
+      "migProfiles": "h100-80gb"
+    },
     {
       "productName": "NVIDIA A100-SXM4-40GB",
       "brand": "Nvidia",
       "architecture": "Ampere",
       "cudaComputeCapability": "8.0",
       "memoryBytes": 42949672960,
-      "pciBusIds": ["0000:07:00.0"],
-      "pcieRoots": ["pci0000:00"],
+      "pciBusIds": ["0000:47:00.0"],
+      "pcieRoots": ["pci0000:40"],
       "migProfiles": "a100-40gb"
     },
     {
@@ -128,8 +153,8 @@ const char* kA100DynamicMig = R"json({
       "architecture": "Ampere",
       "cudaComputeCapability": "8.0",
       "memoryBytes": 42949672960,
-      "pciBusIds": ["0000:0f:00.0"],
-      "pcieRoots": ["pci0000:00"],
+      "pciBusIds": ["0000:4e:00.0"],
+      "pcieRoots": ["pci0000:40"],
       "migEnabled": true,
       "migProfiles": "a100-40gb"
     }
@@ -157,8 +182,22 @@ std::vector<MigProfileInfo> A100Sxm4_40gb() {
   };
 }
 
+// As NVML reports them on an H100 80GB HBM3.
+std::vector<MigProfileInfo> H100_80gb() {
+  constexpr uint64_t kMiB = 1024 * 1024;
+  return {
+      {"1g.10gb", 19, 0, 16, 1, 1, 0, 1, 0, 9984 * kMiB, Placements(7, 1, 1)},
+      {"1g.10gb+me", 20, 0, 16, 1, 1, 0, 1, 1, 9984 * kMiB, Placements(7, 1, 1)},
+      {"1g.20gb", 15, 0, 26, 1, 1, 0, 1, 0, 20096 * kMiB, Placements(4, 2, 2)},
+      {"2g.20gb", 14, 1, 32, 2, 2, 0, 2, 0, 20096 * kMiB, Placements(3, 2, 2)},
+      {"3g.40gb", 9, 2, 60, 3, 3, 0, 3, 0, 40320 * kMiB, Placements(2, 4, 4)},
+      {"4g.40gb", 5, 3, 64, 4, 4, 0, 4, 0, 40320 * kMiB, Placements(1, 4, 4)},
+      {"7g.80gb", 0, 4, 132, 8, 7, 0, 7, 1, 80896 * kMiB, Placements(1, 8, 8)},
+  };
+}
+
 const std::map<std::string, const char*>& Profiles() {
-  static const std::map<std::string, const char*> m = {{"a100-dynamic-mig", kA100DynamicMig},
+  static const std::map<std::string, const char*> m = {{"dynamic-mig", kDynamicMig},
                                                        {"a100-mig", kA100Mig},
                                                        {"gb200x4", kGb200x4},
                                                        {"h100x8", kH100x8}};
@@ -169,7 +208,8 @@ const std::map<std::string, const char*>& Profiles() {
 
 Result<std::vector<MigProfileInfo>> BuiltinMigProfiles(const std::string& model) {
   if (model == "a100-40gb") return A100Sxm4_40gb();
-  return NotFound("no built-in MIG profile table \"" + model + "\" (known: a100-40gb)");
+  if (model == "h100-80gb") return H100_80gb();
+  return NotFound("no built-in MIG profile table \"" + model + "\" (known: a100-40gb, h100-80gb)");
 }
 
 std::vector<std::string> BuiltinMockProfileNames() {

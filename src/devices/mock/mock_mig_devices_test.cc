@@ -14,29 +14,32 @@ namespace {
 
 std::unique_ptr<DeviceLib> OpenDynamicMig(const std::string& root) {
   DeviceLibOptions o;
-  o.mock_hardware = "a100-dynamic-mig";
+  o.mock_hardware = "dynamic-mig";
   o.mock_root = root;
   auto lib = OpenDeviceLib(o);
   EXPECT_TRUE(lib.ok()) << lib.status().ToString();
   return lib.ok() ? std::move(lib).value() : nullptr;
 }
 
-TEST(MockMigDevicesTest, ProfileHasTheA100ProfilesAndPlacements) {
-  auto p = LoadMockProfile("a100-dynamic-mig");
+TEST(MockMigDevicesTest, ProfileHasTheH100AndA100ProfilesAndPlacements) {
+  auto p = LoadMockProfile("dynamic-mig");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  ASSERT_EQ(p->inventory.gpus.size(), 2u);
+  ASSERT_EQ(p->inventory.gpus.size(), 4u);
   EXPECT_FALSE(p->inventory.gpus[0].mig_enabled);
   EXPECT_TRUE(p->inventory.gpus[1].mig_enabled);
+  EXPECT_EQ(p->inventory.gpus[2].architecture, "Ampere");
+  EXPECT_TRUE(p->inventory.gpus[3].mig_enabled);
+  EXPECT_EQ(p->inventory.gpus[3].mig_profiles[0].profile, "1g.5gb");
   const auto& profiles = p->inventory.gpus[0].mig_profiles;
   ASSERT_EQ(profiles.size(), 7u);
-  EXPECT_EQ(profiles[0].profile, "1g.5gb");
+  EXPECT_EQ(profiles[0].profile, "1g.10gb");
   EXPECT_EQ(profiles[0].gi_profile_id, 19);
   EXPECT_EQ(profiles[0].placements.size(), 7u);
-  EXPECT_EQ(profiles[0].memory_bytes, 4864ull * 1024 * 1024);
-  EXPECT_EQ(profiles[4].profile, "3g.20gb");
+  EXPECT_EQ(profiles[0].memory_bytes, 9984ull * 1024 * 1024);
+  EXPECT_EQ(profiles[4].profile, "3g.40gb");
   EXPECT_EQ(profiles[4].placements, (std::vector<MigPlacement>{{0, 4}, {4, 4}}));
   EXPECT_EQ(profiles[6].placements, (std::vector<MigPlacement>{{0, 8}}));
-  EXPECT_FALSE(BuiltinMigProfiles("h100-80gb").ok());
+  EXPECT_FALSE(BuiltinMigProfiles("b200").ok());
 }
 
 TEST(MockMigDevicesTest, CreateNeedsMigModeAndRefusesOverlaps) {
@@ -50,11 +53,11 @@ TEST(MockMigDevicesTest, CreateNeedsMigModeAndRefusesOverlaps) {
   EXPECT_FALSE(*c.MigModeEnabled(off));
   EXPECT_EQ(c.CreateMigInstance(off, 19, 0, 0).status().code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(c.SetMigMode(off, true).ok());
-  auto a = c.CreateMigInstance(off, 9, 2, 0);  // 3g.20gb at 0: slices 0-3
+  auto a = c.CreateMigInstance(off, 9, 2, 0);  // 3g.40gb at 0: slices 0-3
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->placement_size, 4);
   EXPECT_EQ(a->gi_id, 1);
-  EXPECT_EQ(c.CreateMigInstance(off, 14, 1, 2).status().code(), StatusCode::kAlreadyExists);  // 2g at 2: slices 2-3
+  EXPECT_EQ(c.CreateMigInstance(off, 14, 1, 2).status().code(), StatusCode::kAlreadyExists);  // 2g.20gb at 2: slices 2-3
   EXPECT_EQ(c.CreateMigInstance(off, 19, 0, 3).status().code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(c.CreateMigInstance(off, 9, 2, 2).status().code(), StatusCode::kInvalidArgument);  // no such placement
   auto b = c.CreateMigInstance(off, 19, 0, 4);
@@ -91,7 +94,7 @@ TEST(MockMigDevicesTest, MigDevicesOutliveTheProcessAndShowInDiscovery) {
   auto inv = lib->Discover();
   ASSERT_TRUE(inv.ok());
   ASSERT_EQ(inv->gpus[1].migs.size(), 1u);
-  EXPECT_EQ(inv->gpus[1].migs[0].profile, "1g.5gb");
+  EXPECT_EQ(inv->gpus[1].migs[0].profile, "1g.10gb");
   EXPECT_EQ(inv->gpus[1].migs[0].uuid, (*list)[0].uuid);
   auto log = ReadFileToString(t.path() + "/state/control.log");
   ASSERT_TRUE(log.ok());
