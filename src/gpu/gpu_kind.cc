@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "gpu/dynamic_mig_type.h"
 #include "gpu/gpu_handlers.h"
 #include "gpu/gpu_published_devices.h"
 #include "util/periodic_worker.h"
@@ -69,7 +70,7 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
     : inventory_(std::move(inventory)),
       edits_(std::move(edits)),
       options_(std::move(options)),
-      types_(types.empty() ? RegisteredDeviceTypes(options_.gates) : std::move(types)),
+      types_(types.empty() ? RegisteredDeviceTypes(options_.gates, {&inventory_, &control}) : std::move(types)),
       resets_(control, options_.resets),
       strategies_(RegisteredSharingStrategies({resets_, inventory_, control, options_.mps})) {
   for (const auto& type : types_) {
@@ -77,6 +78,9 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
   }
   for (const auto& s : strategies_) {
     if (auto* m = dynamic_cast<MpsStrategy*>(s.get())) mps_ = m;
+  }
+  for (const auto& t : types_) {
+    if (auto* m = dynamic_cast<DynamicMigType*>(t.get())) dynamic_mig_ = m;
   }
 }
 
@@ -148,11 +152,21 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
     if (strategy == nullptr) return Internal("no handler for GPU sharing strategy \"" + name + "\"");
     NVDRA_RETURN_IF_ERROR(strategy->Plan(work.uid, group, *this, undo));
   }
-  std::set<std::string> names;
-  for (const auto& r : work.results) names.insert(r.device);
+  std::set<std::string> names, held;
+  for (const auto& r : work.results) {
+    names.insert(r.device);
+    const GpuDevice* d = Find(r.device);
+    if (r.admin_access) continue;
+    if (d == nullptr) {
+      held.insert(r.device);
+    } else {
+      for (auto& h : d->type->Held(*d)) held.insert(std::move(h));
+    }
+  }
   undo.devices.assign(names.begin(), names.end());
   driver::ClaimPlan plan;
   plan.undo = EncodeGpuUndo(undo);
+  plan.held.assign(held.begin(), held.end());
   return plan;
 }
 
@@ -163,7 +177,7 @@ Result<driver::ClaimEdits> GpuKind::EditsFor(const GpuUndo& undo) const {
     if (d == nullptr) {
       return NotFound("device " + name + " is no longer present on this node (was it removed or was MIG reconfigured?)");
     }
-    auto edits = d->type->Edits(*d, edits_);
+    auto edits = d->type->Edits(*d, undo, edits_);
     if (!edits.ok()) return edits.status().Wrap("CDI edits for " + name);
     // A device shared through an MPS daemon gets the daemon's edits too.
     const std::string& uuid = d->mig != nullptr ? d->mig->uuid : d->gpu->uuid;
@@ -228,6 +242,22 @@ Result<int> GpuKind::SweepOrphanMpsDaemons(
         if (item.contains("id") && item["id"].is_string()) d.id = item["id"];
         out.push_back(std::move(d));
       }
+    }
+    return out;
+  });
+}
+
+Result<int> GpuKind::SweepOrphanMigDevices(const UndoRecords& undo_records) {
+  if (dynamic_mig_ == nullptr) return 0;
+  return dynamic_mig_->SweepOrphans([&]() -> Result<std::vector<GpuUndo>> {
+    NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records, undo_records());
+    // Read leniently: a record this version cannot decode still owns what
+    // its readable MIG items name.
+    std::vector<GpuUndo> out;
+    for (const auto& r : records) {
+      if (!r.is_object() || !r.contains("mig") || !r["mig"].is_array()) continue;
+      auto decoded = DecodeGpuUndo(nlohmann::json{{"mig", r["mig"]}});
+      if (decoded.ok()) out.push_back(std::move(decoded).value());
     }
     return out;
   });

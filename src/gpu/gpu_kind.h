@@ -44,6 +44,8 @@ struct GpuKindOptions {
   MpsRuntime mps;
 };
 
+class DynamicMigType;
+
 class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
  public:
   // `types`: the device types to serve; empty, the registered ones the
@@ -83,6 +85,10 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   // the kind is destroyed. Nothing when MPS is not set up.
   using UndoRecords = std::function<Result<std::vector<nlohmann::json>>()>;
   void StartMpsSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
+  // Destroys the dynamic MIG devices that no undo record of
+  // `undo_records()` (read after the listing) names. Returns how many.
+  // Nothing without dynamic MIG.
+  Result<int> SweepOrphanMigDevices(const UndoRecords& undo_records);
 
  private:
   GpuCheckpointCodec codec_;
@@ -99,6 +105,7 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   TimeSliceResets resets_;
   std::vector<std::unique_ptr<SharingStrategy>> strategies_;
   MpsStrategy* mps_ = nullptr;  // among strategies_
+  DynamicMigType* dynamic_mig_ = nullptr;  // among types_
   // Last: stops before anything it uses goes away.
   std::unique_ptr<PeriodicWorker> mps_sweep_;
 };
