@@ -148,6 +148,10 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
   for (const auto& group : work.groups) {
     std::string name = SharingStrategyOf(group.config);
     if (name.empty()) continue;
+    // As upstream (unreachable while the gates exclude each other).
+    if (name == config::kMpsStrategy && options_.gates.Enabled(config::Gate::kDynamicMIG)) {
+      return FailedPrecondition("MPS is not yet supported when using featureGates.DynamicMIG=true");
+    }
     SharingStrategy* strategy = StrategyNamed(name);
     if (strategy == nullptr) return Internal("no handler for GPU sharing strategy \"" + name + "\"");
     NVDRA_RETURN_IF_ERROR(strategy->Plan(work.uid, group, *this, undo));
@@ -245,6 +249,15 @@ Result<int> GpuKind::SweepOrphanMpsDaemons(
     }
     return out;
   });
+}
+
+void GpuKind::StartMigSweep(PeriodicWorkerOptions worker, UndoRecords undo_records) {
+  if (dynamic_mig_ == nullptr || mig_sweep_ != nullptr) return;
+  worker.run_at_start = true;
+  mig_sweep_ = std::make_unique<PeriodicWorker>(worker, [this, records = std::move(undo_records)]() -> Status {
+    return SweepOrphanMigDevices(records).status();
+  });
+  mig_sweep_->Start();
 }
 
 Result<int> GpuKind::SweepOrphanMigDevices(const UndoRecords& undo_records) {

@@ -89,6 +89,9 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   // `undo_records()` (read after the listing) names. Returns how many.
   // Nothing without dynamic MIG.
   Result<int> SweepOrphanMigDevices(const UndoRecords& undo_records);
+  // Runs that sweep at once and periodically (`worker`), until the kind is
+  // destroyed. Nothing without dynamic MIG.
+  void StartMigSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
 
  private:
   GpuCheckpointCodec codec_;
@@ -108,6 +111,7 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   DynamicMigType* dynamic_mig_ = nullptr;  // among types_
   // Last: stops before anything it uses goes away.
   std::unique_ptr<PeriodicWorker> mps_sweep_;
+  std::unique_ptr<PeriodicWorker> mig_sweep_;
 };
 
 }  // namespace nvdra::gpu
