@@ -266,3 +266,56 @@ TEST_F(DynamicMigTest, WithoutTheGateMigDevicesAreStatic) {
 
 }  // namespace
 }  // namespace nvdra::gpu
+
+namespace nvdra::gpu {
+namespace {
+
+// Through the engine and the ledger: whatever the scheduler allocated, two
+// claims never share a memory slice.
+TEST_F(DynamicMigTest, TheLedgerRefusesOverlappingPlacementsAndTheFullGpu) {
+  ASSERT_TRUE(MakeDirectories(dir_ + "/plugin").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
+  ASSERT_TRUE(cdi_->EnsureRoot().ok());
+  ledger::LedgerOptions lo;
+  lo.dir = dir_ + "/plugin";
+  lo.boot_id_path = dir_ + "/boot_id";
+  auto ledger = ledger::ClaimLedger::Open(lo);
+  ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
+  driver::testing::FakeClaimSource claims;
+  auto put = [&](const std::string& uid, const std::string& device) {
+    driver::ClaimSnapshot c;
+    c.uid = uid;
+    c.ns = "default";
+    c.name = "c-" + uid;
+    c.allocated = true;
+    c.results = {{"r", kDriverName, "node-1", device, false, ""}};
+    c.consumers = {"pod-" + uid};
+    claims.Put(c);
+    return model::ClaimRef{"default", uid, "c-" + uid};
+  };
+  driver::EngineOptions eo;
+  eo.node_name = "node-1";
+  eo.gates = gates_;
+  driver::Engine engine(eo, **ledger, *kind_, claims, *cdi_, nullptr);
+  const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  auto a = put("uid-a", "gpu-0-mig-3g40gb-9-0");     // slices 0-3
+  auto b = put("uid-b", "gpu-0-mig-2g20gb-14-2");    // slices 2-3
+  auto full = put("uid-full", "gpu-0");              // all slices
+  auto d = put("uid-d", "gpu-0-mig-3g40gb-9-4");     // slices 4-7
+  ASSERT_EQ(engine.PrepareClaim(a, far).status().message(), "");
+  std::string refused = engine.PrepareClaim(b, far).status().message();
+  EXPECT_NE(refused.find("gpu-0 memory-slice-2"), std::string::npos) << refused;
+  EXPECT_NE(engine.PrepareClaim(full, far).status().message(), "");
+  EXPECT_EQ(Instances(0).size(), 1u) << "nothing created for a refused claim";
+  ASSERT_EQ(engine.PrepareClaim(d, far).status().message(), "");
+  EXPECT_EQ(Instances(0).size(), 2u);
+  ASSERT_EQ(engine.UnprepareClaim(a, far).message(), "");
+  EXPECT_NE(engine.PrepareClaim(full, far).status().message(), "") << "gpu-0-mig-3g40gb-9-4 still holds slices 4-7";
+  ASSERT_EQ(engine.UnprepareClaim(d, far).message(), "");
+  EXPECT_TRUE(Instances(0).empty());
+  EXPECT_FALSE(MigMode(0));
+  EXPECT_EQ(engine.PrepareClaim(full, far).status().message(), "");
+}
+
+}  // namespace
+}  // namespace nvdra::gpu
