@@ -254,6 +254,18 @@ TEST_F(DynamicMigTest, TheSweepDestroysMigDevicesNoRecordOwns) {
   EXPECT_EQ(*none, 0);
 }
 
+TEST_F(DynamicMigTest, UnprepareWithoutTheGateStillDestroysTheMigDevice) {
+  auto w = Work("uid-1", {"gpu-0-mig-1g20gb-15-6"});
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  auto p = kind_->Prepare(w, *plan);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(Instances(0).size(), 1u);
+  GpuKind without(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), lib_->control(), {});
+  ASSERT_TRUE(without.Unprepare("uid-1", p->undo).ok());
+  EXPECT_TRUE(Instances(0).empty());
+}
+
 TEST_F(DynamicMigTest, WithoutTheGateMigDevicesAreStatic) {
   GpuKind kind(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), lib_->control(), {});
   std::vector<std::string> names;

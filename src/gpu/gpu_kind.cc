@@ -71,6 +71,7 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
       edits_(std::move(edits)),
       options_(std::move(options)),
       types_(types.empty() ? RegisteredDeviceTypes(options_.gates, {&inventory_, &control}) : std::move(types)),
+      control_(control),
       resets_(control, options_.resets),
       strategies_(RegisteredSharingStrategies({resets_, inventory_, control, options_.mps})) {
   for (const auto& type : types_) {
@@ -300,6 +301,12 @@ Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& un
   }
   for (const auto& t : types_) {
     Status st = t->Undo(claim_uid, *undo);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  // MIG devices a dynamic MIG Prepare created are destroyed even when the
+  // plugin now runs without the gate.
+  if (dynamic_mig_ == nullptr && !undo->mig.empty()) {
+    Status st = DynamicMigType(&control_, &inventory_).Undo(claim_uid, *undo);
     if (!st.ok() && first.ok()) first = st;
   }
   return first;

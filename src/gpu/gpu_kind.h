@@ -103,6 +103,7 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   const GpuContainerEdits edits_;
   const GpuKindOptions options_;
   const std::vector<std::unique_ptr<GpuDeviceType>> types_;
+  devices::GpuControl& control_;
   std::map<std::string, GpuDevice> devices_;  // points into inventory_ and types_
   HealthTaints taints_;
   TimeSliceResets resets_;
