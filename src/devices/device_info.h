@@ -31,6 +31,32 @@ struct MigDeviceInfo {
   friend bool operator==(const MigDeviceInfo&, const MigDeviceInfo&) = default;
 };
 
+// One GPU-instance placement of a MIG profile, in memory slices.
+struct MigPlacement {
+  int start = 0;
+  int size = 0;
+  friend bool operator==(const MigPlacement&, const MigPlacement&) = default;
+};
+
+// A MIG profile a GPU can create (dynamic MIG), with its possible
+// placements: NVML's GPU-instance profile info and possible placements.
+// Only profiles whose compute instance spans the whole GPU instance are
+// listed (as upstream: "1g.10gb", not "1c.2g.20gb").
+struct MigProfileInfo {
+  std::string profile;  // "1g.10gb", "1g.10gb+me"
+  int gi_profile_id = 0;
+  int ci_profile_id = 0;
+  int multiprocessors = 0;
+  int copy_engines = 0;
+  int decoders = 0;
+  int encoders = 0;
+  int jpeg_engines = 0;
+  int ofa_engines = 0;
+  uint64_t memory_bytes = 0;
+  std::vector<MigPlacement> placements;
+  friend bool operator==(const MigProfileInfo&, const MigProfileInfo&) = default;
+};
+
 // A GPU's NVLink fabric as nvmlDeviceGetGpuFabricInfo reports it.
 struct FabricReading {
   bool supported = true;     // false: NVML_ERROR_NOT_SUPPORTED (no NVLink fabric)
@@ -57,6 +83,9 @@ struct GpuInfo {
   std::optional<std::string> addressing_mode;  // "HMM", "ATS", "None"
   bool mig_enabled = false;
   std::vector<MigDeviceInfo> migs;
+  // The MIG profiles the GPU can create, whatever its MIG mode; empty on a
+  // GPU without MIG.
+  std::vector<MigProfileInfo> mig_profiles;
   // "<clusterUUID>.<cliqueId>", or "" (no multi-node fabric, or its fabric is not up)
   std::string clique_id;
   // What NVML said of the GPU's NVLink fabric; nullopt where nobody asked
@@ -65,6 +94,19 @@ struct GpuInfo {
   std::optional<FabricReading> fabric;
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
+
+// Whether the GPU's MIG mode changes without a GPU reset (Hopper and newer;
+// on Ampere a change stays pending until a reset), as upstream decides.
+bool SupportsMigModeToggle(const GpuInfo& gpu);
+
+// Whether dynamic MIG serves the GPU, as upstream decides: it has MIG
+// profiles, and its MIG mode toggles or is on already (an Ampere GPU with
+// MIG mode off stays a plain full GPU).
+bool DynamicMigCapable(const GpuInfo& gpu);
+
+// The GPU's memory slice count: the largest placement size of its MIG
+// profiles (the largest profile spans all of them); 0 without MIG.
+int MemorySliceCount(const GpuInfo& gpu);
 
 struct NodeInventory {
   std::vector<GpuInfo> gpus;  // sorted by minor

@@ -16,4 +16,14 @@ Status ValidateComputeMode(const std::string& mode) {
                          "\" is not one of DEFAULT, EXCLUSIVE_PROCESS, PROHIBITED");
 }
 
+namespace {
+Status NoDynamicMig() { return FailedPrecondition("this device backend cannot create or destroy MIG devices"); }
+}  // namespace
+
+Result<bool> GpuControl::MigModeEnabled(const std::string&) { return NoDynamicMig(); }
+Status GpuControl::SetMigMode(const std::string&, bool) { return NoDynamicMig(); }
+Result<std::vector<MigInstance>> GpuControl::ListMigInstances(const std::string&) { return NoDynamicMig(); }
+Result<MigInstance> GpuControl::CreateMigInstance(const std::string&, int, int, int) { return NoDynamicMig(); }
+Status GpuControl::DestroyMigInstance(const std::string&, int, int) { return NoDynamicMig(); }
+
 }  // namespace nvdra::devices

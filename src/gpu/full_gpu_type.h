@@ -1,5 +1,9 @@
 // Full GPUs: each GPU whose MIG mode is off, published as gpu-<minor>, with
-// GpuConfig; its containers get /dev/nvidia<minor> and its DRM nodes.
+// GpuConfig; its containers get /dev/nvidia<minor> and its DRM nodes. With
+// dynamic MIG (`partitionable`), a GPU dynamic MIG serves is published as
+// upstream does: whatever its MIG mode when that toggles without a reset,
+// with the largest MIG capacities, consuming all of its counter set, and
+// holding all of its memory slices in the ledger.
 #pragma once
 
 #include "gpu/gpu_device_type.h"
@@ -8,6 +12,7 @@ namespace nvdra::gpu {
 
 class FullGpuType final : public GpuDeviceType {
  public:
+  explicit FullGpuType(bool partitionable = false) : partitionable_(partitionable) {}
   std::string_view name() const override;
   std::string_view config_kind() const override { return "GpuConfig"; }
   std::optional<config::Config> DefaultConfig(const config::FeatureGates&) const override {
@@ -18,6 +23,11 @@ class FullGpuType final : public GpuDeviceType {
   Result<cdi::ContainerEdits> Edits(const GpuDevice& device, const GpuContainerEdits& edits) const override {
     return edits.FullGpu(*device.gpu);
   }
+  std::vector<std::string> Held(const GpuDevice& device) const override;
+
+ private:
+  bool Partitioned(const devices::GpuInfo& gpu) const;
+  const bool partitionable_;
 };
 
 }  // namespace nvdra::gpu

@@ -32,6 +32,9 @@ struct GpuDevice {
   const devices::GpuInfo* gpu = nullptr;        // the physical GPU
   const devices::MigDeviceInfo* mig = nullptr;  // the MIG device, for MIG types
   const GpuDeviceType* type = nullptr;
+  // Dynamic MIG: the profile and placement the device would be created at.
+  const devices::MigProfileInfo* profile = nullptr;
+  const devices::MigPlacement* placement = nullptr;
 };
 
 class GpuDeviceType {
@@ -55,6 +58,16 @@ class GpuDeviceType {
   // What a container of a claim on `device` gets (the claim-wide edits are
   // GpuContainerEdits::Common).
   virtual Result<cdi::ContainerEdits> Edits(const GpuDevice& device, const GpuContainerEdits& edits) const = 0;
+  // The same for a prepared claim whose undo record is `undo` (a type that
+  // creates its device at Prepare finds what it created there).
+  virtual Result<cdi::ContainerEdits> Edits(const GpuDevice& device, const GpuUndo& undo,
+                                            const GpuContainerEdits& edits) const {
+    return Edits(device, edits);
+  }
+  // The exclusive resources the ledger records for a claim on `device`
+  // (two claims never hold one): the device's name, and for partitionable
+  // devices the memory slices it occupies.
+  virtual std::vector<std::string> Held(const GpuDevice& device) const { return {device.name}; }
 
   // Node-side work, in three steps as a sharing strategy's: at Plan, before
   // anything durable, what Prepare will do for the claim's `devices` of this
@@ -63,7 +76,9 @@ class GpuDeviceType {
   // again after a failure, a crash or a reboot); at Unprepare, reversing it
   // from the record alone. Full GPUs and static MIG devices have none.
   virtual Status Plan(const std::vector<const GpuDevice*>& devices, GpuUndo& undo) const { return Status::Ok(); }
-  virtual Status Apply(const GpuUndo& undo) { return Status::Ok(); }
+  // Apply may complete the record (what it created); the record is written
+  // again with PrepareCompleted.
+  virtual Status Apply(GpuUndo& undo) { return Status::Ok(); }
   virtual Status Undo(const std::string& claim_uid, const GpuUndo& undo) { return Status::Ok(); }
 };
 

@@ -1,5 +1,6 @@
 #include "gpu/gpu_handlers.h"
 
+#include "gpu/dynamic_mig_type.h"
 #include "gpu/full_gpu_type.h"
 #include "gpu/mps_strategy.h"
 #include "gpu/static_mig_type.h"
@@ -7,10 +8,16 @@
 
 namespace nvdra::gpu {
 
-std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::FeatureGates& gates) {
+std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::FeatureGates& gates,
+                                                                  const DeviceTypeContext& context) {
   std::vector<std::unique_ptr<GpuDeviceType>> t;
-  t.push_back(std::make_unique<StaticMigType>());
-  t.push_back(std::make_unique<FullGpuType>());
+  const bool dynamic_mig = gates.Enabled(config::Gate::kDynamicMIG);
+  if (dynamic_mig) {
+    t.push_back(std::make_unique<DynamicMigType>(context.control, context.inventory));
+  } else {
+    t.push_back(std::make_unique<StaticMigType>());
+  }
+  t.push_back(std::make_unique<FullGpuType>(dynamic_mig));
   return t;
 }
 

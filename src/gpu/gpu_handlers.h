@@ -16,9 +16,17 @@
 
 namespace nvdra::gpu {
 
+// What a device type with node-side work may use; outlives the types.
+// Null where only the types' names and configs are asked for.
+struct DeviceTypeContext {
+  const devices::NodeInventory* inventory = nullptr;
+  devices::GpuControl* control = nullptr;
+};
+
 // The device types the gates switch on, in the order their defaults are
 // listed (lowest precedence first). No two serve the same type name.
-std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::FeatureGates& gates);
+std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::FeatureGates& gates,
+                                                                  const DeviceTypeContext& context = {});
 
 // What a strategy may use; all of it outlives the strategies.
 struct SharingContext {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "gpu/dynamic_mig_type.h"
 #include "gpu/gpu_handlers.h"
 #include "gpu/gpu_published_devices.h"
 #include "util/file_util.h"
@@ -70,7 +71,8 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
     : inventory_(std::move(inventory)),
       edits_(std::move(edits)),
       options_(std::move(options)),
-      types_(types.empty() ? RegisteredDeviceTypes(options_.gates) : std::move(types)),
+      types_(types.empty() ? RegisteredDeviceTypes(options_.gates, {&inventory_, &control}) : std::move(types)),
+      control_(control),
       resets_(control, options_.resets),
       strategies_(RegisteredSharingStrategies({resets_, inventory_, control, options_.mps, options_.consumable_shares,
                                                options_.consumable_shares.enabled() ? options_.shared_with_others
@@ -80,6 +82,9 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
   }
   for (const auto& s : strategies_) {
     if (auto* m = dynamic_cast<MpsStrategy*>(s.get())) mps_ = m;
+  }
+  for (const auto& t : types_) {
+    if (auto* m = dynamic_cast<DynamicMigType*>(t.get())) dynamic_mig_ = m;
   }
 }
 
@@ -157,15 +162,29 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
   for (const auto& group : work.groups) {
     std::string name = SharingStrategyOf(group.config);
     if (name.empty()) continue;
+    // As upstream (unreachable while the gates exclude each other).
+    if (name == config::kMpsStrategy && options_.gates.Enabled(config::Gate::kDynamicMIG)) {
+      return FailedPrecondition("MPS is not yet supported when using featureGates.DynamicMIG=true");
+    }
     SharingStrategy* strategy = StrategyNamed(name);
     if (strategy == nullptr) return Internal("no handler for GPU sharing strategy \"" + name + "\"");
     NVDRA_RETURN_IF_ERROR(strategy->Plan(work.uid, group, *this, undo));
   }
-  std::set<std::string> names;
-  for (const auto& r : work.results) names.insert(r.device);
+  std::set<std::string> names, held;
+  for (const auto& r : work.results) {
+    names.insert(r.device);
+    const GpuDevice* d = Find(r.device);
+    if (r.admin_access) continue;
+    if (d == nullptr) {
+      held.insert(r.device);
+    } else {
+      for (auto& h : d->type->Held(*d)) held.insert(std::move(h));
+    }
+  }
   undo.devices.assign(names.begin(), names.end());
   driver::ClaimPlan plan;
   plan.undo = EncodeGpuUndo(undo);
+  plan.held.assign(held.begin(), held.end());
   if (options_.consumable_shares.enabled()) {
     std::map<std::string, model::PublishedDevice> published;
     auto lookup = [&](const std::string& name) -> const model::PublishedDevice* {
@@ -196,7 +215,7 @@ Result<driver::ClaimEdits> GpuKind::EditsFor(const GpuUndo& undo) const {
     if (d == nullptr) {
       return NotFound("device " + name + " is no longer present on this node (was it removed or was MIG reconfigured?)");
     }
-    auto edits = d->type->Edits(*d, edits_);
+    auto edits = d->type->Edits(*d, undo, edits_);
     if (!edits.ok()) return edits.status().Wrap("CDI edits for " + name);
     // A device shared through an MPS daemon gets the daemon's edits too.
     const std::string& uuid = d->mig != nullptr ? d->mig->uuid : d->gpu->uuid;
@@ -266,6 +285,31 @@ Result<int> GpuKind::SweepOrphanMpsDaemons(
   });
 }
 
+void GpuKind::StartMigSweep(PeriodicWorkerOptions worker, UndoRecords undo_records) {
+  if (dynamic_mig_ == nullptr || mig_sweep_ != nullptr) return;
+  worker.run_at_start = true;
+  mig_sweep_ = std::make_unique<PeriodicWorker>(worker, [this, records = std::move(undo_records)]() -> Status {
+    return SweepOrphanMigDevices(records).status();
+  });
+  mig_sweep_->Start();
+}
+
+Result<int> GpuKind::SweepOrphanMigDevices(const UndoRecords& undo_records) {
+  if (dynamic_mig_ == nullptr) return 0;
+  return dynamic_mig_->SweepOrphans([&]() -> Result<std::vector<GpuUndo>> {
+    NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records, undo_records());
+    // Read leniently: a record this version cannot decode still owns what
+    // its readable MIG items name.
+    std::vector<GpuUndo> out;
+    for (const auto& r : records) {
+      if (!r.is_object() || !r.contains("mig") || !r["mig"].is_array()) continue;
+      auto decoded = DecodeGpuUndo(nlohmann::json{{"mig", r["mig"]}});
+      if (decoded.ok()) out.push_back(std::move(decoded).value());
+    }
+    return out;
+  });
+}
+
 Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
                                           const std::vector<std::string>& prepared_devices) {
   NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, Decode(undo_json));
@@ -290,6 +334,12 @@ Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& un
   }
   for (const auto& t : types_) {
     Status st = t->Undo(claim_uid, *undo);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  // MIG devices a dynamic MIG Prepare created are destroyed even when the
+  // plugin now runs without the gate.
+  if (dynamic_mig_ == nullptr && !undo->mig.empty()) {
+    Status st = DynamicMigType(&control_, &inventory_).Undo(claim_uid, *undo);
     if (!st.ok() && first.ok()) first = st;
   }
   return first;

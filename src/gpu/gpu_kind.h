@@ -54,6 +54,8 @@ struct GpuKindOptions {
   DeviceSharedWithOthers shared_with_others;
 };
 
+class DynamicMigType;
+
 class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
  public:
   // `types`: the device types to serve; empty, the registered ones the
@@ -93,6 +95,13 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   // the kind is destroyed. Nothing when MPS is not set up.
   using UndoRecords = std::function<Result<std::vector<nlohmann::json>>()>;
   void StartMpsSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
+  // Destroys the dynamic MIG devices that no undo record of
+  // `undo_records()` (read after the listing) names. Returns how many.
+  // Nothing without dynamic MIG.
+  Result<int> SweepOrphanMigDevices(const UndoRecords& undo_records);
+  // Runs that sweep at once and periodically (`worker`), until the kind is
+  // destroyed. Nothing without dynamic MIG.
+  void StartMigSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
 
  private:
   GpuCheckpointCodec codec_;
@@ -109,13 +118,16 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   const GpuContainerEdits edits_;
   const GpuKindOptions options_;
   const std::vector<std::unique_ptr<GpuDeviceType>> types_;
+  devices::GpuControl& control_;
   std::map<std::string, GpuDevice> devices_;  // points into inventory_ and types_
   HealthTaints taints_;
   TimeSliceResets resets_;
   std::vector<std::unique_ptr<SharingStrategy>> strategies_;
   MpsStrategy* mps_ = nullptr;  // among strategies_
+  DynamicMigType* dynamic_mig_ = nullptr;  // among types_
   // Last: stops before anything it uses goes away.
   std::unique_ptr<PeriodicWorker> mps_sweep_;
+  std::unique_ptr<PeriodicWorker> mig_sweep_;
 };
 
 }  // namespace nvdra::gpu

@@ -438,7 +438,7 @@ class RecordingGpuType final : public GpuDeviceType {
     for (const auto* d : devices) undo.unknown["recorded"].push_back(d->name);
     return Status::Ok();
   }
-  Status Apply(const GpuUndo& undo) override {
+  Status Apply(GpuUndo& undo) override {
     log_.push_back("apply " + undo.unknown.value("recorded", nlohmann::json::array()).dump());
     return Status::Ok();
   }

@@ -68,6 +68,55 @@ json EncodeMps(const MpsDaemonUndo& m) {
   return item;
 }
 
+std::optional<MigDeviceUndo> DecodeMig(const JsonReader& item) {
+  MigDeviceUndo m;
+  auto device = item.Required<std::string>("device");
+  auto parent = item.Required<std::string>("parentUUID");
+  auto minor = item.Required<int>("parentMinor");
+  auto profile = item.OptionalOr<std::string>("profile", "");
+  auto gip = item.Required<int>("giProfileId");
+  auto cip = item.Required<int>("ciProfileId");
+  auto start = item.Required<int>("placementStart");
+  auto size = item.Required<int>("placementSize");
+  auto gi = item.Optional<int>("giId");
+  auto ci = item.Optional<int>("ciId");
+  auto uuid = item.OptionalOr<std::string>("uuid", "");
+  if (!device.ok() || !parent.ok() || !minor.ok() || !profile.ok() || !gip.ok() || !cip.ok() || !start.ok() ||
+      !size.ok() || !gi.ok() || !ci.ok() || !uuid.ok()) {
+    return std::nullopt;
+  }
+  m.device = *device;
+  m.parent_uuid = *parent;
+  m.parent_minor = *minor;
+  m.profile = *profile;
+  m.gi_profile_id = *gip;
+  m.ci_profile_id = *cip;
+  m.placement_start = *start;
+  m.placement_size = *size;
+  m.gi_id = *gi;
+  m.ci_id = *ci;
+  m.uuid = *uuid;
+  m.unknown = item.Unknown({"device", "parentUUID", "parentMinor", "profile", "giProfileId", "ciProfileId",
+                            "placementStart", "placementSize", "giId", "ciId", "uuid"});
+  return m;
+}
+
+json EncodeMig(const MigDeviceUndo& m) {
+  json item = {{"device", m.device},
+               {"parentUUID", m.parent_uuid},
+               {"parentMinor", m.parent_minor},
+               {"profile", m.profile},
+               {"giProfileId", m.gi_profile_id},
+               {"ciProfileId", m.ci_profile_id},
+               {"placementStart", m.placement_start},
+               {"placementSize", m.placement_size}};
+  if (m.gi_id) item["giId"] = *m.gi_id;
+  if (m.ci_id) item["ciId"] = *m.ci_id;
+  if (!m.uuid.empty()) item["uuid"] = m.uuid;
+  MergeUnknownMembers(item, m.unknown);
+  return item;
+}
+
 Status DecodeInto(const JsonReader& r, GpuUndo& out) {
   NVDRA_RETURN_IF_ERROR(r.ExpectObject());
   NVDRA_ASSIGN_OR_RETURN(out.version, r.OptionalOr<int64_t>("version", kGpuUndoVersion));
@@ -90,8 +139,24 @@ Status DecodeInto(const JsonReader& r, GpuUndo& out) {
     }
     return Status::Ok();
   }));
-  out.unknown = mps_list ? r.Unknown({"version", "devices", "timeSlicing", "mps"})
-                         : r.Unknown({"version", "devices", "timeSlicing"});
+  const bool mig_list = !r.value().contains("mig") || r.value()["mig"].is_array() || r.value()["mig"].is_null();
+  if (mig_list) NVDRA_RETURN_IF_ERROR(r.ForEach("mig", [&](const JsonReader& item) {
+    if (auto m = DecodeMig(item)) {
+      out.mig.push_back(std::move(*m));
+    } else {
+      out.unreadable_mig.push_back(item.value());
+    }
+    return Status::Ok();
+  }));
+  if (mps_list && mig_list) {
+    out.unknown = r.Unknown({"version", "devices", "timeSlicing", "mps", "mig"});
+  } else if (mps_list) {
+    out.unknown = r.Unknown({"version", "devices", "timeSlicing", "mps"});
+  } else if (mig_list) {
+    out.unknown = r.Unknown({"version", "devices", "timeSlicing", "mig"});
+  } else {
+    out.unknown = r.Unknown({"version", "devices", "timeSlicing"});
+  }
   return Status::Ok();
 }
 
@@ -111,6 +176,12 @@ json EncodeGpuUndo(const GpuUndo& undo) {
     for (const auto& m : undo.mps) mps.push_back(EncodeMps(m));
     for (const auto& raw : undo.unreadable_mps) mps.push_back(raw);
     j["mps"] = std::move(mps);
+  }
+  if (!undo.mig.empty() || !undo.unreadable_mig.empty()) {
+    json mig = json::array();
+    for (const auto& m : undo.mig) mig.push_back(EncodeMig(m));
+    for (const auto& raw : undo.unreadable_mig) mig.push_back(raw);
+    j["mig"] = std::move(mig);
   }
   MergeUnknownMembers(j, undo.unknown);
   return j;

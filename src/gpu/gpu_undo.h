@@ -10,7 +10,13 @@
 //                    "deployment": "mps-control-daemon-<id>", "root": "<plugin dir>/mps/<id>",
 //                    "uuids": ["GPU-..."], "exclusiveProcess": ["GPU-..."],
 //                    "activeThreadPercentage": 50, "pinnedLimits": {"GPU-...": "10240M"},
-//                    "multiUser": false}]}
+//                    "multiUser": false}],
+//           "mig": [{"device": "gpu-0-mig-1g10gb-19-0", "parentUUID": "GPU-...", "parentMinor": 0,
+//                    "profile": "1g.10gb", "giProfileId": 19, "ciProfileId": 0, "placementStart": 0,
+//                    "placementSize": 1, "enabledMigMode": false,
+//                    "giId": 1, "ciId": 0, "uuid": "MIG-..."}]}
+// A dynamic MIG item is written at Plan, before its MIG device exists (no
+// giId, ciId, uuid yet): Unprepare finds the device by its placement.
 #pragma once
 
 #include <map>
@@ -51,6 +57,23 @@ struct MpsDaemonUndo {
   friend bool operator==(const MpsDaemonUndo&, const MpsDaemonUndo&) = default;
 };
 
+// One MIG device dynamic MIG creates for the claim.
+struct MigDeviceUndo {
+  std::string device;  // the published name
+  std::string parent_uuid;
+  int parent_minor = 0;
+  std::string profile;
+  int gi_profile_id = 0;
+  int ci_profile_id = 0;
+  int placement_start = 0;
+  int placement_size = 0;
+  // Set once it exists.
+  std::optional<int> gi_id, ci_id;
+  std::string uuid;
+  nlohmann::json unknown = nlohmann::json::object();
+  friend bool operator==(const MigDeviceUndo&, const MigDeviceUndo&) = default;
+};
+
 struct GpuUndo {
   int64_t version = kGpuUndoVersion;
   // Sorted, unique. Empty in a record imported from the Go driver's
@@ -58,10 +81,12 @@ struct GpuUndo {
   std::vector<std::string> devices;
   std::vector<TimeSliceUndo> time_slicing;
   std::vector<MpsDaemonUndo> mps;
-  // timeSlicing and mps items this version cannot read (kept verbatim,
+  std::vector<MigDeviceUndo> mig;
+  // timeSlicing, mps and mig items this version cannot read (kept verbatim,
   // skipped by Unprepare with a warning) and unknown top-level fields.
   std::vector<nlohmann::json> unreadable_time_slicing;
   std::vector<nlohmann::json> unreadable_mps;
+  std::vector<nlohmann::json> unreadable_mig;
   nlohmann::json unknown = nlohmann::json::object();
   friend bool operator==(const GpuUndo&, const GpuUndo&) = default;
 };

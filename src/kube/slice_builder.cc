@@ -1,6 +1,7 @@
 #include "kube/slice_builder.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace nvdra::kube {
 
@@ -31,6 +32,46 @@ std::vector<std::vector<model::PublishedDevice>> ChunkDevices(std::vector<model:
   }
   return out;
 }
+
+std::vector<SliceContent> ChunkSlices(std::vector<model::PublishedDevice> devices, bool counters_in_own_slice) {
+  std::vector<SliceContent> out;
+  bool partitionable =
+      std::any_of(devices.begin(), devices.end(), [](const auto& d) { return !d.consumes_counters.empty(); });
+  if (!partitionable) {
+    for (auto& chunk : ChunkDevices(std::move(devices))) out.push_back({{}, std::move(chunk)});
+    return out;
+  }
+  std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) {
+    return a.sort_key != b.sort_key ? a.sort_key < b.sort_key : a.name < b.name;
+  });
+  SliceContent all_sets;
+  for (auto& d : devices) {
+    if (out.empty() || out.back().devices.front().sort_key != d.sort_key) out.emplace_back();
+    SliceContent& slice = counters_in_own_slice ? all_sets : out.back();
+    for (auto& set : d.counter_sets) {
+      auto same = [&](const model::CounterSet& c) { return c.name == set.name; };
+      if (std::none_of(slice.counter_sets.begin(), slice.counter_sets.end(), same)) slice.counter_sets.push_back(set);
+    }
+    d.counter_sets.clear();
+    out.back().devices.push_back(std::move(d));
+  }
+  if (counters_in_own_slice) out.insert(out.begin(), std::move(all_sets));
+  return out;
+}
+
+bool CounterSetsInOwnSlice(const std::string& git_version) {
+  int major = 0, minor = 0;
+  if (std::sscanf(git_version.c_str(), "v%d.%d", &major, &minor) != 2) return false;
+  return major > 1 || (major == 1 && minor >= 35);
+}
+
+namespace {
+json Quantities(const std::map<std::string, std::string>& m) {
+  json out = json::object();
+  for (const auto& [k, v] : m) out[k] = {{"value", v}};
+  return out;
+}
+}  // namespace
 
 json EncodeDevice(const model::PublishedDevice& d, const std::string& api_version) {
   json fields = json::object();
@@ -64,6 +105,13 @@ json EncodeDevice(const model::PublishedDevice& d, const std::string& api_versio
     }
     fields["taints"] = std::move(taints);
   }
+  if (!d.consumes_counters.empty()) {
+    json consumes = json::array();
+    for (const auto& c : d.consumes_counters) {
+      consumes.push_back({{"counterSet", c.counter_set}, {"counters", Quantities(c.counters)}});
+    }
+    fields["consumesCounters"] = std::move(consumes);
+  }
   if (api_version == "v1beta1") return {{"name", d.name}, {"basic", std::move(fields)}};
   fields["name"] = d.name;
   return fields;
@@ -79,6 +127,17 @@ json BuildSliceSpec(const std::string& driver, const std::string& node, const Po
       {"pool", {{"name", pool.name}, {"generation", pool.generation}, {"resourceSliceCount", pool.slice_count}}},
       {"devices", std::move(devs)},
   };
+}
+
+json BuildSliceSpec(const std::string& driver, const std::string& node, const PoolRef& pool,
+                    const SliceContent& content, const std::string& api_version) {
+  json spec = BuildSliceSpec(driver, node, pool, content.devices, api_version);
+  if (content.counter_sets.empty()) return spec;
+  json sets = json::array();
+  for (const auto& c : content.counter_sets) sets.push_back({{"name", c.name}, {"counters", Quantities(c.counters)}});
+  spec["sharedCounters"] = std::move(sets);
+  if (content.devices.empty()) spec.erase("devices");
+  return spec;
 }
 
 }  // namespace nvdra::kube

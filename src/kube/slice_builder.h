@@ -20,6 +20,23 @@ inline constexpr size_t kMaxDevicesPerSliceWithTaints = 64;
 // Devices sorted by sort_key (PCI bus id), then name; split into slices.
 std::vector<std::vector<model::PublishedDevice>> ChunkDevices(std::vector<model::PublishedDevice> devices);
 
+// One slice's content: counter sets and devices (either may be empty).
+struct SliceContent {
+  std::vector<model::CounterSet> counter_sets;
+  std::vector<model::PublishedDevice> devices;
+};
+
+// The pool's slices. Devices without counters: ChunkDevices. When some
+// consume counters (partitionable devices), one slice per sort key (a GPU
+// and its partitions), as upstream; the counter sets either in one slice
+// of their own, first (`counters_in_own_slice`, API servers 1.35 and newer),
+// or in the slice of the devices that consume them.
+std::vector<SliceContent> ChunkSlices(std::vector<model::PublishedDevice> devices, bool counters_in_own_slice);
+
+// Whether an API server of this /version gitVersion ("v1.35.2") wants
+// counter sets in slices of their own (1.35 and newer). Unparsable: no.
+bool CounterSetsInOwnSlice(const std::string& git_version);
+
 // One device in the shape of `api_version` ("v1", "v1beta2", "v1beta1";
 // v1beta1 nests attributes, capacity, taints and allowMultipleAllocations
 // under "basic"). Capacity request policies and allowMultipleAllocations
@@ -35,5 +52,9 @@ struct PoolRef {
 // The spec of one slice of this node's pool.
 nlohmann::json BuildSliceSpec(const std::string& driver, const std::string& node, const PoolRef& pool,
                               const std::vector<model::PublishedDevice>& devices, const std::string& api_version);
+// The same with counter sets ("sharedCounters"); a slice of counter sets
+// alone has no "devices".
+nlohmann::json BuildSliceSpec(const std::string& driver, const std::string& node, const PoolRef& pool,
+                              const SliceContent& content, const std::string& api_version);
 
 }  // namespace nvdra::kube

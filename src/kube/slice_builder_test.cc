@@ -5,6 +5,8 @@
 namespace nvdra::kube {
 namespace {
 
+using nlohmann::json;
+
 model::PublishedDevice Dev(std::string name, std::string key) {
   model::PublishedDevice d;
   d.name = std::move(name);
@@ -15,6 +17,57 @@ model::PublishedDevice Dev(std::string name, std::string key) {
   d.attributes["driverVersion"] = model::Version{"580.1.0"};
   d.capacity["memory"] = "85899345920";
   return d;
+}
+
+model::PublishedDevice Partition(std::string name, std::string key, std::string set) {
+  model::PublishedDevice d = Dev(std::move(name), std::move(key));
+  d.counter_sets.push_back({set, {{"memory", "79Gi"}, {"memory-slice-0", "1"}}});
+  d.consumes_counters.push_back({set, {{"memory-slice-0", "1"}}});
+  return d;
+}
+
+TEST(SliceBuilderTest, PartitionableDevicesGetASlicePerGpuWithTheirCounterSet) {
+  std::vector<model::PublishedDevice> devs = {Partition("gpu-1", "0000:41:00.0", "gpu-1-counter-set"),
+                                              Partition("gpu-0-mig-1g10gb-19-0", "0000:01:00.0", "gpu-0-counter-set"),
+                                              Partition("gpu-0", "0000:01:00.0", "gpu-0-counter-set"),
+                                              Dev("gpu-2", "0000:51:00.0")};
+  auto combined = ChunkSlices(devs, false);
+  ASSERT_EQ(combined.size(), 3u);
+  ASSERT_EQ(combined[0].counter_sets.size(), 1u) << "one set, however many devices carry it";
+  EXPECT_EQ(combined[0].counter_sets[0].name, "gpu-0-counter-set");
+  ASSERT_EQ(combined[0].devices.size(), 2u);
+  EXPECT_EQ(combined[0].devices[0].name, "gpu-0");
+  EXPECT_TRUE(combined[0].devices[0].counter_sets.empty());
+  EXPECT_EQ(combined[1].counter_sets[0].name, "gpu-1-counter-set");
+  EXPECT_TRUE(combined[2].counter_sets.empty());
+
+  auto split = ChunkSlices(devs, true);
+  ASSERT_EQ(split.size(), 4u);
+  EXPECT_TRUE(split[0].devices.empty());
+  ASSERT_EQ(split[0].counter_sets.size(), 2u);
+  EXPECT_EQ(split[0].counter_sets[1].name, "gpu-1-counter-set");
+  for (size_t i = 1; i < split.size(); ++i) EXPECT_TRUE(split[i].counter_sets.empty());
+
+  json spec = BuildSliceSpec("gpu.nvidia.com", "node-1", PoolRef{"node-1", 1, 4}, split[0], "v1");
+  EXPECT_FALSE(spec.contains("devices"));
+  EXPECT_EQ(spec["sharedCounters"][0]["name"], "gpu-0-counter-set");
+  EXPECT_EQ(spec["sharedCounters"][0]["counters"]["memory"]["value"], "79Gi");
+  spec = BuildSliceSpec("gpu.nvidia.com", "node-1", PoolRef{"node-1", 1, 3}, combined[0], "v1");
+  EXPECT_EQ(spec["devices"][1]["consumesCounters"][0]["counterSet"], "gpu-0-counter-set");
+  EXPECT_EQ(spec["devices"][1]["consumesCounters"][0]["counters"]["memory-slice-0"]["value"], "1");
+  json beta1 = EncodeDevice(combined[0].devices[0], "v1beta1");
+  EXPECT_EQ(beta1["basic"]["consumesCounters"][0]["counterSet"], "gpu-0-counter-set");
+  // Without counters: chunks as before.
+  EXPECT_EQ(ChunkSlices({Dev("a", "x"), Dev("b", "y")}, true).size(), 1u);
+}
+
+TEST(SliceBuilderTest, CounterSetsGetTheirOwnSliceFrom135On) {
+  EXPECT_FALSE(CounterSetsInOwnSlice("v1.34.0-nvdra-test"));
+  EXPECT_FALSE(CounterSetsInOwnSlice("v1.34.3"));
+  EXPECT_TRUE(CounterSetsInOwnSlice("v1.35.0"));
+  EXPECT_TRUE(CounterSetsInOwnSlice("v1.36.1-gke.100"));
+  EXPECT_TRUE(CounterSetsInOwnSlice("v2.0.0"));
+  EXPECT_FALSE(CounterSetsInOwnSlice("garbage"));
 }
 
 TEST(SliceBuilderTest, SortedByBusIdThenName) {

@@ -115,8 +115,8 @@ Result<Listed> ParseListed(const json& list, const std::string& driver, const st
 class DesiredPool {
  public:
   DesiredPool(const std::string& driver, const std::string& node, const std::string& version,
-              std::vector<model::PublishedDevice> devices)
-      : driver_(driver), node_(node), version_(version), chunks_(ChunkDevices(std::move(devices))) {
+              std::vector<model::PublishedDevice> devices, bool counters_in_own_slice)
+      : driver_(driver), node_(node), version_(version), chunks_(ChunkSlices(std::move(devices), counters_in_own_slice)) {
     // An empty inventory is still a pool: one slice without devices tells
     // the scheduler the node has nothing, rather than "not published yet".
     if (chunks_.empty()) chunks_.emplace_back();
@@ -133,7 +133,7 @@ class DesiredPool {
 
  private:
   std::string driver_, node_, version_;
-  std::vector<std::vector<model::PublishedDevice>> chunks_;
+  std::vector<SliceContent> chunks_;
 };
 
 // The content changed when a slice of the newest generation disagrees with
@@ -318,7 +318,15 @@ Status SlicePublisher::Publish(std::vector<model::PublishedDevice> devices, Slic
   auto parsed = ParseListed(*list, driver_, node_);
   if (!parsed.ok()) return parsed.status().Wrap("list ResourceSlices of node " + node_);
   const Listed listed = std::move(parsed).value();
-  const DesiredPool desired(driver_, node_, version, std::move(devices));
+  // Partitionable devices: where the counter sets go depends on the API
+  // server's version.
+  bool own_slice = false;
+  if (std::any_of(devices.begin(), devices.end(), [](const auto& d) { return !d.consumes_counters.empty(); })) {
+    auto v = client_.GetJson("/version");
+    if (!v.ok()) return v.status().Wrap("read the API server's version");
+    own_slice = CounterSetsInOwnSlice(v->value("gitVersion", ""));
+  }
+  const DesiredPool desired(driver_, node_, version, std::move(devices), own_slice);
   const Plan plan = MakePlan(listed, desired);
 
   NVDRA_RETURN_IF_ERROR(DeleteObsolete(target, plan, result));

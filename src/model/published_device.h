@@ -38,6 +38,22 @@ struct CapacityRequestPolicy {
   friend bool operator==(const CapacityRequestPolicy&, const CapacityRequestPolicy&) = default;
 };
 
+// A set of counters devices consume from (KEP 4815, partitionable
+// devices): e.g. one per GPU, "gpu-0-counter-set", with a counter per
+// capacity dimension and one per memory slice. Values are quantities.
+struct CounterSet {
+  std::string name;
+  std::map<std::string, std::string> counters;
+  friend bool operator==(const CounterSet&, const CounterSet&) = default;
+};
+
+// What a device consumes of one counter set while allocated.
+struct CounterConsumption {
+  std::string counter_set;
+  std::map<std::string, std::string> counters;
+  friend bool operator==(const CounterConsumption&, const CounterConsumption&) = default;
+};
+
 struct PublishedDevice {
   std::string name;  // "gpu-0", "gpu-0-mig-1g10gb-19-0", "channel-0", "daemon-0"
   // Keys without a domain belong to the driver's domain; fully qualified keys
@@ -54,6 +70,10 @@ struct PublishedDevice {
   // once, each consuming part of its capacity.
   bool allow_multiple_allocations = false;
   std::vector<DeviceTaint> taints;
+  std::vector<CounterConsumption> consumes_counters;
+  // The counter sets `consumes_counters` names, published once per pool
+  // (each device that consumes from a set carries it).
+  std::vector<CounterSet> counter_sets;
   // Sort key for deterministic slices (PCI bus id of the GPU, or "" for
   // devices without one); ties are broken by name.
   std::string sort_key;

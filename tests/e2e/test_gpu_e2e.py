@@ -319,5 +319,28 @@ class GpuEndToEnd(NodeTestCase):
         self.assertOk(self.plugin.unprepare([claim], api="v1beta1"), claim[2])
 
 
+
+class DynamicMigProfileEndToEnd(NodeTestCase):
+    """The dynamic-mig mock (H100 and A100, MIG mode off and on, no MIG
+    devices) with the gate off: served as today, nothing partitionable."""
+
+    def test_without_the_gate_mig_capable_gpus_are_served_as_today(self):
+        plugin = self.gpu_plugin("dynamic-mig").start()
+        slices = wait_for(lambda: self.node.api.slices(GPU_DRIVER), what="GPU ResourceSlices")
+        devices = [d for s in slices for d in s["spec"]["devices"]]
+        self.assertEqual(sorted(d["name"] for d in devices), ["gpu-0", "gpu-2"])
+        self.assertFalse(any("consumesCounters" in d for d in devices))
+        self.assertFalse(any("sharedCounters" in s["spec"] for s in slices))
+        claim = self.gpu_claim("full", ["gpu-0"])
+        self.assertOk(plugin.prepare([claim]), claim[2])
+        self.assertOk(plugin.unprepare([claim]), claim[2])
+
+    def test_the_dynamic_mig_gate_still_refuses_to_start(self):
+        plugin = self.gpu_plugin("dynamic-mig", extra_args=["--feature-gates", "DynamicMIG=true"])
+        with self.assertRaises(RuntimeError) as e:
+            plugin.start()
+        self.assertIn("feature gate DynamicMIG is not implemented by nvdra yet", str(e.exception))
+
+
 if __name__ == "__main__":
     unittest.main()

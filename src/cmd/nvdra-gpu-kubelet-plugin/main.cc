@@ -79,19 +79,33 @@ Result<gpu::MpsRuntime> MakeMpsRuntime(plugin::KindContext& ctx, const MpsFlags&
 
 // The sweep of MPS control daemons and directories no ledger entry owns, on
 // the plugin's background group, as often as the reconciler runs.
-void StartMpsSweep(plugin::KindContext& ctx, gpu::GpuKind& kind) {
-  PeriodicWorkerOptions o;
-  o.period = std::chrono::duration_cast<std::chrono::milliseconds>(ctx.options.reconcile_period);
-  o.jitter = 0.1;
-  o.name = "MPS control daemon sweep";
-  o.group = &ctx.background;
+gpu::GpuKind::UndoRecords LedgerUndoRecords(plugin::KindContext& ctx) {
   ledger::ClaimLedger* ledger = &ctx.ledger;
-  kind.StartMpsSweep(o, [ledger]() -> Result<std::vector<nlohmann::json>> {
+  return [ledger]() -> Result<std::vector<nlohmann::json>> {
     NVDRA_ASSIGN_OR_RETURN(auto entries, ledger->List());
     std::vector<nlohmann::json> out;
     for (const auto& e : entries) out.push_back(e.undo);
     return out;
-  });
+  };
+}
+
+PeriodicWorkerOptions SweepWorker(plugin::KindContext& ctx, const char* name) {
+  PeriodicWorkerOptions o;
+  o.period = std::chrono::duration_cast<std::chrono::milliseconds>(ctx.options.reconcile_period);
+  o.jitter = 0.1;
+  o.name = name;
+  o.group = &ctx.background;
+  return o;
+}
+
+void StartMpsSweep(plugin::KindContext& ctx, gpu::GpuKind& kind) {
+  kind.StartMpsSweep(SweepWorker(ctx, "MPS control daemon sweep"), LedgerUndoRecords(ctx));
+}
+
+// With dynamic MIG: the MIG devices no ledger entry owns are destroyed at
+// start and as often as the reconciler runs.
+void StartMigSweep(plugin::KindContext& ctx, gpu::GpuKind& kind) {
+  kind.StartMigSweep(SweepWorker(ctx, "MIG device sweep"), LedgerUndoRecords(ctx));
 }
 
 }  // namespace
@@ -139,6 +153,7 @@ int main(int argc, char** argv) {
             ctx.inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)),
             ctx.lib.control(), std::move(options));
         if (mps) StartMpsSweep(ctx, *kind);
+        StartMigSweep(ctx, *kind);
         return std::unique_ptr<driver::DeviceKind>(std::move(kind));
       },
       argc, argv, kind_flags);

@@ -106,13 +106,111 @@ const char* kGb200x4 = R"json({
   ]
 })json";
 
+// Dynamic MIG, the four cases upstream tells apart: an H100 (MIG mode
+// toggles without a reset) with MIG mode off and one with it on, an A100
+// with MIG mode off (no dynamic MIG: a plain full GPU) and one with it on
+// (MIG devices only: leaving MIG mode would need a GPU reset).
+const char* kDynamicMig = R"json({
+  "driverVersion": "570.158.01",
+  "cudaDriverVersion": "12.8",
+  "gpus": [
+    {
+      "productName": "NVIDIA H100 80GB HBM3",
+      "brand": "Nvidia",
+      "architecture": "Hopper",
+      "cudaComputeCapability": "9.0",
+      "memoryBytes": 85520809984,
+      "addressingMode": "HMM",
+      "pciBusIds": ["0000:18:00.0"],
+      "pcieRoots": ["pci0000:15"],
+      "migProfiles": "h100-80gb"
+    },
+    {
+      "productName": "NVIDIA H100 80GB HBM3",
+      "brand": "Nvidia",
+      "architecture": "Hopper",
+      "cudaComputeCapability": "9.0",
+      "memoryBytes": 85520809984,
+      "addressingMode": "HMM",
+      "pciBusIds": ["0000:2a:00.0"],
+      "pcieRoots": ["pci0000:27"],
+      "migEnabled": true,
+      "migProfiles": "h100-80gb"
+    },
+    {
+      "productName": "NVIDIA A100-SXM4-40GB",
+      "brand": "Nvidia",
+      "architecture": "Ampere",
+      "cudaComputeCapability": "8.0",
+      "memoryBytes": 42949672960,
+      "pciBusIds": ["0000:47:00.0"],
+      "pcieRoots": ["pci0000:40"],
+      "migProfiles": "a100-40gb"
+    },
+    {
+      "productName": "NVIDIA A100-SXM4-40GB",
+      "brand": "Nvidia",
+      "architecture": "Ampere",
+      "cudaComputeCapability": "8.0",
+      "memoryBytes": 42949672960,
+      "pciBusIds": ["0000:4e:00.0"],
+      "pcieRoots": ["pci0000:40"],
+      "migEnabled": true,
+      "migProfiles": "a100-40gb"
+    }
+  ]
+})json";
+
+std::vector<MigPlacement> Placements(int count, int step, int size) {
+  std::vector<MigPlacement> out;
+  for (int i = 0; i < count; ++i) out.push_back({i * step, size});
+  return out;
+}
+
+// As NVML reports them on an A100-SXM4-40GB (memorySizeMB in MiB; the
+// profiles whose compute instance spans the GPU instance).
+std::vector<MigProfileInfo> A100Sxm4_40gb() {
+  constexpr uint64_t kMiB = 1024 * 1024;
+  return {
+      {"1g.5gb", 19, 0, 14, 1, 0, 0, 0, 0, 4864 * kMiB, Placements(7, 1, 1)},
+      {"1g.5gb+me", 20, 0, 14, 1, 1, 0, 1, 1, 4864 * kMiB, Placements(7, 1, 1)},
+      {"1g.10gb", 15, 0, 14, 1, 1, 0, 0, 0, 9856 * kMiB, Placements(4, 2, 2)},
+      {"2g.10gb", 14, 1, 28, 2, 1, 0, 0, 0, 9856 * kMiB, Placements(3, 2, 2)},
+      {"3g.20gb", 9, 2, 42, 3, 2, 0, 0, 0, 19968 * kMiB, Placements(2, 4, 4)},
+      {"4g.20gb", 5, 3, 56, 4, 2, 0, 0, 0, 19968 * kMiB, Placements(1, 4, 4)},
+      {"7g.40gb", 0, 4, 98, 7, 5, 0, 1, 1, 40192 * kMiB, Placements(1, 8, 8)},
+  };
+}
+
+// As NVML reports them on an H100 80GB HBM3.
+std::vector<MigProfileInfo> H100_80gb() {
+  constexpr uint64_t kMiB = 1024 * 1024;
+  return {
+      {"1g.10gb", 19, 0, 16, 1, 1, 0, 1, 0, 9984 * kMiB, Placements(7, 1, 1)},
+      {"1g.10gb+me", 20, 0, 16, 1, 1, 0, 1, 1, 9984 * kMiB, Placements(7, 1, 1)},
+      {"1g.20gb", 15, 0, 26, 1, 1, 0, 1, 0, 20096 * kMiB, Placements(4, 2, 2)},
+      {"2g.20gb", 14, 1, 32, 2, 2, 0, 2, 0, 20096 * kMiB, Placements(3, 2, 2)},
+      {"3g.40gb", 9, 2, 60, 3, 3, 0, 3, 0, 40320 * kMiB, Placements(2, 4, 4)},
+      {"4g.40gb", 5, 3, 64, 4, 4, 0, 4, 0, 40320 * kMiB, Placements(1, 4, 4)},
+      {"7g.80gb", 0, 4, 132, 8, 7, 0, 7, 1, 80896 * kMiB, Placements(1, 8, 8)},
+  };
+}
+
 const std::map<std::string, const char*>& Profiles() {
-  static const std::map<std::string, const char*> m = {
-      {"a100-mig", kA100Mig}, {"gb200x4", kGb200x4}, {"h100x8", kH100x8}};
+  static const std::map<std::string, const char*> m = {{"dynamic-mig", kDynamicMig},
+                                                       {"a100-mig", kA100Mig},
+                                                       {"gb200x4", kGb200x4},
+                                                       {"h100x8", kH100x8}};
   return m;
 }
 
 }  // namespace
+
+Result<std::vector<MigProfileInfo>> BuiltinMigProfiles(const std::string& model) {
+  if (model == "a100-40gb") return A100Sxm4_40gb();
+  if (model == "h100-80gb") return H100_80gb();
+  return NotFound("no built-in MIG profile table \"" + model + "\" (known: a100-40gb, h100-80gb)");
+}
 
 std::vector<std::string> BuiltinMockProfileNames() {
   std::vector<std::string> names;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "devices/mock/mock_driver_install.h"
+#include "devices/mock/mock_mig_devices.h"
 #include "devices/nvcaps.h"
 #include "devices/pcie_root.h"
 #include "devices/device_names.h"
@@ -39,8 +40,12 @@ Status MakeNode(const std::string& path, int major, int minor, mode_t mode) {
 
 class MockGpuControl final : public GpuControl {
  public:
-  MockGpuControl(std::string log_path, std::string failures_path, std::vector<std::string> uuids)
-      : log_path_(std::move(log_path)), failures_path_(std::move(failures_path)), uuids_(std::move(uuids)) {}
+  MockGpuControl(std::string log_path, std::string failures_path, std::vector<std::string> uuids,
+                 std::shared_ptr<MockMigDevices> migs)
+      : log_path_(std::move(log_path)),
+        failures_path_(std::move(failures_path)),
+        uuids_(std::move(uuids)),
+        migs_(std::move(migs)) {}
 
   Status SetTimeSlice(const std::string& uuid, int interval) override {
     NVDRA_RETURN_IF_ERROR(ValidateTimeSlice(interval));
@@ -50,14 +55,28 @@ class MockGpuControl final : public GpuControl {
     NVDRA_RETURN_IF_ERROR(ValidateComputeMode(mode));
     return Record(uuid, "SetComputeMode " + uuid + " " + mode);
   }
+  Result<bool> MigModeEnabled(const std::string& uuid) override { return migs_->MigModeEnabled(uuid); }
+  Status SetMigMode(const std::string& uuid, bool enabled) override {
+    NVDRA_RETURN_IF_ERROR(migs_->SetMigMode(uuid, enabled));
+    return Record(uuid, "SetMigMode " + uuid + " " + (enabled ? "1" : "0"));
+  }
+  Result<std::vector<MigInstance>> ListMigInstances(const std::string& uuid) override { return migs_->List(uuid); }
+  Result<MigInstance> CreateMigInstance(const std::string& uuid, int gi_profile, int ci_profile, int start) override {
+    NVDRA_RETURN_IF_ERROR(Injected(uuid, "CreateMigInstance"));
+    NVDRA_ASSIGN_OR_RETURN(MigInstance m, migs_->Create(uuid, gi_profile, ci_profile, start));
+    NVDRA_RETURN_IF_ERROR(Record(uuid, "CreateMigInstance " + uuid + " " + std::to_string(gi_profile) + " " +
+                                           std::to_string(start) + " gi " + std::to_string(m.gi_id)));
+    return m;
+  }
+  Status DestroyMigInstance(const std::string& uuid, int gi, int ci) override {
+    NVDRA_RETURN_IF_ERROR(migs_->Destroy(uuid, gi, ci));
+    return Record(uuid, "DestroyMigInstance " + uuid + " gi " + std::to_string(gi) + " ci " + std::to_string(ci));
+  }
 
  private:
-  Status Record(const std::string& uuid, const std::string& line) EXCLUDES(mu_) {
-    if (std::find(uuids_.begin(), uuids_.end(), uuid) == uuids_.end()) {
-      return NotFound("no GPU with UUID " + uuid + " on this (mock) node");
-    }
-    // Injected failures: one GPU UUID (or "*" for all) per line of the file,
-    // read on every call so a test can fail and heal a GPU while it runs.
+  // Injected failures: one GPU UUID (or "*" for all) per line of the file,
+  // read on every call so a test can fail and heal a GPU while it runs.
+  Status Injected(const std::string& uuid, const std::string& line) const {
     if (auto failures = ReadFileToString(failures_path_); failures.ok()) {
       std::istringstream in(*failures);
       for (std::string w; in >> w;) {
@@ -66,6 +85,15 @@ class MockGpuControl final : public GpuControl {
                           ": Unknown Error (injected by " + failures_path_ + ")");
         }
       }
+    }
+    return Status::Ok();
+  }
+  Status Record(const std::string& uuid, const std::string& line) EXCLUDES(mu_) {
+    if (std::find(uuids_.begin(), uuids_.end(), uuid) == uuids_.end()) {
+      return NotFound("no GPU with UUID " + uuid + " on this (mock) node");
+    }
+    if (!line.starts_with("SetMigMode") && !line.starts_with("CreateMig") && !line.starts_with("DestroyMig")) {
+      NVDRA_RETURN_IF_ERROR(Injected(uuid, line));
     }
     MutexLock l(mu_);
     int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -80,6 +108,7 @@ class MockGpuControl final : public GpuControl {
   std::string log_path_;
   std::string failures_path_;
   std::vector<std::string> uuids_;
+  std::shared_ptr<MockMigDevices> migs_;
 };
 
 }  // namespace
@@ -99,8 +128,9 @@ Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile
   NVDRA_RETURN_IF_ERROR(lib->Build().Wrap("building mock driver root in " + root));
   std::vector<std::string> uuids;
   for (const auto& g : lib->profile_.inventory.gpus) uuids.push_back(g.uuid);
-  lib->control_ =
-      std::make_unique<MockGpuControl>(lib->control_log_path(), lib->control_failures_path(), std::move(uuids));
+  lib->migs_ = std::make_shared<MockMigDevices>(root, lib->profile_.inventory.gpus);
+  lib->control_ = std::make_unique<MockGpuControl>(lib->control_log_path(), lib->control_failures_path(),
+                                                   std::move(uuids), lib->migs_);
   return lib;
 }
 
@@ -182,6 +212,8 @@ Result<NodeInventory> MockDeviceLib::Discover() {
   // like a driver reload would.
   NVDRA_RETURN_IF_ERROR(Build().Wrap("refreshing mock driver root"));
   NodeInventory inv = profile_.inventory;
+  // MIG mode and the MIG devices as dynamic MIG left them.
+  NVDRA_RETURN_IF_ERROR(migs_->Overlay(inv));
   // pcieRoot comes from the fake sysfs, through the same code as on real
   // hardware.
   for (auto& g : inv.gpus) g.pcie_root = PcieRootForBusId(JoinPath(dir_, "sys"), g.pci_bus_id);

@@ -11,12 +11,14 @@
 //   sys/bus/pci/devices/<bdf> -> ../../../devices/<pcieRoot>/<bdf>
 //   health-events          lines "<device> <xid>|lost|unmonitored" to inject
 //   state/control.log      one line per GpuControl call
+//   state/mig.json         MIG mode and the MIG devices dynamic MIG created (mock_mig_devices.h)
 //   control-failures       GPU UUIDs (or "*") whose GpuControl calls fail, to inject
 //   the driver's user-space files, DRM nodes and a recording nvidia-cdi-hook
 //   (mock_driver_install.h)
 #pragma once
 
 #include "devices/device_lib.h"
+#include "devices/mock/mock_mig_devices.h"
 #include "devices/mock/mock_profile.h"
 #include "util/periodic_worker.h"
 
@@ -63,6 +65,7 @@ class MockDeviceLib final : public DeviceLib {
   std::string dir_;
   DriverRoot root_;
   XidPolicy xids_;
+  std::shared_ptr<MockMigDevices> migs_;
   std::unique_ptr<GpuControl> control_;
 };
 

@@ -122,7 +122,7 @@ Status ParseGpuAttributes(const json& gj, const std::string& gwhere, GpuInfo& ba
 Result<GpuGroup> ParseGpuGroup(const json& gj, const std::string& gwhere, const NodeInventory& inv) {
   NVDRA_RETURN_IF_ERROR(CheckKeys(gj, {"count", "productName", "brand", "architecture", "cudaComputeCapability",
                                         "memoryBytes", "addressingMode", "pciBusIds", "pcieRoots", "uuids",
-                                        "migEnabled", "migDevices"}, gwhere));
+                                        "migEnabled", "migDevices", "migProfiles"}, gwhere));
   GpuGroup g;
   NVDRA_RETURN_IF_ERROR(Get(gj, "count", g.count, false, gwhere));
   if (g.count < 1 || g.count > 64) return InvalidArgument(gwhere + ": count must be 1..64");
@@ -138,6 +138,13 @@ Result<GpuGroup> ParseGpuGroup(const json& gj, const std::string& gwhere, const 
       return InvalidArgument(gwhere + ": pciBusIds, pcieRoots and uuids need one entry per GPU (count " +
                              std::to_string(g.count) + ")");
     }
+  }
+  if (gj.contains("migProfiles")) {
+    std::string model;
+    NVDRA_RETURN_IF_ERROR(Get(gj, "migProfiles", model, true, gwhere));
+    auto profiles = BuiltinMigProfiles(model);
+    if (!profiles.ok()) return profiles.status().Wrap(gwhere);
+    g.base.mig_profiles = std::move(profiles).value();
   }
   if (gj.contains("migDevices")) {
     if (!g.base.mig_enabled) return InvalidArgument(gwhere + ": migDevices need \"migEnabled\": true");

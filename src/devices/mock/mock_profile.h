@@ -17,10 +17,15 @@ struct MockProfile {
   int imex_channels = 0;    // channel nodes created in the fake dev root
 };
 
-// Names of the built-in profiles ("a100-mig", "gb200x4", "h100x8").
+// Names of the built-in profiles ("a100-mig", "dynamic-mig", "gb200x4", "h100x8").
 std::vector<std::string> BuiltinMockProfileNames();
 // The JSON text of a built-in profile, or NotFound listing the known names.
 Result<std::string> BuiltinMockProfileJson(const std::string& name);
+
+// The MIG profiles and placements a GPU model offers (a GPU's "migProfiles"
+// in a profile): "a100-40gb" (NVIDIA A100-SXM4-40GB) and "h100-80gb" (NVIDIA
+// H100 80GB HBM3), 8 memory slices each.
+Result<std::vector<MigProfileInfo>> BuiltinMigProfiles(const std::string& model);
 
 // Parses profile JSON; `name` is used for deterministic UUIDs.
 Result<MockProfile> ParseMockProfile(const std::string& json_text, const std::string& name);
