@@ -40,6 +40,21 @@ const json& Meta(const json& obj) { return JsonReader(obj).Field("metadata").val
 
 std::string Key(const json& obj) { return Str(Meta(obj), "namespace") + "/" + Str(Meta(obj), "name"); }
 
+// The name a field selector pins ("metadata.name=n1,..." -> "n1"); "" when
+// it pins none.
+std::string SelectedName(const std::string& selector) {
+  constexpr std::string_view kTerm = "metadata.name=";
+  size_t start = 0;
+  while (start <= selector.size()) {
+    size_t end = selector.find(',', start);
+    if (end == std::string::npos) end = selector.size();
+    std::string_view term(selector.data() + start, end - start);
+    if (term.substr(0, kTerm.size()) == kTerm) return std::string(term.substr(kTerm.size()));
+    start = end + 1;
+  }
+  return "";
+}
+
 }  // namespace
 
 WatchCache::WatchCache(KubeClient& client, WatchCacheOptions options)
@@ -201,6 +216,11 @@ Status WatchCache::ListOnce() {
   if (items != list.end() && items->is_array()) {
     for (const auto& item : *items) {
       if (!item.is_object()) continue;  // nothing a reader could look up
+      if (std::string why = Foreign(item, "LIST"); !why.empty()) {
+        NVDRA_WARN("list {}: ignoring {}/{}: {}", options_.what, Str(Meta(item), "namespace"), Str(Meta(item), "name"),
+                   why);
+        continue;
+      }
       std::string key = Key(item);
       by_uid[Str(Meta(item), "uid")] = key;
       objects[key] = Keep(item);
@@ -217,6 +237,25 @@ Status WatchCache::ListOnce() {
   notifier_->Bump();
   NVDRA_VLOG(4, "listed {} {} at resourceVersion {}", stats().objects, options_.what, rv);
   return Status::Ok();
+}
+
+std::string WatchCache::Foreign(const json& object, const std::string& type) const {
+  std::string kind = Str(object, "kind");  // LIST items may omit it
+  if (!options_.kind.empty() && !kind.empty() && kind != options_.kind) return "it is a " + kind + ", not a " + options_.kind;
+  std::string name = Str(Meta(object), "name");
+  std::string uid = Str(Meta(object), "uid");
+  if (name.empty() || uid.empty()) return "it has no metadata.name or metadata.uid";
+  std::string selected = SelectedName(options_.field_selector);
+  if (!selected.empty() && name != selected) return "its name " + name + " is not the selected " + selected;
+  if (type == "MODIFIED" || type == "DELETED") {
+    // A UID changes only by a deletion and a new creation, never in place.
+    MutexLock l(mu_);
+    auto it = objects_.find(Key(object));
+    if (it != objects_.end() && Str(Meta(*it->second), "uid") != uid) {
+      return "its UID " + uid + " is not the UID " + Str(Meta(*it->second), "uid") + " of the cached object";
+    }
+  }
+  return "";
 }
 
 WatchCache::ObjectPtr WatchCache::Keep(const json& object) const {
@@ -270,15 +309,23 @@ Status WatchCache::ApplyLine(const std::string& line, bool* gone) {
   if ((type == "ADDED" || type == "MODIFIED" || type == "DELETED") && !obj.is_object()) {
     return Internal("watch " + options_.what + ": " + type + " event without an object");
   }
-  if (type == "ADDED" || type == "MODIFIED") {
+  if (type != "ADDED" && type != "MODIFIED" && type != "DELETED" && type != "BOOKMARK") {
+    return Internal("watch " + options_.what + ": unknown event type \"" + type + "\"");
+  }
+  std::string foreign = type == "BOOKMARK" ? "" : Foreign(obj, type);
+  if (!foreign.empty()) {
+    // Skipped, not a broken stream: resuming would replay the same event.
+    NVDRA_WARN("watch {}: ignoring a {} event for {}/{}: {}", options_.what, type, Str(Meta(obj), "namespace"),
+               Str(Meta(obj), "name"), foreign);
+  } else if (type == "ADDED" || type == "MODIFIED") {
     Upsert(obj);
   } else if (type == "DELETED") {
     Erase(obj);
-  } else if (type != "BOOKMARK") {
-    return Internal("watch " + options_.what + ": unknown event type \"" + type + "\"");
   }
   MutexLock l(mu_);
-  if (type == "BOOKMARK") {
+  if (!foreign.empty()) {
+    ++stats_.rejected;
+  } else if (type == "BOOKMARK") {
     ++stats_.bookmarks;
   } else {
     ++stats_.events;

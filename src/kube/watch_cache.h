@@ -48,6 +48,11 @@ struct WatchCacheOptions {
   std::string field_selector;
   std::string label_selector;
   std::string what = "objects";  // for logs: "ComputeDomains"
+  // The kind every object must be ("Node"); an object that says it is of
+  // another kind is rejected. "": any kind. Objects without a name or UID,
+  // of another name than a metadata.name field selector asks for, or whose
+  // UID changes under a MODIFIED or DELETED event are rejected too.
+  std::string kind;
   // Server-side timeoutSeconds of each watch request; the watch is then
   // resumed from the last resourceVersion (no LIST).
   std::chrono::seconds watch_timeout{300};
@@ -67,6 +72,7 @@ struct WatchCacheStats {
   uint64_t resumes = 0;             // watches resumed after a drop or an end
   uint64_t events = 0;              // ADDED/MODIFIED/DELETED applied
   uint64_t bookmarks = 0;
+  uint64_t rejected = 0;            // objects not of this collection, ignored
   std::string resource_version;     // where the next watch resumes
   size_t objects = 0;
 };
@@ -108,6 +114,9 @@ class WatchCache {
   WatchEnd WatchOnce();
   // Applies one line of a watch stream; sets *gone on an ERROR 410.
   Status ApplyLine(const std::string& line, bool* gone);
+  // Why `object` (of a `type` event) does not belong in this cache; "" when
+  // it does.
+  std::string Foreign(const nlohmann::json& object, const std::string& type) const;
   // The object as readers get it: the projection, and its identity.
   ObjectPtr Keep(const nlohmann::json& object) const;
   void Upsert(const nlohmann::json& object);

@@ -248,5 +248,43 @@ TEST_F(WatchCacheTest, FieldSelectorsApplyToTheListAndTheWatch) {
   EXPECT_EQ(cache.stats().events, 1u);
 }
 
+TEST_F(WatchCacheTest, ObjectsOfAnotherKindNameOrUidAreRejected) {
+  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"},
+                                  {"metadata", {{"name", "node-a"}, {"labels", {{"a", "b"}}}}}}).ok());
+  WatchCacheOptions o;
+  o.path = "/api/v1/nodes";
+  o.field_selector = "metadata.name=node-a";
+  o.kind = "Node";
+  o.initial_backoff = std::chrono::milliseconds(10);
+  WatchCache cache(*client_, o);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("nodes") == 1; }));
+  const std::string uid = (*cache.Get("", "node-a"))["metadata"]["uid"];
+  // The resumed watch answers a Pod of the Node's name, a Node of another
+  // name, a Node of the right name with another UID, and a deletion of one.
+  ASSERT_TRUE(server_.InjectFault(
+      {{"verb", "watch"},
+       {"raw_body",
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"},"
+        "\"spec\":{\"containers\":[]}}}\n"
+        "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-b\",\"uid\":\"b\"}}}\n"
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"}}}\n"
+        "{\"type\":\"DELETED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"}}}\n"
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\"}}}\n"}}).ok());
+  ASSERT_EQ(*server_.WatchAction("drop", "nodes"), 1);
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().rejected >= 5; }));
+  EXPECT_EQ(cache.stats().rejected, 5u);
+  EXPECT_EQ(cache.stats().events, 0u);
+  auto node = cache.Get("", "node-a");
+  ASSERT_TRUE(node);
+  EXPECT_EQ((*node)["metadata"]["uid"], uid);
+  EXPECT_EQ((*node)["metadata"]["labels"]["a"], "b");
+  EXPECT_FALSE(node->contains("spec") && (*node)["spec"].contains("containers"));
+  EXPECT_EQ(cache.GetByUid("zzz"), nullptr);
+  EXPECT_EQ(cache.Get("", "node-b"), nullptr);
+  EXPECT_EQ(cache.List().size(), 1u);
+}
+
 }  // namespace
 }  // namespace nvdra::kube
