@@ -344,25 +344,18 @@ WatchCache::WatchEnd WatchCache::WatchOnce() {
   std::string path = options_.path + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
                      KubeClient::QueryEscape(rv) + "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count());
   path = WithSelectors(path, '&');
-  std::string buffer;
+  WatchLineReader lines("watch " + options_.what, options_.max_event_bytes);
   bool gone = false;
   Status stream_error;
   auto sink = [&](std::string_view data) {
-    buffer.append(data);
     bool changed = false;
-    size_t start = 0;
-    for (size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
-      std::string line = buffer.substr(start, nl - start);
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      Status s = ApplyLine(line, &gone);
-      if (!s.ok()) {
-        stream_error = s;
-        break;
-      }
-      if (gone) break;
+    Status s = lines.Feed(data, [&](const std::string& line) {
+      NVDRA_RETURN_IF_ERROR(ApplyLine(line, &gone));
+      if (gone) return Unavailable("410 Gone");  // stops the reader; gone says why
       changed = true;
-    }
-    buffer.erase(0, start);
+      return Status::Ok();
+    });
+    if (!s.ok() && !gone) stream_error = s;
     if (changed) notifier_->Bump();
     return stream_error.ok() && !gone && !stop_;
   };

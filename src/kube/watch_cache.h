@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kube/kube_client.h"
+#include "kube/watch_line_reader.h"
 #include "util/mutex.h"
 #include "util/status.h"
 
@@ -56,6 +57,8 @@ struct WatchCacheOptions {
   // Server-side timeoutSeconds of each watch request; the watch is then
   // resumed from the last resourceVersion (no LIST).
   std::chrono::seconds watch_timeout{300};
+  // A longer event line ends the watch with an error (then a resume).
+  size_t max_event_bytes = kMaxWatchEventBytes;
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{15'000};
   // Keeps only what readers need of an object (metadata.namespace, name,
