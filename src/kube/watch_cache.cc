@@ -150,6 +150,14 @@ void WatchCache::SetError(Status s) {
   last_error_ = std::move(s);
 }
 
+void WatchCache::BackOff(std::chrono::milliseconds* backoff) {
+  // Up to half again as long, so the caches of many nodes a broken server
+  // turned away do not all come back in step.
+  std::uniform_int_distribution<int64_t> extra(0, backoff->count() / 2);
+  SleepInterruptible(*backoff + std::chrono::milliseconds(extra(rng_)));
+  *backoff = std::min(*backoff * 2, options_.max_backoff);
+}
+
 void WatchCache::Run() {
   auto backoff = options_.initial_backoff;
   bool need_list = true;
@@ -159,43 +167,35 @@ void WatchCache::Run() {
       SetError(s);
       if (!s.ok()) {
         NVDRA_WARN("list {}: {}; retrying in {} ms", options_.what, s.ToString(), backoff.count());
-        SleepInterruptible(backoff);
-        backoff = std::min(backoff * 2, options_.max_backoff);
+        BackOff(&backoff);
         continue;
       }
       need_list = false;
-      backoff = options_.initial_backoff;
     }
-    switch (WatchOnce()) {
-      case WatchEnd::kStopped:
-        return;
-      case WatchEnd::kGone:
-        // The history we would resume from is gone: only a fresh LIST can
-        // tell us about deletions in the gap.
-        NVDRA_VLOG(2, "watch {}: resourceVersion too old (410 Gone); listing again", options_.what);
-        need_list = true;
-        {
-          MutexLock l(mu_);
-          ++stats_.relists_after_gone;
-        }
-        break;
-      case WatchEnd::kEnded:
-        // A server-side timeout: resume right away.
-        backoff = options_.initial_backoff;
-        {
-          MutexLock l(mu_);
-          ++stats_.resumes;
-        }
-        break;
-      case WatchEnd::kBroken:
-        {
-          MutexLock l(mu_);
-          ++stats_.resumes;
-        }
-        SleepInterruptible(backoff);
-        backoff = std::min(backoff * 2, options_.max_backoff);
-        break;
+    const auto started = Steady::now();
+    WatchEnd end = WatchOnce();
+    if (end == WatchEnd::kStopped) return;
+    // A watch that lasted was healthy: the next trouble starts from the
+    // first backoff again. One that ended at once (an empty 200, a 410 right
+    // away) backs off before the next LIST or WATCH, or such a server gets
+    // the client's whole request budget.
+    const bool healthy = Steady::now() - started >= options_.min_healthy_watch;
+    if (healthy) backoff = options_.initial_backoff;
+    {
+      MutexLock l(mu_);
+      if (end == WatchEnd::kGone) {
+        ++stats_.relists_after_gone;
+      } else {
+        ++stats_.resumes;
+      }
     }
+    if (end == WatchEnd::kGone) {
+      // The history we would resume from is gone: only a fresh LIST can
+      // tell us about deletions in the gap.
+      NVDRA_VLOG(2, "watch {}: resourceVersion too old (410 Gone); listing again", options_.what);
+      need_list = true;
+    }
+    if (end == WatchEnd::kBroken || !healthy) BackOff(&backoff);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,8 +60,13 @@ struct WatchCacheOptions {
   std::chrono::seconds watch_timeout{300};
   // A longer event line ends the watch with an error (then a resume).
   size_t max_event_bytes = kMaxWatchEventBytes;
+  // Between failed LISTs, broken watches, and watches that ended (or were
+  // answered 410 Gone) sooner than min_healthy_watch after they started:
+  // doubling from initial_backoff up to max_backoff, plus up to half of it
+  // again at random.
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{15'000};
+  std::chrono::milliseconds min_healthy_watch{1'000};
   // Keeps only what readers need of an object (metadata.namespace, name,
   // uid and resourceVersion are always kept). Null: the whole object.
   std::function<nlohmann::json(const nlohmann::json&)> project;
@@ -126,6 +132,8 @@ class WatchCache {
   void Erase(const nlohmann::json& object);
   std::string WithSelectors(std::string path, char sep) const;
   void SleepInterruptible(std::chrono::milliseconds d);
+  // Sleeps `*backoff` plus jitter, then doubles it (up to max_backoff).
+  void BackOff(std::chrono::milliseconds* backoff);
   void SetError(Status s);
 
   KubeClient& client_;
@@ -140,6 +148,7 @@ class WatchCache {
   Status last_error_ GUARDED_BY(mu_);
   WatchCacheStats stats_ GUARDED_BY(mu_);
 
+  std::mt19937_64 rng_{std::random_device{}()};  // the Run thread's alone
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
