@@ -8,12 +8,18 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "util/bounded_read.h"
 #include "util/file_util.h"
 #include "util/json_depth.h"
 #include "util/log.h"
 #include "util/uid.h"
 
 namespace nvdra::cdi {
+
+// A claim's spec read back (recovery, a repeated Prepare) longer than this is
+// refused, as is anything at its name that is not a regular file: a spec
+// names a few devices and their files, some KiB.
+constexpr size_t kMaxClaimSpecBytes = 4u << 20;
 
 namespace {
 
@@ -194,7 +200,7 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
   // Left next to ours (a claim prepared before an upgrade and prepared again),
   // runtimes see each device in two specs and refuse it as conflicting.
   const std::string legacy = JoinPath(root_, FilePrefix() + claim_uid + ".yaml");
-  auto existing = ReadFileToString(path);
+  auto existing = ReadRegularFile(path, kMaxClaimSpecBytes);
   if (existing.ok() && *existing == content) {
     return RemoveFileIfExists(legacy).Wrap("removing the upstream CDI spec of claim " + claim_uid);
   }
@@ -225,14 +231,14 @@ Status CdiSpecWriter::RemoveClaimSpec(const std::string& claim_uid) const {
 Result<std::vector<std::string>> CdiSpecWriter::ClaimSpecDevices(const std::string& claim_uid) const {
   NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
   Result<std::vector<std::string>> names = NotFound("no CDI spec of claim " + claim_uid);
-  auto text = ReadFileToString(path);
+  auto text = ReadRegularFile(path, kMaxClaimSpecBytes);
   if (text.ok()) {
     names = JsonDeviceNames(*text, path);
   } else if (text.status().code() == StatusCode::kNotFound) {
     // Only the Go driver's spec: a claim it prepared, with the same device
     // names, which a lost ledger (or checkpoint) must not forget.
     const std::string legacy = JoinPath(root_, FilePrefix() + claim_uid + ".yaml");
-    NVDRA_ASSIGN_OR_RETURN(std::string yaml, ReadFileToString(legacy));
+    NVDRA_ASSIGN_OR_RETURN(std::string yaml, ReadRegularFile(legacy, kMaxClaimSpecBytes));
     names = YamlDeviceNames(yaml, legacy);
   } else {
     return text.status();

@@ -126,6 +126,26 @@ std::string GoClaimSpec(const std::string& uid) {
          "containerEdits:\n  deviceNodes:\n  - path: /dev/nvidiactl\n";
 }
 
+TEST_F(CdiSpecWriterTest, AFifoADeviceOrAHugeFilePlantedAsASpecIsRefusedWithoutHangingOrReadingIt) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  ASSERT_TRUE(w.EnsureRoot().ok());
+  const std::string path = *w.ClaimSpecPath(kUid);
+  // A FIFO no one writes: a blocking open would hang recovery forever.
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  auto r = w.ClaimSpecDevices(kUid);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "refusing to read " + path + ": it is a FIFO, not a regular file");
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::symlink("/dev/zero", path.c_str()), 0);
+  EXPECT_NE(w.ClaimSpecDevices(kUid).status().message().find("a character device"), std::string::npos);
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  // 2 GiB (sparse): refused from its size, before a byte is read.
+  ASSERT_TRUE(WriteFileAtomically(path, "{}").ok());
+  ASSERT_EQ(::truncate(path.c_str(), off_t{2} << 30), 0);
+  EXPECT_NE(w.ClaimSpecDevices(kUid).status().message().find("it is 2147483648 bytes long, over the limit of 4194304"),
+            std::string::npos);
+}
+
 TEST_F(CdiSpecWriterTest, ClaimSpecDevicesReadsOursAndTheGoDriversYamlSpec) {
   CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
   ASSERT_TRUE(w.EnsureRoot().ok());

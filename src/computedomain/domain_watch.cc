@@ -47,6 +47,7 @@ DomainWatch::DomainWatch(kube::KubeClient& client, DomainWatchOptions options)
   kube::WatchCacheOptions d;
   d.path = std::string(kGroupVersion) + "/computedomains";
   d.what = "ComputeDomains";
+  d.kind = "ComputeDomain";
   d.watch_timeout = options_.watch_timeout;
   d.initial_backoff = options_.initial_backoff;
   d.max_backoff = options_.max_backoff;
@@ -65,6 +66,7 @@ DomainWatch::DomainWatch(kube::KubeClient& client, DomainWatchOptions options)
     kube::WatchCacheOptions c;
     c.path = std::string(kGroupVersion) + "/namespaces/" + options_.driver_namespace + "/computedomaincliques";
     c.what = "ComputeDomainCliques in namespace " + options_.driver_namespace;
+    c.kind = "ComputeDomainClique";
     c.watch_timeout = options_.watch_timeout;
     c.initial_backoff = options_.initial_backoff;
     c.max_backoff = options_.max_backoff;

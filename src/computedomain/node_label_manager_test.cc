@@ -115,7 +115,7 @@ TEST_F(NodeLabelManagerTest, WithAWatchedNodeASetLabelCostsNothingAndAMissingOne
   ASSERT_TRUE(server_.Counts(true).ok());
   ASSERT_TRUE(m.Acquire("d1", "c1").ok());
   auto counts = *server_.Counts(true);
-  EXPECT_EQ(counts.value("update", json::object()).value("nodes", 0), 1);
+  EXPECT_EQ(counts.value("patch", json::object()).value("nodes", 0), 1);
   EXPECT_EQ(counts.value("get", json::object()).value("nodes", 0), 0);
   // Once the watch shows the label, it costs no call.
   auto deadline = Steady::now() + std::chrono::seconds(15);
@@ -129,7 +129,7 @@ TEST_F(NodeLabelManagerTest, WithAWatchedNodeASetLabelCostsNothingAndAMissingOne
   NodeLabelManager restarted(*client_, "n1", &node);
   ASSERT_TRUE(restarted.Acquire("d1", "c3").ok());
   counts = *server_.Counts(true);
-  EXPECT_EQ(counts.value("update", json::object()).value("nodes", 0), 0);
+  EXPECT_EQ(counts.value("patch", json::object()).value("nodes", 0), 0);
   EXPECT_EQ(counts.value("get", json::object()).value("nodes", 0), 0);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sstream>
 
@@ -763,6 +764,26 @@ TEST_F(EngineTest, ALostLedgerIsRebuiltFromTheCdiSpecsBeforeAnySpecIsSwept) {
   rep = reconciler_->RunOnce();
   EXPECT_EQ(rep.orphan_specs_removed, 1);
   EXPECT_TRUE(PathExists(SpecPath("uid-b")));
+}
+
+// A directory, a FIFO or a /dev/zero link planted at spec names holds no
+// claim: the recovery reads none of them (nor hangs on the FIFO) and ends.
+TEST_F(EngineTest, ADirectoryOrAFifoAtASpecNameDoesNotKeepTheRecoveryFromFinishing) {
+  const std::string log = ledger_->log_path();
+  reconciler_.reset();
+  engine_.reset();
+  ledger_.reset();
+  ASSERT_TRUE(WriteFileAtomically(log, "").ok());  // lost: 0 bytes
+  Reopen();
+  ASSERT_TRUE(*ledger_->ClaimsMayBeMissing());
+  ASSERT_EQ(::mkdir(SpecPath("uid-dir").c_str(), 0755), 0);
+  ASSERT_EQ(::mkfifo(SpecPath("uid-fifo").c_str(), 0644), 0);
+  ASSERT_EQ(::symlink("/dev/zero", SpecPath("uid-zero").c_str()), 0);
+  reconciler_->RunOnce();
+  EXPECT_FALSE(*ledger_->ClaimsMayBeMissing());
+  EXPECT_FALSE(Entry("uid-dir").has_value());
+  EXPECT_FALSE(Entry("uid-fifo").has_value());
+  EXPECT_FALSE(Entry("uid-zero").has_value());
 }
 
 // The Go driver's spec of a claim it prepared (.yaml) is a prepared claim's

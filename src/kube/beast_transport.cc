@@ -356,7 +356,10 @@ http::request<http::string_body> BuildRequest(const ServerUrl& url, const HttpRe
   m.set(http::field::host, url.authority);
   m.set(http::field::user_agent, "nvdra");
   m.set(http::field::accept, "application/json");
-  if (sends_json) m.set(http::field::content_type, "application/json");
+  // The one kind of patch this client sends is a JSON merge patch.
+  if (sends_json) {
+    m.set(http::field::content_type, verb == http::verb::patch ? "application/merge-patch+json" : "application/json");
+  }
   if (!token.empty()) m.set(http::field::authorization, "Bearer " + token);
   if (!r.body.empty() || verb == http::verb::post || verb == http::verb::put) {
     m.body() = r.body;

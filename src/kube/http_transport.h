@@ -17,7 +17,7 @@
 namespace nvdra::kube {
 
 struct HttpRequest {
-  std::string method;  // GET, POST, PUT, DELETE
+  std::string method;  // GET, POST, PUT, DELETE, PATCH (a JSON merge patch)
   std::string path;    // absolute path plus query, e.g. "/api/v1/nodes/n1"
   std::string body;    // JSON; empty for none
   std::chrono::milliseconds timeout{10'000};

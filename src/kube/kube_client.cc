@@ -227,6 +227,13 @@ Result<json> KubeClient::UpdateJson(const std::string& path, const json& object)
   return ParseJsonBody(r.body, "PUT " + path);
 }
 
+Result<json> KubeClient::MergePatchJson(const std::string& path, const json& patch) {
+  NVDRA_ASSIGN_OR_RETURN(HttpResponse r,
+                         Do("PATCH", path, DumpForRequest(patch)));
+  if (r.status / 100 != 2) return StatusFromResponse("PATCH", path, r);
+  return ParseJsonBody(r.body, "PATCH " + path);
+}
+
 Status KubeClient::Delete(const std::string& path, const std::string& uid, const std::string& resource_version) {
   std::string body;
   if (!uid.empty() || !resource_version.empty()) {

@@ -73,6 +73,9 @@ class KubeClient {
                                   const std::string& field_selector = "");
   Result<nlohmann::json> CreateJson(const std::string& path, const nlohmann::json& object);
   Result<nlohmann::json> UpdateJson(const std::string& path, const nlohmann::json& object);
+  // A JSON merge patch (RFC 7386): only the members `patch` names change. A
+  // metadata.resourceVersion in it is a precondition (409 when stale).
+  Result<nlohmann::json> MergePatchJson(const std::string& path, const nlohmann::json& patch);
   // DELETE with optional uid/resourceVersion preconditions.
   Status Delete(const std::string& path, const std::string& uid = "", const std::string& resource_version = "");
 

@@ -1,7 +1,7 @@
-// One label of a Node, changed with optimistic concurrency: the write (a PUT
-// of the whole Node, which the upstream kubelet-plugin RBAC allows) carries
-// the resourceVersion it was decided on, and a 409 Conflict re-reads the Node
-// and decides again, so a concurrent writer's labels are never lost.
+// One label of a Node, changed with optimistic concurrency: the write is a
+// merge patch of that one label (never a PUT of a copy, so nothing else of the
+// Node can be lost, whatever the copy held) carrying the resourceVersion it
+// was decided on, and a 409 Conflict re-reads the Node and decides again.
 #pragma once
 
 #include <functional>
@@ -20,8 +20,8 @@ namespace nvdra::kube {
 using LabelRule = std::function<Result<std::optional<std::string>>(const std::optional<std::string>& current)>;
 
 struct NodeLabelUpdate {
-  bool written = false;  // a PUT changed the Node
-  int requests = 0;      // API calls made (GETs and PUTs)
+  bool written = false;  // a PATCH changed the Node
+  int requests = 0;      // API calls made (GETs and PATCHes)
   nlohmann::json node;   // the Node as last read or written
 };
 
@@ -29,8 +29,9 @@ struct NodeLabelUpdate {
 std::optional<std::string> NodeLabel(const nlohmann::json& node, const std::string& key);
 
 // Applies `rule` to label `key` of Node `node_name`. Starts from `cached` (a
-// recent copy, e.g. from a watch) when given, else GETs the Node; a stale
-// copy only costs one 409 and a GET. Gives up after `max_attempts` writes.
+// recent copy, e.g. from a watch) when given and it is Node `node_name` with
+// a resourceVersion, else GETs the Node; a stale copy only costs one 409 and
+// a GET. Gives up after `max_attempts` writes.
 Result<NodeLabelUpdate> UpdateNodeLabel(KubeClient& client, const std::string& node_name, const std::string& key,
                                         const LabelRule& rule, const nlohmann::json* cached = nullptr,
                                         int max_attempts = 5);

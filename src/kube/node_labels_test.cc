@@ -1,5 +1,6 @@
-// UpdateNodeLabel against the test API server: optimistic concurrency with
-// the Node's resourceVersion, and nothing lost when another writer races.
+// UpdateNodeLabel against the test API server: a merge patch of one label,
+// optimistic concurrency with the Node's resourceVersion, and nothing lost
+// when another writer races or the cached copy is not the Node at all.
 #include "kube/node_labels.h"
 
 #include <gtest/gtest.h>
@@ -48,7 +49,7 @@ TEST_F(NodeLabelsTest, SetsFromAFreshReadAndKeepsOtherLabels) {
   auto r = UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->written);
-  EXPECT_EQ(r->requests, 2);  // GET + PUT
+  EXPECT_EQ(r->requests, 2);  // GET + PATCH
   EXPECT_EQ(Node()["metadata"]["labels"][kKey], "uid-1");
   EXPECT_EQ(Node()["metadata"]["labels"]["kubernetes.io/hostname"], "n1");
   // Already set: decided from the copy, no write.
@@ -67,7 +68,7 @@ TEST_F(NodeLabelsTest, AStaleCopyConflictsThenRereadsAndKeepsTheOtherWritersLabe
   ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", theirs).ok());
   auto r = UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1"), &stale);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->requests, 3);  // PUT (409), GET, PUT
+  EXPECT_EQ(r->requests, 3);  // PATCH (409), GET, PATCH
   EXPECT_EQ(Node()["metadata"]["labels"][kKey], "uid-1");
   EXPECT_EQ(Node()["metadata"]["labels"]["other"], "x");
 }
@@ -85,7 +86,7 @@ TEST_F(NodeLabelsTest, TheRuleSeesTheFreshValueAfterAConflict) {
 
 TEST_F(NodeLabelsTest, RemovesAndGivesUpAfterPersistentConflicts) {
   ASSERT_TRUE(UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1")).ok());
-  ASSERT_TRUE(server_.InjectFault({{"status", 409}, {"method", "PUT"}, {"count", -1}}).ok());
+  ASSERT_TRUE(server_.InjectFault({{"status", 409}, {"method", "PATCH"}, {"count", -1}}).ok());
   auto remove = [](const std::optional<std::string>&) -> Result<std::optional<std::string>> {
     return std::optional<std::string>();
   };
@@ -97,6 +98,39 @@ TEST_F(NodeLabelsTest, RemovesAndGivesUpAfterPersistentConflicts) {
   auto ok = UpdateNodeLabel(*client_, "n1", kKey, remove);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_FALSE(Node()["metadata"]["labels"].contains(kKey));
+}
+
+TEST_F(NodeLabelsTest, ACachedObjectOfAnotherKindIsNeverWrittenAsTheNode) {
+  json node = Node();
+  node["spec"] = {{"podCIDR", "10.0.0.0/24"}};
+  ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", node).ok());
+  // What a hostile watch answered for this Node: a Pod of its name, no
+  // resourceVersion, no labels.
+  json pod = {{"kind", "Pod"}, {"metadata", {{"name", "n1"}, {"uid", "zzz"}}}, {"spec", {{"containers", json::array()}}}};
+  auto r = UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1"), &pod);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->requests, 2);  // the copy is unusable: GET + PATCH
+  json after = Node();
+  EXPECT_EQ(after["metadata"]["labels"][kKey], "uid-1");
+  EXPECT_EQ(after["metadata"]["labels"]["kubernetes.io/hostname"], "n1");
+  EXPECT_EQ(after["spec"]["podCIDR"], "10.0.0.0/24");
+  EXPECT_FALSE(after["spec"].contains("containers"));
+  EXPECT_EQ(*server_.Count("update", "nodes"), 1);  // only this test's own setup PUT
+}
+
+TEST_F(NodeLabelsTest, ALabelChangeIsAPatchThatLeavesEverythingElseOfTheNode) {
+  json cached = Node();
+  // Another writer adds a field after the copy was taken; the patch is
+  // refused as stale, re-decided on the fresh Node and keeps that field.
+  json theirs = Node();
+  theirs["spec"] = {{"unschedulable", true}};
+  ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", theirs).ok());
+  auto r = UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1"), &cached);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*server_.Count("patch", "nodes"), 2);
+  EXPECT_EQ(*server_.Count("update", "nodes"), 1);
+  EXPECT_EQ(Node()["spec"]["unschedulable"], true);
+  EXPECT_EQ(Node()["metadata"]["labels"][kKey], "uid-1");
 }
 
 }  // namespace

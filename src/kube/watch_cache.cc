@@ -40,6 +40,21 @@ const json& Meta(const json& obj) { return JsonReader(obj).Field("metadata").val
 
 std::string Key(const json& obj) { return Str(Meta(obj), "namespace") + "/" + Str(Meta(obj), "name"); }
 
+// The name a field selector pins ("metadata.name=n1,..." -> "n1"); "" when
+// it pins none.
+std::string SelectedName(const std::string& selector) {
+  constexpr std::string_view kTerm = "metadata.name=";
+  size_t start = 0;
+  while (start <= selector.size()) {
+    size_t end = selector.find(',', start);
+    if (end == std::string::npos) end = selector.size();
+    std::string_view term(selector.data() + start, end - start);
+    if (term.substr(0, kTerm.size()) == kTerm) return std::string(term.substr(kTerm.size()));
+    start = end + 1;
+  }
+  return "";
+}
+
 }  // namespace
 
 WatchCache::WatchCache(KubeClient& client, WatchCacheOptions options)
@@ -135,6 +150,14 @@ void WatchCache::SetError(Status s) {
   last_error_ = std::move(s);
 }
 
+void WatchCache::BackOff(std::chrono::milliseconds* backoff) {
+  // Up to half again as long, so the caches of many nodes a broken server
+  // turned away do not all come back in step.
+  std::uniform_int_distribution<int64_t> extra(0, backoff->count() / 2);
+  SleepInterruptible(*backoff + std::chrono::milliseconds(extra(rng_)));
+  *backoff = std::min(*backoff * 2, options_.max_backoff);
+}
+
 void WatchCache::Run() {
   auto backoff = options_.initial_backoff;
   bool need_list = true;
@@ -144,43 +167,35 @@ void WatchCache::Run() {
       SetError(s);
       if (!s.ok()) {
         NVDRA_WARN("list {}: {}; retrying in {} ms", options_.what, s.ToString(), backoff.count());
-        SleepInterruptible(backoff);
-        backoff = std::min(backoff * 2, options_.max_backoff);
+        BackOff(&backoff);
         continue;
       }
       need_list = false;
-      backoff = options_.initial_backoff;
     }
-    switch (WatchOnce()) {
-      case WatchEnd::kStopped:
-        return;
-      case WatchEnd::kGone:
-        // The history we would resume from is gone: only a fresh LIST can
-        // tell us about deletions in the gap.
-        NVDRA_VLOG(2, "watch {}: resourceVersion too old (410 Gone); listing again", options_.what);
-        need_list = true;
-        {
-          MutexLock l(mu_);
-          ++stats_.relists_after_gone;
-        }
-        break;
-      case WatchEnd::kEnded:
-        // A server-side timeout: resume right away.
-        backoff = options_.initial_backoff;
-        {
-          MutexLock l(mu_);
-          ++stats_.resumes;
-        }
-        break;
-      case WatchEnd::kBroken:
-        {
-          MutexLock l(mu_);
-          ++stats_.resumes;
-        }
-        SleepInterruptible(backoff);
-        backoff = std::min(backoff * 2, options_.max_backoff);
-        break;
+    const auto started = Steady::now();
+    WatchEnd end = WatchOnce();
+    if (end == WatchEnd::kStopped) return;
+    // A watch that lasted was healthy: the next trouble starts from the
+    // first backoff again. One that ended at once (an empty 200, a 410 right
+    // away) backs off before the next LIST or WATCH, or such a server gets
+    // the client's whole request budget.
+    const bool healthy = Steady::now() - started >= options_.min_healthy_watch;
+    if (healthy) backoff = options_.initial_backoff;
+    {
+      MutexLock l(mu_);
+      if (end == WatchEnd::kGone) {
+        ++stats_.relists_after_gone;
+      } else {
+        ++stats_.resumes;
+      }
     }
+    if (end == WatchEnd::kGone) {
+      // The history we would resume from is gone: only a fresh LIST can
+      // tell us about deletions in the gap.
+      NVDRA_VLOG(2, "watch {}: resourceVersion too old (410 Gone); listing again", options_.what);
+      need_list = true;
+    }
+    if (end == WatchEnd::kBroken || !healthy) BackOff(&backoff);
   }
 }
 
@@ -201,6 +216,11 @@ Status WatchCache::ListOnce() {
   if (items != list.end() && items->is_array()) {
     for (const auto& item : *items) {
       if (!item.is_object()) continue;  // nothing a reader could look up
+      if (std::string why = Foreign(item, "LIST"); !why.empty()) {
+        NVDRA_WARN("list {}: ignoring {}/{}: {}", options_.what, Str(Meta(item), "namespace"), Str(Meta(item), "name"),
+                   why);
+        continue;
+      }
       std::string key = Key(item);
       by_uid[Str(Meta(item), "uid")] = key;
       objects[key] = Keep(item);
@@ -217,6 +237,25 @@ Status WatchCache::ListOnce() {
   notifier_->Bump();
   NVDRA_VLOG(4, "listed {} {} at resourceVersion {}", stats().objects, options_.what, rv);
   return Status::Ok();
+}
+
+std::string WatchCache::Foreign(const json& object, const std::string& type) const {
+  std::string kind = Str(object, "kind");  // LIST items may omit it
+  if (!options_.kind.empty() && !kind.empty() && kind != options_.kind) return "it is a " + kind + ", not a " + options_.kind;
+  std::string name = Str(Meta(object), "name");
+  std::string uid = Str(Meta(object), "uid");
+  if (name.empty() || uid.empty()) return "it has no metadata.name or metadata.uid";
+  std::string selected = SelectedName(options_.field_selector);
+  if (!selected.empty() && name != selected) return "its name " + name + " is not the selected " + selected;
+  if (type == "MODIFIED" || type == "DELETED") {
+    // A UID changes only by a deletion and a new creation, never in place.
+    MutexLock l(mu_);
+    auto it = objects_.find(Key(object));
+    if (it != objects_.end() && Str(Meta(*it->second), "uid") != uid) {
+      return "its UID " + uid + " is not the UID " + Str(Meta(*it->second), "uid") + " of the cached object";
+    }
+  }
+  return "";
 }
 
 WatchCache::ObjectPtr WatchCache::Keep(const json& object) const {
@@ -270,15 +309,23 @@ Status WatchCache::ApplyLine(const std::string& line, bool* gone) {
   if ((type == "ADDED" || type == "MODIFIED" || type == "DELETED") && !obj.is_object()) {
     return Internal("watch " + options_.what + ": " + type + " event without an object");
   }
-  if (type == "ADDED" || type == "MODIFIED") {
+  if (type != "ADDED" && type != "MODIFIED" && type != "DELETED" && type != "BOOKMARK") {
+    return Internal("watch " + options_.what + ": unknown event type \"" + type + "\"");
+  }
+  std::string foreign = type == "BOOKMARK" ? "" : Foreign(obj, type);
+  if (!foreign.empty()) {
+    // Skipped, not a broken stream: resuming would replay the same event.
+    NVDRA_WARN("watch {}: ignoring a {} event for {}/{}: {}", options_.what, type, Str(Meta(obj), "namespace"),
+               Str(Meta(obj), "name"), foreign);
+  } else if (type == "ADDED" || type == "MODIFIED") {
     Upsert(obj);
   } else if (type == "DELETED") {
     Erase(obj);
-  } else if (type != "BOOKMARK") {
-    return Internal("watch " + options_.what + ": unknown event type \"" + type + "\"");
   }
   MutexLock l(mu_);
-  if (type == "BOOKMARK") {
+  if (!foreign.empty()) {
+    ++stats_.rejected;
+  } else if (type == "BOOKMARK") {
     ++stats_.bookmarks;
   } else {
     ++stats_.events;
@@ -297,25 +344,18 @@ WatchCache::WatchEnd WatchCache::WatchOnce() {
   std::string path = options_.path + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
                      KubeClient::QueryEscape(rv) + "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count());
   path = WithSelectors(path, '&');
-  std::string buffer;
+  WatchLineReader lines("watch " + options_.what, options_.max_event_bytes);
   bool gone = false;
   Status stream_error;
   auto sink = [&](std::string_view data) {
-    buffer.append(data);
     bool changed = false;
-    size_t start = 0;
-    for (size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
-      std::string line = buffer.substr(start, nl - start);
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      Status s = ApplyLine(line, &gone);
-      if (!s.ok()) {
-        stream_error = s;
-        break;
-      }
-      if (gone) break;
+    Status s = lines.Feed(data, [&](const std::string& line) {
+      NVDRA_RETURN_IF_ERROR(ApplyLine(line, &gone));
+      if (gone) return Unavailable("410 Gone");  // stops the reader; gone says why
       changed = true;
-    }
-    buffer.erase(0, start);
+      return Status::Ok();
+    });
+    if (!s.ok() && !gone) stream_error = s;
     if (changed) notifier_->Bump();
     return stream_error.ok() && !gone && !stop_;
   };

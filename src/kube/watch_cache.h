@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kube/kube_client.h"
+#include "kube/watch_line_reader.h"
 #include "util/mutex.h"
 #include "util/status.h"
 
@@ -48,11 +50,23 @@ struct WatchCacheOptions {
   std::string field_selector;
   std::string label_selector;
   std::string what = "objects";  // for logs: "ComputeDomains"
+  // The kind every object must be ("Node"); an object that says it is of
+  // another kind is rejected. "": any kind. Objects without a name or UID,
+  // of another name than a metadata.name field selector asks for, or whose
+  // UID changes under a MODIFIED or DELETED event are rejected too.
+  std::string kind;
   // Server-side timeoutSeconds of each watch request; the watch is then
   // resumed from the last resourceVersion (no LIST).
   std::chrono::seconds watch_timeout{300};
+  // A longer event line ends the watch with an error (then a resume).
+  size_t max_event_bytes = kMaxWatchEventBytes;
+  // Between failed LISTs, broken watches, and watches that ended (or were
+  // answered 410 Gone) sooner than min_healthy_watch after they started:
+  // doubling from initial_backoff up to max_backoff, plus up to half of it
+  // again at random.
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{15'000};
+  std::chrono::milliseconds min_healthy_watch{1'000};
   // Keeps only what readers need of an object (metadata.namespace, name,
   // uid and resourceVersion are always kept). Null: the whole object.
   std::function<nlohmann::json(const nlohmann::json&)> project;
@@ -67,6 +81,7 @@ struct WatchCacheStats {
   uint64_t resumes = 0;             // watches resumed after a drop or an end
   uint64_t events = 0;              // ADDED/MODIFIED/DELETED applied
   uint64_t bookmarks = 0;
+  uint64_t rejected = 0;            // objects not of this collection, ignored
   std::string resource_version;     // where the next watch resumes
   size_t objects = 0;
 };
@@ -108,12 +123,17 @@ class WatchCache {
   WatchEnd WatchOnce();
   // Applies one line of a watch stream; sets *gone on an ERROR 410.
   Status ApplyLine(const std::string& line, bool* gone);
+  // Why `object` (of a `type` event) does not belong in this cache; "" when
+  // it does.
+  std::string Foreign(const nlohmann::json& object, const std::string& type) const;
   // The object as readers get it: the projection, and its identity.
   ObjectPtr Keep(const nlohmann::json& object) const;
   void Upsert(const nlohmann::json& object);
   void Erase(const nlohmann::json& object);
   std::string WithSelectors(std::string path, char sep) const;
   void SleepInterruptible(std::chrono::milliseconds d);
+  // Sleeps `*backoff` plus jitter, then doubles it (up to max_backoff).
+  void BackOff(std::chrono::milliseconds* backoff);
   void SetError(Status s);
 
   KubeClient& client_;
@@ -128,6 +148,7 @@ class WatchCache {
   Status last_error_ GUARDED_BY(mu_);
   WatchCacheStats stats_ GUARDED_BY(mu_);
 
+  std::mt19937_64 rng_{std::random_device{}()};  // the Run thread's alone
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -176,6 +176,49 @@ TEST_F(WatchCacheTest, AGoneAnswerToTheWatchRequestRelists) {
   ASSERT_TRUE(WaitFor(cache, [&] { return Status(cache.GetByUid("uid-1")) == "Ready"; }));
 }
 
+// Every watch answered 410 Gone at once, or an empty 200: the LISTs and
+// WATCHes that follow back off (100, 200, 400, 400 ms plus jitter) instead of
+// spending the client's whole request budget.
+TEST_F(WatchCacheTest, RelistsAfterAnImmediateGoneBackOff) {
+  auto o = DomainOptions();
+  o.initial_backoff = std::chrono::milliseconds(100);
+  o.max_backoff = std::chrono::milliseconds(400);
+  o.min_healthy_watch = std::chrono::seconds(30);
+  WatchCache cache(*client_, o);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("computedomains") == 1; }));
+  ASSERT_TRUE(server_.InjectFault({{"status", 410}, {"verb", "watch"}, {"count", -1}}).ok());
+  ASSERT_EQ(*server_.WatchAction("end", "computedomains"), 1);
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().lists >= 2; }));
+  auto second = Steady::now();
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().lists >= 5; }));
+  // At least 3 x 400 ms between them (less the 50 ms this test may notice
+  // the second one late); without a backoff these LISTs follow each other
+  // within milliseconds.
+  EXPECT_GE(Steady::now() - second, std::chrono::milliseconds(900));
+  EXPECT_GE(cache.stats().relists_after_gone, 4u);
+}
+
+TEST_F(WatchCacheTest, WatchesThatEndAtOnceWithAnEmptyAnswerBackOff) {
+  auto o = DomainOptions();
+  o.initial_backoff = std::chrono::milliseconds(100);
+  o.max_backoff = std::chrono::milliseconds(400);
+  o.min_healthy_watch = std::chrono::seconds(30);
+  WatchCache cache(*client_, o);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("computedomains") == 1; }));
+  ASSERT_TRUE(server_.InjectFault({{"verb", "watch"}, {"raw_body", ""}, {"count", -1}}).ok());
+  ASSERT_EQ(*server_.WatchAction("end", "computedomains"), 1);
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().watches >= 2; }));
+  auto second = Steady::now();
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().watches >= 5; }));
+  // 200 + 400 + 400 ms between them, less the 50 ms of a late notice.
+  EXPECT_GE(Steady::now() - second, std::chrono::milliseconds(900));
+  EXPECT_EQ(cache.stats().lists, 1u);  // each ended cleanly: resumed, not relisted
+}
+
 TEST_F(WatchCacheTest, AnExpireEventMidStreamRelists) {
   WatchCache cache(*client_, DomainOptions());
   cache.Start();
@@ -246,6 +289,44 @@ TEST_F(WatchCacheTest, FieldSelectorsApplyToTheListAndTheWatch) {
   }));
   EXPECT_FALSE(cache.Get("", "n2"));
   EXPECT_EQ(cache.stats().events, 1u);
+}
+
+TEST_F(WatchCacheTest, ObjectsOfAnotherKindNameOrUidAreRejected) {
+  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"},
+                                  {"metadata", {{"name", "node-a"}, {"labels", {{"a", "b"}}}}}}).ok());
+  WatchCacheOptions o;
+  o.path = "/api/v1/nodes";
+  o.field_selector = "metadata.name=node-a";
+  o.kind = "Node";
+  o.initial_backoff = std::chrono::milliseconds(10);
+  WatchCache cache(*client_, o);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("nodes") == 1; }));
+  const std::string uid = (*cache.Get("", "node-a"))["metadata"]["uid"];
+  // The resumed watch answers a Pod of the Node's name, a Node of another
+  // name, a Node of the right name with another UID, and a deletion of one.
+  ASSERT_TRUE(server_.InjectFault(
+      {{"verb", "watch"},
+       {"raw_body",
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"},"
+        "\"spec\":{\"containers\":[]}}}\n"
+        "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-b\",\"uid\":\"b\"}}}\n"
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"}}}\n"
+        "{\"type\":\"DELETED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"}}}\n"
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\"}}}\n"}}).ok());
+  ASSERT_EQ(*server_.WatchAction("drop", "nodes"), 1);
+  ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().rejected >= 5; }));
+  EXPECT_EQ(cache.stats().rejected, 5u);
+  EXPECT_EQ(cache.stats().events, 0u);
+  auto node = cache.Get("", "node-a");
+  ASSERT_TRUE(node);
+  EXPECT_EQ((*node)["metadata"]["uid"], uid);
+  EXPECT_EQ((*node)["metadata"]["labels"]["a"], "b");
+  EXPECT_FALSE(node->contains("spec") && (*node)["spec"].contains("containers"));
+  EXPECT_EQ(cache.GetByUid("zzz"), nullptr);
+  EXPECT_EQ(cache.Get("", "node-b"), nullptr);
+  EXPECT_EQ(cache.List().size(), 1u);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "util/file_util.h"
 
+#include "util/bounded_read.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -21,14 +23,49 @@ std::string JoinPath(const std::string& a, const std::string& b) {
   return a + (b.front() == '/' ? b : "/" + b);
 }
 
-Result<std::string> ReadFileToString(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+const char* FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+Result<std::string> ReadFileToString(const std::string& path) { return ReadRegularFile(path, kMaxReadFileBytes); }
+
+Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) return NotFound("open " + path + ": " + ErrnoText(err));
     return Internal("open " + path + ": " + ErrnoText(err));
   }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Internal("stat " + path + ": " + ErrnoText(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument("refusing to read " + path + ": it is " + FileTypeName(st.st_mode) +
+                           ", not a regular file");
+  }
+  auto too_long = [&](const std::string& size) {
+    return InvalidArgument("refusing to read " + path + ": it is " + size + " bytes long, over the limit of " +
+                           std::to_string(max_bytes) + " bytes");
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return too_long(std::to_string(st.st_size));
+  }
   std::string out;
+  out.reserve(static_cast<size_t>(st.st_size));
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -40,6 +77,11 @@ Result<std::string> ReadFileToString(const std::string& path) {
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
+    // A file that grows while read (or a /proc file, whose size reads 0).
+    if (out.size() > max_bytes) {
+      ::close(fd);
+      return too_long("more than " + std::to_string(max_bytes));
+    }
   }
   ::close(fd);
   return out;

@@ -288,14 +288,15 @@ class ComputeDomainEndToEnd(ComputeDomainTestCase):
         self.assertEqual(set(counts.get("list", {})) - {"resourceslices"}, set())
         # One GET of the claim, and one write: the label was missing.
         self.assertEqual(counts.get("get", {}), {"resourceclaims": 1})
-        self.assertEqual(counts.get("update", {}), {"nodes": 1})
-        self.assertEqual(set(counts) - {"watch", "list"}, {"get", "update"})
+        self.assertEqual(counts.get("patch", {}), {"nodes": 1})
+        self.assertEqual(set(counts) - {"watch", "list"}, {"get", "patch"})
         # A second channel claim of the domain: the label is there, one GET.
         d = self.channel_claim("chan-2", 1)
         self.counts(clear=True)
         self.assertOk(self.plugin.prepare([d]), d[2])
         counts = self.counts()
         self.assertEqual(counts.get("get", {}), {"resourceclaims": 1})
+        self.assertNotIn("patch", counts)
         self.assertNotIn("update", counts)
 
     # ---- behaviour kept from before the watch-backed lookups ----

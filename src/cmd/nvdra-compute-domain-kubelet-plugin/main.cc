@@ -64,6 +64,7 @@ Result<Watches> StartWatches(plugin::KindContext& ctx, const config::FeatureGate
   no.path = "/api/v1/nodes";
   no.field_selector = "metadata.name=" + opts.node_name;
   no.what = "Node " + opts.node_name;
+  no.kind = "Node";
   auto& node = ctx.companions.Add(std::make_unique<kube::WatchCache>(ctx.kube, no));
   domains.Start();
   node.Start();

@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "util/file_util.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::devices {
 namespace {
@@ -14,6 +18,21 @@ namespace {
 constexpr int32_t k64 = kLdCacheFlagElfLibc6 | kLdCacheFlagX8664Lib64;
 
 void PutU32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
+
+TEST(LdCacheTest, AFifoOrADevicePlantedAsTheCacheIsRefusedWithoutBlocking) {
+  ::nvdra::testing::TempDir tmp{"nvdra-ld-cache"};
+  const std::string fifo = JoinPath(tmp.path(), "ld.so.cache");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  // No writer: a blocking open would hang startup here, deaf to SIGTERM.
+  auto r = ReadLdCache(fifo);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "refusing to read " + fifo + ": it is a FIFO, not a regular file");
+  const std::string zero = JoinPath(tmp.path(), "zero");
+  ASSERT_EQ(::symlink("/dev/zero", zero.c_str()), 0);
+  auto z = ReadLdCache(zero);
+  ASSERT_FALSE(z.ok());
+  EXPECT_EQ(z.status().message(), "refusing to read " + zero + ": it is a character device, not a regular file");
+}
 
 TEST(LdCacheTest, RoundTrip) {
   std::vector<LdCacheEntry> in = {{"libcuda.so.1", "/usr/lib64/libcuda.so.1", k64},
