@@ -55,6 +55,15 @@ std::string ShmMountPathFor(const std::string& container_driver_root) {
 
 namespace {
 
+// obj[key] when obj is an object holding it, else null: the API server's
+// answers are read without a shape they might lack throwing.
+const json& At(const json& obj, const char* key) {
+  static const json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
 json TemplateData(const MpsSettings& s, const MpsDaemonUndo& d) {
   std::string visible;
   for (const auto& u : d.uuids) visible += (visible.empty() ? "" : ",") + u;
@@ -91,11 +100,11 @@ Result<json> RenderMpsDeployment(const std::string& template_text, const MpsSett
   const std::string name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
   NVDRA_ASSIGN_OR_RETURN(std::string yaml, RenderGoTemplate(name, template_text, TemplateData(settings, daemon)));
   NVDRA_ASSIGN_OR_RETURN(json d, kube::YamlDocumentToJson(yaml, what));
-  if (!d.is_object() || d.value("kind", "") != "Deployment" || d.value("apiVersion", "") != "apps/v1") {
+  if (At(d, "kind") != "Deployment" || At(d, "apiVersion") != "apps/v1") {
     return InvalidArgument(what + " does not render to an apps/v1 Deployment");
   }
   json& meta = d["metadata"];
-  if (!meta.is_object() || meta.value("name", "") != daemon.deployment || meta.value("namespace", "") != daemon.ns) {
+  if (At(meta, "name") != daemon.deployment || At(meta, "namespace") != daemon.ns) {
     return InvalidArgument(what + " must name the Deployment {{ .MpsControlDaemonName }} in namespace "
                            "{{ .MpsControlDaemonNamespace }} (it rendered another name or namespace)");
   }
@@ -116,32 +125,36 @@ class KubeMpsDaemonApi final : public MpsDaemonApi {
   explicit KubeMpsDaemonApi(kube::KubeClient& client) : client_(client) {}
 
   Status Create(const json& deployment) override {
-    const std::string ns = deployment["metadata"].value("namespace", "");
+    const json& ns_field = At(At(deployment, "metadata"), "namespace");
+    const std::string ns = ns_field.is_string() ? ns_field.get<std::string>() : "";
     return client_.CreateJson(DeploymentPath(ns), deployment).status();
   }
 
   Status CheckReady(const std::string& ns, const std::string& name, kube::Deadline deadline) override {
     NVDRA_ASSIGN_OR_RETURN(json d, client_.GetJson(DeploymentPath(ns, name), deadline));
-    const json status = d.value("status", json::object());
-    if (!status.is_object() || status.value("readyReplicas", 0) != 1) {
+    const json& ready = At(At(d, "status"), "readyReplicas");
+    if (!ready.is_number_integer() || ready.get<int64_t>() != 1) {
       return Unavailable("waiting for MPS control daemon to come online");
     }
-    const json labels = d.value("spec", json::object()).value("selector", json::object()).value("matchLabels", json::object());
+    const json& labels = At(At(At(d, "spec"), "selector"), "matchLabels");
     std::string selector;
-    for (const auto& [k, v] : labels.items()) {
-      if (!v.is_string()) return InvalidArgument("Deployment " + ns + "/" + name + " has a non-string matchLabels value");
-      selector += (selector.empty() ? "" : ",") + k + "=" + v.get<std::string>();
+    if (labels.is_object()) {
+      for (const auto& [k, v] : labels.items()) {
+        if (!v.is_string()) return InvalidArgument("Deployment " + ns + "/" + name + " has a non-string matchLabels value");
+        selector += (selector.empty() ? "" : ",") + k + "=" + v.get<std::string>();
+      }
     }
     if (selector.empty()) return InvalidArgument("Deployment " + ns + "/" + name + " has no spec.selector.matchLabels");
     auto pods = client_.ListJson("/api/v1/namespaces/" + ns + "/pods", selector);
     if (!pods.ok()) return pods.status().Wrap("error listing pods from deployment");
-    const json items = pods->value("items", json::array());
+    const json& items = At(*pods, "items");
     if (!items.is_array() || items.size() != 1) {
       return Unavailable("unexpected number of pods in deployment: " + std::to_string(items.is_array() ? items.size() : 0));
     }
-    const json cs = items[0].value("status", json::object()).value("containerStatuses", json::array());
+    const json& cs = At(At(items[0], "status"), "containerStatuses");
     if (!cs.is_array() || cs.size() != 1) return Unavailable("unexpected number of container statuses in pod");
-    if (!cs[0].is_object() || !cs[0].value("ready", false)) return Unavailable("control daemon not yet ready");
+    const json& ok = At(cs[0], "ready");
+    if (!ok.is_boolean() || !ok.get<bool>()) return Unavailable("control daemon not yet ready");
     return Status::Ok();
   }
 
@@ -156,11 +169,12 @@ class KubeMpsDaemonApi final : public MpsDaemonApi {
 
   Result<std::vector<std::string>> ListForNode(const std::string& ns, const std::string& node) override {
     NVDRA_ASSIGN_OR_RETURN(json list, client_.ListJson(DeploymentPath(ns), std::string(kMpsNodeLabel) + "=" + node));
+    const json& items = At(list, "items");
+    if (!items.is_array()) return InvalidArgument("the Deployment list of " + ns + " has no items list");
     std::vector<std::string> names;
-    for (const auto& item : list.value("items", json::array())) {
-      if (!item.is_object()) continue;
-      const json meta = item.value("metadata", json::object());
-      if (meta.is_object() && meta.contains("name") && meta["name"].is_string()) names.push_back(meta["name"]);
+    for (const auto& item : items) {
+      const json& name = At(At(item, "metadata"), "name");
+      if (name.is_string()) names.push_back(name.get<std::string>());
     }
     return names;
   }

@@ -395,6 +395,11 @@ TEST(MpsDeploymentTest, TheShippedTemplateRendersUpstreamsDeployment) {
   EXPECT_FALSE((*dep)["spec"]["template"]["spec"].contains("serviceAccountName"));
   EXPECT_FALSE((*dep)["spec"]["template"]["spec"].contains("imagePullSecrets"));
   EXPECT_FALSE((*dep)["spec"]["template"]["spec"]["containers"][0].contains("imagePullPolicy"));
+  // A template of another shape is refused, never thrown on.
+  for (const char* odd : {"kind: 5\napiVersion: apps/v1\n", "- a list\n",
+                          "apiVersion: apps/v1\nkind: Deployment\nmetadata: [1]\n"}) {
+    EXPECT_EQ(RenderMpsDeployment(odd, s, d).status().code(), StatusCode::kInvalidArgument) << odd;
+  }
   // A template that names another Deployment is refused.
   auto other = RenderMpsDeployment("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n  namespace: nvdra\n",
                                    s, d);
