@@ -69,6 +69,23 @@ void ComputeDomainKind::Adopt(const std::string& claim_uid, const nlohmann::json
   }
 }
 
+LabelHolders ComputeDomainKind::LabelHoldersOf(const std::vector<ledger::ClaimEntry>& entries) {
+  LabelHolders out;
+  for (const auto& e : entries) {
+    if (!ledger::HoldsResources(e.state)) continue;
+    auto undo = DecodeComputeDomainUndo(e.undo);
+    if (undo.ok() && !undo->domain_id.empty()) {
+      if (!undo->channels.empty()) out.by_domain[undo->domain_id].insert(e.uid);
+      continue;
+    }
+    bool channel = false;
+    for (const auto& d : e.prepared) channel = channel || ChannelId(d.device).has_value();
+    for (const auto& a : e.allocation) channel = channel || ChannelId(a.device).has_value();
+    if (channel) out.unknown_domain.insert(e.uid);
+  }
+  return out;
+}
+
 std::optional<int> ComputeDomainKind::ChannelId(const std::string& device) {
   constexpr std::string_view prefix = "channel-";
   if (device.size() <= prefix.size() || device.compare(0, prefix.size(), prefix) != 0) return std::nullopt;

@@ -19,6 +19,7 @@
 #include "computedomain/compute_domain_checkpoint_codec.h"
 #include "computedomain/compute_domain_source.h"
 #include "computedomain/compute_domain_undo.h"
+#include "ledger/claim_entry.h"
 #include "computedomain/domain_directory.h"
 #include "computedomain/node_label_manager.h"
 #include "computedomain/compute_domain_edits.h"
@@ -85,6 +86,12 @@ class ComputeDomainKind final : public driver::DeviceKind {
   // Publishing port (no hardware health: channels have none).
   std::vector<std::string> MetricDeviceTypes() const override;
   std::vector<model::PublishedDevice> PublishedDevices() const override;
+
+  // The channel claims among ledger entries that still hold their devices
+  // (what NodeLabelManager::SetSharedHolders reads): by their undo record's
+  // domain, or, for a record that names none, as holders of an unknown
+  // domain when a channel is among their devices.
+  static LabelHolders LabelHoldersOf(const std::vector<ledger::ClaimEntry>& entries);
 
   // "channel-7" -> 7; nullopt for anything else.
   static std::optional<int> ChannelId(const std::string& device);

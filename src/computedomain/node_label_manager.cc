@@ -114,6 +114,23 @@ void NodeLabelManager::Forget(const std::string& claim_uid) {
   unknown_domain_holders_.erase(claim_uid);
 }
 
+void NodeLabelManager::SetSharedHolders(SharedHolders shared) { shared_ = std::move(shared); }
+
+Result<bool> NodeLabelManager::SharedHolderOf(const std::string& domain_uid, const std::string& except) const {
+  if (!shared_) return false;
+  NVDRA_ASSIGN_OR_RETURN(LabelHolders h, shared_());
+  for (const auto& uid : h.unknown_domain) {
+    if (uid != except) return true;
+  }
+  for (const auto& [domain, claims] : h.by_domain) {
+    if (!domain_uid.empty() && domain != domain_uid) continue;
+    for (const auto& uid : claims) {
+      if (uid != except) return true;
+    }
+  }
+  return false;
+}
+
 void NodeLabelManager::Release(const std::string& domain_uid, const std::string& claim_uid) {
   MutexLock w(write_mu_);
   {
@@ -124,6 +141,19 @@ void NodeLabelManager::Release(const std::string& domain_uid, const std::string&
       if (!it->second.empty()) return;  // another channel claim of the domain still runs here
       holders_.erase(it);
     }
+  }
+  // A claim of this domain prepared by another process on this node (a
+  // rolling update) still needs the label.
+  auto other = SharedHolderOf(domain_uid, claim_uid);
+  if (other.ok() && *other) {
+    NVDRA_VLOG(4, "claim {}: keeping node label {}={}: another channel claim in the ledger holds it", claim_uid,
+               kComputeDomainLabel, domain_uid);
+    return;
+  }
+  if (!other.ok()) {
+    NVDRA_WARN("claim {}: not removing node label {}={} now: {}; the reconciler retries", claim_uid,
+               kComputeDomainLabel, domain_uid, other.status().ToString());
+    return;
   }
   Status s = RemoveLabel(domain_uid);
   if (!s.ok()) {
@@ -150,6 +180,17 @@ uint64_t NodeLabelManager::api_requests() const {
 Status NodeLabelManager::Repair() {
   MutexLock w(write_mu_);
   std::set<std::string> held = HeldDomains();
+  std::optional<std::string> shared_unknown;
+  if (shared_) {
+    // The ledger is shared by every plugin process of this node: a claim
+    // another instance prepared holds the label as much as one of ours.
+    auto shared = shared_();
+    if (!shared.ok()) return shared.status().Wrap("read the ledger's channel claims to repair the node label");
+    for (const auto& [domain, claims] : shared->by_domain) {
+      if (!claims.empty()) held.insert(domain);
+    }
+    if (!shared->unknown_domain.empty()) shared_unknown = *shared->unknown_domain.begin();
+  }
   if (held.size() > 1) {
     std::string list;
     for (const auto& d : held) list += (list.empty() ? "" : ", ") + d;
@@ -174,11 +215,12 @@ Status NodeLabelManager::Repair() {
     if (!cur || cur->empty()) return Status::Ok();
     {
       MutexLock l(mu_);
-      if (!unknown_domain_holders_.empty()) {
-        NVDRA_VLOG(4, "node {}: keeping label {}={}: claim {} (rebuilt, its domain unknown) may hold it",
-                   node_name_, kComputeDomainLabel, *cur, *unknown_domain_holders_.begin());
-        return Status::Ok();
-      }
+      if (!shared_unknown && !unknown_domain_holders_.empty()) shared_unknown = *unknown_domain_holders_.begin();
+    }
+    if (shared_unknown) {
+      NVDRA_VLOG(4, "node {}: keeping label {}={}: claim {} (rebuilt, its domain unknown) may hold it", node_name_,
+                 kComputeDomainLabel, *cur, *shared_unknown);
+      return Status::Ok();
     }
     NVDRA_INFO("node {} is labelled {}={} but no claim of that domain is prepared here; removing the label",
                  node_name_, kComputeDomainLabel, *cur);

@@ -15,8 +15,15 @@
 // Unprepare never fails because the API server is unreachable: a removal
 // that could not be written is retried by Repair, which the reconciler runs.
 // Repair also puts back a label someone removed while a claim holds it.
+//
+// Two plugin processes share one ledger during a rolling update, and a claim
+// prepared through one is unknown to the other's holders. With
+// SetSharedHolders, label ownership follows the shared ledger: neither
+// Release nor Repair removes a label that a live channel claim in the ledger
+// holds, whichever process prepared it, and Repair puts it back for them.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -34,8 +41,18 @@ inline constexpr const char* kComputeDomainLabel = "resource.nvidia.com/computeD
 // Upstream's message; users and its tests grep for it.
 inline constexpr const char* kLabelForOtherDomain = "label already exists for a different ComputeDomain";
 
+// The channel claims of the shared ledger (entries that still hold their
+// devices): by domain, and those rebuilt without a domain (any label may be
+// theirs).
+struct LabelHolders {
+  std::map<std::string, std::set<std::string>> by_domain;
+  std::set<std::string> unknown_domain;
+};
+
 class NodeLabelManager {
  public:
+  using SharedHolders = std::function<Result<LabelHolders>()>;
+
   // `node` is an optional watch of this Node (field selector on its name):
   // with it, a label that is already right costs no API call and a missing
   // one costs one write.
@@ -61,6 +78,10 @@ class NodeLabelManager {
   // Forget (its Unprepare).
   void AdoptUnknownDomain(const std::string& claim_uid);
   void Forget(const std::string& claim_uid);
+  // Where the holders of every process on this node are read before a label
+  // is removed (the shared ledger). Unset: this process's holders alone.
+  // Call before the manager is used.
+  void SetSharedHolders(SharedHolders shared);
 
   // Makes the Node's label match the held claims: sets it when a held
   // domain's label is gone, removes one that names a domain no claim holds.
@@ -76,6 +97,10 @@ class NodeLabelManager {
   Status RemoveLabel(const std::string& domain_uid);
   const nlohmann::json* CachedNode(kube::WatchCache::ObjectPtr& keep) const;
   void DropExpiredLocked() REQUIRES(mu_);
+  // Whether a channel claim other than `except` holds a label for
+  // `domain_uid` in the shared ledger ("" for any domain); errors when the
+  // ledger cannot be read, so nothing is removed then.
+  Result<bool> SharedHolderOf(const std::string& domain_uid, const std::string& except) const;
 
   struct Holder {
     bool confirmed = false;
@@ -95,6 +120,7 @@ class NodeLabelManager {
   std::map<std::string, std::map<std::string, Holder>> holders_ GUARDED_BY(mu_);  // domain -> claim -> holder
   uint64_t api_requests_ GUARDED_BY(mu_) = 0;
   std::set<std::string> unknown_domain_holders_ GUARDED_BY(mu_);
+  SharedHolders shared_;
 };
 
 }  // namespace nvdra::computedomain

@@ -214,5 +214,85 @@ TEST_F(NodeLabelManagerTest, AChannelClaimRebuiltWithoutItsDomainKeepsTheLabelUn
   EXPECT_EQ(Label(), std::nullopt) << "once it is unprepared, no claim holds the label";
 }
 
+// A rolling update: two plugin instances on one node share the ledger, and a
+// channel claim prepared through the new one is unknown to the old one's
+// holders. Label ownership follows the ledger: the old instance's Repair
+// neither removes the label nor leaves it missing, and an Unprepare through
+// either instance removes it only when no channel claim of the domain is
+// left in the ledger.
+TEST_F(NodeLabelManagerTest, DuringARollingUpdateTheLabelFollowsTheSharedLedgerNotTheInstance) {
+  nvdra::testing::TempDir dir{"nvdra-cd-rolling"};
+  const ComputeDomainCheckpointCodec codec;
+  ledger::LedgerOptions lo;
+  lo.dir = dir.path();
+  lo.boot_id = "boot";
+  lo.codec = &codec;
+  auto old_ledger = ledger::ClaimLedger::Open(lo);
+  auto new_ledger = ledger::ClaimLedger::Open(lo);
+  ASSERT_TRUE(old_ledger.ok() && new_ledger.ok());
+  auto shared = [](ledger::ClaimLedger* l) {
+    return [l]() -> Result<LabelHolders> {
+      NVDRA_ASSIGN_OR_RETURN(auto entries, l->List());
+      return ComputeDomainKind::LabelHoldersOf(entries);
+    };
+  };
+  NodeLabelManager old_instance(*client_, "n1");
+  NodeLabelManager new_instance(*client_, "n1");
+  old_instance.SetSharedHolders(shared(old_ledger->get()));
+  new_instance.SetSharedHolders(shared(new_ledger->get()));
+
+  auto begin = [&](ledger::ClaimLedger& l, const std::string& uid, int channel) {
+    ComputeDomainUndo undo;
+    undo.domain_id = "cd-1";
+    undo.channels.push_back({"channel-" + std::to_string(channel), channel});
+    ledger::BeginPrepareRequest req;
+    req.uid = uid;
+    req.ns = "default";
+    req.name = "claim-" + uid;
+    req.allocation.push_back({.request = "channel", .driver = kDriverName, .pool = "n1",
+                              .device = "channel-" + std::to_string(channel)});
+    req.undo = EncodeComputeDomainUndo(undo);
+    auto r = l.BeginPrepare(req);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  };
+  // The new instance prepares a channel claim: ledger entry, then the label.
+  begin(**new_ledger, "uid-new", 0);
+  ASSERT_TRUE(new_instance.Acquire("cd-1", "uid-new").ok());
+  new_instance.Confirm("cd-1", "uid-new");
+  ASSERT_EQ(Label(), "cd-1");
+
+  // The old instance's maintenance passes keep it, and put it back when
+  // someone removed it.
+  for (int pass = 0; pass < 3; ++pass) {
+    ASSERT_TRUE(old_instance.Repair().ok());
+    EXPECT_EQ(Label(), "cd-1") << "pass " << pass << ": the old instance removed the new instance's label";
+  }
+  json node = (*server_.Objects("nodes"))[0];
+  node["metadata"]["labels"] = json::object();
+  ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", node).ok());
+  ASSERT_TRUE(old_instance.Repair().ok());
+  EXPECT_EQ(Label(), "cd-1") << "a claim in the shared ledger holds the label whichever instance prepared it";
+
+  // A claim of the same domain on the old instance is unprepared: the new
+  // instance's claim keeps the label.
+  begin(**old_ledger, "uid-old", 1);
+  ASSERT_TRUE(old_instance.Acquire("cd-1", "uid-old").ok());
+  old_instance.Confirm("cd-1", "uid-old");
+  ASSERT_TRUE((*old_ledger)->BeginUnprepare("uid-old").ok());
+  old_instance.Release("cd-1", "uid-old");
+  ASSERT_TRUE((*old_ledger)->FinishUnprepare("uid-old").ok());
+  EXPECT_EQ(Label(), "cd-1") << "the old instance's last claim removed a label the new instance's claim holds";
+
+  // The last channel claim of the domain, through the new instance, takes
+  // it away; after that neither instance puts it back.
+  ASSERT_TRUE((*new_ledger)->BeginUnprepare("uid-new").ok());
+  new_instance.Release("cd-1", "uid-new");
+  ASSERT_TRUE((*new_ledger)->FinishUnprepare("uid-new").ok());
+  EXPECT_EQ(Label(), std::nullopt);
+  ASSERT_TRUE(old_instance.Repair().ok());
+  ASSERT_TRUE(new_instance.Repair().ok());
+  EXPECT_EQ(Label(), std::nullopt);
+}
+
 }  // namespace
 }  // namespace nvdra::computedomain

@@ -130,6 +130,14 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   computedomain::DomainWatch& domains = watches.domains;
   auto& labels = ctx.companions.Keep(std::make_unique<computedomain::NodeLabelManager>(
       ctx.kube, opts.node_name, &watches.node, opts.completed_claim_grace));
+  // Label ownership follows the ledger every plugin process of this node
+  // shares, so a rolling update's old instance never removes the label of
+  // a claim the new one prepared (nor the other way round).
+  ledger::ClaimLedger* shared_ledger = &ctx.ledger;
+  labels.SetSharedHolders([shared_ledger]() -> Result<computedomain::LabelHolders> {
+    NVDRA_ASSIGN_OR_RETURN(auto entries, shared_ledger->List());
+    return computedomain::ComputeDomainKind::LabelHoldersOf(entries);
+  });
   auto& dirs = ctx.companions.Keep(
       std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir, flags.daemon_config_template));
 
