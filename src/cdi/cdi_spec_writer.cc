@@ -49,16 +49,37 @@ Status CheckYamlNesting(const std::string& text, const std::string& what) {
 
 // The names of a spec's devices, in file order; entries that are not a
 // mapping with a string name are skipped (a file on disk may hold anything).
-Result<std::vector<std::string>> JsonDeviceNames(const std::string& text, const std::string& path) {
+// `ref_env`: the variable whose value, in the spec-level env, names the claim.
+Result<CdiSpecWriter::ClaimSpecContents> JsonSpecContents(const std::string& text, const std::string& path,
+                                                          const std::string& ref_env) {
   NVDRA_RETURN_IF_ERROR(CheckJsonDepth(text, "CDI spec " + path));
   nlohmann::json spec = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (spec.is_discarded() || !spec.is_object()) return InvalidArgument("CDI spec " + path + " is not a JSON object");
-  std::vector<std::string> out;
+  CdiSpecWriter::ClaimSpecContents out;
   auto devices = spec.find("devices");
-  if (devices == spec.end() || !devices->is_array()) return out;
-  for (const auto& d : *devices) {
-    auto n = d.is_object() ? d.find("name") : d.end();
-    if (n != d.end() && n->is_string()) out.push_back(n->get<std::string>());
+  if (devices != spec.end() && devices->is_array()) {
+    for (const auto& d : *devices) {
+      auto n = d.is_object() ? d.find("name") : d.end();
+      if (n != d.end() && n->is_string()) out.devices.push_back(n->get<std::string>());
+    }
+  }
+  auto edits = spec.find("containerEdits");
+  if (edits != spec.end() && edits->is_object()) {
+    auto env = edits->find("env");
+    if (env != edits->end() && env->is_array()) {
+      const std::string key = ref_env + "=";
+      for (const auto& e : *env) {
+        if (!e.is_string()) continue;
+        const std::string& v = e.get_ref<const std::string&>();
+        if (v.rfind(key, 0) != 0) continue;
+        std::string ref = v.substr(key.size());
+        auto slash = ref.find('/');
+        if (slash == std::string::npos || slash + 1 == ref.size()) break;
+        out.ns = ref.substr(0, slash);
+        out.name = ref.substr(slash + 1);
+        break;
+      }
+    }
   }
   return out;
 }
@@ -168,12 +189,20 @@ std::string CdiSpecWriter::DeviceId(const std::string& claim_uid,
   return Kind() + "=" + ClaimDeviceName(claim_uid, device_name);
 }
 
+std::string CdiSpecWriter::ClaimRefEnv(const std::string& claim_uid) {
+  std::string out = "NVDRA_CLAIM_" + claim_uid;
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
 Spec CdiSpecWriter::BuildClaimSpec(const std::string& claim_uid,
                                    const std::vector<SpecDevice>& devices,
-                                   const ContainerEdits& common_edits) const {
+                                   const ContainerEdits& common_edits, const std::string& claim_namespace,
+                                   const std::string& claim_name) const {
   Spec spec;
   spec.kind = Kind();
   spec.edits = common_edits;
+  if (!claim_name.empty()) spec.edits.env.push_back(ClaimRefEnv(claim_uid) + "=" + claim_namespace + "/" + claim_name);
   for (const auto& d : devices) {
     spec.devices.push_back({ClaimDeviceName(claim_uid, d.name), d.edits});
   }
@@ -229,25 +258,33 @@ Status CdiSpecWriter::RemoveClaimSpec(const std::string& claim_uid) const {
 }
 
 Result<std::vector<std::string>> CdiSpecWriter::ClaimSpecDevices(const std::string& claim_uid) const {
+  NVDRA_ASSIGN_OR_RETURN(ClaimSpecContents c, ReadClaimSpec(claim_uid));
+  return std::move(c.devices);
+}
+
+Result<CdiSpecWriter::ClaimSpecContents> CdiSpecWriter::ReadClaimSpec(const std::string& claim_uid) const {
   NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
-  Result<std::vector<std::string>> names = NotFound("no CDI spec of claim " + claim_uid);
+  Result<ClaimSpecContents> read = NotFound("no CDI spec of claim " + claim_uid);
   auto text = ReadRegularFile(path, kMaxClaimSpecBytes);
   if (text.ok()) {
-    names = JsonDeviceNames(*text, path);
+    read = JsonSpecContents(*text, path, ClaimRefEnv(claim_uid));
   } else if (text.status().code() == StatusCode::kNotFound) {
     // Only the Go driver's spec: a claim it prepared, with the same device
     // names, which a lost ledger (or checkpoint) must not forget.
     const std::string legacy = JoinPath(root_, FilePrefix() + claim_uid + ".yaml");
     NVDRA_ASSIGN_OR_RETURN(std::string yaml, ReadRegularFile(legacy, kMaxClaimSpecBytes));
-    names = YamlDeviceNames(yaml, legacy);
+    NVDRA_ASSIGN_OR_RETURN(auto names, YamlDeviceNames(yaml, legacy));
+    read = ClaimSpecContents{std::move(names), "", ""};
   } else {
     return text.status();
   }
-  NVDRA_RETURN_IF_ERROR(names.status());
-  std::vector<std::string> out;
+  NVDRA_RETURN_IF_ERROR(read.status());
+  ClaimSpecContents out;
+  out.ns = std::move(read->ns);
+  out.name = std::move(read->name);
   const std::string prefix = claim_uid + "-";
-  for (const auto& name : *names) {
-    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size()) out.push_back(name.substr(prefix.size()));
+  for (const auto& name : read->devices) {
+    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size()) out.devices.push_back(name.substr(prefix.size()));
   }
   return out;
 }

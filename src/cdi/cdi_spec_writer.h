@@ -45,10 +45,18 @@ class CdiSpecWriter {
 
   // Builds the claim's spec from per-device edits (device names unqualified,
   // e.g. "gpu-0"), sorted by name so the output does not depend on the order
-  // of the request.
+  // of the request. With the claim's name, the spec-level edits also set
+  // ClaimRefEnv(uid)=<namespace>/<name>: a spec outlives a lost ledger, and
+  // the entry rebuilt from it can then be checked against the API server.
   Spec BuildClaimSpec(const std::string& claim_uid,
                       const std::vector<SpecDevice>& devices,
-                      const ContainerEdits& common_edits = {}) const;
+                      const ContainerEdits& common_edits = {}, const std::string& claim_namespace = "",
+                      const std::string& claim_name = "") const;
+  // "NVDRA_CLAIM_<uid with '-' as '_'>": the variable that names the claim
+  // in its spec. CDI 0.5.0 readers refuse any field beyond the container
+  // edits, so the name travels as an environment variable of its own per
+  // claim (a container with several claims gets each).
+  static std::string ClaimRefEnv(const std::string& claim_uid);
 
   // Validates the UID and the spec, renders it and writes it atomically with
   // mode 0644. Skips the write when the file already holds the same bytes.
@@ -69,6 +77,15 @@ class CdiSpecWriter {
   // spec); entries that are not devices of the claim are skipped. NotFound
   // without a spec of either.
   Result<std::vector<std::string>> ClaimSpecDevices(const std::string& claim_uid) const;
+
+  // The same, with the claim's namespace and name when its spec names them
+  // (ClaimRefEnv of this UID; empty otherwise: a spec of an older version,
+  // of the Go driver, or a copy made under another UID).
+  struct ClaimSpecContents {
+    std::vector<std::string> devices;
+    std::string ns, name;
+  };
+  Result<ClaimSpecContents> ReadClaimSpec(const std::string& claim_uid) const;
 
   // Removes the claim specs whose UID `is_known` rejects, and temp files a
   // crashed write left behind (any of an unknown claim, those of a known

@@ -169,6 +169,48 @@ TEST_F(CdiSpecWriterTest, ClaimSpecDevicesReadsOursAndTheGoDriversYamlSpec) {
   }
 }
 
+// A spec names its claim in a variable of its own UID (a 0.5.0 spec has no
+// other place for it), so a ledger rebuilt from it can ask the API server.
+// A copy under another UID, a spec without the variable, or a variable of
+// the wrong shape names nothing.
+TEST_F(CdiSpecWriterTest, AClaimSpecNamesItsClaimAndReadsItBack) {
+  CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
+  ASSERT_TRUE(w.EnsureRoot().ok());
+  EXPECT_EQ(CdiSpecWriter::ClaimRefEnv("0b1c-22"), "NVDRA_CLAIM_0b1c_22");
+  Spec spec = w.BuildClaimSpec(kUid, {{"gpu-0", {}}}, {}, "team-a", "train");
+  spec.devices[0].edits.env = {"X=1"};
+  ASSERT_TRUE(ValidateSpec(spec).ok());
+  EXPECT_EQ(spec.edits.env, std::vector<std::string>{CdiSpecWriter::ClaimRefEnv(kUid) + "=team-a/train"});
+  ASSERT_TRUE(w.WriteClaimSpec(kUid, spec).ok());
+  auto read = w.ReadClaimSpec(kUid);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->devices, std::vector<std::string>{"gpu-0"});
+  EXPECT_EQ(read->ns, "team-a");
+  EXPECT_EQ(read->name, "train");
+
+  const std::string other = "11111111-2222-3333-4444-555555555555";
+  auto text = ReadFileToString(*w.ClaimSpecPath(kUid));
+  ASSERT_TRUE(text.ok());
+  ASSERT_TRUE(WriteFileAtomically(*w.ClaimSpecPath(other), *text).ok());
+  auto copy = w.ReadClaimSpec(other);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(copy->name, "") << "the variable names another UID";
+  EXPECT_TRUE(copy->devices.empty());
+
+  for (const std::string& value : {std::string("no-slash"), std::string("ns/"), std::string("")}) {
+    Spec odd = w.BuildClaimSpec(kUid, {{"gpu-0", {}}});
+    odd.devices[0].edits.env = {"X=1"};
+    odd.edits.env = {CdiSpecWriter::ClaimRefEnv(kUid) + "=" + value};
+    ASSERT_TRUE(w.WriteClaimSpec(kUid, odd).ok());
+    auto r = w.ReadClaimSpec(kUid);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->name, "") << value;
+    EXPECT_EQ(r->devices, std::vector<std::string>{"gpu-0"});
+  }
+  Spec unnamed = w.BuildClaimSpec(kUid, {{"gpu-0", {}}});
+  EXPECT_TRUE(unnamed.edits.env.empty());
+}
+
 TEST_F(CdiSpecWriterTest, RejectsSpecOfOtherKindOrClaim) {
   CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
   CdiSpecWriter cd(root_, "k8s.compute-domain.nvidia.com");

@@ -59,8 +59,20 @@ Decision Decide(const ledger::ClaimEntry& entry, const Result<ClaimSnapshot>& cu
   d.judgement = JudgeClaim(entry, current, in.node);
   switch (d.judgement.standing) {
     case ClaimStanding::kCurrent: d.action = Action::kKeep; return d;
-    case ClaimStanding::kUnnamed: d.action = Action::kCannotCheck; return d;
     case ClaimStanding::kUnknown: d.action = Action::kRetryLater; return d;
+    case ClaimStanding::kUnnamed: {
+      // Nothing can ever tell whether its claim still exists (rebuilt from
+      // a spec that does not name it, imported from an old checkpoint): a
+      // Prepare of it would record its name, so once the grace period has
+      // passed without one it is released rather than held forever.
+      d.grace_started = !in.gone_since.has_value();
+      auto since = in.gone_since.value_or(in.now);
+      d.action = in.now - since < in.grace ? Action::kCannotCheck : Action::kUnprepare;
+      if (d.action == Action::kUnprepare) {
+        d.judgement.why = "the ledger records no claim name and no Prepare brought one";
+      }
+      return d;
+    }
     case ClaimStanding::kGone:
     case ClaimStanding::kStale: break;
   }

@@ -132,5 +132,26 @@ TEST(DecideTest, NoGraceUnpreparesAPreparedClaimAtOnce) {
   EXPECT_EQ(Decide(Entry(ClaimState::kPrepareCompleted), NotFound("x"), in).action, Action::kUnprepare);
 }
 
+// An entry without a claim name can never be checked: it is kept through
+// the grace period from the first pass that sees it, then released, in
+// every state, instead of holding its devices forever.
+TEST(DecideTest, AnEntryWithoutANameIsReleasedAfterTheGracePeriod) {
+  for (ClaimState state : {ClaimState::kPrepareCompleted, ClaimState::kPrepareStarted}) {
+    auto e = Entry(state);
+    e.name = "";
+    Decision first = Decide(e, Unavailable("not asked"), DecideInput{"node-a", kT0, std::nullopt, 10min});
+    EXPECT_EQ(first.action, Action::kCannotCheck);
+    EXPECT_TRUE(first.grace_started);
+    Decision within = Decide(e, Unavailable("not asked"), DecideInput{"node-a", kT0, kT0 - 9min, 10min});
+    EXPECT_EQ(within.action, Action::kCannotCheck);
+    EXPECT_FALSE(within.grace_started);
+    Decision past = Decide(e, Unavailable("not asked"), DecideInput{"node-a", kT0, kT0 - 10min, 10min});
+    EXPECT_EQ(past.action, Action::kUnprepare);
+    EXPECT_EQ(past.judgement.why, "the ledger records no claim name and no Prepare brought one");
+    EXPECT_EQ(Decide(e, Unavailable("not asked"), DecideInput{"node-a", kT0, std::nullopt, 0ms}).action,
+              Action::kUnprepare);
+  }
+}
+
 }  // namespace
 }  // namespace nvdra::driver

@@ -28,7 +28,8 @@ Status ClaimBusy() {
 }  // namespace
 
 ClaimOutput BuildClaimOutput(const cdi::CdiSpecWriter& cdi, const std::string& claim_uid,
-                             const std::vector<model::AllocationResult>& results, const ClaimEdits& edits) {
+                             const std::vector<model::AllocationResult>& results, const ClaimEdits& edits,
+                             const std::string& claim_namespace, const std::string& claim_name) {
   ClaimOutput out;
   std::vector<cdi::SpecDevice> devs;
   std::set<std::string> with_edits;
@@ -36,7 +37,7 @@ ClaimOutput BuildClaimOutput(const cdi::CdiSpecWriter& cdi, const std::string& c
     devs.push_back({d.device, d.edits});
     with_edits.insert(d.device);
   }
-  out.spec = cdi.BuildClaimSpec(claim_uid, devs, edits.common);
+  out.spec = cdi.BuildClaimSpec(claim_uid, devs, edits.common, claim_namespace, claim_name);
   for (const auto& r : results) {
     model::PreparedDevice d;
     d.requests = {r.request};
@@ -251,7 +252,7 @@ Result<Engine::Devices> Engine::PrepareDevices(const ClaimWork& work, const Clai
   }
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-device-prepare"));
   if (prepared->await_ready) NVDRA_RETURN_IF_ERROR(AwaitWithoutLocks(work, prepared->undo, attempt, lock));
-  ClaimOutput output = BuildClaimOutput(cdi_, work.uid, work.results, prepared->edits);
+  ClaimOutput output = BuildClaimOutput(cdi_, work.uid, work.results, prepared->edits, work.ns, work.name);
   if (!output.spec.devices.empty()) {
     auto timer = Time(metrics::PrepareStep::kCdiWrite);
     NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(work.uid, output.spec).Wrap("unable to create CDI spec file for claim"));
@@ -289,7 +290,7 @@ Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry)
   for (const auto& d : entry.prepared) names.push_back(d.device);
   auto edits = kind_.Edits(entry.undo, names);
   if (!edits.ok()) return edits.status().Wrap("rebuild CDI spec");
-  ClaimOutput output = BuildClaimOutput(cdi_, entry.uid, entry.allocation, *edits);
+  ClaimOutput output = BuildClaimOutput(cdi_, entry.uid, entry.allocation, *edits, entry.ns, entry.name);
   if (!output.spec.devices.empty()) {
     NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(entry.uid, output.spec).Wrap("write CDI spec"));
   }
@@ -323,10 +324,12 @@ bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::
     if (!holders.ok()) continue;
     for (const ledger::ClaimEntry& h : *holders) {
       if (!checked.insert(h.uid).second) continue;
-      // A half-prepared holder, or one prepared before the node rebooted: no
-      // kubelet call will release either, so check its claim now.
+      // A half-prepared holder, one prepared before the node rebooted, or
+      // one rebuilt from its CDI spec after the ledger was lost: no kubelet
+      // call may ever release it, so check its claim now.
       const bool earlier_boot = h.state == ledger::ClaimState::kPrepareCompleted && h.from_earlier_boot;
-      if ((h.state != ledger::ClaimState::kPrepareStarted && !earlier_boot) || h.name.empty()) continue;
+      const bool rebuilt = h.undo.is_object() && h.undo.contains("rebuilt");
+      if ((h.state != ledger::ClaimState::kPrepareStarted && !earlier_boot && !rebuilt) || h.name.empty()) continue;
       Judgement j = JudgeClaim(h, claims_.Get(h.ns, h.name), options_.node_name);
       if (j.standing != ClaimStanding::kGone && j.standing != ClaimStanding::kStale) continue;
       if (UnprepareEntry(h, j.why + " and another claim needs " + resource).ok()) freed = true;
@@ -382,7 +385,9 @@ Status Engine::UnprepareEntry(const ledger::ClaimEntry& stale, const std::string
   if (!entry->has_value()) return Status::Ok();
   Status s = UnprepareLocked(**entry);
   std::string ref = model::ClaimRef{stale.ns, stale.uid, stale.name}.ToString();
-  if (s.ok()) {
+  if (s.ok() && stale.name.empty()) {
+    NVDRA_WARN("released claim {}, whose name is unknown so its ResourceClaim cannot be checked: {}", stale.uid, why);
+  } else if (s.ok()) {
     // Upstream's words, which operators grep for.
     NVDRA_INFO("Checkpointed RC cleanup: unprepared stale claim: {}/{} (claim {}: {})", stale.ns, stale.name,
                  stale.uid, why);
@@ -407,8 +412,15 @@ Result<bool> Engine::RecoverLostClaims() {
   NVDRA_ASSIGN_OR_RETURN(bool missing, ledger_.ClaimsMayBeMissing());
   if (!missing) return true;
   NVDRA_ASSIGN_OR_RETURN(std::vector<std::string> uids, cdi_.ListClaimSpecUids());
+  // Specs that name their claim first: when two specs name one device (a
+  // spec copied under another UID, a claim deleted and its device given to
+  // the next), the one the API server can vouch for wins, and the other is
+  // an orphan the sweep removes once the recovery is over.
+  std::vector<std::pair<std::string, Result<cdi::CdiSpecWriter::ClaimSpecContents>>> specs;
+  for (const auto& uid : uids) specs.emplace_back(uid, cdi_.ReadClaimSpec(uid));
+  std::stable_partition(specs.begin(), specs.end(), [](const auto& s) { return s.second.ok() && !s.second->name.empty(); });
   int failed = 0;
-  for (const auto& uid : uids) {
+  for (const auto& [uid, contents] : specs) {
     Status s = RebuildFromSpec(uid);
     if (!s.ok()) {
       NVDRA_WARN("ledger recovery: claim {}: {}", uid, s.message());
@@ -425,33 +437,49 @@ Status Engine::RebuildFromSpec(const std::string& uid) {
   NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(uid, Steady::now() + std::chrono::seconds(10)));
   NVDRA_ASSIGN_OR_RETURN(auto entry, ledger_.Get(uid));
   if (entry && ledger::HoldsResources(entry->state)) return Status::Ok();
-  auto devices = cdi_.ClaimSpecDevices(uid);
-  if (!devices.ok() && devices.status().code() == StatusCode::kNotFound) return Status::Ok();  // removed meanwhile
-  if (!devices.ok() && devices.status().code() == StatusCode::kInvalidArgument) {
+  auto spec = cdi_.ReadClaimSpec(uid);
+  if (!spec.ok() && spec.status().code() == StatusCode::kNotFound) return Status::Ok();  // removed meanwhile
+  if (!spec.ok() && spec.status().code() == StatusCode::kInvalidArgument) {
     // No claim can be read out of it, now or later: it holds nothing, and
     // the sweep removes it once the recovery is over.
-    NVDRA_WARN("ledger recovery: skipping claim {}: {}", uid, devices.status().message());
+    NVDRA_WARN("ledger recovery: skipping claim {}: {}", uid, spec.status().message());
     return Status::Ok();
   }
-  NVDRA_RETURN_IF_ERROR(devices.status());
-  if (devices->empty()) return Status::Ok();  // names no device of the claim: nothing it could hold
+  NVDRA_RETURN_IF_ERROR(spec.status());
+  const std::vector<std::string>& devices = spec->devices;
+  if (devices.empty()) return Status::Ok();  // names no device of the claim: nothing it could hold
   ledger::RebuiltClaim c;
   c.uid = uid;
-  c.devices = *devices;
-  for (const auto& d : *devices) c.cdi_device_ids.push_back(cdi_.DeviceId(uid, d));
-  c.held = ledger::HeldByDevices(&kind_.codec(), *devices);
+  c.ns = spec->ns;
+  c.name = spec->name;
+  c.devices = devices;
+  for (const auto& d : devices) c.cdi_device_ids.push_back(cdi_.DeviceId(uid, d));
+  c.held = ledger::HeldByDevices(&kind_.codec(), devices);
   c.source = "cdi spec";
   Status rebuilt = ledger_.RebuildEntry(c);
+  if (rebuilt.code() == StatusCode::kConflict && !c.name.empty()) {
+    // Rebuilt before from a spec whose claim the API server no longer has
+    // (a copy made under another UID, a deleted claim): that holder goes.
+    if (ClearStaleHolders(ledger::RebuiltHeld(c), uid)) rebuilt = ledger_.RebuildEntry(c);
+  }
   if (rebuilt.code() == StatusCode::kConflict) {
-    // A claim prepared since holds its device: that one is the truth, and
-    // this spec an orphan the sweep removes once the recovery is over.
+    // A claim prepared since (or rebuilt before, from a spec that names its
+    // claim) holds its device: that one is the truth, and this spec an
+    // orphan the sweep removes once the recovery is over.
     NVDRA_WARN("ledger recovery: not rebuilding claim {}: {}", uid, rebuilt.message());
     return Status::Ok();
   }
   NVDRA_RETURN_IF_ERROR(rebuilt);
-  NVDRA_WARN("ledger recovery: rebuilt claim {} from its CDI spec ({} device(s)); its next Prepare or "
-             "Unprepare completes the entry",
-             uid, devices->size());
+  if (c.name.empty()) {
+    NVDRA_WARN("ledger recovery: rebuilt claim {} from its CDI spec ({} device(s)); the spec does not name the "
+               "claim, so the reconciler releases it after the grace period (--completed-claim-grace) unless a "
+               "Prepare or Unprepare of it comes first",
+               uid, devices.size());
+  } else {
+    NVDRA_WARN("ledger recovery: rebuilt claim {}/{} ({}) from its CDI spec ({} device(s)); its next Prepare or "
+               "Unprepare completes the entry, and the reconciler checks it meanwhile",
+               c.ns, c.name, uid, devices.size());
+  }
   return Status::Ok();
 }
 

@@ -52,8 +52,11 @@ struct ClaimOutput {
 
 // The one place that turns a kind's edits into the CDI spec and the prepared
 // devices: devices with edits get the CDI id "<vendor>/<class>=<uid>-<device>".
+// With the claim's namespace and name, the spec names the claim too (see
+// CdiSpecWriter::BuildClaimSpec).
 ClaimOutput BuildClaimOutput(const cdi::CdiSpecWriter& cdi, const std::string& claim_uid,
-                             const std::vector<model::AllocationResult>& results, const ClaimEdits& edits);
+                             const std::vector<model::AllocationResult>& results, const ClaimEdits& edits,
+                             const std::string& claim_namespace = "", const std::string& claim_name = "");
 
 class Engine final : public kubelet::ClaimEngine {
  public:

@@ -817,5 +817,102 @@ TEST_F(EngineTest, ALostLedgerKeepsAndRebuildsAClaimFromTheGoDriversYamlSpec) {
   EXPECT_TRUE(PathExists(go_spec)) << "the rebuilt claim's spec stays";
 }
 
+// Every spec names its claim, so an entry rebuilt from it can be checked.
+// A spec copied under another UID (its devices and name variable renamed to
+// that UID) loses to the claim it was copied from: whichever the recovery
+// reads first, the copy's claim is not the API server's, so the real claim
+// is rebuilt, its next Prepare succeeds, and the copy is swept.
+TEST_F(EngineTest, ACopiedSpecUnderAnotherUidLosesToTheLiveClaim) {
+  const std::string real = "00000000-0000-0000-0000-000000000001";
+  const std::string copy = "00000000-0000-0000-0000-000000000000";
+  auto a = Claim(real, "a", {"gpu-0"});
+  claims_.Put(a);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  auto text = ReadFileToString(SpecPath(real));
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find(cdi::CdiSpecWriter::ClaimRefEnv(real) + "=default/a"), std::string::npos) << *text;
+  // The copy: every mention of the UID (device names, the variable) renamed.
+  std::string copied = *text;
+  std::string real_env = real, copy_env = copy;
+  std::replace(real_env.begin(), real_env.end(), '-', '_');
+  std::replace(copy_env.begin(), copy_env.end(), '-', '_');
+  for (auto [from, to] : {std::pair{real, copy}, std::pair{real_env, copy_env}}) {
+    for (size_t at = copied.find(from); at != std::string::npos; at = copied.find(from, at + to.size())) {
+      copied.replace(at, from.size(), to);
+    }
+  }
+  ASSERT_TRUE(WriteFileAtomically(SpecPath(copy), copied).ok());
+  const std::string log = ledger_->log_path();
+  reconciler_.reset();
+  engine_.reset();
+  ledger_.reset();
+  ASSERT_TRUE(WriteFileAtomically(log, "").ok());  // lost: 0 bytes
+  Reopen();
+
+  auto rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.errors, 0);
+  EXPECT_FALSE(*ledger_->ClaimsMayBeMissing());
+  auto e = Entry(real);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->state, ledger::ClaimState::kPrepareCompleted);
+  EXPECT_EQ(e->name, "a");
+  auto held = ledger_->HolderOf("gpu-0");
+  ASSERT_TRUE(held.ok() && held->has_value());
+  EXPECT_EQ((*held)->uid, real);
+  EXPECT_FALSE(PathExists(SpecPath(copy))) << "the copy is an orphan once the recovery is over";
+  auto again = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_EQ(again.status().message(), "");
+  EXPECT_EQ(again.value()[0].device, "gpu-0");
+}
+
+// An orphan spec (a deleted claim) and a lost ledger: the rebuilt entry
+// holds its GPU only until the reconciler has checked it. Named (as every
+// spec is now), its claim is gone and it is released after the grace
+// period; a spec of an older version that names no claim is released after
+// the grace period too, with a line that says why, instead of forever.
+TEST_F(EngineTest, AnOrphanSpecAfterALostLedgerHoldsItsDeviceOnlyUntilTheGracePeriodEnds) {
+  auto gone = Claim("uid-gone", "gone", {"gpu-3"});
+  claims_.Put(gone);
+  ASSERT_EQ(engine_->PrepareClaim(Ref(gone), kFar).status().message(), "");
+  claims_.Remove("default", "gone");
+  // An older version's spec of another deleted claim: no name in it.
+  cdi::Spec old_spec = cdi_->BuildClaimSpec("uid-unnamed", {{"gpu-4", {}}});
+  old_spec.devices[0].edits.env = {"X=1"};
+  ASSERT_TRUE(cdi_->WriteClaimSpec("uid-unnamed", old_spec).ok());
+  const std::string log = ledger_->log_path();
+  reconciler_.reset();
+  engine_.reset();
+  ledger_.reset();
+  ASSERT_TRUE(WriteFileAtomically(log, "").ok());
+  Reopen();
+
+  auto rep = reconciler_->RunOnce();
+  EXPECT_FALSE(*ledger_->ClaimsMayBeMissing());
+  ASSERT_TRUE(Entry("uid-gone").has_value());
+  EXPECT_EQ(Entry("uid-gone")->name, "gone") << "the spec named its claim";
+  ASSERT_TRUE(Entry("uid-unnamed").has_value());
+  auto c3 = Claim("uid-c3", "c3", {"gpu-3"});
+  auto c4 = Claim("uid-c4", "c4", {"gpu-4"});
+  claims_.Put(c3);
+  claims_.Put(c4);
+  // Within the grace period (from the first pass that checks them) both
+  // still hold their devices.
+  reconciler_->RunOnce();
+  EXPECT_NE(engine_->PrepareClaim(Ref(c4), kFar).status().message().find("uid-unnamed"), std::string::npos);
+  clock_.Advance(std::chrono::minutes(5));
+  reconciler_->RunOnce();
+  EXPECT_TRUE(Entry("uid-unnamed").has_value() && ledger::HoldsResources(Entry("uid-unnamed")->state));
+  clock_.Advance(std::chrono::minutes(6));
+  rep = reconciler_->RunOnce();
+  EXPECT_EQ(rep.errors, 0);
+  for (const char* uid : {"uid-gone", "uid-unnamed"}) {
+    auto e = Entry(uid);
+    EXPECT_TRUE(!e.has_value() || !ledger::HoldsResources(e->state)) << uid << " still holds its device";
+    EXPECT_FALSE(PathExists(SpecPath(uid))) << uid;
+  }
+  EXPECT_EQ(engine_->PrepareClaim(Ref(c3), kFar).status().message(), "");
+  EXPECT_EQ(engine_->PrepareClaim(Ref(c4), kFar).status().message(), "");
+}
+
 }  // namespace
 }  // namespace nvdra::driver

@@ -74,7 +74,8 @@ void Reconciler::CheckEntry(const ledger::ClaimEntry& e, Clock::time_point now, 
   DecideInput in{options_.node_name, now, std::nullopt, options_.completed_grace};
   if (auto it = gone_since_.find(e.uid); it != gone_since_.end()) in.gone_since = it->second;
   Decision d = Decide(e, current, in);
-  if (d.action == Action::kWaitGrace || (d.action == Action::kUnprepare && e.state == ledger::ClaimState::kPrepareCompleted)) {
+  if (d.action == Action::kWaitGrace || d.action == Action::kCannotCheck ||
+      (d.action == Action::kUnprepare && e.state == ledger::ClaimState::kPrepareCompleted)) {
     gone_since_.emplace(e.uid, now);
     seen_gone.insert(e.uid);
   }
@@ -101,7 +102,11 @@ void Reconciler::Record(const ledger::ClaimEntry& e, const Decision& d, Reconcil
   const std::string ref = model::ClaimRef{e.ns, e.uid, e.name}.ToString();
   switch (d.action) {
     case Action::kCannotCheck:
-      NVDRA_WARN("reconcile: claim {} has no name in the ledger; cannot check it", e.uid);
+      if (d.grace_started) {
+        NVDRA_WARN("reconcile: claim {} has no name in the ledger, so it cannot be checked; it is released after the "
+                   "grace period unless a Prepare or Unprepare of it comes first",
+                   e.uid);
+      }
       break;
     case Action::kRetryLater:
       rep.api_errors++;

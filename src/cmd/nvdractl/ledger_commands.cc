@@ -210,16 +210,18 @@ int Rebuild(const std::string& dir, const std::string& cdi_root, const std::stri
   }
   int failed = 0, rebuilt = 0;
   for (const auto& uid : *uids) {
-    auto devices = cdi.ClaimSpecDevices(uid);
-    if (!devices.ok()) {
+    auto spec = cdi.ReadClaimSpec(uid);
+    if (!spec.ok()) {
       // The spec (ours, or the Go driver's .yaml) is unreadable or no spec.
-      std::printf("skipped %s: %s\n", uid.c_str(), devices.status().message().c_str());
+      std::printf("skipped %s: %s\n", uid.c_str(), spec.status().message().c_str());
       continue;
     }
     ledger::RebuiltClaim c;
     c.uid = uid;
+    c.ns = spec->ns;
+    c.name = spec->name;
     c.source = "cdi spec";
-    c.devices = *devices;
+    c.devices = spec->devices;
     for (const auto& d : c.devices) c.cdi_device_ids.push_back(cdi.DeviceId(uid, d));
     if (c.devices.empty()) {
       std::printf("skipped %s: its CDI spec names no device of the claim\n", uid.c_str());
