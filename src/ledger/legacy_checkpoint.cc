@@ -1,5 +1,7 @@
 #include "ledger/legacy_checkpoint.h"
 
+#include <set>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -398,6 +400,18 @@ Result<LegacyImport> ParseLegacyCheckpoint(std::string_view json_text, const Kin
   if (!raw_claims.empty()) {
     auto m = RawObjectMembers(raw_claims);
     if (m.ok()) raw_by_uid = std::move(m).value();
+  }
+  // The Go driver writes a map, so a UID appears once. A file that holds one
+  // twice was not written by it: which of the two holds the devices cannot
+  // be told (a JSON reader keeps either), so the file is refused as corrupt,
+  // like a wrong checksum, rather than imported one way and exported the
+  // other.
+  std::set<std::string_view> seen;
+  for (const auto& [uid, value] : raw_by_uid) {
+    if (!seen.insert(uid).second) {
+      return DataLoss("checkpoint is corrupted: claim " + uid +
+                      " appears more than once in preparedClaims (the Go driver never writes that)");
+    }
   }
   for (auto it = claims->begin(); it != claims->end(); ++it) {
     const std::string& uid = it.key();

@@ -209,6 +209,33 @@ TEST_F(LegacyImportTest, ABadChecksumIsNotImportedSilently) {
   EXPECT_EQ(*ReadFileToString(Cp()), bad);  // left for the operator
 }
 
+// A UID twice in preparedClaims (first with channel 0, then channel 1), the
+// checksums right: the Go driver never writes that, and a reader keeps one
+// or the other, so the file is refused as corrupt (claims may be missing;
+// the CDI specs decide) instead of being imported one way and exported the
+// other.
+TEST_F(LegacyImportTest, AClaimTwiceInTheCheckpointIsRefusedAsCorrupt) {
+  std::string second = ChannelClaim(kCdUid, "Single");
+  for (size_t at = second.find("channel-0"); at != std::string::npos; at = second.find("channel-0", at)) {
+    second.replace(at, 9, "channel-1");
+  }
+  second.replace(second.find("\"id\":0"), 6, "\"id\":1");
+  WriteCp(GoFile("{" + ChannelClaim(kCdUid, "Single") + "," + second + "}", "boot-now"));
+  auto parsed = ParseLegacyCheckpoint(*ReadFileToString(Cp()), &kChannelCodec, "boot-now");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(parsed.status().message().find("claim " + std::string(kCdUid) + " appears more than once"),
+            std::string::npos)
+      << parsed.status().message();
+  auto l = std::move(ClaimLedger::Open(Options(&kChannelCodec))).value();
+  OpenReport r = l->report();
+  EXPECT_EQ(r.imported_legacy_claims, 0u);
+  EXPECT_TRUE(r.claims_may_be_missing);
+  auto listed = l->List();
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());
+}
+
 TEST_F(LegacyImportTest, AValidChecksumIsImported) {
   WriteCp(GoFile("{" + ChannelClaim(kCdUid, "Single") + "}", "boot-now"));
   auto l = std::move(ClaimLedger::Open(Options(&kChannelCodec))).value();
