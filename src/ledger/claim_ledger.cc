@@ -69,13 +69,21 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
     l->legacy_ = std::make_unique<LegacyCheckpointMigration>(LegacyCheckpointMigration::Options{
         l->env_, options.dir, options.codec, l->boot_id_, options.clock, options.lock_timeout});
   }
+  // A small volume (a tmpfs of some hundred KiB) compacts early and keeps a
+  // smaller reserve, so the ledger never fills it with dead records.
+  const uint64_t volume = l->env_->VolumeBytes(options.dir);
+  l->compaction_min_bytes_ = volume == 0 ? options.compaction_min_bytes
+                                         : std::min<uint64_t>(options.compaction_min_bytes, volume / 16);
+  l->reserve_bytes_ = volume == 0 ? options.reserve_bytes : std::min<uint64_t>(options.reserve_bytes, volume / 16);
   // Runs under l->mu_; see above for why it is not analysed.
   Status s = l->Locked([&]() NO_THREAD_SAFETY_ANALYSIS -> Status {
     // A crash left a compaction behind, or something was planted there; what
     // cannot be removed is set aside, so it never keeps the ledger from opening.
     Status clear = l->ClearTempPathLocked();
     if (!clear.ok()) l->report_.warnings.push_back(clear.message());
-    return l->ReloadLocked();
+    NVDRA_RETURN_IF_ERROR(l->ReloadLocked());
+    l->EnsureReserveLocked();
+    return Status::Ok();
   });
   if (l->legacy_ != nullptr) l->legacy_->ReleaseLock();  // the Go driver's pu.lock, held during Open only
   if (!s.ok()) return s.Wrap("cannot open claim ledger in " + options.dir);
@@ -490,11 +498,23 @@ Status ClaimLedger::MaybeCompactLocked() {
   uint64_t live = meta_bytes_ + state_.live_bytes() + state_.kept_bytes();
   uint64_t dead = read_offset_ > live ? read_offset_ - live : 0;
   if (static_cast<double>(dead) <=
-      opts_.compaction_ratio * static_cast<double>(live) + static_cast<double>(opts_.compaction_min_bytes)) {
+      opts_.compaction_ratio * static_cast<double>(live) + static_cast<double>(compaction_min_bytes_)) {
     return Status::Ok();
   }
   NVDRA_VLOG(4, "compacting claim ledger {}: {} dead bytes, {} live", log_path_, dead, live);
   return CompactLocked();
+}
+
+std::string ClaimLedger::ReservePath() const { return JoinPath(opts_.dir, "ledger.reserve"); }
+
+void ClaimLedger::EnsureReserveLocked() {
+  if (reserve_bytes_ == 0) return;
+  const std::string path = ReservePath();
+  auto id = env_->Stat(path);
+  if (id.ok() && id->exists && id->size == reserve_bytes_) return;
+  if (id.ok() && id->exists) (void)env_->Remove(path);
+  Status s = env_->WriteNewFile(path, std::string(reserve_bytes_, '\0'));
+  if (!s.ok()) NVDRA_VLOG(2, "claim ledger {}: no space reserved for compaction: {}", log_path_, s.message());
 }
 
 Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp) {
@@ -509,12 +529,40 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
     return s.Wrap("cannot record claim " + DescribeClaim(e) + " as " + ClaimStateName(e.state) +
                   " in " + log_path_);
   };
-  // A torn write: half a record reaches the file before a crash.
-  size_t half = rec.size() / 2;
-  Status s = file_->Append(std::string_view(rec).substr(0, half));
-  if (s.ok()) s = NVDRA_FAILPOINT("ledger-mid-append");
-  if (s.ok()) s = file_->Append(std::string_view(rec).substr(half));
-  if (!s.ok()) return fail(s);
+  auto append = [&]() REQUIRES(mu_) {
+    // A torn write: half a record reaches the file before a crash.
+    size_t half = rec.size() / 2;
+    Status s = file_->Append(std::string_view(rec).substr(0, half));
+    if (s.ok()) s = NVDRA_FAILPOINT("ledger-mid-append");
+    if (s.ok()) s = file_->Append(std::string_view(rec).substr(half));
+    return s;
+  };
+  Status s = append();
+  if (!s.ok() && !IsOutOfSpace(s)) return fail(s);
+  if (!s.ok()) {
+    Status failed = fail(s);
+    // A full volume: the live set is small, so give up the reserve, write
+    // the ledger anew without its dead records, retry once, and take the
+    // reserve back (what the volume still allows).
+    const uint64_t before = read_offset_;
+    (void)env_->Remove(ReservePath());
+    Status compacted = CompactLocked();
+    if (compacted.ok()) s = append();
+    if (!compacted.ok() || !s.ok()) {
+      if (compacted.ok()) {
+        (void)fail(s);
+      } else {
+        NVDRA_WARN("claim ledger {}: the volume is full and compacting the ledger to make room failed: {}",
+                   log_path_, compacted.message());
+      }
+      EnsureReserveLocked();
+      return failed;
+    }
+    NVDRA_WARN("claim ledger {}: a record did not fit ({}); the ledger was compacted from {} to {} bytes and the "
+               "record written",
+               log_path_, failed.message(), before, read_offset_);
+    EnsureReserveLocked();
+  }
   read_offset_ += rec.size();
   file_id_.size = read_offset_;
   state_.Put(e, rec.size());

@@ -56,9 +56,15 @@ struct LedgerOptions {
   // Import checkpoint.json when the directory has no ledger yet (under the
   // Go driver's pu.lock), then retire it (rename it aside).
   bool import_legacy_checkpoint = true;
-  // Compact when dead bytes exceed compaction_ratio * live bytes + compaction_min_bytes.
+  // Compact when dead bytes exceed compaction_ratio * live bytes + compaction_min_bytes,
+  // where compaction_min_bytes is at most a 16th of the volume that holds
+  // the ledger (a small tmpfs compacts long before it fills up).
   double compaction_ratio = 2.0;
   uint64_t compaction_min_bytes = 1 << 20;
+  // Space kept in reserve beside the ledger (ledger.reserve), at most a
+  // 16th of the volume: a transition that finds the volume full gives it up
+  // to compact the ledger, retries, and takes it back. 0: no reserve.
+  uint64_t reserve_bytes = 64 << 10;
 };
 
 // What the plugin's gauges show, kept as records are applied (the ledger's
@@ -199,6 +205,10 @@ class ClaimLedger {
   Status ClearTempPathLocked() REQUIRES(mu_);
   Status CompactLocked() REQUIRES(mu_);
   Status MaybeCompactLocked() REQUIRES(mu_);
+  // Writes ledger.reserve when it is missing or of another size (best
+  // effort: a volume too full for it runs without).
+  void EnsureReserveLocked() REQUIRES(mu_);
+  std::string ReservePath() const;
   Status OpenExistingForAppendLocked(const FileIdentity& id, uint64_t size, uint64_t meta_bytes) REQUIRES(mu_);
   void RefreshReportLocked() REQUIRES(mu_);
   // What the pure transitions (claim_transitions.h) see: this boot, the
@@ -229,6 +239,9 @@ class ClaimLedger {
   // Bytes of the log consumed == its size after a catch-up.
   uint64_t read_offset_ GUARDED_BY(mu_) = 0;
   uint64_t meta_bytes_ GUARDED_BY(mu_) = 0;  // header + meta record of the current file
+  // compaction_min_bytes and reserve_bytes as the volume allows (see LedgerOptions).
+  uint64_t compaction_min_bytes_ = 0;
+  uint64_t reserve_bytes_ = 0;
   OpenReport report_ GUARDED_BY(mu_);
   bool opened_ GUARDED_BY(mu_) = false;
   // Held for the ledger's lifetime: says a process has this ledger open.

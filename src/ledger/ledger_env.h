@@ -39,6 +39,9 @@ struct FileIdentity {
   }
 };
 
+// Whether a write failed because the volume (or the user's quota) is full.
+bool IsOutOfSpace(const Status& s);
+
 class LedgerEnv {
  public:
   virtual ~LedgerEnv() = default;
@@ -62,6 +65,8 @@ class LedgerEnv {
   // link), waiting until `deadline`.
   virtual Result<std::unique_ptr<FileLock>> Lock(
       const std::string& path, std::chrono::steady_clock::time_point deadline) = 0;
+  // The size in bytes of the file system that holds `dir`; 0 when unknown.
+  virtual uint64_t VolumeBytes(const std::string& dir) { (void)dir; return 0; }
 };
 
 // Passes every call to another environment (the real file system unless
@@ -89,6 +94,7 @@ class ForwardingLedgerEnv : public LedgerEnv {
                                          std::chrono::steady_clock::time_point deadline) override {
     return base_.Lock(path, deadline);
   }
+  uint64_t VolumeBytes(const std::string& dir) override { return base_.VolumeBytes(dir); }
 
  protected:
   LedgerEnv& base() { return base_; }

@@ -1,7 +1,9 @@
 // POSIX implementation of LedgerEnv, and the deadline-bounded flock.
 #include <fcntl.h>
+#include <cerrno>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "ledger/ledger_env.h"
@@ -9,6 +11,14 @@
 #include "util/file_util.h"
 
 namespace nvdra::ledger {
+
+bool IsOutOfSpace(const Status& s) {
+  for (int err : {ENOSPC, EDQUOT}) {
+    if (s.message().find(ErrnoText(err)) != std::string::npos) return true;
+  }
+  return false;
+}
+
 namespace {
 
 Status IoError(const std::string& what, const std::string& path, int err) {
@@ -122,6 +132,12 @@ class PosixEnv final : public LedgerEnv {
   Status SyncDir(const std::string& dir) override { return FsyncDirectory(dir); }
   Status Remove(const std::string& path) override { return RemoveFileIfExists(path); }
   Status MakeDirs(const std::string& dir) override { return MakeDirectories(dir); }
+
+  uint64_t VolumeBytes(const std::string& dir) override {
+    struct statvfs v;
+    if (::statvfs(dir.c_str(), &v) != 0) return 0;
+    return static_cast<uint64_t>(v.f_blocks) * static_cast<uint64_t>(v.f_frsize);
+  }
 
   Result<std::unique_ptr<FileLock>> Lock(const std::string& path,
                                          std::chrono::steady_clock::time_point deadline) override {
