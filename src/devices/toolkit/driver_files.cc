@@ -273,24 +273,37 @@ std::string SonameLink(const Finder& f, const std::string& dir, const std::strin
   return soname;
 }
 
+// One "--link <target>::<link>" argument of the create-symlinks hook. The
+// hook splits at "::", so a name that holds "::" itself would be read as
+// another link: such a file is skipped, with a warning, not linked wrongly.
+void AddLink(OrderedSet& links, const std::string& target, const std::string& link) {
+  if (target.find("::") != std::string::npos || link.find("::") != std::string::npos) {
+    NVDRA_WARN("driver files: not linking {} to {}: a name with \"::\" cannot be passed to the CDI hook's "
+               "create-symlinks",
+               link, target);
+    return;
+  }
+  links.Add(target + "::" + link);
+}
+
 // Links the toolkit's create-symlinks hook makes next to each library:
 // its fixed extras, the soname link and the .so development link.
 std::vector<std::string> LibrarySymlinks(const Finder& f, const std::vector<std::string>& libs) {
   OrderedSet links;
   for (const auto& l : libs) {
     std::string dir = Dirname(l), name = Basename(l);
-    if (Glob("libcuda.so.*.*", name)) links.Add("libcuda.so.1::" + dir + "/libcuda.so");
-    if (Glob("libGLX_nvidia.so.*.*", name)) links.Add(name + "::" + dir + "/libGLX_indirect.so.0");
+    if (Glob("libcuda.so.*.*", name)) AddLink(links, "libcuda.so.1", dir + "/libcuda.so");
+    if (Glob("libGLX_nvidia.so.*.*", name)) AddLink(links, name, dir + "/libGLX_indirect.so.0");
     if (Glob("libnvidia-opticalflow.so.*.*", name)) {
-      links.Add("libnvidia-opticalflow.so.1::" + dir + "/libnvidia-opticalflow.so");
+      AddLink(links, "libnvidia-opticalflow.so.1", dir + "/libnvidia-opticalflow.so");
     }
     if (!Glob("*.*.*", name)) continue;
     std::string soname = SonameLink(f, dir, name);
-    if (!soname.empty()) links.Add(name + "::" + dir + "/" + soname);
+    if (!soname.empty()) AddLink(links, name, dir + "/" + soname);
     std::string so_target = soname.empty() ? name : soname;
     std::string so_link = SoLink(so_target);
     if (!so_link.empty() && so_link != so_target && IsSymlink(f.Abs(dir + "/" + so_link))) {
-      links.Add(so_target + "::" + dir + "/" + so_link);
+      AddLink(links, so_target, dir + "/" + so_link);
     }
   }
   return links.items();

@@ -228,6 +228,32 @@ TEST(DriverFilesTest, PathsWithSpaces) {
   EXPECT_TRUE(Has(links->args, "libcuda.so.1::/opt/nvidia libs/libcuda.so"));
 }
 
+// The create-symlinks hook splits each --link at "::": a library whose name
+// holds "::" would give it "libx::y.so.570.1::/usr/lib64/libx::y.so.1", read
+// as another link. Its link is skipped (the library is still mounted), and
+// every argument the hook gets has exactly one "::".
+TEST(DriverFilesTest, ALibraryNamedWithTwoColonsGetsNoAmbiguousLink) {
+  testing::TempDir tmp;
+  Tree t(tmp.path());
+  t.Lib("/usr/lib64", "libcuda", "1", "570.1", true);
+  t.Lib("/usr/lib64", "libx::y", "1", "570.1");
+  t.WriteCache();
+  auto files = DiscoverDriverFiles(DriverRoot(t.root(), "/"), "570.1");
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  EXPECT_TRUE(Has(ContainerPaths(files->libraries), "/usr/lib64/libx::y.so.570.1"));
+  auto edits = files->Edits("/plugins/gpu/nvidia-cdi-hook");
+  const cdi::Hook* links = FindHook(edits, "create-symlinks");
+  ASSERT_NE(links, nullptr);
+  EXPECT_TRUE(Has(links->args, "libcuda.so.570.1::/usr/lib64/libcuda.so.1"));
+  for (size_t i = 2; i < links->args.size(); ++i) {
+    if (links->args[i] == "--link") continue;
+    const std::string& a = links->args[i];
+    auto first = a.find("::");
+    ASSERT_NE(first, std::string::npos) << a;
+    EXPECT_EQ(a.find("::", first + 2), std::string::npos) << "ambiguous link argument " << a;
+  }
+}
+
 TEST(DriverFilesTest, HooksInTheToolkitsOrderAndNoneWithoutABinary) {
   testing::TempDir tmp;
   Tree t(tmp.path());
