@@ -553,15 +553,17 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
       return Unavailable(what + ": sending the request failed: " + ec.message());
     }
 
+    const uint64_t limit =
+        req.max_body_bytes == 0 ? kMaxResponseBytes : std::min<uint64_t>(req.max_body_bytes, kMaxResponseBytes);
     http::response_parser<http::string_body> parser;
-    parser.body_limit(kMaxResponseBytes);
+    parser.body_limit(limit);
     parser.header_limit(kHeaderLimit);
     // The header first: Boost 1.74's string body reserves the announced
     // Content-Length before the body limit is looked at, so an answer
     // announcing more than the limit is refused here.
     ec = c->RunOnStream(
         [&](auto& stream, auto handler) { http::async_read_header(stream, c->buffer(), parser, std::move(handler)); });
-    if (!ec && parser.content_length().value_or(0) > kMaxResponseBytes) ec = http::error::body_limit;
+    if (!ec && parser.content_length().value_or(0) > limit) ec = http::error::body_limit;
     if (!ec) {
       ec = c->RunOnStream(
           [&](auto& stream, auto handler) { http::async_read(stream, c->buffer(), parser, std::move(handler)); });
@@ -576,8 +578,9 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
         continue;
       }
       if (ec == http::error::body_limit) {
-        return Unavailable(what + ": the answer is larger than " + std::to_string(kMaxResponseBytes >> 20) +
-                           " MiB; refused");
+        return Unavailable(what + ": the answer is larger than " +
+                           (limit >= (1u << 20) ? std::to_string(limit >> 20) + " MiB" : std::to_string(limit) + " bytes") +
+                           ", the most this request reads; refused");
       }
       if (!parser.got_some() && ClosedByPeer(ec)) {
         return Unavailable(what + ": the server closed the connection without a response (" + ec.message() + ")");

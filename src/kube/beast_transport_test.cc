@@ -297,6 +297,40 @@ TEST(BeastTransportTest, AnswerLargerThanTheBodyLimitIsAnErrorNotACrash) {
   }
 }
 
+// A request's own bound: an answer of 5 MiB to a request that reads at most
+// 4 MiB is refused, whether its length is announced or it is chunked, and
+// one within the bound arrives whole.
+TEST(BeastTransportTest, AnAnswerPastTheRequestsOwnBoundIsRefused) {
+  const std::string big(5u << 20, ' ');
+  ScriptedServer server([&](int conn, int, const std::string&) {
+    if (conn == 1) {
+      return ScriptedServer::Action{"HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(big.size() + 2) +
+                                        "\r\n\r\n{}" + big,
+                                    true};
+    }
+    char head[64];
+    std::snprintf(head, sizeof head, "%zx\r\n", big.size() + 2);
+    return ScriptedServer::Action{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(head) +
+                                      "{}" + big + "\r\n0\r\n\r\n",
+                                  true};
+  });
+  KubeConfig c;
+  c.server = server.url();
+  BeastTransport t(c);
+  for (int i = 0; i < 2; ++i) {
+    HttpRequest req{"GET", "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/b", "",
+                    std::chrono::milliseconds(5000), 4u << 20};
+    auto r = t.RoundTrip(req);
+    ASSERT_FALSE(r.ok()) << i;
+    EXPECT_NE(r.status().message().find("larger than 4 MiB, the most this request reads"), std::string::npos)
+        << r.status().ToString();
+  }
+  HttpRequest within{"GET", "/api/v1/pods", "", std::chrono::milliseconds(5000), 8u << 20};
+  auto r = t.RoundTrip(within);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body.size(), big.size() + 2);
+}
+
 TEST(BeastTransportTest, ServerAddressThatIsNotAUrlIsFailedPrecondition) {
   for (const char* server : {"127.0.0.1:6443", "ftp://host", "https://", "https://host:99999", "https://::1:443"}) {
     KubeConfig c;

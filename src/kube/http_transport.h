@@ -21,6 +21,9 @@ struct HttpRequest {
   std::string path;    // absolute path plus query, e.g. "/api/v1/nodes/n1"
   std::string body;    // JSON; empty for none
   std::chrono::milliseconds timeout{10'000};
+  // The largest answer body this request accepts (what it reads: one object,
+  // a list); 0: the transport's own limit. A longer answer is an error.
+  uint64_t max_body_bytes = 0;
 };
 
 struct HttpResponse {

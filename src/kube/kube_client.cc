@@ -135,8 +135,8 @@ std::string KubeClient::QueryEscape(const std::string& s) {
 }
 
 Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string& path, const std::string& body,
-                                    Deadline deadline) {
-  HttpRequest req{method, path, body, options_.request_timeout};
+                                    Deadline deadline, uint64_t max_body_bytes) {
+  HttpRequest req{method, path, body, options_.request_timeout, max_body_bytes};
   auto backoff = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.initial_backoff);
   const std::string what = method + " " + path;
   // What the last attempt got, for the message when the deadline ends retries.
@@ -197,8 +197,8 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
   }
 }
 
-Result<json> KubeClient::GetJson(const std::string& path, Deadline deadline) {
-  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("GET", path, "", deadline));
+Result<json> KubeClient::GetJson(const std::string& path, Deadline deadline, uint64_t max_body_bytes) {
+  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("GET", path, "", deadline, max_body_bytes));
   if (r.status / 100 != 2) return StatusFromResponse("GET", path, r);
   return ParseJsonBody(r.body, "GET " + path);
 }
@@ -212,7 +212,7 @@ Result<json> KubeClient::ListJson(const std::string& path, const std::string& la
     sep = '&';
   }
   if (!field_selector.empty()) p += sep + std::string("fieldSelector=") + QueryEscape(field_selector);
-  return GetJson(p);
+  return GetJson(p, kNoDeadline, kMaxListAnswerBytes);
 }
 
 Result<json> KubeClient::CreateJson(const std::string& path, const json& object) {

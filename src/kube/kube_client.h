@@ -52,6 +52,15 @@ struct KubeClientStats {
   uint64_t rate_limited = 0;   // requests that waited for the rate limiter
 };
 
+// The largest answers the client reads, by what a request asks for: one
+// object (etcd keeps an object under 1.5 MiB; its JSON with managed fields
+// stays well under this), or a list (the node's slices, ComputeDomains,
+// a label's Deployments or pods). Either is parsed in memory, about twenty
+// times its size at worst, so the bounds keep an odd answer from taking
+// gigabytes; a longer answer is a retryable error naming the request.
+inline constexpr uint64_t kMaxObjectAnswerBytes = 4ull << 20;
+inline constexpr uint64_t kMaxListAnswerBytes = 64ull << 20;
+
 class KubeClient {
  public:
   KubeClient(std::unique_ptr<HttpTransport> transport, KubeClientOptions options = {});
@@ -62,13 +71,16 @@ class KubeClient {
   // whatever its HTTP status; errors when no response came back, or
   // kDeadlineExceeded (retryable) when `deadline` passes, or would pass
   // before the next attempt (a backoff or Retry-After reaching beyond it).
+  // `max_body_bytes`: the largest answer accepted (one object by default).
   Result<HttpResponse> Do(const std::string& method, const std::string& path, const std::string& body = "",
-                          Deadline deadline = kNoDeadline) EXCLUDES(mu_);
+                          Deadline deadline = kNoDeadline, uint64_t max_body_bytes = kMaxObjectAnswerBytes)
+      EXCLUDES(mu_);
 
   // JSON helpers: a non-2xx answer becomes a Status (NotFound, AlreadyExists,
   // Conflict, PermissionDenied, InvalidArgument, Unavailable) carrying the
   // server's message.
-  Result<nlohmann::json> GetJson(const std::string& path, Deadline deadline = kNoDeadline);
+  Result<nlohmann::json> GetJson(const std::string& path, Deadline deadline = kNoDeadline,
+                                 uint64_t max_body_bytes = kMaxObjectAnswerBytes);
   Result<nlohmann::json> ListJson(const std::string& path, const std::string& label_selector = "",
                                   const std::string& field_selector = "");
   Result<nlohmann::json> CreateJson(const std::string& path, const nlohmann::json& object);

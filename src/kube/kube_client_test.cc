@@ -55,6 +55,24 @@ TEST(KubeClientTest, RetriesOn429HonouringRetryAfter) {
   EXPECT_EQ(h.client->stats().retries, 1u);
 }
 
+// Every request says how long an answer it reads: an object (a claim, a
+// Node) at most 4 MiB, a list at most 64 MiB, far below the transport's own
+// 256 MiB, so an odd answer never costs gigabytes to parse.
+TEST(KubeClientTest, EachRequestBoundsItsAnswerByWhatItReads) {
+  Harness h;
+  h.transport->answers = {Resp(200, R"({"kind":"Node"})"), Resp(200, R"({"items":[]})"),
+                          Resp(200, R"({"kind":"Node"})")};
+  ASSERT_TRUE(h.client->GetJson("/api/v1/nodes/n").ok());
+  ASSERT_TRUE(h.client->ListJson("/api/v1/pods", "a=b").ok());
+  ASSERT_TRUE(h.client->MergePatchJson("/api/v1/nodes/n", nlohmann::json::object()).ok());
+  ASSERT_EQ(h.transport->seen.size(), 3u);
+  EXPECT_EQ(h.transport->seen[0].max_body_bytes, kMaxObjectAnswerBytes);
+  EXPECT_EQ(h.transport->seen[1].max_body_bytes, kMaxListAnswerBytes);
+  EXPECT_EQ(h.transport->seen[2].max_body_bytes, kMaxObjectAnswerBytes);
+  EXPECT_EQ(kMaxObjectAnswerBytes, 4u << 20);
+  EXPECT_EQ(kMaxListAnswerBytes, 64u << 20);
+}
+
 TEST(KubeClientTest, RetriesServerAndConnectionErrorsWithBackoff) {
   KubeClientOptions o;
   o.initial_backoff = 100ms;

@@ -67,6 +67,18 @@ TEST(ResourceClaimTest, ParametersKeptByteExact) {
   EXPECT_TRUE(c->results[0].share_id.empty());
 }
 
+// An answer of another kind is refused from its kind alone, read off the
+// text before anything is parsed (the quoted kind in the message says so).
+TEST(ResourceClaimTest, AnotherKindIsRefusedBeforeTheAnswerIsParsed) {
+  std::string pod = R"({"kind":"Pod","metadata":{"name":"x"},"spec":{"containers":[)";
+  for (int i = 0; i < 20000; ++i) pod += std::string(i ? "," : "") + R"({"name":"c","image":"i"})";
+  pod += "]}}";
+  auto r = DecodeResourceClaim(pod);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "expected kind ResourceClaim, got \"Pod\"");
+}
+
 TEST(ResourceClaimTest, NotAllocatedAndErrors) {
   auto c = DecodeResourceClaim(R"({"kind":"ResourceClaim","metadata":{"name":"c","uid":"u"},"status":{}})");
   ASSERT_TRUE(c.ok());
