@@ -360,8 +360,11 @@ void ClaimLedger::ApplyLogLocked(const DecodedLog& log) {
   RefreshReportLocked();
   report_.double_holds = state_.double_holds();
   if (state_.double_held() > 0) {
+    // The first few: one line, however many a crafted file holds.
     std::string which;
-    for (const auto& d : state_.double_holds()) which += (which.empty() ? "" : "; ") + d;
+    const auto& holds = state_.double_holds();
+    for (size_t i = 0; i < holds.size() && i < 10; ++i) which += (which.empty() ? "" : "; ") + holds[i];
+    if (holds.size() > 10) which += fmt::format("; and {} more", holds.size() - 10);
     report_.errors.push_back(fmt::format(
         "ledger {}: {} resources are recorded for two live claims (a release record was lost, or the "
         "file was edited): {}. Every holder keeps them until it is unprepared",

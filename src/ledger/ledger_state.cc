@@ -72,16 +72,30 @@ void LedgerState::set_device_classifier(DeviceClassifier classify) {
   }
 }
 
+// The resources an entry holds, each once (a record may name one twice).
+std::vector<std::string> LedgerState::UniqueHeld(const ClaimEntry& e) {
+  std::vector<std::string> out = e.held;
+  if (out.size() > 1) {
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+  return out;
+}
+
 void LedgerState::Erase(const std::string& uid) {
   auto it = entries_.find(uid);
   if (it == entries_.end()) return;
   Count(it->second, -1);
   if (HoldsResources(it->second.state)) {
-    for (const auto& r : it->second.held) {
+    for (const auto& r : UniqueHeld(it->second)) {
       auto h = holders_.find(r);
       if (h == holders_.end()) continue;
       std::erase(h->second, uid);
       if (h->second.empty()) holders_.erase(h);
+      if (SharesOf(it->second, r).empty()) {
+        auto w = whole_holders_.find(r);
+        if (w != whole_holders_.end() && --w->second <= 0) whole_holders_.erase(w);
+      }
     }
   }
   live_bytes_ -= record_size_[uid];
@@ -92,24 +106,25 @@ void LedgerState::Erase(const std::string& uid) {
 void LedgerState::Put(ClaimEntry e, uint64_t record_size) {
   Erase(e.uid);
   if (HoldsResources(e.state)) {
-    for (const auto& r : e.held) {
+    for (const auto& r : UniqueHeld(e)) {
       // Records are written under the lock after a conflict check, so two
       // live holders mean damage (a lost release record) or a crafted file.
       // Neither is trusted to have let go: both keep the resource until each
       // is released, so no third claim is given it meanwhile.
       auto& hs = holders_[r];
-      if (std::find(hs.begin(), hs.end(), e.uid) != hs.end()) continue;
       // Claims that each hold a share of a device hold it together.
-      bool all_shares = !SharesOf(e, r).empty() && std::all_of(hs.begin(), hs.end(), [&](const std::string& h) {
-        const ClaimEntry* other = Find(h);
-        return other != nullptr && !SharesOf(*other, r).empty();
-      });
+      const bool share = !SharesOf(e, r).empty();
+      auto w = whole_holders_.find(r);
+      const bool all_shares = share && (w == whole_holders_.end() || w->second == 0);
       if (!hs.empty() && !all_shares) {
-        std::string who;
-        for (const auto& h : hs) who += h + ", ";
+        // Named by its first holder and the newest: a crafted file with
+        // thousands of holders of one device costs a line each, not more.
+        std::string who = hs.front() + ", ";
+        if (hs.size() > 1) who += "and " + std::to_string(hs.size() - 1) + " more, ";
         double_holds_.push_back(r + " (claims " + who + e.uid + ")");
       }
       hs.push_back(e.uid);
+      if (!share) ++whole_holders_[r];
     }
   }
   if (e.state == ClaimState::kTombstone) tombstones_.emplace_back(e.updated, e.uid);

@@ -80,6 +80,7 @@ class LedgerState {
 
  private:
   void Count(const ClaimEntry& e, int64_t delta);
+  static std::vector<std::string> UniqueHeld(const ClaimEntry& e);
 
   std::map<std::string, ClaimEntry> entries_;
   std::array<int64_t, kClaimStateCount> state_counts_{};
@@ -88,6 +89,10 @@ class LedgerState {
   std::unordered_map<std::string, uint64_t> record_size_;
   // resource -> live holders in record order (more than one only after damage)
   std::unordered_map<std::string, std::vector<std::string>> holders_;
+  // resource -> how many of its live holders hold it whole, not as a share
+  // (kept as holders come and go, so a Put costs the same whatever the
+  // number of holders).
+  std::unordered_map<std::string, int64_t> whole_holders_;
   std::vector<std::string> kept_frames_;
   std::deque<std::pair<std::chrono::system_clock::time_point, std::string>> tombstones_;
   uint64_t kept_bytes_ = 0;

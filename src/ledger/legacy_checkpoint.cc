@@ -1,6 +1,7 @@
 #include "ledger/legacy_checkpoint.h"
 
 #include <set>
+#include <unordered_map>
 
 #include <algorithm>
 #include <cctype>
@@ -406,9 +407,10 @@ Result<LegacyImport> ParseLegacyCheckpoint(std::string_view json_text, const Kin
   // be told (a JSON reader keeps either), so the file is refused as corrupt,
   // like a wrong checksum, rather than imported one way and exported the
   // other.
-  std::set<std::string_view> seen;
+  std::unordered_map<std::string_view, std::string_view> raw_of;  // exact key: one lookup per claim
+  raw_of.reserve(raw_by_uid.size());
   for (const auto& [uid, value] : raw_by_uid) {
-    if (!seen.insert(uid).second) {
+    if (!raw_of.emplace(uid, value).second) {
       return DataLoss("checkpoint is corrupted: claim " + uid +
                       " appears more than once in preparedClaims (the Go driver never writes that)");
     }
@@ -419,7 +421,9 @@ Result<LegacyImport> ParseLegacyCheckpoint(std::string_view json_text, const Kin
       out.warnings.push_back("skipped checkpoint claim with invalid uid \"" + uid + "\"");
       continue;
     }
-    ClaimEntry e = ImportClaim(uid, it.value(), Member(raw_by_uid, uid.c_str()), have_states, codec, out.warnings);
+    auto raw = raw_of.find(uid);
+    ClaimEntry e = ImportClaim(uid, it.value(), raw == raw_of.end() ? Member(raw_by_uid, uid.c_str()) : raw->second,
+                               have_states, codec, out.warnings);
     e.boot_id = out.node_boot_id.empty() ? current_boot_id : out.node_boot_id;
     out.entries.push_back(std::move(e));
   }

@@ -28,6 +28,11 @@ inline constexpr const char* kLegacyPrepareLockFileName = "pu.lock";
 // Nesting the Go driver's files never come near; deeper input is refused
 // before the parser recurses.
 inline constexpr int kMaxLegacyJsonDepth = 64;
+// The largest checkpoint.json imported: 64 MiB, some 140,000 claims of one
+// GPU each, far beyond what a node prepares. A larger file is refused (the
+// plugin keeps every CDI spec and rebuilds the claims from them), never
+// read into memory.
+inline constexpr uint64_t kMaxLegacyCheckpointBytes = 64ull << 20;
 
 struct LegacyImport {
   std::vector<ClaimEntry> entries;

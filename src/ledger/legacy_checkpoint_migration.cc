@@ -42,6 +42,10 @@ Status LegacyCheckpointMigration::Import(LedgerState& state, OpenReport& report)
     MarkClaimsMissing(state.mutable_meta(), opts_.clock->Now(), kLegacyCheckpointFileName);
     return Status::Ok();
   };
+  if (auto st = opts_.env->Stat(path); st.ok() && st->size > kMaxLegacyCheckpointBytes) {
+    return lost(fmt::format("it is {} bytes long, over the {} MiB nvdra imports", st->size,
+                            kMaxLegacyCheckpointBytes >> 20));
+  }
   auto text = opts_.env->ReadFrom(path, 0);
   if (!text.ok()) return lost(text.status().message());
   auto imported = ParseLegacyCheckpoint(*text, opts_.codec, opts_.boot_id);
@@ -92,7 +96,8 @@ void LegacyCheckpointMigration::CheckNextToLedger(const LedgerState::Meta& meta,
   std::string path = CheckpointPath();
   auto st = opts_.env->Stat(path);
   if (!st.ok() || !st->exists) return;
-  auto text = opts_.env->ReadFrom(path, 0);
+  auto text = st->size > kMaxLegacyCheckpointBytes ? Result<std::string>(FailedPrecondition("too large"))
+                                                    : opts_.env->ReadFrom(path, 0);
   auto parsed = text.ok() ? ParseLegacyCheckpoint(*text, opts_.codec, opts_.boot_id) : text.status();
   if (parsed.ok() && !meta.imported_checkpoint.empty() && parsed->checksums == meta.imported_checkpoint) {
     // Imported, but the plugin stopped before it could retire the file.

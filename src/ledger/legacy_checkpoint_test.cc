@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -234,6 +235,59 @@ TEST_F(LegacyImportTest, AClaimTwiceInTheCheckpointIsRefusedAsCorrupt) {
   auto listed = l->List();
   ASSERT_TRUE(listed.ok());
   EXPECT_TRUE(listed->empty());
+}
+
+// 3,000 claims of one GPU in a crafted checkpoint: each is kept as a holder
+// of it (none is trusted to have let go), and what the ledger says about
+// them stays a line per claim, not a list of every earlier holder each.
+TEST_F(LegacyImportTest, ThousandsOfClaimsOfOneGpuImportWithoutQuadraticCost) {
+  std::string claims;
+  for (int i = 0; i < 3000; ++i) {
+    char uid[40];
+    std::snprintf(uid, sizeof uid, "5c1a0000-0000-4000-8000-%012d", i);
+    claims += std::string(i ? "," : "") + "\"" + uid +
+              R"(":{"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}]}}},"name":"c","namespace":"default"})";
+  }
+  WriteCp(testing::GoCheckpointFile("{" + claims + "}", "boot-now"));
+  LedgerOptions o = Options(nullptr);
+  {
+    auto imported = std::move(ClaimLedger::Open(o)).value();
+    EXPECT_EQ(imported->report().imported_legacy_claims, 3000u);
+  }
+  // The next start reads them back from the ledger and reports each.
+  auto l = std::move(ClaimLedger::Open(o)).value();
+  OpenReport r = l->report();
+  auto holders = l->HoldersOf("gpu-0");
+  ASSERT_TRUE(holders.ok());
+  EXPECT_EQ(holders->size(), 3000u);
+  ASSERT_EQ(r.double_holds.size(), 2999u);
+  size_t said = 0;
+  for (const auto& d : r.double_holds) said += d.size();
+  for (const auto& e : r.errors) said += e.size();
+  EXPECT_LT(said, 1u << 20) << "the report grows with the square of the holders";
+  EXPECT_NE(r.double_holds.back().find("and 2998 more"), std::string::npos) << r.double_holds.back();
+}
+
+// A checkpoint.json past the size nvdra imports, or a FIFO or device planted
+// at its name, is refused at once (never read, never waited on): the claims
+// are missing, so every CDI spec is kept for the rebuild.
+TEST_F(LegacyImportTest, AnOversizedOrNonRegularCheckpointIsRefusedWithoutReadingIt) {
+  ASSERT_TRUE(WriteFileAtomically(Cp(), "{}").ok());
+  ASSERT_EQ(::truncate(Cp().c_str(), static_cast<off_t>(kMaxLegacyCheckpointBytes + 1)), 0);
+  {
+    auto l = std::move(ClaimLedger::Open(Options())).value();
+    OpenReport r = l->report();
+    EXPECT_TRUE(r.claims_may_be_missing);
+    EXPECT_NE(r.Summary().find("over the 64 MiB nvdra imports"), std::string::npos) << r.Summary();
+  }
+  testing::ScratchDir fifo_dir;
+  ASSERT_EQ(::mkfifo(JoinPath(fifo_dir.path(), kLegacyCheckpointFileName).c_str(), 0644), 0);
+  LedgerOptions o = Options();
+  o.dir = fifo_dir.path();
+  auto l = ClaimLedger::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_TRUE((*l)->report().claims_may_be_missing);
+  EXPECT_NE((*l)->report().Summary().find("not a regular file"), std::string::npos) << (*l)->report().Summary();
 }
 
 TEST_F(LegacyImportTest, AValidChecksumIsImported) {

@@ -86,8 +86,15 @@ class PosixEnv final : public LedgerEnv {
   }
 
   Result<std::string> ReadFrom(const std::string& path, uint64_t offset) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Non-blocking: a FIFO planted at the name must not hang the open; and
+    // only a regular file is read (a device such as /dev/zero never ends).
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return IoError("cannot open", path, errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return Status(StatusCode::kFailedPrecondition, "cannot read " + path + ": it is not a regular file");
+    }
     std::string out;
     char buf[1 << 16];
     off_t pos = static_cast<off_t>(offset);
