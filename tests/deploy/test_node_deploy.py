@@ -103,7 +103,7 @@ def daemonset_container(name):
     spec = ds["spec"]["template"]["spec"]
     ctr = next(c for c in spec["containers"] if c["name"] == name)
     volumes = {v["name"]: v for v in spec["volumes"]}
-    return ctr, volumes
+    return ctr, volumes, spec["serviceAccountName"]
 
 
 class NodeDeployTest(unittest.TestCase):
@@ -141,7 +141,7 @@ class NodeDeployTest(unittest.TestCase):
 
     def podman_args(self, container="gpus", profile="h100x8"):
         """podman run arguments for a container of the DaemonSet, as it has them."""
-        ctr, volumes = daemonset_container(container)
+        ctr, volumes, spec_account = daemonset_container(container)
         args = ["podman", "run", "--detach", "--name", self.container, "--network=host"]
         if ctr.get("securityContext", {}).get("privileged"):
             args.append("--privileged")
@@ -157,11 +157,16 @@ class NodeDeployTest(unittest.TestCase):
             dst = m["mountPath"]
             if dst == host_path:
                 dst = same_path[host_path] = src
-            os.makedirs(src, exist_ok=True)
+            if volumes[m["name"]]["hostPath"].get("type") == "File":
+                # A file the node has (nvidia-cdi-hook): an empty stand-in.
+                os.makedirs(os.path.dirname(src), exist_ok=True)
+                open(src, "a").close()
+            else:
+                os.makedirs(src, exist_ok=True)
             opts = [propagation[m.get("mountPropagation")]] + (["ro"] if m.get("readOnly") else [])
             args += ["--volume", "%s:%s:%s" % (src, dst, ",".join(opts))]
         downward = {"spec.nodeName": self.node.node_name, "metadata.namespace": "nvdra",
-                    "metadata.uid": self.pod_uid}
+                    "metadata.uid": self.pod_uid, "spec.serviceAccountName": spec_account}
         env = {}
         for e in ctr["env"]:
             env[e["name"]] = e["value"] if "value" in e else downward[e["valueFrom"]["fieldRef"]["fieldPath"]]
@@ -240,6 +245,14 @@ class NodeDeployTest(unittest.TestCase):
             host_path = n.get("hostPath", n["path"])
             self.assertTrue(host_path.startswith(env["NVIDIA_DRIVER_ROOT"] + "/"), n)
             self.assertTrue(os.path.exists(host_path), n)
+        # The hooks run the node's nvidia-cdi-hook, at the host path the
+        # DaemonSet mounts and names in NVIDIA_CDI_HOOK_PATH.
+        hooks = [h for d in spec["devices"] for h in d["containerEdits"].get("hooks", [])]
+        hooks += spec.get("containerEdits", {}).get("hooks", [])
+        self.assertTrue(hooks, spec)
+        for h in hooks:
+            self.assertEqual(h["path"], env["NVIDIA_CDI_HOOK_PATH"], h)
+            self.assertTrue(os.path.isfile(h["path"]), h)
 
         # SIGTERM (podman stop) ends it cleanly and takes the sockets along.
         run(["podman", "stop", "--time", "30", self.container], stdout=subprocess.DEVNULL)
