@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Checks the Helm chart deploy/helm/nvdra: `helm lint`; `helm template` with
+# the defaults, with an upstream operator's values file
+# (testdata/upstream-values.yaml), plugins-only, and with beta DeviceClasses;
+# every rendered object validated as check-manifests.sh validates the
+# kustomize manifests (validate-manifests.mjs, with the plugins' --help);
+# check_chart_values.py places each value where upstream's chart puts it and
+# compares the DeviceClasses with upstream's; settings the chart must refuse
+# fail rendering with their message.
+#
+# Usage: check-chart.sh BUILD_DIR BIN_DIR
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+build=${1:?usage: check-chart.sh BUILD_DIR BIN_DIR}
+bin=${2:?usage: check-chart.sh BUILD_DIR BIN_DIR}
+work=$build/chart-validation
+chart=$src/deploy/helm/nvdra
+values=$here/testdata/upstream-values.yaml
+
+helm=$here/tools/bin/helm
+[ -x "$helm" ] || helm=$(command -v helm) || { echo "check-chart: helm not found (scripts/setup installs it into tests/deploy/tools/bin)" >&2; exit 1; }
+case $("$helm" version --template '{{.Version}}') in
+  v4.*) ;;
+  *) echo "check-chart: $helm is not helm 4" >&2; exit 1 ;;
+esac
+for tool in node npm python3; do
+  command -v "$tool" >/dev/null || { echo "check-chart: $tool not found (scripts/setup installs it)" >&2; exit 1; }
+done
+
+mkdir -p "$work"
+if [ ! -d "$work/node_modules" ] || ! cmp -s "$here/package-lock.json" "$work/package-lock.json"; then
+  cp "$here/package.json" "$here/package-lock.json" "$work/"
+  (cd "$work" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+cp "$here/validate-manifests.mjs" "$work/"
+for plugin in gpus:nvdra-gpu-kubelet-plugin compute-domains:nvdra-compute-domain-kubelet-plugin; do
+  "$bin/${plugin#*:}" --help > "$work/${plugin%%:*}.help"
+done
+validate() { node "$work/validate-manifests.mjs" --help-text "gpus=$work/gpus.help" --help-text "compute-domains=$work/compute-domains.help" "$@"; }
+
+failed=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; failed=1; }
+
+# lint NAME ARGS...
+lint() {
+  local name=$1; shift
+  if "$helm" lint "$chart" --namespace nvdra "$@" > "$work/lint.log" 2>&1; then ok "helm lint $name"
+  else fail "helm lint $name:"; sed 's/^/     /' "$work/lint.log"; fi
+}
+lint "(defaults, gpuResourcesEnabledOverride)" --set gpuResourcesEnabledOverride=true
+lint "(upstream values)" --values "$values"
+
+# render NAME OUT ARGS...: helm template, then every object validated.
+render() {
+  local name=$1 out=$2; shift 2
+  if ! "$helm" template "$@" > "$out" 2> "$out.err"; then
+    fail "helm template $name: $(cat "$out.err")"; return
+  fi
+  if validate "$out" > "$out.log"; then ok "$name: $(tail -1 "$out.log")"
+  else fail "$name:"; sed 's/^/     /' "$out.log"; fi
+}
+render "defaults" "$work/defaults.yaml" nvdra "$chart" --namespace nvdra --include-crds \
+  --set gpuResourcesEnabledOverride=true
+render "upstream values" "$work/upstream-values.yaml" gpu "$chart" --namespace gpu-operator --include-crds \
+  --values "$values"
+render "plugins only" "$work/plugins-only.yaml" nvdra "$chart" --namespace nvdra --skip-crds \
+  --set gpuResourcesEnabledOverride=true --set nvdra.pluginsOnly=true
+render "resourceApiVersion v1beta1" "$work/beta.yaml" nvdra "$chart" --namespace nvdra \
+  --set gpuResourcesEnabledOverride=true --set resourceApiVersion=resource.k8s.io/v1beta1
+render "gpus only, driver container root" "$work/gpus-only.yaml" nvdra "$chart" --namespace nvdra \
+  --set gpuResourcesEnabledOverride=true --set resources.computeDomains.enabled=false \
+  --set nvidiaDriverRoot=/run/nvidia/driver --set nvdra.cdiHook.required=false
+
+if python3 "$here/check_chart_values.py" "$work/defaults.yaml" "$values" "$work/upstream-values.yaml" \
+     "$work/plugins-only.yaml" "$work/beta.yaml" > "$work/values.log"; then
+  ok "upstream values placed as upstream's chart places them: $(tail -1 "$work/values.log")"
+else
+  fail "upstream values:"; sed 's/^/     /' "$work/values.log"
+fi
+
+# refused NAME EXPECTED-SUBSTRING ARGS...: rendering must fail with the message.
+refused() {
+  local name=$1 want=$2; shift 2
+  if "$helm" template nvdra "$chart" --namespace nvdra "$@" > /dev/null 2> "$work/refused.err"; then
+    fail "$name: rendered, expected a refusal containing: $want"
+  elif ! grep -qF -- "$want" "$work/refused.err"; then
+    fail "$name: refused, but not with: $want"; sed 's/^/     /' "$work/refused.err"
+  else
+    ok "$name refused"
+  fi
+}
+refused "GPUs without gpuResourcesEnabledOverride (upstream's default guard)" \
+  "cannot run beside the NVIDIA GPU device plugin"
+refused "the default namespace" "allowDefaultNamespace=true" --namespace default --set gpuResourcesEnabledOverride=true
+refused "hostManaged IMEX without its gate" "requires featureGates.HostManagedIMEXDaemon=true" \
+  --set gpuResourcesEnabledOverride=true --set resources.computeDomains.imex.mode=hostManaged
+refused "hostManaged IMEX" "not implemented by nvdra's compute-domain plugin" --set gpuResourcesEnabledOverride=true \
+  --set resources.computeDomains.imex.mode=hostManaged --set featureGates.HostManagedIMEXDaemon=true
+refused "channel isolation" "isolation=channel is not supported" --set gpuResourcesEnabledOverride=true \
+  --set resources.computeDomains.imex.isolation=channel
+refused "nvidiaCtkPath" "nvidiaCtkPath is no longer a setting" --set gpuResourcesEnabledOverride=true \
+  --set nvidiaCtkPath=/usr/bin/nvidia-ctk
+refused "webhook secret mode without a secret" "webhook.tls.secret.name" --set gpuResourcesEnabledOverride=true \
+  --set webhook.enabled=true --set webhook.tls.mode=secret
+refused "a bad consumableShares" "consumableShares is \"some\"" --set gpuResourcesEnabledOverride=true \
+  --set consumableShares=some
+
+# The rendering of the driver-container root: the parent is mounted, the
+# plugins see the root, and nothing names the hook when it is not required.
+if grep -q "path: /run/nvidia$" "$work/gpus-only.yaml" && ! grep -q "nvidia-cdi-hook" "$work/gpus-only.yaml" &&
+   ! grep -q "name: compute-domains" "$work/gpus-only.yaml"; then
+  ok "gpus only, driver container root: parent /run/nvidia mounted, no hook, no compute-domains container"
+else
+  fail "gpus only, driver container root: $work/gpus-only.yaml"
+fi
+
+if [ "$failed" -ne 0 ]; then
+  echo "chart checks failed"
+  exit 1
+fi
+echo "chart checks passed"
