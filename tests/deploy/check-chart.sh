@@ -73,6 +73,27 @@ render "gpus only, driver container root" "$work/gpus-only.yaml" nvdra "$chart" 
   --set gpuResourcesEnabledOverride=true --set resources.computeDomains.enabled=false \
   --set nvidiaDriverRoot=/run/nvidia/driver --set nvdra.cdiHook.required=false
 
+render "plugins only beside an upstream release" "$work/beside.yaml" nvdra "$chart" --namespace gpu-operator \
+  --skip-crds --values "$values" --values "$here/testdata/nvdra-beside-upstream.yaml"
+# Nothing the upstream release (installed with upstream-values.yaml in the
+# same namespace) owns or names: its names carry its chart's name or the
+# values' serviceAccount.name, and the shared kinds are left out.
+if python3 - "$work/beside.yaml" "$values" > "$work/beside.check" <<'PY'
+import sys, yaml
+objs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+sa = yaml.safe_load(open(sys.argv[2]))["serviceAccount"]["name"]
+bad = [(o["kind"], o["metadata"]["name"]) for o in objs
+       if o["kind"] in ("DeviceClass", "CustomResourceDefinition", "Deployment", "ValidatingWebhookConfiguration")
+       or o["metadata"]["name"].startswith(("dra-driver-nvidia-gpu", "compute-domain-daemon", sa + "-"))]
+ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+if ds["nodeSelector"] != {"dra-driver": "nvdra"}:
+    bad.append(("nodeSelector", ds["nodeSelector"]))
+print("\n".join(map(str, bad)) or "%d objects, none the upstream release's" % len(objs))
+sys.exit(1 if bad else 0)
+PY
+then ok "plugins only beside an upstream release: $(cat "$work/beside.check")"
+else fail "plugins only beside an upstream release renders upstream's objects:"; sed 's/^/     /' "$work/beside.check"; fi
+
 if python3 "$here/check_chart_values.py" "$work/defaults.yaml" "$values" "$work/upstream-values.yaml" \
      "$work/plugins-only.yaml" "$work/beta.yaml" > "$work/values.log"; then
   ok "upstream values placed as upstream's chart places them: $(tail -1 "$work/values.log")"
