@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the Helm chart deploy/helm/nvdra: `helm lint`; `helm template` with
+# Checks the Helm chart deploy/helm/nvdra: `helm lint --strict`; `helm template` with
 # the defaults, with an upstream operator's values file
 # (testdata/upstream-values.yaml), plugins-only, and with beta DeviceClasses;
 # every rendered object validated as check-manifests.sh validates the
@@ -46,7 +46,7 @@ fail() { echo "FAIL $*"; failed=1; }
 # lint NAME ARGS...
 lint() {
   local name=$1; shift
-  if "$helm" lint "$chart" --namespace nvdra "$@" > "$work/lint.log" 2>&1; then ok "helm lint $name"
+  if "$helm" lint --strict "$chart" --namespace nvdra "$@" > "$work/lint.log" 2>&1; then ok "helm lint $name"
   else fail "helm lint $name:"; sed 's/^/     /' "$work/lint.log"; fi
 }
 lint "(defaults, gpuResourcesEnabledOverride)" --set gpuResourcesEnabledOverride=true
