@@ -5,8 +5,9 @@
 # every rendered object validated as check-manifests.sh validates the
 # kustomize manifests (validate-manifests.mjs, with the plugins' --help);
 # check_chart_values.py places each value where upstream's chart puts it and
-# compares the DeviceClasses with upstream's; settings the chart must refuse
-# fail rendering with their message.
+# compares the DeviceClasses with upstream's; the webhook's cert-manager
+# objects agree with its configuration; settings the chart must refuse fail
+# rendering with their message.
 #
 # Usage: check-chart.sh BUILD_DIR BIN_DIR
 set -euo pipefail
@@ -93,6 +94,55 @@ sys.exit(1 if bad else 0)
 PY
 then ok "plugins only beside an upstream release: $(cat "$work/beside.check")"
 else fail "plugins only beside an upstream release renders upstream's objects:"; sed 's/^/     /' "$work/beside.check"; fi
+
+# The webhook with cert-manager (upstream's default TLS mode): the
+# cert-manager objects have no schema here, so they are checked by name and
+# reference, the rest validated as above.
+for issuer in selfsigned clusterissuer; do
+  out=$work/webhook-$issuer.yaml
+  if ! "$helm" template nvdra "$chart" --namespace nvdra --set gpuResourcesEnabledOverride=true \
+       --set webhook.enabled=true --set webhook.tls.certManager.issuerType=$issuer \
+       --set webhook.tls.certManager.issuerName=corp-ca --set 'webhook.tls.certManager.dnsNames={webhook.example.com}' \
+       > "$out" 2> "$out.err"; then
+    fail "webhook with cert-manager ($issuer): $(cat "$out.err")"; continue
+  fi
+  if python3 - "$out" "$issuer" "$out.rest" > "$out.check" <<'PY'
+import sys, yaml
+objs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+issuer = sys.argv[2]
+cm = {o["kind"]: o for o in objs if o["apiVersion"] == "cert-manager.io/v1"}
+yaml.safe_dump_all([o for o in objs if o["apiVersion"] != "cert-manager.io/v1"], open(sys.argv[3], "w"))
+bad = []
+want_kinds = ["Certificate", "Issuer"] if issuer == "selfsigned" else ["Certificate"]
+if sorted(cm) != want_kinds:
+    bad.append("cert-manager objects %s, expected %s" % (sorted(cm), want_kinds))
+cert = cm.get("Certificate", {}).get("spec", {})
+if cert.get("dnsNames") != ["nvdra-webhook.nvdra.svc", "webhook.example.com"]:
+    bad.append("dnsNames %s" % cert.get("dnsNames"))
+ref = {"kind": "Issuer", "name": "nvdra-webhook-issuer"} if issuer == "selfsigned" else {"kind": "ClusterIssuer", "name": "corp-ca"}
+if cert.get("issuerRef") != ref:
+    bad.append("issuerRef %s, expected %s" % (cert.get("issuerRef"), ref))
+vwc = next(o for o in objs if o["kind"] == "ValidatingWebhookConfiguration")
+if vwc["metadata"].get("annotations", {}).get("cert-manager.io/inject-ca-from") != "nvdra/nvdra-webhook-cert":
+    bad.append("inject-ca-from %s" % vwc["metadata"].get("annotations"))
+hook = vwc["webhooks"][0]
+if hook["clientConfig"]["service"] != {"namespace": "nvdra", "name": "nvdra-webhook", "port": 443,
+                                        "path": "/validate-resource-claim-parameters"} or hook["failurePolicy"] != "Fail":
+    bad.append("webhook %s" % hook)
+dep = next(o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"] == "nvdra-webhook")
+if dep["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"] != cert.get("secretName", "?"):
+    bad.append("the webhook mounts %s, the certificate is stored in %s" % (
+        dep["spec"]["template"]["spec"]["volumes"][0], cert.get("secretName")))
+print("\n".join(bad) or "Certificate, issuer and webhook configuration agree")
+sys.exit(1 if bad else 0)
+PY
+  then
+    if validate "$out.rest" > "$out.log"; then ok "webhook with cert-manager ($issuer): $(cat "$out.check"); $(tail -1 "$out.log")"
+    else fail "webhook with cert-manager ($issuer):"; sed 's/^/     /' "$out.log"; fi
+  else
+    fail "webhook with cert-manager ($issuer):"; sed 's/^/     /' "$out.check"
+  fi
+done
 
 if python3 "$here/check_chart_values.py" "$work/defaults.yaml" "$values" "$work/upstream-values.yaml" \
      "$work/plugins-only.yaml" "$work/beta.yaml" > "$work/values.log"; then
