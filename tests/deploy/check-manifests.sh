@@ -80,7 +80,8 @@ for f in "$here"/broken/*.yaml; do
 done
 
 base="$work/deploy_base.yaml"
-sed 's/system:serviceaccount:nvdra:nvdra-kubelet-plugin/system:serviceaccount:nvdra:nvdra-service-account/' "$base" > "$work/mut-policy.yaml"
+# Upstream's policy names the account without -kubeletplugin, which no pod uses.
+sed 's/system:serviceaccount:nvdra:nvdra-service-account-kubeletplugin"/system:serviceaccount:nvdra:nvdra-service-account"/' "$base" > "$work/mut-policy.yaml"
 expect_rejected "policy naming another account" \
   "matches system:serviceaccount:nvdra:nvdra-service-account, but the kubelet plugin pods run as" \
   "$work/mut-policy.yaml" "${help_args[@]}"

@@ -8,9 +8,11 @@ from deploy/base/daemonset.yaml, with every host path moved under a temporary
 "host" directory; the mock driver root lives in that host's driver root. The
 test API server runs on loopback and the container uses the host network.
 From the host, nvdractl registers the plugin and prepares a claim; the CDI
-spec must appear on the host naming host paths; SIGTERM must stop the plugin
-and remove its sockets. The compute-domain plugin prepares an IMEX daemon
-claim with the daemon config template the image carries at its default path.
+spec must appear on the host naming host paths, its hooks the node's
+nvidia-cdi-hook; SIGTERM must stop the plugin and remove its sockets. The init
+container waits until a driver appears under the driver root. The
+compute-domain plugin prepares an IMEX daemon claim with the daemon config
+template the image carries at its default path.
 """
 
 import json
@@ -103,7 +105,7 @@ def daemonset_container(name):
     spec = ds["spec"]["template"]["spec"]
     ctr = next(c for c in spec["containers"] if c["name"] == name)
     volumes = {v["name"]: v for v in spec["volumes"]}
-    return ctr, volumes
+    return ctr, volumes, spec["serviceAccountName"]
 
 
 class NodeDeployTest(unittest.TestCase):
@@ -141,7 +143,7 @@ class NodeDeployTest(unittest.TestCase):
 
     def podman_args(self, container="gpus", profile="h100x8"):
         """podman run arguments for a container of the DaemonSet, as it has them."""
-        ctr, volumes = daemonset_container(container)
+        ctr, volumes, spec_account = daemonset_container(container)
         args = ["podman", "run", "--detach", "--name", self.container, "--network=host"]
         if ctr.get("securityContext", {}).get("privileged"):
             args.append("--privileged")
@@ -157,11 +159,16 @@ class NodeDeployTest(unittest.TestCase):
             dst = m["mountPath"]
             if dst == host_path:
                 dst = same_path[host_path] = src
-            os.makedirs(src, exist_ok=True)
+            if volumes[m["name"]]["hostPath"].get("type") == "File":
+                # A file the node has (nvidia-cdi-hook): an empty stand-in.
+                os.makedirs(os.path.dirname(src), exist_ok=True)
+                open(src, "a").close()
+            else:
+                os.makedirs(src, exist_ok=True)
             opts = [propagation[m.get("mountPropagation")]] + (["ro"] if m.get("readOnly") else [])
             args += ["--volume", "%s:%s:%s" % (src, dst, ",".join(opts))]
         downward = {"spec.nodeName": self.node.node_name, "metadata.namespace": "nvdra",
-                    "metadata.uid": self.pod_uid}
+                    "metadata.uid": self.pod_uid, "spec.serviceAccountName": spec_account}
         env = {}
         for e in ctr["env"]:
             env[e["name"]] = e["value"] if "value" in e else downward[e["valueFrom"]["fieldRef"]["fieldPath"]]
@@ -240,6 +247,14 @@ class NodeDeployTest(unittest.TestCase):
             host_path = n.get("hostPath", n["path"])
             self.assertTrue(host_path.startswith(env["NVIDIA_DRIVER_ROOT"] + "/"), n)
             self.assertTrue(os.path.exists(host_path), n)
+        # The hooks run the node's nvidia-cdi-hook, at the host path the
+        # DaemonSet mounts and names in NVIDIA_CDI_HOOK_PATH.
+        hooks = [h for d in spec["devices"] for h in d["containerEdits"].get("hooks", [])]
+        hooks += spec.get("containerEdits", {}).get("hooks", [])
+        self.assertTrue(hooks, spec)
+        for h in hooks:
+            self.assertEqual(h["path"], env["NVIDIA_CDI_HOOK_PATH"], h)
+            self.assertTrue(os.path.isfile(h["path"]), h)
 
         # SIGTERM (podman stop) ends it cleanly and takes the sockets along.
         run(["podman", "stop", "--time", "30", self.container], stdout=subprocess.DEVNULL)
@@ -250,6 +265,53 @@ class NodeDeployTest(unittest.TestCase):
         self.assertRegex(logs, r"\nI\d{4} [0-9:.]+ +\d+ plugin_runner\.cc:\d+\] shutdown\n")
         self.assertFalse(os.path.exists(reg), os.listdir(os.path.dirname(reg)))
         self.assertFalse(os.path.exists(dra), os.listdir(os.path.dirname(dra)))
+
+    def test_init_container_waits_for_the_driver(self):
+        # The init container as the DaemonSet has it, the driver root's parent
+        # (the host's /) being this test's host directory: it must wait while
+        # no driver is there and leave once nvidia-smi and libnvidia-ml.so.1
+        # appear under the driver root and `nvidia-smi --version` succeeds.
+        with open(os.path.join(ROOT, "deploy", "base", "daemonset.yaml")) as f:
+            spec = yaml.safe_load(f)["spec"]["template"]["spec"]
+        init = next(c for c in spec["initContainers"] if c["name"] == "init-container")
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        args = ["podman", "run", "--detach", "--name", self.container, "--privileged"]
+        for m in init["volumeMounts"]:
+            self.assertEqual(volumes[m["name"]]["hostPath"]["path"], "/", m)
+            args += ["--volume", "%s:%s:%s" % (self.host, m["mountPath"], "ro" if m.get("readOnly") else "rw")]
+        env = {e["name"]: e["value"] for e in init["env"]}
+        self.assertEqual(env["NVIDIA_DRIVER_ROOT"], "/")
+        for k, v in sorted(env.items()):
+            args += ["--env", "%s=%s" % (k, v)]
+        args += ["--entrypoint", init["command"][0], TEST_IMAGE] + init["command"][1:] + init["args"]
+        run(args, stdout=subprocess.DEVNULL)
+        wait_for(lambda: "nvidia-smi: not found, libnvidia-ml.so.1: not found" in self.logs(), 30,
+                 "the init container's first look")
+        self.assertTrue(self.alive())
+        self.assertIn("The NVIDIA driver is not ready", self.logs())
+
+        smi = os.path.join(self.host, "usr", "bin", "nvidia-smi")
+        nvml = os.path.join(self.host, "usr", "lib", "x86_64-linux-gnu", "libnvidia-ml.so.1")
+        for path in (smi, nvml):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(nvml, "wb") as f:
+            f.write(b"not an ELF file: ld.so ignores it as a preload")
+        with open(smi + ".new", "w") as f:
+            f.write('#!/bin/sh\n[ "$1" = --version ] && echo "NVIDIA-SMI version  : 570.158.01"\n')
+        os.chmod(smi + ".new", 0o755)
+        os.rename(smi + ".new", smi)
+
+        def exited():
+            out = run(["podman", "inspect", "--format", "{{.State.Running}} {{.State.ExitCode}}", self.container],
+                      capture_output=True).stdout.split()
+            return out if out[0] == "false" else None
+        state = wait_for(exited, 60, "the init container to leave once the driver is there:\n" + self.logs())
+        logs = self.logs()
+        self.assertEqual(state[1], "0", logs)
+        self.assertIn("nvidia-smi: /driver-root/usr/bin/nvidia-smi, libnvidia-ml.so.1: "
+                      "/driver-root/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", logs)
+        self.assertIn("NVIDIA-SMI version  : 570.158.01", logs)
+        self.assertIn("the driver works: starting the plugins", logs)
 
     def test_compute_domain_plugin_copies_the_images_daemon_template(self):
         # Its registration socket's name is 105 bytes on a real node: under

@@ -84,9 +84,20 @@ const ajvError = (e) => `${e.instancePath || '/'} ${e.keyword}${e.params ? ' ' +
 
 // ---- built-in kinds ----------------------------------------------------------
 const validators = new Map();
+// kubernetes-models ships resource.k8s.io v1 only. A DeviceClass has the same
+// fields in v1beta1 and v1beta2 (selectors, config, extendedResourceName), so
+// the chart's beta DeviceClasses (resourceApiVersion, Kubernetes 1.32/1.33)
+// are checked against v1's schema.
+const schemaAliases = { 'resource.k8s.io/v1beta1/DeviceClass': 'resource.k8s.io/v1',
+  'resource.k8s.io/v1beta2/DeviceClass': 'resource.k8s.io/v1' };
 async function builtinValidator(apiVersion, kind) {
   const key = `${apiVersion}/${kind}`;
   if (validators.has(key)) return validators.get(key);
+  if (schemaAliases[key]) {
+    const v = await builtinValidator(schemaAliases[key], kind);
+    validators.set(key, v);
+    return v;
+  }
   const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
   const modelFile = group ? path.join(modelsDir, group, version, `${kind}.js`) : path.join(modelsDir, version, `${kind}.js`);
   let v = null;
@@ -103,7 +114,8 @@ async function validateBuiltin(obj, where) {
   const v = await builtinValidator(obj.apiVersion, obj.kind);
   if (!v) return false;
   const records = [];
-  const ok = v(track(obj, '', records));
+  const alias = schemaAliases[`${obj.apiVersion}/${obj.kind}`];
+  const ok = v(track(alias ? { ...obj, apiVersion: alias } : obj, '', records));
   if (!ok) for (const e of v.errors ?? []) problem(where, `schema: ${ajvError(e)}`);
   for (const f of unknownFields(records)) problem(where, `unknown field "${f}"`);
   return true;
