@@ -50,7 +50,7 @@ Status CheckYamlNesting(const std::string& text, const std::string& what) {
 // The names of a spec's devices, in file order; entries that are not a
 // mapping with a string name are skipped (a file on disk may hold anything).
 // `ref_env`: the variable whose value, in the spec-level env, names the claim.
-Result<CdiSpecWriter::ClaimSpecContents> JsonSpecContents(const std::string& text, const std::string& path,
+Result<CdiSpecWriter::ClaimSpecContents> JsonSpecContents(std::string_view text, const std::string& path,
                                                           const std::string& ref_env) {
   NVDRA_RETURN_IF_ERROR(CheckJsonDepth(text, "CDI spec " + path));
   nlohmann::json spec = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -74,7 +74,7 @@ Result<CdiSpecWriter::ClaimSpecContents> JsonSpecContents(const std::string& tex
         if (v.rfind(key, 0) != 0) continue;
         std::string ref = v.substr(key.size());
         auto slash = ref.find('/');
-        if (slash == std::string::npos || slash + 1 == ref.size()) break;
+        if (slash == std::string::npos || slash == 0 || slash + 1 == ref.size()) break;
         out.ns = ref.substr(0, slash);
         out.name = ref.substr(slash + 1);
         break;
@@ -262,31 +262,37 @@ Result<std::vector<std::string>> CdiSpecWriter::ClaimSpecDevices(const std::stri
   return std::move(c.devices);
 }
 
-Result<CdiSpecWriter::ClaimSpecContents> CdiSpecWriter::ReadClaimSpec(const std::string& claim_uid) const {
-  NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
-  Result<ClaimSpecContents> read = NotFound("no CDI spec of claim " + claim_uid);
-  auto text = ReadRegularFile(path, kMaxClaimSpecBytes);
-  if (text.ok()) {
-    read = JsonSpecContents(*text, path, ClaimRefEnv(claim_uid));
-  } else if (text.status().code() == StatusCode::kNotFound) {
-    // Only the Go driver's spec: a claim it prepared, with the same device
-    // names, which a lost ledger (or checkpoint) must not forget.
-    const std::string legacy = JoinPath(root_, FilePrefix() + claim_uid + ".yaml");
-    NVDRA_ASSIGN_OR_RETURN(std::string yaml, ReadRegularFile(legacy, kMaxClaimSpecBytes));
-    NVDRA_ASSIGN_OR_RETURN(auto names, YamlDeviceNames(yaml, legacy));
-    read = ClaimSpecContents{std::move(names), "", ""};
+Result<CdiSpecWriter::ClaimSpecContents> CdiSpecWriter::ParseClaimSpec(std::string_view text, bool yaml,
+                                                                        const std::string& claim_uid,
+                                                                        const std::string& path) {
+  ClaimSpecContents read;
+  if (yaml) {
+    NVDRA_ASSIGN_OR_RETURN(read.devices, YamlDeviceNames(std::string(text), path));
   } else {
-    return text.status();
+    NVDRA_ASSIGN_OR_RETURN(read, JsonSpecContents(text, path, ClaimRefEnv(claim_uid)));
   }
-  NVDRA_RETURN_IF_ERROR(read.status());
   ClaimSpecContents out;
-  out.ns = std::move(read->ns);
-  out.name = std::move(read->name);
+  out.ns = std::move(read.ns);
+  out.name = std::move(read.name);
   const std::string prefix = claim_uid + "-";
-  for (const auto& name : read->devices) {
+  for (const auto& name : read.devices) {
     if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size()) out.devices.push_back(name.substr(prefix.size()));
   }
   return out;
+}
+
+Result<CdiSpecWriter::ClaimSpecContents> CdiSpecWriter::ReadClaimSpec(const std::string& claim_uid) const {
+  NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
+  auto text = ReadRegularFile(path, kMaxClaimSpecBytes);
+  if (text.ok()) return ParseClaimSpec(*text, /*yaml=*/false, claim_uid, path);
+  if (text.status().code() != StatusCode::kNotFound) return text.status();
+  // Only the Go driver's spec: a claim it prepared, with the same device
+  // names, which a lost ledger (or checkpoint) must not forget.
+  const std::string legacy = JoinPath(root_, FilePrefix() + claim_uid + ".yaml");
+  auto yaml = ReadRegularFile(legacy, kMaxClaimSpecBytes);
+  if (!yaml.ok() && yaml.status().code() == StatusCode::kNotFound) return NotFound("no CDI spec of claim " + claim_uid);
+  NVDRA_RETURN_IF_ERROR(yaml.status());
+  return ParseClaimSpec(*yaml, /*yaml=*/true, claim_uid, legacy);
 }
 
 Result<std::vector<std::string>> CdiSpecWriter::ListClaimSpecUids() const {

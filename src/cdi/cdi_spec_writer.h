@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cdi/spec.h"
@@ -86,6 +87,11 @@ class CdiSpecWriter {
     std::string ns, name;
   };
   Result<ClaimSpecContents> ReadClaimSpec(const std::string& claim_uid) const;
+  // What ReadClaimSpec reads out of a spec's text: ours (JSON) or the Go
+  // driver's (YAML); `path` names it in errors. InvalidArgument when the
+  // text is not a spec; never throws, whatever it holds.
+  static Result<ClaimSpecContents> ParseClaimSpec(std::string_view text, bool yaml, const std::string& claim_uid,
+                                                  const std::string& path);
 
   // Removes the claim specs whose UID `is_known` rejects, and temp files a
   // crashed write left behind (any of an unknown claim, those of a known

@@ -278,6 +278,9 @@ void WatchCache::Upsert(const json& object) {
     std::string old_uid = Str(Meta(*old->second), "uid");
     if (old_uid != uid) by_uid_.erase(old_uid);
   }
+  // A UID names one object: one cached under another key (an odd stream
+  // that moved it) goes, so a lookup by UID and by name always agree.
+  if (auto same = by_uid_.find(uid); same != by_uid_.end() && same->second != key) objects_.erase(same->second);
   objects_[key] = std::move(ptr);
   by_uid_[uid] = key;
 }

@@ -89,6 +89,9 @@ struct WatchCacheStats {
 class WatchCache {
  public:
   using ObjectPtr = std::shared_ptr<const nlohmann::json>;
+  // The fuzz target of watch streams (watch_event_fuzz.cc) feeds lines
+  // through ApplyLine and checks the maps against each other.
+  friend class WatchCacheFuzzPeer;
 
   WatchCache(KubeClient& client, WatchCacheOptions options);
   ~WatchCache();
