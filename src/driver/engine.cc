@@ -105,6 +105,22 @@ kubelet::PrepareOutcome Engine::PrepareClaim(const model::ClaimRef& claim, Stead
 }
 
 Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time_point deadline) {
+  {
+    // A claim this process or another completed in this boot, under this
+    // UID and name: the UID pins the object, and its allocation changes only
+    // after every consumer is gone (then the kubelet unprepares it, or the
+    // reconciler does once the API server shows it deallocated). A repeated
+    // Prepare (another pod sharing the claim, a kubelet retry or restart)
+    // is answered from the ledger without asking the API server
+    // (docs/ledger-format.md, "Repeated Prepare").
+    NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(ref.uid, deadline));
+    NVDRA_ASSIGN_OR_RETURN(auto recorded, ledger_.Get(ref.uid));
+    if (recorded && recorded->state == ledger::ClaimState::kPrepareCompleted && !recorded->from_earlier_boot &&
+        !recorded->allocation.empty() && recorded->ns == ref.ns && recorded->name == ref.name &&
+        !(recorded->undo.is_object() && recorded->undo.contains("rebuilt"))) {
+      return AlreadyPrepared(*recorded);
+    }
+  }
   NVDRA_ASSIGN_OR_RETURN(ClaimSnapshot snap, FetchClaim(ref, deadline));
   NVDRA_ASSIGN_OR_RETURN(ClaimWork work, OurResults(ref, snap));
   if (work.results.empty()) return Devices{};

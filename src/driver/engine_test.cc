@@ -914,5 +914,43 @@ TEST_F(EngineTest, AnOrphanSpecAfterALostLedgerHoldsItsDeviceOnlyUntilTheGracePe
   EXPECT_EQ(engine_->PrepareClaim(Ref(c4), kFar).status().message(), "");
 }
 
+// One ResourceClaim shared by 15 pods: after its first Prepare, every
+// repeated Prepare of it (same UID and name, completed in this boot) is
+// answered from the ledger without a GET, so none waits for the client's
+// rate limiter, and an API server that is down meanwhile does not matter.
+// A claim of another boot, or one the kubelet names differently, still
+// asks the API server.
+TEST_F(EngineTest, ARepeatedPrepareOfAClaimCompletedInThisBootAsksNoApiServer) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  claims_.Put(a);
+  auto first = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_EQ(first.status().message(), "");
+  const int gets = claims_.gets();
+  EXPECT_EQ(gets, 1);
+  claims_.FailWith(Unavailable("API server down"));
+  for (int pod = 0; pod < 15; ++pod) {
+    auto again = engine_->PrepareClaim(Ref(a), kFar);
+    ASSERT_EQ(again.status().message(), "") << pod;
+    ASSERT_EQ(again->size(), 1u);
+    EXPECT_EQ((*again)[0].device, "gpu-0");
+    EXPECT_EQ((*again)[0].cdi_device_ids, (*first)[0].cdi_device_ids);
+  }
+  EXPECT_EQ(claims_.gets(), gets) << "a repeated Prepare asked the API server";
+  EXPECT_TRUE(PathExists(SpecPath("uid-a")));
+  // The same UID under another name is not the recorded claim: asked.
+  auto renamed = engine_->PrepareClaim({"default", "uid-a", "other"}, kFar);
+  EXPECT_FALSE(renamed.ok());
+  EXPECT_EQ(claims_.gets(), gets + 1);
+  // After a reboot the node work is redone, from what the API server says.
+  claims_.FailWith(Status::Ok());
+  reconciler_.reset();
+  engine_.reset();
+  ledger_.reset();
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-2\n").ok());
+  Reopen();
+  ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
+  EXPECT_EQ(claims_.gets(), gets + 2);
+}
+
 }  // namespace
 }  // namespace nvdra::driver
