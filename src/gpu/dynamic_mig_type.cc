@@ -107,6 +107,14 @@ Status DynamicMigType::ApplyOne(MigDeviceUndo& m) {
   NVDRA_ASSIGN_OR_RETURN(auto existing, control_->ListMigInstances(m.parent_uuid));
   for (const auto& i : existing) {
     if (!SamePlacement(i, m)) continue;
+    if (i.uuid.empty()) {
+      // A GPU instance without its compute instance: a creation cut short.
+      // It is destroyed and the MIG device created anew.
+      NVDRA_RETURN_IF_ERROR(control_->DestroyMigInstance(m.parent_uuid, i.gi_id, i.ci_id)
+                                .Wrap("destroy the incomplete MIG device " + PlacementName(m)));
+      NVDRA_WARN("Destroyed GPU instance {} of {}: it had no compute instance", i.gi_id, m.device);
+      break;
+    }
     m.gi_id = i.gi_id;
     m.ci_id = i.ci_id;
     m.uuid = i.uuid;

@@ -234,6 +234,63 @@ TEST_F(DynamicMigTest, UnprepareOfThePlanRecordDestroysWhatACrashLeft) {
   EXPECT_TRUE(MigMode(1));
 }
 
+// A control whose GPU shows a GPU instance without a compute instance at a
+// placement (what NVML lists after a crash between the two creations).
+class IncompleteInstanceControl final : public devices::GpuControl {
+ public:
+  IncompleteInstanceControl(devices::GpuControl& real, devices::MigInstance incomplete)
+      : real_(real), incomplete_(std::move(incomplete)) {}
+  Status SetTimeSlice(const std::string& u, int i) override { return real_.SetTimeSlice(u, i); }
+  Status SetComputeMode(const std::string& u, const std::string& m) override { return real_.SetComputeMode(u, m); }
+  Result<bool> MigModeEnabled(const std::string& u) override { return real_.MigModeEnabled(u); }
+  Status SetMigMode(const std::string& u, bool e) override { return real_.SetMigMode(u, e); }
+  Result<std::vector<devices::MigInstance>> ListMigInstances(const std::string& u) override {
+    NVDRA_ASSIGN_OR_RETURN(auto list, real_.ListMigInstances(u));
+    if (present_ && u == incomplete_.parent_uuid) list.push_back(incomplete_);
+    return list;
+  }
+  Result<devices::MigInstance> CreateMigInstance(const std::string& u, int g, int c, int s) override {
+    if (present_ && u == incomplete_.parent_uuid && s == incomplete_.placement_start) {
+      return AlreadyExists("placement taken by the incomplete GPU instance");
+    }
+    return real_.CreateMigInstance(u, g, c, s);
+  }
+  Status DestroyMigInstance(const std::string& u, int gi, int ci) override {
+    if (present_ && u == incomplete_.parent_uuid && gi == incomplete_.gi_id && ci == incomplete_.ci_id) {
+      present_ = false;
+      return Status::Ok();
+    }
+    return real_.DestroyMigInstance(u, gi, ci);
+  }
+  bool present() const { return present_; }
+
+ private:
+  devices::GpuControl& real_;
+  devices::MigInstance incomplete_;
+  bool present_ = true;
+};
+
+TEST_F(DynamicMigTest, AGpuInstanceWithoutComputeInstanceIsReplacedAtPrepare) {
+  const std::string gpu = inventory_.gpus[1].uuid;
+  IncompleteInstanceControl control(lib_->control(), {gpu, 14, 1, 2, 2, 6, -1, ""});
+  GpuKindOptions ko;
+  ko.gates = gates_;
+  ko.resets.state_path = dir_ + "/time-slice-resets-2.json";
+  GpuKind kind(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), control, ko);
+  auto w = Work("uid-1", {"gpu-1-mig-2g20gb-14-2"});
+  auto plan = kind.Plan(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto p = kind.Prepare(w, *plan);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_FALSE(control.present()) << "the incomplete GPU instance is destroyed";
+  auto instances = Instances(1);
+  ASSERT_EQ(instances.size(), 1u);
+  auto undo = DecodeGpuUndo(p->undo);
+  ASSERT_TRUE(undo.ok());
+  EXPECT_EQ(undo->mig[0].uuid, instances[0].uuid) << "the claim has a complete MIG device, not the remnant";
+  EXPECT_FALSE(undo->mig[0].uuid.empty());
+}
+
 TEST_F(DynamicMigTest, TheSweepDestroysMigDevicesNoRecordOwns) {
   auto w = Work("uid-1", {"gpu-0-mig-3g40gb-9-0"});
   auto plan = kind_->Plan(w);
