@@ -1,6 +1,7 @@
 #include "gpu/dynamic_mig_type.h"
 
 #include <algorithm>
+#include <set>
 
 #include "devices/device_names.h"
 #include "gpu/gpu_device_types.h"
@@ -185,7 +186,7 @@ Status DynamicMigType::Undo(const std::string& claim_uid, const GpuUndo& undo) {
   return first;
 }
 
-Result<int> DynamicMigType::SweepOrphans(const UndoRecords& undo_records) {
+Result<int> DynamicMigType::SweepOrphans(const UndoRecords& undo_records, bool disable_idle_mig_mode) {
   NVDRA_RETURN_IF_ERROR(CheckWired());
   std::vector<devices::MigInstance> found;
   for (const auto& g : inventory_->gpus) {
@@ -193,21 +194,39 @@ Result<int> DynamicMigType::SweepOrphans(const UndoRecords& undo_records) {
     NVDRA_ASSIGN_OR_RETURN(auto list, control_->ListMigInstances(g.uuid));
     found.insert(found.end(), list.begin(), list.end());
   }
-  if (found.empty()) return 0;
+  if (found.empty() && !disable_idle_mig_mode) return 0;
   // Read after the listing: a claim recorded meanwhile owns what it creates.
   NVDRA_ASSIGN_OR_RETURN(std::vector<GpuUndo> records, undo_records());
   int destroyed = 0;
+  std::set<std::string> in_use;  // GPUs with a MIG device that stays, or a record naming them
+  for (const auto& r : records) {
+    for (const auto& m : r.mig) in_use.insert(m.parent_uuid);
+  }
   for (const auto& i : found) {
     bool owned = false;
     for (const auto& r : records) {
       for (const auto& m : r.mig) owned = owned || (m.parent_uuid == i.parent_uuid && SamePlacement(i, m));
     }
-    if (owned) continue;
+    if (owned) {
+      in_use.insert(i.parent_uuid);
+      continue;
+    }
     NVDRA_RETURN_IF_ERROR(control_->DestroyMigInstance(i.parent_uuid, i.gi_id, i.ci_id)
-                              .Wrap("destroy MIG device " + i.uuid + " that no claim owns"));
-    NVDRA_WARN("Destroyed MIG device {} on GPU {} (GPU instance {} at placement {}): no claim owns it", i.uuid,
-               i.parent_uuid, i.gi_id, i.placement_start);
+                              .Wrap("destroy MIG device " + (i.uuid.empty() ? "(no compute instance)" : i.uuid) +
+                                    " that no claim owns"));
+    NVDRA_WARN("Destroyed MIG device {} on GPU {} (GPU instance {} at placement {}): no claim owns it",
+               i.uuid.empty() ? "(no compute instance)" : i.uuid, i.parent_uuid, i.gi_id, i.placement_start);
     ++destroyed;
+  }
+  if (!disable_idle_mig_mode) return destroyed;
+  // As upstream at start: a GPU that toggles MIG mode without a reset and
+  // has no MIG device leaves MIG mode, so that its full GPU is one.
+  for (const auto& g : inventory_->gpus) {
+    if (!devices::DynamicMigCapable(g) || !devices::SupportsMigModeToggle(g) || in_use.contains(g.uuid)) continue;
+    NVDRA_ASSIGN_OR_RETURN(bool enabled, control_->MigModeEnabled(g.uuid));
+    if (!enabled) continue;
+    NVDRA_RETURN_IF_ERROR(control_->SetMigMode(g.uuid, false).Wrap("disable MIG mode on GPU " + g.uuid));
+    NVDRA_INFO("Disabled MIG mode on GPU {}: no MIG device is on it", g.uuid);
   }
   return destroyed;
 }

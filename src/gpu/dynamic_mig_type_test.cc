@@ -311,6 +311,28 @@ TEST_F(DynamicMigTest, TheSweepDestroysMigDevicesNoRecordOwns) {
   EXPECT_EQ(*none, 0);
 }
 
+TEST_F(DynamicMigTest, TheSweepAtStartTurnsIdleMigModeOffAsUpstream) {
+  ASSERT_TRUE(MigMode(1));
+  ASSERT_TRUE(MigMode(3));
+  std::vector<nlohmann::json> records;
+  auto periodic = kind_->SweepOrphanMigDevices([&]() -> Result<std::vector<nlohmann::json>> { return records; });
+  ASSERT_TRUE(periodic.ok()) << periodic.status().ToString();
+  EXPECT_TRUE(MigMode(1)) << "only the pass at start turns MIG mode off";
+  // A claim planned on gpu-0 (MIG mode on for it, its device not yet made)
+  // keeps gpu-0 in MIG mode.
+  auto w = Work("uid-1", {"gpu-0-mig-1g10gb-19-0"});
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(lib_->control().SetMigMode(inventory_.gpus[0].uuid, true).ok());
+  records = {plan->undo};
+  auto at_start = kind_->SweepOrphanMigDevices([&]() -> Result<std::vector<nlohmann::json>> { return records; },
+                                               /*disable_idle_mig_mode=*/true);
+  ASSERT_TRUE(at_start.ok()) << at_start.status().ToString();
+  EXPECT_TRUE(MigMode(0)) << "a record names a placement on it";
+  EXPECT_FALSE(MigMode(1)) << "an H100 without MIG devices leaves MIG mode";
+  EXPECT_TRUE(MigMode(3)) << "an A100 would need a reset";
+}
+
 TEST_F(DynamicMigTest, UnprepareWithoutTheGateStillDestroysTheMigDevice) {
   auto w = Work("uid-1", {"gpu-0-mig-1g20gb-15-6"});
   auto plan = kind_->Plan(w);
