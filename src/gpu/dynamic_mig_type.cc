@@ -7,6 +7,7 @@
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_published_devices.h"
 #include "gpu/mig_counters.h"
+#include "util/failpoint.h"
 #include "util/log.h"
 
 namespace nvdra::gpu {
@@ -128,6 +129,8 @@ Status DynamicMigType::ApplyOne(MigDeviceUndo& m) {
   }
   auto created = control_->CreateMigInstance(m.parent_uuid, m.gi_profile_id, m.ci_profile_id, m.placement_start);
   if (!created.ok()) return created.status().Wrap("create MIG device " + PlacementName(m));
+  // A crash here leaves a MIG device the record names only by placement.
+  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("dynamic-mig-after-create"));
   m.gi_id = created->gi_id;
   m.ci_id = created->ci_id;
   m.uuid = created->uuid;

@@ -322,7 +322,8 @@ class GpuEndToEnd(NodeTestCase):
 
 class DynamicMigProfileEndToEnd(NodeTestCase):
     """The dynamic-mig mock (H100 and A100, MIG mode off and on, no MIG
-    devices) with the gate off: served as today, nothing partitionable."""
+    devices) with the gate off: served as today, nothing partitionable
+    (with the gate: test_dynamic_mig_e2e)."""
 
     def test_without_the_gate_mig_capable_gpus_are_served_as_today(self):
         plugin = self.gpu_plugin("dynamic-mig").start()
@@ -334,12 +335,6 @@ class DynamicMigProfileEndToEnd(NodeTestCase):
         claim = self.gpu_claim("full", ["gpu-0"])
         self.assertOk(plugin.prepare([claim]), claim[2])
         self.assertOk(plugin.unprepare([claim]), claim[2])
-
-    def test_the_dynamic_mig_gate_still_refuses_to_start(self):
-        plugin = self.gpu_plugin("dynamic-mig", extra_args=["--feature-gates", "DynamicMIG=true"])
-        with self.assertRaises(RuntimeError) as e:
-            plugin.start()
-        self.assertIn("feature gate DynamicMIG is not implemented by nvdra yet", str(e.exception))
 
 
 if __name__ == "__main__":
