@@ -74,7 +74,7 @@ class FeatureGates {
 
   // Gates nvdra parses but does not implement yet (upstream's
   // PassthroughSupport, DeviceMetadata, FabricManagerPartitioning,
-  // HostManagedIMEXDaemon, DRAListTypeAttributes):
+  // HostManagedIMEXDaemon):
   // FailedPrecondition naming every one enabled, so a plugin refuses to
   // start instead of running without what the gate promises.
   Status RefuseUnimplemented() const;

@@ -260,6 +260,41 @@ class DynamicMigEndToEnd(DynamicMigBase):
                 plugin.stop()
 
 
+class TopologyAttributesEndToEnd(DynamicMigBase):
+    """resource.kubernetes.io/pcieRoot and numaNode, from the mock's fake
+    sysfs, on GPUs and MIG devices; the list form with DRAListTypeAttributes."""
+
+    NUMA = "resource.kubernetes.io/numaNode"
+    ROOT = "resource.kubernetes.io/pcieRoot"
+
+    def check(self, gates, numa_of):
+        args = ["--feature-gates", gates] if gates else []
+        plugin = self.gpu_plugin("dynamic-mig", extra_args=args).start()
+        devices = self.devices()
+        expected = {"gpu-0": (0, "pci0000:15"), "gpu-2": (1, "pci0000:40")}
+        if "DynamicMIG=true" in gates:
+            expected.update({"gpu-0-mig-1g10gb-19-3": (0, "pci0000:15"), "gpu-1": (0, "pci0000:27"),
+                             "gpu-3-mig-7g40gb-0-0": (1, "pci0000:40")})
+        else:
+            self.assertEqual(sorted(devices), ["gpu-0", "gpu-2"])
+        for name, (numa, root) in expected.items():
+            self.assertEqual(devices[name]["attributes"][self.NUMA], numa_of(numa), name)
+            self.assertEqual(devices[name]["attributes"][self.ROOT], {"string": root}, name)
+        plugin.stop()
+
+    def test_int_form_without_list_type_attributes(self):
+        self.check("", lambda n: {"int": n})
+
+    def test_int_form_with_dynamic_mig(self):
+        self.check("DynamicMIG=true", lambda n: {"int": n})
+
+    def test_list_form_with_list_type_attributes(self):
+        self.check("DRAListTypeAttributes=true", lambda n: {"ints": [n]})
+
+    def test_list_form_with_list_type_attributes_and_dynamic_mig(self):
+        self.check("DRAListTypeAttributes=true,DynamicMIG=true", lambda n: {"ints": [n]})
+
+
 class DynamicMigKubernetes135EndToEnd(DynamicMigBase):
     def setUp(self):
         self.node = localnode.LocalNode(kube_version="1.35")

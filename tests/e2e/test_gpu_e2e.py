@@ -9,7 +9,8 @@ from e2e_base import GPU_DRIVER, NodeTestCase, cdi_ids, device_names, opaque_con
 
 UPSTREAM_GPU_ATTRIBUTES = {
     "architecture", "brand", "cudaComputeCapability", "cudaDriverVersion", "driverVersion", "productName",
-    "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot", "type", "uuid", "addressingMode",
+    "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot", "resource.kubernetes.io/numaNode",
+    "type", "uuid", "addressingMode",
 }
 
 
@@ -172,6 +173,11 @@ class GpuEndToEnd(NodeTestCase):
         for d in devices:
             self.assertEqual(set(d["attributes"].keys()), UPSTREAM_GPU_ATTRIBUTES, d["name"])
             self.assertIn("memory", d["capacity"])
+        # The h100x8 mock's fake sysfs: GPUs 0-3 on NUMA node 0, 4-7 on 1.
+        by_name = {d["name"]: d for d in devices}
+        self.assertEqual(by_name["gpu-0"]["attributes"]["resource.kubernetes.io/numaNode"], {"int": 0})
+        self.assertEqual(by_name["gpu-7"]["attributes"]["resource.kubernetes.io/numaNode"], {"int": 1})
+        self.assertEqual(by_name["gpu-0"]["attributes"]["resource.kubernetes.io/pcieRoot"], {"string": "pci0000:15"})
         self.assertEqual(slices[0]["spec"]["pool"]["name"], self.node.node_name)
 
     def test_reboot_restores_cdi_spec_and_returns_same_ids(self):

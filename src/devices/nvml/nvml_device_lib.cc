@@ -204,6 +204,7 @@ Result<GpuInfo> NvmlDeviceLib::DiscoverGpu(nvmlDevice_t dev, const std::string& 
   pci.busId[sizeof pci.busId - 1] = '\0';
   g.pci_bus_id = NormalizePciBusId(pci.busId);
   g.pcie_root = PcieRootForBusId(options_.sysfs_root, g.pci_bus_id);
+  g.numa_node = NumaNodeForBusId(options_.sysfs_root, g.pci_bus_id);
   nvmlMemory_t mem{};
   rc = a.DeviceGetMemoryInfo(dev, &mem);
   if (rc == NVML_SUCCESS) {

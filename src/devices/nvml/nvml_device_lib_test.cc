@@ -86,6 +86,8 @@ TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {
   ASSERT_TRUE(MakeDirectories(dir_.path() + "/sys/bus/pci/devices").ok());
   ASSERT_EQ(::symlink("../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0",
                       (dir_.path() + "/sys/bus/pci/devices/0000:3b:00.0").c_str()), 0);
+  ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/numa_node", "1\n")
+                  .ok());
   auto lib = NvmlDeviceLib::Open(Options());
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   auto inv = (*lib)->Discover();
@@ -104,12 +106,14 @@ TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {
   EXPECT_EQ(g0.cuda_compute_capability, "9.0");
   EXPECT_EQ(g0.pci_bus_id, "0000:3b:00.0");
   EXPECT_EQ(g0.pcie_root, std::optional<std::string>("pci0000:3a"));
+  EXPECT_EQ(g0.numa_node, std::optional<int>(1));
   EXPECT_EQ(g0.memory_bytes, std::optional<uint64_t>(85520809984ULL));
   EXPECT_EQ(g0.addressing_mode, std::optional<std::string>("HMM"));
   EXPECT_FALSE(g0.mig_enabled);
   const GpuInfo& g1 = inv->gpus[1];
   EXPECT_TRUE(g1.mig_enabled);
   EXPECT_FALSE(g1.pcie_root.has_value());
+  EXPECT_FALSE(g1.numa_node.has_value());
   EXPECT_FALSE(g1.addressing_mode.has_value());
   ASSERT_EQ(g1.migs.size(), 2u);
   // Sorted by GI id.
