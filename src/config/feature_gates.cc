@@ -149,9 +149,8 @@ Status FeatureGates::Validate() const {
 }
 
 Status FeatureGates::RefuseUnimplemented() const {
-  static constexpr Gate kNotYet[] = {Gate::kDynamicMIG,          Gate::kPassthroughSupport,
-                                     Gate::kDeviceMetadata,      Gate::kFabricManagerPartitioning,
-                                     Gate::kHostManagedIMEXDaemon, Gate::kDRAListTypeAttributes};
+  static constexpr Gate kNotYet[] = {Gate::kPassthroughSupport, Gate::kDeviceMetadata,
+                                     Gate::kFabricManagerPartitioning, Gate::kHostManagedIMEXDaemon};
   std::string names;
   size_t count = 0;
   for (Gate g : kNotYet) {

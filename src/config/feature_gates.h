@@ -72,9 +72,9 @@ class FeatureGates {
   // "feature gate A is currently mutually exclusive with B".
   Status Validate() const;
 
-  // Gates nvdra parses but does not implement yet (upstream's DynamicMIG,
+  // Gates nvdra parses but does not implement yet (upstream's
   // PassthroughSupport, DeviceMetadata, FabricManagerPartitioning,
-  // HostManagedIMEXDaemon, DRAListTypeAttributes, ConsumableShares):
+  // HostManagedIMEXDaemon):
   // FailedPrecondition naming every one enabled, so a plugin refuses to
   // start instead of running without what the gate promises.
   Status RefuseUnimplemented() const;

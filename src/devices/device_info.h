@@ -79,6 +79,7 @@ struct GpuInfo {
   std::string cuda_driver_version;      // "12.8"
   std::string pci_bus_id;               // "0000:3b:00.0"
   std::optional<std::string> pcie_root; // "pci0000:3a"
+  std::optional<int> numa_node;         // sysfs numa_node; nullopt when absent or negative
   std::optional<uint64_t> memory_bytes;
   std::optional<std::string> addressing_mode;  // "HMM", "ATS", "None"
   bool mig_enabled = false;

@@ -40,6 +40,7 @@ ordered_json GpuJson(const GpuInfo& g) {
   j["cudaDriverVersion"] = g.cuda_driver_version;
   j["pciBusId"] = g.pci_bus_id;
   if (g.pcie_root) j["pcieRoot"] = *g.pcie_root;
+  if (g.numa_node) j["numaNode"] = *g.numa_node;
   if (g.memory_bytes) j["memoryBytes"] = *g.memory_bytes;
   if (g.addressing_mode) j["addressingMode"] = *g.addressing_mode;
   j["migEnabled"] = g.mig_enabled;
@@ -64,6 +65,7 @@ ordered_json DevicesJson(const std::vector<model::PublishedDevice>& devices) {
       if (auto* i = std::get_if<int64_t>(&v)) a["int"] = *i;
       if (auto* b = std::get_if<bool>(&v)) a["bool"] = *b;
       if (auto* ver = std::get_if<model::Version>(&v)) a["version"] = ver->value;
+      if (auto* l = std::get_if<model::IntList>(&v)) a["ints"] = l->values;
       attrs[k] = std::move(a);
     }
     j["attributes"] = std::move(attrs);

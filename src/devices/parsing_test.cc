@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "devices/device_health.h"
 #include "devices/driver_root.h"
 #include "devices/nvcaps.h"
+#include "devices/pcie_root.h"
 #include "devices/proc_devices.h"
 #include "devices/device_names.h"
 #include "util/test_temp_dir.h"
@@ -10,6 +12,29 @@
 
 namespace nvdra::devices {
 namespace {
+
+// pcieRoot and numaNode from sysfs: the bus link and its numa_node file.
+TEST(PcieTopologyTest, PcieRootAndNumaNodeFromSysfs) {
+  testing::TempDir t;
+  const std::string sys = t.path() + "/sys";
+  const std::string dev = sys + "/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0";
+  ASSERT_TRUE(MakeDirectories(dev).ok());
+  ASSERT_TRUE(MakeDirectories(sys + "/bus/pci/devices").ok());
+  ASSERT_EQ(::symlink("../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0",
+                      (sys + "/bus/pci/devices/0000:3b:00.0").c_str()), 0);
+  EXPECT_EQ(PcieRootForBusId(sys, "0000:3b:00.0"), std::optional<std::string>("pci0000:3a"));
+  EXPECT_EQ(NumaNodeForBusId(sys, "0000:3b:00.0"), std::nullopt) << "no numa_node file";
+  ASSERT_TRUE(WriteFileAtomically(dev + "/numa_node", "1\n").ok());
+  EXPECT_EQ(NumaNodeForBusId(sys, "0000:3b:00.0"), std::optional<int>(1));
+  ASSERT_TRUE(WriteFileAtomically(dev + "/numa_node", "-1\n").ok());
+  EXPECT_EQ(NumaNodeForBusId(sys, "0000:3b:00.0"), std::nullopt) << "-1: no NUMA affinity";
+  ASSERT_TRUE(WriteFileAtomically(dev + "/numa_node", "x1\n").ok());
+  EXPECT_EQ(NumaNodeForBusId(sys, "0000:3b:00.0"), std::nullopt) << "not a number";
+  ASSERT_TRUE(WriteFileAtomically(dev + "/numa_node", "").ok());
+  EXPECT_EQ(NumaNodeForBusId(sys, "0000:3b:00.0"), std::nullopt);
+  EXPECT_EQ(PcieRootForBusId(sys, "0000:3c:00.0"), std::nullopt);
+  EXPECT_EQ(NumaNodeForBusId(sys, "0000:3c:00.0"), std::nullopt);
+}
 
 TEST(ProcDevicesTest, ParsesCharacterSectionOnly) {
   auto m = ParseCharDeviceMajors(

@@ -23,4 +23,21 @@ std::optional<std::string> PcieRootForBusId(const std::string& sysfs_root, const
   return root;
 }
 
+std::optional<int> NumaNodeForBusId(const std::string& sysfs_root, const std::string& bus_id) {
+  auto text = ReadFileToString(JoinPath(sysfs_root, "bus/pci/devices/" + bus_id + "/numa_node"));
+  if (!text.ok()) return std::nullopt;
+  const std::string& s = *text;
+  size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  bool negative = i < s.size() && s[i] == '-';
+  if (negative) ++i;
+  size_t digits = i;
+  long value = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && value < 1'000'000) value = value * 10 + (s[i++] - '0');
+  if (i == digits || value >= 1'000'000) return std::nullopt;
+  while (i < s.size() && (s[i] == '\n' || s[i] == ' ' || s[i] == '\t')) ++i;
+  if (i != s.size() || negative) return std::nullopt;
+  return static_cast<int>(value);
+}
+
 }  // namespace nvdra::devices

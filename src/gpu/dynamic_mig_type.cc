@@ -1,11 +1,13 @@
 #include "gpu/dynamic_mig_type.h"
 
 #include <algorithm>
+#include <set>
 
 #include "devices/device_names.h"
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_published_devices.h"
 #include "gpu/mig_counters.h"
+#include "util/failpoint.h"
 #include "util/log.h"
 
 namespace nvdra::gpu {
@@ -107,6 +109,14 @@ Status DynamicMigType::ApplyOne(MigDeviceUndo& m) {
   NVDRA_ASSIGN_OR_RETURN(auto existing, control_->ListMigInstances(m.parent_uuid));
   for (const auto& i : existing) {
     if (!SamePlacement(i, m)) continue;
+    if (i.uuid.empty()) {
+      // A GPU instance without its compute instance: a creation cut short.
+      // It is destroyed and the MIG device created anew.
+      NVDRA_RETURN_IF_ERROR(control_->DestroyMigInstance(m.parent_uuid, i.gi_id, i.ci_id)
+                                .Wrap("destroy the incomplete MIG device " + PlacementName(m)));
+      NVDRA_WARN("Destroyed GPU instance {} of {}: it had no compute instance", i.gi_id, m.device);
+      break;
+    }
     m.gi_id = i.gi_id;
     m.ci_id = i.ci_id;
     m.uuid = i.uuid;
@@ -119,6 +129,8 @@ Status DynamicMigType::ApplyOne(MigDeviceUndo& m) {
   }
   auto created = control_->CreateMigInstance(m.parent_uuid, m.gi_profile_id, m.ci_profile_id, m.placement_start);
   if (!created.ok()) return created.status().Wrap("create MIG device " + PlacementName(m));
+  // A crash here leaves a MIG device the record names only by placement.
+  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("dynamic-mig-after-create"));
   m.gi_id = created->gi_id;
   m.ci_id = created->ci_id;
   m.uuid = created->uuid;
@@ -177,7 +189,7 @@ Status DynamicMigType::Undo(const std::string& claim_uid, const GpuUndo& undo) {
   return first;
 }
 
-Result<int> DynamicMigType::SweepOrphans(const UndoRecords& undo_records) {
+Result<int> DynamicMigType::SweepOrphans(const UndoRecords& undo_records, bool disable_idle_mig_mode) {
   NVDRA_RETURN_IF_ERROR(CheckWired());
   std::vector<devices::MigInstance> found;
   for (const auto& g : inventory_->gpus) {
@@ -185,21 +197,39 @@ Result<int> DynamicMigType::SweepOrphans(const UndoRecords& undo_records) {
     NVDRA_ASSIGN_OR_RETURN(auto list, control_->ListMigInstances(g.uuid));
     found.insert(found.end(), list.begin(), list.end());
   }
-  if (found.empty()) return 0;
+  if (found.empty() && !disable_idle_mig_mode) return 0;
   // Read after the listing: a claim recorded meanwhile owns what it creates.
   NVDRA_ASSIGN_OR_RETURN(std::vector<GpuUndo> records, undo_records());
   int destroyed = 0;
+  std::set<std::string> in_use;  // GPUs with a MIG device that stays, or a record naming them
+  for (const auto& r : records) {
+    for (const auto& m : r.mig) in_use.insert(m.parent_uuid);
+  }
   for (const auto& i : found) {
     bool owned = false;
     for (const auto& r : records) {
       for (const auto& m : r.mig) owned = owned || (m.parent_uuid == i.parent_uuid && SamePlacement(i, m));
     }
-    if (owned) continue;
+    if (owned) {
+      in_use.insert(i.parent_uuid);
+      continue;
+    }
     NVDRA_RETURN_IF_ERROR(control_->DestroyMigInstance(i.parent_uuid, i.gi_id, i.ci_id)
-                              .Wrap("destroy MIG device " + i.uuid + " that no claim owns"));
-    NVDRA_WARN("Destroyed MIG device {} on GPU {} (GPU instance {} at placement {}): no claim owns it", i.uuid,
-               i.parent_uuid, i.gi_id, i.placement_start);
+                              .Wrap("destroy MIG device " + (i.uuid.empty() ? "(no compute instance)" : i.uuid) +
+                                    " that no claim owns"));
+    NVDRA_WARN("Destroyed MIG device {} on GPU {} (GPU instance {} at placement {}): no claim owns it",
+               i.uuid.empty() ? "(no compute instance)" : i.uuid, i.parent_uuid, i.gi_id, i.placement_start);
     ++destroyed;
+  }
+  if (!disable_idle_mig_mode) return destroyed;
+  // As upstream at start: a GPU that toggles MIG mode without a reset and
+  // has no MIG device leaves MIG mode, so that its full GPU is one.
+  for (const auto& g : inventory_->gpus) {
+    if (!devices::DynamicMigCapable(g) || !devices::SupportsMigModeToggle(g) || in_use.contains(g.uuid)) continue;
+    NVDRA_ASSIGN_OR_RETURN(bool enabled, control_->MigModeEnabled(g.uuid));
+    if (!enabled) continue;
+    NVDRA_RETURN_IF_ERROR(control_->SetMigMode(g.uuid, false).Wrap("disable MIG mode on GPU " + g.uuid));
+    NVDRA_INFO("Disabled MIG mode on GPU {}: no MIG device is on it", g.uuid);
   }
   return destroyed;
 }

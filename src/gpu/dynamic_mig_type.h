@@ -12,8 +12,9 @@
 //   Undo:  the MIG device at the recorded placement destroyed, then MIG mode
 //          off when no MIG device is left and the GPU toggles it without a
 //          reset (as upstream).
-// SweepOrphans destroys MIG devices no undo record owns (a crash between
-// creation and the ledger's record, or devices left from before).
+// SweepOrphans destroys MIG devices no undo record owns (a record lost with
+// its claim, or devices left from before), and at start turns MIG mode off
+// on GPUs without MIG devices that toggle it (as upstream).
 #pragma once
 
 #include <functional>
@@ -48,9 +49,11 @@ class DynamicMigType final : public GpuDeviceType {
 
   // Destroys the MIG devices on this node's dynamic MIG GPUs that no undo
   // record of `undo_records()` (read after the listing) names by placement.
-  // Returns how many were destroyed.
+  // With `disable_idle_mig_mode` (the pass at start, as upstream's), a GPU
+  // that toggles MIG mode without a reset, has no MIG device left and no
+  // record naming it leaves MIG mode. Returns how many were destroyed.
   using UndoRecords = std::function<Result<std::vector<GpuUndo>>()>;
-  Result<int> SweepOrphans(const UndoRecords& undo_records);
+  Result<int> SweepOrphans(const UndoRecords& undo_records, bool disable_idle_mig_mode = false);
 
  private:
   Status ApplyOne(MigDeviceUndo& mig);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "cdi/spec.h"
 #include "devices/backends/open_device_lib.h"
@@ -234,6 +236,63 @@ TEST_F(DynamicMigTest, UnprepareOfThePlanRecordDestroysWhatACrashLeft) {
   EXPECT_TRUE(MigMode(1));
 }
 
+// A control whose GPU shows a GPU instance without a compute instance at a
+// placement (what NVML lists after a crash between the two creations).
+class IncompleteInstanceControl final : public devices::GpuControl {
+ public:
+  IncompleteInstanceControl(devices::GpuControl& real, devices::MigInstance incomplete)
+      : real_(real), incomplete_(std::move(incomplete)) {}
+  Status SetTimeSlice(const std::string& u, int i) override { return real_.SetTimeSlice(u, i); }
+  Status SetComputeMode(const std::string& u, const std::string& m) override { return real_.SetComputeMode(u, m); }
+  Result<bool> MigModeEnabled(const std::string& u) override { return real_.MigModeEnabled(u); }
+  Status SetMigMode(const std::string& u, bool e) override { return real_.SetMigMode(u, e); }
+  Result<std::vector<devices::MigInstance>> ListMigInstances(const std::string& u) override {
+    NVDRA_ASSIGN_OR_RETURN(auto list, real_.ListMigInstances(u));
+    if (present_ && u == incomplete_.parent_uuid) list.push_back(incomplete_);
+    return list;
+  }
+  Result<devices::MigInstance> CreateMigInstance(const std::string& u, int g, int c, int s) override {
+    if (present_ && u == incomplete_.parent_uuid && s == incomplete_.placement_start) {
+      return AlreadyExists("placement taken by the incomplete GPU instance");
+    }
+    return real_.CreateMigInstance(u, g, c, s);
+  }
+  Status DestroyMigInstance(const std::string& u, int gi, int ci) override {
+    if (present_ && u == incomplete_.parent_uuid && gi == incomplete_.gi_id && ci == incomplete_.ci_id) {
+      present_ = false;
+      return Status::Ok();
+    }
+    return real_.DestroyMigInstance(u, gi, ci);
+  }
+  bool present() const { return present_; }
+
+ private:
+  devices::GpuControl& real_;
+  devices::MigInstance incomplete_;
+  bool present_ = true;
+};
+
+TEST_F(DynamicMigTest, AGpuInstanceWithoutComputeInstanceIsReplacedAtPrepare) {
+  const std::string gpu = inventory_.gpus[1].uuid;
+  IncompleteInstanceControl control(lib_->control(), {gpu, 14, 1, 2, 2, 6, -1, ""});
+  GpuKindOptions ko;
+  ko.gates = gates_;
+  ko.resets.state_path = dir_ + "/time-slice-resets-2.json";
+  GpuKind kind(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), control, ko);
+  auto w = Work("uid-1", {"gpu-1-mig-2g20gb-14-2"});
+  auto plan = kind.Plan(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto p = kind.Prepare(w, *plan);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_FALSE(control.present()) << "the incomplete GPU instance is destroyed";
+  auto instances = Instances(1);
+  ASSERT_EQ(instances.size(), 1u);
+  auto undo = DecodeGpuUndo(p->undo);
+  ASSERT_TRUE(undo.ok());
+  EXPECT_EQ(undo->mig[0].uuid, instances[0].uuid) << "the claim has a complete MIG device, not the remnant";
+  EXPECT_FALSE(undo->mig[0].uuid.empty());
+}
+
 TEST_F(DynamicMigTest, TheSweepDestroysMigDevicesNoRecordOwns) {
   auto w = Work("uid-1", {"gpu-0-mig-3g40gb-9-0"});
   auto plan = kind_->Plan(w);
@@ -252,6 +311,28 @@ TEST_F(DynamicMigTest, TheSweepDestroysMigDevicesNoRecordOwns) {
   EXPECT_TRUE(Instances(3).empty());
   auto none = kind_->SweepOrphanMigDevices([&]() -> Result<std::vector<nlohmann::json>> { return records; });
   EXPECT_EQ(*none, 0);
+}
+
+TEST_F(DynamicMigTest, TheSweepAtStartTurnsIdleMigModeOffAsUpstream) {
+  ASSERT_TRUE(MigMode(1));
+  ASSERT_TRUE(MigMode(3));
+  std::vector<nlohmann::json> records;
+  auto periodic = kind_->SweepOrphanMigDevices([&]() -> Result<std::vector<nlohmann::json>> { return records; });
+  ASSERT_TRUE(periodic.ok()) << periodic.status().ToString();
+  EXPECT_TRUE(MigMode(1)) << "only the pass at start turns MIG mode off";
+  // A claim planned on gpu-0 (MIG mode on for it, its device not yet made)
+  // keeps gpu-0 in MIG mode.
+  auto w = Work("uid-1", {"gpu-0-mig-1g10gb-19-0"});
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(lib_->control().SetMigMode(inventory_.gpus[0].uuid, true).ok());
+  records = {plan->undo};
+  auto at_start = kind_->SweepOrphanMigDevices([&]() -> Result<std::vector<nlohmann::json>> { return records; },
+                                               /*disable_idle_mig_mode=*/true);
+  ASSERT_TRUE(at_start.ok()) << at_start.status().ToString();
+  EXPECT_TRUE(MigMode(0)) << "a record names a placement on it";
+  EXPECT_FALSE(MigMode(1)) << "an H100 without MIG devices leaves MIG mode";
+  EXPECT_TRUE(MigMode(3)) << "an A100 would need a reset";
 }
 
 TEST_F(DynamicMigTest, UnprepareWithoutTheGateStillDestroysTheMigDevice) {
@@ -274,6 +355,116 @@ TEST_F(DynamicMigTest, WithoutTheGateMigDevicesAreStatic) {
     EXPECT_TRUE(d.consumes_counters.empty()) << d.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"gpu-0", "gpu-2"}));
+}
+
+
+// The dynamic MIG type on the NVML backend, against the fake
+// libnvidia-ml.so.1: an H100 with MIG mode off, its placements discovered
+// through NVML, a MIG device created, taken again, swept and destroyed.
+class DynamicMigNvmlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cfg = nlohmann::json::parse(R"({
+      "driverVersion": "570.158.01", "cudaDriverVersion": 12080,
+      "devices": [{"minor": 0, "uuid": "GPU-11111111-2222-3333-4444-555555555555",
+        "name": "NVIDIA H100 80GB HBM3", "brand": 14, "arch": 9, "cc": [9, 0], "busId": "00000000:3B:00.0",
+        "memoryTotal": 85520809984, "migMode": 0,
+        "giProfiles": [
+          {"index": 0, "id": 19, "slices": 1, "sms": 16, "ce": 1, "dec": 1, "jpeg": 1, "memoryMB": 9984,
+           "name": "MIG 1g.10gb", "placements": [[0, 1], [1, 1], [2, 1], [3, 1], [4, 1], [5, 1], [6, 1]]},
+          {"index": 1, "id": 14, "slices": 2, "sms": 32, "ce": 2, "dec": 2, "jpeg": 2, "memoryMB": 20096,
+           "name": "MIG 2g.20gb", "placements": [[0, 2], [2, 2], [4, 2]]},
+          {"index": 4, "id": 0, "slices": 7, "sms": 132, "ce": 8, "dec": 7, "jpeg": 7, "ofa": 1, "memoryMB": 80896,
+           "name": "MIG 7g.80gb", "placements": [[0, 8]]}]}]})");
+    std::string path = tmp_.path() + "/nvml.json";
+    ASSERT_TRUE(WriteFileAtomically(path, cfg.dump(), 0644, false).ok());
+    ::setenv("FAKE_NVML_CONFIG", path.c_str(), 1);
+    devices::DeviceLibOptions o;
+    o.container_driver_root = NVDRA_FAKE_NVML_ROOT;
+    o.host_driver_root = "/";
+    o.sysfs_root = tmp_.path() + "/sys";
+    auto lib = devices::OpenDeviceLib(o);
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+    lib_ = std::move(lib).value();
+    ASSERT_EQ(lib_->backend_name(), "nvml");
+    auto inv = lib_->Discover();
+    ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+    inventory_ = *inv;
+    type_ = std::make_unique<DynamicMigType>(&lib_->control(), &inventory_);
+  }
+  void TearDown() override { ::unsetenv("FAKE_NVML_CONFIG"); }
+
+  GpuUndo Planned(const std::string& name) {
+    devices_ = type_->Devices(inventory_);
+    GpuUndo undo;
+    for (const auto& d : devices_) {
+      if (d.name == name) EXPECT_TRUE(type_->Plan({&d}, undo).ok());
+    }
+    EXPECT_EQ(undo.mig.size(), 1u) << name;
+    return undo;
+  }
+  std::vector<devices::MigInstance> Instances() {
+    auto l = lib_->control().ListMigInstances(kGpu);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return l.ok() ? *l : std::vector<devices::MigInstance>{};
+  }
+  bool MigMode() { return *lib_->control().MigModeEnabled(kGpu); }
+
+  static constexpr const char* kGpu = "GPU-11111111-2222-3333-4444-555555555555";
+  ::nvdra::testing::TempDir tmp_{"nvdra-dynamic-mig-nvml"};
+  std::unique_ptr<devices::DeviceLib> lib_;
+  devices::NodeInventory inventory_;
+  std::unique_ptr<DynamicMigType> type_;
+  std::vector<GpuDevice> devices_;
+};
+
+TEST_F(DynamicMigNvmlTest, PublishesNvmlsPlacementsAndCreatesAndDestroysThroughIt) {
+  std::vector<std::string> names;
+  for (const auto& d : type_->Devices(inventory_)) names.push_back(d.name);
+  EXPECT_EQ(names.size(), 11u);
+  EXPECT_NE(std::find(names.begin(), names.end(), "gpu-0-mig-2g20gb-14-2"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "gpu-0-mig-7g80gb-0-0"), names.end());
+
+  ASSERT_FALSE(MigMode());
+  GpuUndo undo = Planned("gpu-0-mig-2g20gb-14-2");
+  ASSERT_TRUE(type_->Apply(undo).ok());
+  EXPECT_TRUE(MigMode()) << "Prepare turned MIG mode on through NVML";
+  auto made = Instances();
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].placement_start, 2);
+  EXPECT_EQ(made[0].placement_size, 2);
+  ASSERT_TRUE(undo.mig[0].gi_id && undo.mig[0].ci_id);
+  EXPECT_EQ(*undo.mig[0].gi_id, made[0].gi_id);
+  EXPECT_EQ(undo.mig[0].uuid, made[0].uuid);
+  // A retry of the planned record takes the device at the placement.
+  GpuUndo again = Planned("gpu-0-mig-2g20gb-14-2");
+  ASSERT_TRUE(type_->Apply(again).ok());
+  EXPECT_EQ(again.mig[0].uuid, made[0].uuid);
+  EXPECT_EQ(Instances().size(), 1u);
+  // The full GPU's placement overlaps it: NVML refuses.
+  GpuUndo full = Planned("gpu-0-mig-7g80gb-0-0");
+  Status s = type_->Apply(full);
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
+
+  // Owned by a record: the sweep keeps it; without one it is destroyed.
+  auto kept = type_->SweepOrphans([&]() -> Result<std::vector<GpuUndo>> { return std::vector<GpuUndo>{undo}; });
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(*kept, 0);
+  auto swept = type_->SweepOrphans([]() -> Result<std::vector<GpuUndo>> { return std::vector<GpuUndo>{}; },
+                                   /*disable_idle_mig_mode=*/true);
+  ASSERT_TRUE(swept.ok()) << swept.status().ToString();
+  EXPECT_EQ(*swept, 1);
+  EXPECT_TRUE(Instances().empty());
+  EXPECT_FALSE(MigMode()) << "the start's sweep turns idle MIG mode off";
+
+  // Prepare again and Unprepare from the record: gone, MIG mode off (an H100).
+  GpuUndo second = Planned("gpu-0-mig-1g10gb-19-5");
+  ASSERT_TRUE(type_->Apply(second).ok());
+  ASSERT_EQ(Instances().size(), 1u);
+  ASSERT_TRUE(type_->Undo("uid-2", second).ok());
+  EXPECT_TRUE(Instances().empty());
+  EXPECT_FALSE(MigMode());
+  EXPECT_TRUE(type_->Undo("uid-2", second).ok()) << "idempotent";
 }
 
 }  // namespace

@@ -125,6 +125,7 @@ std::vector<std::string> GpuKind::MetricDeviceTypes() const {
 
 model::PublishedDevice GpuKind::Publish(const GpuDevice& device) const {
   model::PublishedDevice d = device.type->Publish(device);
+  ApplyListTypeAttributes(d, options_.gates);
   // Full GPUs and MIG devices may be shared; a passthrough (VFIO) device,
   // once it is a type here, may not, as upstream.
   if (device.type->name() == kDeviceTypeGpu || device.type->name() == kDeviceTypeMig) {
@@ -288,13 +289,16 @@ Result<int> GpuKind::SweepOrphanMpsDaemons(
 void GpuKind::StartMigSweep(PeriodicWorkerOptions worker, UndoRecords undo_records) {
   if (dynamic_mig_ == nullptr || mig_sweep_ != nullptr) return;
   worker.run_at_start = true;
-  mig_sweep_ = std::make_unique<PeriodicWorker>(worker, [this, records = std::move(undo_records)]() -> Status {
-    return SweepOrphanMigDevices(records).status();
-  });
+  mig_sweep_ = std::make_unique<PeriodicWorker>(
+      worker, [this, records = std::move(undo_records), first = true]() mutable -> Status {
+        Status s = SweepOrphanMigDevices(records, first).status();
+        if (s.ok()) first = false;
+        return s;
+      });
   mig_sweep_->Start();
 }
 
-Result<int> GpuKind::SweepOrphanMigDevices(const UndoRecords& undo_records) {
+Result<int> GpuKind::SweepOrphanMigDevices(const UndoRecords& undo_records, bool disable_idle_mig_mode) {
   if (dynamic_mig_ == nullptr) return 0;
   return dynamic_mig_->SweepOrphans([&]() -> Result<std::vector<GpuUndo>> {
     NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records, undo_records());
@@ -307,7 +311,7 @@ Result<int> GpuKind::SweepOrphanMigDevices(const UndoRecords& undo_records) {
       if (decoded.ok()) out.push_back(std::move(decoded).value());
     }
     return out;
-  });
+  }, disable_idle_mig_mode);
 }
 
 Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,

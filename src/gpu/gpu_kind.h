@@ -97,10 +97,12 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   void StartMpsSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
   // Destroys the dynamic MIG devices that no undo record of
   // `undo_records()` (read after the listing) names. Returns how many.
+  // With `disable_idle_mig_mode`, GPUs left without MIG devices leave MIG
+  // mode (DynamicMigType::SweepOrphans). Nothing without dynamic MIG.
+  Result<int> SweepOrphanMigDevices(const UndoRecords& undo_records, bool disable_idle_mig_mode = false);
+  // Runs that sweep at once (turning idle MIG mode off, as upstream does at
+  // start) and periodically (`worker`), until the kind is destroyed.
   // Nothing without dynamic MIG.
-  Result<int> SweepOrphanMigDevices(const UndoRecords& undo_records);
-  // Runs that sweep at once and periodically (`worker`), until the kind is
-  // destroyed. Nothing without dynamic MIG.
   void StartMigSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
 
  private:

@@ -53,15 +53,26 @@ void PutCommonGpuAttributes(model::PublishedDevice& d, const devices::GpuInfo& g
   PutVersion(d, "cudaDriverVersion", g.cuda_driver_version);
   d.attributes["resource.kubernetes.io/pciBusID"] = g.pci_bus_id;
   if (g.pcie_root) d.attributes["resource.kubernetes.io/pcieRoot"] = *g.pcie_root;
+  if (g.numa_node) d.attributes[std::string(kNumaNodeAttribute)] = static_cast<int64_t>(*g.numa_node);
   if (g.addressing_mode) d.attributes["addressingMode"] = *g.addressing_mode;
   d.sort_key = g.pci_bus_id;
+}
+
+void ApplyListTypeAttributes(model::PublishedDevice& d, const config::FeatureGates& gates) {
+  if (!gates.Enabled(config::Gate::kDRAListTypeAttributes)) return;
+  auto it = d.attributes.find(std::string(kNumaNodeAttribute));
+  if (it == d.attributes.end()) return;
+  if (const auto* n = std::get_if<int64_t>(&it->second)) it->second = model::IntList{{*n}};
 }
 
 std::vector<model::PublishedDevice> GpuPublishedDevices(const devices::NodeInventory& inv,
                                                         const config::FeatureGates& gates) {
   std::vector<model::PublishedDevice> out;
   for (const auto& type : RegisteredDeviceTypes(gates)) {
-    for (const auto& device : type->Devices(inv)) out.push_back(type->Publish(device));
+    for (const auto& device : type->Devices(inv)) {
+      out.push_back(type->Publish(device));
+      ApplyListTypeAttributes(out.back(), gates);
+    }
   }
   SortByBusId(out);
   return out;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/feature_gates.h"
@@ -19,9 +20,16 @@ namespace nvdra::gpu {
 Result<std::string> NormalizeVersion(const std::string& v);
 
 // The attributes every GPU-backed device carries (productName, brand,
-// architecture, versions, PCI bus id and root, addressing mode), and its
-// sort key (the PCI bus id).
+// architecture, versions, PCI bus id and root, NUMA node, addressing mode),
+// and its sort key (the PCI bus id).
 void PutCommonGpuAttributes(model::PublishedDevice& d, const devices::GpuInfo& g);
+
+inline constexpr std::string_view kNumaNodeAttribute = "resource.kubernetes.io/numaNode";
+
+// With DRAListTypeAttributes, as upstream: the NUMA node in its list form
+// ({"ints": [n]}, KEP 6072's preferred form; one element, the GPU's own
+// node). Without the gate, or without the attribute, nothing changes.
+void ApplyListTypeAttributes(model::PublishedDevice& d, const config::FeatureGates& gates);
 
 // Sorts by PCI bus id, then name: the order of the slice.
 void SortByBusId(std::vector<model::PublishedDevice>& devices);

@@ -18,9 +18,8 @@ Result<devices::NodeInventory> DiscoverBuiltin(const std::string& name, const st
   return lib->Discover();
 }
 
-// Upstream's attributes but resource.kubernetes.io/numaNode, which nvdra
-// does not publish yet (docs/devices.md).
-TEST(GpuPublishedDevicesTest, H100HasUpstreamsAttributesButNumaNode) {
+// Upstream's attributes, the NUMA node from the (fake) sysfs included.
+TEST(GpuPublishedDevicesTest, H100HasUpstreamsAttributes) {
   testing::TempDir t;
   auto inv = DiscoverBuiltin("h100x8", t.path());
   ASSERT_TRUE(inv.ok());
@@ -35,8 +34,10 @@ TEST(GpuPublishedDevicesTest, H100HasUpstreamsAttributesButNumaNode) {
   EXPECT_EQ(keys, (std::set<std::string>{"type", "uuid", "productName", "brand", "architecture",
                                          "cudaComputeCapability", "driverVersion", "cudaDriverVersion",
                                          "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot",
-                                         "addressingMode"}));
-  EXPECT_EQ(keys.count("resource.kubernetes.io/numaNode"), 0u) << "docs/devices.md says it is not published";
+                                         "resource.kubernetes.io/numaNode", "addressingMode"}));
+  EXPECT_EQ(std::get<int64_t>(d.attributes.at("resource.kubernetes.io/numaNode")), 0);
+  EXPECT_EQ(std::get<int64_t>(devs[7].attributes.at("resource.kubernetes.io/numaNode")), 1);
+  EXPECT_EQ(std::get<std::string>(d.attributes.at("resource.kubernetes.io/pcieRoot")), "pci0000:15");
   EXPECT_EQ(std::get<std::string>(d.attributes.at("type")), "gpu");
   EXPECT_EQ(std::get<model::Version>(d.attributes.at("driverVersion")).value, "570.158.1");
   EXPECT_EQ(std::get<model::Version>(d.attributes.at("cudaComputeCapability")).value, "9.0.0");
@@ -92,5 +93,29 @@ TEST(GpuPublishedDevicesTest, VersionsAreCoercedLikeUpstream) {
   EXPECT_FALSE(NormalizeVersion("1..2").ok());
 }
 
+// With DRAListTypeAttributes the NUMA node takes its list form, on full
+// GPUs and on MIG devices, as upstream; other attributes keep theirs.
+TEST(GpuPublishedDevicesTest, ListTypeAttributesGiveTheNumaNodeAsAList) {
+  testing::TempDir t;
+  auto inv = DiscoverBuiltin("h100x8", t.path());
+  ASSERT_TRUE(inv.ok());
+  auto gates = config::FeatureGates::Parse("DRAListTypeAttributes=true");
+  ASSERT_TRUE(gates.ok());
+  auto devs = GpuPublishedDevices(*inv, *gates);
+  ASSERT_EQ(devs.size(), 8u);
+  EXPECT_EQ(std::get<model::IntList>(devs[0].attributes.at("resource.kubernetes.io/numaNode")).values,
+            std::vector<int64_t>{0});
+  EXPECT_EQ(std::get<model::IntList>(devs[7].attributes.at("resource.kubernetes.io/numaNode")).values,
+            std::vector<int64_t>{1});
+  EXPECT_EQ(std::get<std::string>(devs[0].attributes.at("resource.kubernetes.io/pcieRoot")), "pci0000:15");
+  // A GPU without a NUMA node (a100-mig has none) has no attribute in either form.
+  auto a100 = DiscoverBuiltin("a100-mig", t.path() + "/a100");
+  ASSERT_TRUE(a100.ok());
+  for (const auto& d : GpuPublishedDevices(*a100, *gates)) {
+    EXPECT_EQ(d.attributes.count("resource.kubernetes.io/numaNode"), 0u) << d.name;
+  }
+}
+
 }  // namespace
+
 }  // namespace nvdra::gpu

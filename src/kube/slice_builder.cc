@@ -82,6 +82,7 @@ json EncodeDevice(const model::PublishedDevice& d, const std::string& api_versio
       if (const auto* s = std::get_if<std::string>(&v)) a["string"] = *s;
       else if (const auto* i = std::get_if<int64_t>(&v)) a["int"] = *i;
       else if (const auto* b = std::get_if<bool>(&v)) a["bool"] = *b;
+      else if (const auto* l = std::get_if<model::IntList>(&v)) a["ints"] = l->values;
       else a["version"] = std::get<model::Version>(v).value;
       attrs[k] = std::move(a);
     }

@@ -18,8 +18,14 @@ struct Version {
   friend bool operator==(const Version&, const Version&) = default;
 };
 
-// One attribute value: {"string": ...} | {"int": ...} | {"bool": ...} | {"version": ...}.
-using AttributeValue = std::variant<std::string, int64_t, bool, Version>;
+// A list of integers (the DRAListTypeAttributes form); serialised as {"ints": [...]}.
+struct IntList {
+  std::vector<int64_t> values;
+  friend bool operator==(const IntList&, const IntList&) = default;
+};
+
+// One attribute value: {"string": ...} | {"int": ...} | {"bool": ...} | {"version": ...} | {"ints": [...]}.
+using AttributeValue = std::variant<std::string, int64_t, bool, Version, IntList>;
 
 struct DeviceTaint {
   std::string key;     // e.g. "gpu.nvidia.com/xid"

@@ -656,7 +656,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if path in ("/healthz", "/readyz", "/livez"):
             return self.send_text(200, "ok")
         if path == "/version":
-            return self.send_json(200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0-nvdra-test"})
+            major, minor = self.server.kube_version.split(".")
+            return self.send_json(200, {"major": major, "minor": minor,
+                                        "gitVersion": "v%s.0-nvdra-test" % self.server.kube_version})
         if path == "/apis":
             return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1",
                                         "groups": [self.group_doc(RESOURCE_GROUP), self.group_doc(NVIDIA_GROUP),
@@ -1173,6 +1175,7 @@ def main():
                     help="resource.k8s.io versions served, e.g. v1beta1")
     ap.add_argument("--load", action="append", default=[], help="JSON or YAML file of objects to load at start")
     ap.add_argument("--kubeconfig-out", help="write a kubeconfig for this server here")
+    ap.add_argument("--kube-version", default="1.34", help="the Kubernetes version /version answers (major.minor)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -1184,6 +1187,7 @@ def main():
     server = Server(("127.0.0.1", args.port), Handler)
     server.store = store
     server.verbose = args.verbose
+    server.kube_version = args.kube_version
     server.token = args.token
     server.require_client_cert = bool(args.require_client_cert)
     server.tls = bool(args.tls_dir)

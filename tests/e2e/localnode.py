@@ -57,15 +57,17 @@ def read_text(path):
 
 
 class ApiServer:
-    def __init__(self, workdir, node_name, tls=False):
+    def __init__(self, workdir, node_name, tls=False, kube_version=None):
         """`tls`: serve HTTPS and require a client certificate, as a real
         cluster does; the kubeconfig then carries the CA and the client's
-        certificate."""
+        certificate. `kube_version`: what /version answers ("1.35")."""
         self.workdir = workdir
         self.port_file = os.path.join(workdir, "apiserver.port")
         self.kubeconfig = os.path.join(workdir, "kubeconfig")
         self.log = open(os.path.join(workdir, "apiserver.log"), "w")
         args = [sys.executable, APISERVER, "--port-file", self.port_file, "--kubeconfig-out", self.kubeconfig]
+        if kube_version:
+            args += ["--kube-version", kube_version]
         self.ssl = None
         if tls:
             tls_dir = os.path.join(workdir, "tls")
@@ -264,7 +266,7 @@ class Plugin:
 
 
 class LocalNode:
-    def __init__(self, workdir=None, node_name="node-1", tls=False):
+    def __init__(self, workdir=None, node_name="node-1", tls=False, kube_version=None):
         self.owned = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="nvdra-node-")
         self.node_name = node_name
@@ -275,7 +277,7 @@ class LocalNode:
         for d in (self.plugins_dir, self.registry_dir, self.cdi_root):
             os.makedirs(d, exist_ok=True)
         self.set_boot_id(str(uuid.uuid4()))
-        self.api = ApiServer(self.workdir, node_name, tls=tls)
+        self.api = ApiServer(self.workdir, node_name, tls=tls, kube_version=kube_version)
         self.plugins = []
 
     def set_boot_id(self, boot_id):

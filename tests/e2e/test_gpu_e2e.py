@@ -9,7 +9,8 @@ from e2e_base import GPU_DRIVER, NodeTestCase, cdi_ids, device_names, opaque_con
 
 UPSTREAM_GPU_ATTRIBUTES = {
     "architecture", "brand", "cudaComputeCapability", "cudaDriverVersion", "driverVersion", "productName",
-    "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot", "type", "uuid", "addressingMode",
+    "resource.kubernetes.io/pciBusID", "resource.kubernetes.io/pcieRoot", "resource.kubernetes.io/numaNode",
+    "type", "uuid", "addressingMode",
 }
 
 
@@ -172,6 +173,11 @@ class GpuEndToEnd(NodeTestCase):
         for d in devices:
             self.assertEqual(set(d["attributes"].keys()), UPSTREAM_GPU_ATTRIBUTES, d["name"])
             self.assertIn("memory", d["capacity"])
+        # The h100x8 mock's fake sysfs: GPUs 0-3 on NUMA node 0, 4-7 on 1.
+        by_name = {d["name"]: d for d in devices}
+        self.assertEqual(by_name["gpu-0"]["attributes"]["resource.kubernetes.io/numaNode"], {"int": 0})
+        self.assertEqual(by_name["gpu-7"]["attributes"]["resource.kubernetes.io/numaNode"], {"int": 1})
+        self.assertEqual(by_name["gpu-0"]["attributes"]["resource.kubernetes.io/pcieRoot"], {"string": "pci0000:15"})
         self.assertEqual(slices[0]["spec"]["pool"]["name"], self.node.node_name)
 
     def test_reboot_restores_cdi_spec_and_returns_same_ids(self):
@@ -322,7 +328,8 @@ class GpuEndToEnd(NodeTestCase):
 
 class DynamicMigProfileEndToEnd(NodeTestCase):
     """The dynamic-mig mock (H100 and A100, MIG mode off and on, no MIG
-    devices) with the gate off: served as today, nothing partitionable."""
+    devices) with the gate off: served as today, nothing partitionable
+    (with the gate: test_dynamic_mig_e2e)."""
 
     def test_without_the_gate_mig_capable_gpus_are_served_as_today(self):
         plugin = self.gpu_plugin("dynamic-mig").start()
@@ -334,12 +341,6 @@ class DynamicMigProfileEndToEnd(NodeTestCase):
         claim = self.gpu_claim("full", ["gpu-0"])
         self.assertOk(plugin.prepare([claim]), claim[2])
         self.assertOk(plugin.unprepare([claim]), claim[2])
-
-    def test_the_dynamic_mig_gate_still_refuses_to_start(self):
-        plugin = self.gpu_plugin("dynamic-mig", extra_args=["--feature-gates", "DynamicMIG=true"])
-        with self.assertRaises(RuntimeError) as e:
-            plugin.start()
-        self.assertIn("feature gate DynamicMIG is not implemented by nvdra yet", str(e.exception))
 
 
 if __name__ == "__main__":

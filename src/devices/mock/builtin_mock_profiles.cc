@@ -25,7 +25,8 @@ const char* kH100x8 = R"json({
       "pciBusIds": ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
                     "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"],
       "pcieRoots": ["pci0000:15", "pci0000:27", "pci0000:37", "pci0000:5a",
-                    "pci0000:97", "pci0000:a8", "pci0000:b7", "pci0000:d7"]
+                    "pci0000:97", "pci0000:a8", "pci0000:b7", "pci0000:d7"],
+      "numaNodes": [0, 0, 0, 0, 1, 1, 1, 1]
     }
   ]
 })json";
@@ -123,6 +124,7 @@ const char* kDynamicMig = R"json({
       "addressingMode": "HMM",
       "pciBusIds": ["0000:18:00.0"],
       "pcieRoots": ["pci0000:15"],
+      "numaNodes": [0],
       "migProfiles": "h100-80gb"
     },
     {
@@ -134,6 +136,7 @@ const char* kDynamicMig = R"json({
       "addressingMode": "HMM",
       "pciBusIds": ["0000:2a:00.0"],
       "pcieRoots": ["pci0000:27"],
+      "numaNodes": [0],
       "migEnabled": true,
       "migProfiles": "h100-80gb"
     },
@@ -145,6 +148,7 @@ const char* kDynamicMig = R"json({
       "memoryBytes": 42949672960,
       "pciBusIds": ["0000:47:00.0"],
       "pcieRoots": ["pci0000:40"],
+      "numaNodes": [1],
       "migProfiles": "a100-40gb"
     },
     {
@@ -155,6 +159,7 @@ const char* kDynamicMig = R"json({
       "memoryBytes": 42949672960,
       "pciBusIds": ["0000:4e:00.0"],
       "pcieRoots": ["pci0000:40"],
+      "numaNodes": [1],
       "migEnabled": true,
       "migProfiles": "a100-40gb"
     }

@@ -188,6 +188,10 @@ Status MockDeviceLib::Build() {
       if (::symlink(("../../../devices/" + *g.pcie_root + "/" + g.pci_bus_id).c_str(), link.c_str()) != 0) {
         return Internal("symlink " + link + ": " + ErrnoText(errno));
       }
+      if (g.numa_node) {
+        NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(target_dir, "numa_node"),
+                                                  std::to_string(*g.numa_node) + "\n", 0444, false));
+      }
     }
   }
   if (!profile_.inventory.clique_id.empty()) {
@@ -216,7 +220,10 @@ Result<NodeInventory> MockDeviceLib::Discover() {
   NVDRA_RETURN_IF_ERROR(migs_->Overlay(inv));
   // pcieRoot comes from the fake sysfs, through the same code as on real
   // hardware.
-  for (auto& g : inv.gpus) g.pcie_root = PcieRootForBusId(JoinPath(dir_, "sys"), g.pci_bus_id);
+  for (auto& g : inv.gpus) {
+    g.pcie_root = PcieRootForBusId(JoinPath(dir_, "sys"), g.pci_bus_id);
+    g.numa_node = NumaNodeForBusId(JoinPath(dir_, "sys"), g.pci_bus_id);
+  }
   return inv;
 }
 

@@ -86,6 +86,7 @@ struct GpuGroup {
   int count = 1;
   GpuInfo base;
   std::vector<std::string> buses, roots, uuids;
+  std::vector<int> numa_nodes;
   std::vector<MigDeviceInfo> migs;
 };
 
@@ -121,8 +122,8 @@ Status ParseGpuAttributes(const json& gj, const std::string& gwhere, GpuInfo& ba
 
 Result<GpuGroup> ParseGpuGroup(const json& gj, const std::string& gwhere, const NodeInventory& inv) {
   NVDRA_RETURN_IF_ERROR(CheckKeys(gj, {"count", "productName", "brand", "architecture", "cudaComputeCapability",
-                                        "memoryBytes", "addressingMode", "pciBusIds", "pcieRoots", "uuids",
-                                        "migEnabled", "migDevices", "migProfiles"}, gwhere));
+                                        "memoryBytes", "addressingMode", "pciBusIds", "pcieRoots", "numaNodes",
+                                        "uuids", "migEnabled", "migDevices", "migProfiles"}, gwhere));
   GpuGroup g;
   NVDRA_RETURN_IF_ERROR(Get(gj, "count", g.count, false, gwhere));
   if (g.count < 1 || g.count > 64) return InvalidArgument(gwhere + ": count must be 1..64");
@@ -133,11 +134,19 @@ Result<GpuGroup> ParseGpuGroup(const json& gj, const std::string& gwhere, const 
   NVDRA_RETURN_IF_ERROR(Get(gj, "pciBusIds", g.buses, false, gwhere));
   NVDRA_RETURN_IF_ERROR(Get(gj, "pcieRoots", g.roots, false, gwhere));
   NVDRA_RETURN_IF_ERROR(Get(gj, "uuids", g.uuids, false, gwhere));
+  NVDRA_RETURN_IF_ERROR(Get(gj, "numaNodes", g.numa_nodes, false, gwhere));
   for (auto* list : {&g.buses, &g.roots, &g.uuids}) {
     if (!list->empty() && static_cast<int>(list->size()) != g.count) {
-      return InvalidArgument(gwhere + ": pciBusIds, pcieRoots and uuids need one entry per GPU (count " +
+      return InvalidArgument(gwhere + ": pciBusIds, pcieRoots, numaNodes and uuids need one entry per GPU (count " +
                              std::to_string(g.count) + ")");
     }
+  }
+  if (!g.numa_nodes.empty() && static_cast<int>(g.numa_nodes.size()) != g.count) {
+    return InvalidArgument(gwhere + ": pciBusIds, pcieRoots, numaNodes and uuids need one entry per GPU (count " +
+                           std::to_string(g.count) + ")");
+  }
+  if (!g.numa_nodes.empty() && g.roots.empty()) {
+    return InvalidArgument(gwhere + ": numaNodes need pcieRoots (the fake sysfs entry they are written in)");
   }
   if (gj.contains("migProfiles")) {
     std::string model;
@@ -167,6 +176,7 @@ void AddGpus(const GpuGroup& group, const std::string& name, int& minor, NodeInv
     std::snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x10 * (minor + 1) % 0x100);
     g.pci_bus_id = group.buses.empty() ? std::string(bus) : group.buses[k];
     if (!group.roots.empty()) g.pcie_root = group.roots[k];
+    if (!group.numa_nodes.empty() && group.numa_nodes[k] >= 0) g.numa_node = group.numa_nodes[k];
     for (const auto& mt : group.migs) {
       MigDeviceInfo m = mt;
       m.parent_minor = minor;

@@ -33,6 +33,14 @@ TEST(MockProfileTest, RejectsInvalidProfiles) {
       << "MIG devices without MIG mode";
   EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"pciBusIds":["0000:01:00.0"],)" + gpu + R"(},{"pciBusIds":["0000:01:00.0"],)" + gpu + "}]}", "x").ok())
       << "duplicate bus id";
+  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"count":2,"pcieRoots":["pci0000:00","pci0000:00"],"numaNodes":[0],)" + gpu + "}]}", "x").ok())
+      << "numaNodes list length";
+  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"numaNodes":[0],)" + gpu + "}]}", "x").ok())
+      << "numaNodes without the pcieRoots their sysfs entry needs";
+  auto numa = ParseMockProfile("{" + base + R"(,"gpus":[{"count":2,"pcieRoots":["pci0000:00","pci0000:80"],"numaNodes":[0,-1],)" + gpu + "}]}", "x");
+  ASSERT_TRUE(numa.ok()) << numa.status().ToString();
+  EXPECT_EQ(numa->inventory.gpus[0].numa_node, std::optional<int>(0));
+  EXPECT_FALSE(numa->inventory.gpus[1].numa_node.has_value()) << "-1: no NUMA node, as sysfs says it";
   auto ok = ParseMockProfile("{" + base + R"(,"gpus":[{"count":3,)" + gpu + "}]}", "x");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   ASSERT_EQ(ok->inventory.gpus.size(), 3u);

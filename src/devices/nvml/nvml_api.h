@@ -27,14 +27,28 @@ enum : int {
   NVML_ERROR_GPU_IS_LOST = 15,
   NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
   NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+  NVML_ERROR_IN_USE = 19,
+  NVML_ERROR_INSUFFICIENT_RESOURCES = 23,
   NVML_ERROR_UNKNOWN = 999,
 };
 
 inline constexpr unsigned NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96;
 inline constexpr unsigned NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96;
 inline constexpr unsigned NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80;
+inline constexpr unsigned NVML_DEVICE_MIG_DISABLE = 0;
 inline constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
 inline constexpr unsigned NVML_GPU_INSTANCE_PROFILE_COUNT = 0x0E;
+// Compute instance profiles (NVML_COMPUTE_INSTANCE_PROFILE_<n>_SLICE): the
+// profile of a compute instance spanning <n> slices.
+inline constexpr unsigned NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE = 0x0;
+inline constexpr unsigned NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE = 0x1;
+inline constexpr unsigned NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE = 0x2;
+inline constexpr unsigned NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE = 0x3;
+inline constexpr unsigned NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE = 0x4;
+inline constexpr unsigned NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE = 0x5;
+inline constexpr unsigned NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE = 0x6;
+inline constexpr unsigned NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 = 0x7;
+inline constexpr unsigned NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0x0;
 inline constexpr unsigned long long nvmlEventTypeSingleBitEccError = 0x1ULL;
 inline constexpr unsigned long long nvmlEventTypeDoubleBitEccError = 0x2ULL;
 inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x8ULL;
@@ -102,6 +116,18 @@ inline constexpr unsigned nvmlGpuInstanceProfileInfo_v2 =
     static_cast<unsigned>(sizeof(nvmlGpuInstanceProfileInfo_v2_t) | (2u << 24));
 
 typedef struct {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef struct {
   unsigned char clusterUuid[16];
   nvmlReturn_t status;
   unsigned int cliqueId;
@@ -132,6 +158,8 @@ static_assert(sizeof(nvmlMemory_t) == 24);
 static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
 static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
 static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152);
+static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
+static_assert(sizeof(nvmlGpuInstancePlacement_t) == 8);
 static_assert(sizeof(nvmlGpuFabricInfo_t) == 28);
 static_assert(sizeof(nvmlDeviceAddressingMode_t) == 8);
 static_assert(sizeof(nvmlEventData_t) == 32);
@@ -166,6 +194,20 @@ struct NvmlApi {
   nvmlReturn_t (*GpuInstanceGetComputeInstanceById)(nvmlGpuInstance_t, unsigned, nvmlComputeInstance_t*);
   nvmlReturn_t (*ComputeInstanceGetInfo)(nvmlComputeInstance_t, nvmlComputeInstanceInfo_t*);
   nvmlReturn_t (*DeviceGetGpuInstanceProfileInfoV)(nvmlDevice_t, unsigned, nvmlGpuInstanceProfileInfo_v2_t*);
+  // Dynamic MIG (present since R450).
+  nvmlReturn_t (*DeviceGetHandleByUUID)(const char*, nvmlDevice_t*);
+  nvmlReturn_t (*DeviceSetMigMode)(nvmlDevice_t, unsigned, nvmlReturn_t*);
+  nvmlReturn_t (*DeviceGetGpuInstancePossiblePlacements)(nvmlDevice_t, unsigned, nvmlGpuInstancePlacement_t*,
+                                                         unsigned*);
+  nvmlReturn_t (*DeviceCreateGpuInstanceWithPlacement)(nvmlDevice_t, unsigned, const nvmlGpuInstancePlacement_t*,
+                                                       nvmlGpuInstance_t*);
+  nvmlReturn_t (*DeviceGetGpuInstances)(nvmlDevice_t, unsigned, nvmlGpuInstance_t*, unsigned*);
+  nvmlReturn_t (*GpuInstanceGetComputeInstanceProfileInfo)(nvmlGpuInstance_t, unsigned, unsigned,
+                                                           nvmlComputeInstanceProfileInfo_t*);
+  nvmlReturn_t (*GpuInstanceCreateComputeInstance)(nvmlGpuInstance_t, unsigned, nvmlComputeInstance_t*);
+  nvmlReturn_t (*GpuInstanceGetComputeInstances)(nvmlGpuInstance_t, unsigned, nvmlComputeInstance_t*, unsigned*);
+  nvmlReturn_t (*ComputeInstanceDestroy)(nvmlComputeInstance_t);
+  nvmlReturn_t (*GpuInstanceDestroy)(nvmlGpuInstance_t);
   nvmlReturn_t (*EventSetCreate)(nvmlEventSet_t*);
   nvmlReturn_t (*EventSetFree)(nvmlEventSet_t);
   nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned);

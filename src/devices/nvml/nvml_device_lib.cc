@@ -8,6 +8,7 @@
 #include <set>
 
 #include "devices/nvcaps.h"
+#include "devices/nvml/nvml_gpu_control.h"
 #include "devices/nvidia_smi_control.h"
 #include "devices/pcie_root.h"
 #include "util/file_util.h"
@@ -107,8 +108,9 @@ NvmlDeviceLib::NvmlDeviceLib(DriverRoot root, std::unique_ptr<NvmlLibrary> lib, 
     : root_(std::move(root)), lib_(std::move(lib)), options_(std::move(options)),
       proc_devices_(DefaultProcDevices(options_)) {
   auto smi = root_.FindBinary("nvidia-smi");
-  control_ = std::make_unique<NvidiaSmiControl>(smi.ok() ? *smi : root_.container_root() + "/usr/bin/nvidia-smi",
-                                                lib_->path());
+  control_ = std::make_unique<NvmlGpuControl>(
+      lib_.get(), std::make_unique<NvidiaSmiControl>(smi.ok() ? *smi : root_.container_root() + "/usr/bin/nvidia-smi",
+                                                     lib_->path()));
 }
 
 std::string NvmlDeviceLib::capabilities_dir() const {
@@ -202,6 +204,7 @@ Result<GpuInfo> NvmlDeviceLib::DiscoverGpu(nvmlDevice_t dev, const std::string& 
   pci.busId[sizeof pci.busId - 1] = '\0';
   g.pci_bus_id = NormalizePciBusId(pci.busId);
   g.pcie_root = PcieRootForBusId(options_.sysfs_root, g.pci_bus_id);
+  g.numa_node = NumaNodeForBusId(options_.sysfs_root, g.pci_bus_id);
   nvmlMemory_t mem{};
   rc = a.DeviceGetMemoryInfo(dev, &mem);
   if (rc == NVML_SUCCESS) {
@@ -221,6 +224,7 @@ Result<GpuInfo> NvmlDeviceLib::DiscoverGpu(nvmlDevice_t dev, const std::string& 
   rc = a.DeviceGetMigMode(dev, &current, &pending);
   if (rc == NVML_SUCCESS) {
     g.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
+    NVDRA_RETURN_IF_ERROR(DiscoverMigProfiles(dev, g));
   } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
     return lib_->Error("nvmlDeviceGetMigMode", rc);
   }
@@ -254,6 +258,55 @@ Status NvmlDeviceLib::DiscoverFabric(nvmlDevice_t dev, GpuInfo& g) {
     g.fabric = std::move(r);
   } else {
     return lib_->Error("nvmlDeviceGetGpuFabricInfo", rc);
+  }
+  return Status::Ok();
+}
+
+// The MIG profiles the GPU can create and their placements, as upstream's
+// inspectMigProfilesAndPlacements finds them: every GPU instance profile
+// NVML knows for the GPU, with the compute instance spanning all of it.
+Status NvmlDeviceLib::DiscoverMigProfiles(nvmlDevice_t dev, GpuInfo& gpu) {
+  const NvmlApi& a = lib_->api();
+  for (unsigned idx = 0; idx < NVML_GPU_INSTANCE_PROFILE_COUNT; ++idx) {
+    nvmlGpuInstanceProfileInfo_v2_t info{};
+    info.version = nvmlGpuInstanceProfileInfo_v2;
+    nvmlReturn_t rc = a.DeviceGetGpuInstanceProfileInfoV(dev, idx, &info);
+    if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
+    if (rc != NVML_SUCCESS) {
+      return lib_->Error("nvmlDeviceGetGpuInstanceProfileInfoV", rc).Wrap("GPU instance profile " + std::to_string(idx));
+    }
+    std::optional<unsigned> ci = FullSpanComputeInstanceProfile(info.sliceCount);
+    if (!ci) continue;
+    unsigned count = 0;
+    rc = a.DeviceGetGpuInstancePossiblePlacements(dev, info.id, nullptr, &count);
+    if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
+    if (rc != NVML_SUCCESS) {
+      return lib_->Error("nvmlDeviceGetGpuInstancePossiblePlacements_v2", rc)
+          .Wrap("GPU instance profile " + std::to_string(info.id));
+    }
+    std::vector<nvmlGpuInstancePlacement_t> placements(count);
+    if (count > 0) {
+      rc = a.DeviceGetGpuInstancePossiblePlacements(dev, info.id, placements.data(), &count);
+      if (rc != NVML_SUCCESS) {
+        return lib_->Error("nvmlDeviceGetGpuInstancePossiblePlacements_v2", rc)
+            .Wrap("GPU instance profile " + std::to_string(info.id));
+      }
+    }
+    MigProfileInfo p;
+    p.profile = ProfileFromNvmlName(info.name, info);
+    p.gi_profile_id = static_cast<int>(info.id);
+    p.ci_profile_id = static_cast<int>(*ci);
+    p.multiprocessors = static_cast<int>(info.multiprocessorCount);
+    p.copy_engines = static_cast<int>(info.copyEngineCount);
+    p.decoders = static_cast<int>(info.decoderCount);
+    p.encoders = static_cast<int>(info.encoderCount);
+    p.jpeg_engines = static_cast<int>(info.jpegCount);
+    p.ofa_engines = static_cast<int>(info.ofaCount);
+    p.memory_bytes = info.memorySizeMB << 20;
+    for (unsigned i = 0; i < std::min<size_t>(count, placements.size()); ++i) {
+      p.placements.push_back({static_cast<int>(placements[i].start), static_cast<int>(placements[i].size)});
+    }
+    if (!p.placements.empty()) gpu.mig_profiles.push_back(std::move(p));
   }
   return Status::Ok();
 }

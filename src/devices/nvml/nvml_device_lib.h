@@ -1,5 +1,7 @@
-// The NVML backend: GPUs, static MIG devices and the NVLink clique from
-// libnvidia-ml.so.1 (dlopen from the container driver root), and XID event
+// The NVML backend: GPUs, static MIG devices, the MIG profiles and
+// placements dynamic MIG creates from, and the NVLink clique from
+// libnvidia-ml.so.1 (dlopen from the container driver root); MIG devices
+// created and destroyed through NVML (nvml_gpu_control.h); and XID event
 // watching for health.
 #pragma once
 
@@ -39,6 +41,7 @@ class NvmlDeviceLib final : public DeviceLib {
   NvmlDeviceLib(DriverRoot root, std::unique_ptr<NvmlLibrary> lib, DeviceLibOptions options);
   Result<GpuInfo> DiscoverGpu(nvmlDevice_t dev, const std::string& driver_version,
                               const std::string& cuda_version);
+  Status DiscoverMigProfiles(nvmlDevice_t dev, GpuInfo& gpu);
   Status DiscoverMigs(nvmlDevice_t dev, GpuInfo& gpu);
   Status DiscoverFabric(nvmlDevice_t dev, GpuInfo& gpu);
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "devices/nvidia_smi_control.h"
+#include "devices/device_info.h"
 #include "devices/device_names.h"
 #include "util/file_util.h"
 #include "util/mutex.h"
@@ -85,6 +86,8 @@ TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {
   ASSERT_TRUE(MakeDirectories(dir_.path() + "/sys/bus/pci/devices").ok());
   ASSERT_EQ(::symlink("../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0",
                       (dir_.path() + "/sys/bus/pci/devices/0000:3b:00.0").c_str()), 0);
+  ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/numa_node", "1\n")
+                  .ok());
   auto lib = NvmlDeviceLib::Open(Options());
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   auto inv = (*lib)->Discover();
@@ -103,12 +106,14 @@ TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {
   EXPECT_EQ(g0.cuda_compute_capability, "9.0");
   EXPECT_EQ(g0.pci_bus_id, "0000:3b:00.0");
   EXPECT_EQ(g0.pcie_root, std::optional<std::string>("pci0000:3a"));
+  EXPECT_EQ(g0.numa_node, std::optional<int>(1));
   EXPECT_EQ(g0.memory_bytes, std::optional<uint64_t>(85520809984ULL));
   EXPECT_EQ(g0.addressing_mode, std::optional<std::string>("HMM"));
   EXPECT_FALSE(g0.mig_enabled);
   const GpuInfo& g1 = inv->gpus[1];
   EXPECT_TRUE(g1.mig_enabled);
   EXPECT_FALSE(g1.pcie_root.has_value());
+  EXPECT_FALSE(g1.numa_node.has_value());
   EXPECT_FALSE(g1.addressing_mode.has_value());
   ASSERT_EQ(g1.migs.size(), 2u);
   // Sorted by GI id.
@@ -303,6 +308,152 @@ TEST_F(NvmlDeviceLibTest, XidWatcherMarksUnregistrableGpuUnmonitored) {
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got[0].device, "gpu-0");
   EXPECT_EQ(got[0].state, HealthState::kUnmonitored);
+}
+
+// An H100 with MIG mode off whose GPU instance profiles list placements.
+json DynamicMigConfig() {
+  return json::parse(R"({
+    "driverVersion": "570.158.01",
+    "cudaDriverVersion": 12080,
+    "devices": [
+      {"minor": 0, "uuid": "GPU-11111111-2222-3333-4444-555555555555", "name": "NVIDIA H100 80GB HBM3",
+       "brand": 14, "arch": 9, "cc": [9, 0], "busId": "00000000:3B:00.0", "memoryTotal": 85520809984,
+       "migMode": 0,
+       "giProfiles": [
+         {"index": 0, "id": 19, "slices": 1, "sms": 16, "ce": 1, "dec": 1, "enc": 0, "jpeg": 1, "ofa": 0,
+          "memoryMB": 9984, "name": "MIG 1g.10gb",
+          "placements": [[0, 1], [1, 1], [2, 1], [3, 1], [4, 1], [5, 1], [6, 1]]},
+         {"index": 1, "id": 14, "slices": 2, "sms": 32, "ce": 2, "dec": 2, "enc": 0, "jpeg": 2, "ofa": 0,
+          "memoryMB": 20096, "name": "MIG 2g.20gb", "placements": [[0, 2], [2, 2], [4, 2]]},
+         {"index": 4, "id": 0, "slices": 7, "sms": 132, "ce": 8, "dec": 7, "enc": 0, "jpeg": 7, "ofa": 1,
+          "memoryMB": 80896, "name": "MIG 7g.80gb", "placements": [[0, 8]]}]}
+    ]
+  })");
+}
+
+TEST_F(NvmlDeviceLibTest, DiscoversMigProfilesAndPlacementsWithMigModeOff) {
+  Use(DynamicMigConfig());
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  const GpuInfo& g = inv->gpus.at(0);
+  EXPECT_FALSE(g.mig_enabled);
+  ASSERT_EQ(g.mig_profiles.size(), 3u);
+  EXPECT_EQ(g.mig_profiles[0].profile, "1g.10gb");
+  EXPECT_EQ(g.mig_profiles[0].gi_profile_id, 19);
+  EXPECT_EQ(g.mig_profiles[0].ci_profile_id, 0);
+  EXPECT_EQ(g.mig_profiles[0].multiprocessors, 16);
+  EXPECT_EQ(g.mig_profiles[0].memory_bytes, 9984ULL << 20);
+  EXPECT_EQ(g.mig_profiles[0].placements.size(), 7u);
+  EXPECT_EQ(g.mig_profiles[1].profile, "2g.20gb");
+  EXPECT_EQ(g.mig_profiles[1].ci_profile_id, 1);
+  EXPECT_EQ(g.mig_profiles[1].placements, (std::vector<MigPlacement>{{0, 2}, {2, 2}, {4, 2}}));
+  EXPECT_EQ(g.mig_profiles[2].profile, "7g.80gb");
+  EXPECT_EQ(g.mig_profiles[2].ci_profile_id, 4) << "NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE";
+  EXPECT_EQ(g.mig_profiles[2].placements, (std::vector<MigPlacement>{{0, 8}}));
+  EXPECT_EQ(MemorySliceCount(g), 8);
+  EXPECT_TRUE(DynamicMigCapable(g));
+  EXPECT_EQ(InitCount(**lib), 0);
+}
+
+TEST_F(NvmlDeviceLibTest, CreatesAndDestroysMigDevicesThroughNvml) {
+  Use(DynamicMigConfig());
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  GpuControl& c = (*lib)->control();
+  const std::string gpu = "GPU-11111111-2222-3333-4444-555555555555";
+  auto on = c.MigModeEnabled(gpu);
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_FALSE(*on);
+  EXPECT_FALSE(c.CreateMigInstance(gpu, 19, 0, 0).ok()) << "no GPU instance with MIG mode off";
+  auto none = c.ListMigInstances(gpu);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+  EXPECT_EQ(c.MigModeEnabled("GPU-nope").status().code(), StatusCode::kNotFound);
+
+  ASSERT_TRUE(c.SetMigMode(gpu, true).ok());
+  EXPECT_TRUE(*c.MigModeEnabled(gpu)) << "MIG mode outlives the NVML session";
+  auto a = c.CreateMigInstance(gpu, 14, 1, 2);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->gi_profile_id, 14);
+  EXPECT_EQ(a->ci_profile_id, 1);
+  EXPECT_EQ(a->placement_start, 2);
+  EXPECT_EQ(a->placement_size, 2);
+  EXPECT_EQ(a->gi_id, 1);
+  EXPECT_EQ(a->ci_id, 0);
+  EXPECT_TRUE(a->uuid.starts_with("MIG-")) << a->uuid;
+  // Overlapping placements are refused, a neighbour is created.
+  auto overlap = c.CreateMigInstance(gpu, 19, 0, 3);
+  EXPECT_EQ(overlap.status().code(), StatusCode::kAlreadyExists) << overlap.status().ToString();
+  EXPECT_EQ(c.CreateMigInstance(gpu, 0, 4, 0).status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(c.CreateMigInstance(gpu, 19, 0, 7).status().code(), StatusCode::kInvalidArgument)
+      << "not a placement NVML lists";
+  auto b = c.CreateMigInstance(gpu, 19, 0, 0);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->gi_id, 2);
+  EXPECT_NE(b->uuid, a->uuid);
+
+  auto list = c.ListMigInstances(gpu);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_EQ(*list, (std::vector<MigInstance>{*b, *a})) << "listed by GPU instance profile";
+  // Discovery sees them as MIG devices.
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  EXPECT_TRUE(inv->gpus[0].mig_enabled);
+  ASSERT_EQ(inv->gpus[0].migs.size(), 2u);
+  EXPECT_EQ(inv->gpus[0].migs[0].uuid, a->uuid);
+  EXPECT_EQ(inv->gpus[0].migs[0].profile, "2g.20gb");
+  EXPECT_EQ(inv->gpus[0].migs[1].uuid, b->uuid);
+
+  EXPECT_FALSE(c.SetMigMode(gpu, false).ok()) << "MIG mode stays on while MIG devices exist";
+  ASSERT_TRUE(c.DestroyMigInstance(gpu, a->gi_id, a->ci_id).ok());
+  EXPECT_EQ(c.DestroyMigInstance(gpu, a->gi_id, a->ci_id).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(c.DestroyMigInstance(gpu, b->gi_id, b->ci_id).ok());
+  EXPECT_TRUE(c.ListMigInstances(gpu)->empty());
+  ASSERT_TRUE(c.SetMigMode(gpu, false).ok());
+  EXPECT_FALSE(*c.MigModeEnabled(gpu));
+  EXPECT_EQ(c.DestroyMigInstance(gpu, 1, 0).code(), StatusCode::kNotFound) << "MIG mode off: nothing exists";
+  EXPECT_EQ(InitCount(**lib), 0) << "every call closes its NVML session";
+}
+
+TEST_F(NvmlDeviceLibTest, AGpuInstanceWithoutComputeInstanceIsListedAndDestroyed) {
+  json cfg = DynamicMigConfig();
+  cfg["devices"][0]["migMode"] = 1;
+  cfg["devices"][0]["migs"] = json::parse(R"([{"gi": 5, "giProfileId": 19, "placement": [3, 1],
+                                               "noComputeInstance": true}])");
+  Use(cfg);
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  GpuControl& c = (*lib)->control();
+  const std::string gpu = "GPU-11111111-2222-3333-4444-555555555555";
+  auto list = c.ListMigInstances(gpu);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].gi_id, 5);
+  EXPECT_EQ((*list)[0].ci_id, -1);
+  EXPECT_EQ((*list)[0].uuid, "");
+  EXPECT_EQ((*list)[0].placement_start, 3);
+  ASSERT_TRUE(c.DestroyMigInstance(gpu, 5, -1).ok());
+  EXPECT_TRUE(c.ListMigInstances(gpu)->empty());
+}
+
+TEST_F(NvmlDeviceLibTest, AFailedComputeInstanceTakesItsGpuInstanceWithIt) {
+  json cfg = DynamicMigConfig();
+  cfg["devices"][0]["migMode"] = 1;
+  cfg["errors"] = {{"nvmlGpuInstanceCreateComputeInstance", 23}};
+  Use(cfg);
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  GpuControl& c = (*lib)->control();
+  const std::string gpu = "GPU-11111111-2222-3333-4444-555555555555";
+  auto m = c.CreateMigInstance(gpu, 19, 0, 1);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("nvmlGpuInstanceCreateComputeInstance"), std::string::npos)
+      << m.status().ToString();
+  auto list = c.ListMigInstances(gpu);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_TRUE(list->empty()) << "no GPU instance is left behind";
 }
 
 TEST(NvidiaSmiControlTest, RunsUpstreamCommandLines) {

@@ -49,6 +49,16 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   resolve(a.GpuInstanceGetComputeInstanceById, "nvmlGpuInstanceGetComputeInstanceById", true);
   resolve(a.ComputeInstanceGetInfo, "nvmlComputeInstanceGetInfo_v2", true);
   resolve(a.DeviceGetGpuInstanceProfileInfoV, "nvmlDeviceGetGpuInstanceProfileInfoV", true);
+  resolve(a.DeviceGetHandleByUUID, "nvmlDeviceGetHandleByUUID", true);
+  resolve(a.DeviceSetMigMode, "nvmlDeviceSetMigMode", true);
+  resolve(a.DeviceGetGpuInstancePossiblePlacements, "nvmlDeviceGetGpuInstancePossiblePlacements_v2", true);
+  resolve(a.DeviceCreateGpuInstanceWithPlacement, "nvmlDeviceCreateGpuInstanceWithPlacement", true);
+  resolve(a.DeviceGetGpuInstances, "nvmlDeviceGetGpuInstances", true);
+  resolve(a.GpuInstanceGetComputeInstanceProfileInfo, "nvmlGpuInstanceGetComputeInstanceProfileInfo", true);
+  resolve(a.GpuInstanceCreateComputeInstance, "nvmlGpuInstanceCreateComputeInstance", true);
+  resolve(a.GpuInstanceGetComputeInstances, "nvmlGpuInstanceGetComputeInstances", true);
+  resolve(a.ComputeInstanceDestroy, "nvmlComputeInstanceDestroy", true);
+  resolve(a.GpuInstanceDestroy, "nvmlGpuInstanceDestroy", true);
   resolve(a.EventSetCreate, "nvmlEventSetCreate", true);
   resolve(a.EventSetFree, "nvmlEventSetFree", true);
   resolve(a.EventSetWait, "nvmlEventSetWait_v2", true);

@@ -2,6 +2,8 @@
 // uses and answers from a JSON table named by $FAKE_NVML_CONFIG (schema in
 // README.md next to this file). Built without FAKE_NVML_WITHOUT_MIG it is
 // complete; with it, the MIG symbols are missing.
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -22,17 +24,25 @@ struct FakeMig;
 struct FakeDev {
   int tag = 1;
   json spec;
-  std::vector<FakeMig*> migs;
+  std::vector<FakeMig*> migs;  // live GPU instances, in creation order
+  unsigned mig_mode = 0;       // current (and pending) MIG mode
+  int created = 0;             // MIG devices created, for their UUIDs
 };
+// A GPU instance and at most one compute instance on it (the MIG device);
+// its handle stands for the GPU instance, the compute instance and the MIG
+// device alike. Destroyed ones stay allocated: stale handles stay readable.
 struct FakeMig {
   int tag = 2;
   FakeDev* parent;
-  json spec;
+  json spec;  // gi, ci, giProfileId, ciProfileId, placement, ciSlices, uuid
+  bool has_ci = true;
+  bool alive = true;
 };
 
 struct State {
   std::mutex mu;
   int init_count = 0;
+  std::string loaded;  // the config text the state was built from
   json config;
   std::vector<FakeDev*> devices;  // leaked on purpose: handles stay valid
   std::deque<json> events;
@@ -72,30 +82,60 @@ FakeMig* Mig(nvmlDevice_t d) {
   return (p != nullptr && p->tag == 2) ? p : nullptr;
 }
 
+// Builds the state from $FAKE_NVML_CONFIG. Like the driver, the state (MIG
+// mode, MIG devices) outlives nvmlShutdown: it is rebuilt only when the
+// configuration's text changes.
 nvmlReturn_t Load() {
   const char* path = std::getenv("FAKE_NVML_CONFIG");
   if (path == nullptr) return NVML_ERROR_DRIVER_NOT_LOADED;
   std::ifstream in(path);
   if (!in) return NVML_ERROR_DRIVER_NOT_LOADED;
+  std::stringstream text;
+  text << in.rdbuf();
   json cfg;
   try {
-    cfg = json::parse(in);
+    cfg = json::parse(text.str());
   } catch (...) {
     return NVML_ERROR_UNKNOWN;
   }
   if (cfg.value("initError", 0) != 0) return cfg["initError"].get<int>();
   State& s = S();
+  if (s.loaded == text.str()) return NVML_SUCCESS;
+  s.loaded = text.str();
   s.config = cfg;
   s.devices.clear();
   for (const auto& d : cfg.value("devices", json::array())) {
-    auto* dev = new FakeDev{1, d, {}};
-    for (const auto& m : d.value("migs", json::array())) dev->migs.push_back(new FakeMig{2, dev, m});
+    auto* dev = new FakeDev{1, d, {}, d.value("migMode", 0u), 0};
+    for (const auto& m : d.value("migs", json::array())) {
+      dev->migs.push_back(new FakeMig{2, dev, m, !m.value("noComputeInstance", false), true});
+    }
     s.devices.push_back(dev);
   }
   s.events.clear();
   for (const auto& e : cfg.value("events", json::array())) s.events.push_back(e);
   return NVML_SUCCESS;
 }
+
+FakeMig* Gi(nvmlGpuInstance_t gi) {
+  auto* p = reinterpret_cast<FakeMig*>(gi);
+  return (p != nullptr && p->tag == 2 && p->alive) ? p : nullptr;
+}
+
+const json* GiProfile(const FakeDev* d, unsigned id) {
+  if (!d->spec.contains("giProfiles")) return nullptr;
+  for (const auto& pj : d->spec["giProfiles"]) {
+    if (pj.value("id", 0u) == id) return &pj;
+  }
+  return nullptr;
+}
+
+// NVML_COMPUTE_INSTANCE_PROFILE_<n>_SLICE -> n.
+unsigned CiProfileSlices(unsigned profile) {
+  static const unsigned kSlices[] = {1, 2, 3, 4, 7, 8, 6, 1};
+  return profile < 8 ? kSlices[profile] : 0;
+}
+
+bool MigSupported(const FakeDev* d) { return d->spec.contains("migMode"); }
 
 }  // namespace
 
@@ -253,11 +293,173 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t d, nvmlGpuFabricInfo_t* f) 
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned* current, unsigned* pending) {
   FAKE_CHECK("nvmlDeviceGetMigMode");
   if (!Dev(d)) return NVML_ERROR_INVALID_ARGUMENT;
-  if (!Dev(d)->spec.contains("migMode")) return NVML_ERROR_NOT_SUPPORTED;
-  *current = *pending = Dev(d)->spec["migMode"].get<unsigned>();
+  if (!MigSupported(Dev(d))) return NVML_ERROR_NOT_SUPPORTED;
+  *current = *pending = Dev(d)->mig_mode;
   return NVML_SUCCESS;
 }
 #endif
+
+// MIG mode changes at once (a GPU that toggles it without a reset); it
+// cannot be disabled while GPU instances exist.
+nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t d, unsigned mode, nvmlReturn_t* activation) {
+  FAKE_CHECK("nvmlDeviceSetMigMode");
+  if (!Dev(d) || mode > 1 || activation == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!MigSupported(Dev(d))) return NVML_ERROR_NOT_SUPPORTED;
+  if (mode == 0 && !Dev(d)->migs.empty()) {
+    *activation = NVML_ERROR_IN_USE;
+    return NVML_ERROR_IN_USE;
+  }
+  Dev(d)->mig_mode = mode;
+  *activation = NVML_SUCCESS;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* d) {
+  FAKE_CHECK("nvmlDeviceGetHandleByUUID");
+  if (uuid == nullptr || d == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  for (FakeDev* dev : S().devices) {
+    if (dev->spec.value("uuid", "") == uuid) {
+      *d = reinterpret_cast<nvmlDevice_t>(dev);
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+// "placements" of a GI profile: [[start, size], ...].
+nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t d, unsigned profile_id,
+                                                          nvmlGpuInstancePlacement_t* out, unsigned* count) {
+  FAKE_CHECK("nvmlDeviceGetGpuInstancePossiblePlacements_v2");
+  if (!Dev(d) || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!MigSupported(Dev(d))) return NVML_ERROR_NOT_SUPPORTED;
+  const json* p = GiProfile(Dev(d), profile_id);
+  if (p == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  json pls = p->value("placements", json::array());
+  if (out == nullptr) {
+    *count = static_cast<unsigned>(pls.size());
+    return NVML_SUCCESS;
+  }
+  if (*count < pls.size()) {
+    *count = static_cast<unsigned>(pls.size());
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (size_t i = 0; i < pls.size(); ++i) out[i] = {pls[i][0].get<unsigned>(), pls[i][1].get<unsigned>()};
+  *count = static_cast<unsigned>(pls.size());
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t d, unsigned profile_id,
+                                                      const nvmlGpuInstancePlacement_t* placement,
+                                                      nvmlGpuInstance_t* gi) {
+  FAKE_CHECK("nvmlDeviceCreateGpuInstanceWithPlacement");
+  FakeDev* dev = Dev(d);
+  if (dev == nullptr || placement == nullptr || gi == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!MigSupported(dev) || dev->mig_mode != 1) return NVML_ERROR_NOT_SUPPORTED;
+  const json* p = GiProfile(dev, profile_id);
+  if (p == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  bool possible = false;
+  for (const auto& pl : p->value("placements", json::array())) {
+    possible |= pl[0].get<unsigned>() == placement->start && pl[1].get<unsigned>() == placement->size;
+  }
+  if (!possible) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned id = 1;
+  for (bool used = true; used; ) {
+    used = false;
+    for (const FakeMig* m : dev->migs) {
+      auto pl = m->spec.value("placement", json::array({0, 1}));
+      unsigned start = pl[0].get<unsigned>(), size = pl[1].get<unsigned>();
+      if (start < placement->start + placement->size && placement->start < start + size) {
+        return NVML_ERROR_INSUFFICIENT_RESOURCES;
+      }
+      if (m->spec.value("gi", 0u) == id) used = true;
+    }
+    if (used) ++id;
+  }
+  json spec = {{"gi", id}, {"giProfileId", profile_id}, {"placement", {placement->start, placement->size}}};
+  auto* m = new FakeMig{2, dev, spec, false, true};
+  dev->migs.push_back(m);
+  *gi = reinterpret_cast<nvmlGpuInstance_t>(m);
+  return NVML_SUCCESS;
+}
+
+// GPU instances of a profile; the caller's array holds the profile's
+// instanceCount entries.
+nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t d, unsigned profile_id, nvmlGpuInstance_t* out, unsigned* count) {
+  FAKE_CHECK("nvmlDeviceGetGpuInstances");
+  FakeDev* dev = Dev(d);
+  if (dev == nullptr || out == nullptr || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!MigSupported(dev) || dev->mig_mode != 1) return NVML_ERROR_NOT_SUPPORTED;
+  unsigned n = 0;
+  for (FakeMig* m : dev->migs) {
+    if (m->spec.value("giProfileId", 0u) == profile_id) out[n++] = reinterpret_cast<nvmlGpuInstance_t>(m);
+  }
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gi, unsigned profile, unsigned eng,
+                                                          nvmlComputeInstanceProfileInfo_t* info) {
+  FAKE_CHECK("nvmlGpuInstanceGetComputeInstanceProfileInfo");
+  FakeMig* m = Gi(gi);
+  if (m == nullptr || info == nullptr || eng != 0 || profile >= 8) return NVML_ERROR_INVALID_ARGUMENT;
+  const json* p = GiProfile(m->parent, m->spec.value("giProfileId", 0u));
+  unsigned slices = p ? p->value("slices", 0u) : 0u;
+  if (CiProfileSlices(profile) > slices || profile == 7) return NVML_ERROR_NOT_SUPPORTED;
+  std::memset(info, 0, sizeof *info);
+  info->id = profile;
+  info->sliceCount = CiProfileSlices(profile);
+  info->instanceCount = slices / info->sliceCount;
+  info->multiprocessorCount = p->value("sms", 0u) * info->sliceCount / slices;
+  return NVML_SUCCESS;
+}
+
+// One compute instance per GPU instance.
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gi, unsigned profile_id, nvmlComputeInstance_t* ci) {
+  FAKE_CHECK("nvmlGpuInstanceCreateComputeInstance");
+  FakeMig* m = Gi(gi);
+  if (m == nullptr || ci == nullptr || profile_id >= 8) return NVML_ERROR_INVALID_ARGUMENT;
+  if (m->has_ci) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+  FakeDev* dev = m->parent;
+  char uuid[64];
+  std::snprintf(uuid, sizeof uuid, "MIG-%08x-0000-4000-8000-%012x", dev->spec.value("minor", 0u),
+                static_cast<unsigned>(++dev->created));
+  m->spec["ci"] = 0;
+  m->spec["ciProfileId"] = profile_id;
+  m->spec["ciSlices"] = CiProfileSlices(profile_id);
+  m->spec["uuid"] = uuid;
+  m->has_ci = true;
+  *ci = reinterpret_cast<nvmlComputeInstance_t>(m);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gi, unsigned profile_id, nvmlComputeInstance_t* out,
+                                                unsigned* count) {
+  FAKE_CHECK("nvmlGpuInstanceGetComputeInstances");
+  FakeMig* m = Gi(gi);
+  if (m == nullptr || out == nullptr || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = 0;
+  if (m->has_ci && m->spec.value("ciProfileId", 0u) == profile_id) out[(*count)++] = reinterpret_cast<nvmlComputeInstance_t>(m);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci) {
+  FAKE_CHECK("nvmlComputeInstanceDestroy");
+  FakeMig* m = Gi(reinterpret_cast<nvmlGpuInstance_t>(ci));
+  if (m == nullptr || !m->has_ci) return NVML_ERROR_INVALID_ARGUMENT;
+  m->has_ci = false;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi) {
+  FAKE_CHECK("nvmlGpuInstanceDestroy");
+  FakeMig* m = Gi(gi);
+  if (m == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (m->has_ci) return NVML_ERROR_IN_USE;
+  auto& migs = m->parent->migs;
+  migs.erase(std::find(migs.begin(), migs.end(), m));
+  m->alive = false;
+  return NVML_SUCCESS;
+}
 
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned* n) {
   FAKE_CHECK("nvmlDeviceGetMaxMigDeviceCount");
@@ -269,8 +471,12 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned* n) {
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned i, nvmlDevice_t* out) {
   FAKE_CHECK("nvmlDeviceGetMigDeviceHandleByIndex");
   if (!Dev(d)) return NVML_ERROR_INVALID_ARGUMENT;
-  if (i >= Dev(d)->migs.size()) return NVML_ERROR_NOT_FOUND;
-  *out = reinterpret_cast<nvmlDevice_t>(Dev(d)->migs[i]);
+  std::vector<FakeMig*> devices;
+  for (FakeMig* m : Dev(d)->migs) {
+    if (m->has_ci) devices.push_back(m);
+  }
+  if (i >= devices.size()) return NVML_ERROR_NOT_FOUND;
+  *out = reinterpret_cast<nvmlDevice_t>(devices[i]);
   return NVML_SUCCESS;
 }
 
@@ -292,6 +498,7 @@ nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned* id) {
 nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t d, unsigned id, nvmlGpuInstance_t* gi) {
   FAKE_CHECK("nvmlDeviceGetGpuInstanceById");
   if (!Dev(d)) return NVML_ERROR_INVALID_ARGUMENT;
+  if (Dev(d)->mig_mode != 1) return NVML_ERROR_NOT_SUPPORTED;
   for (FakeMig* m : Dev(d)->migs) {
     if (m->spec.value("gi", 0u) == id) {
       *gi = reinterpret_cast<nvmlGpuInstance_t>(m);
@@ -303,7 +510,8 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t d, unsigned id, nvmlGpuIn
 
 nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t* info) {
   FAKE_CHECK("nvmlGpuInstanceGetInfo");
-  auto* m = reinterpret_cast<FakeMig*>(gi);
+  auto* m = Gi(gi);
+  if (m == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   info->device = reinterpret_cast<nvmlDevice_t>(m->parent);
   info->id = m->spec.value("gi", 0u);
   info->profileId = m->spec.value("giProfileId", 0u);
@@ -315,16 +523,19 @@ nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t*
 
 nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gi, unsigned id, nvmlComputeInstance_t* ci) {
   FAKE_CHECK("nvmlGpuInstanceGetComputeInstanceById");
-  auto* m = reinterpret_cast<FakeMig*>(gi);
-  if (m->spec.value("ci", 0u) != id) return NVML_ERROR_NOT_FOUND;
+  auto* m = Gi(gi);
+  if (m == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!m->has_ci || m->spec.value("ci", 0u) != id) return NVML_ERROR_NOT_FOUND;
   *ci = reinterpret_cast<nvmlComputeInstance_t>(m);
   return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t* info) {
   FAKE_CHECK("nvmlComputeInstanceGetInfo_v2");
-  auto* m = reinterpret_cast<FakeMig*>(ci);
-  info->device = reinterpret_cast<nvmlDevice_t>(m->parent);
+  auto* m = Gi(reinterpret_cast<nvmlGpuInstance_t>(ci));
+  if (m == nullptr || !m->has_ci) return NVML_ERROR_INVALID_ARGUMENT;
+  // The MIG device handle of the compute instance.
+  info->device = reinterpret_cast<nvmlDevice_t>(m);
   info->gpuInstance = reinterpret_cast<nvmlGpuInstance_t>(m);
   info->id = m->spec.value("ci", 0u);
   info->profileId = m->spec.value("ciProfileId", 0u);
@@ -340,7 +551,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t d, unsigned index
     if (pj.value("index", 99u) != index) continue;
     p->id = pj.value("id", 0u);
     p->sliceCount = pj.value("slices", 0u);
-    p->instanceCount = 1;
+    p->instanceCount = static_cast<unsigned>(std::max<size_t>(1, pj.value("placements", json::array()).size()));
     p->multiprocessorCount = pj.value("sms", 0u);
     p->copyEngineCount = pj.value("ce", 0u);
     p->decoderCount = pj.value("dec", 0u);
