@@ -109,7 +109,7 @@ std::vector<std::string> ComputeDomainKind::MetricDeviceTypes() const {
 }
 
 std::vector<model::PublishedDevice> ComputeDomainKind::PublishedDevices() const {
-  return ComputeDomainPublishedDevices(options_.channels_to_publish);
+  return ComputeDomainPublishedDevices(options_.channels_to_publish, !options_.host_managed_imex);
 }
 
 std::string ComputeDomainKind::DomainDir(const std::string& domain_uid) const {
@@ -130,7 +130,7 @@ Status JoinDomain(std::string& domain, const std::string& config_domain) {
 }
 
 Status PlanChannel(const config::ComputeDomainChannelConfig& ch, const config::ConfigGroup& group,
-                   driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
+                   bool host_managed, driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
   if (group.results.size() != 1) {
     return InvalidArgument("a ComputeDomainChannelConfig applies to exactly one channel, got " +
                            std::to_string(group.results.size()) + " results");
@@ -139,7 +139,9 @@ Status PlanChannel(const config::ComputeDomainChannelConfig& ch, const config::C
   const std::string& device = group.results[0].device;
   auto id = ComputeDomainKind::ChannelId(device);
   if (!id) return InvalidArgument("requested device is not allocatable: " + device);
-  const bool all = ch.allocation_mode == config::kAllocationModeAll;
+  // Host-managed IMEX hands out the allocated channel alone, whatever the
+  // config's allocationMode says (upstream).
+  const bool all = !host_managed && ch.allocation_mode == config::kAllocationModeAll;
   if (all) undo.all_channels = true;
   for (auto& r : HeldChannels(*id, all)) plan.held.push_back(std::move(r));
   undo.channels.push_back({device, *id, nlohmann::json::object()});
@@ -162,8 +164,11 @@ Result<driver::ClaimPlan> ComputeDomainKind::Plan(const driver::ClaimWork& work)
   ComputeDomainUndo undo;
   for (const auto& group : work.groups) {
     if (const auto* ch = std::get_if<config::ComputeDomainChannelConfig>(&group.config)) {
-      NVDRA_RETURN_IF_ERROR(PlanChannel(*ch, group, plan, undo));
+      NVDRA_RETURN_IF_ERROR(PlanChannel(*ch, group, options_.host_managed_imex, plan, undo));
     } else if (const auto* d = std::get_if<config::ComputeDomainDaemonConfig>(&group.config)) {
+      // No daemon runs for a domain when the host runs nvidia-imex: a
+      // daemon claim is a stale or hand-made object (upstream).
+      if (options_.host_managed_imex) return InvalidArgument(kDaemonClaimsNotSupportedHostManaged).AsPermanent();
       NVDRA_RETURN_IF_ERROR(PlanDaemon(*d, group, work.uid, plan, undo));
     }
   }
@@ -217,6 +222,13 @@ Status ComputeDomainKind::CheckChannelReady(const driver::ClaimWork& work, const
     return FailedPrecondition(
         "error asserting ComputeDomain's namespace: the ResourceClaim's namespace is different than the "
         "ComputeDomain's namespace");
+  }
+  if (options_.host_managed_imex) {
+    // No label, no daemon of the domain to wait for: the host's daemon
+    // serves every domain. Without an NVLink clique the claim gets no
+    // channel node and needs nothing of it (upstream).
+    if (clique_id().empty() || !options_.host_imex_ready) return Status::Ok();
+    return options_.host_imex_ready().Wrap("host nvidia-imex daemon readiness check failed");
   }
   if (labels_ != nullptr) NVDRA_RETURN_IF_ERROR(labels_->Acquire(domain, work.uid));
   if (cd->node_ready) return Status::Ok();

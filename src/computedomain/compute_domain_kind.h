@@ -21,6 +21,7 @@
 #include "computedomain/compute_domain_undo.h"
 #include "ledger/claim_entry.h"
 #include "computedomain/domain_directory.h"
+#include "computedomain/imex_mode.h"
 #include "computedomain/node_label_manager.h"
 #include "computedomain/compute_domain_edits.h"
 #include "computedomain/compute_domain_published_devices.h"
@@ -42,6 +43,13 @@ struct ComputeDomainKindOptions {
   // CDI id of the base spec's management device, returned for daemon
   // claims next to the claim's own device ("" when there is no base spec).
   std::string base_device_id;
+  // Host-managed IMEX (--imex-mode=hostManaged): the node's administrator
+  // runs nvidia-imex. A channel claim gets the channel it was allocated
+  // (allocationMode is not looked at), is ready when `host_imex_ready`
+  // says so (on a node with an NVLink clique), and labels nothing; daemon
+  // claims are refused and the daemon device is not published.
+  bool host_managed_imex = false;
+  std::function<Status()> host_imex_ready;
 };
 
 // The device types this kind serves and the config kinds that apply to

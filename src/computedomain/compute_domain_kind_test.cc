@@ -269,5 +269,99 @@ TEST_F(ComputeDomainKindTest, ClaimsWithoutAConfigOrWithABadDomainAreRefused) {
   EXPECT_FALSE(kind_->Plan(ChannelWork("channel-0", "Single", "../etc")).ok());
 }
 
+// Host-managed IMEX: the channel claim gets the channel it was allocated
+// (allocationMode All is not looked at), waits for no domain daemon, is
+// ready when the host daemon says so, and a daemon claim is refused for
+// good with upstream's words; the daemon device is not published.
+TEST_F(ComputeDomainKindTest, HostManagedImexServesChannelsFromTheHostDaemonAndRefusesDaemonClaims) {
+  Status host = Unavailable("host nvidia-imex daemon not ready: UNAVAILABLE");
+  ComputeDomainKindOptions ko;
+  ko.plugin_dir = dir_ + "/plugin";
+  ko.clique_id = lib_->Discover().value().clique_id;
+  ko.host_managed_imex = true;
+  ko.host_imex_ready = [&host] { return host; };
+  ComputeDomainKind hm(ko, ComputeDomainEdits(devices::ContainerSources::ForLib(*lib_)), domains_);
+  domains_.domains["cd-1"].node_ready = false;  // no domain daemon runs here
+
+  for (const auto& d : hm.PublishedDevices()) EXPECT_NE(d.name, "daemon-0");
+  ASSERT_FALSE(hm.PublishedDevices().empty());
+
+  auto w = ChannelWork("channel-0", "All");
+  auto plan = hm.Plan(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->held, std::vector<std::string>{"channel 0"}) << "allocationMode All is not host-managed IMEX's";
+  Status s = hm.CheckReady(w, *plan);
+  EXPECT_TRUE(s.retryable()) << s.ToString();
+  EXPECT_EQ(s.message(), "host nvidia-imex daemon readiness check failed: host nvidia-imex daemon not ready: "
+                         "UNAVAILABLE");
+  host = Status::Ok();
+  ASSERT_TRUE(hm.CheckReady(w, *plan).ok()) << "ready without the domain's own daemon";
+  auto p = hm.Prepare(w, *plan);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::string json = cdi::RenderJson(driver::BuildClaimOutput(*cdi_, w.uid, w.results, p->edits).spec);
+  EXPECT_NE(json.find("/dev/nvidia-caps-imex-channels/channel0"), std::string::npos);
+  EXPECT_EQ(json.find("/dev/nvidia-caps-imex-channels/channel1\""), std::string::npos);
+  // The domain's namespace is still checked.
+  domains_.domains["cd-1"].ns = "other";
+  EXPECT_NE(hm.CheckReady(w, *plan).message().find("namespace is different"), std::string::npos);
+
+  driver::ClaimWork d{"uid-d", "default", "d", {}, {}};
+  d.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
+  d.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {d.results.back()}});
+  auto refused = hm.Plan(d);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().permanent());
+  EXPECT_EQ(refused.status().message(), "ComputeDomain daemon claims are not supported when imex.mode=hostManaged");
+}
+
+// Upstream's imex.mode / imex.isolation rules, with its words.
+TEST(ImexConfigTest, UpstreamsRulesAndWords) {
+  ImexConfig c;
+  EXPECT_TRUE(ValidateImexConfig(c, false).ok());
+  c.mode = "hostManaged";
+  EXPECT_EQ(ValidateImexConfig(c, false).message(),
+            "imex.mode=\"hostManaged\" requires the HostManagedIMEXDaemon feature gate to be enabled");
+  EXPECT_TRUE(ValidateImexConfig(c, true).ok());
+  c.isolation = "channel";
+  EXPECT_EQ(ValidateImexConfig(c, true).message(),
+            "imex.isolation=\"channel\" is not supported yet: per-workload IMEX channel allocation is not "
+            "implemented");
+  c.isolation = "pod";
+  EXPECT_EQ(ValidateImexConfig(c, true).message(), "unknown imex.isolation \"pod\": must be \"domain\" or \"channel\"");
+  c = ImexConfig{};
+  c.mode = "both";
+  EXPECT_EQ(ValidateImexConfig(c, true).message(), "unknown imex.mode \"both\"");
+}
+
+// The host daemon's readiness: nvidia-imex-ctl found in the driver root and
+// run with the socket under that root; READY alone is ready.
+TEST(HostImexProbeTest, RunsTheDriverRootsToolAgainstTheSocketUnderTheRoot) {
+  ::nvdra::testing::TempDir root{"nvdra-imex-root"};
+  std::vector<std::vector<std::string>> ran;
+  std::string answer = "READY\n";
+  HostImexProbe probe(root.path(), "/etc/nvidia-imex/imex_ctrl.sock", [&](const std::vector<std::string>& argv) {
+    ran.push_back(argv);
+    return Result<std::string>(answer);
+  });
+  Status missing = probe.CheckReady();
+  EXPECT_TRUE(missing.retryable());
+  EXPECT_NE(missing.message().find("nvidia-imex-ctl not found under driver root"), std::string::npos);
+  EXPECT_TRUE(ran.empty());
+  ASSERT_TRUE(MakeDirectories(root.path() + "/usr/sbin").ok());
+  ASSERT_TRUE(WriteFileAtomically(root.path() + "/usr/sbin/nvidia-imex-ctl", "#!/bin/sh\n", 0755).ok());
+  EXPECT_TRUE(probe.CheckReady().ok());
+  ASSERT_EQ(ran.size(), 1u);
+  EXPECT_EQ(ran[0], (std::vector<std::string>{root.path() + "/usr/sbin/nvidia-imex-ctl", "-q",
+                                               "--u=" + root.path() + "/etc/nvidia-imex/imex_ctrl.sock"}));
+  for (const std::string& no : {"NOT READY\n", "UNAVAILABLE\n", "READYING\n", ""}) {
+    answer = no;
+    Status s = probe.CheckReady();
+    EXPECT_FALSE(s.ok()) << no;
+    EXPECT_NE(s.message().find("host nvidia-imex daemon not ready"), std::string::npos) << s.message();
+  }
+  answer = "IMEX daemon status: READY\n";
+  EXPECT_TRUE(probe.CheckReady().ok());
+}
+
 }  // namespace
 }  // namespace nvdra::computedomain

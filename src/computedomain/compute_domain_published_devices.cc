@@ -6,13 +6,13 @@
 
 namespace nvdra::computedomain {
 
-std::vector<model::PublishedDevice> ComputeDomainPublishedDevices(int channels) {
+std::vector<model::PublishedDevice> ComputeDomainPublishedDevices(int channels, bool with_daemon) {
   std::vector<model::PublishedDevice> out;
   model::PublishedDevice daemon;
   daemon.name = kDaemonDeviceName;
   daemon.attributes["type"] = std::string(kDeviceTypeDaemon);
   daemon.attributes["id"] = int64_t{0};
-  out.push_back(daemon);
+  if (with_daemon) out.push_back(daemon);
   channels = std::clamp(channels, 0, devices::kMaxImexChannels);
   for (int i = 0; i < channels; ++i) {
     model::PublishedDevice c;

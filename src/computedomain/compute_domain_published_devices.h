@@ -17,6 +17,8 @@ inline constexpr const char* kDaemonDeviceName = "daemon-0";
 
 // daemon-0 and channel-0 .. channel-<channels-1>. Upstream publishes one
 // channel (channel-0); more can be asked for.
-std::vector<model::PublishedDevice> ComputeDomainPublishedDevices(int channels = 1);
+// Without the daemon device when `daemon` is false (host-managed IMEX: no
+// daemon claim can be prepared, so none is published, as upstream).
+std::vector<model::PublishedDevice> ComputeDomainPublishedDevices(int channels = 1, bool daemon = true);
 
 }  // namespace nvdra::computedomain

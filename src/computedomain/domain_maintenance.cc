@@ -54,7 +54,7 @@ MaintenanceReport DomainMaintenance::RunOnce() {
   } else if (options_.gpu_clique_label) {
     rep.clique = SyncCliqueLabel(watch_.clique_id()).Wrap("label node with its clique");
   }
-  rep.label = labels_.Repair();
+  if (options_.repair_node_label) rep.label = labels_.Repair();
   rep.removed_dirs = dirs_.RemoveGone([this](const std::string& uid) { return watch_.Exists(uid); });
   if (!rep.label.ok()) NVDRA_WARN("ComputeDomain node label: {}", rep.label.ToString());
   if (!rep.clique.ok()) NVDRA_WARN("{}", rep.clique.ToString());

@@ -31,6 +31,9 @@ struct DomainMaintenanceOptions {
   // Called when the clique changed (after the watch follows it).
   std::function<void(const std::string&)> on_clique_change;
   bool gpu_clique_label = false;  // GPU_CLIQUE_LABEL_ENABLED
+  // Keep the ComputeDomain node label (driver-managed IMEX); host-managed
+  // IMEX never sets nor removes it.
+  bool repair_node_label = true;
   // Run on this group's thread instead of one of its own. Optional; must
   // outlive the maintenance.
   PeriodicGroup* group = nullptr;

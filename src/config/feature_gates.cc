@@ -150,7 +150,7 @@ Status FeatureGates::Validate() const {
 
 Status FeatureGates::RefuseUnimplemented() const {
   static constexpr Gate kNotYet[] = {Gate::kPassthroughSupport, Gate::kDeviceMetadata,
-                                     Gate::kFabricManagerPartitioning, Gate::kHostManagedIMEXDaemon};
+                                     Gate::kFabricManagerPartitioning};
   std::string names;
   size_t count = 0;
   for (Gate g : kNotYet) {

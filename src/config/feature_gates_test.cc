@@ -91,11 +91,10 @@ TEST(FeatureGatesTest, UnimplementedGatesAreRefusedByName) {
       "TimeSlicingSettings=true,MPSSupport=true,NVMLDeviceHealthCheck=true,ConsumableShares=true");
   ASSERT_TRUE(implemented.ok());
   EXPECT_TRUE(implemented->RefuseUnimplemented().ok());
-  auto dynamic_mig = FeatureGates::Parse("DynamicMIG=true,DRAListTypeAttributes=true");
+  auto dynamic_mig = FeatureGates::Parse("DynamicMIG=true,DRAListTypeAttributes=true,HostManagedIMEXDaemon=true");
   ASSERT_TRUE(dynamic_mig.ok());
   EXPECT_TRUE(dynamic_mig->RefuseUnimplemented().ok());
-  for (const char* name : {"PassthroughSupport", "DeviceMetadata", "FabricManagerPartitioning",
-                           "HostManagedIMEXDaemon"}) {
+  for (const char* name : {"PassthroughSupport", "DeviceMetadata", "FabricManagerPartitioning"}) {
     auto g = FeatureGates::Parse(std::string(name) + "=true");
     ASSERT_TRUE(g.ok()) << name;
     Status st = g->RefuseUnimplemented();

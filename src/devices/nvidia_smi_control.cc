@@ -17,6 +17,11 @@ Status RunCommand(const std::vector<std::string>& argv, const std::vector<std::s
 
 Status RunCommandWithin(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                         std::chrono::milliseconds timeout) {
+  return RunCommandOutput(argv, env, timeout).status();
+}
+
+Result<std::string> RunCommandOutput(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                                     std::chrono::milliseconds timeout) {
   if (argv.empty()) return InvalidArgument("empty command");
   int pipefd[2];
   // Close-on-exec: commands started by other threads must not inherit our
@@ -81,7 +86,7 @@ Status RunCommandWithin(const std::vector<std::string>& argv, const std::vector<
     return DeadlineExceeded("command \"" + cmd + "\" did not finish within " + std::to_string(timeout.count()) +
                             " ms and was killed");
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return output;
   while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
   return Internal("command \"" + cmd + "\" failed (" +
                   (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))

@@ -30,6 +30,10 @@ Status RunCommandWithin(const std::vector<std::string>& argv, const std::vector<
                         std::chrono::milliseconds timeout);
 // The same with kDefaultCommandTimeout.
 Status RunCommand(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+// The same, returning what the command printed (stdout and stderr, the
+// first 64 KiB) when it exits 0.
+Result<std::string> RunCommandOutput(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                                     std::chrono::milliseconds timeout);
 
 class NvidiaSmiControl final : public GpuControl {
  public:

@@ -74,6 +74,16 @@ render "gpus only, driver container root" "$work/gpus-only.yaml" nvdra "$chart" 
   --set gpuResourcesEnabledOverride=true --set resources.computeDomains.enabled=false \
   --set nvidiaDriverRoot=/run/nvidia/driver --set nvdra.cdiHook.required=false
 
+render "hostManaged IMEX" "$work/host-imex.yaml" nvdra "$chart" --namespace nvdra \
+  --set gpuResourcesEnabledOverride=true --set resources.computeDomains.imex.mode=hostManaged \
+  --set featureGates.HostManagedIMEXDaemon=true
+if grep -q "name: IMEX_MODE" "$work/host-imex.yaml" && grep -q 'value: "hostManaged"' "$work/host-imex.yaml" &&
+   ! grep -q "name: compute-domain-daemon.nvidia.com" "$work/host-imex.yaml"; then
+  ok "hostManaged IMEX: the plugin gets IMEX_MODE=hostManaged, and no daemon DeviceClass is rendered"
+else
+  fail "hostManaged IMEX: IMEX_MODE not handed to the plugin, or the daemon DeviceClass rendered"
+fi
+
 render "plugins only beside an upstream release" "$work/beside.yaml" nvdra "$chart" --namespace gpu-operator \
   --skip-crds --values "$values" --values "$here/testdata/nvdra-beside-upstream.yaml"
 # Nothing the upstream release (installed with upstream-values.yaml in the
@@ -167,8 +177,6 @@ refused "GPUs without gpuResourcesEnabledOverride (upstream's default guard)" \
 refused "the default namespace" "allowDefaultNamespace=true" --namespace default --set gpuResourcesEnabledOverride=true
 refused "hostManaged IMEX without its gate" "requires featureGates.HostManagedIMEXDaemon=true" \
   --set gpuResourcesEnabledOverride=true --set resources.computeDomains.imex.mode=hostManaged
-refused "hostManaged IMEX" "not implemented by nvdra's compute-domain plugin" --set gpuResourcesEnabledOverride=true \
-  --set resources.computeDomains.imex.mode=hostManaged --set featureGates.HostManagedIMEXDaemon=true
 refused "channel isolation" "isolation=channel is not supported" --set gpuResourcesEnabledOverride=true \
   --set resources.computeDomains.imex.isolation=channel
 refused "nvidiaCtkPath" "nvidiaCtkPath is no longer a setting" --set gpuResourcesEnabledOverride=true \

@@ -49,10 +49,9 @@ UPSTREAM_COUNTS_VALUES = {
 }
 
 # Keys upstream's chart renders into the compute-domains container that
-# nvdra's compute-domain plugin does not read (it serves driverManaged IMEX,
-# domain isolation, only; the chart refuses anything else). They still reach
-# the controller where upstream's chart puts them there.
-NOT_IN_PLUGIN = {"resources.computeDomains.imex.hostSocketPath"}
+# nvdra's compute-domain plugin does not read (none: it reads IMEX_MODE,
+# IMEX_ISOLATION and IMEX_HOST_SOCKET_PATH as upstream's does).
+NOT_IN_PLUGIN = set()
 
 problems = []
 
@@ -230,9 +229,9 @@ def main():
             and ctlspec["serviceAccountName"] == v + "-controller",
         "resources.gpus.enabled": lambda v: any(c["name"] == "gpus" for c in spec["containers"]),
         "resources.computeDomains.enabled": lambda v: any(c["name"] == "compute-domains" for c in spec["containers"]),
-        "resources.computeDomains.imex.mode": lambda v: cte["IMEX_MODE"] == v,
-        "resources.computeDomains.imex.isolation": lambda v: cte["IMEX_ISOLATION"] == v,
-        "resources.computeDomains.imex.hostSocketPath": lambda v: "IMEX_HOST_SOCKET_PATH" not in ce,
+        "resources.computeDomains.imex.mode": lambda v: cte["IMEX_MODE"] == ce["IMEX_MODE"] == v,
+        "resources.computeDomains.imex.isolation": lambda v: cte["IMEX_ISOLATION"] == ce["IMEX_ISOLATION"] == v,
+        "resources.computeDomains.imex.hostSocketPath": lambda v: ce["IMEX_HOST_SOCKET_PATH"] == v,
         "featureGates.TimeSlicingSettings": lambda v: ge["FEATURE_GATES"] == ce["FEATURE_GATES"] ==
             cte["FEATURE_GATES"] == env(whc)["FEATURE_GATES"] == gates,
         "featureGates.MPSSupport": lambda v: "MPSSupport=true," in ge["FEATURE_GATES"],

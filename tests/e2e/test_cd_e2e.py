@@ -376,5 +376,70 @@ class NodeWithoutClique(ComputeDomainTestCase):
         self.assertTrue(os.path.exists(os.path.join(self.domain_dir(self.domain_uid), "imexd.cfg.tmpl")))
 
 
+class HostManagedImex(ComputeDomainTestCase):
+    """--imex-mode=hostManaged (HostManagedIMEXDaemon): the node's
+    administrator runs nvidia-imex. A channel claim is ready when the host
+    daemon answers READY on its socket (nvidia-imex-ctl -q), waits for no
+    daemon of the domain, and leaves the node unlabelled; daemon claims are
+    refused and the daemon device is not published."""
+    extra_args = ["--feature-gates", "HostManagedIMEXDaemon=true", "--imex-mode", "hostManaged"]
+
+    def host_imex(self, state):
+        """state: None (no daemon: no socket), or what nvidia-imex-ctl -q prints."""
+        etc = os.path.join(self.node.workdir, "mock-" + CD_DRIVER, "etc", "nvidia-imex")
+        os.makedirs(etc, exist_ok=True)
+        sock = os.path.join(etc, "imex_ctrl.sock")
+        if state is None:
+            if os.path.exists(sock):
+                os.remove(sock)
+            return
+        open(sock, "w").close()
+        with open(os.path.join(etc, "mock-state"), "w") as f:
+            f.write(state + "\n")
+
+    def test_published_devices(self):
+        slices = wait_for(lambda: self.node.api.slices(CD_DRIVER), what="ComputeDomain slices")
+        names = sorted(d["name"] for s in slices for d in s["spec"]["devices"])
+        self.assertEqual(names, ["channel-0"])
+
+    def test_a_channel_claim_is_ready_when_the_host_daemon_is(self):
+        # No daemon of the domain runs anywhere: host-managed IMEX needs none.
+        self.set_domain(self.domain_uid, ready=False)
+        self.set_clique(self.domain_uid, None)
+        a = self.channel_claim("chan", 0, mode="All")
+        self.host_imex(None)
+        err = self.plugin.prepare([a])[a[2]]["error"]
+        self.assertIn("host nvidia-imex daemon readiness check failed: error running nvidia-imex-ctl", err)
+        self.host_imex("UNAVAILABLE")
+        err = self.plugin.prepare([a])[a[2]]["error"]
+        self.assertIn("host nvidia-imex daemon not ready: UNAVAILABLE", err)
+        self.host_imex("READY")
+        r = self.plugin.prepare([a])
+        self.assertOk(r, a[2])
+        spec = self.spec_text(a[2])
+        self.assertIn("/dev/nvidia-caps-imex-channels/channel0", spec)
+        self.assertNotIn("/dev/nvidia-caps-imex-channels/channel1\"", spec, "allocationMode All is not looked at")
+        self.assertIsNone(self.node_label(), "host-managed IMEX labels no node")
+        self.assertOk(self.plugin.unprepare([a]), a[2])
+        self.assertIsNone(self.node_label())
+
+    def test_a_daemon_claim_is_refused_for_good(self):
+        d = self.daemon_claim("imex-daemon")
+        err = self.plugin.prepare([d])[d[2]]["error"]
+        self.assertIn("ComputeDomain daemon claims are not supported when imex.mode=hostManaged", err)
+        self.assertEqual([c for c in self.live_entries(self.plugin) if c.get("uid") == d[2]], [])
+
+    def test_host_managed_needs_its_gate_and_isolation_channel_is_refused(self):
+        for args, message in (
+                (["--imex-mode", "hostManaged"],
+                 'imex configuration validation failed: imex.mode="hostManaged" requires the '
+                 "HostManagedIMEXDaemon feature gate to be enabled"),
+                (["--imex-isolation", "channel"],
+                 'imex configuration validation failed: imex.isolation="channel" is not supported yet')):
+            p = self.cd_plugin(self.profile, name="cd-bad-%d" % len(args[1]), extra_args=args).start(wait=False)
+            self.assertNotEqual(p.wait_exit(60), 0)
+            self.assertIn(message, p.read_log())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -16,6 +16,7 @@
 #include "computedomain/domain_maintenance.h"
 #include "computedomain/domain_watch.h"
 #include "computedomain/fabric_clique.h"
+#include "computedomain/imex_mode.h"
 #include "computedomain/node_label_manager.h"
 #include "config/feature_gates.h"
 #include "kube/watch_cache.h"
@@ -30,8 +31,23 @@ struct ComputeDomainFlags {
   // Upstream's image ships the template here.
   std::string daemon_config_template = "/templates/compute-domain-daemon-config.tmpl.cfg";
   bool gpu_clique_label = false;  // GPU_CLIQUE_LABEL_ENABLED
+  computedomain::ImexConfig imex;
 
   void Add(CLI::App& app) {
+    app.add_option("--imex-mode", imex.mode, "IMEX deployment mode: driverManaged or hostManaged.")
+        ->envname("IMEX_MODE")
+        ->capture_default_str();
+    app.add_option("--imex-isolation", imex.isolation,
+                   "IMEX isolation strategy: domain (default; all workloads in the same IMEX domain share "
+                   "channel 0) or channel (not yet supported).")
+        ->envname("IMEX_ISOLATION")
+        ->capture_default_str();
+    app.add_option("--imex-host-socket-path", imex.host_socket_path,
+                   "Path (under the nvidia-driver-root) to the Unix domain socket the host nvidia-imex daemon's "
+                   "command/control service listens on. Only used when imex-mode=hostManaged, to validate host "
+                   "IMEX readiness during channel allocation.")
+        ->envname("IMEX_HOST_SOCKET_PATH")
+        ->capture_default_str();
     app.add_option("--compute-domain-daemon-config-template", daemon_config_template,
                    "IMEX daemon config template copied into each domain's directory")
         ->envname("COMPUTE_DOMAIN_DAEMON_CONFIG_TEMPLATE")
@@ -95,6 +111,7 @@ void StartMaintenance(plugin::KindContext& ctx, const ComputeDomainFlags& flags,
   mo.period = std::chrono::duration_cast<std::chrono::milliseconds>(opts.reconcile_period);
   mo.node_name = opts.node_name;
   mo.gpu_clique_label = flags.gpu_clique_label;
+  mo.repair_node_label = !flags.imex.host_managed();
   mo.group = &ctx.background;
   devices::DeviceLib* lib = &ctx.lib;
   mo.read_clique = [lib, crash_on_fabric_errors]() -> Result<std::string> {
@@ -116,14 +133,25 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   // before the client and hardware go away.
   const plugin::PluginOptions& opts = ctx.options;
   NVDRA_ASSIGN_OR_RETURN(config::FeatureGates gates, config::FeatureGates::Parse(opts.feature_gates));
+  NVDRA_RETURN_IF_ERROR(computedomain::ValidateImexConfig(flags.imex, gates.Enabled(config::Gate::kHostManagedIMEXDaemon))
+                            .Wrap("imex configuration validation failed"));
+  const bool host_managed = flags.imex.host_managed();
+  if (host_managed) {
+    NVDRA_INFO("IMEX is host-managed: channel claims wait for the host's nvidia-imex ({}), the node gets no "
+               "ComputeDomain label, and daemon claims are refused",
+               flags.imex.host_socket_path);
+  }
   const bool crash_on_fabric_errors = gates.Enabled(config::Gate::kCrashOnNVLinkFabricErrors);
   NVDRA_ASSIGN_OR_RETURN(computedomain::CliqueIdentity clique,
                          computedomain::IdentifyNodeClique(ctx.inventory, crash_on_fabric_errors));
   if (!clique.warning.empty()) NVDRA_WARN("{}", clique.warning);
   NVDRA_INFO("{}", computedomain::CliqueLogLine(clique));
+  // DNS-named IMEX daemons are the driver's own daemons: no check when the
+  // host runs nvidia-imex (upstream).
   NVDRA_ASSIGN_OR_RETURN(std::string validated,
-                         computedomain::ValidateDriverVersion(ctx.inventory.driver_version,
-                                                              gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
+                         computedomain::ValidateDriverVersion(
+                             ctx.inventory.driver_version,
+                             !host_managed && gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
   NVDRA_INFO("{}", validated);
 
   NVDRA_ASSIGN_OR_RETURN(Watches watches, StartWatches(ctx, gates, clique.clique_id));
@@ -154,8 +182,14 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   // kind reads it from there (the watch outlives the kind).
   computedomain::DomainWatch* watch = &domains;
   ko.clique_source = [watch] { return watch->clique_id(); };
+  if (host_managed) {
+    ko.host_managed_imex = true;
+    auto probe = std::make_shared<computedomain::HostImexProbe>(ctx.lib.driver_root().container_root(),
+                                                                flags.imex.host_socket_path);
+    ko.host_imex_ready = [probe] { return probe->CheckReady(); };
+  }
   auto kind = std::make_unique<computedomain::ComputeDomainKind>(ko, computedomain::ComputeDomainEdits(devices::ContainerSources::ForLib(ctx.lib)),
-                                                                 domains, &labels, &dirs);
+                                                                 domains, host_managed ? nullptr : &labels, &dirs);
   // Claims this node held before the restart keep holding the label.
   NVDRA_ASSIGN_OR_RETURN(auto entries, ctx.ledger.List());
   for (const auto& e : entries) {

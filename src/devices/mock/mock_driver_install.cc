@@ -193,6 +193,20 @@ Status BuildMockDriverInstall(const std::string& root, const std::string& host_r
                                      0755));
   }
 
+  // The host IMEX daemon's query tool, for host-managed IMEX: `-q --u=SOCK`
+  // fails without SOCK and otherwise prints the state tests write to
+  // etc/nvidia-imex/mock-state (UNAVAILABLE without one).
+  NVDRA_RETURN_IF_ERROR(EnsureFile(
+      JoinPath(bin, "nvidia-imex-ctl"),
+      "#!/bin/sh\n"
+      "# nvidia-imex-ctl of the nvdra mock driver " + v + "\n"
+      "root=\"$(cd \"$(dirname \"$0\")/../..\" && pwd)\"\n"
+      "sock=\"\"\n"
+      "for a in \"$@\"; do case \"$a\" in --u=*) sock=\"${a#--u=}\" ;; esac; done\n"
+      "if [ -z \"$sock\" ] || [ ! -e \"$sock\" ]; then echo \"cannot connect to $sock\" >&2; exit 1; fi\n"
+      "cat \"$root/etc/nvidia-imex/mock-state\" 2>/dev/null || echo UNAVAILABLE\n",
+      0755));
+
   const std::string fw = JoinPath(root, "lib/firmware/nvidia/" + v);
   NVDRA_RETURN_IF_ERROR(MakeDirectories(fw, 0755));
   for (const char* f : {"gsp_ga10x.bin", "gsp_tu10x.bin"}) {

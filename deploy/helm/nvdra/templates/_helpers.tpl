@@ -167,7 +167,6 @@ resource.k8s.io/v1beta1
   {{- if not (include "nvdra.gateOn" (dict "context" . "gate" "HostManagedIMEXDaemon")) -}}
     {{- fail "resources.computeDomains.imex.mode=hostManaged requires featureGates.HostManagedIMEXDaemon=true" -}}
   {{- end -}}
-  {{- fail "resources.computeDomains.imex.mode=hostManaged is not implemented by nvdra's compute-domain plugin: keep driverManaged, or keep these nodes on the upstream driver" -}}
 {{- else if ne $mode "driverManaged" -}}
   {{- fail (printf "unknown resources.computeDomains.imex.mode %q: must be \"driverManaged\" or \"hostManaged\"" $mode) -}}
 {{- end -}}
