@@ -436,7 +436,9 @@ class HostManagedImex(ComputeDomainTestCase):
                  "HostManagedIMEXDaemon feature gate to be enabled"),
                 (["--imex-isolation", "channel"],
                  'imex configuration validation failed: imex.isolation="channel" is not supported yet')):
-            p = self.cd_plugin(self.profile, name="cd-bad-%d" % len(args[1]), extra_args=args).start(wait=False)
+            # Beside the running plugin: its own sockets, so only the IMEX settings can stop it.
+            p = self.cd_plugin(self.profile, name="cd-bad-%d" % len(args[1]), rolling_update_id="bad%d" % len(args[1]),
+                               extra_args=args).start(wait=False)
             self.assertNotEqual(p.wait_exit(60), 0)
             self.assertIn(message, p.read_log())
 
