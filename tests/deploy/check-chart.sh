@@ -35,10 +35,11 @@ if [ ! -d "$work/node_modules" ] || ! cmp -s "$here/package-lock.json" "$work/pa
   (cd "$work" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 cp "$here/validate-manifests.mjs" "$work/"
-for plugin in gpus:nvdra-gpu-kubelet-plugin compute-domains:nvdra-compute-domain-kubelet-plugin; do
+for plugin in gpus:nvdra-gpu-kubelet-plugin compute-domains:nvdra-compute-domain-kubelet-plugin webhook:nvdra-webhook; do
   "$bin/${plugin#*:}" --help > "$work/${plugin%%:*}.help"
 done
-validate() { node "$work/validate-manifests.mjs" --help-text "gpus=$work/gpus.help" --help-text "compute-domains=$work/compute-domains.help" "$@"; }
+validate() { node "$work/validate-manifests.mjs" --help-text "gpus=$work/gpus.help" --help-text "compute-domains=$work/compute-domains.help" \
+  --help-text "webhook=$work/webhook.help" "$@"; }
 
 failed=0
 ok() { echo "ok   $*"; }
