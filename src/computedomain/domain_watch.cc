@@ -64,8 +64,8 @@ DomainWatch::DomainWatch(kube::KubeClient& client, DomainWatchOptions options)
   domains_ = std::make_unique<kube::WatchCache>(client, std::move(d));
   if (options_.cliques) {
     kube::WatchCacheOptions c;
-    c.path = std::string(kGroupVersion) + "/namespaces/" + options_.driver_namespace + "/computedomaincliques";
-    c.what = "ComputeDomainCliques in namespace " + options_.driver_namespace;
+    c.path = std::string(kGroupVersion) + "/namespaces/" + options_.clique_namespace + "/computedomaincliques";
+    c.what = "ComputeDomainCliques in namespace " + options_.clique_namespace;
     c.kind = "ComputeDomainClique";
     c.watch_timeout = options_.watch_timeout;
     c.initial_backoff = options_.initial_backoff;
@@ -124,15 +124,15 @@ Result<ComputeDomainInfo> DomainWatch::Lookup(const std::string& domain_uid) con
   const std::string& node = options_.node_name;
   if (cliques_) {
     std::string name = domain_uid + "." + clique_id();
-    std::string where = "ComputeDomainClique " + options_.driver_namespace + "/" + name;
+    std::string where = "ComputeDomainClique " + options_.clique_namespace + "/" + name;
     kube::WatchCache::ObjectPtr clique;
     if (cliques_->synced()) {
-      clique = cliques_->Get(options_.driver_namespace, name);
+      clique = cliques_->Get(options_.clique_namespace, name);
     } else if (cliques_->last_error().code() == StatusCode::kPermissionDenied) {
       clique = GetCliqueDirectly(name);
     } else {
       Status e = cliques_->last_error();
-      st.not_ready = "the ComputeDomainClique watch in namespace " + options_.driver_namespace + " has not synced yet" +
+      st.not_ready = "the ComputeDomainClique watch in namespace " + options_.clique_namespace + " has not synced yet" +
                      (e.ok() ? "" : " (" + e.message() + ")");
       return st;
     }
@@ -164,7 +164,7 @@ Result<ComputeDomainInfo> DomainWatch::Lookup(const std::string& domain_uid) con
 }
 
 kube::WatchCache::ObjectPtr DomainWatch::GetCliqueDirectly(const std::string& name) const {
-  auto got = client_.GetJson(std::string(kGroupVersion) + "/namespaces/" + options_.driver_namespace +
+  auto got = client_.GetJson(std::string(kGroupVersion) + "/namespaces/" + options_.clique_namespace +
                              "/computedomaincliques/" + name);
   if (!got.ok()) return nullptr;
   const json* daemons = Member(*got, "daemons");

@@ -30,7 +30,8 @@ namespace nvdra::computedomain {
 
 struct DomainWatchOptions {
   std::string node_name;
-  std::string driver_namespace = "default";  // --namespace: where cliques live
+  // Where the ComputeDomainCliques live: --clique-namespace, else --namespace.
+  std::string clique_namespace = "default";
   bool cliques = true;                       // the ComputeDomainCliques gate
   std::string clique_id;                     // "<clusterUUID>.<cliqueId>" or ""
   std::chrono::seconds watch_timeout{300};

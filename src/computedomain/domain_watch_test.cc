@@ -79,7 +79,7 @@ class DomainWatchTest : public ::testing::Test {
   std::unique_ptr<DomainWatch> Watch(bool cliques) {
     DomainWatchOptions o;
     o.node_name = kNode;
-    o.driver_namespace = kDriverNs;
+    o.clique_namespace = kDriverNs;
     o.cliques = cliques;
     o.clique_id = kClique;
     o.initial_backoff = std::chrono::milliseconds(10);
@@ -227,7 +227,7 @@ TEST_F(DomainWatchTest, WhereListingCliquesIsForbiddenTheOneCliqueIsRead) {
   ASSERT_TRUE(server_.LoadObject(Clique("d1", "Ready")).ok());
   DomainWatchOptions o;
   o.node_name = kNode;
-  o.driver_namespace = kDriverNs;
+  o.clique_namespace = kDriverNs;
   o.clique_id = kClique;
   o.initial_backoff = std::chrono::milliseconds(10);
   DomainWatch w(*client_, o);

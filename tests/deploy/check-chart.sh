@@ -35,10 +35,11 @@ if [ ! -d "$work/node_modules" ] || ! cmp -s "$here/package-lock.json" "$work/pa
   (cd "$work" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 cp "$here/validate-manifests.mjs" "$work/"
-for plugin in gpus:nvdra-gpu-kubelet-plugin compute-domains:nvdra-compute-domain-kubelet-plugin; do
+for plugin in gpus:nvdra-gpu-kubelet-plugin compute-domains:nvdra-compute-domain-kubelet-plugin webhook:nvdra-webhook; do
   "$bin/${plugin#*:}" --help > "$work/${plugin%%:*}.help"
 done
-validate() { node "$work/validate-manifests.mjs" --help-text "gpus=$work/gpus.help" --help-text "compute-domains=$work/compute-domains.help" "$@"; }
+validate() { node "$work/validate-manifests.mjs" --help-text "gpus=$work/gpus.help" --help-text "compute-domains=$work/compute-domains.help" \
+  --help-text "webhook=$work/webhook.help" "$@"; }
 
 failed=0
 ok() { echo "ok   $*"; }
@@ -193,6 +194,42 @@ if grep -q "path: /run/nvidia$" "$work/gpus-only.yaml" && ! grep -q "nvidia-cdi-
   ok "gpus only, driver container root: parent /run/nvidia mounted, no hook, no compute-domains container"
 else
   fail "gpus only, driver container root: $work/gpus-only.yaml"
+fi
+
+# A plugins-only release in its own namespace reading the cliques an upstream
+# release's IMEX daemons write in that release's namespace: CLIQUE_NAMESPACE
+# on the compute-domains container and read-only RBAC there, nothing else.
+render "plugins only, cliques of another namespace" "$work/cliques.yaml" nvdra "$chart" --namespace nvdra \
+  --skip-crds --set gpuResourcesEnabledOverride=true --set nvdra.pluginsOnly=true \
+  --set nvdra.cliqueNamespace=gpu-operator
+if python3 - "$work/cliques.yaml" > "$work/cliques.check" <<'PY'
+import sys, yaml
+objs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+bad = []
+ds = next(o for o in objs if o["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+env = lambda name: {e["name"]: e.get("value") for e in next(c for c in ds["containers"] if c["name"] == name)["env"]}
+if env("compute-domains").get("CLIQUE_NAMESPACE") != "gpu-operator" or "CLIQUE_NAMESPACE" in env("gpus"):
+    bad.append("CLIQUE_NAMESPACE: compute-domains %r, gpus %r" % (env("compute-domains").get("CLIQUE_NAMESPACE"),
+                                                                   env("gpus").get("CLIQUE_NAMESPACE")))
+there = [o for o in objs if o["metadata"].get("namespace") == "gpu-operator"]
+role = [o for o in there if o["kind"] == "Role"]
+binding = [o for o in there if o["kind"] == "RoleBinding"]
+if [o["kind"] for o in there] != ["Role", "RoleBinding"] or role[0]["rules"] != [
+        {"apiGroups": ["resource.nvidia.com"], "resources": ["computedomaincliques"], "verbs": ["get", "list", "watch"]}]:
+    bad.append("in gpu-operator: %s" % [(o["kind"], o["metadata"]["name"]) for o in there])
+elif binding[0]["subjects"] != [{"kind": "ServiceAccount", "name": ds["serviceAccountName"], "namespace": "nvdra"}] \
+        or binding[0]["roleRef"]["name"] != role[0]["metadata"]["name"]:
+    bad.append("the RoleBinding binds %s to %s" % (binding[0]["subjects"], binding[0]["roleRef"]))
+print("\n".join(bad) or "CLIQUE_NAMESPACE=gpu-operator, cliques readable there, nothing else there")
+sys.exit(1 if bad else 0)
+PY
+then ok "plugins only, cliques of another namespace: $(cat "$work/cliques.check")"
+else fail "plugins only, cliques of another namespace:"; sed 's/^/     /' "$work/cliques.check"; fi
+if "$helm" template nvdra "$chart" --namespace nvdra --set gpuResourcesEnabledOverride=true \
+     --set nvdra.cliqueNamespace=nvdra | grep -q "kubeletplugin-cliques\|CLIQUE_NAMESPACE: *$"; then
+  fail "nvdra.cliqueNamespace set to the release's namespace renders a second clique Role"
+else
+  ok "nvdra.cliqueNamespace of the release's own namespace adds no Role"
 fi
 
 if [ "$failed" -ne 0 ]; then

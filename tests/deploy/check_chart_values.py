@@ -216,9 +216,10 @@ def main():
         "imagePullSecrets": lambda v: spec["imagePullSecrets"] == ctlspec["imagePullSecrets"] ==
             whspec["imagePullSecrets"] == v and ge["IMAGE_PULL_SECRETS"] == "regcred,mirror-cred"
             and cte["CD_DAEMON_IMAGE_PULL_SECRET_NAMES"] == "regcred,mirror-cred",
-        # image.* is upstream's image: the controller, the IMEX daemons it
-        # starts and the webhook run it; nvdra's plugins run nvdra.image.
-        "image.repository": lambda v: ctlc["image"] == cte["IMAGE_NAME"] == whc["image"] == image,
+        # image.* is upstream's image: the controller and the IMEX daemons it
+        # starts run it; nvdra's plugins and webhook run nvdra.image.
+        "image.repository": lambda v: ctlc["image"] == cte["IMAGE_NAME"] == image
+            and whc["image"] == gpus["image"] != image,
         "image.tag": lambda v: ctlc["image"].endswith(":" + v),
         "image.pullPolicy": lambda v: ctlc["imagePullPolicy"] == whc["imagePullPolicy"] == gpus["imagePullPolicy"]
             == cds["imagePullPolicy"] == init["imagePullPolicy"] == ge["IMAGE_PULL_POLICY"] == v,
@@ -238,7 +239,9 @@ def main():
         "featureGates.ConsumableShares": lambda v: "ConsumableShares=true," in ge["FEATURE_GATES"],
         "logVerbosity": lambda v: ge["LOG_VERBOSITY"] == ce["LOG_VERBOSITY"] == cte["LOG_VERBOSITY"] ==
             cte["LOG_VERBOSITY_CD_DAEMON"] == v and gpus["args"][:2] == ["-v", "$(LOG_VERBOSITY)"],
-        "webhook.enabled": lambda v: whc["command"] == ["webhook"],
+        "webhook.enabled": lambda v: whc["command"] == ["nvdra-webhook"]
+            and whc["args"][:2] == ["--tls-cert-file=/cert/tls.crt", "--tls-private-key-file=/cert/tls.key"]
+            and "-v=%s" % values["logVerbosity"] in whc["args"],
         "webhook.replicas": lambda v: wh["spec"]["replicas"] == v,
         "webhook.servicePort": lambda v: svc["spec"]["ports"][0]["port"] == v
             and vwc["webhooks"][0]["clientConfig"]["service"]["port"] == v,

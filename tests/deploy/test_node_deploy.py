@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The kubelet plugins in a container, run the way deploy/base runs them.
 
-An image is assembled from this build's binaries and the libraries they link
-on a Debian bookworm-slim base made with mmdebstrap (cached). The container
+The image is made as scripts/build-image makes it, from this build's
+binaries: scripts/image-rootfs and the Containerfile's runtime stage (no base
+image); its OCI labels must say what its binaries' --version says, and it
+must stay within 70 MiB. The container
 gets the DaemonSet's command, arguments, environment and host mounts, read
 from deploy/base/daemonset.yaml, with every host path moved under a temporary
 "host" directory; the mock driver root lives in that host's driver root. The
@@ -36,11 +38,13 @@ from localnode import CD_DRIVER, GPU_DRIVER, make_claim, opaque_config, wait_for
 
 BUILD = os.environ.get("NVDRA_BUILD_DIR", os.path.join(ROOT, "build"))
 BIN = localnode.BIN
+# Only for scripts/podman-conf's probe: the image itself has no base.
 BASE_IMAGE = "debian:bookworm-slim"
 TEST_IMAGE = "localhost/nvdra-node-test:latest"
-# glibc comes with the base image; the rest is copied from this machine.
+IMAGE_SOURCE = "https://example.com/nvdra.git"
+# The most the image may take (uncompressed, as podman reports it).
+MAX_IMAGE_BYTES = 70 * 1024 * 1024
 DAEMON_TEMPLATE = os.path.join(ROOT, "templates", "compute-domain-daemon-config.tmpl.cfg")
-BASE_LIBS = ("libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "ld-linux")
 
 
 def run(args, **kw):
@@ -55,19 +59,26 @@ def free_port():
         return s.getsockname()[1]
 
 
-def linked_libraries(binaries):
-    libs = set()
-    out = run(["ldd"] + binaries, capture_output=True).stdout
-    for line in out.splitlines():
-        parts = line.split("=>")
-        if len(parts) == 2 and parts[1].strip().startswith("/"):
-            path = parts[1].split()[0]
-            if not os.path.basename(path).startswith(BASE_LIBS):
-                libs.add(path)
-    return sorted(libs)
+def version_of(binary):
+    """What `binary --version` prints: {"version", "commit", "date"}."""
+    out = run([binary, "--version"], capture_output=True).stdout.splitlines()
+    return {"version": out[0].split()[-1], "commit": out[1].split()[-1], "date": out[2].split()[-1]}
+
+
+def runtime_stage():
+    """The Containerfile's last stage, its files taken from the context's rootfs/."""
+    with open(os.path.join(ROOT, "Containerfile")) as f:
+        text = f.read()
+    stage = text[text.rindex("\nFROM scratch\n") + 1:]
+    if "COPY --from=build /out/ /\n" not in stage:
+        raise RuntimeError("the Containerfile's last stage no longer copies /out of the build stage")
+    return stage.replace("COPY --from=build /out/ /\n", "COPY rootfs/ /\n")
 
 
 def build_test_image(cache):
+    """The image as scripts/build-image makes it, from this build's binaries:
+    scripts/image-rootfs and the Containerfile's runtime stage with its build
+    arguments, only without the build stage."""
     run(["bash", os.path.join(ROOT, "scripts", "debian-base-image"), BASE_IMAGE, "slim", cache])
     conf = run(["bash", os.path.join(ROOT, "scripts", "podman-conf"), cache, BASE_IMAGE], capture_output=True).stdout
     for line in conf.splitlines():
@@ -75,24 +86,20 @@ def build_test_image(cache):
             os.environ["CONTAINERS_CONF"] = line.split("=", 1)[1]
     ctx = os.path.join(BUILD, "deploy-test-image")
     shutil.rmtree(ctx, ignore_errors=True)
-    os.makedirs(os.path.join(ctx, "rootfs", "usr", "bin"))
-    libdir = os.path.join(ctx, "rootfs", "usr", "lib", "x86_64-linux-gnu")
-    os.makedirs(libdir)
-    binaries = [os.path.join(BIN, b) for b in ("nvdra-gpu-kubelet-plugin", "nvdra-compute-domain-kubelet-plugin",
-                                               "nvdractl")]
-    for b in binaries:
-        shutil.copy2(b, os.path.join(ctx, "rootfs", "usr", "bin"))
-    for lib in linked_libraries(binaries):
-        shutil.copy(lib, os.path.join(libdir, os.path.basename(lib)))  # follows symlinks: the soname
-    # As the Containerfile installs it.
-    os.makedirs(os.path.join(ctx, "rootfs", "templates"))
-    shutil.copy(DAEMON_TEMPLATE, os.path.join(ctx, "rootfs", "templates"))
+    os.makedirs(ctx)
+    run(["bash", os.path.join(ROOT, "scripts", "image-rootfs"), os.path.join(ctx, "rootfs"), BIN],
+        stdout=subprocess.DEVNULL)
     with open(os.path.join(ctx, "Containerfile"), "w") as f:
-        f.write("FROM %s\nCOPY rootfs/ /\nRUN ldconfig\n" % BASE_IMAGE)
+        f.write(runtime_stage())
+    built = version_of(os.path.join(BIN, "nvdra-gpu-kubelet-plugin"))
+    build_args = {"NVDRA_VERSION": built["version"], "NVDRA_BUILD_COMMIT": built["commit"],
+                  "NVDRA_BUILD_DATE": built["date"], "NVDRA_SOURCE": IMAGE_SOURCE}
     previous = run(["podman", "image", "inspect", "--format", "{{.Id}}", TEST_IMAGE], check=False,
                    capture_output=True).stdout.strip()
-    run(["podman", "build", "--quiet", "--pull=never", "--network=host", "--tag", TEST_IMAGE, ctx],
-        stdout=subprocess.DEVNULL)
+    args = ["podman", "build", "--quiet", "--pull=never", "--network=host", "--tag", TEST_IMAGE]
+    for k, v in build_args.items():
+        args += ["--build-arg", "%s=%s" % (k, v)]
+    run(args + [ctx], stdout=subprocess.DEVNULL)
     # The last run's image lost its tag to this one: don't let them pile up.
     current = run(["podman", "image", "inspect", "--format", "{{.Id}}", TEST_IMAGE], capture_output=True).stdout.strip()
     if previous and previous != current:
@@ -312,6 +319,40 @@ class NodeDeployTest(unittest.TestCase):
                       "/driver-root/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", logs)
         self.assertIn("NVIDIA-SMI version  : 570.158.01", logs)
         self.assertIn("the driver works: starting the plugins", logs)
+
+    def test_image_labels_say_what_its_binaries_say_and_it_stays_small(self):
+        inspect = json.loads(run(["podman", "image", "inspect", TEST_IMAGE], capture_output=True).stdout)[0]
+        labels = inspect.get("Labels") or inspect["Config"].get("Labels") or {}
+        # The entrypoint's --version in the image, line by line; the other
+        # programs run there, the servers of the same version (their commits
+        # are the one image build's in scripts/build-image, while a
+        # developer's build tree may hold programs linked at other commits).
+        out = run(["podman", "run", "--rm", TEST_IMAGE, "--version"], capture_output=True).stdout.splitlines()
+        self.assertEqual(out[:3], ["nvdra " + labels["org.opencontainers.image.version"],
+                                   "commit: " + labels["org.opencontainers.image.revision"],
+                                   "date: " + labels["org.opencontainers.image.created"]])
+        for program in ("nvdra-compute-domain-kubelet-plugin", "nvdra-webhook"):
+            other = run(["podman", "run", "--rm", "--entrypoint", program, TEST_IMAGE, "--version"],
+                        capture_output=True).stdout.splitlines()
+            self.assertEqual(other[0], out[0], program)
+        for program in ("nvdractl", "nvdra-discover"):
+            usage = run(["podman", "run", "--rm", "--entrypoint", program, TEST_IMAGE, "--help"],
+                        capture_output=True).stdout
+            self.assertIn("Usage: " + program, usage)
+        # A checkout's build knows its commit.
+        self.assertRegex(labels["org.opencontainers.image.revision"], r"^[0-9a-f]{12}$")
+        self.assertRegex(labels["org.opencontainers.image.created"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+        self.assertEqual(labels["org.opencontainers.image.source"], IMAGE_SOURCE)
+        size = int(inspect["Size"])
+        self.assertLessEqual(size, MAX_IMAGE_BYTES, "the image takes %.1f MiB" % (size / 1048576))
+        # No base image: the only files are what scripts/image-rootfs put there.
+        self.assertEqual(len(inspect["RootFS"]["Layers"]), 1)
+        # The Job example's and the init container's shell and tools work.
+        out = run(["podman", "run", "--rm", "--entrypoint", "sh", TEST_IMAGE, "-c",
+                   "ln -sfn /tmp /tmp/t && ls /tmp/t/ >/dev/null && date -u +%Y && env -i A=1 env && sleep 0 && "
+                   "[ -e /var/none ] || echo absent"], capture_output=True).stdout.splitlines()
+        self.assertEqual(out[1:], ["A=1", "absent"])
+        self.assertRegex(out[0], r"^\d{4}$")
 
     def test_compute_domain_plugin_copies_the_images_daemon_template(self):
         # Its registration socket's name is 105 bytes on a real node: under

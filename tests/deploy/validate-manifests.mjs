@@ -6,8 +6,9 @@
 //    openAPIV3Schema of a CRD found among the inputs or in --crds files;
 //  * what no schema can say: RBAC subjects and role references resolve, the
 //    slice admission policy names the account the plugin pods run as, every
-//    flag and environment variable given to an nvdra plugin exists in that
-//    plugin (from its --help), and the controller's IMAGE_NAME is its image.
+//    flag and environment variable given to an nvdra plugin or nvdra-webhook
+//    exists in that program (from its --help), and the controller's
+//    IMAGE_NAME is its image.
 //
 // Usage: node validate-manifests.mjs [--help-text container=FILE ...]
 //                                    [--crds FILE ...] FILE|- ...
@@ -218,9 +219,12 @@ function crossChecks() {
     problem('manifests', 'the kubelet plugins are deployed without the ResourceSlice admission policy');
   }
 
-  // Flags and environment given to the nvdra plugins must exist in them.
+  // Flags and environment given to the nvdra plugins and nvdra-webhook must
+  // exist in them.
   const runtimeEnv = new Set(['NVIDIA_VISIBLE_DEVICES', 'NVIDIA_MIG_CONFIG_DEVICES']);
-  for (const ds of pluginSets) {
+  const webhooks = all.filter((o) => o.kind === 'Deployment' &&
+    (podSpecOf(o).containers ?? []).some((c) => (c.command ?? [])[0] === 'nvdra-webhook'));
+  for (const ds of [...pluginSets, ...webhooks]) {
     for (const c of podSpecOf(ds).containers) {
       const help = helpTexts[c.name];
       if (help === undefined) continue;

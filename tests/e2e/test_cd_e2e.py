@@ -21,6 +21,8 @@ TEMPLATE = "IMEX_SERVER_PORT=50000\nIMEX_NODE_CONFIG_FILE=/imexd/nodes_config.cf
 class ComputeDomainTestCase(NodeTestCase):
     profile = "gb200x4"
     extra_args = []
+    # Where the IMEX daemons write their ComputeDomainCliques.
+    clique_namespace = DRIVER_NS
 
     def setUp(self):
         super().setUp()
@@ -49,7 +51,7 @@ class ComputeDomainTestCase(NodeTestCase):
                                   "ipAddress": "10.0.0.1", "index": 0}]},
         }])
 
-    def set_clique(self, uid, daemon_status):
+    def set_clique(self, uid, daemon_status, namespace=None):
         """daemon_status: "Ready", "NotReady", or None (no daemon of this node listed)."""
         daemons = [{"nodeName": "other-node", "cliqueID": CLIQUE, "ipAddress": "10.0.0.2", "index": 1,
                     "status": "Ready"}]
@@ -58,7 +60,7 @@ class ComputeDomainTestCase(NodeTestCase):
                             "index": 0, "status": daemon_status})
         self.node.api.load([{
             "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainClique",
-            "metadata": {"name": "%s.%s" % (uid, CLIQUE), "namespace": DRIVER_NS},
+            "metadata": {"name": "%s.%s" % (uid, CLIQUE), "namespace": namespace or self.clique_namespace},
             "daemons": daemons,
         }])
 
@@ -441,6 +443,32 @@ class HostManagedImex(ComputeDomainTestCase):
                                extra_args=args).start(wait=False)
             self.assertNotEqual(p.wait_exit(60), 0)
             self.assertIn(message, p.read_log())
+
+
+class CliqueNamespaceEndToEnd(ComputeDomainTestCase):
+    """Beside an upstream release: its IMEX daemons write the cliques in the
+    release's namespace, which --clique-namespace names, while the plugin's
+    own namespace is another."""
+    clique_namespace = "dra-upstream"
+    extra_args = ["--clique-namespace", "dra-upstream"]
+
+    def test_a_channel_claim_is_ready_by_the_clique_of_the_named_namespace(self):
+        a = self.channel_claim("chan-a", 0)
+        self.assertOk(self.plugin.prepare([a]), a[2])
+        self.assertEqual(self.node_label(), self.domain_uid)
+
+    def test_a_clique_in_the_plugins_own_namespace_does_not_count(self):
+        self.plugin.stop()
+        self.plugin = self.start_plugin(["--claim-timeout", "3"])
+        other = str(uuid.uuid4())
+        self.set_domain(other, ready=True)
+        self.set_clique(other, "Ready", namespace=DRIVER_NS)
+        self.set_clique(other, None)
+        b = self.channel_claim("chan-b", 1, domain=other)
+        r = self.plugin.prepare([b])
+        self.assertIn("ComputeDomainClique dra-upstream/%s.%s" % (other, CLIQUE), r[b[2]]["error"])
+        self.set_clique(other, "Ready")
+        self.assertOk(self.plugin.prepare([b]), b[2])
 
 
 if __name__ == "__main__":

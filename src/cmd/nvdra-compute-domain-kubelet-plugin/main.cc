@@ -32,6 +32,9 @@ struct ComputeDomainFlags {
   std::string daemon_config_template = "/templates/compute-domain-daemon-config.tmpl.cfg";
   bool gpu_clique_label = false;  // GPU_CLIQUE_LABEL_ENABLED
   computedomain::ImexConfig imex;
+  // nvdra's own: where the IMEX daemons write ComputeDomainCliques; empty:
+  // --namespace (upstream's daemons write them in their release's).
+  std::string clique_namespace;
 
   void Add(CLI::App& app) {
     app.add_option("--imex-mode", imex.mode, "IMEX deployment mode: driverManaged or hostManaged.")
@@ -56,6 +59,10 @@ struct ComputeDomainFlags {
                    "Label the node nvidia.com/gpu.clique=<clique> (true/false)")
         ->envname("GPU_CLIQUE_LABEL_ENABLED")
         ->capture_default_str();
+    app.add_option("--clique-namespace", clique_namespace,
+                   "Namespace of the ComputeDomainCliques the IMEX daemons write (empty: --namespace); the "
+                   "upstream release's namespace when its daemons serve the domains")
+        ->envname("CLIQUE_NAMESPACE");
   }
 };
 
@@ -68,11 +75,11 @@ struct Watches {
   kube::WatchCache& node;
 };
 Result<Watches> StartWatches(plugin::KindContext& ctx, const config::FeatureGates& gates,
-                             const std::string& clique_id) {
+                             const std::string& clique_id, const std::string& clique_namespace) {
   const plugin::PluginOptions& opts = ctx.options;
   computedomain::DomainWatchOptions wo;
   wo.node_name = opts.node_name;
-  wo.driver_namespace = opts.namespace_name;
+  wo.clique_namespace = clique_namespace.empty() ? opts.namespace_name : clique_namespace;
   wo.cliques = gates.Enabled(config::Gate::kComputeDomainCliques);
   wo.clique_id = clique_id;
   auto& domains = ctx.companions.Add(std::make_unique<computedomain::DomainWatch>(ctx.kube, wo));
@@ -154,7 +161,7 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
                              !host_managed && gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
   NVDRA_INFO("{}", validated);
 
-  NVDRA_ASSIGN_OR_RETURN(Watches watches, StartWatches(ctx, gates, clique.clique_id));
+  NVDRA_ASSIGN_OR_RETURN(Watches watches, StartWatches(ctx, gates, clique.clique_id, flags.clique_namespace));
   computedomain::DomainWatch& domains = watches.domains;
   auto& labels = ctx.companions.Keep(std::make_unique<computedomain::NodeLabelManager>(
       ctx.kube, opts.node_name, &watches.node, opts.completed_claim_grace));

@@ -16,6 +16,7 @@
 #include "gpu/gpu_handlers.h"
 #include "gpu/gpu_kind.h"
 #include "gpu/gpu_published_devices.h"
+#include "util/build_info.h"
 #include "util/file_util.h"
 #include "util/log.h"
 
@@ -61,6 +62,8 @@ Result<cdi::Spec> AllDevicesSpec(const DeviceLib& lib, const NodeInventory& inv,
 
 int main(int argc, char** argv) {
   CLI::App app{"nvdra-discover: print the GPUs, MIG devices and IMEX clique the nvdra plugins see"};
+  app.set_version_flag("--version", std::string("nvdra ") + BuildVersion() + "\ncommit: " + BuildCommit() +
+                                        "\ndate: " + BuildDate());
   DeviceLibOptions o;
   o.container_driver_root = "/";
   int verbosity = 0;

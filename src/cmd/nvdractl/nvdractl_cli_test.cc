@@ -39,6 +39,14 @@ TEST(NvdractlCliTest, BadArgumentsExitTwo) {
   EXPECT_EQ(sub_help.exit_code, 0) << sub_help.out;
 }
 
+TEST(NvdractlCliTest, VersionPrintsVersionCommitAndDateLikeThePlugins) {
+  CtlRun r = Nvdractl("--version");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("nvdra ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\ncommit: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ndate: "), std::string::npos) << r.out;
+}
+
 TEST(NvdractlCliTest, EachSubcommandsHelpShowsItsOwnExitStatusOnly) {
   const std::string generic = "the plugin answered but something in the answer failed";
   CtlRun top = Nvdractl("--help");

@@ -59,12 +59,12 @@ app.kubernetes.io/part-of: nvdra
 {{- end }}
 {{- end }}
 
-{{/* Upstream's image: the controller, the IMEX daemons and the webhook. */}}
+{{/* Upstream's image: the controller and the IMEX daemons. */}}
 {{- define "nvdra.upstreamImage" -}}
 {{- .Values.image.repository -}}:{{- .Values.image.tag | default .Values.nvdra.upstreamVersion -}}
 {{- end }}
 
-{{/* nvdra's image: the kubelet plugins, the init container, the MPS control daemons. */}}
+{{/* nvdra's image: the kubelet plugins, the init container, the webhook, the MPS control daemons. */}}
 {{- define "nvdra.image" -}}
 {{- .Values.nvdra.image.repository -}}:{{- .Values.nvdra.image.tag | default .Chart.AppVersion -}}
 {{- end }}

@@ -1,0 +1,246 @@
+#include "admission/admission_review.h"
+
+#include <nlohmann/json.hpp>
+
+#include "config/config_decoder.h"
+#include "config/opaque_config.h"
+#include "kube/raw_json.h"
+#include "util/json_reader.h"
+#include "util/log.h"
+
+namespace nvdra::admission {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kAdmissionApiVersion = "admission.k8s.io/v1";
+constexpr std::string_view kAdmissionKind = "AdmissionReview";
+constexpr std::string_view kResourceGroup = "resource.k8s.io";
+// A message quotes at most this much of a body it could not read.
+constexpr size_t kMaxQuoted = 256;
+
+// What the request names: one of the six resources, or neither.
+struct Target {
+  bool known = false;
+  bool is_template = false;
+  std::string version;
+};
+
+std::string Quoted(std::string_view body) {
+  if (body.size() <= kMaxQuoted) return std::string(body);
+  return std::string(body.substr(0, kMaxQuoted)) + "...";
+}
+
+// Go's "%s" of a metav1.GroupVersionResource: "{group version resource}".
+std::string GvrText(const JsonReader& resource) {
+  return "{" + resource.ValueOr<std::string>("group", "") + " " + resource.ValueOr<std::string>("version", "") + " " +
+         resource.ValueOr<std::string>("resource", "") + "}";
+}
+
+Target TargetOf(const JsonReader& resource) {
+  Target t;
+  std::string group = resource.ValueOr<std::string>("group", "");
+  std::string version = resource.ValueOr<std::string>("version", "");
+  std::string name = resource.ValueOr<std::string>("resource", "");
+  if (group != kResourceGroup) return t;
+  if (version != "v1" && version != "v1beta2" && version != "v1beta1") return t;
+  if (name != "resourceclaims" && name != "resourceclaimtemplates") return t;
+  t.known = true;
+  t.is_template = name == "resourceclaimtemplates";
+  t.version = version;
+  return t;
+}
+
+json Response(const std::string& uid, bool allowed, std::string_view message, std::string_view reason) {
+  json response = {{"uid", uid}, {"allowed", allowed}};
+  if (!allowed) {
+    response["status"] = {{"metadata", json::object()}, {"message", message}, {"reason", reason}};
+  }
+  return response;
+}
+
+HttpAnswer Review(const json& response) {
+  nlohmann::ordered_json review;
+  review["kind"] = kAdmissionKind;
+  review["apiVersion"] = kAdmissionApiVersion;
+  review["response"] = response;
+  return {200, "application/json", review.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+
+bool IsJsonContentType(std::string_view content_type) {
+  std::string_view media = content_type.substr(0, content_type.find(';'));
+  while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
+  return media == "application/json";
+}
+
+// The configs of one object, checked; the messages of those that fail.
+struct ConfigCheck {
+  Status shape;  // the object itself cannot be read (BadRequest)
+  std::vector<std::string> failures;
+};
+
+ConfigCheck CheckConfigs(std::string_view body, const JsonReader& object, const Target& target,
+                         const config::FeatureGates& gates) {
+  ConfigCheck out;
+  const std::string spec_path = target.is_template ? "spec.spec" : "spec";
+  std::vector<kube::JsonPathStep> raw_path = {std::string("request"), std::string("object"), std::string("spec")};
+  if (target.is_template) raw_path.push_back(std::string("spec"));
+  raw_path.push_back(std::string("devices"));
+  raw_path.push_back(std::string("config"));
+
+  auto devices = [&]() -> Result<std::optional<JsonReader>> {
+    NVDRA_ASSIGN_OR_RETURN(auto spec, object.OptionalObject("spec"));
+    if (!spec) return std::optional<JsonReader>();
+    if (target.is_template) {
+      NVDRA_ASSIGN_OR_RETURN(auto inner, spec->OptionalObject("spec"));
+      if (!inner) return std::optional<JsonReader>();
+      spec = std::move(inner);
+    }
+    return spec->OptionalObject("devices");
+  }();
+  if (!devices.ok()) {
+    out.shape = devices.status();
+    return out;
+  }
+  if (!devices->has_value()) return out;
+
+  size_t index = 0;
+  out.shape = (*devices)->ForEach("config", [&](const JsonReader& item) -> Status {
+    const size_t i = index++;
+    NVDRA_ASSIGN_OR_RETURN(auto opaque, item.OptionalObject("opaque"));
+    if (!opaque) return Status::Ok();
+    NVDRA_ASSIGN_OR_RETURN(std::string driver, opaque->OptionalOr<std::string>("driver", ""));
+    bool checked = false;
+    for (const std::string& d : CheckedDrivers()) checked = checked || d == driver;
+    if (!checked) return Status::Ok();
+
+    const std::string field = spec_path + ".devices.config[" + std::to_string(i) + "].opaque.parameters";
+    std::vector<kube::JsonPathStep> path = raw_path;
+    path.push_back(i);
+    path.push_back(std::string("opaque"));
+    path.push_back(std::string("parameters"));
+    std::optional<std::string_view> raw = kube::FindRawJson(body, path);
+    auto decoded = config::DecodeStrict(raw ? *raw : std::string_view());
+    if (!decoded.ok()) {
+      out.failures.push_back("error decoding object at " + field + ": " + decoded.status().message());
+      return Status::Ok();
+    }
+    config::Config c = std::move(decoded).value();
+    config::Normalize(c, gates);
+    if (Status st = config::Validate(c, gates); !st.ok()) {
+      out.failures.push_back("object at " + field + " is invalid: " + st.message());
+    }
+    return Status::Ok();
+  });
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& CheckedDrivers() {
+  static const std::vector<std::string> drivers = {"gpu.nvidia.com", "compute-domain.nvidia.com"};
+  return drivers;
+}
+
+HttpAnswer TextError(int status, std::string_view message) {
+  return {status, "text/plain; charset=utf-8", std::string(message) + "\n"};
+}
+
+namespace {
+
+// The answer to the review's request `req` (with `uid`).
+HttpAnswer Judge(std::string_view body, const JsonReader& req, const std::string& uid,
+                 const config::FeatureGates& gates) {
+  auto refuse = [&](std::string_view message, std::string_view reason) {
+    NVDRA_ERROR("{}", message);
+    return Review(Response(uid, false, message, reason));
+  };
+
+  auto resource = req.OptionalObject("resource");
+  if (!resource.ok()) return refuse(resource.status().message(), "BadRequest");
+  const json empty = json::object();
+  const JsonReader gvr = resource->has_value() ? **resource : JsonReader(empty, "request.resource");
+  const Target target = TargetOf(gvr);
+  if (!target.known) {
+    return refuse("expected resource to be one of the supported versions for resourceclaims or "
+                  "resourceclaimtemplates, got " + GvrText(gvr),
+                  "BadRequest");
+  }
+  const std::string expected_kind = target.is_template ? "ResourceClaimTemplate" : "ResourceClaim";
+  auto object = req.OptionalObject("object");
+  if (!object.ok()) return refuse(object.status().message(), "BadRequest");
+  if (!object->has_value()) return refuse("the request carries no " + expected_kind, "BadRequest");
+  const JsonReader& obj = **object;
+  // The API server sends the object in the version the request names.
+  std::string obj_kind = obj.ValueOr<std::string>("kind", "");
+  std::string obj_version = obj.ValueOr<std::string>("apiVersion", "");
+  const std::string expected_version = std::string(kResourceGroup) + "/" + target.version;
+  if ((!obj_kind.empty() && obj_kind != expected_kind) || (!obj_version.empty() && obj_version != expected_version)) {
+    return refuse("the object is a " + obj_version + " " + obj_kind + ", not the " + expected_version + " " +
+                      expected_kind + " the request names",
+                  "BadRequest");
+  }
+
+  ConfigCheck check = CheckConfigs(body, obj, target, gates);
+  if (!check.shape.ok()) {
+    return refuse(expected_kind + " has an unexpected shape: " + check.shape.message(), "BadRequest");
+  }
+  if (!check.failures.empty()) {
+    std::string msg = std::to_string(check.failures.size()) + " configs failed to validate: ";
+    for (size_t i = 0; i < check.failures.size(); ++i) {
+      if (i > 0) msg += "; ";
+      msg += check.failures[i];
+    }
+    return refuse(msg, "Invalid");
+  }
+  NVDRA_VLOG(2, "admitted {} {}", expected_kind, uid);
+  return Review(Response(uid, true, "", ""));
+}
+
+// Reads the AdmissionReview in `body` and judges its request.
+HttpAnswer ReadAndJudge(std::string_view body, const config::FeatureGates& gates) {
+  auto bad_request = [](std::string_view why) {
+    std::string msg = "failed to read AdmissionReview from request body: " + std::string(why);
+    NVDRA_ERROR("{}", msg);
+    return TextError(400, msg);
+  };
+
+  auto parsed = ParseJsonText(body, "the request body");
+  if (!parsed.ok()) return bad_request("request could not be decoded: " + parsed.status().message());
+  const JsonReader review(*parsed);
+  if (!parsed->is_object()) {
+    return bad_request("request could not be decoded: expected a JSON object, got " +
+                       std::string(JsonTypeWithArticle(*parsed)));
+  }
+  std::string api_version = review.ValueOr<std::string>("apiVersion", "");
+  std::string kind = review.ValueOr<std::string>("kind", "");
+  if (kind.empty()) return bad_request("request could not be decoded: Object 'Kind' is missing in '" + Quoted(body) + "'");
+  if (api_version.empty()) {
+    return bad_request("request could not be decoded: Object 'apiVersion' is missing in '" + Quoted(body) + "'");
+  }
+  if (api_version != kAdmissionApiVersion || kind != kAdmissionKind) {
+    return bad_request("unsupported group version kind: " + api_version + ", Kind=" + kind);
+  }
+  auto request = review.OptionalObject("request");
+  if (!request.ok()) return bad_request("request could not be decoded: " + request.status().message());
+  if (!request->has_value()) return bad_request("the AdmissionReview has no request");
+  const JsonReader& req = **request;
+  auto uid = req.OptionalOr<std::string>("uid", "");
+  if (!uid.ok()) return bad_request("request could not be decoded: " + uid.status().message());
+  return Judge(body, req, *uid, gates);
+}
+
+}  // namespace
+
+HttpAnswer ReviewResourceClaimParameters(std::string_view content_type, std::string_view body,
+                                         const config::FeatureGates& gates) {
+  if (!IsJsonContentType(content_type)) {
+    std::string msg = "contentType=" + std::string(content_type) + ", expected application/json";
+    NVDRA_ERROR("{}", msg);
+    return TextError(415, msg);
+  }
+  NVDRA_VLOG(2, "handling request: {}", Quoted(body));
+  return ReadAndJudge(body, gates);
+}
+
+}  // namespace nvdra::admission

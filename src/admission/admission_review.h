@@ -1,0 +1,45 @@
+// The validating admission webhook's decision, without any transport: an
+// AdmissionReview (admission.k8s.io/v1) for a ResourceClaim or a
+// ResourceClaimTemplate of resource.k8s.io v1, v1beta2 or v1beta1 in, the
+// HTTP answer out. Every opaque config of a driver nvdra serves is decoded
+// strictly, normalized and validated by the same code the kubelet plugins
+// run at prepare (config/config_decoder.h, config/opaque_config.h), so a
+// claim is admitted exactly when its configs would prepare. Paths, status
+// codes and messages are upstream's (cmd/webhook of the Go driver), e.g.
+//   2 configs failed to validate: object at spec.devices.config[0].opaque.parameters
+//   is invalid: unknown time-slice interval: ...; object at ... is invalid: ...
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/feature_gates.h"
+
+namespace nvdra::admission {
+
+// The drivers whose configs are checked: the two the plugins serve. (The Go
+// webhook checks gpu.nvidia.com only; a bad compute-domain.nvidia.com config
+// is refused here at admission instead of at prepare.)
+const std::vector<std::string>& CheckedDrivers();
+
+// An HTTP answer: status code, Content-Type and body.
+struct HttpAnswer {
+  int status = 200;
+  std::string content_type;
+  std::string body;
+};
+
+// A plain-text error answer as Go's http.Error writes it (the message and a
+// newline).
+HttpAnswer TextError(int status, std::string_view message);
+
+// The answer to one POST of /validate-resource-claim-parameters:
+// 415 unless the content type is application/json; 400 for a body that is
+// no AdmissionReview v1 with a request; otherwise 200 with an AdmissionReview
+// whose response allows the object, or refuses it with reason BadRequest (an
+// object of another resource or shape) or Invalid (configs that fail).
+HttpAnswer ReviewResourceClaimParameters(std::string_view content_type, std::string_view body,
+                                         const config::FeatureGates& gates);
+
+}  // namespace nvdra::admission

@@ -1,0 +1,153 @@
+// nvdra-webhook: the validating admission webhook for the opaque device
+// configs of ResourceClaims and ResourceClaimTemplates, with upstream's flags
+// (--tls-cert-file, --tls-private-key-file, --port, the logging flags,
+// --feature-gates), paths and messages; it judges configs with the kubelet
+// plugins' own decoder (admission/admission_review.h).
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "admission/webhook_routes.h"
+#include "admission/webhook_server.h"
+#include "config/feature_gates.h"
+#include "util/build_info.h"
+#include "util/log.h"
+
+namespace {
+
+using namespace nvdra;
+
+struct WebhookFlags {
+  std::string cert_file;
+  std::string key_file;
+  int port = 443;
+  std::string feature_gates;
+  int verbosity = 0;
+  std::string logging_format = "text";
+  std::string vmodule;
+  std::string log_flush_frequency = "5s";
+  bool log_text_split_stream = false;
+  bool log_json_split_stream = false;
+  std::string log_text_info_buffer_size = "0";
+  std::string log_json_info_buffer_size = "0";
+
+  bool SplitStream() const { return logging_format == "json" ? log_json_split_stream : log_text_split_stream; }
+};
+
+void AddFlags(CLI::App& app, WebhookFlags& f) {
+  app.add_option("--tls-cert-file", f.cert_file,
+                 "File containing the default x509 Certificate for HTTPS. (CA cert, if any, concatenated after "
+                 "server cert).")
+      ->required();
+  app.add_option("--tls-private-key-file", f.key_file,
+                 "File containing the default x509 private key matching --tls-cert-file.")
+      ->required();
+  app.add_option("--port", f.port, "Secure port that the webhook listens on")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  app.add_option("--feature-gates", f.feature_gates,
+                 "Feature gates, e.g. TimeSlicingSettings=true,MPSSupport=false (the plugins' own)")
+      ->envname("FEATURE_GATES");
+  app.add_option("-v,--v", f.verbosity, "Log verbosity (2: every request and answer)")
+      ->envname("V")
+      ->check(CLI::Range(0, 10));
+  app.add_option("--logging-format", f.logging_format, "Log format: text or json")
+      ->envname("LOGGING_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--vmodule", f.vmodule,
+                 "Comma-separated pattern=N settings for file-filtered logging (text format only)");
+  app.add_option("--log-flush-frequency", f.log_flush_frequency,
+                 "Maximum seconds between log flushes (every line is written at once)")
+      ->capture_default_str();
+  app.add_option("--log-text-split-stream", f.log_text_split_stream,
+                 "[Alpha] In text format, info lines to stdout and errors to stderr (LoggingAlphaOptions)");
+  app.add_option("--log-json-split-stream", f.log_json_split_stream,
+                 "[Alpha] In JSON format, info lines to stdout and errors to stderr (LoggingAlphaOptions)");
+  app.add_option("--log-text-info-buffer-size", f.log_text_info_buffer_size,
+                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered");
+  app.add_option("--log-json-info-buffer-size", f.log_json_info_buffer_size,
+                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered");
+}
+
+Status CheckLogging(const WebhookFlags& f, const config::FeatureGates& gates) {
+  if (!f.vmodule.empty()) {
+    if (f.logging_format != "text") return InvalidArgument("vmodule: Forbidden: Only supported for text log format");
+    NVDRA_RETURN_IF_ERROR(ParseVModule(f.vmodule).status().Wrap("--vmodule"));
+  }
+  if (gates.Enabled(config::Gate::kLoggingAlphaOptions)) return Status::Ok();
+  const std::pair<const char*, bool> alpha[] = {
+      {"--log-text-split-stream", f.log_text_split_stream},
+      {"--log-json-split-stream", f.log_json_split_stream},
+      {"--log-text-info-buffer-size", f.log_text_info_buffer_size != "0" && !f.log_text_info_buffer_size.empty()},
+      {"--log-json-info-buffer-size", f.log_json_info_buffer_size != "0" && !f.log_json_info_buffer_size.empty()},
+  };
+  for (const auto& [flag, set] : alpha) {
+    if (set) return InvalidArgument(std::string(flag) + ": Forbidden: Feature LoggingAlphaOptions is disabled");
+  }
+  return Status::Ok();
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "Error: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  WebhookFlags flags;
+  CLI::App app{"nvdra-webhook: a validating admission webhook for the opaque device configs of ResourceClaims and "
+               "ResourceClaimTemplates, judged as nvdra's kubelet plugins judge them"};
+  app.set_version_flag("--version", std::string("nvdra ") + BuildVersion() + "\ncommit: " + BuildCommit() +
+                                        "\ndate: " + BuildDate());
+  app.allow_extras(false);
+  AddFlags(app, flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    if (e.get_name() == "CallForVersion") {
+      std::cout << e.what() << "\n";
+    } else {
+      std::cout << app.help();
+    }
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return Fail(e.what());
+  }
+  auto gates = config::FeatureGates::Parse(flags.feature_gates);
+  if (!gates.ok()) return Fail(gates.status().Wrap("--feature-gates").message());
+  if (Status st = gates->Validate(); !st.ok()) return Fail(st.Wrap("--feature-gates").message());
+  if (Status st = CheckLogging(flags, *gates); !st.ok()) return Fail(st.message());
+  InitLogging(flags.verbosity, flags.logging_format, flags.SplitStream());
+  if (!flags.vmodule.empty()) SetVModule(*ParseVModule(flags.vmodule));
+
+  // SIGTERM and SIGINT are taken by sigwait below, never by a handler; the
+  // server's threads inherit the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  NVDRA_INFO("Starting nvdra-webhook {} (commit {}); feature gates: {}", BuildVersion(), BuildCommit(),
+             gates->ToString());
+  admission::WebhookServerOptions options;
+  options.port = flags.port;
+  options.cert_file = flags.cert_file;
+  options.key_file = flags.key_file;
+  const config::FeatureGates served_gates = *gates;
+  auto server = admission::WebhookServer::Start(
+      options, [served_gates](const admission::HttpRequest& r) { return admission::ServeWebhook(r, served_gates); });
+  if (!server.ok()) return Fail(server.status().message());
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  NVDRA_INFO("nvdra-webhook: signal {}, stopping", sig);
+  (*server)->Stop();
+  return 0;
+}
