@@ -136,6 +136,32 @@ std::string NvidiaSmiScript(const MockProfile& p) {
   return s;
 }
 
+// The driver's tools under usr/bin: nvidia-smi, placeholders of the others,
+// and the host IMEX daemon's query tool, for host-managed IMEX: `-q --u=SOCK`
+// fails without SOCK and otherwise prints the state tests write to
+// etc/nvidia-imex/mock-state (UNAVAILABLE without one).
+Status InstallMockTools(const std::string& bin, const MockProfile& profile, const std::string& v) {
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(bin, 0755));
+  NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(bin, "nvidia-smi"), NvidiaSmiScript(profile), 0755));
+  for (const char* tool : {"nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
+                           "nvidia-cuda-mps-server"}) {
+    NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(bin, tool),
+                                     std::string("#!/bin/sh\necho '") + tool + " (nvdra mock driver " + v +
+                                         ")'\n",
+                                     0755));
+  }
+  return EnsureFile(
+      JoinPath(bin, "nvidia-imex-ctl"),
+      "#!/bin/sh\n"
+      "# nvidia-imex-ctl of the nvdra mock driver " + v + "\n"
+      "root=\"$(cd \"$(dirname \"$0\")/../..\" && pwd)\"\n"
+      "sock=\"\"\n"
+      "for a in \"$@\"; do case \"$a\" in --u=*) sock=\"${a#--u=}\" ;; esac; done\n"
+      "if [ -z \"$sock\" ] || [ ! -e \"$sock\" ]; then echo \"cannot connect to $sock\" >&2; exit 1; fi\n"
+      "cat \"$root/etc/nvidia-imex/mock-state\" 2>/dev/null || echo UNAVAILABLE\n",
+      0755);
+}
+
 }  // namespace
 
 std::string MockCdiHookPath(const std::string& root) { return JoinPath(root, "toolkit/nvidia-cdi-hook"); }
@@ -182,30 +208,7 @@ Status BuildMockDriverInstall(const std::string& root, const std::string& host_r
   NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(root, "etc"), 0755));
   NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(root, "etc/ld.so.cache"), RenderLdCache(cache), 0644));
 
-  const std::string bin = JoinPath(root, "usr/bin");
-  NVDRA_RETURN_IF_ERROR(MakeDirectories(bin, 0755));
-  NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(bin, "nvidia-smi"), NvidiaSmiScript(profile), 0755));
-  for (const char* tool : {"nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
-                           "nvidia-cuda-mps-server"}) {
-    NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(bin, tool),
-                                     std::string("#!/bin/sh\necho '") + tool + " (nvdra mock driver " + v +
-                                         ")'\n",
-                                     0755));
-  }
-
-  // The host IMEX daemon's query tool, for host-managed IMEX: `-q --u=SOCK`
-  // fails without SOCK and otherwise prints the state tests write to
-  // etc/nvidia-imex/mock-state (UNAVAILABLE without one).
-  NVDRA_RETURN_IF_ERROR(EnsureFile(
-      JoinPath(bin, "nvidia-imex-ctl"),
-      "#!/bin/sh\n"
-      "# nvidia-imex-ctl of the nvdra mock driver " + v + "\n"
-      "root=\"$(cd \"$(dirname \"$0\")/../..\" && pwd)\"\n"
-      "sock=\"\"\n"
-      "for a in \"$@\"; do case \"$a\" in --u=*) sock=\"${a#--u=}\" ;; esac; done\n"
-      "if [ -z \"$sock\" ] || [ ! -e \"$sock\" ]; then echo \"cannot connect to $sock\" >&2; exit 1; fi\n"
-      "cat \"$root/etc/nvidia-imex/mock-state\" 2>/dev/null || echo UNAVAILABLE\n",
-      0755));
+  NVDRA_RETURN_IF_ERROR(InstallMockTools(JoinPath(root, "usr/bin"), profile, v));
 
   const std::string fw = JoinPath(root, "lib/firmware/nvidia/" + v);
   NVDRA_RETURN_IF_ERROR(MakeDirectories(fw, 0755));
