@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "util/file_util.h"
 #include "util/parse_number.h"
@@ -19,6 +20,40 @@ std::string LinkBaseName(const std::string& path) {
   while (!target.empty() && target.back() == '/') target.pop_back();
   auto slash = target.rfind('/');
   return slash == std::string::npos ? target : target.substr(slash + 1);
+}
+
+namespace {
+
+std::string TrimmedFile(const std::string& path) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return "";
+  std::string s = *text;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+uint64_t NextPowerOfTwo(uint64_t n) {
+  if (n == 0) return 0;
+  uint64_t p = 1;
+  while (p < n && p != (uint64_t{1} << 63)) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+uint64_t AddressableMemoryFromResource(const std::string& text) {
+  uint64_t total = 0;
+  size_t pos = 0;
+  for (int line = 0; line < 6 && pos < text.size(); ++line) {
+    size_t end = text.find('\n', pos);
+    std::string l = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? text.size() : end + 1;
+    unsigned long long start = 0, last = 0, flags = 0;
+    if (std::sscanf(l.c_str(), "%llx %llx %llx", &start, &last, &flags) != 3) continue;
+    if (last == start) continue;
+    if ((flags & 0x06) == 0x04) total += last - start + 1;
+  }
+  return NextPowerOfTwo(total);
 }
 
 SysfsPciDriverControl::SysfsPciDriverControl(std::string sysfs_root, SysfsWriteHook kernel)
@@ -45,6 +80,14 @@ Result<PciDeviceState> SysfsPciDriverControl::Read(const std::string& bus_id) {
     Result<uint64_t> n = ParseUint64(text);
     if (!n.ok() || *n > 100'000) return Internal("unexpected sriov_numvfs \"" + text + "\" of " + bus_id);
     s.num_vfs = static_cast<int>(*n);
+  }
+  s.vendor_id = TrimmedFile(JoinPath(dir, "vendor"));
+  s.device_id = TrimmedFile(JoinPath(dir, "device"));
+  if (auto res = ReadFileToString(JoinPath(dir, "resource")); res.ok()) {
+    s.addressable_memory_bytes = AddressableMemoryFromResource(*res);
+  }
+  if (auto cdevs = ListDirectory(JoinPath(dir, "vfio-dev")); cdevs.ok() && !cdevs->empty()) {
+    s.iommufd_cdev = cdevs->front();
   }
   return s;
 }

@@ -31,6 +31,15 @@ struct PciDeviceState {
   std::optional<int> iommu_group;
   // sriov_numvfs; 0 when the file is absent (no SR-IOV).
   int num_vfs = 0;
+  // The `vendor` and `device` files ("0x10de", "0x2330"); empty when absent.
+  std::string vendor_id, device_id;
+  // As upstream (go-nvlib's GetTotalAddressableMemory(true)): the sizes of
+  // the 64-bit memory BARs among the first six regions of the `resource`
+  // file, summed and rounded up to a power of two; 0 without the file.
+  uint64_t addressable_memory_bytes = 0;
+  // The iommufd character device, the entry of vfio-dev/ ("vfio3"); empty
+  // when there is none (not on vfio-pci, or no iommufd).
+  std::string iommufd_cdev;
 };
 
 // Called after a write of `value` to the sysfs file `path` succeeded.
@@ -72,6 +81,9 @@ class SysfsPciDriverControl final : public PciDriverControl {
 // Unbinds the device from whatever driver it has and binds it to `driver`;
 // nothing is written when it is already bound to `driver`.
 Status ChangePciDriver(PciDriverControl& pci, const std::string& bus_id, const std::string& driver);
+
+// Parses a sysfs `resource` file as above.
+uint64_t AddressableMemoryFromResource(const std::string& text);
 
 // The last component of a link's target ("../../bus/pci/drivers/nvidia" ->
 // "nvidia"); empty when `path` is not a link.

@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "util/file_util.h"
@@ -53,6 +54,37 @@ Status Refused(const std::string& path, const std::string& value, int err) {
 
 }  // namespace
 
+std::string MockPciDeviceId(const GpuInfo& gpu) {
+  const std::string& p = gpu.product_name;
+  if (p.find("H100") != std::string::npos) return "0x2330";
+  if (p.find("A100") != std::string::npos) return "0x20b2";
+  if (p.find("GB200") != std::string::npos) return "0x2941";
+  if (p.find("L40S") != std::string::npos) return "0x26b9";
+  return "0x1db6";
+}
+
+std::string MockPciResource(const GpuInfo& gpu) {
+  // BAR0: 16 MiB, 32-bit; BAR1: the memory size rounded up to a power of
+  // two, 64-bit prefetchable; BAR3: 32 MiB, 64-bit prefetchable; the rest
+  // unused, as lspci shows a data-centre GPU.
+  uint64_t mem = gpu.memory_bytes.value_or(uint64_t{16} << 30);
+  uint64_t bar1 = 1;
+  while (bar1 < mem) bar1 <<= 1;
+  auto line = [](uint64_t start, uint64_t size, uint64_t flags) {
+    char buf[80];
+    std::snprintf(buf, sizeof(buf), "0x%016llx 0x%016llx 0x%016llx\n", static_cast<unsigned long long>(start),
+                  static_cast<unsigned long long>(size ? start + size - 1 : 0), static_cast<unsigned long long>(flags));
+    return std::string(buf);
+  };
+  const uint64_t base = (uint64_t{0x20} << 40) + (static_cast<uint64_t>(gpu.minor) << 38);
+  std::string s = line(0xa0000000ull + (static_cast<uint64_t>(gpu.minor) << 24), 16 << 20, 0x40200);
+  s += line(base, bar1, 0x14220c);
+  s += line(0, 0, 0);
+  s += line(base + bar1, 32 << 20, 0x14220c);
+  s += line(0, 0, 0) + line(0, 0, 0) + line(0, 0, 0);
+  return s;
+}
+
 int MockIommuGroup(int gpu_minor) { return 40 + gpu_minor; }
 
 Status MakeMockDeviceNode(const std::string& path, int major, int minor, mode_t mode) {
@@ -95,6 +127,9 @@ Status BuildMockPciSysfs(const std::string& root, const std::vector<GpuInfo>& gp
     NVDRA_RETURN_IF_ERROR(Symlink("../../../../devices/" + rel, JoinPath(group_dir, g.pci_bus_id)));
     NVDRA_RETURN_IF_ERROR(Symlink("../../../kernel/iommu_groups/" + group, JoinPath(dir, "iommu_group")));
     NVDRA_RETURN_IF_ERROR(Touch(JoinPath(dir, "driver_override"), 0644));
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "vendor"), "0x10de\n", 0444, false));
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "device"), MockPciDeviceId(g) + "\n", 0444, false));
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "resource"), MockPciResource(g), 0444, false));
     if (fresh) {
       NVDRA_RETURN_IF_ERROR(Symlink(std::string("../../../bus/pci/drivers/") + kNvidiaPciDriver, JoinPath(dir, "driver")));
       NVDRA_RETURN_IF_ERROR(Symlink("../../../../devices/" + rel,

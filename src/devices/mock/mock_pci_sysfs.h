@@ -2,7 +2,7 @@
 //
 // Under the mock root, for every GPU (bdf = its PCI bus id, <root> its
 // pcieRoot, or "platform" without one):
-//   sys/devices/<root>/<bdf>/{numa_node,driver_override}
+//   sys/devices/<root>/<bdf>/{numa_node,driver_override,vendor,device,resource}
 //   sys/devices/<root>/<bdf>/driver      -> ../../../bus/pci/drivers/nvidia
 //   sys/devices/<root>/<bdf>/iommu_group -> ../../../kernel/iommu_groups/<g>
 //   sys/bus/pci/devices/<bdf>            -> ../../../devices/<root>/<bdf>
@@ -26,6 +26,9 @@ namespace nvdra::devices {
 inline constexpr int kMockVfioMajor = 511;
 
 int MockIommuGroup(int gpu_minor);
+// The `device` file's id (by product name) and the `resource` file (BARs).
+std::string MockPciDeviceId(const GpuInfo& gpu);
+std::string MockPciResource(const GpuInfo& gpu);
 
 Status BuildMockPciSysfs(const std::string& root, const std::vector<GpuInfo>& gpus);
 

@@ -126,3 +126,34 @@ TEST(PciDriverControlTest, RealSysfsShapes) {
 
 }  // namespace
 }  // namespace nvdra::devices
+
+namespace nvdra::devices {
+namespace {
+
+TEST(PciDriverControlTest, AddressableMemoryIsTheRoundedSumOf64BitBars) {
+  // An H100's regions: BAR0 16 MiB 32-bit, BAR1 128 GiB and BAR3 32 MiB 64-bit.
+  const std::string res =
+      "0x00000000a0000000 0x00000000a0ffffff 0x0000000000040200\n"
+      "0x0000200000000000 0x0000201fffffffff 0x000000000014220c\n"
+      "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+      "0x0000202000000000 0x0000202001ffffff 0x000000000014220c\n"
+      "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+      "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+      "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+      "0x0000000000000000 0x0000202fffffffff 0x000000000014220c\n";
+  EXPECT_EQ(AddressableMemoryFromResource(res), uint64_t{256} << 30);
+  EXPECT_EQ(AddressableMemoryFromResource(""), 0u);
+}
+
+TEST(MockPciSysfsTest, VendorDeviceAndBarsAreReadBack) {
+  MockNode n;
+  auto s = n.lib->pci().Read(n.inv.gpus[0].pci_bus_id);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->vendor_id, "0x10de");
+  EXPECT_EQ(s->device_id, "0x2330");
+  EXPECT_GT(s->addressable_memory_bytes, *n.inv.gpus[0].memory_bytes);
+  EXPECT_EQ(s->iommufd_cdev, "");
+}
+
+}  // namespace
+}  // namespace nvdra::devices
