@@ -128,8 +128,8 @@ std::vector<std::string> GpuKind::MetricDeviceTypes() const {
 model::PublishedDevice GpuKind::Publish(const GpuDevice& device) const {
   model::PublishedDevice d = device.type->Publish(device);
   ApplyListTypeAttributes(d, options_.gates);
-  // Full GPUs and MIG devices may be shared; a passthrough (VFIO) device,
-  // once it is a type here, may not, as upstream.
+  // Full GPUs and MIG devices may be shared; a passthrough (VFIO) device
+  // may not, as upstream.
   if (device.type->name() == kDeviceTypeGpu || device.type->name() == kDeviceTypeMig) {
     ApplyConsumableShares(d, options_.consumable_shares);
   }
