@@ -13,6 +13,7 @@
 #include "devices/device_info.h"
 #include "devices/driver_root.h"
 #include "devices/gpu_control.h"
+#include "devices/pci_driver_control.h"
 #include "util/status.h"
 
 namespace nvdra::devices {
@@ -40,6 +41,8 @@ class DeviceLib {
   // empty inventory.
   virtual Result<NodeInventory> Discover() = 0;
   virtual GpuControl& control() = 0;
+  // The PCI drivers of the node's devices, through sysfs (passthrough).
+  virtual PciDriverControl& pci() = 0;
   // A new health source for this backend (not started).
   virtual std::unique_ptr<DeviceHealthSource> NewHealthSource() = 0;
   virtual const DriverRoot& driver_root() const = 0;

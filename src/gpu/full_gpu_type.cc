@@ -4,6 +4,7 @@
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_published_devices.h"
 #include "gpu/mig_counters.h"
+#include "gpu/vfio_type.h"
 
 namespace nvdra::gpu {
 
@@ -24,6 +25,7 @@ std::vector<GpuDevice> FullGpuType::Devices(const devices::NodeInventory& invent
 
 std::vector<std::string> FullGpuType::Held(const GpuDevice& device) const {
   std::vector<std::string> out = {device.name};
+  if (passthrough_ && !device.gpu->pci_bus_id.empty()) out.push_back(PciResource(device.gpu->pci_bus_id));
   if (!Partitioned(*device.gpu)) return out;
   for (int i = 0; i < devices::MemorySliceCount(*device.gpu); ++i) {
     out.push_back(MemorySliceResource(device.gpu->minor, i));

@@ -12,7 +12,10 @@ namespace nvdra::gpu {
 
 class FullGpuType final : public GpuDeviceType {
  public:
-  explicit FullGpuType(bool partitionable = false) : partitionable_(partitionable) {}
+  // `passthrough`: a GPU's vfio twin may be prepared (PassthroughSupport),
+  // so a claim on it holds its PCI device too (vfio_type.h).
+  explicit FullGpuType(bool partitionable = false, bool passthrough = false)
+      : partitionable_(partitionable), passthrough_(passthrough) {}
   std::string_view name() const override;
   std::string_view config_kind() const override { return "GpuConfig"; }
   std::optional<config::Config> DefaultConfig(const config::FeatureGates&) const override {
@@ -28,6 +31,7 @@ class FullGpuType final : public GpuDeviceType {
  private:
   bool Partitioned(const devices::GpuInfo& gpu) const;
   const bool partitionable_;
+  const bool passthrough_;
 };
 
 }  // namespace nvdra::gpu

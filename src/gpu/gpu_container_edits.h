@@ -28,6 +28,18 @@ class GpuContainerEdits {
   // /dev/nvidia<minor>) plus the GI and CI capability nodes.
   Result<cdi::ContainerEdits> Mig(const devices::MigDeviceInfo& mig, const devices::GpuInfo* parent = nullptr) const;
 
+  // A GPU passed through (VFIO), as upstream's vfio CDI handler: its
+  // IOMMU group's /dev/vfio/<group>, or with `iommufd` its
+  // /dev/vfio/devices/<cdev> (vfio<N>).
+  Result<cdi::ContainerEdits> Vfio(int iommu_group, bool iommufd, const std::string& cdev) const;
+  // What a passthrough claim's containers share instead of Common():
+  // NVIDIA_VISIBLE_DEVICES=void and, when the API device is asked for,
+  // /dev/iommu (iommufd) or /dev/vfio/vfio.
+  Result<cdi::ContainerEdits> VfioCommon(bool enable_api_device, bool iommufd) const;
+  // Whether /dev/iommu exists under the dev root (upstream's test for
+  // iommufd support).
+  bool IommuFdEnabled() const;
+
   devices::DriverFilesCache* driver_files() const { return src_.driver_files.get(); }
 
  private:

@@ -1,5 +1,5 @@
-// One type of device the GPU kind serves: full GPUs and static MIG devices
-// today (dynamic MIG and VFIO passthrough are further types). A type says
+// One type of device the GPU kind serves: full GPUs, static MIG devices,
+// dynamic MIG devices and VFIO passthrough GPUs. A type says
 // which of the node's hardware it publishes under which names, how it is
 // published, which opaque config kind applies to it, and what a container
 // of a claim on one of its devices gets, and, for a type with node-side

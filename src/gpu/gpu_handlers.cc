@@ -5,6 +5,7 @@
 #include "gpu/mps_strategy.h"
 #include "gpu/static_mig_type.h"
 #include "gpu/time_slicing_strategy.h"
+#include "gpu/vfio_type.h"
 
 namespace nvdra::gpu {
 
@@ -17,7 +18,9 @@ std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::
   } else {
     t.push_back(std::make_unique<StaticMigType>());
   }
-  t.push_back(std::make_unique<FullGpuType>(dynamic_mig));
+  const bool passthrough = gates.Enabled(config::Gate::kPassthroughSupport);
+  t.push_back(std::make_unique<FullGpuType>(dynamic_mig, passthrough));
+  if (passthrough) t.push_back(std::make_unique<VfioType>(context.pci, context.iommufd_enabled));
   return t;
 }
 

@@ -8,6 +8,7 @@
 #include "config/feature_gates.h"
 #include "devices/device_info.h"
 #include "devices/gpu_control.h"
+#include "devices/pci_driver_control.h"
 #include "gpu/consumable_shares.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/mps_strategy.h"
@@ -21,6 +22,9 @@ namespace nvdra::gpu {
 struct DeviceTypeContext {
   const devices::NodeInventory* inventory = nullptr;
   devices::GpuControl* control = nullptr;
+  // Passthrough: the PCI drivers, and whether /dev/iommu exists.
+  devices::PciDriverControl* pci = nullptr;
+  bool iommufd_enabled = false;
 };
 
 // The device types the gates switch on, in the order their defaults are

@@ -6,6 +6,7 @@
 #include "gpu/dynamic_mig_type.h"
 #include "gpu/gpu_handlers.h"
 #include "gpu/gpu_published_devices.h"
+#include "gpu/vfio_type.h"
 #include "util/file_util.h"
 #include "util/periodic_worker.h"
 #include "util/log.h"
@@ -71,7 +72,7 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
     : inventory_(std::move(inventory)),
       edits_(std::move(edits)),
       options_(std::move(options)),
-      types_(types.empty() ? RegisteredDeviceTypes(options_.gates, {&inventory_, &control}) : std::move(types)),
+      types_(types.empty() ? RegisteredDeviceTypes(options_.gates, {&inventory_, &control, options_.pci, edits_.IommuFdEnabled()}) : std::move(types)),
       control_(control),
       resets_(control, options_.resets),
       strategies_(RegisteredSharingStrategies({resets_, inventory_, control, options_.mps, options_.consumable_shares,
@@ -85,6 +86,7 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
   }
   for (const auto& t : types_) {
     if (auto* m = dynamic_cast<DynamicMigType*>(t.get())) dynamic_mig_ = m;
+    if (auto* v = dynamic_cast<VfioType*>(t.get())) vfio_ = v;
   }
 }
 
@@ -126,8 +128,8 @@ std::vector<std::string> GpuKind::MetricDeviceTypes() const {
 model::PublishedDevice GpuKind::Publish(const GpuDevice& device) const {
   model::PublishedDevice d = device.type->Publish(device);
   ApplyListTypeAttributes(d, options_.gates);
-  // Full GPUs and MIG devices may be shared; a passthrough (VFIO) device,
-  // once it is a type here, may not, as upstream.
+  // Full GPUs and MIG devices may be shared; a passthrough (VFIO) device
+  // may not, as upstream.
   if (device.type->name() == kDeviceTypeGpu || device.type->name() == kDeviceTypeMig) {
     ApplyConsumableShares(d, options_.consumable_shares);
   }
@@ -159,6 +161,25 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
     std::sort(devs.begin(), devs.end(), [](const GpuDevice* a, const GpuDevice* b) { return a->name < b->name; });
     devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
     NVDRA_RETURN_IF_ERROR(type->Plan(devs, undo));
+  }
+  // The claim's VfioDeviceConfig decides its passthrough devices' edits;
+  // the record carries it, as Unprepare and a repeated Prepare read only that.
+  int vfio_groups = 0;
+  for (const auto& group : work.groups) {
+    const auto* v = std::get_if<config::VfioDeviceConfig>(&group.config);
+    if (v == nullptr) continue;
+    ++vfio_groups;
+    for (const auto& r : group.results) {
+      for (auto& item : undo.vfio) {
+        if (item.device != r.device) continue;
+        item.prefer_iommufd = v->iommu && v->iommu->backend_policy == config::kIommuPreferIommuFD;
+        item.enable_api_device = v->iommu && v->iommu->enable_api_device.value_or(false);
+      }
+    }
+  }
+  if (vfio_groups > 1) {
+    return InvalidArgument("claim " + work.ns + "/" + work.name + ":" + work.uid + " contains " +
+                           std::to_string(vfio_groups) + " VFIO device groups, but at most one is supported per claim");
   }
   for (const auto& group : work.groups) {
     std::string name = SharingStrategyOf(group.config);
@@ -227,7 +248,14 @@ Result<driver::ClaimEdits> GpuKind::EditsFor(const GpuUndo& undo) const {
     }
     out.devices.push_back({name, std::move(edits).value()});
   }
-  auto common = edits_.Common();
+  // A passthrough claim's containers get the VFIO edits instead of the
+  // driver's, as upstream.
+  bool api_device = false, iommufd = false;
+  for (const auto& v : undo.vfio) {
+    api_device = api_device || v.enable_api_device;
+    iommufd = iommufd || v.prefer_iommufd;
+  }
+  auto common = undo.vfio.empty() ? edits_.Common() : edits_.VfioCommon(api_device, iommufd && edits_.IommuFdEnabled());
   if (!common.ok()) return common.status().Wrap("common CDI edits");
   out.common = std::move(common).value();
   return out;
@@ -314,6 +342,31 @@ Result<int> GpuKind::SweepOrphanMigDevices(const UndoRecords& undo_records, bool
   }, disable_idle_mig_mode);
 }
 
+void GpuKind::StartVfioSweep(PeriodicWorkerOptions worker, UndoRecords undo_records) {
+  if (vfio_ == nullptr || vfio_sweep_ != nullptr) return;
+  worker.run_at_start = true;
+  vfio_sweep_ = std::make_unique<PeriodicWorker>(worker, [this, records = std::move(undo_records)]() -> Status {
+    return SweepOrphanVfioDevices(records).status();
+  });
+  vfio_sweep_->Start();
+}
+
+Result<int> GpuKind::SweepOrphanVfioDevices(const UndoRecords& undo_records) {
+  if (vfio_ == nullptr) return 0;
+  return vfio_->SweepOrphans(inventory_, [&]() -> Result<std::vector<GpuUndo>> {
+    NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records, undo_records());
+    // Read leniently: a record this version cannot decode still owns what
+    // its readable vfio items name.
+    std::vector<GpuUndo> out;
+    for (const auto& r : records) {
+      if (!r.is_object() || !r.contains("vfio") || !r["vfio"].is_array()) continue;
+      auto decoded = DecodeGpuUndo(nlohmann::json{{"vfio", r["vfio"]}});
+      if (decoded.ok()) out.push_back(std::move(decoded).value());
+    }
+    return out;
+  });
+}
+
 Result<driver::ClaimEdits> GpuKind::Edits(const nlohmann::json& undo_json,
                                           const std::vector<std::string>& prepared_devices) {
   NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, Decode(undo_json));
@@ -344,6 +397,13 @@ Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& un
   // plugin now runs without the gate.
   if (dynamic_mig_ == nullptr && !undo->mig.empty()) {
     Status st = DynamicMigType(&control_, &inventory_).Undo(claim_uid, *undo);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  // GPUs a passthrough Prepare bound to vfio-pci go back to nvidia even
+  // when the plugin now runs without the gate.
+  if (vfio_ == nullptr && !undo->vfio.empty()) {
+    Status st = options_.pci == nullptr ? Internal("no PCI driver control to bind passthrough GPUs back to nvidia")
+                                        : VfioType(options_.pci, false).Undo(claim_uid, *undo);
     if (!st.ok() && first.ok()) first = st;
   }
   return first;

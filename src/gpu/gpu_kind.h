@@ -52,9 +52,13 @@ struct GpuKindOptions {
   // Whether another claim still holds a share of a device (from the ledger);
   // used only while consumable sharing is on.
   DeviceSharedWithOthers shared_with_others;
+  // Passthrough (PassthroughSupport): the PCI drivers, through sysfs;
+  // outlives the kind. Null: passthrough claims fail.
+  devices::PciDriverControl* pci = nullptr;
 };
 
 class DynamicMigType;
+class VfioType;
 
 class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
  public:
@@ -104,6 +108,13 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   // start) and periodically (`worker`), until the kind is destroyed.
   // Nothing without dynamic MIG.
   void StartMigSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
+  // Binds back to nvidia the GPUs found on vfio-pci that no undo record of
+  // `undo_records()` names (VfioType::SweepOrphans). Returns how many.
+  // Nothing without PassthroughSupport.
+  Result<int> SweepOrphanVfioDevices(const UndoRecords& undo_records);
+  // Runs that sweep at once and periodically (`worker`), until the kind is
+  // destroyed. Nothing without PassthroughSupport.
+  void StartVfioSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
 
  private:
   GpuCheckpointCodec codec_;
@@ -127,9 +138,11 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   std::vector<std::unique_ptr<SharingStrategy>> strategies_;
   MpsStrategy* mps_ = nullptr;  // among strategies_
   DynamicMigType* dynamic_mig_ = nullptr;  // among types_
+  VfioType* vfio_ = nullptr;  // among types_
   // Last: stops before anything it uses goes away.
   std::unique_ptr<PeriodicWorker> mps_sweep_;
   std::unique_ptr<PeriodicWorker> mig_sweep_;
+  std::unique_ptr<PeriodicWorker> vfio_sweep_;
 };
 
 }  // namespace nvdra::gpu

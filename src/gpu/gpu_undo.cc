@@ -117,6 +117,33 @@ json EncodeMig(const MigDeviceUndo& m) {
   return item;
 }
 
+std::optional<VfioUndo> DecodeVfio(const JsonReader& item) {
+  VfioUndo v;
+  auto device = item.Required<std::string>("device");
+  auto bus = item.Required<std::string>("pciBusID");
+  auto group = item.Optional<int>("iommuGroup");
+  auto fd = item.OptionalOr<bool>("preferIommuFD", false);
+  auto api = item.OptionalOr<bool>("enableAPIDevice", false);
+  if (!device.ok() || !bus.ok() || !group.ok() || !fd.ok() || !api.ok() || bus->empty()) return std::nullopt;
+  v.device = *device;
+  v.pci_bus_id = *bus;
+  v.iommu_group = *group;
+  v.prefer_iommufd = *fd;
+  v.enable_api_device = *api;
+  v.unknown = item.Unknown({"device", "pciBusID", "iommuGroup", "preferIommuFD", "enableAPIDevice"});
+  return v;
+}
+
+json EncodeVfio(const VfioUndo& v) {
+  json item = {{"device", v.device},
+               {"pciBusID", v.pci_bus_id},
+               {"preferIommuFD", v.prefer_iommufd},
+               {"enableAPIDevice", v.enable_api_device}};
+  if (v.iommu_group) item["iommuGroup"] = *v.iommu_group;
+  MergeUnknownMembers(item, v.unknown);
+  return item;
+}
+
 Status DecodeInto(const JsonReader& r, GpuUndo& out) {
   NVDRA_RETURN_IF_ERROR(r.ExpectObject());
   NVDRA_ASSIGN_OR_RETURN(out.version, r.OptionalOr<int64_t>("version", kGpuUndoVersion));
@@ -148,14 +175,19 @@ Status DecodeInto(const JsonReader& r, GpuUndo& out) {
     }
     return Status::Ok();
   }));
-  if (mps_list && mig_list) {
-    out.unknown = r.Unknown({"version", "devices", "timeSlicing", "mps", "mig"});
-  } else if (mps_list) {
-    out.unknown = r.Unknown({"version", "devices", "timeSlicing", "mps"});
-  } else if (mig_list) {
-    out.unknown = r.Unknown({"version", "devices", "timeSlicing", "mig"});
-  } else {
-    out.unknown = r.Unknown({"version", "devices", "timeSlicing"});
+  const bool vfio_list = !r.value().contains("vfio") || r.value()["vfio"].is_array() || r.value()["vfio"].is_null();
+  if (vfio_list) NVDRA_RETURN_IF_ERROR(r.ForEach("vfio", [&](const JsonReader& item) {
+    if (auto v = DecodeVfio(item)) {
+      out.vfio.push_back(std::move(*v));
+    } else {
+      out.unreadable_vfio.push_back(item.value());
+    }
+    return Status::Ok();
+  }));
+  out.unknown = r.Unknown({"version", "devices", "timeSlicing", "mps", "mig", "vfio"});
+  // A list of another shape is kept as it is, unread.
+  for (auto [key, list] : {std::pair{"mps", mps_list}, std::pair{"mig", mig_list}, std::pair{"vfio", vfio_list}}) {
+    if (!list) out.unknown[key] = r.value()[key];
   }
   return Status::Ok();
 }
@@ -182,6 +214,12 @@ json EncodeGpuUndo(const GpuUndo& undo) {
     for (const auto& m : undo.mig) mig.push_back(EncodeMig(m));
     for (const auto& raw : undo.unreadable_mig) mig.push_back(raw);
     j["mig"] = std::move(mig);
+  }
+  if (!undo.vfio.empty() || !undo.unreadable_vfio.empty()) {
+    json vfio = json::array();
+    for (const auto& v : undo.vfio) vfio.push_back(EncodeVfio(v));
+    for (const auto& raw : undo.unreadable_vfio) vfio.push_back(raw);
+    j["vfio"] = std::move(vfio);
   }
   MergeUnknownMembers(j, undo.unknown);
   return j;

@@ -15,6 +15,8 @@
 //                    "profile": "1g.10gb", "giProfileId": 19, "ciProfileId": 0, "placementStart": 0,
 //                    "placementSize": 1, "enabledMigMode": false,
 //                    "giId": 1, "ciId": 0, "uuid": "MIG-..."}]}
+//           "vfio": [{"device": "gpu-vfio-0", "pciBusID": "0000:3b:00.0", "iommuGroup": 40,
+//                     "preferIommuFD": false, "enableAPIDevice": false}]}
 // A dynamic MIG item is written at Plan, before its MIG device exists (no
 // giId, ciId, uuid yet): Unprepare finds the device by its placement.
 #pragma once
@@ -74,6 +76,20 @@ struct MigDeviceUndo {
   friend bool operator==(const MigDeviceUndo&, const MigDeviceUndo&) = default;
 };
 
+// One GPU passed through (PassthroughSupport): recorded at Plan, before the
+// unbind from nvidia, so that Unprepare (or the start-time sweep) binds it
+// back from the record alone. The IOMMU settings are the claim's
+// VfioDeviceConfig, which its container edits follow.
+struct VfioUndo {
+  std::string device;      // "gpu-vfio-<index>"
+  std::string pci_bus_id;  // "0000:3b:00.0"
+  std::optional<int> iommu_group;
+  bool prefer_iommufd = false;
+  bool enable_api_device = false;
+  nlohmann::json unknown = nlohmann::json::object();
+  friend bool operator==(const VfioUndo&, const VfioUndo&) = default;
+};
+
 struct GpuUndo {
   int64_t version = kGpuUndoVersion;
   // Sorted, unique. Empty in a record imported from the Go driver's
@@ -82,11 +98,13 @@ struct GpuUndo {
   std::vector<TimeSliceUndo> time_slicing;
   std::vector<MpsDaemonUndo> mps;
   std::vector<MigDeviceUndo> mig;
-  // timeSlicing, mps and mig items this version cannot read (kept verbatim,
+  std::vector<VfioUndo> vfio;
+  // timeSlicing, mps, mig and vfio items this version cannot read (kept verbatim,
   // skipped by Unprepare with a warning) and unknown top-level fields.
   std::vector<nlohmann::json> unreadable_time_slicing;
   std::vector<nlohmann::json> unreadable_mps;
   std::vector<nlohmann::json> unreadable_mig;
+  std::vector<nlohmann::json> unreadable_vfio;
   nlohmann::json unknown = nlohmann::json::object();
   friend bool operator==(const GpuUndo&, const GpuUndo&) = default;
 };

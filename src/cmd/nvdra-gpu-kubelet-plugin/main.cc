@@ -149,11 +149,15 @@ int main(int argc, char** argv) {
         // MPS is refused while consumable shares are on, as upstream does.
         options.mps.consumable_shares = options.consumable_shares.enabled();
         const bool mps = options.mps.api != nullptr;
+        options.pci = &ctx.lib.pci();
         auto kind = std::make_unique<gpu::GpuKind>(
             ctx.inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)),
             ctx.lib.control(), std::move(options));
         if (mps) StartMpsSweep(ctx, *kind);
         StartMigSweep(ctx, *kind);
+        // With PassthroughSupport: GPUs left on vfio-pci by no ledger entry
+        // are bound back to nvidia at start and as often as the reconciler runs.
+        kind->StartVfioSweep(SweepWorker(ctx, "passthrough GPU sweep"), LedgerUndoRecords(ctx));
         return std::unique_ptr<driver::DeviceKind>(std::move(kind));
       },
       argc, argv, kind_flags);

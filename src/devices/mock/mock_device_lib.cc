@@ -11,6 +11,7 @@
 
 #include "devices/mock/mock_driver_install.h"
 #include "devices/mock/mock_mig_devices.h"
+#include "devices/mock/mock_pci_sysfs.h"
 #include "devices/nvcaps.h"
 #include "devices/pcie_root.h"
 #include "devices/device_names.h"
@@ -21,22 +22,6 @@
 namespace nvdra::devices {
 
 namespace {
-
-// Creates a character device node when allowed, else a regular file that
-// stands for it. An existing node or file is left alone.
-Status MakeNode(const std::string& path, int major, int minor, mode_t mode) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) == 0) return Status::Ok();
-  if (::geteuid() == 0 &&
-      ::mknod(path.c_str(), S_IFCHR | mode, makedev(static_cast<unsigned>(major), static_cast<unsigned>(minor))) == 0) {
-    ::chmod(path.c_str(), mode);
-    return Status::Ok();
-  }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, mode);
-  if (fd < 0) return Internal("creating mock device node " + path + ": " + ErrnoText(errno));
-  ::close(fd);
-  return Status::Ok();
-}
 
 class MockGpuControl final : public GpuControl {
  public:
@@ -131,6 +116,7 @@ Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile
   lib->migs_ = std::make_shared<MockMigDevices>(root, lib->profile_.inventory.gpus);
   lib->control_ = std::make_unique<MockGpuControl>(lib->control_log_path(), lib->control_failures_path(),
                                                    std::move(uuids), lib->migs_);
+  lib->pci_ = std::make_unique<SysfsPciDriverControl>(JoinPath(root, "sys"), MockPciKernel(root));
   return lib;
 }
 
@@ -147,9 +133,9 @@ Status MockDeviceLib::Build() {
   NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(dev, "nvidia-caps-imex-channels"), 0755));
   NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(dir_, "state"), 0755));
   NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(dir_, "proc/driver/nvidia/capabilities"), 0755));
-  NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidiactl"), kMockNvidiaMajor, 255, 0666));
-  NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-uvm"), kMockUvmMajor, 0, 0666));
-  NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-uvm-tools"), kMockUvmMajor, 1, 0666));
+  NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidiactl"), kMockNvidiaMajor, 255, 0666));
+  NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-uvm"), kMockUvmMajor, 0, 0666));
+  NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-uvm-tools"), kMockUvmMajor, 1, 0666));
   std::string procdev =
       "Character devices:\n"
       "  1 mem\n"
@@ -161,7 +147,7 @@ Status MockDeviceLib::Build() {
   NVDRA_RETURN_IF_ERROR(WriteFileAtomically(proc_devices_path(), procdev, 0644, false));
   const std::string caps = capabilities_dir();
   for (const auto& g : profile_.inventory.gpus) {
-    NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia" + std::to_string(g.minor)), kMockNvidiaMajor, g.minor, 0666));
+    NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia" + std::to_string(g.minor)), kMockNvidiaMajor, g.minor, 0666));
     for (const auto& m : g.migs) {
       int gi_minor = MigGiCapMinor(g.minor, m.gi_id), ci_minor = MigCiCapMinor(g.minor, m.gi_id, m.ci_id);
       std::string gi_path = JoinPath(caps, MigGiAccessPath(g.minor, m.gi_id));
@@ -173,35 +159,21 @@ Status MockDeviceLib::Build() {
       NVDRA_RETURN_IF_ERROR(WriteFileAtomically(
           ci_path, "DeviceFileMinor: " + std::to_string(ci_minor) + "\nDeviceFileMode: 292\nDeviceFileModify: 1\n",
           0444, false));
-      NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps/nvidia-cap" + std::to_string(gi_minor)),
+      NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps/nvidia-cap" + std::to_string(gi_minor)),
                                      kMockCapsMajor, gi_minor, 0444));
-      NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps/nvidia-cap" + std::to_string(ci_minor)),
+      NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps/nvidia-cap" + std::to_string(ci_minor)),
                                      kMockCapsMajor, ci_minor, 0444));
     }
-    if (g.pcie_root) {
-      std::string target_dir = JoinPath(dir_, "sys/devices/" + *g.pcie_root + "/" + g.pci_bus_id);
-      NVDRA_RETURN_IF_ERROR(MakeDirectories(target_dir, 0755));
-      std::string link_dir = JoinPath(dir_, "sys/bus/pci/devices");
-      NVDRA_RETURN_IF_ERROR(MakeDirectories(link_dir, 0755));
-      std::string link = JoinPath(link_dir, g.pci_bus_id);
-      ::unlink(link.c_str());
-      if (::symlink(("../../../devices/" + *g.pcie_root + "/" + g.pci_bus_id).c_str(), link.c_str()) != 0) {
-        return Internal("symlink " + link + ": " + ErrnoText(errno));
-      }
-      if (g.numa_node) {
-        NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(target_dir, "numa_node"),
-                                                  std::to_string(*g.numa_node) + "\n", 0444, false));
-      }
-    }
   }
+  NVDRA_RETURN_IF_ERROR(BuildMockPciSysfs(dir_, profile_.inventory.gpus));
   if (!profile_.inventory.clique_id.empty()) {
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(caps, kFabricImexMgmtCap),
                                               "DeviceFileMinor: 1\nDeviceFileMode: 256\nDeviceFileModify: 1\n",
                                               0444, false));
-    NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps/nvidia-cap1"), kMockCapsMajor, 1, 0400));
+    NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps/nvidia-cap1"), kMockCapsMajor, 1, 0400));
   }
   for (int c = 0; c < profile_.imex_channels; ++c) {
-    NVDRA_RETURN_IF_ERROR(MakeNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
+    NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
                                    kMockImexChannelsMajor, c, 0666));
   }
   NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, root_.host_root(), profile_));

@@ -8,7 +8,7 @@
 //   dev/nvidia<N> dev/nvidiactl dev/nvidia-uvm dev/nvidia-uvm-tools
 //   dev/nvidia-caps/nvidia-cap<M> dev/nvidia-caps-imex-channels/channel<C>
 //   proc/devices proc/driver/nvidia/capabilities/{gpu<N>/mig/gi<G>[/ci<C>]/access,fabric-imex-mgmt}
-//   sys/bus/pci/devices/<bdf> -> ../../../devices/<pcieRoot>/<bdf>
+//   sys/bus/pci/..., sys/kernel/iommu_groups, dev/vfio  the fake PCI sysfs (mock_pci_sysfs.h)
 //   health-events          lines "<device> <xid>|lost|unmonitored" to inject
 //   state/control.log      one line per GpuControl call
 //   state/mig.json         MIG mode and the MIG devices dynamic MIG created (mock_mig_devices.h)
@@ -40,6 +40,7 @@ class MockDeviceLib final : public DeviceLib {
 
   Result<NodeInventory> Discover() override;
   GpuControl& control() override { return *control_; }
+  PciDriverControl& pci() override { return *pci_; }
   std::unique_ptr<DeviceHealthSource> NewHealthSource() override;
   const DriverRoot& driver_root() const override { return root_; }
   std::string proc_devices_path() const override;
@@ -67,6 +68,7 @@ class MockDeviceLib final : public DeviceLib {
   XidPolicy xids_;
   std::shared_ptr<MockMigDevices> migs_;
   std::unique_ptr<GpuControl> control_;
+  std::unique_ptr<PciDriverControl> pci_;
 };
 
 // Reads injected events from the mock's health-events file; every line is

@@ -106,7 +106,8 @@ Result<std::unique_ptr<NvmlDeviceLib>> NvmlDeviceLib::Open(const DeviceLibOption
 
 NvmlDeviceLib::NvmlDeviceLib(DriverRoot root, std::unique_ptr<NvmlLibrary> lib, DeviceLibOptions options)
     : root_(std::move(root)), lib_(std::move(lib)), options_(std::move(options)),
-      proc_devices_(DefaultProcDevices(options_)) {
+      proc_devices_(DefaultProcDevices(options_)),
+      pci_(std::make_unique<SysfsPciDriverControl>(options_.sysfs_root)) {
   auto smi = root_.FindBinary("nvidia-smi");
   control_ = std::make_unique<NvmlGpuControl>(
       lib_.get(), std::make_unique<NvidiaSmiControl>(smi.ok() ? *smi : root_.container_root() + "/usr/bin/nvidia-smi",

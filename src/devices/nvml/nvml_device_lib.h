@@ -30,6 +30,7 @@ class NvmlDeviceLib final : public DeviceLib {
 
   Result<NodeInventory> Discover() override EXCLUDES(mu_);
   GpuControl& control() override { return *control_; }
+  PciDriverControl& pci() override { return *pci_; }
   std::unique_ptr<DeviceHealthSource> NewHealthSource() override;
   const DriverRoot& driver_root() const override { return root_; }
   std::string proc_devices_path() const override { return proc_devices_; }
@@ -51,6 +52,7 @@ class NvmlDeviceLib final : public DeviceLib {
   std::string proc_devices_;
   XidPolicy xids_;
   std::unique_ptr<GpuControl> control_;
+  std::unique_ptr<PciDriverControl> pci_;
   Mutex mu_;  // NVML enumeration is not re-entrant across our callers: Discover holds it
 };
 

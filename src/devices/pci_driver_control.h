@@ -1,0 +1,92 @@
+// The kernel driver a PCI device is bound to, read and changed through sysfs
+// as upstream's passthrough support does: the `driver` link of
+// <sysfs>/bus/pci/devices/<bdf>, its `iommu_group` link into
+// <sysfs>/kernel/iommu_groups/<n>/devices, `sriov_numvfs`, and the
+// `driver_override`, `driver/unbind` and `drivers/<name>/bind` files.
+//
+// Plain files cannot react to writes, so a fake sysfs (the mock root) passes
+// a SysfsWriteHook that does what the kernel would after each write (moves
+// the `driver` link, creates /dev/vfio/<group>); on real hardware there is
+// none. Either way the writes below are the ones made.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace nvdra::devices {
+
+inline constexpr const char* kNvidiaPciDriver = "nvidia";
+inline constexpr const char* kVfioPciDriver = "vfio-pci";
+
+// What sysfs says about one PCI device.
+struct PciDeviceState {
+  std::string bus_id;
+  // The name the `driver` link points at; empty when no driver is bound.
+  std::string driver;
+  // From the `iommu_group` link; nullopt without one (IOMMU off).
+  std::optional<int> iommu_group;
+  // sriov_numvfs; 0 when the file is absent (no SR-IOV).
+  int num_vfs = 0;
+  // The `vendor` and `device` files ("0x10de", "0x2330"); empty when absent.
+  std::string vendor_id, device_id;
+  // As upstream (go-nvlib's GetTotalAddressableMemory(true)): the sizes of
+  // the 64-bit memory BARs among the first six regions of the `resource`
+  // file, summed and rounded up to a power of two; 0 without the file.
+  uint64_t addressable_memory_bytes = 0;
+  // The iommufd character device, the entry of vfio-dev/ ("vfio3"); empty
+  // when there is none (not on vfio-pci, or no iommufd).
+  std::string iommufd_cdev;
+};
+
+// Called after a write of `value` to the sysfs file `path` succeeded.
+using SysfsWriteHook = std::function<Status(const std::string& path, const std::string& value)>;
+
+class PciDriverControl {
+ public:
+  virtual ~PciDriverControl() = default;
+  // NotFound when sysfs has no such device.
+  virtual Result<PciDeviceState> Read(const std::string& bus_id) = 0;
+  // True when <sysfs>/kernel/iommu_groups has an entry (upstream's test).
+  virtual Result<bool> IommuEnabled() = 0;
+  // The bus ids in an IOMMU group, sorted.
+  virtual Result<std::vector<std::string>> IommuGroupDevices(int group) = 0;
+  // Unbinds the device from its driver; a device with none is left alone.
+  virtual Status Unbind(const std::string& bus_id) = 0;
+  // Sets driver_override to `driver` and binds the device to it; the
+  // override is cleared again after a bind to nvidia, so that the device is
+  // what the kernel would pick on its own.
+  virtual Status Bind(const std::string& bus_id, const std::string& driver) = 0;
+};
+
+class SysfsPciDriverControl final : public PciDriverControl {
+ public:
+  explicit SysfsPciDriverControl(std::string sysfs_root, SysfsWriteHook kernel = nullptr);
+  Result<PciDeviceState> Read(const std::string& bus_id) override;
+  Result<bool> IommuEnabled() override;
+  Result<std::vector<std::string>> IommuGroupDevices(int group) override;
+  Status Unbind(const std::string& bus_id) override;
+  Status Bind(const std::string& bus_id, const std::string& driver) override;
+
+ private:
+  // Writes to an existing sysfs file (never creates one), then runs the hook.
+  Status WriteSysfs(const std::string& path, const std::string& value);
+  std::string sysfs_root_;
+  SysfsWriteHook kernel_;
+};
+
+// Unbinds the device from whatever driver it has and binds it to `driver`;
+// nothing is written when it is already bound to `driver`.
+Status ChangePciDriver(PciDriverControl& pci, const std::string& bus_id, const std::string& driver);
+
+// Parses a sysfs `resource` file as above.
+uint64_t AddressableMemoryFromResource(const std::string& text);
+
+// The last component of a link's target ("../../bus/pci/drivers/nvidia" ->
+// "nvidia"); empty when `path` is not a link.
+std::string LinkBaseName(const std::string& path);
+
+}  // namespace nvdra::devices

@@ -1,0 +1,231 @@
+#include "gpu/vfio_type.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "gpu/gpu_device_types.h"
+#include "gpu/gpu_published_devices.h"
+#include "util/failpoint.h"
+#include "util/log.h"
+
+namespace nvdra::gpu {
+
+namespace {
+
+// Positions among the node's GPUs by PCI bus id, as upstream numbers them.
+std::vector<const devices::GpuInfo*> ByBusId(const devices::NodeInventory& inventory) {
+  std::vector<const devices::GpuInfo*> out;
+  for (const auto& g : inventory.gpus) out.push_back(&g);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->pci_bus_id < b->pci_bus_id; });
+  return out;
+}
+
+const VfioUndo* FindItem(const GpuUndo& undo, const std::string& device) {
+  for (const auto& v : undo.vfio) {
+    if (v.device == device) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string PciResource(const std::string& pci_bus_id) { return "pci-" + pci_bus_id; }
+
+std::string VfioDeviceUuid(const std::string& pci_bus_id) {
+  // 6ba7b810-9dad-11d1-80b4-00c04fd430c8, the DNS namespace.
+  static constexpr unsigned char kDns[16] = {0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1,
+                                             0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8};
+  std::string input(reinterpret_cast<const char*>(kDns), sizeof(kDns));
+  input += pci_bus_id;
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(input.data(), input.size(), digest, &len, EVP_sha1(), nullptr);
+  digest[6] = static_cast<unsigned char>((digest[6] & 0x0f) | 0x50);
+  digest[8] = static_cast<unsigned char>((digest[8] & 0x3f) | 0x80);
+  char out[37];
+  std::snprintf(out, sizeof(out), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", digest[0],
+                digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7], digest[8], digest[9],
+                digest[10], digest[11], digest[12], digest[13], digest[14], digest[15]);
+  return out;
+}
+
+std::string_view VfioType::name() const { return kDeviceTypeVfio; }
+
+std::optional<config::Config> VfioType::DefaultConfig(const config::FeatureGates&) const {
+  config::VfioDeviceConfig c;
+  c.iommu = config::IommuConfig{std::string(config::kIommuLegacyOnly), false};
+  return c;
+}
+
+std::vector<GpuDevice> VfioType::Devices(const devices::NodeInventory& inventory) const {
+  std::vector<GpuDevice> out;
+  int index = 0;
+  for (const devices::GpuInfo* g : ByBusId(inventory)) {
+    const int i = index++;
+    // As upstream: only a GPU without MIG devices may be passed through.
+    if (g->mig_enabled || !g->migs.empty() || g->pci_bus_id.empty()) continue;
+    out.push_back({"gpu-vfio-" + std::to_string(i), g, nullptr, this});
+  }
+  return out;
+}
+
+model::PublishedDevice VfioType::Publish(const GpuDevice& device) const {
+  const devices::GpuInfo& g = *device.gpu;
+  model::PublishedDevice d;
+  d.name = device.name;
+  d.attributes["type"] = std::string(name());
+  d.attributes["uuid"] = VfioDeviceUuid(g.pci_bus_id);
+  d.attributes["productName"] = g.product_name;
+  d.attributes["iommuFDEnabled"] = iommufd_enabled_;
+  d.attributes["resource.kubernetes.io/pciBusID"] = g.pci_bus_id;
+  if (g.pcie_root) d.attributes["resource.kubernetes.io/pcieRoot"] = *g.pcie_root;
+  if (g.numa_node) d.attributes[std::string(kNumaNodeAttribute)] = static_cast<int64_t>(*g.numa_node);
+  std::string vendor = "0x10de", device_id;
+  uint64_t memory = 0;
+  if (pci_ != nullptr) {
+    if (auto s = pci_->Read(g.pci_bus_id); s.ok()) {
+      if (!s->vendor_id.empty()) vendor = s->vendor_id;
+      device_id = s->device_id;
+      memory = s->addressable_memory_bytes;
+    }
+  }
+  d.attributes["vendorID"] = vendor;
+  d.attributes["deviceID"] = device_id;
+  d.capacity["addressableMemory"] = std::to_string(memory);
+  return d;
+}
+
+std::vector<std::string> VfioType::Held(const GpuDevice& device) const {
+  return {device.name, PciResource(device.gpu->pci_bus_id)};
+}
+
+Status VfioType::CheckWired() const {
+  if (pci_ == nullptr) return Internal("passthrough devices have no PCI driver control on this plugin");
+  return Status::Ok();
+}
+
+Result<cdi::ContainerEdits> VfioType::Edits(const GpuDevice& device, const GpuContainerEdits& edits) const {
+  NVDRA_RETURN_IF_ERROR(CheckWired());
+  NVDRA_ASSIGN_OR_RETURN(devices::PciDeviceState s, pci_->Read(device.gpu->pci_bus_id));
+  if (!s.iommu_group) return FailedPrecondition("GPU " + device.gpu->pci_bus_id + " has no IOMMU group");
+  return edits.Vfio(*s.iommu_group, false, "");
+}
+
+Result<cdi::ContainerEdits> VfioType::Edits(const GpuDevice& device, const GpuUndo& undo,
+                                            const GpuContainerEdits& edits) const {
+  const VfioUndo* item = FindItem(undo, device.name);
+  if (item == nullptr) return Edits(device, edits);
+  const bool iommufd = item->prefer_iommufd && edits.IommuFdEnabled();
+  std::string cdev;
+  if (iommufd) {
+    NVDRA_RETURN_IF_ERROR(CheckWired());
+    NVDRA_ASSIGN_OR_RETURN(devices::PciDeviceState s, pci_->Read(item->pci_bus_id));
+    cdev = s.iommufd_cdev;
+  }
+  if (!iommufd && !item->iommu_group) return FailedPrecondition("GPU " + item->pci_bus_id + " has no IOMMU group");
+  auto e = edits.Vfio(item->iommu_group.value_or(-1), iommufd, cdev);
+  if (!e.ok()) return e.status().Wrap("GPU " + item->pci_bus_id + " on vfio-pci");
+  return e;
+}
+
+Status VfioType::Plan(const std::vector<const GpuDevice*>& devices, GpuUndo& undo) const {
+  NVDRA_RETURN_IF_ERROR(CheckWired());
+  for (const GpuDevice* d : devices) {
+    NVDRA_ASSIGN_OR_RETURN(devices::PciDeviceState s, pci_->Read(d->gpu->pci_bus_id));
+    VfioUndo v;
+    v.device = d->name;
+    v.pci_bus_id = d->gpu->pci_bus_id;
+    v.iommu_group = s.iommu_group;
+    undo.vfio.push_back(std::move(v));
+  }
+  return Status::Ok();
+}
+
+Status VfioType::ApplyOne(const VfioUndo& v) {
+  NVDRA_ASSIGN_OR_RETURN(bool iommu, pci_->IommuEnabled());
+  if (!iommu) return FailedPrecondition("IOMMU is not enabled in the kernel");
+  NVDRA_ASSIGN_OR_RETURN(devices::PciDeviceState s, pci_->Read(v.pci_bus_id));
+  if (s.driver == devices::kVfioPciDriver) return Status::Ok();
+  if (s.driver != devices::kNvidiaPciDriver) {
+    return FailedPrecondition("GPU \"" + v.pci_bus_id + "\" is bound to \"" + s.driver + "\" driver, expected \"" +
+                              devices::kVfioPciDriver + "\" or \"" + devices::kNvidiaPciDriver + "\"");
+  }
+  if (s.num_vfs > 0) {
+    return FailedPrecondition("error verifying disabled VFs: gpu has " + std::to_string(s.num_vfs) +
+                              " VFs, cannot unbind");
+  }
+  if (!s.iommu_group) return FailedPrecondition("GPU " + v.pci_bus_id + " has no IOMMU group");
+  NVDRA_ASSIGN_OR_RETURN(std::vector<std::string> members, pci_->IommuGroupDevices(*s.iommu_group));
+  for (const auto& m : members) {
+    if (m == v.pci_bus_id) continue;
+    NVDRA_ASSIGN_OR_RETURN(devices::PciDeviceState other, pci_->Read(m));
+    if (!other.driver.empty() && other.driver != devices::kVfioPciDriver) {
+      return FailedPrecondition("IOMMU group " + std::to_string(*s.iommu_group) + " of GPU " + v.pci_bus_id +
+                                " also holds " + m + ", bound to " + other.driver +
+                                "; every device of the group must be bound to vfio-pci or to no driver");
+    }
+  }
+  NVDRA_RETURN_IF_ERROR(pci_->Unbind(v.pci_bus_id).Wrap("error changing driver for GPU \"" + v.pci_bus_id + "\""));
+  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("vfio-after-unbind"));
+  return pci_->Bind(v.pci_bus_id, devices::kVfioPciDriver)
+      .Wrap("error changing driver for GPU \"" + v.pci_bus_id + "\"");
+}
+
+Status VfioType::Apply(GpuUndo& undo) {
+  if (undo.vfio.empty()) return Status::Ok();
+  NVDRA_RETURN_IF_ERROR(CheckWired());
+  for (const auto& v : undo.vfio) NVDRA_RETURN_IF_ERROR(ApplyOne(v));
+  return Status::Ok();
+}
+
+Status VfioType::Undo(const std::string& claim_uid, const GpuUndo& undo) {
+  if (undo.vfio.empty()) return Status::Ok();
+  NVDRA_RETURN_IF_ERROR(CheckWired());
+  Status first;
+  for (const auto& v : undo.vfio) {
+    Status s = devices::ChangePciDriver(*pci_, v.pci_bus_id, devices::kNvidiaPciDriver);
+    if (s.code() == StatusCode::kNotFound) {
+      NVDRA_WARN("claim {}: GPU {} is gone from sysfs; nothing to bind back", claim_uid, v.pci_bus_id);
+      continue;
+    }
+    if (!s.ok() && first.ok()) first = s.Wrap("error unconfiguring vfio device \"" + v.device + "\"");
+  }
+  return first;
+}
+
+Result<int> VfioType::SweepOrphans(const devices::NodeInventory& inventory, const UndoRecords& undo_records) {
+  NVDRA_RETURN_IF_ERROR(CheckWired());
+  std::vector<std::string> on_vfio;
+  for (const auto& g : inventory.gpus) {
+    if (g.pci_bus_id.empty()) continue;
+    auto s = pci_->Read(g.pci_bus_id);
+    if (s.ok() && s->driver == devices::kVfioPciDriver) on_vfio.push_back(g.pci_bus_id);
+  }
+  if (on_vfio.empty()) return 0;
+  // Read after the listing: a Prepare that binds a GPU after it is listed
+  // has written its record before.
+  NVDRA_ASSIGN_OR_RETURN(std::vector<GpuUndo> records, undo_records());
+  std::set<std::string> owned;
+  for (const auto& r : records) {
+    for (const auto& v : r.vfio) owned.insert(v.pci_bus_id);
+  }
+  int n = 0;
+  Status first;
+  for (const auto& bus : on_vfio) {
+    if (owned.count(bus) != 0) continue;
+    Status s = devices::ChangePciDriver(*pci_, bus, devices::kNvidiaPciDriver);
+    if (s.ok()) {
+      NVDRA_INFO("GPU {} was left on vfio-pci by no prepared claim; bound back to nvidia", bus);
+      ++n;
+    } else if (first.ok()) {
+      first = s;
+    }
+  }
+  if (!first.ok()) return first;
+  return n;
+}
+
+}  // namespace nvdra::gpu

@@ -1,0 +1,71 @@
+// GPUs passed through to VMs (the PassthroughSupport gate), as upstream's
+// vfio device type: every GPU without MIG devices is also published as
+// gpu-vfio-<index> (its position among the node's GPUs by PCI bus id), with
+// VfioDeviceConfig. The ledger holds the PCI device (PciResource) for it and
+// for the plain gpu-<minor> alike, so that while one is prepared the other
+// is refused.
+//   Plan:  the PCI bus id and IOMMU group in the undo record, before
+//          anything changes (so a crash after the unbind leaves a record
+//          that binds the GPU back);
+//   Apply: upstream's checks (IOMMU enabled; the GPU on nvidia or already
+//          on vfio-pci; no SR-IOV VFs) and ours (every other device of the
+//          IOMMU group unbound or on vfio-pci, else the group cannot be
+//          used), then the unbind from nvidia and the bind to vfio-pci
+//          through driver_override; a GPU already on vfio-pci is taken (a
+//          retry);
+//   Undo:  the GPU bound back to nvidia, from the record alone.
+// Its containers get /dev/vfio/<group> (or, with PreferIommuFD where
+// /dev/iommu exists, /dev/vfio/devices/vfio<N>), and in place of the
+// claim-wide GPU edits NVIDIA_VISIBLE_DEVICES=void plus, with
+// enableAPIDevice, /dev/vfio/vfio (or /dev/iommu).
+// SweepOrphans binds back to nvidia the node's GPUs found on vfio-pci that
+// no undo record names (a claim gone while its record was lost).
+#pragma once
+
+#include <functional>
+
+#include "devices/pci_driver_control.h"
+#include "gpu/gpu_device_type.h"
+
+namespace nvdra::gpu {
+
+// The ledger's name for a PCI device ("pci-0000:3b:00.0").
+std::string PciResource(const std::string& pci_bus_id);
+
+// Upstream's UUID of a passthrough device: the SHA-1 name-based UUID (v5)
+// of the PCI bus id in the DNS namespace.
+std::string VfioDeviceUuid(const std::string& pci_bus_id);
+
+class VfioType final : public GpuDeviceType {
+ public:
+  // `pci` outlives the type; null in a type asked only for its name and
+  // config. `iommufd_enabled`: /dev/iommu exists (the published attribute).
+  VfioType(devices::PciDriverControl* pci, bool iommufd_enabled) : pci_(pci), iommufd_enabled_(iommufd_enabled) {}
+
+  std::string_view name() const override;
+  std::string_view config_kind() const override { return "VfioDeviceConfig"; }
+  std::optional<config::Config> DefaultConfig(const config::FeatureGates&) const override;
+  std::vector<GpuDevice> Devices(const devices::NodeInventory& inventory) const override;
+  model::PublishedDevice Publish(const GpuDevice& device) const override;
+  std::vector<std::string> Held(const GpuDevice& device) const override;
+  Result<cdi::ContainerEdits> Edits(const GpuDevice& device, const GpuContainerEdits& edits) const override;
+  Result<cdi::ContainerEdits> Edits(const GpuDevice& device, const GpuUndo& undo,
+                                    const GpuContainerEdits& edits) const override;
+
+  Status Plan(const std::vector<const GpuDevice*>& devices, GpuUndo& undo) const override;
+  Status Apply(GpuUndo& undo) override;
+  Status Undo(const std::string& claim_uid, const GpuUndo& undo) override;
+
+  using UndoRecords = std::function<Result<std::vector<GpuUndo>>()>;
+  // Binds back to nvidia each GPU of `inventory` on vfio-pci that no record
+  // of `undo_records()` (read after the sysfs listing) names. Returns how many.
+  Result<int> SweepOrphans(const devices::NodeInventory& inventory, const UndoRecords& undo_records);
+
+ private:
+  Status ApplyOne(const VfioUndo& vfio);
+  Status CheckWired() const;
+  devices::PciDriverControl* pci_;
+  const bool iommufd_enabled_;
+};
+
+}  // namespace nvdra::gpu

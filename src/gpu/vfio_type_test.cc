@@ -1,0 +1,341 @@
+#include "gpu/vfio_type.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cdi/spec.h"
+#include "devices/backends/open_device_lib.h"
+#include "devices/mock/mock_pci_sysfs.h"
+#include "driver/engine.h"
+#include "driver/engine_test_util.h"
+#include "gpu/gpu_kind.h"
+#include "ledger/claim_ledger.h"
+#include "util/failpoint.h"
+#include "util/file_util.h"
+#include "util/test_temp_dir.h"
+
+namespace nvdra::gpu {
+namespace {
+
+// On the h100x8 mock with PassthroughSupport: every GPU also gpu-vfio-<i>.
+class VfioTypeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = tmp_.path();
+    devices::DeviceLibOptions o;
+    o.mock_hardware = "h100x8";
+    o.mock_root = dir_ + "/mock";
+    auto lib = devices::OpenDeviceLib(o);
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+    lib_ = std::move(lib).value();
+    auto inv = lib_->Discover();
+    ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+    inventory_ = *inv;
+    first_ = &inventory_.gpus[0];
+    for (const auto& g : inventory_.gpus) {
+      if (g.pci_bus_id < first_->pci_bus_id) first_ = &g;
+    }
+    cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com");
+    auto gates = config::FeatureGates::Parse("PassthroughSupport=true");
+    ASSERT_TRUE(gates.ok()) << gates.status().ToString();
+    gates_ = *gates;
+    GpuKindOptions ko;
+    ko.gates = gates_;
+    ko.resets.state_path = dir_ + "/time-slice-resets.json";
+    ko.pci = &lib_->pci();
+    kind_ = std::make_unique<GpuKind>(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)),
+                                      lib_->control(), ko);
+  }
+  void TearDown() override { FailPoints::Process().Clear(); }
+  driver::ClaimWork Work(const std::string& uid, const std::string& device, config::VfioDeviceConfig c = {}) {
+    driver::ClaimWork w{uid, "default", "c-" + uid, {}, {}};
+    w.results.push_back({"vm", kDriverName, "node-1", device, false, ""});
+    if (!c.iommu) c.iommu = config::IommuConfig{std::string(config::kIommuLegacyOnly), false};
+    w.groups.push_back({c, {}, w.results});
+    return w;
+  }
+  std::string Driver(const devices::GpuInfo& g) { return lib_->pci().Read(g.pci_bus_id)->driver; }
+  std::string GroupNode(const devices::GpuInfo& g) {
+    return "/dev/vfio/" + std::to_string(devices::MockIommuGroup(g.minor));
+  }
+
+  ::nvdra::testing::TempDir tmp_{"nvdra-vfio"};
+  std::string dir_;
+  std::unique_ptr<devices::DeviceLib> lib_;
+  devices::NodeInventory inventory_;
+  const devices::GpuInfo* first_ = nullptr;
+  config::FeatureGates gates_;
+  std::unique_ptr<cdi::CdiSpecWriter> cdi_;
+  std::unique_ptr<GpuKind> kind_;
+};
+
+TEST(VfioDeviceUuidTest, IsUpstreamsNameBasedUuid) {
+  // uuid.NewSHA1(uuid.NameSpaceDNS, []byte("0000:3b:00.0")), as Go computes it.
+  std::string u = VfioDeviceUuid("0000:3b:00.0");
+  ASSERT_EQ(u.size(), 36u);
+  EXPECT_EQ(u[14], '5') << u << ": version 5";
+  EXPECT_TRUE(u[19] == '8' || u[19] == '9' || u[19] == 'a' || u[19] == 'b') << u << ": RFC 4122 variant";
+  EXPECT_EQ(u, VfioDeviceUuid("0000:3b:00.0"));
+  EXPECT_NE(u, VfioDeviceUuid("0000:3c:00.0"));
+  // The example of Python's uuid documentation, and the bus id as Go's and
+  // Python's uuid5 give it.
+  EXPECT_EQ(VfioDeviceUuid("python.org"), "886313e1-3b8a-5372-9b90-0c9aee199e5d");
+  EXPECT_EQ(u, "5f36833e-54b9-5234-b457-89cdb0ccb109");
+}
+
+TEST_F(VfioTypeTest, EveryGpuHasAVfioTwinWithUpstreamsAttributes) {
+  std::vector<model::PublishedDevice> devs = kind_->PublishedDevices();
+  const model::PublishedDevice* twin = nullptr;
+  int twins = 0;
+  for (const auto& d : devs) {
+    if (d.name.starts_with("gpu-vfio-")) ++twins;
+    if (d.name == "gpu-vfio-0") twin = &d;
+  }
+  EXPECT_EQ(twins, static_cast<int>(inventory_.gpus.size()));
+  ASSERT_NE(twin, nullptr);
+  EXPECT_EQ(std::get<std::string>(twin->attributes.at("type")), "vfio");
+  EXPECT_EQ(std::get<std::string>(twin->attributes.at("resource.kubernetes.io/pciBusID")), first_->pci_bus_id);
+  EXPECT_EQ(std::get<std::string>(twin->attributes.at("uuid")), VfioDeviceUuid(first_->pci_bus_id));
+  EXPECT_EQ(std::get<std::string>(twin->attributes.at("vendorID")), "0x10de");
+  EXPECT_EQ(std::get<std::string>(twin->attributes.at("deviceID")), "0x2330");
+  EXPECT_EQ(std::get<bool>(twin->attributes.at("iommuFDEnabled")), false);
+  EXPECT_EQ(std::get<std::string>(twin->attributes.at("productName")), first_->product_name);
+  EXPECT_TRUE(twin->attributes.count("resource.kubernetes.io/pcieRoot"));
+  EXPECT_FALSE(twin->attributes.count("driverVersion")) << "upstream publishes no driver attributes for it";
+  EXPECT_EQ(twin->capacity.at("addressableMemory"), std::to_string(uint64_t{256} << 30));
+  EXPECT_EQ(kind_->DeviceType("gpu-vfio-0"), "vfio");
+
+  // Without the gate there is none.
+  GpuKindOptions ko;
+  ko.resets.state_path = dir_ + "/resets-2.json";
+  GpuKind plain(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), lib_->control(), ko);
+  for (const auto& d : plain.PublishedDevices()) EXPECT_FALSE(d.name.starts_with("gpu-vfio-")) << d.name;
+}
+
+TEST_F(VfioTypeTest, PlanHoldsThePciDeviceForTheTwinAndThePlainGpu) {
+  auto vfio = kind_->Plan(Work("uid-v", "gpu-vfio-0"));
+  ASSERT_TRUE(vfio.ok()) << vfio.status().ToString();
+  EXPECT_NE(std::find(vfio->held.begin(), vfio->held.end(), PciResource(first_->pci_bus_id)), vfio->held.end());
+  driver::ClaimWork plain{"uid-g", "default", "c-g", {{"gpu", kDriverName, "node-1",
+                                                       "gpu-" + std::to_string(first_->minor), false, ""}}, {}};
+  auto gpu = kind_->Plan(plain);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  EXPECT_NE(std::find(gpu->held.begin(), gpu->held.end(), PciResource(first_->pci_bus_id)), gpu->held.end());
+  // The record says what to bind back, before anything changed.
+  auto undo = DecodeGpuUndo(vfio->undo);
+  ASSERT_TRUE(undo.ok());
+  ASSERT_EQ(undo->vfio.size(), 1u);
+  EXPECT_EQ(undo->vfio[0].pci_bus_id, first_->pci_bus_id);
+  EXPECT_EQ(undo->vfio[0].iommu_group, std::optional<int>(devices::MockIommuGroup(first_->minor)));
+  EXPECT_EQ(Driver(*first_), "nvidia");
+  // Two VfioDeviceConfig groups in one claim are refused, as upstream.
+  driver::ClaimWork two = Work("uid-2", "gpu-vfio-0");
+  two.results.push_back({"vm2", kDriverName, "node-1", "gpu-vfio-1", false, ""});
+  config::VfioDeviceConfig c;
+  c.iommu = config::IommuConfig{std::string(config::kIommuLegacyOnly), true};
+  two.groups.push_back({c, {}, {two.results[1]}});
+  auto refused = kind_->Plan(two);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("contains 2 VFIO device groups, but at most one is supported per claim"),
+            std::string::npos)
+      << refused.status().ToString();
+}
+
+TEST_F(VfioTypeTest, PrepareBindsToVfioPciAndUnprepareBindsBackFromTheRecord) {
+  config::VfioDeviceConfig c;
+  c.iommu = config::IommuConfig{std::string(config::kIommuLegacyOnly), true};
+  driver::ClaimWork w = Work("uid-v", "gpu-vfio-0", c);
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto prepared = kind_->Prepare(w, *plan);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  EXPECT_EQ(Driver(*first_), "vfio-pci");
+  EXPECT_TRUE(PathExists(dir_ + "/mock" + GroupNode(*first_)));
+  ASSERT_EQ(prepared->edits.devices.size(), 1u);
+  ASSERT_EQ(prepared->edits.devices[0].edits.device_nodes.size(), 1u);
+  EXPECT_EQ(prepared->edits.devices[0].edits.device_nodes[0].path, GroupNode(*first_));
+  // The claim-wide edits are VFIO's, not the driver's.
+  const auto& common = prepared->edits.common;
+  EXPECT_NE(std::find(common.env.begin(), common.env.end(), "NVIDIA_VISIBLE_DEVICES=void"), common.env.end());
+  ASSERT_EQ(common.device_nodes.size(), 1u);
+  EXPECT_EQ(common.device_nodes[0].path, "/dev/vfio/vfio");
+  // A repeated Prepare takes the GPU where it is.
+  ASSERT_TRUE(kind_->Prepare(w, *plan).ok());
+  // The edits read back from the record alone.
+  auto again = kind_->Edits(prepared->undo, {"gpu-vfio-0"});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->devices[0].edits.device_nodes[0].path, GroupNode(*first_));
+
+  ASSERT_TRUE(kind_->Unprepare("uid-v", prepared->undo).ok());
+  EXPECT_EQ(Driver(*first_), "nvidia");
+  EXPECT_FALSE(PathExists(dir_ + "/mock" + GroupNode(*first_)));
+  EXPECT_EQ(*ReadFileToString(dir_ + "/mock/sys/bus/pci/devices/" + first_->pci_bus_id + "/driver_override"), "\n");
+  // Unprepare again: nothing left to do.
+  EXPECT_TRUE(kind_->Unprepare("uid-v", prepared->undo).ok());
+}
+
+TEST_F(VfioTypeTest, WithoutTheApiDeviceOnlyTheGroupNode) {
+  driver::ClaimWork w = Work("uid-v", "gpu-vfio-1");
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  auto prepared = kind_->Prepare(w, *plan);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  EXPECT_TRUE(prepared->edits.common.device_nodes.empty());
+  ASSERT_TRUE(kind_->Unprepare("uid-v", prepared->undo).ok());
+}
+
+TEST_F(VfioTypeTest, AFailureAfterTheUnbindLeavesARecordThatBindsBack) {
+  driver::ClaimWork w = Work("uid-v", "gpu-vfio-0");
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(FailPoints::Process().Load("vfio-after-unbind=error").ok());
+  auto prepared = kind_->Prepare(w, *plan);
+  ASSERT_FALSE(prepared.ok());
+  EXPECT_EQ(Driver(*first_), "") << "unbound from nvidia, not yet on vfio-pci";
+  FailPoints::Process().Clear();
+  ASSERT_TRUE(kind_->Unprepare("uid-v", plan->undo).ok());
+  EXPECT_EQ(Driver(*first_), "nvidia");
+}
+
+TEST_F(VfioTypeTest, ChecksRefuseBeforeAnythingChanges) {
+  const std::string dev = dir_ + "/mock/sys/bus/pci/devices/" + first_->pci_bus_id;
+  driver::ClaimWork w = Work("uid-v", "gpu-vfio-0");
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  // SR-IOV VFs.
+  ASSERT_TRUE(WriteFileAtomically(dev + "/sriov_numvfs", "2\n").ok());
+  auto vfs = kind_->Prepare(w, *plan);
+  ASSERT_FALSE(vfs.ok());
+  EXPECT_NE(vfs.status().message().find("gpu has 2 VFs, cannot unbind"), std::string::npos) << vfs.status().ToString();
+  EXPECT_EQ(Driver(*first_), "nvidia");
+  ASSERT_TRUE(RemoveFileIfExists(dev + "/sriov_numvfs").ok());
+  // Another device of the IOMMU group on a host driver.
+  const std::string group_dir =
+      dir_ + "/mock/sys/kernel/iommu_groups/" + std::to_string(devices::MockIommuGroup(first_->minor)) + "/devices";
+  const std::string audio = first_->pci_bus_id.substr(0, first_->pci_bus_id.size() - 1) + "1";
+  ASSERT_TRUE(MakeDirectories(dir_ + "/mock/sys/devices/platform/" + audio, 0755).ok());
+  ASSERT_EQ(::symlink(("../../../devices/platform/" + audio).c_str(),
+                      (dir_ + "/mock/sys/bus/pci/devices/" + audio).c_str()), 0);
+  ASSERT_TRUE(MakeDirectories(dir_ + "/mock/sys/bus/pci/drivers/snd_hda_intel", 0755).ok());
+  ASSERT_EQ(::symlink("../../../bus/pci/drivers/snd_hda_intel",
+                      (dir_ + "/mock/sys/devices/platform/" + audio + "/driver").c_str()), 0);
+  ASSERT_EQ(::symlink(("../../../../devices/platform/" + audio).c_str(), (group_dir + "/" + audio).c_str()), 0);
+  auto group = kind_->Prepare(w, *plan);
+  ASSERT_FALSE(group.ok());
+  EXPECT_NE(group.status().message().find("also holds " + audio + ", bound to snd_hda_intel"), std::string::npos)
+      << group.status().ToString();
+  EXPECT_EQ(Driver(*first_), "nvidia");
+  // Unbound, the group is usable.
+  ::unlink((dir_ + "/mock/sys/devices/platform/" + audio + "/driver").c_str());
+  ASSERT_TRUE(kind_->Prepare(w, *plan).ok());
+  EXPECT_EQ(Driver(*first_), "vfio-pci");
+  // IOMMU off.
+  ASSERT_TRUE(kind_->Unprepare("uid-v", plan->undo).ok());
+  std::filesystem::remove_all(dir_ + "/mock/sys/kernel/iommu_groups");
+  auto off = kind_->Prepare(w, *plan);
+  ASSERT_FALSE(off.ok());
+  EXPECT_NE(off.status().message().find("IOMMU is not enabled in the kernel"), std::string::npos);
+  EXPECT_EQ(Driver(*first_), "nvidia");
+}
+
+TEST_F(VfioTypeTest, TheSweepBindsBackWhatNoRecordOwns) {
+  const devices::GpuInfo& owned = inventory_.gpus[1];
+  const devices::GpuInfo& orphan = inventory_.gpus[2];
+  ASSERT_TRUE(devices::ChangePciDriver(lib_->pci(), owned.pci_bus_id, devices::kVfioPciDriver).ok());
+  ASSERT_TRUE(devices::ChangePciDriver(lib_->pci(), orphan.pci_bus_id, devices::kVfioPciDriver).ok());
+  GpuUndo record;
+  record.vfio.push_back({"gpu-vfio-x", owned.pci_bus_id, std::nullopt, false, false});
+  auto records = [&]() -> Result<std::vector<nlohmann::json>> {
+    return std::vector<nlohmann::json>{EncodeGpuUndo(record), nlohmann::json::object()};
+  };
+  auto n = kind_->SweepOrphanVfioDevices(records);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 1);
+  EXPECT_EQ(Driver(orphan), "nvidia");
+  EXPECT_EQ(Driver(owned), "vfio-pci") << "its claim's record owns it";
+  EXPECT_EQ(*kind_->SweepOrphanVfioDevices(records), 0);
+}
+
+TEST_F(VfioTypeTest, UnprepareBindsBackWithTheGateOff) {
+  driver::ClaimWork w = Work("uid-v", "gpu-vfio-0");
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  auto prepared = kind_->Prepare(w, *plan);
+  ASSERT_TRUE(prepared.ok());
+  GpuKindOptions ko;
+  ko.resets.state_path = dir_ + "/resets-2.json";
+  ko.pci = &lib_->pci();
+  GpuKind plain(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), lib_->control(), ko);
+  ASSERT_TRUE(plain.Unprepare("uid-v", prepared->undo).ok());
+  EXPECT_EQ(Driver(*first_), "nvidia");
+}
+
+TEST(GpuUndoVfioTest, RoundTripsAndKeepsWhatItCannotRead) {
+  GpuUndo u;
+  u.devices = {"gpu-vfio-0"};
+  u.vfio.push_back({"gpu-vfio-0", "0000:3b:00.0", 40, true, true});
+  auto back = DecodeGpuUndo(EncodeGpuUndo(u));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, u);
+  auto odd = DecodeGpuUndo(nlohmann::json{{"vfio", {{{"device", "gpu-vfio-0"}}}}});
+  ASSERT_TRUE(odd.ok());
+  EXPECT_TRUE(odd->vfio.empty());
+  ASSERT_EQ(odd->unreadable_vfio.size(), 1u);
+  EXPECT_EQ(EncodeGpuUndo(*odd)["vfio"][0]["device"], "gpu-vfio-0");
+  auto other_shape = DecodeGpuUndo(nlohmann::json{{"vfio", "newer"}});
+  ASSERT_TRUE(other_shape.ok());
+  EXPECT_EQ(EncodeGpuUndo(*other_shape)["vfio"], "newer");
+}
+
+// Through the engine and the ledger: the plain GPU and its twin refuse each
+// other while one is prepared.
+TEST_F(VfioTypeTest, TheLedgerRefusesThePlainGpuWhileItsTwinIsPrepared) {
+  ASSERT_TRUE(MakeDirectories(dir_ + "/plugin").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
+  ASSERT_TRUE(cdi_->EnsureRoot().ok());
+  ledger::LedgerOptions lo;
+  lo.dir = dir_ + "/plugin";
+  lo.boot_id_path = dir_ + "/boot_id";
+  auto ledger = ledger::ClaimLedger::Open(lo);
+  ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
+  driver::testing::FakeClaimSource claims;
+  auto put = [&](const std::string& uid, const std::string& device) {
+    driver::ClaimSnapshot c;
+    c.uid = uid;
+    c.ns = "default";
+    c.name = "c-" + uid;
+    c.allocated = true;
+    c.results = {{"r", kDriverName, "node-1", device, false, ""}};
+    c.consumers = {"pod-" + uid};
+    claims.Put(c);
+    return model::ClaimRef{"default", uid, "c-" + uid};
+  };
+  driver::EngineOptions eo;
+  eo.node_name = "node-1";
+  eo.gates = gates_;
+  driver::Engine engine(eo, **ledger, *kind_, claims, *cdi_, nullptr);
+  const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  const std::string plain_name = "gpu-" + std::to_string(first_->minor);
+  auto vm = put("uid-vm", "gpu-vfio-0");
+  auto plain = put("uid-plain", plain_name);
+  ASSERT_EQ(engine.PrepareClaim(vm, far).status().message(), "");
+  EXPECT_EQ(Driver(*first_), "vfio-pci");
+  std::string refused = engine.PrepareClaim(plain, far).status().message();
+  EXPECT_NE(refused.find(PciResource(first_->pci_bus_id)), std::string::npos) << refused;
+  EXPECT_EQ(Driver(*first_), "vfio-pci");
+  ASSERT_EQ(engine.UnprepareClaim(vm, far).message(), "");
+  EXPECT_EQ(Driver(*first_), "nvidia");
+  ASSERT_EQ(engine.PrepareClaim(plain, far).status().message(), "");
+  // And the other way round.
+  std::string twin_refused = engine.PrepareClaim(vm, far).status().message();
+  EXPECT_NE(twin_refused, "");
+  EXPECT_EQ(Driver(*first_), "nvidia");
+}
+
+}  // namespace
+}  // namespace nvdra::gpu
