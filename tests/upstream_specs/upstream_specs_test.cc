@@ -238,13 +238,14 @@ TEST(UpstreamSpecsTest, VfioConfig) {
   EXPECT_EQ(vfio.iommu->enable_api_device, true);
   Normalize(c, FeatureGates().With(Gate::kPassthroughSupport, true));
   EXPECT_TRUE(Validate(c, FeatureGates().With(Gate::kPassthroughSupport, true)).ok());
-  // No passthrough device type is registered in the GPU kind yet, so no
-  // node publishes a vfio device and the kind's rules serve none.
-  auto resolved = ResolveConfigs(kGpuDriverName, {configs[0].config}, {{"gpu", "gpu-0-vfio", "vfio", ""}},
+  // The GPU kind serves the vfio device type (gpu-vfio-<index>): the
+  // upstream spec's config applies to its passthrough device.
+  auto resolved = ResolveConfigs(kGpuDriverName, {configs[0].config}, {{"gpu", "gpu-vfio-0", "vfio", ""}},
                                  FeatureGates().With(Gate::kPassthroughSupport, true));
-  ASSERT_FALSE(resolved.ok());
-  EXPECT_EQ(resolved.status().message(),
-            "device \"gpu-0-vfio\" (request: gpu) has type \"vfio\", which driver gpu.nvidia.com does not serve");
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  ASSERT_EQ(resolved->size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<VfioDeviceConfig>((*resolved)[0].config));
+  EXPECT_EQ(std::get<VfioDeviceConfig>((*resolved)[0].config).iommu->backend_policy, "LegacyOnly");
 }
 
 TEST(UpstreamSpecsTest, UnknownFieldIsRejectedWithUpstreamWording) {
