@@ -3,6 +3,8 @@
 // writes are chained, one at a time, and the stream's expiry bounds each.
 #include "admission/webhook_server.h"
 
+#include <array>
+
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -174,15 +176,21 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnRead(error_code ec) {
     if (ec == http::error::end_of_stream || ec == asio::ssl::error::stream_truncated) return Close();
+    // A request refused before it was read whole leaves its rest unread:
+    // the answer goes out, then the rest is drained (lingering close), so
+    // the client reads the answer instead of a reset.
     if (ec == http::error::body_limit) {
+      linger_ = true;
       return Answer(TextError(413, "request body larger than " + std::to_string(server_.options.max_body_bytes) +
                                        " bytes"),
                     /*keep_alive=*/false);
     }
     if (ec == http::error::header_limit) {
+      linger_ = true;
       return Answer(TextError(431, "request head larger than " + std::to_string(kHeaderLimit) + " bytes"), false);
     }
     if (ec && ec.category() == http::make_error_code(http::error::bad_version).category()) {  // a malformed request
+      linger_ = true;
       return Answer(TextError(400, "bad request: " + ec.message()), false);
     }
     if (ec) {
@@ -220,6 +228,7 @@ class Session : public std::enable_shared_from_this<Session> {
     http::async_write(stream_, res_, [self = shared_from_this()](error_code ec, size_t) {
       if (ec) return;
       if (self->keep_alive_) return self->Read();
+      if (self->linger_) return self->LingerClose();
       self->Close();
     });
   }
@@ -229,6 +238,28 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.async_shutdown([self = shared_from_this()](error_code) {});
   }
 
+  // The answer is out: end our side, then read and discard what the client
+  // still sends (at most kMaxDrainBytes, for at most kDrainTime) before the
+  // socket closes, so closing with unread input does not reset the
+  // connection under the answer.
+  void LingerClose() {
+    auto& tcp = beast::get_lowest_layer(stream_);
+    error_code ignored;
+    tcp.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+    tcp.expires_after(kDrainTime);
+    Drain();
+  }
+  void Drain() {
+    beast::get_lowest_layer(stream_).async_read_some(
+        asio::buffer(drain_), [self = shared_from_this()](error_code ec, size_t n) {
+          self->drained_ += n;
+          if (ec || self->drained_ > kMaxDrainBytes) return;  // the socket closes with the session
+          self->Drain();
+        });
+  }
+  static constexpr size_t kMaxDrainBytes = 1u << 20;
+  static constexpr std::chrono::seconds kDrainTime{2};
+
   std::shared_ptr<asio::ssl::context> tls_;
   beast::ssl_stream<beast::tcp_stream> stream_;
   WebhookServer::Impl& server_;
@@ -236,6 +267,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
   bool keep_alive_ = false;
+  bool linger_ = false;
+  std::array<char, 16384> drain_{};
+  size_t drained_ = 0;
 };
 
 }  // namespace
