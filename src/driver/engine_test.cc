@@ -72,6 +72,16 @@ class EngineTest : public ::testing::Test {
     ro.completed_grace = std::chrono::minutes(10);
     reconciler_ = std::make_unique<Reconciler>(*engine_, claims_, nullptr, ro);
   }
+  // The ledger is lost (0 bytes) while the plugin is down, then it starts
+  // again: claims may be missing until the recovery rebuilds them.
+  void LoseLedgerAndRestart() {
+    const std::string log = ledger_->log_path();
+    reconciler_.reset();
+    engine_.reset();
+    ledger_.reset();
+    ASSERT_TRUE(WriteFileAtomically(log, "").ok());
+    Reopen();
+  }
   std::string SpecPath(const std::string& uid) { return *cdi_->ClaimSpecPath(uid); }
   std::optional<ledger::ClaimEntry> Entry(const std::string& uid) {
     auto e = ledger_->Get(uid);
@@ -722,12 +732,7 @@ TEST_F(EngineTest, ALostLedgerIsRebuiltFromTheCdiSpecsBeforeAnySpecIsSwept) {
   claims_.Put(b);
   ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   ASSERT_EQ(engine_->PrepareClaim(Ref(b), kFar).status().message(), "");
-  const std::string log = ledger_->log_path();
-  reconciler_.reset();
-  engine_.reset();
-  ledger_.reset();
-  ASSERT_TRUE(WriteFileAtomically(log, "").ok());  // lost: 0 bytes
-  Reopen();
+  LoseLedgerAndRestart();
   ASSERT_TRUE(*ledger_->ClaimsMayBeMissing());
   // A spec nobody can read does not keep the recovery open forever.
   ASSERT_TRUE(WriteFileAtomically(SpecPath("uid-garbage"), "{ not json").ok());
@@ -769,12 +774,7 @@ TEST_F(EngineTest, ALostLedgerIsRebuiltFromTheCdiSpecsBeforeAnySpecIsSwept) {
 // A directory, a FIFO or a /dev/zero link planted at spec names holds no
 // claim: the recovery reads none of them (nor hangs on the FIFO) and ends.
 TEST_F(EngineTest, ADirectoryOrAFifoAtASpecNameDoesNotKeepTheRecoveryFromFinishing) {
-  const std::string log = ledger_->log_path();
-  reconciler_.reset();
-  engine_.reset();
-  ledger_.reset();
-  ASSERT_TRUE(WriteFileAtomically(log, "").ok());  // lost: 0 bytes
-  Reopen();
+  LoseLedgerAndRestart();
   ASSERT_TRUE(*ledger_->ClaimsMayBeMissing());
   ASSERT_EQ(::mkdir(SpecPath("uid-dir").c_str(), 0755), 0);
   ASSERT_EQ(::mkfifo(SpecPath("uid-fifo").c_str(), 0644), 0);
@@ -789,12 +789,7 @@ TEST_F(EngineTest, ADirectoryOrAFifoAtASpecNameDoesNotKeepTheRecoveryFromFinishi
 // The Go driver's spec of a claim it prepared (.yaml) is a prepared claim's
 // like ours: while claims may be missing it is kept and its entry rebuilt.
 TEST_F(EngineTest, ALostLedgerKeepsAndRebuildsAClaimFromTheGoDriversYamlSpec) {
-  const std::string log = ledger_->log_path();
-  reconciler_.reset();
-  engine_.reset();
-  ledger_.reset();
-  ASSERT_TRUE(WriteFileAtomically(log, "").ok());  // lost: 0 bytes
-  Reopen();
+  LoseLedgerAndRestart();
   ASSERT_TRUE(*ledger_->ClaimsMayBeMissing());
   const std::string go_spec = dir_ + "/cdi/k8s.gpu.nvidia.com-claim_uid-go.yaml";
   ASSERT_TRUE(WriteFileAtomically(go_spec, "---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n"
@@ -842,12 +837,7 @@ TEST_F(EngineTest, ACopiedSpecUnderAnotherUidLosesToTheLiveClaim) {
     }
   }
   ASSERT_TRUE(WriteFileAtomically(SpecPath(copy), copied).ok());
-  const std::string log = ledger_->log_path();
-  reconciler_.reset();
-  engine_.reset();
-  ledger_.reset();
-  ASSERT_TRUE(WriteFileAtomically(log, "").ok());  // lost: 0 bytes
-  Reopen();
+  LoseLedgerAndRestart();
 
   auto rep = reconciler_->RunOnce();
   EXPECT_EQ(rep.errors, 0);
@@ -879,12 +869,7 @@ TEST_F(EngineTest, AnOrphanSpecAfterALostLedgerHoldsItsDeviceOnlyUntilTheGracePe
   cdi::Spec old_spec = cdi_->BuildClaimSpec("uid-unnamed", {{"gpu-4", {}}});
   old_spec.devices[0].edits.env = {"X=1"};
   ASSERT_TRUE(cdi_->WriteClaimSpec("uid-unnamed", old_spec).ok());
-  const std::string log = ledger_->log_path();
-  reconciler_.reset();
-  engine_.reset();
-  ledger_.reset();
-  ASSERT_TRUE(WriteFileAtomically(log, "").ok());
-  Reopen();
+  LoseLedgerAndRestart();
 
   auto rep = reconciler_->RunOnce();
   EXPECT_FALSE(*ledger_->ClaimsMayBeMissing());
