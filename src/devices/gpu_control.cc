@@ -25,5 +25,8 @@ Status GpuControl::SetMigMode(const std::string&, bool) { return NoDynamicMig();
 Result<std::vector<MigInstance>> GpuControl::ListMigInstances(const std::string&) { return NoDynamicMig(); }
 Result<MigInstance> GpuControl::CreateMigInstance(const std::string&, int, int, int) { return NoDynamicMig(); }
 Status GpuControl::DestroyMigInstance(const std::string&, int, int) { return NoDynamicMig(); }
+Status GpuControl::SetPersistenceMode(const std::string&, bool) {
+  return FailedPrecondition("this device backend cannot change a GPU's persistence mode");
+}
 
 }  // namespace nvdra::devices

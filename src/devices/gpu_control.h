@@ -46,6 +46,11 @@ class GpuControl {
   // Destroys the compute instance, then the GPU instance. NotFound when
   // the GPU instance does not exist.
   virtual Status DestroyMigInstance(const std::string& gpu_uuid, int gi_id, int ci_id);
+
+  // Passthrough: persistence mode, turned off before a GPU leaves nvidia
+  // and on again after it is back. FailedPrecondition from a backend
+  // without it.
+  virtual Status SetPersistenceMode(const std::string& gpu_uuid, bool enabled);
 };
 
 // Validates arguments shared by every backend.

@@ -120,4 +120,8 @@ Status NvidiaSmiControl::SetComputeMode(const std::string& gpu_uuid, const std::
   return Run({"-i", gpu_uuid, "-c", mode}).Wrap("setting compute mode of " + gpu_uuid);
 }
 
+Status NvidiaSmiControl::SetPersistenceMode(const std::string& gpu_uuid, bool enabled) {
+  return Run({"-i", gpu_uuid, "-pm", enabled ? "1" : "0"}).Wrap("setting persistence mode of " + gpu_uuid);
+}
+
 }  // namespace nvdra::devices

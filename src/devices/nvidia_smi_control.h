@@ -42,6 +42,9 @@ class NvidiaSmiControl final : public GpuControl {
   NvidiaSmiControl(std::string nvidia_smi, std::string nvml_library, CommandRunner runner = RunCommand);
   Status SetTimeSlice(const std::string& gpu_uuid, int interval) override;
   Status SetComputeMode(const std::string& gpu_uuid, const std::string& mode) override;
+  // "nvidia-smi -i <uuid> -pm 0|1": nvidia-smi asks nvidia-persistenced
+  // where it runs, else NVML.
+  Status SetPersistenceMode(const std::string& gpu_uuid, bool enabled) override;
 
  private:
   Status Run(const std::vector<std::string>& args);

@@ -57,6 +57,9 @@ class MockGpuControl final : public GpuControl {
     NVDRA_RETURN_IF_ERROR(migs_->Destroy(uuid, gi, ci));
     return Record(uuid, "DestroyMigInstance " + uuid + " gi " + std::to_string(gi) + " ci " + std::to_string(ci));
   }
+  Status SetPersistenceMode(const std::string& uuid, bool enabled) override {
+    return Record(uuid, "SetPersistenceMode " + uuid + " " + (enabled ? "1" : "0"));
+  }
 
  private:
   // Injected failures: one GPU UUID (or "*" for all) per line of the file,

@@ -216,6 +216,9 @@ struct NvmlApi {
   // Optional.
   nvmlReturn_t (*DeviceGetGpuFabricInfo)(nvmlDevice_t, nvmlGpuFabricInfo_t*);
   nvmlReturn_t (*DeviceGetAddressingMode)(nvmlDevice_t, nvmlDeviceAddressingMode_t*);
+  // Persistence mode (nvmlEnableState_t: 0 disabled, 1 enabled).
+  nvmlReturn_t (*DeviceGetPersistenceMode)(nvmlDevice_t, int*);
+  nvmlReturn_t (*DeviceSetPersistenceMode)(nvmlDevice_t, int);
 };
 
 }  // namespace nvdra::devices

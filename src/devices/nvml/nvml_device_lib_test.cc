@@ -357,6 +357,38 @@ TEST_F(NvmlDeviceLibTest, DiscoversMigProfilesAndPlacementsWithMigModeOff) {
   EXPECT_EQ(InitCount(**lib), 0);
 }
 
+TEST_F(NvmlDeviceLibTest, PersistenceModeComesBackOnThroughNvmlAndIsLeftAloneWhenOn) {
+  const std::string gpu = "GPU-11111111-2222-3333-4444-555555555555";
+  json cfg = DynamicMigConfig();
+  // Already on: nothing is set, so a failing set call is never reached.
+  cfg["errors"] = {{"nvmlDeviceSetPersistenceMode", 3}};
+  Use(cfg);
+  {
+    auto lib = NvmlDeviceLib::Open(Options());
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+    Status s = (*lib)->control().SetPersistenceMode(gpu, true);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  // Off: the set call is made (and its failure reported).
+  cfg["devices"][0]["persistenceMode"] = 0;
+  Use(cfg);
+  {
+    auto lib = NvmlDeviceLib::Open(Options());
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+    Status s = (*lib)->control().SetPersistenceMode(gpu, true);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("nvmlDeviceSetPersistenceMode"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find(gpu), std::string::npos) << s.ToString();
+  }
+  cfg.erase("errors");
+  Use(cfg);
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  Status s = (*lib)->control().SetPersistenceMode(gpu, true);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ((*lib)->control().SetPersistenceMode("GPU-nope", true).code(), StatusCode::kNotFound);
+}
+
 TEST_F(NvmlDeviceLibTest, CreatesAndDestroysMigDevicesThroughNvml) {
   Use(DynamicMigConfig());
   auto lib = NvmlDeviceLib::Open(Options());
@@ -471,10 +503,12 @@ TEST(NvidiaSmiControlTest, RunsUpstreamCommandLines) {
   ASSERT_TRUE(c.SetComputeMode("GPU-1", "EXCLUSIVE_PROCESS").ok());
   EXPECT_FALSE(c.SetTimeSlice("GPU-1", 4).ok());
   EXPECT_FALSE(c.SetComputeMode("GPU-1", "SHARED").ok());
+  ASSERT_TRUE(c.SetPersistenceMode("GPU-1", false).ok());
   EXPECT_EQ(calls, (std::vector<std::string>{
                        "/driver-root/usr/bin/nvidia-smi -i GPU-1 -c DEFAULT",
                        "/driver-root/usr/bin/nvidia-smi compute-policy -i GPU-1 --set-timeslice 2",
-                       "/driver-root/usr/bin/nvidia-smi -i GPU-1 -c EXCLUSIVE_PROCESS"}));
+                       "/driver-root/usr/bin/nvidia-smi -i GPU-1 -c EXCLUSIVE_PROCESS",
+                       "/driver-root/usr/bin/nvidia-smi -i GPU-1 -pm 0"}));
 }
 
 TEST(NvidiaSmiControlTest, RunCommandReportsFailureWithOutput) {

@@ -49,6 +49,23 @@ Result<nvmlDevice_t> NvmlGpuControl::Handle(const std::string& uuid) const {
   return dev;
 }
 
+Status NvmlGpuControl::SetPersistenceMode(const std::string& gpu_uuid, bool enabled) {
+  if (!enabled) return smi_->SetPersistenceMode(gpu_uuid, false);
+  const NvmlApi& a = lib_->api();
+  if (a.DeviceGetPersistenceMode == nullptr || a.DeviceSetPersistenceMode == nullptr) {
+    return FailedPrecondition("NVML library " + lib_->path() + " has no nvmlDeviceSetPersistenceMode");
+  }
+  NVDRA_ASSIGN_OR_RETURN(auto session, lib_->Open());
+  NVDRA_ASSIGN_OR_RETURN(nvmlDevice_t dev, Handle(gpu_uuid));
+  int mode = 0;
+  nvmlReturn_t rc = a.DeviceGetPersistenceMode(dev, &mode);
+  if (rc != NVML_SUCCESS) return lib_->Error("nvmlDeviceGetPersistenceMode", rc).Wrap("GPU " + gpu_uuid);
+  if (mode == 1) return Status::Ok();
+  rc = a.DeviceSetPersistenceMode(dev, 1);
+  if (rc != NVML_SUCCESS) return lib_->Error("nvmlDeviceSetPersistenceMode", rc).Wrap("GPU " + gpu_uuid);
+  return Status::Ok();
+}
+
 Result<bool> NvmlGpuControl::MigOn(nvmlDevice_t dev, const std::string& uuid) const {
   unsigned current = 0, pending = 0;
   nvmlReturn_t rc = lib_->api().DeviceGetMigMode(dev, &current, &pending);

@@ -40,6 +40,11 @@ class NvmlGpuControl final : public GpuControl {
   // left on it. NotFound when the GPU instance does not exist (or MIG mode
   // is off).
   Status DestroyMigInstance(const std::string& gpu_uuid, int gi_id, int ci_id) override EXCLUDES(mu_);
+  // Off through nvidia-smi, which goes through nvidia-persistenced where it
+  // runs; on through NVML's legacy call, because nvidia-persistenced cannot
+  // take back a GPU it lost to vfio-pci (upstream does the same). Nothing
+  // is changed when the mode is already on.
+  Status SetPersistenceMode(const std::string& gpu_uuid, bool enabled) override;
 
  private:
   Result<nvmlDevice_t> Handle(const std::string& uuid) const;

@@ -66,6 +66,8 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   resolve(a.DeviceGetSupportedEventTypes, "nvmlDeviceGetSupportedEventTypes", true);
   resolve(a.DeviceGetGpuFabricInfo, "nvmlDeviceGetGpuFabricInfo", false);
   resolve(a.DeviceGetAddressingMode, "nvmlDeviceGetAddressingMode", false);
+  resolve(a.DeviceGetPersistenceMode, "nvmlDeviceGetPersistenceMode", false);
+  resolve(a.DeviceSetPersistenceMode, "nvmlDeviceSetPersistenceMode", false);
   if (!missing.empty()) {
     return FailedPrecondition("NVML library " + path + " lacks required symbols: " + missing +
                               " (driver too old, or not libnvidia-ml)");

@@ -27,6 +27,7 @@ struct FakeDev {
   std::vector<FakeMig*> migs;  // live GPU instances, in creation order
   unsigned mig_mode = 0;       // current (and pending) MIG mode
   int created = 0;             // MIG devices created, for their UUIDs
+  int persistence = -1;        // -1: as the spec's "persistenceMode" says (default 1)
 };
 // A GPU instance and at most one compute instance on it (the MIG device);
 // its handle stands for the GPU instance, the compute instance and the MIG
@@ -311,6 +312,20 @@ nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t d, unsigned mode, nvmlReturn_t* a
   }
   Dev(d)->mig_mode = mode;
   *activation = NVML_SUCCESS;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, int* mode) {
+  FAKE_CHECK("nvmlDeviceGetPersistenceMode");
+  if (!Dev(d) || mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *mode = Dev(d)->persistence >= 0 ? Dev(d)->persistence : Dev(d)->spec.value("persistenceMode", 1);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceSetPersistenceMode(nvmlDevice_t d, int mode) {
+  FAKE_CHECK("nvmlDeviceSetPersistenceMode");
+  if (!Dev(d) || mode < 0 || mode > 1) return NVML_ERROR_INVALID_ARGUMENT;
+  Dev(d)->persistence = mode;
   return NVML_SUCCESS;
 }
 
