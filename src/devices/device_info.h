@@ -111,6 +111,10 @@ int MemorySliceCount(const GpuInfo& gpu);
 
 struct NodeInventory {
   std::vector<GpuInfo> gpus;  // sorted by minor
+  // With passthrough: NVIDIA GPUs bound to vfio-pci, which NVML cannot see
+  // (a passthrough claim prepared before the plugin started). From sysfs:
+  // the PCI bus id, pcieRoot and NUMA node only; minor -1, no UUID.
+  std::vector<GpuInfo> vfio_gpus;
   std::string driver_version;
   std::string cuda_driver_version;
   std::string clique_id;  // the node's clique (all GPUs agree) or ""

@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 
+#include "devices/pcie_root.h"
 #include "util/file_util.h"
 #include "util/parse_number.h"
 
@@ -83,6 +85,9 @@ Result<PciDeviceState> SysfsPciDriverControl::Read(const std::string& bus_id) {
   }
   s.vendor_id = TrimmedFile(JoinPath(dir, "vendor"));
   s.device_id = TrimmedFile(JoinPath(dir, "device"));
+  s.class_code = TrimmedFile(JoinPath(dir, "class"));
+  s.pcie_root = PcieRootForBusId(sysfs_root_, bus_id);
+  s.numa_node = NumaNodeForBusId(sysfs_root_, bus_id);
   if (auto res = ReadFileToString(JoinPath(dir, "resource")); res.ok()) {
     s.addressable_memory_bytes = AddressableMemoryFromResource(*res);
   }
@@ -106,6 +111,23 @@ Result<std::vector<std::string>> SysfsPciDriverControl::IommuGroupDevices(int gr
   if (!entries.ok()) return entries.status().Wrap("listing IOMMU group " + std::to_string(group));
   return *entries;
 }
+
+Result<std::vector<std::string>> SysfsPciDriverControl::ListDevices() {
+  auto entries = ListDirectory(JoinPath(sysfs_root_, "bus/pci/devices"));
+  if (!entries.ok()) return entries.status().Wrap("listing PCI devices");
+  std::sort(entries->begin(), entries->end());
+  return *entries;
+}
+
+Result<bool> SysfsPciDriverControl::ModuleLoaded(const std::string& module) {
+  if (module.empty() || module.find('/') != std::string::npos || module[0] == '.') {
+    return InvalidArgument("invalid kernel module name \"" + module + "\"");
+  }
+  struct stat st;
+  return ::stat(JoinPath(sysfs_root_, "module/" + module).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool IsNvidiaGpu(const PciDeviceState& s) { return s.vendor_id == "0x10de" && s.class_code.rfind("0x03", 0) == 0; }
 
 Status SysfsPciDriverControl::WriteSysfs(const std::string& path, const std::string& value) {
   int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);

@@ -33,6 +33,11 @@ struct PciDeviceState {
   int num_vfs = 0;
   // The `vendor` and `device` files ("0x10de", "0x2330"); empty when absent.
   std::string vendor_id, device_id;
+  // The `class` file ("0x030200", a 3D controller); empty when absent.
+  std::string class_code;
+  // As for a GPU NVML sees (pcie_root.h).
+  std::optional<std::string> pcie_root;
+  std::optional<int> numa_node;
   // As upstream (go-nvlib's GetTotalAddressableMemory(true)): the sizes of
   // the 64-bit memory BARs among the first six regions of the `resource`
   // file, summed and rounded up to a power of two; 0 without the file.
@@ -54,6 +59,10 @@ class PciDriverControl {
   virtual Result<bool> IommuEnabled() = 0;
   // The bus ids in an IOMMU group, sorted.
   virtual Result<std::vector<std::string>> IommuGroupDevices(int group) = 0;
+  // Every PCI device's bus id, sorted.
+  virtual Result<std::vector<std::string>> ListDevices() = 0;
+  // Whether <sysfs>/module/<module> is a directory (the module is loaded).
+  virtual Result<bool> ModuleLoaded(const std::string& module) = 0;
   // Unbinds the device from its driver; a device with none is left alone.
   virtual Status Unbind(const std::string& bus_id) = 0;
   // Sets driver_override to `driver` and binds the device to it; the
@@ -68,6 +77,8 @@ class SysfsPciDriverControl final : public PciDriverControl {
   Result<PciDeviceState> Read(const std::string& bus_id) override;
   Result<bool> IommuEnabled() override;
   Result<std::vector<std::string>> IommuGroupDevices(int group) override;
+  Result<std::vector<std::string>> ListDevices() override;
+  Result<bool> ModuleLoaded(const std::string& module) override;
   Status Unbind(const std::string& bus_id) override;
   Status Bind(const std::string& bus_id, const std::string& driver) override;
 
@@ -81,6 +92,9 @@ class SysfsPciDriverControl final : public PciDriverControl {
 // Unbinds the device from whatever driver it has and binds it to `driver`;
 // nothing is written when it is already bound to `driver`.
 Status ChangePciDriver(PciDriverControl& pci, const std::string& bus_id, const std::string& driver);
+
+// An NVIDIA display controller (vendor 0x10de, class 0x03xxxx): a GPU.
+bool IsNvidiaGpu(const PciDeviceState& s);
 
 // Parses a sysfs `resource` file as above.
 uint64_t AddressableMemoryFromResource(const std::string& text);

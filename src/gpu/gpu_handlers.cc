@@ -20,7 +20,11 @@ std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::
   }
   const bool passthrough = gates.Enabled(config::Gate::kPassthroughSupport);
   t.push_back(std::make_unique<FullGpuType>(dynamic_mig, passthrough));
-  if (passthrough) t.push_back(std::make_unique<VfioType>(context.pci, context.iommufd_enabled));
+  if (passthrough) {
+    t.push_back(std::make_unique<VfioType>(context.pci, context.iommufd_enabled,
+                                           context.passthrough ? *context.passthrough : PassthroughHost{},
+                                           context.control));
+  }
   return t;
 }
 

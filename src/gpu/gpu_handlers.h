@@ -14,6 +14,7 @@
 #include "gpu/mps_strategy.h"
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
+#include "gpu/vfio_type.h"
 
 namespace nvdra::gpu {
 
@@ -25,6 +26,8 @@ struct DeviceTypeContext {
   // Passthrough: the PCI drivers, and whether /dev/iommu exists.
   devices::PciDriverControl* pci = nullptr;
   bool iommufd_enabled = false;
+  // --host-root and the rest passthrough needs from the node.
+  const PassthroughHost* passthrough = nullptr;
 };
 
 // The device types the gates switch on, in the order their defaults are

@@ -63,16 +63,31 @@ class OwedResetRetry final : public devices::DeviceHealthSource {
 
 }  // namespace
 
+namespace {
+
+// With passthrough, the GPUs NVML cannot see because they are on vfio-pci.
+devices::NodeInventory WithGpusOnVfio(devices::NodeInventory inventory, const GpuKindOptions& options) {
+  if (options.gates.Enabled(config::Gate::kPassthroughSupport) && options.pci != nullptr) {
+    Status s = VfioType::AddGpusOnVfio(*options.pci, inventory);
+    if (!s.ok()) NVDRA_WARN("looking for GPUs bound to vfio-pci: {}", s.ToString());
+  }
+  return inventory;
+}
+
+}  // namespace
+
 config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates) {
   return RulesOf(RegisteredDeviceTypes(gates), gates);
 }
 
 GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devices::GpuControl& control,
                  GpuKindOptions options, std::vector<std::unique_ptr<GpuDeviceType>> types)
-    : inventory_(std::move(inventory)),
+    : inventory_(WithGpusOnVfio(std::move(inventory), options)),
       edits_(std::move(edits)),
       options_(std::move(options)),
-      types_(types.empty() ? RegisteredDeviceTypes(options_.gates, {&inventory_, &control, options_.pci, edits_.IommuFdEnabled()}) : std::move(types)),
+      types_(types.empty() ? RegisteredDeviceTypes(options_.gates, {&inventory_, &control, options_.pci,
+                                                                    edits_.IommuFdEnabled(), &options_.passthrough})
+                           : std::move(types)),
       control_(control),
       resets_(control, options_.resets),
       strategies_(RegisteredSharingStrategies({resets_, inventory_, control, options_.mps, options_.consumable_shares,

@@ -28,6 +28,7 @@
 #include "gpu/mps_strategy.h"
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
+#include "gpu/vfio_type.h"
 #include "util/periodic_worker.h"
 
 namespace nvdra::gpu {
@@ -55,6 +56,8 @@ struct GpuKindOptions {
   // Passthrough (PassthroughSupport): the PCI drivers, through sysfs;
   // outlives the kind. Null: passthrough claims fail.
   devices::PciDriverControl* pci = nullptr;
+  // What passthrough needs beyond sysfs (vfio_type.h).
+  PassthroughHost passthrough;
 };
 
 class DynamicMigType;

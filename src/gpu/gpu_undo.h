@@ -86,6 +86,14 @@ struct VfioUndo {
   std::optional<int> iommu_group;
   bool prefer_iommufd = false;
   bool enable_api_device = false;
+  // The GPU as NVML knew it before the unbind: its UUID (for persistence
+  // mode) and minor (its /dev/nvidia<minor>); empty and nullopt for a GPU
+  // that was on vfio-pci already.
+  std::string gpu_uuid;
+  std::optional<int> gpu_minor;
+  // nvidia-persistenced ran when the claim was planned: persistence mode is
+  // turned off before the unbind and back on after the GPU is on nvidia.
+  bool restore_persistence = false;
   nlohmann::json unknown = nlohmann::json::object();
   friend bool operator==(const VfioUndo&, const VfioUndo&) = default;
 };

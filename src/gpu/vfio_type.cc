@@ -2,9 +2,17 @@
 
 #include <openssl/evp.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <set>
+#include <thread>
+
+#include "devices/nvidia_smi_control.h"
+#include "devices/open_files.h"
+#include "util/file_util.h"
 
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_published_devices.h"
@@ -15,10 +23,12 @@ namespace nvdra::gpu {
 
 namespace {
 
-// Positions among the node's GPUs by PCI bus id, as upstream numbers them.
+// Positions among the node's GPUs by PCI bus id, as upstream numbers them
+// (GPUs on vfio-pci included).
 std::vector<const devices::GpuInfo*> ByBusId(const devices::NodeInventory& inventory) {
   std::vector<const devices::GpuInfo*> out;
   for (const auto& g : inventory.gpus) out.push_back(&g);
+  for (const auto& g : inventory.vfio_gpus) out.push_back(&g);
   std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->pci_bus_id < b->pci_bus_id; });
   return out;
 }
@@ -78,7 +88,8 @@ model::PublishedDevice VfioType::Publish(const GpuDevice& device) const {
   d.name = device.name;
   d.attributes["type"] = std::string(name());
   d.attributes["uuid"] = VfioDeviceUuid(g.pci_bus_id);
-  d.attributes["productName"] = g.product_name;
+  // A GPU found on vfio-pci at start has no name from NVML.
+  if (!g.product_name.empty()) d.attributes["productName"] = g.product_name;
   d.attributes["iommuFDEnabled"] = iommufd_enabled_;
   d.attributes["resource.kubernetes.io/pciBusID"] = g.pci_bus_id;
   if (g.pcie_root) d.attributes["resource.kubernetes.io/pcieRoot"] = *g.pcie_root;
@@ -139,6 +150,12 @@ Status VfioType::Plan(const std::vector<const GpuDevice*>& devices, GpuUndo& und
     v.device = d->name;
     v.pci_bus_id = d->gpu->pci_bus_id;
     v.iommu_group = s.iommu_group;
+    if (!d->gpu->uuid.empty()) {
+      v.gpu_uuid = d->gpu->uuid;
+      v.gpu_minor = d->gpu->minor;
+      v.restore_persistence = control_ != nullptr && s.driver == devices::kNvidiaPciDriver &&
+                              !host_.persistenced_socket.empty() && PathExists(host_.persistenced_socket);
+    }
     undo.vfio.push_back(std::move(v));
   }
   return Status::Ok();
@@ -168,6 +185,12 @@ Status VfioType::ApplyOne(const VfioUndo& v) {
                                 "; every device of the group must be bound to vfio-pci or to no driver");
     }
   }
+  NVDRA_RETURN_IF_ERROR(EnsureModule());
+  if (v.restore_persistence) {
+    NVDRA_RETURN_IF_ERROR(control_->SetPersistenceMode(v.gpu_uuid, false)
+                              .Wrap("error disabling persistence mode for GPU \"" + v.pci_bus_id + "\""));
+  }
+  NVDRA_RETURN_IF_ERROR(AwaitGpuFree(v).Wrap("error waiting for GPU \"" + v.pci_bus_id + "\" to be free"));
   NVDRA_RETURN_IF_ERROR(pci_->Unbind(v.pci_bus_id).Wrap("error changing driver for GPU \"" + v.pci_bus_id + "\""));
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("vfio-after-unbind"));
   return pci_->Bind(v.pci_bus_id, devices::kVfioPciDriver)
@@ -192,6 +215,15 @@ Status VfioType::Undo(const std::string& claim_uid, const GpuUndo& undo) {
       continue;
     }
     if (!s.ok() && first.ok()) first = s.Wrap("error unconfiguring vfio device \"" + v.device + "\"");
+    if (s.ok() && v.restore_persistence && control_ != nullptr) {
+      // The GPU works without persistence mode: a failure is no reason to
+      // keep the claim (and its GPU) from being released.
+      Status p = control_->SetPersistenceMode(v.gpu_uuid, true);
+      if (!p.ok()) {
+        NVDRA_WARN("claim {}: GPU {} is back on nvidia, but persistence mode could not be enabled again: {}",
+                   claim_uid, v.pci_bus_id, p.ToString());
+      }
+    }
   }
   return first;
 }
@@ -199,10 +231,10 @@ Status VfioType::Undo(const std::string& claim_uid, const GpuUndo& undo) {
 Result<int> VfioType::SweepOrphans(const devices::NodeInventory& inventory, const UndoRecords& undo_records) {
   NVDRA_RETURN_IF_ERROR(CheckWired());
   std::vector<std::string> on_vfio;
-  for (const auto& g : inventory.gpus) {
-    if (g.pci_bus_id.empty()) continue;
-    auto s = pci_->Read(g.pci_bus_id);
-    if (s.ok() && s->driver == devices::kVfioPciDriver) on_vfio.push_back(g.pci_bus_id);
+  for (const devices::GpuInfo* g : ByBusId(inventory)) {
+    if (g->pci_bus_id.empty()) continue;
+    auto s = pci_->Read(g->pci_bus_id);
+    if (s.ok() && s->driver == devices::kVfioPciDriver) on_vfio.push_back(g->pci_bus_id);
   }
   if (on_vfio.empty()) return 0;
   // Read after the listing: a Prepare that binds a GPU after it is listed
@@ -226,6 +258,73 @@ Result<int> VfioType::SweepOrphans(const devices::NodeInventory& inventory, cons
   }
   if (!first.ok()) return first;
   return n;
+}
+
+Status VfioType::EnsureModule() {
+  NVDRA_ASSIGN_OR_RETURN(bool loaded, pci_->ModuleLoaded(kVfioPciModule));
+  if (loaded) return Status::Ok();
+  Status s = host_.load_module
+                 ? host_.load_module(kVfioPciModule)
+                 : devices::RunCommand({"chroot", host_.host_root, "modprobe", kVfioPciModule}, {});
+  if (!s.ok()) return s.Wrap(std::string("failed to load module \"") + kVfioPciModule + "\"");
+  NVDRA_ASSIGN_OR_RETURN(loaded, pci_->ModuleLoaded(kVfioPciModule));
+  if (!loaded) return FailedPrecondition(std::string("module \"") + kVfioPciModule + "\" is not loaded after modprobe");
+  return Status::Ok();
+}
+
+Status VfioType::AwaitGpuFree(const VfioUndo& v) const {
+  // A GPU on vfio-pci already has no node to hold.
+  if (!v.gpu_minor) return Status::Ok();
+  const std::string node = JoinPath(host_.dev_dir, "nvidia" + std::to_string(*v.gpu_minor));
+  const auto deadline = std::chrono::steady_clock::now() + host_.gpu_free_timeout;
+  while (true) {
+    auto holders = devices::ProcessesHolding(host_.proc_root, node);
+    if (holders.status().code() == StatusCode::kNotFound) return Status::Ok();
+    NVDRA_RETURN_IF_ERROR(holders.status());
+    if (holders->empty()) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return FailedPrecondition("gpu device \"" + v.pci_bus_id + "\" has open fds by process(es): " +
+                                devices::DescribeHolders(*holders) + " (" + node + ", waited " +
+                                std::to_string(host_.gpu_free_timeout.count() / 1000) + " s)");
+    }
+    std::this_thread::sleep_for(host_.gpu_free_poll);
+  }
+}
+
+Status VfioType::AddGpusOnVfio(devices::PciDriverControl& pci, devices::NodeInventory& inventory) {
+  std::set<std::string> known;
+  for (const auto& g : inventory.gpus) known.insert(g.pci_bus_id);
+  for (const auto& g : inventory.vfio_gpus) known.insert(g.pci_bus_id);
+  NVDRA_ASSIGN_OR_RETURN(std::vector<std::string> all, pci.ListDevices());
+  for (const auto& bus : all) {
+    if (known.count(bus) != 0) continue;
+    auto s = pci.Read(bus);
+    if (!s.ok() || !devices::IsNvidiaGpu(*s) || s->driver != devices::kVfioPciDriver) continue;
+    devices::GpuInfo g;
+    g.minor = -1;
+    g.pci_bus_id = bus;
+    g.pcie_root = s->pcie_root;
+    g.numa_node = s->numa_node;
+    NVDRA_INFO("GPU {} is bound to vfio-pci: published for passthrough only", bus);
+    inventory.vfio_gpus.push_back(std::move(g));
+  }
+  return Status::Ok();
+}
+
+Result<PassthroughHost> PassthroughHostAt(const std::string& host_root, const std::string& container_driver_root) {
+  if (host_root.empty()) return InvalidArgument("host root is required when PassthroughSupport feature gate is enabled");
+  struct stat st;
+  if (::stat(host_root.c_str(), &st) != 0) {
+    if (errno == ENOENT) return FailedPrecondition("host root is not mounted at \"" + host_root + "\"");
+    return Internal("error checking if host root is mounted at \"" + host_root + "\": " + ErrnoText(errno));
+  }
+  PassthroughHost h;
+  h.host_root = host_root;
+  const std::string host_proc = JoinPath(host_root, "proc");
+  if (auto self = ListDirectory(JoinPath(host_proc, "self")); self.ok() && !self->empty()) h.proc_root = host_proc;
+  h.dev_dir = JoinPath(container_driver_root, "dev");
+  h.persistenced_socket = JoinPath(container_driver_root, "run/nvidia-persistenced/socket");
+  return h;
 }
 
 }  // namespace nvdra::gpu

@@ -10,10 +10,15 @@
 //   Apply: upstream's checks (IOMMU enabled; the GPU on nvidia or already
 //          on vfio-pci; no SR-IOV VFs) and ours (every other device of the
 //          IOMMU group unbound or on vfio-pci, else the group cannot be
-//          used), then the unbind from nvidia and the bind to vfio-pci
-//          through driver_override; a GPU already on vfio-pci is taken (a
-//          retry);
-//   Undo:  the GPU bound back to nvidia, from the record alone.
+//          used); the vfio_pci module loaded (modprobe chrooted into
+//          --host-root when it is not); persistence mode off where
+//          nvidia-persistenced runs; a wait until no process holds the
+//          GPU's /dev/nvidia<minor> (refused, naming the processes, when
+//          they outlast the wait); then the unbind from nvidia and the bind
+//          to vfio-pci through driver_override. A GPU already on vfio-pci is
+//          taken (a retry);
+//   Undo:  the GPU bound back to nvidia, from the record alone, and its
+//          persistence mode back on where Apply turned it off.
 // Its containers get /dev/vfio/<group> (or, with PreferIommuFD where
 // /dev/iommu exists, /dev/vfio/devices/vfio<N>), and in place of the
 // claim-wide GPU edits NVIDIA_VISIBLE_DEVICES=void plus, with
@@ -22,12 +27,37 @@
 // no undo record names (a claim gone while its record was lost).
 #pragma once
 
+#include <chrono>
 #include <functional>
 
+#include "devices/gpu_control.h"
 #include "devices/pci_driver_control.h"
 #include "gpu/gpu_device_type.h"
 
 namespace nvdra::gpu {
+
+inline constexpr const char* kVfioPciModule = "vfio_pci";
+
+// What passthrough needs from the node beyond sysfs.
+struct PassthroughHost {
+  // --host-root: the host's root file system, where modprobe runs.
+  std::string host_root = "/";
+  // Where the host's processes are listed (<host-root>/proc where the host
+  // root has one, else /proc).
+  std::string proc_root = "/proc";
+  // The driver root's /dev as this process sees it: a GPU is in use while a
+  // process holds <dev_dir>/nvidia<minor>.
+  std::string dev_dir = "/dev";
+  // nvidia-persistenced runs while this exists
+  // (<driver-root>/run/nvidia-persistenced/socket).
+  std::string persistenced_socket;
+  // How long Apply waits for the processes on a GPU to go, and how often
+  // it looks. Below the kubelet's 45 s call timeout; its retry waits again.
+  std::chrono::milliseconds gpu_free_timeout{30'000};
+  std::chrono::milliseconds gpu_free_poll{1'000};
+  // Loads a kernel module; empty: "chroot <host_root> modprobe <module>".
+  std::function<Status(const std::string& module)> load_module;
+};
 
 // The ledger's name for a PCI device ("pci-0000:3b:00.0").
 std::string PciResource(const std::string& pci_bus_id);
@@ -40,7 +70,11 @@ class VfioType final : public GpuDeviceType {
  public:
   // `pci` outlives the type; null in a type asked only for its name and
   // config. `iommufd_enabled`: /dev/iommu exists (the published attribute).
-  VfioType(devices::PciDriverControl* pci, bool iommufd_enabled) : pci_(pci), iommufd_enabled_(iommufd_enabled) {}
+  // `control` (persistence mode) outlives the type too; null leaves
+  // persistence mode alone.
+  VfioType(devices::PciDriverControl* pci, bool iommufd_enabled, PassthroughHost host = {},
+           devices::GpuControl* control = nullptr)
+      : pci_(pci), iommufd_enabled_(iommufd_enabled), host_(std::move(host)), control_(control) {}
 
   std::string_view name() const override;
   std::string_view config_kind() const override { return "VfioDeviceConfig"; }
@@ -61,11 +95,23 @@ class VfioType final : public GpuDeviceType {
   // of `undo_records()` (read after the sysfs listing) names. Returns how many.
   Result<int> SweepOrphans(const devices::NodeInventory& inventory, const UndoRecords& undo_records);
 
+  // Adds to inventory.vfio_gpus the NVIDIA GPUs sysfs shows on vfio-pci
+  // that inventory.gpus lacks (NVML cannot see them).
+  static Status AddGpusOnVfio(devices::PciDriverControl& pci, devices::NodeInventory& inventory);
+
  private:
   Status ApplyOne(const VfioUndo& vfio);
+  Status EnsureModule();
+  Status AwaitGpuFree(const VfioUndo& vfio) const;
   Status CheckWired() const;
   devices::PciDriverControl* pci_;
   const bool iommufd_enabled_;
+  const PassthroughHost host_;
+  devices::GpuControl* control_;
 };
+
+// Upstream's --host-root rule: it must exist when passthrough is on. Fills
+// proc_root from it.
+Result<PassthroughHost> PassthroughHostAt(const std::string& host_root, const std::string& container_driver_root);
 
 }  // namespace nvdra::gpu

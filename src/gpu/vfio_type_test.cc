@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "cdi/spec.h"
 #include "devices/backends/open_device_lib.h"
+#include "devices/mock/mock_device_lib.h"
 #include "devices/mock/mock_pci_sysfs.h"
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
@@ -47,9 +49,36 @@ class VfioTypeTest : public ::testing::Test {
     GpuKindOptions ko;
     ko.gates = gates_;
     ko.resets.state_path = dir_ + "/time-slice-resets.json";
+    kind_ = MakeKind(inventory_);
+  }
+  // The mock's /dev, this process's /proc, no wait for a busy GPU, and a
+  // module loader that records what it is asked for.
+  PassthroughHost Host() {
+    PassthroughHost h;
+    h.proc_root = "/proc";
+    h.dev_dir = lib_->driver_root().container_root() + "/dev";
+    h.persistenced_socket = dir_ + "/nvidia-persistenced/socket";
+    h.gpu_free_timeout = std::chrono::milliseconds(0);
+    h.gpu_free_poll = std::chrono::milliseconds(1);
+    h.load_module = [this](const std::string& m) -> Status {
+      loaded_.push_back(m);
+      if (!module_loads_) return Internal("modprobe: FATAL: Module " + m + " not found");
+      return MakeDirectories(dir_ + "/mock/sys/module/" + m, 0755);
+    };
+    return h;
+  }
+  std::unique_ptr<GpuKind> MakeKind(const devices::NodeInventory& inventory) {
+    GpuKindOptions ko;
+    ko.gates = gates_;
+    ko.resets.state_path = dir_ + "/time-slice-resets.json";
     ko.pci = &lib_->pci();
-    kind_ = std::make_unique<GpuKind>(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)),
-                                      lib_->control(), ko);
+    ko.passthrough = Host();
+    return std::make_unique<GpuKind>(inventory, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)),
+                                     lib_->control(), ko);
+  }
+  std::string ControlLog() {
+    auto text = ReadFileToString(static_cast<devices::MockDeviceLib&>(*lib_).control_log_path());
+    return text.ok() ? *text : "";
   }
   void TearDown() override { FailPoints::Process().Clear(); }
   driver::ClaimWork Work(const std::string& uid, const std::string& device, config::VfioDeviceConfig c = {}) {
@@ -72,6 +101,8 @@ class VfioTypeTest : public ::testing::Test {
   config::FeatureGates gates_;
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;
   std::unique_ptr<GpuKind> kind_;
+  std::vector<std::string> loaded_;
+  bool module_loads_ = true;
 };
 
 TEST(VfioDeviceUuidTest, IsUpstreamsNameBasedUuid) {
@@ -273,6 +304,134 @@ TEST_F(VfioTypeTest, UnprepareBindsBackWithTheGateOff) {
   GpuKind plain(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), lib_->control(), ko);
   ASSERT_TRUE(plain.Unprepare("uid-v", prepared->undo).ok());
   EXPECT_EQ(Driver(*first_), "nvidia");
+}
+
+TEST_F(VfioTypeTest, AProcessOnTheGpuKeepsItOnNvidiaUntilItIsGone) {
+  const std::string node = lib_->driver_root().container_root() + "/dev/nvidia" + std::to_string(first_->minor);
+  ASSERT_TRUE(PathExists(node));
+  // O_PATH: the node need not have a driver behind it; fuser counts such an fd too.
+  const int fd = ::open(node.c_str(), O_PATH | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  driver::ClaimWork w = Work("uid-v", "gpu-vfio-0");
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto busy = kind_->Prepare(w, *plan);
+  ::close(fd);
+  ASSERT_FALSE(busy.ok());
+  const std::string text = busy.status().message();
+  EXPECT_NE(text.find("error waiting for GPU \"" + first_->pci_bus_id + "\" to be free"), std::string::npos) << text;
+  EXPECT_NE(text.find("has open fds by process(es): " + std::to_string(::getpid())), std::string::npos) << text;
+  EXPECT_EQ(Driver(*first_), "nvidia") << "never taken from a process that uses it";
+  // Gone, the retry takes it.
+  auto prepared = kind_->Prepare(w, *plan);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  EXPECT_EQ(Driver(*first_), "vfio-pci");
+  ASSERT_TRUE(kind_->Unprepare("uid-v", prepared->undo).ok());
+}
+
+TEST_F(VfioTypeTest, WhereNvidiaPersistencedRunsPersistenceModeGoesOffBeforeTheUnbindAndBackOnAfter) {
+  driver::ClaimWork w = Work("uid-v", "gpu-vfio-0");
+  // Without nvidia-persistenced nothing is toggled.
+  auto quiet = kind_->Plan(w);
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_FALSE(DecodeGpuUndo(quiet->undo)->vfio[0].restore_persistence);
+  ASSERT_TRUE(kind_->Prepare(w, *quiet).ok());
+  ASSERT_TRUE(kind_->Unprepare("uid-v", quiet->undo).ok());
+  EXPECT_EQ(ControlLog().find("SetPersistenceMode"), std::string::npos) << ControlLog();
+
+  ASSERT_TRUE(MakeDirectories(dir_ + "/nvidia-persistenced").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/nvidia-persistenced/socket", "").ok());
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  auto undo = DecodeGpuUndo(plan->undo);
+  ASSERT_TRUE(undo.ok());
+  EXPECT_TRUE(undo->vfio[0].restore_persistence);
+  EXPECT_EQ(undo->vfio[0].gpu_uuid, first_->uuid);
+  EXPECT_EQ(undo->vfio[0].gpu_minor, std::optional<int>(first_->minor));
+  ASSERT_TRUE(kind_->Prepare(w, *plan).ok());
+  EXPECT_NE(ControlLog().find("SetPersistenceMode " + first_->uuid + " 0"), std::string::npos) << ControlLog();
+  EXPECT_EQ(ControlLog().find("SetPersistenceMode " + first_->uuid + " 1"), std::string::npos);
+  // From the record alone, by a kind that never saw the Prepare.
+  auto restarted = MakeKind(inventory_);
+  ASSERT_TRUE(restarted->Unprepare("uid-v", plan->undo).ok());
+  EXPECT_EQ(Driver(*first_), "nvidia");
+  EXPECT_NE(ControlLog().find("SetPersistenceMode " + first_->uuid + " 1"), std::string::npos) << ControlLog();
+}
+
+TEST_F(VfioTypeTest, AMissingVfioModuleIsLoadedAndAFailedLoadRefusesBeforeTheUnbind) {
+  ASSERT_TRUE(std::filesystem::remove(dir_ + "/mock/sys/module/vfio_pci"));
+  driver::ClaimWork w = Work("uid-v", "gpu-vfio-0");
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  module_loads_ = false;
+  auto refused = kind_->Prepare(w, *plan);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("failed to load module \"vfio_pci\""), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(Driver(*first_), "nvidia");
+  module_loads_ = true;
+  ASSERT_TRUE(kind_->Prepare(w, *plan).ok());
+  EXPECT_EQ(loaded_, (std::vector<std::string>{"vfio_pci", "vfio_pci"}));
+  EXPECT_EQ(Driver(*first_), "vfio-pci");
+  // Loaded now: not asked again.
+  ASSERT_TRUE(kind_->Unprepare("uid-v", plan->undo).ok());
+  ASSERT_TRUE(kind_->Prepare(w, *plan).ok());
+  EXPECT_EQ(loaded_.size(), 2u);
+  ASSERT_TRUE(kind_->Unprepare("uid-v", plan->undo).ok());
+}
+
+TEST_F(VfioTypeTest, AGpuAlreadyOnVfioPciAtStartIsPublishedForPassthroughOnlyUnderItsIndex) {
+  std::map<std::string, std::string> bus_of;
+  for (const auto& d : kind_->PublishedDevices()) {
+    if (d.name.starts_with("gpu-vfio-")) {
+      bus_of[d.name] = std::get<std::string>(d.attributes.at("resource.kubernetes.io/pciBusID"));
+    }
+  }
+  ASSERT_TRUE(devices::ChangePciDriver(lib_->pci(), first_->pci_bus_id, devices::kVfioPciDriver).ok());
+  // As NVML: the GPU on vfio-pci is not discovered.
+  auto inv = lib_->Discover();
+  ASSERT_TRUE(inv.ok());
+  ASSERT_EQ(inv->gpus.size(), inventory_.gpus.size() - 1);
+  auto kind = MakeKind(*inv);
+  std::map<std::string, std::string> after;
+  for (const auto& d : kind->PublishedDevices()) {
+    EXPECT_NE(d.name, "gpu-" + std::to_string(first_->minor)) << "NVML does not see it";
+    if (d.name.starts_with("gpu-vfio-")) {
+      after[d.name] = std::get<std::string>(d.attributes.at("resource.kubernetes.io/pciBusID"));
+      if (d.name == "gpu-vfio-0") EXPECT_TRUE(d.attributes.count("resource.kubernetes.io/pcieRoot"));
+    }
+  }
+  EXPECT_EQ(after, bus_of) << "every twin keeps its name and GPU";
+  // A claim prepared before the start owns it; once it is gone, the sweep
+  // binds the GPU back.
+  GpuUndo record;
+  record.vfio.push_back({"gpu-vfio-0", first_->pci_bus_id, std::nullopt, false, false});
+  std::vector<nlohmann::json> records = {EncodeGpuUndo(record)};
+  auto list = [&]() -> Result<std::vector<nlohmann::json>> { return records; };
+  EXPECT_EQ(*kind->SweepOrphanVfioDevices(list), 0);
+  EXPECT_EQ(Driver(*first_), "vfio-pci");
+  records.clear();
+  EXPECT_EQ(*kind->SweepOrphanVfioDevices(list), 1);
+  EXPECT_EQ(Driver(*first_), "nvidia");
+}
+
+TEST(PassthroughHostTest, TheHostRootMustBeMountedAndLendsItsProc) {
+  auto none = PassthroughHostAt("", "/driver-root");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(), "host root is required when PassthroughSupport feature gate is enabled");
+  auto missing = PassthroughHostAt("/nonexistent-host-root", "/driver-root");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "host root is not mounted at \"/nonexistent-host-root\"");
+  ::nvdra::testing::TempDir bare;
+  auto empty = PassthroughHostAt(bare.path(), "/driver-root");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->proc_root, "/proc") << "a host root without /proc: this process's";
+  EXPECT_EQ(empty->dev_dir, "/driver-root/dev");
+  EXPECT_EQ(empty->persistenced_socket, "/driver-root/run/nvidia-persistenced/socket");
+  auto root = PassthroughHostAt("/", "/");
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(root->proc_root, "/proc");
+  EXPECT_EQ(root->host_root, "/");
 }
 
 TEST(GpuUndoVfioTest, RoundTripsAndKeepsWhatItCannotRead) {

@@ -109,6 +109,8 @@ Status BuildMockPciSysfs(const std::string& root, const std::vector<GpuInfo>& gp
     for (const char* f : {"bind", "unbind", "new_id"}) NVDRA_RETURN_IF_ERROR(Touch(JoinPath(dir, f), 0200));
   }
   NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(sys, "bus/pci/devices"), 0755));
+  // The vfio-pci module, loaded.
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(sys, "module/vfio_pci"), 0755));
   NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(root, "dev/vfio"), 0755));
   NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(root, "dev/vfio/vfio"), 10, 196, 0666));
   for (const auto& g : gpus) {
@@ -129,6 +131,7 @@ Status BuildMockPciSysfs(const std::string& root, const std::vector<GpuInfo>& gp
     NVDRA_RETURN_IF_ERROR(Touch(JoinPath(dir, "driver_override"), 0644));
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "vendor"), "0x10de\n", 0444, false));
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "device"), MockPciDeviceId(g) + "\n", 0444, false));
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "class"), "0x030200\n", 0444, false));
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "resource"), MockPciResource(g), 0444, false));
     if (fresh) {
       NVDRA_RETURN_IF_ERROR(Symlink(std::string("../../../bus/pci/drivers/") + kNvidiaPciDriver, JoinPath(dir, "driver")));

@@ -2,12 +2,13 @@
 //
 // Under the mock root, for every GPU (bdf = its PCI bus id, <root> its
 // pcieRoot, or "platform" without one):
-//   sys/devices/<root>/<bdf>/{numa_node,driver_override,vendor,device,resource}
+//   sys/devices/<root>/<bdf>/{numa_node,driver_override,vendor,device,class,resource}
 //   sys/devices/<root>/<bdf>/driver      -> ../../../bus/pci/drivers/nvidia
 //   sys/devices/<root>/<bdf>/iommu_group -> ../../../kernel/iommu_groups/<g>
 //   sys/bus/pci/devices/<bdf>            -> ../../../devices/<root>/<bdf>
 //   sys/bus/pci/drivers/{nvidia,vfio-pci}/{bind,unbind,new_id}, /<bdf> links
 //   sys/kernel/iommu_groups/<g>/devices/<bdf>
+//   sys/module/vfio_pci (the module is loaded)
 //   dev/vfio/vfio, and dev/vfio/<g> while a device of group <g> is bound to
 //   vfio-pci
 // with <g> = MockIommuGroup(minor). A device's links are made when its
