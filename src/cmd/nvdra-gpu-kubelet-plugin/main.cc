@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
   MpsFlags mps_flags;
   int reset_retry_seconds = 30;
   std::string consumable_shares = "disabled";
+  std::string host_root = "/host-root";
+  int gpu_free_seconds = 30;
   auto kind_flags = [&](CLI::App& app) {
     app.add_option("--time-slice-reset-attempts", options.resets.max_attempts,
                    "Failed time-slice resets of a GPU an Unprepare reports before the claim is released and the "
@@ -132,6 +134,17 @@ int main(int argc, char** argv) {
                    "Configure consumable shares support ('disabled', 'memory', 'unlimited', or a positive integer); "
                    "needs the ConsumableShares feature gate")
         ->envname("CONSUMABLE_SHARES")
+        ->capture_default_str();
+    app.add_option("--host-root", host_root,
+                   "Where the host's root file system is mounted (PassthroughSupport: modprobe runs there, and the "
+                   "processes holding a GPU are looked for in its /proc)")
+        ->envname("HOST_ROOT")
+        ->capture_default_str();
+    app.add_option("--vfio-gpu-free-timeout", gpu_free_seconds,
+                   "Seconds a passthrough Prepare waits for the processes holding a GPU to exit before it refuses "
+                   "(the kubelet retries)")
+        ->envname("NVDRA_VFIO_GPU_FREE_TIMEOUT")
+        ->check(CLI::Range(0, 40))
         ->capture_default_str();
     mps_flags.Add(app);
   };
@@ -150,6 +163,11 @@ int main(int argc, char** argv) {
         options.mps.consumable_shares = options.consumable_shares.enabled();
         const bool mps = options.mps.api != nullptr;
         options.pci = &ctx.lib.pci();
+        if (ctx.gates.Enabled(config::Gate::kPassthroughSupport)) {
+          NVDRA_ASSIGN_OR_RETURN(options.passthrough,
+                                 gpu::PassthroughHostAt(host_root, ctx.lib.driver_root().container_root()));
+          options.passthrough.gpu_free_timeout = std::chrono::seconds(gpu_free_seconds);
+        }
         auto kind = std::make_unique<gpu::GpuKind>(
             ctx.inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)),
             ctx.lib.control(), std::move(options));
