@@ -94,7 +94,10 @@ TEST(FeatureGatesTest, UnimplementedGatesAreRefusedByName) {
   auto dynamic_mig = FeatureGates::Parse("DynamicMIG=true,DRAListTypeAttributes=true,HostManagedIMEXDaemon=true");
   ASSERT_TRUE(dynamic_mig.ok());
   EXPECT_TRUE(dynamic_mig->RefuseUnimplemented().ok());
-  for (const char* name : {"PassthroughSupport", "DeviceMetadata", "FabricManagerPartitioning"}) {
+  auto passthrough = FeatureGates::Parse("PassthroughSupport=true");
+  ASSERT_TRUE(passthrough.ok());
+  EXPECT_TRUE(passthrough->RefuseUnimplemented().ok());
+  for (const char* name : {"DeviceMetadata", "FabricManagerPartitioning"}) {
     auto g = FeatureGates::Parse(std::string(name) + "=true");
     ASSERT_TRUE(g.ok()) << name;
     Status st = g->RefuseUnimplemented();
@@ -103,10 +106,10 @@ TEST(FeatureGatesTest, UnimplementedGatesAreRefusedByName) {
                                 " is not implemented by nvdra yet; disable it (nvdra refuses to start rather than "
                                 "run without what a gate promises)");
   }
-  auto two = FeatureGates::Parse("DeviceMetadata=true,PassthroughSupport=true");
+  auto two = FeatureGates::Parse("DeviceMetadata=true,PassthroughSupport=true,FabricManagerPartitioning=true");
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(two->RefuseUnimplemented().message(),
-            "feature gates PassthroughSupport, DeviceMetadata are not implemented by nvdra yet; disable them "
+            "feature gates DeviceMetadata, FabricManagerPartitioning are not implemented by nvdra yet; disable them "
             "(nvdra refuses to start rather than run without what a gate promises)");
   auto all_alpha = FeatureGates::Parse("AllAlpha=true");
   ASSERT_TRUE(all_alpha.ok());

@@ -2,10 +2,12 @@
 mock: the real GPU plugin publishing each GPU's gpu-vfio twin, moving the GPU
 to vfio-pci in the mock's fake sysfs at Prepare and back to nvidia at
 Unprepare, refusing the plain GPU meanwhile, and binding the GPU back after
-a kill -9 between the unbind and the bind whose claim is then deleted.
+a kill -9 between the unbind and the bind whose claim is then deleted, a GPU
+that a process holds kept on nvidia until the process lets go, and a GPU
+found on vfio-pci at start published for passthrough only.
 
-While nvdra still refuses to start with the gate (docs/devices.md says what
-is missing), each test is skipped with the plugin's refusal as the reason."""
+--host-root is the test's work directory: it has no /proc, so the plugin
+looks for the processes holding a GPU in its own, which holds this test."""
 
 import json
 import os
@@ -22,16 +24,12 @@ def mock_iommu_group(minor):
 
 
 class VfioEndToEnd(NodeTestCase):
-    def vfio_plugin(self, **kw):
-        return self.gpu_plugin("h100x8", extra_args=list(GATE), **kw)
+    def vfio_plugin(self, extra=(), **kw):
+        args = GATE + ["--host-root", self.node.workdir, "--vfio-gpu-free-timeout", "0"] + list(extra)
+        return self.gpu_plugin("h100x8", extra_args=args, **kw)
 
     def start(self, plugin, env=None):
-        try:
-            return plugin.start(env=env)
-        except Exception:
-            if "feature gate PassthroughSupport is not implemented by nvdra yet" in plugin.read_log():
-                self.skipTest("nvdra refuses to start with PassthroughSupport")
-            raise
+        return plugin.start(env=env)
 
     @property
     def mock_root(self):
@@ -110,6 +108,48 @@ class VfioEndToEnd(NodeTestCase):
         plugin.start()
         wait_for(lambda: self.live_entries(plugin) == [] and self.driver_of(bus) == "nvidia", 30,
                  "the reconciler to bind the GPU back to nvidia")
+
+    def test_a_process_on_the_gpu_keeps_it_on_nvidia_until_it_lets_go(self):
+        plugin = self.start(self.vfio_plugin())
+        _, bus, plain_name = self.twin()
+        node = os.path.join(self.mock_root, "driver-root", "dev", "nvidia" + plain_name.split("-")[1])
+        if not os.path.exists(node):
+            node = os.path.join(self.mock_root, "dev", "nvidia" + plain_name.split("-")[1])
+        fd = os.open(node, os.O_PATH)
+        claim = self.gpu_claim("vm-busy", ["gpu-vfio-0"])
+        try:
+            r = plugin.prepare([claim])
+        finally:
+            os.close(fd)
+        error = r[claim[2]]["error"]
+        self.assertIn('error waiting for GPU "%s" to be free' % bus, error)
+        self.assertIn("has open fds by process(es): %d" % os.getpid(), error)
+        self.assertEqual(self.driver_of(bus), "nvidia")
+        # The kubelet's retry, once the process let go.
+        self.assertOk(plugin.prepare([claim]), claim[2])
+        self.assertEqual(self.driver_of(bus), "vfio-pci")
+        self.assertOk(plugin.unprepare([claim]), claim[2])
+        self.assertEqual(self.driver_of(bus), "nvidia")
+
+    def test_a_gpu_on_vfio_pci_at_start_stays_published_for_passthrough_only(self):
+        plugin = self.start(self.vfio_plugin())
+        twin, bus, plain_name = self.twin()
+        claim = self.gpu_claim("vm-kept", ["gpu-vfio-0"])
+        self.assertOk(plugin.prepare([claim]), claim[2])
+        plugin.stop()
+        plugin.start()
+        # NVML (the mock) no longer sees the GPU; sysfs does.
+        def republished():
+            d = self.devices()
+            return d if "gpu-vfio-0" in d and plain_name not in d else None
+        devices = wait_for(republished, 30, "the slice without the plain GPU")
+        self.assertEqual(devices["gpu-vfio-0"]["attributes"]["resource.kubernetes.io/pciBusID"], {"string": bus})
+        self.assertEqual(self.driver_of(bus), "vfio-pci", "its claim still holds it")
+        # The repeated Prepare answers from the ledger; Unprepare binds back.
+        self.assertOk(plugin.prepare([claim]), claim[2])
+        self.assertOk(plugin.unprepare([claim]), claim[2])
+        self.assertEqual(self.driver_of(bus), "nvidia")
+        self.assertEqual(self.live_entries(plugin), [])
 
 
 if __name__ == "__main__":
