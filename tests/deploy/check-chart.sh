@@ -85,6 +85,33 @@ else
   fail "hostManaged IMEX: IMEX_MODE not handed to the plugin, or the daemon DeviceClass rendered"
 fi
 
+render "PassthroughSupport" "$work/passthrough.yaml" nvdra "$chart" --namespace nvdra \
+  --set gpuResourcesEnabledOverride=true --set featureGates.PassthroughSupport=true
+if python3 - "$work/passthrough.yaml" "$work/defaults.yaml" <<'PY'
+import sys, yaml
+def plugin(path):
+    for d in yaml.safe_load_all(open(path)):
+        if d and d["kind"] == "DaemonSet" and "kubelet-plugin" in d["metadata"]["name"]:
+            spec = d["spec"]["template"]["spec"]
+            gpus = [c for c in spec["containers"] if c["name"] == "gpus"][0]
+            return gpus, {v["name"]: v for v in spec["volumes"]}
+    sys.exit("no kubelet plugin DaemonSet")
+gpus, volumes = plugin(sys.argv[1])
+env = {e["name"]: e.get("value") for e in gpus["env"]}
+mounts = {m["name"]: m for m in gpus["volumeMounts"]}
+assert env.get("HOST_ROOT") == "/host-root", env
+assert mounts["host-root"]["mountPath"] == "/host-root" and mounts["host-root"]["readOnly"], mounts
+assert volumes["host-root"]["hostPath"]["path"] == "/", volumes
+assert mounts["lib-modules"]["mountPath"] == "/lib/modules" and mounts["sysfs"]["mountPath"] == "/sys", mounts
+gpus, volumes = plugin(sys.argv[2])
+assert "HOST_ROOT" not in {e["name"] for e in gpus["env"]} and "host-root" not in volumes
+PY
+then
+  ok "PassthroughSupport: the GPU plugin gets HOST_ROOT and the host's root, modules and sysfs; not without it"
+else
+  fail "PassthroughSupport: HOST_ROOT or the host mounts missing, or present without the gate"
+fi
+
 render "plugins only beside an upstream release" "$work/beside.yaml" nvdra "$chart" --namespace gpu-operator \
   --skip-crds --values "$values" --values "$here/testdata/nvdra-beside-upstream.yaml"
 # Nothing the upstream release (installed with upstream-values.yaml in the

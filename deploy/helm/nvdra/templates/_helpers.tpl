@@ -132,6 +132,11 @@ resource.k8s.io/v1beta1
 {{- end -}}
 {{- end -}}
 
+{{/* featureGates.PassthroughSupport: the GPU plugin needs the host's root (modprobe), its modules and sysfs. */}}
+{{- define "nvdra.passthrough" -}}
+{{- if and .Values.featureGates (dig "PassthroughSupport" false .Values.featureGates) -}}true{{- end -}}
+{{- end -}}
+
 {{- define "nvdra.hostManagedIMEX" -}}
 {{- if eq (toString (dig "mode" "" (.Values.resources.computeDomains.imex | default dict))) "hostManaged" -}}true{{- end -}}
 {{- end -}}
