@@ -18,7 +18,10 @@ std::vector<GpuDevice> FullGpuType::Devices(const devices::NodeInventory& invent
   std::vector<GpuDevice> out;
   for (const auto& g : inventory.gpus) {
     bool published = !g.mig_enabled || (Partitioned(g) && devices::SupportsMigModeToggle(g));
-    if (published) out.push_back({devices::GpuDeviceName(g.minor), &g, nullptr, this});
+    if (!published) continue;
+    GpuDevice d{devices::GpuDeviceName(g.minor), &g, nullptr, this};
+    if (passthrough_ && !g.mig_enabled && g.migs.empty()) d.twin = VfioTwinName(inventory, g.pci_bus_id);
+    out.push_back(std::move(d));
   }
   return out;
 }
@@ -26,6 +29,7 @@ std::vector<GpuDevice> FullGpuType::Devices(const devices::NodeInventory& invent
 std::vector<std::string> FullGpuType::Held(const GpuDevice& device) const {
   std::vector<std::string> out = {device.name};
   if (passthrough_ && !device.gpu->pci_bus_id.empty()) out.push_back(PciResource(device.gpu->pci_bus_id));
+  if (!device.twin.empty()) out.push_back(device.twin);
   if (!Partitioned(*device.gpu)) return out;
   for (int i = 0; i < devices::MemorySliceCount(*device.gpu); ++i) {
     out.push_back(MemorySliceResource(device.gpu->minor, i));

@@ -35,6 +35,11 @@ struct GpuDevice {
   // Dynamic MIG: the profile and placement the device would be created at.
   const devices::MigProfileInfo* profile = nullptr;
   const devices::MigPlacement* placement = nullptr;
+  // Passthrough: the GPU's other name ("gpu-vfio-<i>" of gpu-<minor>, and
+  // back), which a claim on either holds too, so that a claim that holds
+  // only the other name (one imported from the Go driver's checkpoint)
+  // still refuses it. Empty without a twin.
+  std::string twin = {};
 };
 
 class GpuDeviceType {

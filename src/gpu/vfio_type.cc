@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "devices/device_names.h"
 #include "devices/nvidia_smi_control.h"
 #include "devices/open_files.h"
 #include "util/file_util.h"
@@ -77,7 +78,9 @@ std::vector<GpuDevice> VfioType::Devices(const devices::NodeInventory& inventory
     const int i = index++;
     // As upstream: only a GPU without MIG devices may be passed through.
     if (g->mig_enabled || !g->migs.empty() || g->pci_bus_id.empty()) continue;
-    out.push_back({"gpu-vfio-" + std::to_string(i), g, nullptr, this});
+    GpuDevice d{"gpu-vfio-" + std::to_string(i), g, nullptr, this};
+    if (!g->uuid.empty()) d.twin = devices::GpuDeviceName(g->minor);
+    out.push_back(std::move(d));
   }
   return out;
 }
@@ -110,7 +113,17 @@ model::PublishedDevice VfioType::Publish(const GpuDevice& device) const {
 }
 
 std::vector<std::string> VfioType::Held(const GpuDevice& device) const {
-  return {device.name, PciResource(device.gpu->pci_bus_id)};
+  std::vector<std::string> out = {device.name, PciResource(device.gpu->pci_bus_id)};
+  if (!device.twin.empty()) out.push_back(device.twin);
+  return out;
+}
+
+std::string VfioTwinName(const devices::NodeInventory& inventory, const std::string& pci_bus_id) {
+  std::vector<const devices::GpuInfo*> all = ByBusId(inventory);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i]->pci_bus_id == pci_bus_id) return "gpu-vfio-" + std::to_string(i);
+  }
+  return "";
 }
 
 Status VfioType::CheckWired() const {

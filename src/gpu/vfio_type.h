@@ -62,6 +62,10 @@ struct PassthroughHost {
 // The ledger's name for a PCI device ("pci-0000:3b:00.0").
 std::string PciResource(const std::string& pci_bus_id);
 
+// The passthrough name of the GPU at `pci_bus_id` ("gpu-vfio-<i>"); empty
+// when the inventory has no such GPU.
+std::string VfioTwinName(const devices::NodeInventory& inventory, const std::string& pci_bus_id);
+
 // Upstream's UUID of a passthrough device: the SHA-1 name-based UUID (v5)
 // of the PCI bus id in the DNS namespace.
 std::string VfioDeviceUuid(const std::string& pci_bus_id);
