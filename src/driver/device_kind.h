@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <map>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -178,6 +179,11 @@ class DevicePublisher {
   // The device_type label values of nvidia_dra_prepared_devices (pre-created
   // at zero), "unknown" included.
   virtual std::vector<std::string> MetricDeviceTypes() const = 0;
+
+  // `republish` publishes PublishedDevices() again; a kind whose devices
+  // change with what is prepared (a GPU withdrawn while its passthrough
+  // twin is prepared) calls it after such a change. Set once, at start.
+  virtual void SetRepublish(std::function<void()> republish) {}
 };
 
 // A kind as a plugin binary hands it to the shared wiring: both ports.

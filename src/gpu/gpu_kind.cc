@@ -153,7 +153,12 @@ model::PublishedDevice GpuKind::Publish(const GpuDevice& device) const {
 
 std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {
   std::vector<model::PublishedDevice> out;
-  for (const auto& [name, d] : devices_) out.push_back(Publish(d));
+  for (const auto& [name, d] : devices_) {
+    // While its passthrough twin (or, for a twin, its GPU) is prepared, a
+    // device is not offered: the ledger would refuse it anyway.
+    if (!d.twin.empty() && options_.device_prepared && options_.device_prepared(d.twin)) continue;
+    out.push_back(Publish(d));
+  }
   SortByBusId(out);
   return resets_.Decorate(taints_.Decorate(std::move(out)));
 }
@@ -288,7 +293,25 @@ Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, co
   }
   NVDRA_ASSIGN_OR_RETURN(out.edits, EditsFor(undo));
   out.undo = EncodeGpuUndo(undo);
+  RepublishIfTwinned(undo.devices);
   return out;
+}
+
+void GpuKind::SetRepublish(std::function<void()> republish) {
+  MutexLock l(republish_mu_);
+  republish_ = std::move(republish);
+}
+
+void GpuKind::RepublishIfTwinned(const std::vector<std::string>& devices) {
+  if (!options_.device_prepared) return;
+  bool twinned = false;
+  for (const auto& name : devices) {
+    const GpuDevice* d = Find(name);
+    twinned = twinned || (d != nullptr && !d->twin.empty());
+  }
+  if (!twinned) return;
+  MutexLock l(republish_mu_);
+  if (republish_) republish_();
 }
 
 Status GpuKind::AwaitReady(const driver::ClaimWork& work, const nlohmann::json& undo_json) {
@@ -421,6 +444,8 @@ Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& un
                                         : VfioType(options_.pci, false).Undo(claim_uid, *undo);
     if (!st.ok() && first.ok()) first = st;
   }
+  // Its entry is being unprepared now: the withdrawn twin comes back.
+  if (first.ok()) RepublishIfTwinned(undo->devices);
   return first;
 }
 

@@ -29,6 +29,7 @@
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
 #include "gpu/vfio_type.h"
+#include "util/mutex.h"
 #include "util/periodic_worker.h"
 
 namespace nvdra::gpu {
@@ -58,6 +59,11 @@ struct GpuKindOptions {
   devices::PciDriverControl* pci = nullptr;
   // What passthrough needs beyond sysfs (vfio_type.h).
   PassthroughHost passthrough;
+  // Passthrough: whether a claim in the ledger that is not being
+  // unprepared has the device in its allocation. A GPU whose twin is
+  // prepared is withdrawn from the slice, as upstream withdraws it; null
+  // withdraws nothing.
+  std::function<bool(const std::string& device)> device_prepared;
 };
 
 class DynamicMigType;
@@ -87,6 +93,7 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   std::vector<model::PublishedDevice> PublishedDevices() const override;
   bool MonitorsDeviceHealth() const override { return true; }
   bool OnHealthEvent(const devices::DeviceHealthEvent& event) override { return taints_.Apply(event); }
+  void SetRepublish(std::function<void()> republish) override EXCLUDES(republish_mu_);
   // GPUs that owe a time-slice reset: reported unhealthy, retried every
   // reset_retry_period until the reset succeeds.
   std::unique_ptr<devices::DeviceHealthSource> NewOwnHealthSource() override;
@@ -137,6 +144,11 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   devices::GpuControl& control_;
   std::map<std::string, GpuDevice> devices_;  // points into inventory_ and types_
   HealthTaints taints_;
+  // Publishes again after a claim with passthrough twins changed (the slice
+  // withdraws a GPU whose twin is prepared).
+  void RepublishIfTwinned(const std::vector<std::string>& devices) EXCLUDES(republish_mu_);
+  Mutex republish_mu_;
+  std::function<void()> republish_ GUARDED_BY(republish_mu_);
   TimeSliceResets resets_;
   std::vector<std::unique_ptr<SharingStrategy>> strategies_;
   MpsStrategy* mps_ = nullptr;  // among strategies_

@@ -324,6 +324,20 @@ Status VfioType::AddGpusOnVfio(devices::PciDriverControl& pci, devices::NodeInve
   return Status::Ok();
 }
 
+std::function<bool(const std::string& device)> DevicePreparedIn(ledger::ClaimLedger& ledger) {
+  return [&ledger](const std::string& device) {
+    auto holders = ledger.HoldersOf(device);
+    if (!holders.ok()) return false;
+    for (const auto& h : *holders) {
+      if (h.state == ledger::ClaimState::kUnprepareStarted) continue;
+      for (const auto& a : h.allocation) {
+        if (a.device == device && a.driver == kDriverName) return true;
+      }
+    }
+    return false;
+  };
+}
+
 Result<PassthroughHost> PassthroughHostAt(const std::string& host_root, const std::string& container_driver_root) {
   if (host_root.empty()) return InvalidArgument("host root is required when PassthroughSupport feature gate is enabled");
   struct stat st;

@@ -33,6 +33,7 @@
 #include "devices/gpu_control.h"
 #include "devices/pci_driver_control.h"
 #include "gpu/gpu_device_type.h"
+#include "ledger/claim_ledger.h"
 
 namespace nvdra::gpu {
 
@@ -113,6 +114,11 @@ class VfioType final : public GpuDeviceType {
   const PassthroughHost host_;
   devices::GpuControl* control_;
 };
+
+// GpuKindOptions::device_prepared from the ledger both plugin processes
+// share: an entry holding the device, with it in its allocation, that is not
+// being unprepared.
+std::function<bool(const std::string& device)> DevicePreparedIn(ledger::ClaimLedger& ledger);
 
 // Upstream's --host-root rule: it must exist when passthrough is on. Fills
 // proc_root from it.

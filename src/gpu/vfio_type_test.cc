@@ -67,8 +67,10 @@ class VfioTypeTest : public ::testing::Test {
     };
     return h;
   }
-  std::unique_ptr<GpuKind> MakeKind(const devices::NodeInventory& inventory) {
+  std::unique_ptr<GpuKind> MakeKind(const devices::NodeInventory& inventory,
+                                    std::function<bool(const std::string&)> device_prepared = nullptr) {
     GpuKindOptions ko;
+    ko.device_prepared = std::move(device_prepared);
     ko.gates = gates_;
     ko.resets.state_path = dir_ + "/time-slice-resets.json";
     ko.pci = &lib_->pci();
@@ -484,19 +486,37 @@ TEST_F(VfioTypeTest, TheLedgerRefusesThePlainGpuWhileItsTwinIsPrepared) {
   driver::EngineOptions eo;
   eo.node_name = "node-1";
   eo.gates = gates_;
+  // The slice withdraws a GPU while its twin is prepared, from the ledger.
+  kind_ = MakeKind(inventory_, DevicePreparedIn(**ledger));
+  int republished = 0;
+  kind_->SetRepublish([&] { ++republished; });
+  auto published = [&](const std::string& name) {
+    for (const auto& d : kind_->PublishedDevices()) {
+      if (d.name == name) return true;
+    }
+    return false;
+  };
   driver::Engine engine(eo, **ledger, *kind_, claims, *cdi_, nullptr);
   const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
   const std::string plain_name = "gpu-" + std::to_string(first_->minor);
   auto vm = put("uid-vm", "gpu-vfio-0");
   auto plain = put("uid-plain", plain_name);
+  ASSERT_TRUE(published(plain_name) && published("gpu-vfio-0"));
   ASSERT_EQ(engine.PrepareClaim(vm, far).status().message(), "");
   EXPECT_EQ(Driver(*first_), "vfio-pci");
+  EXPECT_FALSE(published(plain_name)) << "withdrawn while its twin is prepared";
+  EXPECT_TRUE(published("gpu-vfio-0"));
+  EXPECT_EQ(republished, 1);
   std::string refused = engine.PrepareClaim(plain, far).status().message();
   EXPECT_NE(refused.find("already allocated by claim uid-vm"), std::string::npos) << refused;
   EXPECT_EQ(Driver(*first_), "vfio-pci");
   ASSERT_EQ(engine.UnprepareClaim(vm, far).message(), "");
   EXPECT_EQ(Driver(*first_), "nvidia");
+  EXPECT_TRUE(published(plain_name)) << "back once the twin is unprepared";
+  EXPECT_EQ(republished, 2);
   ASSERT_EQ(engine.PrepareClaim(plain, far).status().message(), "");
+  EXPECT_FALSE(published("gpu-vfio-0"));
+  EXPECT_TRUE(published(plain_name));
   // And the other way round.
   std::string twin_refused = engine.PrepareClaim(vm, far).status().message();
   EXPECT_NE(twin_refused, "");

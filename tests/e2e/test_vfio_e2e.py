@@ -81,6 +81,9 @@ class VfioEndToEnd(NodeTestCase):
         self.assertIn("NVIDIA_VISIBLE_DEVICES=void", common.get("env", []))
         self.assertEqual([n["path"] for n in common.get("deviceNodes", [])], ["/dev/vfio/vfio"])
 
+        # The slice withdraws the plain GPU while its twin is prepared.
+        wait_for(lambda: plain_name not in self.devices(), 30, "the slice without " + plain_name)
+        self.assertIn("gpu-vfio-0", self.devices())
         plain = self.gpu_claim("plain", [plain_name])
         r = plugin.prepare([plain])
         self.assertIn("already allocated by claim " + vm[2], r[plain[2]]["error"])
@@ -88,6 +91,7 @@ class VfioEndToEnd(NodeTestCase):
 
         self.assertOk(plugin.unprepare([vm]), vm[2])
         self.assertEqual(self.driver_of(bus), "nvidia")
+        wait_for(lambda: plain_name in self.devices(), 30, "the slice with " + plain_name + " again")
         self.assertFalse(os.path.exists(os.path.join(self.mock_root, "dev", "vfio", str(group))))
         r = plugin.prepare([plain])
         self.assertOk(r, plain[2])

@@ -167,6 +167,7 @@ int main(int argc, char** argv) {
           NVDRA_ASSIGN_OR_RETURN(options.passthrough,
                                  gpu::PassthroughHostAt(host_root, ctx.lib.driver_root().container_root()));
           options.passthrough.gpu_free_timeout = std::chrono::seconds(gpu_free_seconds);
+          options.device_prepared = gpu::DevicePreparedIn(ctx.ledger);
         }
         auto kind = std::make_unique<gpu::GpuKind>(
             ctx.inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)),

@@ -284,6 +284,7 @@ Status Plugin::StartSlicePublisher() {
   publisher_ = std::make_unique<kube::SlicePublisher>(*kube_, driver_, options_.node_name, sopts);
   publisher_->Update(kind_->PublishedDevices());
   publisher_->Start();
+  kind_->SetRepublish([this] { publisher_->Update(kind_->PublishedDevices()); });
   return Status::Ok();
 }
 
