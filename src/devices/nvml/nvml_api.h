@@ -216,6 +216,7 @@ struct NvmlApi {
   // Optional.
   nvmlReturn_t (*DeviceGetGpuFabricInfo)(nvmlDevice_t, nvmlGpuFabricInfo_t*);
   nvmlReturn_t (*DeviceGetAddressingMode)(nvmlDevice_t, nvmlDeviceAddressingMode_t*);
+  nvmlReturn_t (*DeviceGetModuleId)(nvmlDevice_t, unsigned int*);
 };
 
 }  // namespace nvdra::devices

@@ -66,6 +66,7 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   resolve(a.DeviceGetSupportedEventTypes, "nvmlDeviceGetSupportedEventTypes", true);
   resolve(a.DeviceGetGpuFabricInfo, "nvmlDeviceGetGpuFabricInfo", false);
   resolve(a.DeviceGetAddressingMode, "nvmlDeviceGetAddressingMode", false);
+  resolve(a.DeviceGetModuleId, "nvmlDeviceGetModuleId", false);
   if (!missing.empty()) {
     return FailedPrecondition("NVML library " + path + " lacks required symbols: " + missing +
                               " (driver too old, or not libnvidia-ml)");
