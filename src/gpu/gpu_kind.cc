@@ -8,6 +8,7 @@
 #include "gpu/gpu_published_devices.h"
 #include "gpu/vfio_type.h"
 #include "util/file_util.h"
+#include "util/json_reader.h"
 #include "util/periodic_worker.h"
 #include "util/log.h"
 
@@ -487,9 +488,10 @@ Result<int> GpuKind::SweepOrphanFabricPartitions(const UndoRecords& undo_records
     for (const auto& r : records) {
       if (!r.is_object() || !r.contains("fabricPartition")) continue;
       const auto& f = r["fabricPartition"];
-      if (!f.is_object() || !f.contains("id") || !f["id"].is_number_integer()) continue;
+      auto id = f.is_object() && f.contains("id") ? JsonAs<int>(f["id"], "id") : Result<int>(InvalidArgument("no id"));
+      if (!id.ok()) continue;
       GpuUndo u;
-      u.fabric_partition = FabricPartitionUndo{f["id"].get<int>(), {}, nlohmann::json::object()};
+      u.fabric_partition = FabricPartitionUndo{*id, {}, nlohmann::json::object()};
       out.push_back(std::move(u));
     }
     return out;

@@ -151,9 +151,12 @@ std::optional<FabricPartitionUndo> DecodeFabricPartition(const JsonReader& item)
   if (!id.ok() || !modules.ok() || !modules->is_array()) return std::nullopt;
   FabricPartitionUndo f;
   f.id = *id;
+  // A module id past int's range cannot be one this version wrote: the
+  // item is kept verbatim instead of coming back as another number.
   for (const auto& m : *modules) {
-    if (!m.is_number_integer()) return std::nullopt;
-    f.module_ids.push_back(m.get<int>());
+    auto id_of = JsonAs<int>(m, "gpuModuleIDs");
+    if (!id_of.ok()) return std::nullopt;
+    f.module_ids.push_back(*id_of);
   }
   f.unknown = item.Unknown({"id", "gpuModuleIDs"});
   return f;
