@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "devices/backends/open_device_lib.h"
-#include "devices/mock/mock_fabric_manager.h"
 #include "gpu/gpu_kind.h"
 #include "util/failpoint.h"
 #include "util/file_util.h"
@@ -39,9 +38,16 @@ class FabricPartitionsTest : public ::testing::Test {
   }
   void TearDown() override { FailPoints::Process().Clear(); }
 
-  std::unique_ptr<GpuKind> NewKind(const config::FeatureGates& gates, bool with_fabric) {
+  std::unique_ptr<GpuKind> NewKind(const config::FeatureGates& gates, bool with_fabric,
+                                   DeviceSharedWithOthers shared = nullptr) {
     GpuKindOptions ko;
     ko.gates = gates;
+    if (shared) {
+      auto shares = ParseConsumableShares("memory", gates);
+      EXPECT_TRUE(shares.ok()) << shares.status().ToString();
+      ko.consumable_shares = *shares;
+      ko.shared_with_others = std::move(shared);
+    }
     ko.resets.state_path = dir_ + "/time-slice-resets-" + std::to_string(++kinds_) + ".json";
     if (with_fabric) {
       auto fm = lib_->OpenFabricManager();
@@ -240,7 +246,7 @@ TEST_F(FabricPartitionsTest, SweepDeactivatesOnlyPartitionsNoRecordNames) {
   EXPECT_EQ(*swept, 1);
   EXPECT_EQ(asked, 1);
   EXPECT_EQ(Active(), std::vector<int>{5});
-  // Nothing orphaned: the records are not even read... once nothing is active.
+  // Once nothing is active, the sweep does not even read the records.
   ASSERT_TRUE(kind_->Unprepare("uid-k", kept_plan->undo).ok());
   auto none = kind_->SweepOrphanFabricPartitions([&]() -> Result<std::vector<json>> {
     ++asked;
@@ -271,6 +277,26 @@ TEST_F(FabricPartitionsTest, ActivationOutlivesThePluginAndAKindWithoutTheGateLe
   EXPECT_TRUE(off->Unprepare("uid-r", prepared->undo).ok());
   EXPECT_EQ(Active(), std::vector<int>{7});
   EXPECT_TRUE(again->Unprepare("uid-r", prepared->undo).ok());
+  EXPECT_EQ(Active(), std::vector<int>{});
+}
+
+TEST_F(FabricPartitionsTest, WithConsumableSharesThePartitionStaysWhileAnotherClaimSharesItsGpus) {
+  auto gates = config::FeatureGates::Parse("FabricManagerPartitioning=true,ConsumableShares=true");
+  ASSERT_TRUE(gates.ok());
+  std::string sharer = "uid-2";  // the claim still holding a share of gpu-0, or none
+  auto kind = NewKind(*gates, true, [&](const std::string& device, const std::string& claim_uid) {
+    return !sharer.empty() && claim_uid != sharer && device == "gpu-0";
+  });
+  driver::ClaimWork a = Work("uid-1", {"gpu-0", "gpu-1"}), b = Work("uid-2", {"gpu-0", "gpu-1"});
+  auto pa = kind->Plan(a), pb = kind->Plan(b);
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  ASSERT_TRUE(kind->Prepare(a, *pa).ok());
+  ASSERT_TRUE(kind->Prepare(b, *pb).ok()) << "the second sharer finds the partition active";
+  EXPECT_EQ(Log(), "activate 3\n");
+  ASSERT_TRUE(kind->Unprepare("uid-1", pa->undo).ok());
+  EXPECT_EQ(Active(), std::vector<int>{3}) << "uid-2 still shares gpu-0";
+  sharer.clear();
+  ASSERT_TRUE(kind->Unprepare("uid-2", pb->undo).ok());
   EXPECT_EQ(Active(), std::vector<int>{});
 }
 

@@ -118,6 +118,22 @@ class FabricPartitionsEndToEnd(NodeTestCase):
         self.assertEqual(self.fm_log(), ["activate 6", "deactivate 6"])
         self.assertEqual(self.node.cdi_files(), [])
 
+    def test_kill_after_the_activation_then_the_kubelets_retry_completes_the_claim(self):
+        plugin = self.fm_plugin()
+        plugin.start(env={"NVDRA_FAILPOINTS": "fabric-partition-after-activate=crash"})
+        names = self.pair(5)
+        claim = self.gpu_claim("pair-retried", names)
+        self.node.ctl(["prepare", "--socket", plugin.dra_socket, "%s/%s/%s" % claim], check=False)
+        self.assertEqual(plugin.wait_exit(), -9)
+        plugin.start()
+        r = plugin.prepare([claim])
+        self.assertOk(r, claim[2])
+        self.assertEqual(device_names(r[claim[2]]), names)
+        self.assertEqual(self.active(), [5])
+        self.assertEqual(self.fm_log(), ["activate 5"], "the retry found it active")
+        self.assertOk(plugin.unprepare([claim]), claim[2])
+        self.assertEqual(self.active(), [])
+
     def test_a_partition_no_ledger_entry_owns_is_deactivated_at_start(self):
         plugin = self.fm_plugin().start()
         names = self.pair(3)
