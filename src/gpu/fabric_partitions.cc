@@ -110,7 +110,7 @@ Status FabricPartitions::Deactivate(const std::string& claim_uid, const FabricPa
       .Wrap(what);
 }
 
-Result<int> FabricPartitions::SweepOrphans(const UndoRecords& undo_records) {
+Result<int> FabricPartitions::SweepOrphans(const std::function<Result<Owners>()>& owners) {
   MutexLock lock(mu_);
   auto partitions = fm_->Partitions();
   if (!partitions.ok()) return partitions.status().Wrap("fabricmanager: fmGetSupportedFabricPartitions");
@@ -121,14 +121,15 @@ Result<int> FabricPartitions::SweepOrphans(const UndoRecords& undo_records) {
   if (active.empty()) return 0;
   // Read after the listing, under the lock: a claim recorded later has not
   // activated anything yet.
-  NVDRA_ASSIGN_OR_RETURN(std::vector<GpuUndo> records, undo_records());
-  std::set<int> owned;
-  for (const auto& r : records) {
-    if (r.fabric_partition) owned.insert(r.fabric_partition->id);
+  NVDRA_ASSIGN_OR_RETURN(Owners owned, owners());
+  if (owned.unknown) {
+    NVDRA_VLOG(4, "Fabric Manager partition sweep skipped: a claim imported from the Go driver's checkpoint may "
+                  "hold an active partition");
+    return 0;
   }
   int n = 0;
   for (int id : active) {
-    if (owned.count(id) != 0) continue;
+    if (owned.ids.count(id) != 0) continue;
     NVDRA_RETURN_IF_ERROR(fm_->Deactivate(id).Wrap("deactivating fabric partition " + std::to_string(id) +
                                                    " that no claim owns"));
     NVDRA_WARN("Fabric Manager partition {} was left active by no prepared claim; deactivated", id);

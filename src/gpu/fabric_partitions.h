@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "devices/device_info.h"
@@ -52,12 +53,18 @@ class FabricPartitions {
   Status Activate(const std::string& claim_uid, const FabricPartitionUndo& partition) EXCLUDES(mu_);
   Status Deactivate(const std::string& claim_uid, const FabricPartitionUndo& partition) EXCLUDES(mu_);
 
-  // Deactivates each active partition that no record of `undo_records()`
-  // (read after Fabric Manager's list) names. Returns how many. Runs under
-  // the lock Activate takes, so a claim whose record is written after the
-  // read activates only after the sweep is done.
-  using UndoRecords = std::function<Result<std::vector<GpuUndo>>()>;
-  Result<int> SweepOrphans(const UndoRecords& undo_records) EXCLUDES(mu_);
+  // The partitions the ledger's records name; `unknown`: a record that may
+  // hold one without naming it (a claim imported from the Go driver's
+  // checkpoint, which records no partition), so nothing is orphaned.
+  struct Owners {
+    std::set<int> ids;
+    bool unknown = false;
+  };
+  // Deactivates each active partition that no record of `owners()` (read
+  // after Fabric Manager's list) names. Returns how many. Runs under the
+  // lock Activate takes, so a claim whose record is written after the read
+  // activates only after the sweep is done.
+  Result<int> SweepOrphans(const std::function<Result<Owners>()>& owners) EXCLUDES(mu_);
 
   const std::vector<devices::FabricPartition>& partitions() const { return partitions_; }
 

@@ -480,21 +480,23 @@ void GpuKind::StartFabricSweep(PeriodicWorkerOptions worker, UndoRecords undo_re
 
 Result<int> GpuKind::SweepOrphanFabricPartitions(const UndoRecords& undo_records) {
   if (options_.fabric == nullptr) return 0;
-  return options_.fabric->SweepOrphans([&]() -> Result<std::vector<GpuUndo>> {
+  return options_.fabric->SweepOrphans([&]() -> Result<FabricPartitions::Owners> {
     NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records, undo_records());
     // Read leniently: a record this version cannot decode still owns the
-    // partition it names.
-    std::vector<GpuUndo> out;
+    // partition it names. One imported from the Go driver's checkpoint, or
+    // rebuilt from a CDI spec, may hold a partition it does not name (a
+    // tombstone's record is null: it holds nothing).
+    FabricPartitions::Owners owners;
     for (const auto& r : records) {
-      if (!r.is_object() || !r.contains("fabricPartition")) continue;
+      if (!r.is_object()) continue;
+      const bool foreign = r.contains("legacyCheckpoint") || r.contains("rebuilt");
+      if (foreign && !r.contains("fabricPartition")) owners.unknown = true;
+      if (!r.contains("fabricPartition")) continue;
       const auto& f = r["fabricPartition"];
       auto id = f.is_object() && f.contains("id") ? JsonAs<int>(f["id"], "id") : Result<int>(InvalidArgument("no id"));
-      if (!id.ok()) continue;
-      GpuUndo u;
-      u.fabric_partition = FabricPartitionUndo{*id, {}, nlohmann::json::object()};
-      out.push_back(std::move(u));
+      if (id.ok()) owners.ids.insert(*id);
     }
-    return out;
+    return owners;
   });
 }
 
