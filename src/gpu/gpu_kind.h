@@ -5,7 +5,8 @@
 // routes a claim's devices and config groups to them. Its undo record
 // (gpu_undo.h) says what Unprepare must reverse. With consumable shares on
 // (consumable_shares.h) its devices are published for sharing and a plan
-// names the shares a claim takes.
+// names the shares a claim takes. With Fabric Manager (fabric_partitions.h)
+// a claim's full and passthrough GPUs get their NVLink partition.
 #pragma once
 
 #include <chrono>
