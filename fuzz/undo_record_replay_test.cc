@@ -28,6 +28,7 @@ std::vector<std::string> Seeds() {
   gpu::GpuUndo g;
   g.devices = {"gpu-0", "gpu-2"};
   g.time_slicing = {{"gpu-2", "GPU-2222", 2, json::object()}};
+  g.fabric_partition = gpu::FabricPartitionUndo{3, {1, 2}, json::object()};
   computedomain::ComputeDomainUndo cd;
   cd.domain_id = "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90";
   cd.channels = {{"channel-3", 3, json::object()}};
@@ -63,7 +64,8 @@ TEST(UndoRecordReplayTest, DeterministicMutations) {
   std::mt19937 rng(777);
   auto seeds = Seeds();
   const std::vector<std::string> tokens = {"{", "}", "[", "]", "\"", ",", ":", "null", "true", "-1", "2147483648",
-                                          "9223372036854775808", "1e400", "\"id\":", "\"interval\":", "\"uuid\":"};
+                                          "9223372036854775808", "1e400", "\"id\":", "\"interval\":", "\"uuid\":",
+                                          "\"gpuModuleIDs\":"};
   for (int i = 0; i < 20000; ++i) {
     std::string s = seeds[rng() % seeds.size()];
     s = fuzz::Mutate(std::move(s), rng, tokens);
@@ -84,8 +86,13 @@ TEST(UndoRecordReplayTest, OutOfRangeNumbersAreRefusedOrKeptVerbatim) {
   EXPECT_TRUE(g->time_slicing.empty());
   ASSERT_EQ(g->unreadable_time_slicing.size(), 1u);
   EXPECT_EQ(gpu::EncodeGpuUndo(*g)["timeSlicing"][0]["interval"], json(4294967298));
+  auto f = gpu::DecodeGpuUndo(json::parse(R"({"fabricPartition":{"id":3,"gpuModuleIDs":[1,4294967298]}})"));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_FALSE(f->fabric_partition.has_value());
+  EXPECT_EQ(gpu::EncodeGpuUndo(*f)["fabricPartition"]["gpuModuleIDs"][1], json(4294967298));
   Feed(R"({"channels":[{"device":"channel-0","id":2147483648}]})");
   Feed(R"({"timeSlicing":[{"uuid":"GPU-1","interval":4294967298}]})");
+  Feed(R"({"fabricPartition":{"id":3,"gpuModuleIDs":[1,4294967298]}})");
 }
 
 TEST(UndoRecordReplayTest, DeepNestingIsRefusedBeforeDecoding) {

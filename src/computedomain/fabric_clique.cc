@@ -7,7 +7,8 @@
 
 namespace nvdra::computedomain {
 
-Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus, bool crash_on_fabric_errors) {
+Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus, bool crash_on_fabric_errors,
+                                      bool fabric_manager_partitions) {
   CliqueIdentity out;
   std::set<std::string> cliques;
   for (const auto& g : gpus) {
@@ -19,15 +20,20 @@ Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus,
     if (!ok) {
       std::string what = "NVLink fabric of GPU " + g.gpu + " is not ready (" + g.detail + ")";
       bool multi_node = !g.cluster_uuid.empty();
-      if (crash_on_fabric_errors && multi_node) {
+      // Pending until Fabric Manager activates a partition holding the GPU.
+      const bool awaiting_partition = fabric_manager_partitions && !g.completed;
+      if (crash_on_fabric_errors && multi_node && !awaiting_partition) {
         return FailedPrecondition(what +
                                   "; with the CrashOnNVLinkFabricErrors feature gate this is fatal: check the "
                                   "fabric manager and the NVLink switches, or disable the gate to run without a "
                                   "clique");
       }
       if (out.warning.empty()) {
-        out.warning = what + (multi_node ? "; CrashOnNVLinkFabricErrors is off, running without a clique"
-                                         : "; a single-node NVLink system, running without a clique");
+        out.warning = what + (awaiting_partition
+                                  ? "; its registration may wait for a Fabric Manager partition (single-node NVLink "
+                                    "system with FabricManagerPartitioning), running without a clique"
+                              : multi_node ? "; CrashOnNVLinkFabricErrors is off, running without a clique"
+                                           : "; a single-node NVLink system, running without a clique");
       }
       cliques.insert("");
       continue;
@@ -46,7 +52,8 @@ Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus,
   return out;
 }
 
-Result<CliqueIdentity> IdentifyNodeClique(const devices::NodeInventory& inventory, bool crash_on_fabric_errors) {
+Result<CliqueIdentity> IdentifyNodeClique(const devices::NodeInventory& inventory, bool crash_on_fabric_errors,
+                                          bool fabric_manager_partitions) {
   std::vector<GpuFabricReading> readings;
   for (const auto& g : inventory.gpus) {
     if (!g.fabric) continue;
@@ -54,7 +61,7 @@ Result<CliqueIdentity> IdentifyNodeClique(const devices::NodeInventory& inventor
     readings.push_back(std::move(r));
   }
   if (readings.empty()) return CliqueIdentity{inventory.clique_id, ""};
-  return IdentifyClique(readings, crash_on_fabric_errors);
+  return IdentifyClique(readings, crash_on_fabric_errors, fabric_manager_partitions);
 }
 
 std::string CliqueLogLine(const CliqueIdentity& identity) {

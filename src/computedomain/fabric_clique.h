@@ -4,7 +4,11 @@
 // CrashOnNVLinkFabricErrors gate a fabric that did not come up is fatal, except
 // on a single-node NVLink system (GPUs with no multi-node cluster UUID),
 // where it only means "no clique" (upstream fixed that crash in 2026).
-// Without the gate an error is logged and the node has no clique.
+// Without the gate an error is logged and the node has no clique. With
+// FabricManagerPartitioning on a node with a local NVSwitch fabric, a GPU
+// whose fabric registration is still pending is not an error either (Fabric
+// Manager registers a GPU when a partition holding it is activated), as
+// upstream.
 #pragma once
 
 #include <string>
@@ -28,11 +32,15 @@ struct CliqueIdentity {
 
 // kFailedPrecondition when GPUs disagree on their clique or (with the gate)
 // a multi-node fabric did not come up; the message names the GPU.
-Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus, bool crash_on_fabric_errors);
+// `fabric_manager_partitions`: FabricManagerPartitioning on a node with a
+// local NVSwitch fabric (devices::HasFabricManagerFabric).
+Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus, bool crash_on_fabric_errors,
+                                      bool fabric_manager_partitions = false);
 
 // The node's clique from its inventory: IdentifyClique over the GPUs' NVML
 // fabric readings; an inventory without readings (the mock) keeps its clique.
-Result<CliqueIdentity> IdentifyNodeClique(const devices::NodeInventory& inventory, bool crash_on_fabric_errors);
+Result<CliqueIdentity> IdentifyNodeClique(const devices::NodeInventory& inventory, bool crash_on_fabric_errors,
+                                          bool fabric_manager_partitions = false);
 
 // The log line operators grep for ("identified fabric clique").
 std::string CliqueLogLine(const CliqueIdentity& identity);

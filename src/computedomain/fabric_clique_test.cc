@@ -100,6 +100,19 @@ TEST(FabricCliqueTest, TheNodeCliqueComesFromTheInventorysFabricReadings) {
   EXPECT_EQ(c->clique_id, "");
   EXPECT_NE(c->warning.find("GPU-b"), std::string::npos);
 
+  // With FabricManagerPartitioning on a local NVSwitch fabric, a pending
+  // registration waits for a partition: no crash, no clique, as upstream; a
+  // completed registration with an error status still crashes.
+  c = IdentifyNodeClique(inv, true, true);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->clique_id, "");
+  EXPECT_NE(c->warning.find("Fabric Manager partition"), std::string::npos) << c->warning;
+  inv.gpus[1].fabric->completed = true;
+  inv.gpus[1].fabric->healthy = false;
+  EXPECT_FALSE(IdentifyNodeClique(inv, true, true).ok());
+  inv.gpus[1].fabric->completed = false;
+  inv.gpus[1].fabric->healthy = true;
+
   // A single-node NVLink system (no cluster UUID) never crashes.
   for (auto& g : inv.gpus) g.fabric->cluster_uuid = "";
   c = IdentifyNodeClique(inv, true);

@@ -82,6 +82,9 @@ struct GpuInfo {
   std::optional<int> numa_node;         // sysfs numa_node; nullopt when absent or negative
   std::optional<uint64_t> memory_bytes;
   std::optional<std::string> addressing_mode;  // "HMM", "ATS", "None"
+  // NVML's module id (Fabric Manager's physical id of the GPU); nullopt
+  // where NVML cannot say (no NVSwitch board, an NVML without the call).
+  std::optional<int> module_id;
   bool mig_enabled = false;
   std::vector<MigDeviceInfo> migs;
   // The MIG profiles the GPU can create, whatever its MIG mode; empty on a

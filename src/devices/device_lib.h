@@ -12,6 +12,7 @@
 #include "devices/device_health.h"
 #include "devices/device_info.h"
 #include "devices/driver_root.h"
+#include "devices/fabric_manager.h"
 #include "devices/gpu_control.h"
 #include "devices/pci_driver_control.h"
 #include "util/status.h"
@@ -43,6 +44,10 @@ class DeviceLib {
   virtual GpuControl& control() = 0;
   // The PCI drivers of the node's devices, through sysfs (passthrough).
   virtual PciDriverControl& pci() = 0;
+  // Fabric Manager (FabricManagerPartitioning), opened once at start;
+  // nullptr where the node has no fabric that needs it. An error: the node
+  // has one, but Fabric Manager cannot be reached.
+  virtual Result<std::unique_ptr<FabricManager>> OpenFabricManager() { return std::unique_ptr<FabricManager>(); }
   // A new health source for this backend (not started).
   virtual std::unique_ptr<DeviceHealthSource> NewHealthSource() = 0;
   virtual const DriverRoot& driver_root() const = 0;

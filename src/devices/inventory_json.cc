@@ -43,6 +43,7 @@ ordered_json GpuJson(const GpuInfo& g) {
   if (g.numa_node) j["numaNode"] = *g.numa_node;
   if (g.memory_bytes) j["memoryBytes"] = *g.memory_bytes;
   if (g.addressing_mode) j["addressingMode"] = *g.addressing_mode;
+  if (g.module_id) j["moduleId"] = *g.module_id;
   j["migEnabled"] = g.mig_enabled;
   if (!g.migs.empty()) {
     ordered_json migs = ordered_json::array();

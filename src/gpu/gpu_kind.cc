@@ -8,6 +8,7 @@
 #include "gpu/gpu_published_devices.h"
 #include "gpu/vfio_type.h"
 #include "util/file_util.h"
+#include "util/json_reader.h"
 #include "util/periodic_worker.h"
 #include "util/log.h"
 
@@ -148,6 +149,15 @@ model::PublishedDevice GpuKind::Publish(const GpuDevice& device) const {
   if (device.type->name() == kDeviceTypeGpu || device.type->name() == kDeviceTypeMig) {
     ApplyConsumableShares(d, options_.consumable_shares);
   }
+  // Full and passthrough GPUs carry their Fabric Manager attributes, as upstream.
+  const bool fabric_type = device.type->name() == kDeviceTypeGpu || device.type->name() == kDeviceTypeVfio;
+  if (fabric_type && options_.gates.Enabled(config::Gate::kFabricManagerPartitioning)) {
+    if (options_.fabric != nullptr) {
+      options_.fabric->PutAttributes(*device.gpu, d);
+    } else {
+      PutModuleIdAttribute(*device.gpu, d);
+    }
+  }
   return d;
 }
 
@@ -182,6 +192,7 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
     devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
     NVDRA_RETURN_IF_ERROR(type->Plan(devs, undo));
   }
+  NVDRA_RETURN_IF_ERROR(PlanFabricPartition(work, undo));
   // The claim's VfioDeviceConfig decides its passthrough devices' edits;
   // the record carries it, as Unprepare and a repeated Prepare read only that.
   int vfio_groups = 0;
@@ -283,8 +294,16 @@ Result<driver::ClaimEdits> GpuKind::EditsFor(const GpuUndo& undo) const {
 
 Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) {
   NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, DecodeGpuUndo(plan.undo));
-  // The devices first (a MIG device must exist before it is shared), then
-  // their sharing.
+  // The claim's NVLink fabric first, as upstream; then the devices (a MIG
+  // device must exist before it is shared), then their sharing.
+  if (undo.fabric_partition) {
+    if (options_.fabric == nullptr) {
+      return FailedPrecondition("the claim's record names Fabric Manager partition " +
+                                std::to_string(undo.fabric_partition->id) +
+                                ", but this plugin runs without FabricManagerPartitioning");
+    }
+    NVDRA_RETURN_IF_ERROR(options_.fabric->Activate(work.uid, *undo.fabric_partition));
+  }
   for (const auto& t : types_) NVDRA_RETURN_IF_ERROR(t->Apply(undo));
   driver::PreparedClaim out;
   for (const auto& s : strategies_) {
@@ -444,9 +463,81 @@ Status GpuKind::Unprepare(const std::string& claim_uid, const nlohmann::json& un
                                         : VfioType(options_.pci, false).Undo(claim_uid, *undo);
     if (!st.ok() && first.ok()) first = st;
   }
+  // Last, as upstream: the GPUs are back on nvidia before their fabric goes.
+  Status st = UndoFabricPartition(claim_uid, *undo);
+  if (!st.ok() && first.ok()) first = st;
   // Its entry is being unprepared now: the withdrawn twin comes back.
   if (first.ok()) RepublishIfTwinned(undo->devices);
   return first;
+}
+
+Status GpuKind::PlanFabricPartition(const driver::ClaimWork& work, GpuUndo& undo) const {
+  if (options_.fabric == nullptr) return Status::Ok();
+  // The physical GPUs of the claim's full and passthrough devices, each
+  // once, in the claim's order; an admin-access result holds nothing, so it
+  // neither activates nor releases a partition.
+  std::vector<const devices::GpuInfo*> gpus;
+  for (const auto& r : work.results) {
+    const GpuDevice* d = r.admin_access ? nullptr : Find(r.device);
+    if (d == nullptr || (d->type->name() != kDeviceTypeGpu && d->type->name() != kDeviceTypeVfio)) continue;
+    if (std::find(gpus.begin(), gpus.end(), d->gpu) == gpus.end()) gpus.push_back(d->gpu);
+  }
+  if (gpus.empty()) return Status::Ok();
+  NVDRA_ASSIGN_OR_RETURN(undo.fabric_partition, options_.fabric->Match(gpus));
+  return Status::Ok();
+}
+
+Status GpuKind::UndoFabricPartition(const std::string& claim_uid, const GpuUndo& undo) const {
+  if (!undo.fabric_partition) return Status::Ok();
+  const int id = undo.fabric_partition->id;
+  if (options_.fabric == nullptr) {
+    NVDRA_WARN("claim {}: Fabric Manager partition {} is left as it is: this plugin runs without "
+               "FabricManagerPartitioning",
+               claim_uid, id);
+    return Status::Ok();
+  }
+  // With consumable shares, a claim still sharing these GPUs keeps their fabric.
+  if (options_.consumable_shares.enabled() && options_.shared_with_others) {
+    for (const auto& device : undo.devices) {
+      if (options_.shared_with_others(device, claim_uid)) {
+        NVDRA_VLOG(4, "claim {}: GPU {} still in use by other claims, skipping partition {} deactivation", claim_uid,
+                   device, id);
+        return Status::Ok();
+      }
+    }
+  }
+  return options_.fabric->Deactivate(claim_uid, *undo.fabric_partition);
+}
+
+void GpuKind::StartFabricSweep(PeriodicWorkerOptions worker, UndoRecords undo_records) {
+  if (options_.fabric == nullptr || fabric_sweep_ != nullptr) return;
+  worker.run_at_start = true;
+  fabric_sweep_ = std::make_unique<PeriodicWorker>(worker, [this, records = std::move(undo_records)]() -> Status {
+    return SweepOrphanFabricPartitions(records).status();
+  });
+  fabric_sweep_->Start();
+}
+
+Result<int> GpuKind::SweepOrphanFabricPartitions(const UndoRecords& undo_records) {
+  if (options_.fabric == nullptr) return 0;
+  return options_.fabric->SweepOrphans([&]() -> Result<FabricPartitions::Owners> {
+    NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records, undo_records());
+    // Read leniently: a record this version cannot decode still owns the
+    // partition it names. One imported from the Go driver's checkpoint, or
+    // rebuilt from a CDI spec, may hold a partition it does not name (a
+    // tombstone's record is null: it holds nothing).
+    FabricPartitions::Owners owners;
+    for (const auto& r : records) {
+      if (!r.is_object()) continue;
+      const bool foreign = r.contains("legacyCheckpoint") || r.contains("rebuilt");
+      if (foreign && !r.contains("fabricPartition")) owners.unknown = true;
+      if (!r.contains("fabricPartition")) continue;
+      const auto& f = r["fabricPartition"];
+      auto id = f.is_object() && f.contains("id") ? JsonAs<int>(f["id"], "id") : Result<int>(InvalidArgument("no id"));
+      if (id.ok()) owners.ids.insert(*id);
+    }
+    return owners;
+  });
 }
 
 }  // namespace nvdra::gpu

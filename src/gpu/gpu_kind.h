@@ -5,7 +5,8 @@
 // routes a claim's devices and config groups to them. Its undo record
 // (gpu_undo.h) says what Unprepare must reverse. With consumable shares on
 // (consumable_shares.h) its devices are published for sharing and a plan
-// names the shares a claim takes.
+// names the shares a claim takes. With Fabric Manager (fabric_partitions.h)
+// a claim's full and passthrough GPUs get their NVLink partition.
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,7 @@
 #include "devices/gpu_control.h"
 #include "driver/device_kind.h"
 #include "gpu/consumable_shares.h"
+#include "gpu/fabric_partitions.h"
 #include "gpu/gpu_container_edits.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/gpu_device_types.h"
@@ -64,6 +66,9 @@ struct GpuKindOptions {
   // prepared is withdrawn from the slice, as upstream withdraws it; null
   // withdraws nothing.
   std::function<bool(const std::string& device)> device_prepared;
+  // Fabric Manager partitions (FabricManagerPartitioning, fabric_partitions.h);
+  // null: the gate is off or the node has no fabric that needs them.
+  std::shared_ptr<FabricPartitions> fabric;
 };
 
 class DynamicMigType;
@@ -125,6 +130,13 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   // Runs that sweep at once and periodically (`worker`), until the kind is
   // destroyed. Nothing without PassthroughSupport.
   void StartVfioSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
+  // Deactivates the Fabric Manager partitions that are active though no
+  // undo record of `undo_records()` names them (FabricPartitions::
+  // SweepOrphans). Returns how many. Nothing without Fabric Manager.
+  Result<int> SweepOrphanFabricPartitions(const UndoRecords& undo_records);
+  // Runs that sweep at once and periodically (`worker`), until the kind is
+  // destroyed. Nothing without Fabric Manager.
+  void StartFabricSweep(PeriodicWorkerOptions worker, UndoRecords undo_records);
 
  private:
   GpuCheckpointCodec codec_;
@@ -136,6 +148,10 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   Result<GpuUndo> Decode(const nlohmann::json& undo_json) const;
   // A device as the slice publishes it, before health taints.
   model::PublishedDevice Publish(const GpuDevice& device) const;
+  // The Fabric Manager partition of the claim's full and passthrough GPUs,
+  // into `undo` (fabric_partitions.h).
+  Status PlanFabricPartition(const driver::ClaimWork& work, GpuUndo& undo) const;
+  Status UndoFabricPartition(const std::string& claim_uid, const GpuUndo& undo) const;
 
   const devices::NodeInventory inventory_;
   const GpuContainerEdits edits_;
@@ -158,6 +174,7 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   std::unique_ptr<PeriodicWorker> mps_sweep_;
   std::unique_ptr<PeriodicWorker> mig_sweep_;
   std::unique_ptr<PeriodicWorker> vfio_sweep_;
+  std::unique_ptr<PeriodicWorker> fabric_sweep_;
 };
 
 }  // namespace nvdra::gpu

@@ -155,6 +155,24 @@ json EncodeVfio(const VfioUndo& v) {
   return item;
 }
 
+std::optional<FabricPartitionUndo> DecodeFabricPartition(const JsonReader& item) {
+  if (!item.value().is_object()) return std::nullopt;
+  auto id = item.Required<int>("id");
+  auto modules = item.OptionalOr<json>("gpuModuleIDs", json::array());
+  if (!id.ok() || !modules.ok() || !modules->is_array()) return std::nullopt;
+  FabricPartitionUndo f;
+  f.id = *id;
+  // A module id past int's range cannot be one this version wrote: the
+  // item is kept verbatim instead of coming back as another number.
+  for (const auto& m : *modules) {
+    auto id_of = JsonAs<int>(m, "gpuModuleIDs");
+    if (!id_of.ok()) return std::nullopt;
+    f.module_ids.push_back(*id_of);
+  }
+  f.unknown = item.Unknown({"id", "gpuModuleIDs"});
+  return f;
+}
+
 Status DecodeInto(const JsonReader& r, GpuUndo& out) {
   NVDRA_RETURN_IF_ERROR(r.ExpectObject());
   NVDRA_ASSIGN_OR_RETURN(out.version, r.OptionalOr<int64_t>("version", kGpuUndoVersion));
@@ -195,7 +213,12 @@ Status DecodeInto(const JsonReader& r, GpuUndo& out) {
     }
     return Status::Ok();
   }));
-  out.unknown = r.Unknown({"version", "devices", "timeSlicing", "mps", "mig", "vfio"});
+  out.unknown = r.Unknown({"version", "devices", "timeSlicing", "mps", "mig", "vfio", "fabricPartition"});
+  if (r.value().contains("fabricPartition") && !r.value().at("fabricPartition").is_null()) {
+    out.fabric_partition = DecodeFabricPartition(JsonReader(r.value().at("fabricPartition")));
+    // One this version cannot read stays among the unknown fields, verbatim.
+    if (!out.fabric_partition) out.unknown["fabricPartition"] = r.value().at("fabricPartition");
+  }
   // A list of another shape is kept as it is, unread.
   for (auto [key, list] : {std::pair{"mps", mps_list}, std::pair{"mig", mig_list}, std::pair{"vfio", vfio_list}}) {
     if (!list) out.unknown[key] = r.value()[key];
@@ -231,6 +254,11 @@ json EncodeGpuUndo(const GpuUndo& undo) {
     for (const auto& v : undo.vfio) vfio.push_back(EncodeVfio(v));
     for (const auto& raw : undo.unreadable_vfio) vfio.push_back(raw);
     j["vfio"] = std::move(vfio);
+  }
+  if (undo.fabric_partition) {
+    json f = {{"id", undo.fabric_partition->id}, {"gpuModuleIDs", undo.fabric_partition->module_ids}};
+    MergeUnknownMembers(f, undo.fabric_partition->unknown);
+    j["fabricPartition"] = std::move(f);
   }
   MergeUnknownMembers(j, undo.unknown);
   return j;

@@ -16,7 +16,8 @@
 //                    "placementSize": 1, "enabledMigMode": false,
 //                    "giId": 1, "ciId": 0, "uuid": "MIG-..."}]}
 //           "vfio": [{"device": "gpu-vfio-0", "pciBusID": "0000:3b:00.0", "iommuGroup": 40,
-//                     "preferIommuFD": false, "enableAPIDevice": false}]}
+//                     "preferIommuFD": false, "enableAPIDevice": false}],
+//           "fabricPartition": {"id": 3, "gpuModuleIDs": [1, 2]}}
 // A dynamic MIG item is written at Plan, before its MIG device exists (no
 // giId, ciId, uuid yet): Unprepare finds the device by its placement.
 #pragma once
@@ -98,6 +99,17 @@ struct VfioUndo {
   friend bool operator==(const VfioUndo&, const VfioUndo&) = default;
 };
 
+// The Fabric Manager partition the claim's GPUs form
+// (FabricManagerPartitioning): recorded at Plan, before Prepare activates
+// it, so that Unprepare and the start-time sweep deactivate it from the
+// record alone.
+struct FabricPartitionUndo {
+  int id = 0;
+  std::vector<int> module_ids;  // the claim's GPUs, as the claim listed them
+  nlohmann::json unknown = nlohmann::json::object();
+  friend bool operator==(const FabricPartitionUndo&, const FabricPartitionUndo&) = default;
+};
+
 struct GpuUndo {
   int64_t version = kGpuUndoVersion;
   // Sorted, unique. Empty in a record imported from the Go driver's
@@ -107,8 +119,10 @@ struct GpuUndo {
   std::vector<MpsDaemonUndo> mps;
   std::vector<MigDeviceUndo> mig;
   std::vector<VfioUndo> vfio;
+  std::optional<FabricPartitionUndo> fabric_partition;
   // timeSlicing, mps, mig and vfio items this version cannot read (kept verbatim,
-  // skipped by Unprepare with a warning) and unknown top-level fields.
+  // skipped by Unprepare with a warning) and unknown top-level fields (a
+  // fabricPartition this version cannot read among them).
   std::vector<nlohmann::json> unreadable_time_slicing;
   std::vector<nlohmann::json> unreadable_mps;
   std::vector<nlohmann::json> unreadable_mig;

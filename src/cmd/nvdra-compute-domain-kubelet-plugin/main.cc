@@ -2,6 +2,7 @@
 // compute-domain.nvidia.com (IMEX channels and daemons).
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,7 @@
 #include "computedomain/imex_mode.h"
 #include "computedomain/node_label_manager.h"
 #include "config/feature_gates.h"
+#include "devices/fabric_manager.h"
 #include "kube/watch_cache.h"
 #include "util/log.h"
 
@@ -108,9 +110,31 @@ Result<Watches> StartWatches(plugin::KindContext& ctx, const config::FeatureGate
   return Watches{domains, node};
 }
 
+// The node's clique from an inventory, under the gates' policy for fabric
+// errors (computedomain/fabric_clique.h).
+using CliqueOf = std::function<Result<computedomain::CliqueIdentity>(const devices::NodeInventory&)>;
+
+// With FabricManagerPartitioning on a node with a local NVSwitch fabric
+// (upstream's single-node NVLink system; /proc/driver and /sys/class are the
+// kernel's, alike in every container), GPUs register with the fabric only
+// once a partition holding them is activated: a pending registration is no
+// error then.
+Result<CliqueOf> CliquePolicy(const config::FeatureGates& gates) {
+  const bool crash = gates.Enabled(config::Gate::kCrashOnNVLinkFabricErrors);
+  bool fm_partitions = false;
+  if (gates.Enabled(config::Gate::kFabricManagerPartitioning)) {
+    auto fabric = devices::HasFabricManagerFabric("/proc", "/sys");
+    if (!fabric.ok()) return fabric.status().Wrap("error checking if node is single-node NVLink system");
+    fm_partitions = *fabric;
+  }
+  return CliqueOf([crash, fm_partitions](const devices::NodeInventory& inv) {
+    return computedomain::IdentifyNodeClique(inv, crash, fm_partitions);
+  });
+}
+
 // The domain upkeep: follows a repartitioned fabric, the node label and the
 // domain directories, on the plugin's background group.
-void StartMaintenance(plugin::KindContext& ctx, const ComputeDomainFlags& flags, bool crash_on_fabric_errors,
+void StartMaintenance(plugin::KindContext& ctx, const ComputeDomainFlags& flags, CliqueOf identify,
                       computedomain::DomainWatch& domains, computedomain::NodeLabelManager& labels,
                       computedomain::DomainDirectories& dirs) {
   const plugin::PluginOptions& opts = ctx.options;
@@ -121,9 +145,9 @@ void StartMaintenance(plugin::KindContext& ctx, const ComputeDomainFlags& flags,
   mo.repair_node_label = !flags.imex.host_managed();
   mo.group = &ctx.background;
   devices::DeviceLib* lib = &ctx.lib;
-  mo.read_clique = [lib, crash_on_fabric_errors]() -> Result<std::string> {
+  mo.read_clique = [lib, identify]() -> Result<std::string> {
     NVDRA_ASSIGN_OR_RETURN(auto inv, lib->Discover());
-    NVDRA_ASSIGN_OR_RETURN(auto identity, computedomain::IdentifyNodeClique(inv, crash_on_fabric_errors));
+    NVDRA_ASSIGN_OR_RETURN(auto identity, identify(inv));
     return identity.clique_id;
   };
   auto& maintenance = ctx.companions.Add(
@@ -148,9 +172,8 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
                "ComputeDomain label, and daemon claims are refused",
                flags.imex.host_socket_path);
   }
-  const bool crash_on_fabric_errors = gates.Enabled(config::Gate::kCrashOnNVLinkFabricErrors);
-  NVDRA_ASSIGN_OR_RETURN(computedomain::CliqueIdentity clique,
-                         computedomain::IdentifyNodeClique(ctx.inventory, crash_on_fabric_errors));
+  NVDRA_ASSIGN_OR_RETURN(CliqueOf identify, CliquePolicy(gates));
+  NVDRA_ASSIGN_OR_RETURN(computedomain::CliqueIdentity clique, identify(ctx.inventory));
   if (!clique.warning.empty()) NVDRA_WARN("{}", clique.warning);
   NVDRA_INFO("{}", computedomain::CliqueLogLine(clique));
   // DNS-named IMEX daemons are the driver's own daemons: no check when the
@@ -207,7 +230,7 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
       kind->Adopt(e.uid, e.undo, devices);
     }
   }
-  StartMaintenance(ctx, flags, crash_on_fabric_errors, domains, labels, dirs);
+  StartMaintenance(ctx, flags, identify, domains, labels, dirs);
   return std::unique_ptr<driver::DeviceKind>(std::move(kind));
 }
 

@@ -108,6 +108,20 @@ void StartMigSweep(plugin::KindContext& ctx, gpu::GpuKind& kind) {
   kind.StartMigSweep(SweepWorker(ctx, "MIG device sweep"), LedgerUndoRecords(ctx));
 }
 
+// With FabricManagerPartitioning: Fabric Manager, where the node has a
+// fabric that needs it (its partitions read once, here, so an unreachable
+// Fabric Manager stops the start as upstream's does).
+Result<std::shared_ptr<gpu::FabricPartitions>> OpenFabricPartitions(plugin::KindContext& ctx) {
+  if (!ctx.gates.Enabled(config::Gate::kFabricManagerPartitioning)) return std::shared_ptr<gpu::FabricPartitions>();
+  NVDRA_ASSIGN_OR_RETURN(std::unique_ptr<devices::FabricManager> fm, ctx.lib.OpenFabricManager());
+  if (fm == nullptr) return std::shared_ptr<gpu::FabricPartitions>();
+  auto partitions = gpu::FabricPartitions::Open(std::move(fm));
+  if (!partitions.ok()) {
+    return partitions.status().Wrap("FabricManagerPartitioning enabled but Fabric Manager could not be opened");
+  }
+  return std::shared_ptr<gpu::FabricPartitions>(std::move(partitions).value());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,6 +183,7 @@ int main(int argc, char** argv) {
           options.passthrough.gpu_free_timeout = std::chrono::seconds(gpu_free_seconds);
           options.device_prepared = gpu::DevicePreparedIn(ctx.ledger);
         }
+        NVDRA_ASSIGN_OR_RETURN(options.fabric, OpenFabricPartitions(ctx));
         auto kind = std::make_unique<gpu::GpuKind>(
             ctx.inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)),
             ctx.lib.control(), std::move(options));
@@ -177,6 +192,9 @@ int main(int argc, char** argv) {
         // With PassthroughSupport: GPUs left on vfio-pci by no ledger entry
         // are bound back to nvidia at start and as often as the reconciler runs.
         kind->StartVfioSweep(SweepWorker(ctx, "passthrough GPU sweep"), LedgerUndoRecords(ctx));
+        // With Fabric Manager: partitions left active by no ledger entry are
+        // deactivated at start and as often as the reconciler runs.
+        kind->StartFabricSweep(SweepWorker(ctx, "Fabric Manager partition sweep"), LedgerUndoRecords(ctx));
         return std::unique_ptr<driver::DeviceKind>(std::move(kind));
       },
       argc, argv, kind_flags);

@@ -35,11 +35,11 @@ TEST(PluginOptionsTest, UpstreamFlagNamesAndDefaults) {
 // The plugins' start refuses a gate nvdra does not implement, naming it,
 // after upstream's own gate rules.
 TEST(PluginOptionsTest, UnimplementedFeatureGateRefusesToStart) {
-  std::vector<const char*> args = {"plugin", "--node-name", "n1", "--feature-gates", "FabricManagerPartitioning=true"};
+  std::vector<const char*> args = {"plugin", "--node-name", "n1", "--feature-gates", "DeviceMetadata=true,PassthroughSupport=true"};
   auto c = LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(args.size()), const_cast<char**>(args.data()));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(c.status().message().find("--feature-gates: feature gate FabricManagerPartitioning is not implemented by nvdra yet"),
+  EXPECT_NE(c.status().message().find("--feature-gates: feature gate DeviceMetadata is not implemented by nvdra yet"),
             std::string::npos)
       << c.status().message();
   std::vector<const char*> both = {"plugin", "--node-name", "n1", "--feature-gates",
@@ -49,7 +49,8 @@ TEST(PluginOptionsTest, UnimplementedFeatureGateRefusesToStart) {
   ASSERT_FALSE(rules_first.ok());
   EXPECT_NE(rules_first.status().message().find("mutually exclusive"), std::string::npos)
       << rules_first.status().message();
-  std::vector<const char*> fine = {"plugin", "--node-name", "n1", "--feature-gates", "TimeSlicingSettings=true"};
+  std::vector<const char*> fine = {"plugin", "--node-name", "n1", "--feature-gates",
+                                   "TimeSlicingSettings=true,FabricManagerPartitioning=true"};
   EXPECT_TRUE(
       LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(fine.size()), const_cast<char**>(fine.data())).ok());
 }

@@ -10,6 +10,9 @@ namespace nvdra::devices {
 
 namespace {
 
+// An HGX H100 8-GPU board: its NVSwitch fabric offers Fabric Manager's
+// partitions of the shared NVSwitch mode (one of 8 GPUs, two of 4, four of
+// 2, eight of 1), the ids Fabric Manager gives them there.
 const char* kH100x8 = R"json({
   "driverVersion": "570.158.01",
   "cudaDriverVersion": "12.8",
@@ -26,8 +29,18 @@ const char* kH100x8 = R"json({
                     "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"],
       "pcieRoots": ["pci0000:15", "pci0000:27", "pci0000:37", "pci0000:5a",
                     "pci0000:97", "pci0000:a8", "pci0000:b7", "pci0000:d7"],
-      "numaNodes": [0, 0, 0, 0, 1, 1, 1, 1]
+      "numaNodes": [0, 0, 0, 0, 1, 1, 1, 1],
+      "moduleIds": [1, 2, 3, 4, 5, 6, 7, 8]
     }
+  ],
+  "fabricPartitions": [
+    {"id": 0, "moduleIds": [1, 2, 3, 4, 5, 6, 7, 8]},
+    {"id": 1, "moduleIds": [1, 2, 3, 4]}, {"id": 2, "moduleIds": [5, 6, 7, 8]},
+    {"id": 3, "moduleIds": [1, 2]}, {"id": 4, "moduleIds": [3, 4]},
+    {"id": 5, "moduleIds": [5, 6]}, {"id": 6, "moduleIds": [7, 8]},
+    {"id": 7, "moduleIds": [1]}, {"id": 8, "moduleIds": [2]}, {"id": 9, "moduleIds": [3]},
+    {"id": 10, "moduleIds": [4]}, {"id": 11, "moduleIds": [5]}, {"id": 12, "moduleIds": [6]},
+    {"id": 13, "moduleIds": [7]}, {"id": 14, "moduleIds": [8]}
   ]
 })json";
 

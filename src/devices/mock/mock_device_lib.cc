@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "devices/mock/mock_driver_install.h"
+#include "devices/mock/mock_fabric_manager.h"
 #include "devices/mock/mock_mig_devices.h"
 #include "devices/mock/mock_pci_sysfs.h"
 #include "devices/nvcaps.h"
@@ -106,6 +107,11 @@ int MockDeviceLib::MigCiCapMinor(int gpu_minor, int gi, int ci) { return MigGiCa
 
 MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, std::string host_root, XidPolicy xids)
     : profile_(std::move(profile)), dir_(root), root_(root, host_root.empty() ? root : host_root), xids_(std::move(xids)) {}
+
+Result<std::unique_ptr<FabricManager>> MockDeviceLib::OpenFabricManager() {
+  if (profile_.fabric_partitions.empty()) return std::unique_ptr<FabricManager>();
+  return std::unique_ptr<FabricManager>(std::make_unique<MockFabricManager>(profile_.fabric_partitions, dir_));
+}
 
 Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile, const std::string& root,
                                                              XidPolicy xids, const std::string& host_root) {

@@ -12,6 +12,7 @@
 //   health-events          lines "<device> <xid>|lost|unmonitored" to inject
 //   state/control.log      one line per GpuControl call
 //   state/mig.json         MIG mode and the MIG devices dynamic MIG created (mock_mig_devices.h)
+//   state/fabric-manager.* the active Fabric Manager partitions (mock_fabric_manager.h)
 //   control-failures       GPU UUIDs (or "*") whose GpuControl calls fail, to inject
 //   the driver's user-space files, DRM nodes and a recording nvidia-cdi-hook
 //   (mock_driver_install.h)
@@ -41,6 +42,8 @@ class MockDeviceLib final : public DeviceLib {
   Result<NodeInventory> Discover() override;
   GpuControl& control() override { return *control_; }
   PciDriverControl& pci() override { return *pci_; }
+  // The profile's partitions (mock_fabric_manager.h); none: no fabric.
+  Result<std::unique_ptr<FabricManager>> OpenFabricManager() override;
   std::unique_ptr<DeviceHealthSource> NewHealthSource() override;
   const DriverRoot& driver_root() const override { return root_; }
   std::string proc_devices_path() const override;

@@ -86,7 +86,7 @@ struct GpuGroup {
   int count = 1;
   GpuInfo base;
   std::vector<std::string> buses, roots, uuids;
-  std::vector<int> numa_nodes;
+  std::vector<int> numa_nodes, module_ids;
   std::vector<MigDeviceInfo> migs;
 };
 
@@ -123,7 +123,7 @@ Status ParseGpuAttributes(const json& gj, const std::string& gwhere, GpuInfo& ba
 Result<GpuGroup> ParseGpuGroup(const json& gj, const std::string& gwhere, const NodeInventory& inv) {
   NVDRA_RETURN_IF_ERROR(CheckKeys(gj, {"count", "productName", "brand", "architecture", "cudaComputeCapability",
                                         "memoryBytes", "addressingMode", "pciBusIds", "pcieRoots", "numaNodes",
-                                        "uuids", "migEnabled", "migDevices", "migProfiles"}, gwhere));
+                                        "uuids", "migEnabled", "migDevices", "migProfiles", "moduleIds"}, gwhere));
   GpuGroup g;
   NVDRA_RETURN_IF_ERROR(Get(gj, "count", g.count, false, gwhere));
   if (g.count < 1 || g.count > 64) return InvalidArgument(gwhere + ": count must be 1..64");
@@ -135,6 +135,13 @@ Result<GpuGroup> ParseGpuGroup(const json& gj, const std::string& gwhere, const 
   NVDRA_RETURN_IF_ERROR(Get(gj, "pcieRoots", g.roots, false, gwhere));
   NVDRA_RETURN_IF_ERROR(Get(gj, "uuids", g.uuids, false, gwhere));
   NVDRA_RETURN_IF_ERROR(Get(gj, "numaNodes", g.numa_nodes, false, gwhere));
+  NVDRA_RETURN_IF_ERROR(Get(gj, "moduleIds", g.module_ids, false, gwhere));
+  if (!g.module_ids.empty() && static_cast<int>(g.module_ids.size()) != g.count) {
+    return InvalidArgument(gwhere + ": moduleIds need one entry per GPU (count " + std::to_string(g.count) + ")");
+  }
+  for (int m : g.module_ids) {
+    if (m <= 0) return InvalidArgument(gwhere + ": module ids must be positive (0 is no module id)");
+  }
   for (auto* list : {&g.buses, &g.roots, &g.uuids}) {
     if (!list->empty() && static_cast<int>(list->size()) != g.count) {
       return InvalidArgument(gwhere + ": pciBusIds, pcieRoots, numaNodes and uuids need one entry per GPU (count " +
@@ -177,6 +184,7 @@ void AddGpus(const GpuGroup& group, const std::string& name, int& minor, NodeInv
     g.pci_bus_id = group.buses.empty() ? std::string(bus) : group.buses[k];
     if (!group.roots.empty()) g.pcie_root = group.roots[k];
     if (!group.numa_nodes.empty() && group.numa_nodes[k] >= 0) g.numa_node = group.numa_nodes[k];
+    if (!group.module_ids.empty()) g.module_id = group.module_ids[k];
     for (const auto& mt : group.migs) {
       MigDeviceInfo m = mt;
       m.parent_minor = minor;
@@ -194,13 +202,38 @@ void AddGpus(const GpuGroup& group, const std::string& name, int& minor, NodeInv
 Status CheckDistinctGpus(const NodeInventory& inv, const std::string& where) {
   for (size_t a = 0; a < inv.gpus.size(); ++a) {
     for (size_t b = 0; b < a; ++b) {
-      if (inv.gpus[a].pci_bus_id == inv.gpus[b].pci_bus_id || inv.gpus[a].uuid == inv.gpus[b].uuid) {
+      const GpuInfo &x = inv.gpus[a], &y = inv.gpus[b];
+      if (x.pci_bus_id == y.pci_bus_id || x.uuid == y.uuid || (x.module_id && x.module_id == y.module_id)) {
         return InvalidArgument(where + ": GPUs " + std::to_string(b) + " and " + std::to_string(a) +
-                               " share a PCI bus id or UUID");
+                               " share a PCI bus id, UUID or module id");
       }
     }
   }
   return Status::Ok();
+}
+
+// "fabricPartitions": [{"id": 0, "moduleIds": [1, 2]}, ...], each module id
+// one of the profile's GPUs.
+Status ParseFabricPartitions(const json& j, const std::string& where, MockProfile& p) {
+  if (!j.contains("fabricPartitions")) return Status::Ok();
+  if (!j["fabricPartitions"].is_array()) return InvalidArgument(where + ": \"fabricPartitions\" must be a list");
+  for (size_t i = 0; i < j["fabricPartitions"].size(); ++i) {
+    const json& pj = j["fabricPartitions"][i];
+    const std::string pwhere = where + " fabricPartitions[" + std::to_string(i) + "]";
+    NVDRA_RETURN_IF_ERROR(CheckKeys(pj, {"id", "moduleIds"}, pwhere));
+    FabricPartition part;
+    std::vector<int> modules;
+    NVDRA_RETURN_IF_ERROR(Get(pj, "id", part.id, true, pwhere));
+    NVDRA_RETURN_IF_ERROR(Get(pj, "moduleIds", modules, true, pwhere));
+    for (int m : modules) {
+      const GpuInfo* gpu = nullptr;
+      for (const auto& g : p.inventory.gpus) gpu = g.module_id == m ? &g : gpu;
+      if (gpu == nullptr) return InvalidArgument(pwhere + ": no GPU has module id " + std::to_string(m));
+      part.gpus.push_back({m, gpu->uuid, gpu->pci_bus_id});
+    }
+    p.fabric_partitions.push_back(std::move(part));
+  }
+  return ValidateFabricPartitions(p.fabric_partitions).Wrap(where);
 }
 
 }  // namespace
@@ -213,7 +246,8 @@ Result<MockProfile> ParseMockProfile(const std::string& json_text, const std::st
     return InvalidArgument("mock hardware profile " + name + " is not valid JSON: " + e.what());
   }
   const std::string where = "mock hardware profile " + name;
-  NVDRA_RETURN_IF_ERROR(CheckKeys(j, {"driverVersion", "cudaDriverVersion", "clique", "imexChannels", "gpus"}, where));
+  NVDRA_RETURN_IF_ERROR(CheckKeys(j, {"driverVersion", "cudaDriverVersion", "clique", "imexChannels", "gpus",
+                                       "fabricPartitions"}, where));
   MockProfile p;
   p.name = name;
   NodeInventory& inv = p.inventory;
@@ -231,6 +265,7 @@ Result<MockProfile> ParseMockProfile(const std::string& json_text, const std::st
     AddGpus(group, name, minor, inv);
   }
   NVDRA_RETURN_IF_ERROR(CheckDistinctGpus(inv, where));
+  NVDRA_RETURN_IF_ERROR(ParseFabricPartitions(j, where, p));
   return p;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "devices/device_info.h"
+#include "devices/fabric_manager.h"
 #include "util/status.h"
 
 namespace nvdra::devices {
@@ -15,6 +16,10 @@ struct MockProfile {
   std::string name;
   NodeInventory inventory;  // fully expanded: minors, UUIDs, bus ids filled in
   int imex_channels = 0;    // channel nodes created in the fake dev root
+  // The partitions the mock Fabric Manager offers (mock_fabric_manager.h);
+  // each GPU's uuid and bus id filled in from its module id. Empty: the
+  // node has no NVSwitch fabric.
+  std::vector<FabricPartition> fabric_partitions;
 };
 
 // Names of the built-in profiles ("a100-mig", "dynamic-mig", "gb200x4", "h100x8").

@@ -219,6 +219,7 @@ struct NvmlApi {
   // Persistence mode (nvmlEnableState_t: 0 disabled, 1 enabled).
   nvmlReturn_t (*DeviceGetPersistenceMode)(nvmlDevice_t, int*);
   nvmlReturn_t (*DeviceSetPersistenceMode)(nvmlDevice_t, int);
+  nvmlReturn_t (*DeviceGetModuleId)(nvmlDevice_t, unsigned int*);
 };
 
 }  // namespace nvdra::devices

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "devices/nvcaps.h"
+#include "devices/nvml/nvfm_fabric_manager.h"
 #include "devices/nvml/nvml_gpu_control.h"
 #include "devices/nvidia_smi_control.h"
 #include "devices/pcie_root.h"
@@ -112,6 +113,29 @@ NvmlDeviceLib::NvmlDeviceLib(DriverRoot root, std::unique_ptr<NvmlLibrary> lib, 
   control_ = std::make_unique<NvmlGpuControl>(
       lib_.get(), std::make_unique<NvidiaSmiControl>(smi.ok() ? *smi : root_.container_root() + "/usr/bin/nvidia-smi",
                                                      lib_->path()));
+}
+
+Result<std::unique_ptr<FabricManager>> NvmlDeviceLib::OpenFabricManager() {
+  // /proc/driver and /sys/class are the kernel's, the same in any container.
+  auto fabric = HasFabricManagerFabric("/proc", options_.sysfs_root);
+  if (!fabric.ok()) return fabric.status().Wrap("FabricManagerPartitioning enabled but fabric detection failed");
+  if (!*fabric) {
+    NVDRA_INFO("FabricManagerPartitioning enabled but no NVSwitch/NVLink5 fabric detected on this node; "
+               "skipping Fabric Manager");
+    return std::unique_ptr<FabricManager>();
+  }
+  auto path = root_.FindLibrary("libnvfm.so");
+  if (!path.ok()) path = root_.FindLibrary("libnvfm.so.1");
+  if (!path.ok()) {
+    return FailedPrecondition("FabricManagerPartitioning enabled but fabric manager library not found: " +
+                              path.status().message());
+  }
+  auto fm = NvfmFabricManager::Load(*path, NvfmConnectOptionsFromEnv(root_.container_root(), ::getenv));
+  if (!fm.ok()) {
+    return fm.status().Wrap("FabricManagerPartitioning enabled but Fabric Manager could not be opened");
+  }
+  NVDRA_INFO("Fabric Manager library {} loaded; FM partition attributes enabled", *path);
+  return std::unique_ptr<FabricManager>(std::move(fm).value());
 }
 
 std::string NvmlDeviceLib::capabilities_dir() const {
@@ -220,6 +244,11 @@ Result<GpuInfo> NvmlDeviceLib::DiscoverGpu(nvmlDevice_t dev, const std::string& 
       static const char* kModes[] = {"None", "HMM", "ATS"};
       if (mode.value < 3) g.addressing_mode = kModes[mode.value];
     }
+  }
+  // Fabric Manager names GPUs by it; 0 is no module id, as upstream reads it.
+  if (unsigned module = 0; a.DeviceGetModuleId != nullptr && a.DeviceGetModuleId(dev, &module) == NVML_SUCCESS &&
+                           module != 0) {
+    g.module_id = static_cast<int>(module);
   }
   unsigned current = 0, pending = 0;
   rc = a.DeviceGetMigMode(dev, &current, &pending);

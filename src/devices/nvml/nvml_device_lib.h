@@ -31,6 +31,9 @@ class NvmlDeviceLib final : public DeviceLib {
   Result<NodeInventory> Discover() override EXCLUDES(mu_);
   GpuControl& control() override { return *control_; }
   PciDriverControl& pci() override { return *pci_; }
+  // libnvfm.so from the driver root, where the node has an NVSwitch fabric
+  // (nvfm_fabric_manager.h).
+  Result<std::unique_ptr<FabricManager>> OpenFabricManager() override;
   std::unique_ptr<DeviceHealthSource> NewHealthSource() override;
   const DriverRoot& driver_root() const override { return root_; }
   std::string proc_devices_path() const override { return proc_devices_; }

@@ -28,7 +28,7 @@ json BaseConfig() {
     "devices": [
       {"minor": 0, "uuid": "GPU-11111111-2222-3333-4444-555555555555", "name": "NVIDIA H100 80GB HBM3",
        "brand": 14, "arch": 9, "cc": [9, 0], "busId": "00000000:3B:00.0", "memoryTotal": 85520809984,
-       "addressingMode": 1, "migMode": 0,
+       "addressingMode": 1, "migMode": 0, "moduleId": 3,
        "fabric": {"clusterUuid": "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90", "cliqueId": 7, "state": 3, "status": 0}},
       {"minor": 1, "uuid": "GPU-66666666-2222-3333-4444-555555555555", "name": "NVIDIA H100 80GB HBM3",
        "brand": 14, "arch": 9, "cc": [9, 0], "busId": "00000000:1A:00.0", "memoryTotal": 85520809984,
@@ -109,12 +109,14 @@ TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {
   EXPECT_EQ(g0.numa_node, std::optional<int>(1));
   EXPECT_EQ(g0.memory_bytes, std::optional<uint64_t>(85520809984ULL));
   EXPECT_EQ(g0.addressing_mode, std::optional<std::string>("HMM"));
+  EXPECT_EQ(g0.module_id, std::optional<int>(3));
   EXPECT_FALSE(g0.mig_enabled);
   const GpuInfo& g1 = inv->gpus[1];
   EXPECT_TRUE(g1.mig_enabled);
   EXPECT_FALSE(g1.pcie_root.has_value());
   EXPECT_FALSE(g1.numa_node.has_value());
   EXPECT_FALSE(g1.addressing_mode.has_value());
+  EXPECT_FALSE(g1.module_id.has_value());  // NOT_SUPPORTED: no module id
   ASSERT_EQ(g1.migs.size(), 2u);
   // Sorted by GI id.
   const MigDeviceInfo& big = g1.migs[0];

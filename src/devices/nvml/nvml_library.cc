@@ -68,6 +68,7 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   resolve(a.DeviceGetAddressingMode, "nvmlDeviceGetAddressingMode", false);
   resolve(a.DeviceGetPersistenceMode, "nvmlDeviceGetPersistenceMode", false);
   resolve(a.DeviceSetPersistenceMode, "nvmlDeviceSetPersistenceMode", false);
+  resolve(a.DeviceGetModuleId, "nvmlDeviceGetModuleId", false);
   if (!missing.empty()) {
     return FailedPrecondition("NVML library " + path + " lacks required symbols: " + missing +
                               " (driver too old, or not libnvidia-ml)");

@@ -271,6 +271,14 @@ nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t d, nvmlDeviceAddressingMod
   return NVML_SUCCESS;
 }
 
+nvmlReturn_t nvmlDeviceGetModuleId(nvmlDevice_t d, unsigned int* module) {
+  FAKE_CHECK("nvmlDeviceGetModuleId");
+  if (!Dev(d) || module == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!Dev(d)->spec.contains("moduleId")) return NVML_ERROR_NOT_SUPPORTED;
+  *module = Dev(d)->spec["moduleId"].get<unsigned>();
+  return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t d, nvmlGpuFabricInfo_t* f) {
   FAKE_CHECK("nvmlDeviceGetGpuFabricInfo");
   if (!Dev(d)) return NVML_ERROR_INVALID_ARGUMENT;
