@@ -149,8 +149,7 @@ Status FeatureGates::Validate() const {
 }
 
 Status FeatureGates::RefuseUnimplemented() const {
-  static constexpr Gate kNotYet[] = {Gate::kPassthroughSupport, Gate::kDeviceMetadata,
-                                     Gate::kFabricManagerPartitioning};
+  static constexpr Gate kNotYet[] = {Gate::kPassthroughSupport, Gate::kFabricManagerPartitioning};
   std::string names;
   size_t count = 0;
   for (Gate g : kNotYet) {

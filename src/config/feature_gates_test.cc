@@ -94,7 +94,7 @@ TEST(FeatureGatesTest, UnimplementedGatesAreRefusedByName) {
   auto dynamic_mig = FeatureGates::Parse("DynamicMIG=true,DRAListTypeAttributes=true,HostManagedIMEXDaemon=true");
   ASSERT_TRUE(dynamic_mig.ok());
   EXPECT_TRUE(dynamic_mig->RefuseUnimplemented().ok());
-  for (const char* name : {"PassthroughSupport", "DeviceMetadata", "FabricManagerPartitioning"}) {
+  for (const char* name : {"PassthroughSupport", "FabricManagerPartitioning"}) {
     auto g = FeatureGates::Parse(std::string(name) + "=true");
     ASSERT_TRUE(g.ok()) << name;
     Status st = g->RefuseUnimplemented();
@@ -103,11 +103,16 @@ TEST(FeatureGatesTest, UnimplementedGatesAreRefusedByName) {
                                 " is not implemented by nvdra yet; disable it (nvdra refuses to start rather than "
                                 "run without what a gate promises)");
   }
-  auto two = FeatureGates::Parse("DeviceMetadata=true,PassthroughSupport=true");
+  // DeviceMetadata is implemented; it starts once PassthroughSupport, which
+  // it requires, does.
+  auto metadata = FeatureGates::Parse("DeviceMetadata=true");
+  ASSERT_TRUE(metadata.ok());
+  EXPECT_TRUE(metadata->RefuseUnimplemented().ok());
+  auto two = FeatureGates::Parse("FabricManagerPartitioning=true,PassthroughSupport=true");
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(two->RefuseUnimplemented().message(),
-            "feature gates PassthroughSupport, DeviceMetadata are not implemented by nvdra yet; disable them "
-            "(nvdra refuses to start rather than run without what a gate promises)");
+            "feature gates PassthroughSupport, FabricManagerPartitioning are not implemented by nvdra yet; disable "
+            "them (nvdra refuses to start rather than run without what a gate promises)");
   auto all_alpha = FeatureGates::Parse("AllAlpha=true");
   ASSERT_TRUE(all_alpha.ok());
   EXPECT_FALSE(all_alpha->RefuseUnimplemented().ok()) << "AllAlpha switches the unimplemented ones on too";
