@@ -73,7 +73,7 @@ class FeatureGates {
   Status Validate() const;
 
   // Gates nvdra parses but does not implement yet (upstream's
-  // PassthroughSupport, DeviceMetadata):
+  // none today):
   // FailedPrecondition naming every one enabled, so a plugin refuses to
   // start instead of running without what the gate promises.
   Status RefuseUnimplemented() const;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct ClaimSnapshot {
   std::vector<model::AllocationResult> results;  // all drivers
   std::vector<config::ClaimConfig> configs;      // allocation configs, class ones first
   std::vector<std::string> consumers;            // status.reservedFor UIDs
+  // The resource.kubernetes.io/pod-claim-name annotation: the pod's name
+  // for a claim made from a ResourceClaimTemplate (device metadata files
+  // are found by it inside the container).
+  std::optional<std::string> pod_claim_name;
 };
 
 class ClaimSource {

@@ -147,6 +147,15 @@ class ClaimKind {
   // API server) and never fails on a record it cannot decode: that is
   // logged and skipped. `claim_uid` is for log lines.
   virtual Status Unprepare(const std::string& claim_uid, const nlohmann::json& undo) = 0;
+
+  // Whether this kind's claims get device metadata files (KEP-5304) while
+  // the DeviceMetadata gate is on.
+  virtual bool HasDeviceMetadata() const { return false; }
+  // The attributes `device` carries in its claim's device metadata file
+  // (DeviceMetadata gate, KEP-5304), in ResourceSlice form; empty: none.
+  virtual std::map<std::string, model::AttributeValue> MetadataAttributes(const std::string& device) const {
+    return {};
+  }
 };
 
 // For a kind's Unprepare: true (after one warning naming the claim) when its

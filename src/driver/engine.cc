@@ -6,6 +6,7 @@
 #include "ledger/claim_transitions.h"
 
 #include "util/failpoint.h"
+#include "util/file_util.h"
 #include "util/log.h"
 
 namespace nvdra::driver {
@@ -117,8 +118,8 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
     NVDRA_ASSIGN_OR_RETURN(auto recorded, ledger_.Get(ref.uid));
     if (recorded && recorded->state == ledger::ClaimState::kPrepareCompleted && !recorded->from_earlier_boot &&
         !recorded->allocation.empty() && recorded->ns == ref.ns && recorded->name == ref.name &&
-        !(recorded->undo.is_object() && recorded->undo.contains("rebuilt"))) {
-      return AlreadyPrepared(*recorded);
+        !(recorded->undo.is_object() && recorded->undo.contains("rebuilt")) && MetadataPresent(*recorded)) {
+      return AlreadyPrepared(*recorded, nullptr);
     }
   }
   NVDRA_ASSIGN_OR_RETURN(ClaimSnapshot snap, FetchClaim(ref, deadline));
@@ -131,7 +132,7 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
     // Prepare must return the recorded devices even when, say, the
     // ComputeDomain's daemon is restarting or a feature gate changed since.
     NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(ref.uid, deadline));
-    NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work));
+    NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work, snap));
     if (recorded) return std::move(*recorded);
   }
   // Configs, plan and readiness write nothing, so they run without the
@@ -150,15 +151,15 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
     lock.emplace(std::move(*locked));
   }
   // Another Prepare of this claim may have completed it while we planned.
-  NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work));
+  NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work, snap));
   if (recorded) return std::move(*recorded);
   NVDRA_RETURN_IF_ERROR(CheckDeadline(deadline, "recording the claim"));
   NVDRA_ASSIGN_OR_RETURN(ledger::BeginResult begin, Begin(work, plan, snap));
-  if (begin.outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(begin.entry);
+  if (begin.outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(begin.entry, &snap);
   if (begin.outcome == ledger::BeginOutcome::kRedoAfterReboot) {
     NVDRA_INFO("Claim {} was prepared before the node rebooted; redoing its node-side work", ref.ToString());
   }
-  return PrepareDevices(work, plan, begin.entry.attempt, lock);
+  return PrepareDevices(work, plan, snap, begin.entry.attempt, lock);
 }
 
 Result<Engine::ClaimLock> Engine::LockClaim(const std::string& uid, Steady::time_point deadline) {
@@ -206,7 +207,7 @@ Result<ClaimWork> Engine::OurResults(const model::ClaimRef& ref, const ClaimSnap
   return work;
 }
 
-Result<std::optional<Engine::Devices>> Engine::CompletedThisBoot(const ClaimWork& work) {
+Result<std::optional<Engine::Devices>> Engine::CompletedThisBoot(const ClaimWork& work, const ClaimSnapshot& snap) {
   NVDRA_ASSIGN_OR_RETURN(auto recorded, ledger_.Get(work.uid));
   if (!recorded || recorded->state != ledger::ClaimState::kPrepareCompleted || recorded->from_earlier_boot ||
       !ledger::SameAllocation(recorded->allocation, work.results)) {
@@ -217,7 +218,7 @@ Result<std::optional<Engine::Devices>> Engine::CompletedThisBoot(const ClaimWork
     // Prepare that carries it, so the reconciler can look the claim up.
     NVDRA_RETURN_IF_ERROR(ledger_.AdoptName(work.uid, work.ns, work.name));
   }
-  NVDRA_ASSIGN_OR_RETURN(Devices devices, AlreadyPrepared(*recorded));
+  NVDRA_ASSIGN_OR_RETURN(Devices devices, AlreadyPrepared(*recorded, &snap));
   return std::optional<Devices>(std::move(devices));
 }
 
@@ -259,7 +260,7 @@ Result<ledger::BeginResult> Engine::Begin(const ClaimWork& work, const ClaimPlan
 }
 
 // Steps 5-7: the device work, the CDI spec, PrepareCompleted.
-Result<Engine::Devices> Engine::PrepareDevices(const ClaimWork& work, const ClaimPlan& plan,
+Result<Engine::Devices> Engine::PrepareDevices(const ClaimWork& work, const ClaimPlan& plan, const ClaimSnapshot& snap,
                                                const std::string& attempt, std::optional<ClaimLock>& lock) {
   std::optional<PreparedClaim> prepared;
   {
@@ -274,6 +275,10 @@ Result<Engine::Devices> Engine::PrepareDevices(const ClaimWork& work, const Clai
     NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(work.uid, output.spec).Wrap("unable to create CDI spec file for claim"));
   }
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-cdi-write"));
+  if (options_.metadata != nullptr && options_.gates.Enabled(config::Gate::kDeviceMetadata)) {
+    NVDRA_RETURN_IF_ERROR(WriteMetadata(snap, work.results, &output.devices));
+    NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-metadata-write"));
+  }
   auto timer = Time(metrics::PrepareStep::kLedgerComplete);
   NVDRA_RETURN_IF_ERROR(ledger_.CompletePrepare(work.uid, output.devices, std::move(prepared->undo), attempt));
   return std::move(output.devices);
@@ -298,7 +303,7 @@ Status Engine::AwaitWithoutLocks(const ClaimWork& work, const nlohmann::json& un
   return Status::Ok();
 }
 
-Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry) {
+Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry, const ClaimSnapshot* snap) {
   // Idempotent: same devices, nothing durable changes; only re-ensure the
   // CDI spec (tmpfs may have lost it), rebuilt from the undo record the way
   // the first Prepare built it.
@@ -310,9 +315,113 @@ Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry)
   if (!output.spec.devices.empty()) {
     NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(entry.uid, output.spec).Wrap("write CDI spec"));
   }
+  // The recorded devices say whether the claim has metadata (the gate may
+  // have changed since): the answer stays the recorded one either way.
+  const bool has_metadata =
+      options_.metadata != nullptr &&
+      std::any_of(entry.prepared.begin(), entry.prepared.end(), [this](const model::PreparedDevice& d) {
+        return std::any_of(d.cdi_device_ids.begin(), d.cdi_device_ids.end(),
+                           [this](const std::string& id) { return options_.metadata->IsDeviceId(id); });
+      });
+  if (has_metadata && snap != nullptr) NVDRA_RETURN_IF_ERROR(WriteMetadata(*snap, entry.allocation, nullptr));
   NVDRA_VLOG(2, "Prepare of claim {} already completed; returning the recorded devices",
              model::ClaimRef{entry.ns, entry.uid, entry.name}.ToString());
   return entry.prepared;
+}
+
+Status Engine::WriteMetadata(const ClaimSnapshot& snap, const std::vector<model::AllocationResult>& results,
+                             Devices* devices) const {
+  MetadataClaim claim{snap.uid, snap.ns, snap.name, snap.pod_claim_name};
+  // Requests in the order of their first result, with their devices.
+  std::vector<std::pair<std::string, std::vector<MetadataDevice>>> requests;
+  for (const auto& r : results) {
+    auto it = std::find_if(requests.begin(), requests.end(), [&](const auto& q) { return q.first == r.request; });
+    if (it == requests.end()) it = requests.insert(requests.end(), {r.request, {}});
+    it->second.push_back({r.pool, r.device, kind_.MetadataAttributes(r.device)});
+  }
+  for (const auto& [request, devs] : requests) {
+    auto id = options_.metadata->Write(claim, request, devs);
+    if (!id.ok()) return id.status().Wrap("unable to write device metadata for request " + request);
+    if (devices == nullptr) continue;
+    // As upstream: the id goes to the request's first device only; one
+    // mount per container is enough.
+    const std::string base = BaseRequest(request);
+    for (size_t i = 0; i < results.size() && i < devices->size(); ++i) {
+      if (BaseRequest(results[i].request) != base) continue;
+      auto& ids = (*devices)[i].cdi_device_ids;
+      if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+bool Engine::MetadataPresent(const ledger::ClaimEntry& entry) const {
+  if (options_.metadata == nullptr) return true;
+  const std::string kind_prefix = options_.metadata->driver() + "/metadata=" + entry.uid + "_";
+  for (const auto& d : entry.prepared) {
+    for (const auto& id : d.cdi_device_ids) {
+      if (id.rfind(kind_prefix, 0) != 0) continue;
+      const std::string base = id.substr(kind_prefix.size());
+      if (!PathExists(options_.metadata->SpecPath(entry.uid, base)) ||
+          !PathExists(options_.metadata->FilePath(entry.ns, entry.name, base))) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+Status Engine::RemoveMetadata(const ledger::ClaimEntry& entry) const {
+  if (options_.metadata == nullptr) return Status::Ok();
+  // An entry rebuilt from a CDI spec or imported from the Go driver's
+  // checkpoint may lack its name or allocation: then the directories are
+  // searched for the claim's UID.
+  if (entry.name.empty() || entry.allocation.empty()) {
+    return options_.metadata->RemoveAllOf(entry.uid).Wrap("remove device metadata");
+  }
+  std::set<std::string> bases;
+  for (const auto& a : entry.allocation) bases.insert(BaseRequest(a.request));
+  for (const auto& d : entry.prepared) {
+    for (const auto& r : d.requests) bases.insert(BaseRequest(r));
+  }
+  return options_.metadata->Remove(entry.uid, entry.ns, entry.name, bases).Wrap("remove device metadata");
+}
+
+int Engine::SweepOrphanMetadata(const std::set<std::string>& live, int* errors) {
+  if (options_.metadata == nullptr) return 0;
+  std::vector<std::string> stale;
+  auto uids = options_.metadata->ListUids(&stale);
+  if (!uids.ok()) {
+    NVDRA_WARN("reconcile: list device metadata: {}", uids.status().message());
+    (*errors)++;
+    return 0;
+  }
+  int removed = 0;
+  for (const auto& uid : *uids) {
+    if (live.count(uid)) continue;
+    // Check and delete as one step against every process, as for the
+    // claim's CDI spec: a claim being prepared is not an orphan.
+    auto claim_lock = locks_.Lock(uid);
+    auto op_lock = op_locks_.TryAcquire(uid);
+    if (!op_lock.ok() || !op_lock->has_value()) continue;
+    auto entry = ledger_.Get(uid);
+    if (!entry.ok() || (entry->has_value() && ledger::HoldsResources((*entry)->state))) continue;
+    Status s = options_.metadata->RemoveAllOf(uid);
+    if (!s.ok()) {
+      NVDRA_WARN("reconcile: remove device metadata of claim {}: {}", uid, s.message());
+      (*errors)++;
+      continue;
+    }
+    NVDRA_INFO("removed orphan device metadata of claim {} (no live ledger entry)", uid);
+    removed++;
+  }
+  // A request directory whose file never got written (a crash between its
+  // mkdir and the rename), long enough ago that no write is in flight.
+  for (const auto& dir : stale) {
+    if (!options_.metadata->RemoveRequestDir(dir).ok()) (*errors)++;
+  }
+  return removed;
 }
 
 Status Engine::RefuseHeldElsewhere(const std::vector<std::string>& held, const std::string& self_uid) {
@@ -389,6 +498,8 @@ Status Engine::UnprepareLocked(const ledger::ClaimEntry& entry) {
   NVDRA_RETURN_IF_ERROR(kind_.Unprepare(entry.uid, entry.undo));
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-device-unprepare"));
   NVDRA_RETURN_IF_ERROR(cdi_.RemoveClaimSpec(entry.uid).Wrap("remove CDI spec"));
+  NVDRA_RETURN_IF_ERROR(RemoveMetadata(entry));
+  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-metadata-remove"));
   return ledger_.FinishUnprepare(entry.uid);
 }
 
@@ -533,6 +644,7 @@ int Engine::SweepOrphanSpecs(const std::set<std::string>& live, int* errors) {
       removed++;
     }
   }
+  removed += SweepOrphanMetadata(live, errors);
   // Then temp files a crashed write left behind. The ledger records a claim
   // before its spec is written, so a write in flight belongs to a claim the
   // ledger knows (in any state): its files stay. The specs left are those of

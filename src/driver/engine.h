@@ -23,6 +23,7 @@
 #include "driver/claim_decision.h"
 #include "driver/claim_source.h"
 #include "driver/device_kind.h"
+#include "driver/device_metadata_files.h"
 #include "kubelet/claim_engine.h"
 #include "ledger/claim_ledger.h"
 #include "ledger/claim_locks.h"
@@ -42,6 +43,11 @@ struct EngineOptions {
   // device not on this node), e.g. to post an Event on the ResourceClaim.
   std::function<void(const model::ClaimRef&, const std::string& message)> on_permanent_failure;
   const Clock* clock = &SystemClock::Get();
+  // The device metadata files (KEP-5304). Written only with the
+  // DeviceMetadata gate on, removed whatever the gates say (a claim prepared
+  // while the gate was on may be unprepared after it went off). Null: the
+  // kind has none. Must outlive the engine.
+  const DeviceMetadataFiles* metadata = nullptr;
 };
 
 // What the claim's containers get, derived from a kind's ClaimEdits.
@@ -111,7 +117,7 @@ class Engine final : public kubelet::ClaimEngine {
   Result<ClaimWork> OurResults(const model::ClaimRef& ref, const ClaimSnapshot& snap) const;
   // The recorded devices when the claim was completed in this boot with the
   // same allocation; nullopt otherwise.
-  Result<std::optional<Devices>> CompletedThisBoot(const ClaimWork& work);
+  Result<std::optional<Devices>> CompletedThisBoot(const ClaimWork& work, const ClaimSnapshot& snap);
   Result<ClaimPlan> PlanClaim(ClaimWork& work, const ClaimSnapshot& snap);
   Result<ledger::BeginResult> Begin(const ClaimWork& work, const ClaimPlan& plan, const ClaimSnapshot& snap);
   // `attempt`: the BeginPrepare's, so that the completion is refused when
@@ -119,14 +125,30 @@ class Engine final : public kubelet::ClaimEngine {
   // `lock` is released during the kind's AwaitReady, if it asks for one, and
   // taken again before the CDI write.
   struct ClaimLock;
-  Result<Devices> PrepareDevices(const ClaimWork& work, const ClaimPlan& plan, const std::string& attempt,
-                                 std::optional<ClaimLock>& lock);
+  Result<Devices> PrepareDevices(const ClaimWork& work, const ClaimPlan& plan, const ClaimSnapshot& snap,
+                                 const std::string& attempt, std::optional<ClaimLock>& lock);
   // The wait for readiness without the claim's locks, then the locks again
   // and the check that the claim is still ours to complete.
   Status AwaitWithoutLocks(const ClaimWork& work, const nlohmann::json& undo, const std::string& attempt,
                            std::optional<ClaimLock>& lock);
-  // The answer to a Prepare of a claim completed in this boot.
-  Result<Devices> AlreadyPrepared(const ledger::ClaimEntry& entry);
+  // The answer to a Prepare of a claim completed in this boot. With the
+  // claim as the API server has it (`snap`), its device metadata files are
+  // written again too.
+  Result<Devices> AlreadyPrepared(const ledger::ClaimEntry& entry, const ClaimSnapshot* snap);
+
+  // Device metadata (device_metadata_files.h), between the CDI spec and
+  // PrepareCompleted: the PrepareStarted entry already names the claim and
+  // its allocation, from which Unprepare finds the files again. Adds each
+  // request's CDI id to its first device of `devices` (one per result, in
+  // order); null `devices` only writes the files again.
+  Status WriteMetadata(const ClaimSnapshot& snap, const std::vector<model::AllocationResult>& results,
+                       Devices* devices) const;
+  // Whether every metadata file and spec that the recorded devices' CDI ids
+  // name is on disk (the fast path of a repeated Prepare needs no rewrite).
+  bool MetadataPresent(const ledger::ClaimEntry& entry) const;
+  Status RemoveMetadata(const ledger::ClaimEntry& entry) const;
+  // Removes the metadata of claims without a live ledger entry.
+  int SweepOrphanMetadata(const std::set<std::string>& live, int* errors);
 
   Status Unprepare(const model::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
   Status UnprepareLocked(const ledger::ClaimEntry& entry);

@@ -126,7 +126,14 @@ class FakeKind final : public DeviceKind {
     return fail_unprepare;
   }
 
+  std::map<std::string, model::AttributeValue> MetadataAttributes(const std::string& device) const override {
+    auto it = metadata_attributes.find(device);
+    return it == metadata_attributes.end() ? std::map<std::string, model::AttributeValue>{} : it->second;
+  }
+
   std::atomic<int> prepares{0};
+  // What MetadataAttributes answers, by device.
+  std::map<std::string, std::map<std::string, model::AttributeValue>> metadata_attributes;
   std::atomic<int> ready_checks{0};
   Status not_ready;       // what CheckReady returns
   bool may_wait = false;  // what MayWaitUntilReady answers

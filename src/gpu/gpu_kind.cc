@@ -161,6 +161,12 @@ model::PublishedDevice GpuKind::Publish(const GpuDevice& device) const {
   return d;
 }
 
+std::map<std::string, model::AttributeValue> GpuKind::MetadataAttributes(const std::string& device) const {
+  const GpuDevice* d = Find(device);
+  if (d == nullptr || d->type->name() != kDeviceTypeVfio) return {};
+  return Publish(*d).attributes;
+}
+
 std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {
   std::vector<model::PublishedDevice> out;
   for (const auto& [name, d] : devices_) {

@@ -93,6 +93,10 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   Result<driver::ClaimEdits> Edits(const nlohmann::json& undo,
                                    const std::vector<std::string>& prepared_devices) override;
   Status Unprepare(const std::string& claim_uid, const nlohmann::json& undo) override;
+  bool HasDeviceMetadata() const override { return true; }
+  // A passthrough device's published attributes, as upstream; other devices
+  // carry none.
+  std::map<std::string, model::AttributeValue> MetadataAttributes(const std::string& device) const override;
 
   // Publishing port.
   std::vector<model::PublishedDevice> PublishedDevices() const override;

@@ -523,5 +523,68 @@ TEST_F(VfioTypeTest, TheLedgerRefusesThePlainGpuWhileItsTwinIsPrepared) {
   EXPECT_EQ(Driver(*first_), "nvidia");
 }
 
+// DeviceMetadata, through the engine and a real ledger: the passthrough
+// device's metadata file carries its published attributes, a plain GPU's
+// none; Unprepare leaves nothing behind.
+TEST_F(VfioTypeTest, DeviceMetadataCarriesThePassthroughDevicesPublishedAttributes) {
+  ASSERT_TRUE(MakeDirectories(dir_ + "/plugin").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
+  ASSERT_TRUE(cdi_->EnsureRoot().ok());
+  ledger::LedgerOptions lo;
+  lo.dir = dir_ + "/plugin";
+  lo.boot_id_path = dir_ + "/boot_id";
+  auto ledger = ledger::ClaimLedger::Open(lo);
+  ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
+  const std::string uid = "6a1f4b2e-0c3d-4e5f-8a9b-0c1d2e3f4a5b";
+  const std::string plain_name = "gpu-" + std::to_string(inventory_.gpus[1].minor);
+  driver::ClaimSnapshot c;
+  c.uid = uid;
+  c.ns = "default";
+  c.name = "vm-claim";
+  c.allocated = true;
+  c.results = {{"vm", kDriverName, "node-1", "gpu-vfio-0", false, ""},
+               {"plain", kDriverName, "node-1", plain_name, false, ""}};
+  driver::testing::FakeClaimSource claims;
+  claims.Put(c);
+  ASSERT_TRUE(kind_->HasDeviceMetadata());
+  auto gates = config::FeatureGates::Parse("PassthroughSupport=true,DeviceMetadata=true");
+  ASSERT_TRUE(gates.ok());
+  gates_ = *gates;
+  kind_ = MakeKind(inventory_);
+  driver::DeviceMetadataFiles files(kDriverName, dir_ + "/plugin", cdi_->root());
+  driver::EngineOptions eo;
+  eo.node_name = "node-1";
+  eo.gates = gates_;
+  eo.metadata = &files;
+  driver::Engine engine(eo, **ledger, *kind_, claims, *cdi_, nullptr);
+  const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  const model::ClaimRef ref{"default", uid, "vm-claim"};
+  auto r = engine.PrepareClaim(ref, far);
+  ASSERT_EQ(r.status().message(), "");
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ(r->at(0).cdi_device_ids.back(), files.DeviceId(uid, "vm"));
+  EXPECT_EQ(r->at(1).cdi_device_ids.back(), files.DeviceId(uid, "plain"));
+  auto text = ReadFileToString(files.FilePath("default", "vm-claim", "vm"));
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  auto j = nlohmann::json::parse(*text);
+  const auto& dev = j["requests"][0]["devices"][0];
+  EXPECT_EQ(dev["name"], "gpu-vfio-0");
+  model::PublishedDevice published;
+  for (const auto& d : kind_->PublishedDevices()) {
+    if (d.name == "gpu-vfio-0") published = d;
+  }
+  ASSERT_FALSE(published.attributes.empty());
+  ASSERT_TRUE(dev.contains("attributes")) << *text;
+  EXPECT_EQ(dev["attributes"].size(), published.attributes.size());
+  EXPECT_EQ(dev["attributes"]["type"], nlohmann::json({{"string", "vfio"}}));
+  auto plain = ReadFileToString(files.FilePath("default", "vm-claim", "plain"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(nlohmann::json::parse(*plain)["requests"][0]["devices"][0].contains("attributes")) << *plain;
+  ASSERT_EQ(engine.UnprepareClaim(ref, far).message(), "");
+  EXPECT_FALSE(PathExists(files.ClaimDir("default", "vm-claim")));
+  EXPECT_FALSE(PathExists(files.SpecPath(uid, "vm")));
+  EXPECT_FALSE(PathExists(files.SpecPath(uid, "plain")));
+}
+
 }  // namespace
 }  // namespace nvdra::gpu

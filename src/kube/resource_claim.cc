@@ -73,6 +73,13 @@ Status DecodeMetadata(const JsonReader& r, ResourceClaim& c) {
   NVDRA_ASSIGN_OR_RETURN(c.name, meta->OptionalOr<std::string>("name", ""));
   NVDRA_ASSIGN_OR_RETURN(c.uid, meta->OptionalOr<std::string>("uid", ""));
   NVDRA_ASSIGN_OR_RETURN(c.resource_version, meta->OptionalOr<std::string>("resourceVersion", ""));
+  // Best effort: only device metadata reads it, and a malformed annotation
+  // must not keep the claim from being decoded.
+  auto annotations = meta->OptionalObject("annotations");
+  if (annotations.ok() && annotations->has_value()) {
+    auto pod_claim = (*annotations)->Optional<std::string>("resource.kubernetes.io/pod-claim-name");
+    if (pod_claim.ok()) c.pod_claim_name = *pod_claim;
+  }
   return Status::Ok();
 }
 

@@ -48,6 +48,9 @@ struct ResourceClaim {
   std::vector<DeviceRequestAllocationResult> results;
   std::vector<DeviceAllocationConfiguration> configs;
   std::vector<ResourceClaimConsumerReference> reserved_for;
+  // metadata.annotations["resource.kubernetes.io/pod-claim-name"]: set on
+  // claims made from a ResourceClaimTemplate.
+  std::optional<std::string> pod_claim_name;
   // status as raw JSON text, byte-exact as received ("" when absent).
   std::string status_json;
 

@@ -55,6 +55,23 @@ TEST_P(ClaimFixtureTest, DecodesEveryField) {
 
 INSTANTIATE_TEST_SUITE_P(Versions, ClaimFixtureTest, ::testing::Values("v1", "v1beta2", "v1beta1"));
 
+// A claim made from a ResourceClaimTemplate names the pod's entry in an
+// annotation (device metadata files are found by it); a malformed one is
+// ignored rather than failing the claim.
+TEST(ResourceClaimTest, PodClaimNameFromTheAnnotation) {
+  auto with = DecodeResourceClaim(R"({"metadata":{"name":"pod-gpu-x7","namespace":"n","uid":"u",
+    "annotations":{"resource.kubernetes.io/pod-claim-name":"gpu","other":"x"}}})");
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  EXPECT_EQ(with->pod_claim_name, std::optional<std::string>("gpu"));
+  auto without = DecodeResourceClaim(R"({"metadata":{"name":"c","namespace":"n","uid":"u","annotations":{"a":"b"}}})");
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->pod_claim_name, std::nullopt);
+  auto malformed = DecodeResourceClaim(
+      R"({"metadata":{"name":"c","namespace":"n","uid":"u","annotations":{"resource.kubernetes.io/pod-claim-name":1}}})");
+  ASSERT_TRUE(malformed.ok()) << malformed.status().ToString();
+  EXPECT_EQ(malformed->pod_claim_name, std::nullopt);
+}
+
 TEST(ResourceClaimTest, ParametersKeptByteExact) {
   std::string text = R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1","metadata":{"name":"c","namespace":"n","uid":"u"},
     "status":{"allocation":{"devices":{"results":[{"request":"r","driver":"gpu.nvidia.com","pool":"p","device":"gpu-0"}],

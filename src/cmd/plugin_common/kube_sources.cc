@@ -9,6 +9,7 @@ driver::ClaimSnapshot ToSnapshot(const kube::ResourceClaim& claim) {
   s.name = claim.name;
   s.allocated = claim.allocated;
   s.results = claim.results;
+  s.pod_claim_name = claim.pod_claim_name;
   for (const auto& c : claim.reserved_for) s.consumers.push_back(c.uid);
   // Class configs come first: precedence is class < claim, later beats earlier.
   for (int pass = 0; pass < 2; pass++) {

@@ -32,16 +32,19 @@ TEST(PluginOptionsTest, UpstreamFlagNamesAndDefaults) {
   EXPECT_EQ(o->reconcile_period, std::chrono::seconds(60));
 }
 
-// The plugins' start refuses a gate nvdra does not implement, naming it,
-// after upstream's own gate rules.
-TEST(PluginOptionsTest, UnimplementedFeatureGateRefusesToStart) {
-  std::vector<const char*> args = {"plugin", "--node-name", "n1", "--feature-gates", "DeviceMetadata=true,PassthroughSupport=true"};
+// The plugins' start applies upstream's own gate rules; every upstream gate
+// starts (none is left unimplemented).
+TEST(PluginOptionsTest, GateRulesApplyAndEveryGateStarts) {
+  std::vector<const char*> args = {"plugin", "--node-name", "n1", "--feature-gates",
+                                   "DeviceMetadata=true,PassthroughSupport=true"};
   auto c = LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(args.size()), const_cast<char**>(args.data()));
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(c.status().message().find("--feature-gates: feature gate DeviceMetadata is not implemented by nvdra yet"),
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<const char*> alone = {"plugin", "--node-name", "n1", "--feature-gates", "DeviceMetadata=true"};
+  auto needs = LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(alone.size()), const_cast<char**>(alone.data()));
+  ASSERT_FALSE(needs.ok());
+  EXPECT_NE(needs.status().message().find("feature gate DeviceMetadata requires PassthroughSupport to also be enabled"),
             std::string::npos)
-      << c.status().message();
+      << needs.status().message();
   std::vector<const char*> both = {"plugin", "--node-name", "n1", "--feature-gates",
                                    "DynamicMIG=true,PassthroughSupport=true"};
   auto rules_first =

@@ -253,6 +253,13 @@ Status Plugin::StartEngineAndReconciler() {
                               "FailedPrepareDynamicResources", message);
     if (!s.ok()) NVDRA_VLOG(4, "event for claim {} not posted: {}", c.ToString(), s.message());
   };
+  if (kind_->HasDeviceMetadata()) {
+    // Upstream's layout: under the plugin's data directory, specs beside the
+    // claims' CDI specs. Built whatever the gate says, so that claims
+    // prepared while it was on are cleaned up after it went off.
+    metadata_ = std::make_unique<driver::DeviceMetadataFiles>(driver_, plugin_dir_, options_.cdi_root);
+    eopts.metadata = metadata_.get();
+  }
   engine_ = std::make_unique<driver::Engine>(eopts, *ledger_, *kind_, *claims_, *cdi_, &metrics_->dra());
   // A ledger that was lost gets its entries back from the CDI specs before
   // the kubelet can ask for anything: otherwise a new claim could be given a

@@ -141,6 +141,8 @@ class Plugin {
   // Metrics.
   std::unique_ptr<metrics::PluginMetrics> metrics_;
   // The engine and the reconciler.
+  // The kind's device metadata files, when it has them (the engine's).
+  std::unique_ptr<driver::DeviceMetadataFiles> metadata_;
   std::unique_ptr<driver::Engine> engine_;
   std::unique_ptr<driver::Reconciler> reconciler_;
   // The slice publisher and what it reports to.
