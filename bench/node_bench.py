@@ -341,19 +341,28 @@ def main():
     ap.add_argument("--workdir-root", default=None,
                     help="where the nodes' directories go (default TMPDIR; /dev/shm takes fdatasync out)")
     ap.add_argument("--quick", action="store_true", help="smaller run (smoke): 20 claims a point, 1,000 entries")
+    ap.add_argument("--cdi-root-on-disk", action="store_true",
+                    help="CDI specs in the node's directory (default: a tmpfs, as /var/run/cdi on a node)")
     args = ap.parse_args()
     n = 20 if args.quick else args.claims
     sizes = [1000] if args.quick else [int(x) for x in args.entries.split(",")]
     summary = {"load_average": os.getloadavg(), "cpus": os.cpu_count()}
-    print("%d CPUs; load average at start: %.1f %.1f %.1f (ratios in one run are what count)"
-          % ((os.cpu_count(),) + os.getloadavg()))
+    print("%d CPUs; load average at start: %.1f %.1f %.1f (ratios in one run are what count); CDI root on %s"
+          % ((os.cpu_count(),) + os.getloadavg() + ("the disk" if args.cdi_root_on_disk else "a tmpfs",)))
 
+    import atexit
+    import shutil
     import tempfile
 
     def new_node(tls=False):
         d = tempfile.mkdtemp(prefix="nvdra-bench-", dir=args.workdir_root)
         nd = localnode.LocalNode(workdir=d, tls=tls)
         nd.owned = True
+        if not args.cdi_root_on_disk and os.path.isdir("/dev/shm"):
+            # The deployments mount /var/run/cdi, a tmpfs, as the CDI root;
+            # the ledger stays on the disk under test.
+            nd.cdi_root = tempfile.mkdtemp(prefix="nvdra-bench-cdi-", dir="/dev/shm")
+            atexit.register(shutil.rmtree, nd.cdi_root, True)
         return nd
 
     # Tombstones stay for the whole run, so the ledger keeps its size.

@@ -112,6 +112,7 @@ void Engine::RecordSteps(bool prepare, const RequestSteps& steps, bool whole_req
 }
 
 Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time_point deadline) {
+  bool was_completed = false;
   {
     // A claim this process or another completed in this boot, under this
     // UID and name: the UID pins the object, and its allocation changes only
@@ -127,16 +128,20 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
         !(recorded->undo.is_object() && recorded->undo.contains("rebuilt"))) {
       return AlreadyPrepared(*recorded);
     }
+    was_completed = recorded && recorded->state == ledger::ClaimState::kPrepareCompleted;
   }
   NVDRA_ASSIGN_OR_RETURN(ClaimSnapshot snap, FetchClaim(ref, deadline));
   NVDRA_ASSIGN_OR_RETURN(ClaimWork work, OurResults(ref, snap));
   if (work.results.empty()) return Devices{};
   work.deadline = deadline;
-  {
+  if (was_completed) {
     // A claim completed in this boot answers from the ledger before its
     // configs and the kind's readiness gate are checked again: a repeated
     // Prepare must return the recorded devices even when, say, the
     // ComputeDomain's daemon is restarting or a feature gate changed since.
+    // A claim that was not completed a moment ago (a first Prepare) skips
+    // this look: only another process can have completed it since, and the
+    // look under the claim's locks below answers that case.
     NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(ref.uid, deadline));
     NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work));
     if (recorded) return std::move(*recorded);

@@ -258,9 +258,8 @@ Result<std::map<std::string, PrepareOutcome>> ClaimDispatcher::Prepare(
       NVDRA_ERROR_S(r.status().permanent() ? "Permanent error preparing claim" : "Error preparing claim",
                     {"claim", valid[i].ns + "/" + valid[i].name}, {"uid", valid[i].uid},
                     {"err", r.status().message()});
-    } else {
-      NVDRA_VLOG(1, "prepared claim {} ({} devices)", valid[i].ToString(), r->size());
     }
+    // A success is logged once, by the engine.
   }
   return out;
 }
@@ -290,9 +289,8 @@ Result<std::map<std::string, Status>> ClaimDispatcher::Unprepare(
     if (!err.ok()) {
       NVDRA_ERROR_S("Error unpreparing claim", {"claim", valid[i].ns + "/" + valid[i].name}, {"uid", valid[i].uid},
                     {"err", err.message()});
-    } else {
-      NVDRA_VLOG(1, "unprepared claim {}", valid[i].ToString());
     }
+    // A success is logged once, by the engine.
   }
   return out;
 }
