@@ -240,13 +240,10 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
   // of an earlier boot and the kubelet's next Prepare rewrites the spec
   // (kRedoAfterReboot), and the orphan sweep removes a spec whose claim the
   // ledger does not hold. See docs/ledger-format.md, "Durable writes".
+  // Runtimes read specs as root, but tools run by users should too, whatever
+  // our umask was: the temp file gets its mode with fchmod before the rename.
   NVDRA_RETURN_IF_ERROR(WriteFileAtomically(path, content, 0644, /*sync=*/false)
                             .Wrap("writing CDI spec for claim " + claim_uid));
-  // Runtimes read specs as root, but tools run by users should too, whatever
-  // our umask was.
-  if (::chmod(path.c_str(), 0644) != 0) {
-    return Internal("chmod " + path + ": " + ErrnoText(errno));
-  }
   return RemoveFileIfExists(legacy).Wrap("removing the upstream CDI spec of claim " + claim_uid);
 }
 

@@ -8,6 +8,7 @@
 #include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/log.h"
+#include "util/request_steps.h"
 
 namespace nvdra::driver {
 
@@ -105,7 +106,14 @@ kubelet::PrepareOutcome Engine::PrepareClaim(const model::ClaimRef& claim, Stead
   return out;
 }
 
+void Engine::RecordSteps(bool prepare, const RequestSteps& steps, bool whole_request) {
+  if (metrics_ == nullptr) return;
+  metrics_->AddRequestSteps(prepare ? metrics::Operation::kPrepare : metrics::Operation::kUnprepare, steps,
+                            whole_request);
+}
+
 Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time_point deadline) {
+  bool was_completed = false;
   {
     // A claim this process or another completed in this boot, under this
     // UID and name: the UID pins the object, and its allocation changes only
@@ -121,16 +129,20 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
         !(recorded->undo.is_object() && recorded->undo.contains("rebuilt")) && MetadataPresent(*recorded)) {
       return AlreadyPrepared(*recorded, nullptr);
     }
+    was_completed = recorded && recorded->state == ledger::ClaimState::kPrepareCompleted;
   }
   NVDRA_ASSIGN_OR_RETURN(ClaimSnapshot snap, FetchClaim(ref, deadline));
   NVDRA_ASSIGN_OR_RETURN(ClaimWork work, OurResults(ref, snap));
   if (work.results.empty()) return Devices{};
   work.deadline = deadline;
-  {
+  if (was_completed) {
     // A claim completed in this boot answers from the ledger before its
     // configs and the kind's readiness gate are checked again: a repeated
     // Prepare must return the recorded devices even when, say, the
     // ComputeDomain's daemon is restarting or a feature gate changed since.
+    // A claim that was not completed a moment ago (a first Prepare) skips
+    // this look: only another process can have completed it since, and the
+    // look under the claim's locks below answers that case.
     NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(ref.uid, deadline));
     NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work, snap));
     if (recorded) return std::move(*recorded);
@@ -163,6 +175,7 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
 }
 
 Result<Engine::ClaimLock> Engine::LockClaim(const std::string& uid, Steady::time_point deadline) {
+  TimedStep step(RequestStep::kClaimLock);
   auto in_process = locks_.LockUntil(uid, deadline);
   if (!in_process) return ClaimBusy();
   NVDRA_ASSIGN_OR_RETURN(ledger::ClaimOperationLock across, op_locks_.Acquire(uid, deadline));
@@ -172,6 +185,7 @@ Result<Engine::ClaimLock> Engine::LockClaim(const std::string& uid, Steady::time
 // Step 1: the claim as the API server has it now.
 Result<ClaimSnapshot> Engine::FetchClaim(const model::ClaimRef& ref, Steady::time_point deadline) {
   auto timer = Time(metrics::PrepareStep::kFetchClaim);
+  TimedStep step(RequestStep::kClaimGet);
   auto snap = claims_.GetUntil(ref.ns, ref.name, deadline);
   if (!snap.ok()) return snap.status().Wrap("retrieve claim " + ref.ObjectName());
   if (snap->uid != ref.uid) {
@@ -184,6 +198,7 @@ Result<ClaimSnapshot> Engine::FetchClaim(const model::ClaimRef& ref, Steady::tim
 
 // Step 2: our results only, each a device this node publishes.
 Result<ClaimWork> Engine::OurResults(const model::ClaimRef& ref, const ClaimSnapshot& snap) const {
+  TimedStep step(RequestStep::kConfig);
   ClaimWork work{ref.uid, ref.ns, ref.name, {}, {}};
   for (const auto& r : snap.results) {
     if (r.driver != driver_) continue;
@@ -224,6 +239,7 @@ Result<std::optional<Engine::Devices>> Engine::CompletedThisBoot(const ClaimWork
 
 // Step 3: configs, the kind's plan and readiness, before anything durable.
 Result<ClaimPlan> Engine::PlanClaim(ClaimWork& work, const ClaimSnapshot& snap) {
+  TimedStep step(RequestStep::kConfig);
   auto type_of = [this](const model::AllocationResult& r) { return kind_.DeviceType(r.device); };
   auto groups =
       config::ResolveConfigs(kind_.ConfigRules(options_.gates), snap.configs, work.results, type_of, options_.gates);
@@ -265,15 +281,18 @@ Result<Engine::Devices> Engine::PrepareDevices(const ClaimWork& work, const Clai
   std::optional<PreparedClaim> prepared;
   {
     auto timer = Time(metrics::PrepareStep::kDevicePrepare);
+    TimedStep step(RequestStep::kKindWork);
     NVDRA_ASSIGN_OR_RETURN(prepared, kind_.Prepare(work, plan));
   }
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-device-prepare"));
   if (prepared->await_ready) NVDRA_RETURN_IF_ERROR(AwaitWithoutLocks(work, prepared->undo, attempt, lock));
+  std::optional<TimedStep> cdi_step(std::in_place, RequestStep::kCdi);
   ClaimOutput output = BuildClaimOutput(cdi_, work.uid, work.results, prepared->edits, work.ns, work.name);
   if (!output.spec.devices.empty()) {
     auto timer = Time(metrics::PrepareStep::kCdiWrite);
     NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(work.uid, output.spec).Wrap("unable to create CDI spec file for claim"));
   }
+  cdi_step.reset();
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-cdi-write"));
   if (options_.metadata != nullptr && options_.gates.Enabled(config::Gate::kDeviceMetadata)) {
     NVDRA_RETURN_IF_ERROR(WriteMetadata(snap, work.results, &output.devices));
@@ -307,6 +326,7 @@ Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry,
   // Idempotent: same devices, nothing durable changes; only re-ensure the
   // CDI spec (tmpfs may have lost it), rebuilt from the undo record the way
   // the first Prepare built it.
+  TimedStep step(RequestStep::kCdi);
   std::vector<std::string> names;
   for (const auto& d : entry.prepared) names.push_back(d.device);
   auto edits = kind_.Edits(entry.undo, names);
@@ -495,9 +515,15 @@ Status Engine::Unprepare(const model::ClaimRef& ref, Steady::time_point deadline
 }
 
 Status Engine::UnprepareLocked(const ledger::ClaimEntry& entry) {
-  NVDRA_RETURN_IF_ERROR(kind_.Unprepare(entry.uid, entry.undo));
+  {
+    TimedStep step(RequestStep::kKindWork);
+    NVDRA_RETURN_IF_ERROR(kind_.Unprepare(entry.uid, entry.undo));
+  }
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-device-unprepare"));
-  NVDRA_RETURN_IF_ERROR(cdi_.RemoveClaimSpec(entry.uid).Wrap("remove CDI spec"));
+  {
+    TimedStep step(RequestStep::kCdi);
+    NVDRA_RETURN_IF_ERROR(cdi_.RemoveClaimSpec(entry.uid).Wrap("remove CDI spec"));
+  }
   NVDRA_RETURN_IF_ERROR(RemoveMetadata(entry));
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-metadata-remove"));
   return ledger_.FinishUnprepare(entry.uid);
@@ -664,6 +690,7 @@ int Engine::SweepOrphanSpecs(const std::set<std::string>& live, int* errors) {
 
 void Engine::RefreshGauges() {
   if (metrics_ == nullptr) return;
+  TimedStep step(RequestStep::kGauges);
   // The ledger keeps these counts as records are applied: the cost here is
   // the device types and the four states, not the entries in the ledger.
   ledger::LedgerCounts counts = ledger_.Counts();

@@ -126,6 +126,7 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
   const auto deadline = Clock::now() + options_.claim_timeout;
   PrepareOutcome prepare = std::vector<PreparedDevice>{};
   Status unprepare;
+  Clock::duration worked{};
   bool stopping;
   {
     MutexLock lock(mu_);
@@ -138,10 +139,19 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
         task->claim.ToString()));
     prepare = unprepare;
   } else {
-    CallEngine(*task, deadline, prepare, unprepare);
+    // The claim's own record; the engine's steps mark it.
+    RequestSteps steps(RequestStep::kEngineOther);
+    {
+      ScopedSteps scope(&steps);
+      CallEngine(*task, deadline, prepare, unprepare);
+    }
+    steps.Finish();
+    worked = std::chrono::nanoseconds(steps.total_nanos());
+    engine_.RecordSteps(task->op == Op::kPrepare, steps, false);
   }
   {
     MutexLock lock(mu_);
+    task->worked = worked;
     task->done = true;
     task->prepare = std::move(prepare);
     task->unprepare = std::move(unprepare);
@@ -199,6 +209,23 @@ std::vector<Status> ClaimDispatcher::Await(const std::vector<std::shared_ptr<Tas
   return errors;
 }
 
+std::vector<Status> ClaimDispatcher::SubmitAndAwait(Op op, const std::vector<ClaimRef>& claims,
+                                                    Clock::time_point deadline,
+                                                    std::vector<std::shared_ptr<Task>>& tasks) {
+  std::vector<Status> late;
+  {
+    TimedStep step(RequestStep::kDispatch);
+    for (const auto& c : claims) tasks.push_back(SubmitLocked(op, c));
+    late = Await(tasks, op, deadline);
+  }
+  if (RequestSteps* steps = CurrentRequestSteps()) {
+    Clock::duration longest{};
+    for (const auto& t : tasks) longest = std::max(longest, t->worked);
+    steps->Exclude(RequestStep::kDispatch, longest);
+  }
+  return late;
+}
+
 Result<std::map<std::string, PrepareOutcome>> ClaimDispatcher::Prepare(
     const std::vector<ClaimRef>& claims, Clock::time_point call_deadline) {
   std::map<std::string, Status> invalid;
@@ -221,8 +248,7 @@ Result<std::map<std::string, PrepareOutcome>> ClaimDispatcher::Prepare(
     return out;
   }
   std::vector<std::shared_ptr<Task>> tasks;
-  for (const auto& c : valid) tasks.push_back(SubmitLocked(Op::kPrepare, c));
-  std::vector<Status> late = Await(tasks, Op::kPrepare, deadline);
+  std::vector<Status> late = SubmitAndAwait(Op::kPrepare, valid, deadline, tasks);
   for (size_t i = 0; i < tasks.size(); ++i) {
     const PrepareOutcome& r =
         out.insert_or_assign(valid[i].uid, late[i].ok() ? tasks[i]->prepare : PrepareOutcome(late[i]))
@@ -232,9 +258,8 @@ Result<std::map<std::string, PrepareOutcome>> ClaimDispatcher::Prepare(
       NVDRA_ERROR_S(r.status().permanent() ? "Permanent error preparing claim" : "Error preparing claim",
                     {"claim", valid[i].ns + "/" + valid[i].name}, {"uid", valid[i].uid},
                     {"err", r.status().message()});
-    } else {
-      NVDRA_VLOG(1, "prepared claim {} ({} devices)", valid[i].ToString(), r->size());
     }
+    // A success is logged once, by the engine.
   }
   return out;
 }
@@ -257,17 +282,15 @@ Result<std::map<std::string, Status>> ClaimDispatcher::Unprepare(
     return out;
   }
   std::vector<std::shared_ptr<Task>> tasks;
-  for (const auto& c : valid) tasks.push_back(SubmitLocked(Op::kUnprepare, c));
-  std::vector<Status> late = Await(tasks, Op::kUnprepare, deadline);
+  std::vector<Status> late = SubmitAndAwait(Op::kUnprepare, valid, deadline, tasks);
   for (size_t i = 0; i < tasks.size(); ++i) {
     Status& err = out[valid[i].uid];
     err = late[i].ok() ? tasks[i]->unprepare : late[i];
     if (!err.ok()) {
       NVDRA_ERROR_S("Error unpreparing claim", {"claim", valid[i].ns + "/" + valid[i].name}, {"uid", valid[i].uid},
                     {"err", err.message()});
-    } else {
-      NVDRA_VLOG(1, "unprepared claim {}", valid[i].ToString());
     }
+    // A success is logged once, by the engine.
   }
   return out;
 }

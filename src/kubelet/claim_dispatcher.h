@@ -62,6 +62,10 @@ class ClaimDispatcher {
 
   const DispatcherOptions& options() const { return options_; }
 
+  // The gRPC thread's record of one call, for the engine's metrics
+  // (ClaimEngine::RecordSteps).
+  void RecordCallSteps(bool prepare, const RequestSteps& steps) { engine_.RecordSteps(prepare, steps, true); }
+
  private:
   enum class Op { kPrepare, kUnprepare };
   // Fields after `claim` belong to the dispatcher's mu_ (the analysis
@@ -72,6 +76,9 @@ class ClaimDispatcher {
     bool done = false;
     PrepareOutcome prepare = std::vector<PreparedDevice>{};
     Status unprepare;
+    // The worker's time on the claim, which the waiting call's record
+    // leaves to the worker's (util/request_steps.h).
+    Clock::duration worked{};
   };
   struct UidChain {
     std::shared_ptr<Task> running;
@@ -92,6 +99,10 @@ class ClaimDispatcher {
   // Waits for `tasks`; returns, per task, OK when done or the error to report.
   std::vector<Status> Await(const std::vector<std::shared_ptr<Task>>& tasks, Op op,
                                  Clock::time_point deadline) REQUIRES(mu_);
+  // Submits the claims and waits for them, timed as the call's dispatch
+  // step less the longest worker's own time.
+  std::vector<Status> SubmitAndAwait(Op op, const std::vector<ClaimRef>& claims, Clock::time_point deadline,
+                                     std::vector<std::shared_ptr<Task>>& tasks) REQUIRES(mu_);
   Status TimeoutError(Op op, const ClaimRef& claim) const;
 
   ClaimEngine& engine_;

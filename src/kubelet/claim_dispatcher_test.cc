@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "kubelet/fake_claim_engine.h"
@@ -250,6 +252,62 @@ TEST(ClaimDispatcherTest, EngineExceptionBecomesAnInternalErrorOfThatClaimAlone)
   EXPECT_EQ(again->at(Uid("a")).status().message(), "");
   EXPECT_EQ(engine.Calls(Uid("a")), 3);
   EXPECT_EQ(engine.Prepared(), std::set<std::string>({Uid("a"), Uid("b")}));
+}
+
+// Keeps what the dispatcher hands to RecordSteps.
+class StepsEngine final : public ClaimEngine {
+ public:
+  struct Record {
+    bool prepare, whole_request;
+    int64_t total, engine_other, kind_work;
+  };
+  PrepareOutcome PrepareClaim(const ClaimRef&, std::chrono::steady_clock::time_point) override {
+    saw_record = CurrentRequestSteps() != nullptr;
+    TimedStep step(RequestStep::kKindWork);
+    return std::vector<PreparedDevice>{};
+  }
+  Status UnprepareClaim(const ClaimRef&, std::chrono::steady_clock::time_point) override { return Status::Ok(); }
+  void RecordSteps(bool prepare, const RequestSteps& steps, bool whole_request) override {
+    std::lock_guard<std::mutex> l(mu);
+    records.push_back({prepare, whole_request, steps.total_nanos(), steps.nanos(RequestStep::kEngineOther),
+                       steps.nanos(RequestStep::kKindWork)});
+  }
+  std::mutex mu;
+  std::vector<Record> records;
+  std::atomic<bool> saw_record{false};
+};
+
+TEST(ClaimDispatcherTest, TimesEachClaimOnItsWorkerAndLeavesThatTimeOutOfTheCallsDispatch) {
+  StepsEngine engine;
+  ClaimDispatcher d(engine, Fast());
+  const auto t0 = std::chrono::steady_clock::now();
+  RequestSteps call(RequestStep::kRpcOther, t0);
+  {
+    ScopedSteps scope(&call);
+    ASSERT_TRUE(d.Prepare({Claim("a")}).ok());
+  }
+  call.Finish();
+  const int64_t wall = (std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(engine.saw_record);
+  auto records = [&engine] {
+    std::lock_guard<std::mutex> l(engine.mu);
+    return engine.records;
+  };
+  // The claim's record, from its worker; the call's is its caller's to hand on.
+  ASSERT_EQ(records().size(), 1u);
+  const StepsEngine::Record claim = records()[0];
+  EXPECT_TRUE(claim.prepare);
+  EXPECT_FALSE(claim.whole_request);
+  EXPECT_EQ(claim.total, claim.engine_other + claim.kind_work);
+  // The worker's time is in the claim's record only: the two records
+  // together fit in the call's wall time.
+  EXPECT_GE(call.nanos(RequestStep::kDispatch), 0);
+  EXPECT_LE(call.total_nanos() + claim.total, wall);
+  d.RecordCallSteps(false, call);
+  ASSERT_EQ(records().size(), 2u);
+  EXPECT_FALSE(records()[1].prepare);
+  EXPECT_TRUE(records()[1].whole_request);
+  EXPECT_EQ(records()[1].total, call.total_nanos());
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/claim.h"
+#include "util/request_steps.h"
 #include "util/status.h"
 
 namespace nvdra::kubelet {
@@ -36,6 +37,14 @@ class ClaimEngine {
   // OK on success. An unknown claim is a success.
   virtual Status UnprepareClaim(const ClaimRef& claim,
                                 std::chrono::steady_clock::time_point deadline) = 0;
+  // Where a call's time went (util/request_steps.h), for the engine's
+  // metrics: the gRPC thread's record once per call (`whole_request`), and
+  // each claim's record from its worker. Called after the work is done.
+  virtual void RecordSteps(bool prepare, const RequestSteps& steps, bool whole_request) {
+    (void)prepare;
+    (void)steps;
+    (void)whole_request;
+  }
 };
 
 }  // namespace nvdra::kubelet

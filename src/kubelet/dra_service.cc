@@ -29,11 +29,32 @@ grpc::Status ToGrpc(const Status& s) {
                       s.message());
 }
 
-template <typename Response, bool kShareId>
-grpc::Status Prepare(ClaimDispatcher& dispatcher, grpc::ServerContext* ctx,
-                     const std::vector<ClaimRef>& claims, Response* resp) {
-  auto results = dispatcher.Prepare(claims, SteadyDeadline(*ctx));
+// Times the call on this thread (util/request_steps.h) and hands the record
+// to the engine's metrics once the answer is built.
+class CallSteps {
+ public:
+  CallSteps(ClaimDispatcher& dispatcher, bool prepare)
+      : dispatcher_(dispatcher), prepare_(prepare), steps_(RequestStep::kRpcOther), scope_(&steps_) {}
+  CallSteps(const CallSteps&) = delete;
+  CallSteps& operator=(const CallSteps&) = delete;
+  ~CallSteps() {
+    steps_.Finish();
+    dispatcher_.RecordCallSteps(prepare_, steps_);
+  }
+
+ private:
+  ClaimDispatcher& dispatcher_;
+  bool prepare_;
+  RequestSteps steps_;
+  ScopedSteps scope_;
+};
+
+template <typename Request, typename Response, bool kShareId>
+grpc::Status Prepare(ClaimDispatcher& dispatcher, grpc::ServerContext* ctx, const Request& req, Response* resp) {
+  CallSteps steps(dispatcher, true);
+  auto results = dispatcher.Prepare(ClaimsOf(req), SteadyDeadline(*ctx));
   if (!results.ok()) return ToGrpc(results.status());
+  TimedStep answer(RequestStep::kAnswer);
   auto& out = *resp->mutable_claims();
   for (auto& [uid, result] : *results) {
     auto& entry = out[uid];
@@ -53,11 +74,12 @@ grpc::Status Prepare(ClaimDispatcher& dispatcher, grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-template <typename Response>
-grpc::Status Unprepare(ClaimDispatcher& dispatcher, grpc::ServerContext* ctx,
-                       const std::vector<ClaimRef>& claims, Response* resp) {
-  auto results = dispatcher.Unprepare(claims, SteadyDeadline(*ctx));
+template <typename Request, typename Response>
+grpc::Status Unprepare(ClaimDispatcher& dispatcher, grpc::ServerContext* ctx, const Request& req, Response* resp) {
+  CallSteps steps(dispatcher, false);
+  auto results = dispatcher.Unprepare(ClaimsOf(req), SteadyDeadline(*ctx));
   if (!results.ok()) return ToGrpc(results.status());
+  TimedStep answer(RequestStep::kAnswer);
   auto& out = *resp->mutable_claims();
   for (auto& [uid, status] : *results) out[uid].set_error(ClaimError(status));
   return grpc::Status::OK;
@@ -78,7 +100,8 @@ grpc::Status DraV1Service::NodePrepareResources(grpc::ServerContext* ctx,
                                                 drav1::NodePrepareResourcesResponse* resp) {
   NVDRA_VLOG(6, "v1 NodePrepareResources: {} claims", req->claims_size());
   return GuardedRpc("v1 NodePrepareResources", [&] {
-    return Prepare<drav1::NodePrepareResourcesResponse, true>(dispatcher_, ctx, ClaimsOf(*req), resp);
+    return Prepare<drav1::NodePrepareResourcesRequest, drav1::NodePrepareResourcesResponse, true>(dispatcher_, ctx,
+                                                                                                 *req, resp);
   });
 }
 
@@ -87,7 +110,7 @@ grpc::Status DraV1Service::NodeUnprepareResources(grpc::ServerContext* ctx,
                                                   drav1::NodeUnprepareResourcesResponse* resp) {
   NVDRA_VLOG(6, "v1 NodeUnprepareResources: {} claims", req->claims_size());
   return GuardedRpc("v1 NodeUnprepareResources",
-                    [&] { return Unprepare(dispatcher_, ctx, ClaimsOf(*req), resp); });
+                    [&] { return Unprepare(dispatcher_, ctx, *req, resp); });
 }
 
 grpc::Status DraV1beta1Service::NodePrepareResources(
@@ -95,8 +118,8 @@ grpc::Status DraV1beta1Service::NodePrepareResources(
     drav1beta1::NodePrepareResourcesResponse* resp) {
   NVDRA_VLOG(6, "v1beta1 NodePrepareResources: {} claims", req->claims_size());
   return GuardedRpc("v1beta1 NodePrepareResources", [&] {
-    return Prepare<drav1beta1::NodePrepareResourcesResponse, false>(dispatcher_, ctx,
-                                                                    ClaimsOf(*req), resp);
+    return Prepare<drav1beta1::NodePrepareResourcesRequest, drav1beta1::NodePrepareResourcesResponse, false>(
+        dispatcher_, ctx, *req, resp);
   });
 }
 
@@ -105,7 +128,7 @@ grpc::Status DraV1beta1Service::NodeUnprepareResources(
     drav1beta1::NodeUnprepareResourcesResponse* resp) {
   NVDRA_VLOG(6, "v1beta1 NodeUnprepareResources: {} claims", req->claims_size());
   return GuardedRpc("v1beta1 NodeUnprepareResources",
-                    [&] { return Unprepare(dispatcher_, ctx, ClaimsOf(*req), resp); });
+                    [&] { return Unprepare(dispatcher_, ctx, *req, resp); });
 }
 
 }  // namespace nvdra::kubelet

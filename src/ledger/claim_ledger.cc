@@ -93,11 +93,12 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
 }
 
 template <typename F>
-auto ClaimLedger::Locked(F&& fn) -> decltype(fn()) {
+auto ClaimLedger::Locked(F&& fn, RequestStep step) -> decltype(fn()) {
   std::optional<decltype(fn())> result;
   uint64_t seq = 0;
   std::string what;
   {
+    TimedStep critical(step);
     MutexLock guard(mu_);
     auto lock = env_->Lock(lock_path_, std::chrono::steady_clock::now() +
                                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -119,6 +120,7 @@ auto ClaimLedger::Locked(F&& fn) -> decltype(fn()) {
   }  // the cross-process lock, then mu_, are released here
   if (seq != 0) {
     // Only now is the transition acknowledged: its record is durable.
+    TimedStep sync(step == RequestStep::kAppendFinal ? RequestStep::kSyncFinal : RequestStep::kSyncStarted);
     Status s = WaitDurable(seq);
     if (!s.ok()) return s.Wrap("cannot record " + what + " in " + log_path_);
   }
@@ -634,7 +636,7 @@ Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
     NVDRA_ASSIGN_OR_RETURN(Transition t, transition::BeginPrepare(FindLive(req.uid), req, ctx));
     NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-started-write", "ledger-after-started-write"));
     return BeginResult{t.outcome, Decorate(std::move(*t.entry))};
-  });
+  }, RequestStep::kAppendStarted);
 }
 
 Status ClaimLedger::AdoptName(const std::string& uid, const std::string& ns, const std::string& name) {
@@ -685,7 +687,7 @@ Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<Prepared
     NVDRA_ASSIGN_OR_RETURN(Transition t, transition::CompletePrepare(FindLive(uid), uid, std::move(prepared),
                                                                      std::move(undo), attempt, ContextLocked()));
     return RecordLocked(t, "ledger-before-completed-write", "ledger-after-completed-write");
-  });
+  }, RequestStep::kAppendFinal);
 }
 
 Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string& uid) {
@@ -694,7 +696,7 @@ Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string&
     NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-unprepare-write", "ledger-after-unprepare-write"));
     if (!t.entry) return std::optional<ClaimEntry>();
     return std::optional(Decorate(std::move(*t.entry)));
-  });
+  }, RequestStep::kAppendStarted);
 }
 
 Status ClaimLedger::FinishUnprepare(const std::string& uid) {
@@ -705,7 +707,7 @@ Status ClaimLedger::FinishUnprepare(const std::string& uid) {
     // Upstream's words, which operators grep for.
     NVDRA_VLOG(6, "Deleted claim from checkpoint: {}/{} (claim {})", t.entry->ns, t.entry->name, t.entry->uid);
     return Status::Ok();
-  });
+  }, RequestStep::kAppendFinal);
 }
 
 Result<std::vector<ClaimEntry>> ClaimLedger::List() {

@@ -30,6 +30,7 @@
 #include "util/boot_id.h"
 #include "util/clock.h"
 #include "util/mutex.h"
+#include "util/request_steps.h"
 #include "util/status.h"
 
 namespace nvdra::ledger {
@@ -171,8 +172,10 @@ class ClaimLedger {
   // the file; `fn` is a lambda annotated REQUIRES(mu_). When `fn` appended
   // records, returns once they are durable (group commit, below), after
   // both locks are released.
+  // `step`: what a timed request (util/request_steps.h) is doing meanwhile;
+  // the wait for the sync counts as that transition's fdatasync step.
   template <typename F>
-  auto Locked(F&& fn) -> decltype(fn());
+  auto Locked(F&& fn, RequestStep step = RequestStep::kLedgerRead) -> decltype(fn());
 
   // Group commit. Records are appended under the locks; their fdatasync runs
   // after the locks are released, so the transitions of other threads append

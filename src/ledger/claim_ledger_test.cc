@@ -857,5 +857,70 @@ TEST_F(ClaimLedgerTest, RepeatedDamageNeverOverwritesAnEarlierQuarantineFile) {
   EXPECT_NE(ReadFileToString(quarantined[1])->find("torn-1"), std::string::npos);
 }
 
+
+// Notes which step of the timed request (util/request_steps.h) runs when
+// the ledger appends a record and when it syncs.
+class StepProbeEnv final : public ForwardingLedgerEnv {
+ public:
+  std::vector<RequestStep> appends, syncs;
+
+  Result<std::unique_ptr<AppendFile>> OpenAppend(const std::string& path) override {
+    auto f = base().OpenAppend(path);
+    if (!f.ok()) return f.status();
+    return std::unique_ptr<AppendFile>(new File(this, std::move(f).value()));
+  }
+
+ private:
+  static RequestStep Running() {
+    RequestSteps* steps = CurrentRequestSteps();
+    if (steps == nullptr) return RequestStep::kRpcOther;
+    RequestStep running = steps->Switch(RequestStep::kLogging);
+    steps->Switch(running);
+    return running;
+  }
+  class File final : public AppendFile {
+   public:
+    File(StepProbeEnv* env, std::unique_ptr<AppendFile> f) : env_(env), f_(std::move(f)) {}
+    Status Append(std::string_view data) override {
+      env_->appends.push_back(Running());
+      return f_->Append(data);
+    }
+    Status Sync() override {
+      env_->syncs.push_back(Running());
+      return f_->Sync();
+    }
+    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
+
+   private:
+    StepProbeEnv* env_;
+    std::unique_ptr<AppendFile> f_;
+  };
+};
+
+TEST_F(ClaimLedgerTest, TimedRequestChargesEachAppendAndItsSyncToTheirOwnSteps) {
+  StepProbeEnv env;
+  LedgerOptions o = Options();
+  o.env = &env;
+  auto opened = ClaimLedger::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto& l = **opened;
+  RequestSteps steps(RequestStep::kEngineOther);
+  ScopedSteps scope(&steps);
+  env.appends.clear();
+  env.syncs.clear();
+  PrepareFully(l, "uid-a", {"gpu-0"});
+  ASSERT_TRUE(l.Get("uid-a").ok());
+  ASSERT_TRUE(l.BeginUnprepare("uid-a").ok());
+  ASSERT_TRUE(l.FinishUnprepare("uid-a").ok());
+  // Each record is appended in two writes (around its torn-write point).
+  using S = RequestStep;
+  EXPECT_EQ(env.appends, (std::vector<S>{S::kAppendStarted, S::kAppendStarted, S::kAppendFinal, S::kAppendFinal,
+                                         S::kAppendStarted, S::kAppendStarted, S::kAppendFinal, S::kAppendFinal}));
+  EXPECT_EQ(env.syncs, (std::vector<S>{S::kSyncStarted, S::kSyncFinal, S::kSyncStarted, S::kSyncFinal}));
+  // The Get appended nothing: its time went to ledger_read, and the request
+  // is back in its own step.
+  EXPECT_EQ(steps.Switch(S::kEngineOther), S::kEngineOther);
+}
+
 }  // namespace
 }  // namespace nvdra::ledger

@@ -16,6 +16,7 @@
 
 #include "metrics/metric_registry.h"
 #include "util/mutex.h"
+#include "util/request_steps.h"
 #include "util/status.h"
 
 namespace nvdra::metrics {
@@ -89,6 +90,12 @@ class DraMetrics {
 
   void ObservePrepareStep(PrepareStep step, double seconds);
 
+  // Adds a timed request's steps to nvdra_request_step_seconds_total
+  // {operation, step}; `whole_request` (the gRPC thread's record of one
+  // call) also counts the call in nvdra_request_steps_recorded_total. The
+  // mean time of a step per call is the ratio of the two.
+  void AddRequestSteps(Operation op, const RequestSteps& steps, bool whole_request);
+
   // nvidia_dra_prepared_devices{device_type}.
   void SetPreparedDevices(std::string_view device_type, double n);
   // Sets every type: the given counts, 0 for known types not in `counts`
@@ -115,6 +122,7 @@ class DraMetrics {
   // nvdra's own, then resolve the hot-path series and pre-create the rest.
   Status AddUpstreamFamilies(MetricRegistry& registry);
   Status AddNvdraFamilies(MetricRegistry& registry);
+  Status AddRequestStepFamilies(MetricRegistry& registry);
   void ResolveSeries();
 
   DraMetricsOptions options_;
@@ -138,6 +146,10 @@ class DraMetrics {
   std::array<Histogram*, 2> durations_{};
   std::array<Gauge*, 2> inflight_series_{};
   std::array<Histogram*, kPrepareStepCount> steps_{};
+  CounterFamily* request_step_seconds_ = nullptr;
+  CounterFamily* request_steps_recorded_ = nullptr;
+  std::array<std::array<Counter*, kRequestStepCount>, 2> request_step_series_{};
+  std::array<Counter*, 2> request_steps_recorded_series_{};
   Gauge* ledger_bytes_series_ = nullptr;
   Gauge* stale_completed_series_ = nullptr;
 

@@ -238,5 +238,41 @@ TEST(DraMetricsTest, CreateErrors) {
   EXPECT_EQ(second.status().code(), StatusCode::kAlreadyExists);
 }
 
+TEST(DraMetricsTest, RequestStepsAddUpPerOperationAndStep) {
+  MetricRegistry r;
+  auto m = MakeGpu(r);
+  using std::chrono::microseconds;
+  const RequestSteps::Clock::time_point t0{};
+  RequestSteps claim(RequestStep::kEngineOther, t0);
+  claim.Switch(RequestStep::kClaimGet, t0 + microseconds(250));
+  claim.Switch(RequestStep::kEngineOther, t0 + microseconds(750));
+  claim.Switch(RequestStep::kEngineOther, t0 + microseconds(1000));
+  RequestSteps call(RequestStep::kRpcOther, t0);
+  call.Switch(RequestStep::kDispatch, t0 + microseconds(100));
+  call.Switch(RequestStep::kRpcOther, t0 + microseconds(1200));
+  call.Exclude(RequestStep::kDispatch, microseconds(1000));
+  m->AddRequestSteps(Operation::kPrepare, claim, false);
+  m->AddRequestSteps(Operation::kPrepare, call, true);
+  m->AddRequestSteps(Operation::kPrepare, claim, false);
+  const std::string page = r.Render();
+  auto seconds = [&](const std::string& op, const std::string& step) {
+    std::string v = Sample(page, "nvdra_request_step_seconds_total{driver=\"accel.example.com\",operation=\"" + op +
+                                     "\",step=\"" + step + "\"}");
+    EXPECT_FALSE(v.empty()) << op << " " << step;
+    return v.empty() ? -1.0 : std::stod(v);
+  };
+  EXPECT_NEAR(seconds("prepare", "claim_get"), 0.001, 1e-12);
+  EXPECT_NEAR(seconds("prepare", "engine_other"), 0.001, 1e-12);
+  EXPECT_NEAR(seconds("prepare", "dispatch"), 0.0001, 1e-12);
+  EXPECT_NEAR(seconds("prepare", "rpc_other"), 0.0001, 1e-12);
+  // Every step of both operations exists from the start, at 0.
+  EXPECT_EQ(seconds("unprepare", "claim_get"), 0.0);
+  EXPECT_EQ(seconds("prepare", "fdatasync_final"), 0.0);
+  EXPECT_EQ(Sample(page, "nvdra_request_steps_recorded_total{driver=\"accel.example.com\",operation=\"prepare\"}"),
+            "1");
+  EXPECT_EQ(
+      Sample(page, "nvdra_request_steps_recorded_total{driver=\"accel.example.com\",operation=\"unprepare\"}"), "0");
+}
+
 }  // namespace
 }  // namespace nvdra::metrics

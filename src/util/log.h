@@ -20,6 +20,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "util/request_steps.h"
 #include "util/status.h"
 
 #include <string>
@@ -74,8 +75,13 @@ struct FieldsScope {
 
 }  // namespace nvdra
 
-#define NVDRA_LOG_AT_(lvl, ...) \
-  spdlog::log(spdlog::source_loc{__FILE__, __LINE__, static_cast<const char*>(__func__)}, lvl, __VA_ARGS__)
+// A line logged while a request is timed counts as its "logging" step
+// (util/request_steps.h), its arguments' formatting included.
+#define NVDRA_LOG_AT_(lvl, ...)                                                                           \
+  do {                                                                                                    \
+    ::nvdra::TimedStep nvdra_log_step_(::nvdra::RequestStep::kLogging);                                   \
+    spdlog::log(spdlog::source_loc{__FILE__, __LINE__, static_cast<const char*>(__func__)}, lvl, __VA_ARGS__); \
+  } while (0)
 
 // Logs at Kubernetes-style verbosity `v` (info level, only when -v >= v).
 #define NVDRA_VLOG(v, ...)                                     \
