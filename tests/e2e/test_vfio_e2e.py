@@ -13,10 +13,9 @@ import json
 import os
 import unittest
 
-from e2e_base import GPU_DRIVER, NodeTestCase, device_names, wait_for
+from e2e_base import GPU_DRIVER, NodeTestCase, cdi_ids, device_names, wait_for
 from localnode import opaque_config
 
-GATE = ["--feature-gates", "PassthroughSupport=true"]
 
 
 def mock_iommu_group(minor):
@@ -24,8 +23,8 @@ def mock_iommu_group(minor):
 
 
 class VfioEndToEnd(NodeTestCase):
-    def vfio_plugin(self, extra=(), **kw):
-        args = GATE + ["--host-root", self.node.workdir, "--vfio-gpu-free-timeout", "0"] + list(extra)
+    def vfio_plugin(self, gates="PassthroughSupport=true", extra=(), **kw):
+        args = ["--feature-gates", gates, "--host-root", self.node.workdir, "--vfio-gpu-free-timeout", "0"] + list(extra)
         return self.gpu_plugin("h100x8", extra_args=args, **kw)
 
     def start(self, plugin, env=None):
@@ -154,6 +153,31 @@ class VfioEndToEnd(NodeTestCase):
         self.assertOk(plugin.unprepare([claim]), claim[2])
         self.assertEqual(self.driver_of(bus), "nvidia")
         self.assertEqual(self.live_entries(plugin), [])
+
+    def test_device_metadata_files_describe_the_passthrough_device_while_it_is_prepared(self):
+        plugin = self.start(self.vfio_plugin(gates="PassthroughSupport=true,DeviceMetadata=true"))
+        twin, bus, _ = self.twin()
+        vm = self.gpu_claim("vm-meta", ["gpu-vfio-0"])
+        r = plugin.prepare([vm])
+        self.assertOk(r, vm[2])
+        meta_id = "gpu.nvidia.com/metadata=%s_gpu" % vm[2]
+        self.assertIn(meta_id, cdi_ids(r[vm[2]]))
+        path = os.path.join(plugin.plugin_dir, "dra-device-metadata", "default_vm-meta", "gpu", "metadata.json")
+        with open(path) as f:
+            meta = json.loads(f.readline())
+        self.assertEqual(meta["kind"], "DeviceMetadata")
+        self.assertEqual(meta["metadata"]["uid"], vm[2])
+        device = meta["requests"][0]["devices"][0]
+        self.assertEqual((device["driver"], device["name"]), (GPU_DRIVER, "gpu-vfio-0"))
+        self.assertEqual(device["attributes"]["resource.kubernetes.io/pciBusID"], {"string": bus})
+        spec_path = os.path.join(self.node.cdi_root, "gpu.nvidia.com_metadata_%s_gpu.json" % vm[2])
+        with open(spec_path) as f:
+            spec = json.load(f)
+        self.assertEqual(spec["devices"][0]["containerEdits"]["mounts"][0]["hostPath"], path)
+        self.assertOk(plugin.unprepare([vm]), vm[2])
+        self.assertFalse(os.path.exists(path))
+        self.assertFalse(os.path.exists(spec_path))
+        self.assertEqual(self.driver_of(bus), "nvidia")
 
 
 if __name__ == "__main__":
