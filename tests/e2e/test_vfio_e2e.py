@@ -164,7 +164,8 @@ class VfioEndToEnd(NodeTestCase):
         self.assertIn(meta_id, cdi_ids(r[vm[2]]))
         path = os.path.join(plugin.plugin_dir, "dra-device-metadata", "default_vm-meta", "gpu", "metadata.json")
         with open(path) as f:
-            meta = json.loads(f.readline())
+            # A stream of one object per API version; v1alpha1 only today.
+            meta, _ = json.JSONDecoder().raw_decode(f.read())
         self.assertEqual(meta["kind"], "DeviceMetadata")
         self.assertEqual(meta["metadata"]["uid"], vm[2])
         device = meta["requests"][0]["devices"][0]
