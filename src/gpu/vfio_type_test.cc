@@ -51,11 +51,18 @@ class VfioTypeTest : public ::testing::Test {
     ko.resets.state_path = dir_ + "/time-slice-resets.json";
     kind_ = MakeKind(inventory_);
   }
-  // The mock's /dev, this process's /proc, no wait for a busy GPU, and a
-  // module loader that records what it is asked for.
+  // The mock's /dev, a /proc that shows this process alone (tests running
+  // beside it may hold a node with the same device number), no wait for a
+  // busy GPU, and a module loader that records what it is asked for.
   PassthroughHost Host() {
     PassthroughHost h;
-    h.proc_root = "/proc";
+    const std::string proc = dir_ + "/proc";
+    const std::string self = std::to_string(::getpid());
+    if (!PathExists(proc + "/" + self)) {
+      EXPECT_TRUE(MakeDirectories(proc).ok());
+      EXPECT_EQ(::symlink(("/proc/" + self).c_str(), (proc + "/" + self).c_str()), 0);
+    }
+    h.proc_root = proc;
     h.dev_dir = lib_->driver_root().container_root() + "/dev";
     h.persistenced_socket = dir_ + "/nvidia-persistenced/socket";
     h.gpu_free_timeout = std::chrono::milliseconds(0);

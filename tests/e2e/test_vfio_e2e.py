@@ -6,8 +6,9 @@ a kill -9 between the unbind and the bind whose claim is then deleted, a GPU
 that a process holds kept on nvidia until the process lets go, and a GPU
 found on vfio-pci at start published for passthrough only.
 
---host-root is the test's work directory: it has no /proc, so the plugin
-looks for the processes holding a GPU in its own, which holds this test."""
+--host-root is the test's work directory, whose proc/ shows this test's
+process alone: the plugin looks there for the processes holding a GPU, and
+tests running beside this one stay out of sight."""
 
 import json
 import os
@@ -24,6 +25,11 @@ def mock_iommu_group(minor):
 
 class VfioEndToEnd(NodeTestCase):
     def vfio_plugin(self, gates="PassthroughSupport=true", extra=(), **kw):
+        proc = os.path.join(self.node.workdir, "proc")
+        if not os.path.isdir(proc):
+            os.makedirs(proc)
+            for name in ("self", str(os.getpid())):
+                os.symlink("/proc/%d" % os.getpid(), os.path.join(proc, name))
         args = ["--feature-gates", gates, "--host-root", self.node.workdir, "--vfio-gpu-free-timeout", "0"] + list(extra)
         return self.gpu_plugin("h100x8", extra_args=args, **kw)
 
