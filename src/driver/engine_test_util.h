@@ -12,6 +12,8 @@
 #include "cdi/container_edits.h"
 #include "driver/claim_source.h"
 #include "driver/device_kind.h"
+#include "ledger/claim_ledger.h"
+#include "util/file_util.h"
 #include "util/mutex.h"
 
 namespace nvdra::driver::testing {
@@ -49,6 +51,32 @@ class FakeClaimSource final : public ClaimSource {
   Status error_ GUARDED_BY(mu_);
   int gets_ GUARDED_BY(mu_) = 0;
 };
+
+// A real ledger in <dir>/plugin, whose boot id ("boot-1") is <dir>/boot_id.
+inline Result<std::unique_ptr<ledger::ClaimLedger>> OpenTestLedger(const std::string& dir) {
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(dir + "/plugin"));
+  NVDRA_RETURN_IF_ERROR(WriteFileAtomically(dir + "/boot_id", "boot-1\n"));
+  ledger::LedgerOptions lo;
+  lo.dir = dir + "/plugin";
+  lo.boot_id_path = dir + "/boot_id";
+  return ledger::ClaimLedger::Open(lo);
+}
+
+// Stores claim c-<uid> of namespace default as the API server shows it once
+// the scheduler allocated `device` of `driver` on node-1 (request "r") and
+// reserved it for pod-<uid>; returns its reference.
+inline model::ClaimRef PutReservedClaim(FakeClaimSource& claims, const std::string& uid, const std::string& driver,
+                                        const std::string& device) {
+  ClaimSnapshot c;
+  c.uid = uid;
+  c.ns = "default";
+  c.name = "c-" + uid;
+  c.allocated = true;
+  c.results = {{"r", driver, "node-1", device, false, ""}};
+  c.consumers = {"pod-" + uid};
+  claims.Put(c);
+  return model::ClaimRef{"default", uid, "c-" + uid};
+}
 
 // Devices hold themselves; nothing can be described to the Go driver.
 class FakeCodec final : public ledger::KindCodec {

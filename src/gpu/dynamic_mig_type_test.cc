@@ -476,25 +476,12 @@ namespace {
 // Through the engine and the ledger: whatever the scheduler allocated, two
 // claims never share a memory slice.
 TEST_F(DynamicMigTest, TheLedgerRefusesOverlappingPlacementsAndTheFullGpu) {
-  ASSERT_TRUE(MakeDirectories(dir_ + "/plugin").ok());
-  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
   ASSERT_TRUE(cdi_->EnsureRoot().ok());
-  ledger::LedgerOptions lo;
-  lo.dir = dir_ + "/plugin";
-  lo.boot_id_path = dir_ + "/boot_id";
-  auto ledger = ledger::ClaimLedger::Open(lo);
+  auto ledger = driver::testing::OpenTestLedger(dir_);
   ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
   driver::testing::FakeClaimSource claims;
   auto put = [&](const std::string& uid, const std::string& device) {
-    driver::ClaimSnapshot c;
-    c.uid = uid;
-    c.ns = "default";
-    c.name = "c-" + uid;
-    c.allocated = true;
-    c.results = {{"r", kDriverName, "node-1", device, false, ""}};
-    c.consumers = {"pod-" + uid};
-    claims.Put(c);
-    return model::ClaimRef{"default", uid, "c-" + uid};
+    return driver::testing::PutReservedClaim(claims, uid, kDriverName, device);
   };
   driver::EngineOptions eo;
   eo.node_name = "node-1";

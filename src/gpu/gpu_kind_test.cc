@@ -302,13 +302,8 @@ TEST_F(GpuKindTest, ANewClaimSettingTheTimeSliceSettlesTheOwedReset) {
 // CDI spec) and a new claim can be prepared on the GPU.
 TEST_F(GpuKindTest, TheEngineReleasesAClaimWhoseTimeSliceResetKeepsFailing) {
   Open("h100x8");
-  ASSERT_TRUE(MakeDirectories(dir_ + "/plugin").ok());
-  ASSERT_TRUE(WriteFileAtomically(dir_ + "/boot_id", "boot-1\n").ok());
   ASSERT_TRUE(cdi_->EnsureRoot().ok());
-  ledger::LedgerOptions lo;
-  lo.dir = dir_ + "/plugin";
-  lo.boot_id_path = dir_ + "/boot_id";
-  auto ledger = ledger::ClaimLedger::Open(lo);
+  auto ledger = driver::testing::OpenTestLedger(dir_);
   ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
   driver::testing::FakeClaimSource claims;
   driver::ClaimSnapshot c;
