@@ -12,6 +12,7 @@
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
 #include "gpu/gpu_kind.h"
+#include "gpu/gpu_test_util.h"
 #include "gpu/mig_counters.h"
 #include "ledger/claim_ledger.h"
 #include "util/file_util.h"
@@ -26,15 +27,8 @@ class DynamicMigTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = tmp_.path();
-    devices::DeviceLibOptions o;
-    o.mock_hardware = "dynamic-mig";
-    o.mock_root = dir_ + "/mock";
-    auto lib = devices::OpenDeviceLib(o);
-    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
-    lib_ = std::move(lib).value();
-    auto inv = lib_->Discover();
-    ASSERT_TRUE(inv.ok()) << inv.status().ToString();
-    inventory_ = *inv;
+    Status opened = testing::OpenMockNode("dynamic-mig", dir_, lib_, inventory_);
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
     cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com");
     auto gates = config::FeatureGates::Parse("DynamicMIG=true");
     ASSERT_TRUE(gates.ok()) << gates.status().ToString();

@@ -6,6 +6,7 @@
 
 #include "devices/backends/open_device_lib.h"
 #include "gpu/gpu_kind.h"
+#include "gpu/gpu_test_util.h"
 #include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
@@ -22,15 +23,8 @@ class FabricPartitionsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = tmp_.path();
-    devices::DeviceLibOptions o;
-    o.mock_hardware = "h100x8";
-    o.mock_root = dir_ + "/mock";
-    auto lib = devices::OpenDeviceLib(o);
-    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
-    lib_ = std::move(lib).value();
-    auto inv = lib_->Discover();
-    ASSERT_TRUE(inv.ok()) << inv.status().ToString();
-    inventory_ = *inv;
+    Status opened = testing::OpenMockNode("h100x8", dir_, lib_, inventory_);
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
     auto gates = config::FeatureGates::Parse("FabricManagerPartitioning=true");
     ASSERT_TRUE(gates.ok());
     gates_ = *gates;

@@ -5,6 +5,7 @@
 #include "devices/backends/open_device_lib.h"
 #include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_kind.h"
+#include "gpu/gpu_test_util.h"
 #include "util/file_util.h"
 #include "util/mutex.h"
 #include "util/test_paths.h"
@@ -75,15 +76,8 @@ class MpsStrategyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = tmp_.path();
-    devices::DeviceLibOptions o;
-    o.mock_hardware = "h100x8";
-    o.mock_root = dir_ + "/mock";
-    auto lib = devices::OpenDeviceLib(o);
-    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
-    lib_ = std::move(lib).value();
-    auto inv = lib_->Discover();
-    ASSERT_TRUE(inv.ok());
-    inventory_ = *inv;
+    Status opened = testing::OpenMockNode("h100x8", dir_, lib_, inventory_);
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
     NewKind();
   }
   void NewKind(bool consumable_shares = false) {

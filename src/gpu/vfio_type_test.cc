@@ -16,6 +16,7 @@
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
 #include "gpu/gpu_kind.h"
+#include "gpu/gpu_test_util.h"
 #include "ledger/claim_ledger.h"
 #include "util/failpoint.h"
 #include "util/file_util.h"
@@ -29,15 +30,8 @@ class VfioTypeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = tmp_.path();
-    devices::DeviceLibOptions o;
-    o.mock_hardware = "h100x8";
-    o.mock_root = dir_ + "/mock";
-    auto lib = devices::OpenDeviceLib(o);
-    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
-    lib_ = std::move(lib).value();
-    auto inv = lib_->Discover();
-    ASSERT_TRUE(inv.ok()) << inv.status().ToString();
-    inventory_ = *inv;
+    Status opened = testing::OpenMockNode("h100x8", dir_, lib_, inventory_);
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
     first_ = &inventory_.gpus[0];
     for (const auto& g : inventory_.gpus) {
       if (g.pci_bus_id < first_->pci_bus_id) first_ = &g;
