@@ -130,7 +130,7 @@ class FleetNode:
 
     def __init__(self, root, index, base_kubeconfig, gpu_profile):
         self.name = "fleet-node-%03d" % index
-        self.dir = os.path.join(root, self.name)
+        self.dir = os.path.join(root, "n%03d" % index)  # short: socket paths have 107 bytes
         self.plugins_dir = os.path.join(self.dir, "plugins")
         self.registry_dir = os.path.join(self.dir, "plugins_registry")
         self.cdi_root = os.path.join(self.dir, "cdi")
