@@ -1,5 +1,7 @@
 #include "kube/watch_cache.h"
 
+#include <algorithm>
+
 #include "util/json_depth.h"
 #include "util/json_reader.h"
 #include "util/log.h"
@@ -344,8 +346,13 @@ WatchCache::WatchEnd WatchCache::WatchOnce() {
     rv = stats_.resource_version;
     ++stats_.watches;
   }
+  // Each watch asks for a timeout drawn from [watch_timeout, 2 * watch_timeout),
+  // as client-go's reflector does (minWatchTimeout): the watches of plugins
+  // started together spread out instead of reconnecting all at once.
+  const int64_t min_s = std::max<int64_t>(1, options_.watch_timeout.count());
+  const auto watch_timeout = std::chrono::seconds(std::uniform_int_distribution<int64_t>(min_s, 2 * min_s - 1)(rng_));
   std::string path = options_.path + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
-                     KubeClient::QueryEscape(rv) + "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count());
+                     KubeClient::QueryEscape(rv) + "&timeoutSeconds=" + std::to_string(watch_timeout.count());
   path = WithSelectors(path, '&');
   WatchLineReader lines("watch " + options_.what, options_.max_event_bytes);
   bool gone = false;
@@ -362,8 +369,7 @@ WatchCache::WatchEnd WatchCache::WatchOnce() {
     if (changed) notifier_->Bump();
     return stream_error.ok() && !gone && !stop_;
   };
-  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options_.watch_timeout) +
-                 std::chrono::seconds(30);
+  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(watch_timeout) + std::chrono::seconds(30);
   auto r = client_.Stream(path, timeout, sink, &stop_);
   if (stop_) return WatchEnd::kStopped;
   if (gone) return WatchEnd::kGone;

@@ -55,8 +55,10 @@ struct WatchCacheOptions {
   // of another name than a metadata.name field selector asks for, or whose
   // UID changes under a MODIFIED or DELETED event are rejected too.
   std::string kind;
-  // Server-side timeoutSeconds of each watch request; the watch is then
-  // resumed from the last resourceVersion (no LIST).
+  // Server-side timeoutSeconds of each watch request, at least this and
+  // under twice this, drawn at random per request (client-go's reflector:
+  // 5 to 10 minutes); the watch is then resumed from the last
+  // resourceVersion (no LIST).
   std::chrono::seconds watch_timeout{300};
   // A longer event line ends the watch with an error (then a resume).
   size_t max_event_bytes = kMaxWatchEventBytes;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "test_apiserver.h"
 
 namespace nvdra::kube {
@@ -142,6 +144,41 @@ TEST_F(WatchCacheTest, ServerSideTimeoutsResumeTheWatch) {
   ASSERT_TRUE(server_.LoadObject(Domain("team-a", "cd-1", "uid-1", "Ready")).ok());
   ASSERT_TRUE(WaitFor(cache, [&] { return Status(cache.GetByUid("uid-1")) == "Ready"; }));
   EXPECT_EQ(cache.stats().lists, 1u);
+}
+
+// As client-go's reflector: each watch asks for a timeout of at least the
+// minimum and under twice it, drawn anew, so that the watches of a fleet
+// started together do not all end together.
+TEST_F(WatchCacheTest, EachWatchAsksForItsOwnTimeoutBetweenOnceAndTwiceTheMinimum) {
+  auto o = DomainOptions();
+  o.watch_timeout = std::chrono::seconds(100);
+  o.min_healthy_watch = std::chrono::milliseconds(0);
+  WatchCache cache(*client_, o);
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  constexpr int kWatches = 6;
+  for (int i = 1; i < kWatches; ++i) {
+    ASSERT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("computedomains") == 1; }));
+    ASSERT_EQ(*server_.WatchAction("end", "computedomains"), 1);
+    ASSERT_TRUE(WaitFor(cache, [&] { return *server_.Count("watch", "computedomains") >= i + 1; }));
+  }
+  std::set<int> timeouts;
+  int watches = 0;
+  auto requests = server_.Requests();
+  ASSERT_TRUE(requests.ok());
+  for (const auto& r : *requests) {
+    if (r.value("verb", "") != "watch") continue;
+    ++watches;
+    std::string q = r.value("query", "");
+    auto at = q.find("timeoutSeconds=");
+    ASSERT_NE(at, std::string::npos) << q;
+    int t = std::stoi(q.substr(at + 15));
+    EXPECT_GE(t, 100) << q;
+    EXPECT_LT(t, 200) << q;
+    timeouts.insert(t);
+  }
+  EXPECT_GE(watches, kWatches);
+  EXPECT_GT(timeouts.size(), 1u);  // 6 draws of 100 values all alike: 1e-10
 }
 
 TEST_F(WatchCacheTest, AnExpiredResourceVersionRelistsAndDropsWhatWasDeletedInTheGap) {

@@ -22,6 +22,13 @@ a claim with a new UID, inject faults, switch served versions, read the
 request log, play the deployment controller). They are not part of the
 Kubernetes API.
 
+Each API request is counted under its client, the bearer token it carries
+("" without one; without --token the server accepts any token, so clients
+can name themselves by theirs), by verb and resource, and per second. GET
+/_nvdra/stats answers those counters, the watch streams open now per
+client and resource, and the server's thread count; POST {"clear": true}
+resets the counters (open watches stay).
+
 The deployment controller is off by default: a created Deployment then gets
 no pods and no status. POST /_nvdra/deployments {"controller": "ready"}
 plays the controller and the kubelet: every Deployment (those that exist and
@@ -36,6 +43,7 @@ Standard library plus python3-yaml only, so CI needs nothing else.
 
 import argparse
 import base64
+import bisect
 import copy
 import datetime
 import http.server
@@ -157,6 +165,39 @@ class Faults:
         return None
 
 
+class Stats:
+    """API requests counted by client, verb and resource, and per second."""
+
+    def __init__(self):
+        self.clear()
+
+    def clear(self):
+        self.since = time.time()
+        self.total = 0
+        self.watches_started = 0
+        self.by_client = {}  # client -> verb -> resource -> count
+        self.per_second = {}  # int(unix seconds) -> count
+
+    def count(self, client, verb, resource):
+        self.total += 1
+        if verb == "watch":
+            self.watches_started += 1
+        per = self.by_client.setdefault(client, {}).setdefault(verb, {})
+        per[resource] = per.get(resource, 0) + 1
+        sec = int(time.time())
+        self.per_second[sec] = self.per_second.get(sec, 0) + 1
+
+    def snapshot(self, watchers):
+        open_watches = {}
+        for w in watchers:
+            per = open_watches.setdefault(w.get("client", ""), {})
+            per[w["resource"]] = per.get(w["resource"], 0) + 1
+        return {"since": self.since, "now": time.time(), "total": self.total,
+                "watches_started": self.watches_started, "requests": copy.deepcopy(self.by_client),
+                "per_second": {str(k): v for k, v in sorted(self.per_second.items())},
+                "open_watches": open_watches, "threads": threading.active_count()}
+
+
 class Store:
     # Watch events kept for resuming watches; older resourceVersions get 410.
     MAX_EVENTS = 20000
@@ -169,6 +210,7 @@ class Store:
         self.versions = list(versions)
         self.faults = Faults()
         self.requests = []
+        self.stats = Stats()
         self.events = []  # [(rv, type, resource, namespace, object)] in rv order
         self.history_start = self.rv  # watches from an rv below this are told 410 Gone
         self.watchers = []  # active watch streams (dicts; see Handler.watch)
@@ -563,6 +605,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_PATCH(self):
         self.dispatch("PATCH")
 
+    def client_name(self):
+        """The client as its bearer token names it ("" without one)."""
+        auth = self.headers.get("Authorization", "")
+        return auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
+
     def authenticated(self):
         srv = self.server
         if srv.token is None and not srv.require_client_cert:
@@ -588,9 +635,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 except (ValueError, KeyError, OSError) as e:
                     return self.send_json(400, {"error": "%s: %s" % (type(e).__name__, e)})
             verb, resource = classify(method, path, query)
+            client = self.client_name()
             with store.lock:
                 store.requests.append({"method": method, "path": path, "query": url.query,
-                                       "verb": verb, "resource": resource})
+                                       "verb": verb, "resource": resource, "client": client})
+                store.stats.count(client, verb or "nonresource", resource or path)
                 fault = store.faults.take(method, path, verb)
             if fault:
                 if fault.get("latency_ms"):
@@ -823,7 +872,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         def line(etype, obj):
             return (json.dumps({"type": etype, "object": obj}) + "\n").encode()
 
-        watcher = {"resource": resource, "namespace": namespace, "action": None}
+        watcher = {"resource": resource, "namespace": namespace, "action": None, "client": self.client_name()}
         pending = []
         with store.lock:
             if rv and rv < store.history_start:
@@ -861,7 +910,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         # History was compacted past this watch.
                         action = "expire"
                     if action is None:
-                        for erv, etype, r, ns, obj in store.events:
+                        # Events are in resourceVersion order: skip to the
+                        # first one after rv (a sentinel above any type).
+                        first = bisect.bisect_right(store.events, (rv, "\uffff"))
+                        for erv, etype, r, ns, obj in store.events[first:]:
                             if erv <= rv or r != resource:
                                 continue
                             if matches(ns, obj):
@@ -1135,6 +1187,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if body.get("clear"):
                     store.requests = []
                 return self.send_json(200, {"counts": counts})
+            if path == "/_nvdra/stats":
+                out = store.stats.snapshot(store.watchers)
+                if body.get("clear") or query.get("clear"):
+                    store.stats.clear()
+                return self.send_json(200, out)
             if path == "/_nvdra/deployments":
                 if "controller" in body:
                     if body["controller"] not in ("off", "ready", "pending"):

@@ -28,6 +28,7 @@ struct CycleArgs {
   int batch = 1;
   bool prepare_only = false;
   bool unprepare_only = false;
+  bool samples = false;
 };
 
 nlohmann::json Summary(std::vector<double> ms) {
@@ -128,14 +129,19 @@ int RunCycle(const CycleArgs& args) {
       for (const auto& e : c.errors) errors.push_back(e);
     }
   }
-  std::cout << nlohmann::json{{"prepare_ms", Summary(prep)},
-                              {"unprepare_ms", Summary(unprep)},
-                              {"wave_ms", Summary(waves)},
-                              {"total_ms", total_ms},
-                              {"claims_per_s", total_ms > 0 ? 1000.0 * claims->size() / total_ms : 0.0},
-                              {"errors", errors}}
-                   .dump(2)
-            << std::endl;
+  nlohmann::json out{{"prepare_ms", Summary(prep)},
+                     {"unprepare_ms", Summary(unprep)},
+                     {"wave_ms", Summary(waves)},
+                     {"total_ms", total_ms},
+                     {"claims_per_s", total_ms > 0 ? 1000.0 * claims->size() / total_ms : 0.0},
+                     {"errors", errors}};
+  if (args.samples) {
+    // Every call's latency, in call order, so that callers can merge the
+    // runs of several nodes into one distribution.
+    out["prepare_samples_ms"] = prep;
+    out["unprepare_samples_ms"] = unprep;
+  }
+  std::cout << out.dump(2) << std::endl;
   return errors.empty() ? 0 : 1;
 }
 
@@ -147,13 +153,15 @@ void AddCycleSubcommand(CLI::App& app, int& exit_code) {
       "of the calls as JSON: {\"prepare_ms\": {count, p50, p90, p99, max, mean}, \"unprepare_ms\": ..., "
       "\"wave_ms\": ..., \"claims_per_s\", \"errors\": [..]}. Claims go in waves of --concurrency "
       "calls of --batch claims each; a wave is prepared together, then unprepared together. Exit "
-      "status 1 if any call failed.");
+      "status 1 if any call failed. --samples adds every call's latency: \"prepare_samples_ms\": [..], "
+      "\"unprepare_samples_ms\": [..].");
   cmd->add_option("--socket", args->socket, "the plugin's DRA socket")->required();
   cmd->add_option("--concurrency", args->concurrency, "calls in flight together (default 1)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--batch", args->batch, "claims per call (default 1)")->check(CLI::Range(1, 100000));
   cmd->add_flag("--prepare-only", args->prepare_only, "prepare and keep the claims prepared");
   cmd->add_flag("--unprepare-only", args->unprepare_only, "only unprepare the claims");
+  cmd->add_flag("--samples", args->samples, "also print every call's latency (ms)");
   cmd->add_option("claims", args->claims, "claims as namespace/name/uid")->required();
   cmd->callback([args, &exit_code] { exit_code = RunCycle(*args); });
 }
