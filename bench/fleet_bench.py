@@ -125,20 +125,13 @@ class FleetPlugin:
         return json.loads(r.stdout).get("claims", [])
 
 
-class FleetNode:
+class FleetNode(localnode.NodeDirs):
     """A node's directories (as the kubelet's and the host's) and its two plugins."""
 
     def __init__(self, root, index, base_kubeconfig, gpu_profile):
         self.name = "fleet-node-%03d" % index
         self.dir = os.path.join(root, "n%03d" % index)  # short: socket paths have 107 bytes
-        self.plugins_dir = os.path.join(self.dir, "plugins")
-        self.registry_dir = os.path.join(self.dir, "plugins_registry")
-        self.cdi_root = os.path.join(self.dir, "cdi")
-        self.boot_id_path = os.path.join(self.dir, "boot_id")
-        for d in (self.plugins_dir, self.registry_dir, self.cdi_root):
-            os.makedirs(d, exist_ok=True)
-        with open(self.boot_id_path, "w") as f:
-            f.write(str(uuid.uuid4()) + "\n")
+        localnode.NodeDirs.__init__(self, self.dir)
         self.gpu = FleetPlugin(self, GPU_DRIVER, gpu_profile, base_kubeconfig)
         self.cd = FleetPlugin(self, CD_DRIVER, CD_PROFILE, base_kubeconfig)
         self.plugins = (self.gpu, self.cd)

@@ -265,24 +265,33 @@ class Plugin:
         return json.loads(r.stdout)
 
 
-class LocalNode:
-    def __init__(self, workdir=None, node_name="node-1", tls=False, kube_version=None):
-        self.owned = workdir is None
-        self.workdir = workdir or tempfile.mkdtemp(prefix="nvdra-node-")
-        self.node_name = node_name
-        self.plugins_dir = os.path.join(self.workdir, "plugins")
-        self.registry_dir = os.path.join(self.workdir, "plugins_registry")
-        self.cdi_root = os.path.join(self.workdir, "cdi")
-        self.boot_id_path = os.path.join(self.workdir, "boot_id")
+class NodeDirs:
+    """A node's directories under one root, as the kubelet's and the host's:
+    plugins, plugins_registry, the CDI root, and a boot ID file with a new
+    boot ID."""
+
+    def __init__(self, root):
+        self.plugins_dir = os.path.join(root, "plugins")
+        self.registry_dir = os.path.join(root, "plugins_registry")
+        self.cdi_root = os.path.join(root, "cdi")
+        self.boot_id_path = os.path.join(root, "boot_id")
         for d in (self.plugins_dir, self.registry_dir, self.cdi_root):
             os.makedirs(d, exist_ok=True)
         self.set_boot_id(str(uuid.uuid4()))
-        self.api = ApiServer(self.workdir, node_name, tls=tls, kube_version=kube_version)
-        self.plugins = []
 
     def set_boot_id(self, boot_id):
         with open(self.boot_id_path, "w") as f:
             f.write(boot_id + "\n")
+
+
+class LocalNode(NodeDirs):
+    def __init__(self, workdir=None, node_name="node-1", tls=False, kube_version=None):
+        self.owned = workdir is None
+        self.workdir = workdir or tempfile.mkdtemp(prefix="nvdra-node-")
+        self.node_name = node_name
+        NodeDirs.__init__(self, self.workdir)
+        self.api = ApiServer(self.workdir, node_name, tls=tls, kube_version=kube_version)
+        self.plugins = []
 
     def plugin(self, driver, profile, **kw):
         p = Plugin(self, driver, profile, **kw)
