@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <memory>
 
 #include "util/file_util.h"
+#include "util/parse_number.h"
 
 namespace nvdra::devices {
 
@@ -64,7 +66,10 @@ Result<std::vector<FileHolder>> ProcessesHolding(const std::string& proc_root, c
     if (!IsPid(e->d_name)) continue;
     const std::string pid_dir = JoinPath(proc_root, e->d_name);
     if (!HoldsFile(JoinPath(pid_dir, "fd"), target)) continue;
-    out.push_back({std::stoi(e->d_name), Command(pid_dir)});
+    // A name of digits past int's range is no process (a crafted root).
+    auto pid = ParseUint64(e->d_name);
+    if (!pid.ok() || *pid > static_cast<uint64_t>(std::numeric_limits<int>::max())) continue;
+    out.push_back({static_cast<int>(*pid), Command(pid_dir)});
   }
   std::sort(out.begin(), out.end(), [](const FileHolder& a, const FileHolder& b) { return a.pid < b.pid; });
   return out;

@@ -44,6 +44,24 @@ TEST(OpenFilesTest, AFileIsHeldWhileThisProcessHasItOpenAndFreeAfterClose) {
   EXPECT_FALSE(HasSelf(*after));
 }
 
+// A proc root is a path the operator gives (--host-root): a process
+// directory whose name is digits past int's range is skipped, not parsed
+// into an exception; a plain one beside it is still found.
+TEST(OpenFilesTest, APidNamePastIntsRangeIsSkipped) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/nvidia0";
+  ASSERT_TRUE(WriteFileAtomically(path, "").ok());
+  for (const std::string pid : {"99999999999999999999999", "4294967296", "42"}) {
+    const std::string fd_dir = dir.path() + "/proc/" + pid + "/fd";
+    ASSERT_TRUE(MakeDirectories(fd_dir, 0755).ok());
+    ASSERT_EQ(::symlink(path.c_str(), (fd_dir + "/3").c_str()), 0);
+  }
+  auto held = ProcessesHolding(dir.path() + "/proc", path);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  ASSERT_EQ(held->size(), 1u);
+  EXPECT_EQ(held->front().pid, 42);
+}
+
 TEST(OpenFilesTest, AnotherFileWithTheSameContentIsNotTheFile) {
   testing::TempDir dir;
   ASSERT_TRUE(WriteFileAtomically(dir.path() + "/a", "x").ok());
