@@ -6,6 +6,10 @@ function(nvdra_add_test name)
   endif()
   cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
+  # Unity batches of 8 test files (CMakeLists.txt, NVDRA_UNITY_BUILD): the
+  # files of one binary share one anonymous namespace per batch, so their
+  # local helpers need distinct names.
+  set_target_properties(${name} PROPERTIES UNITY_BUILD_BATCH_SIZE 8)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main Threads::Threads)
   # Paths come from one generated object (util/test_paths.h), so test
   # objects compile the same in every checkout.

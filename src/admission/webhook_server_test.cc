@@ -264,7 +264,7 @@ class WebhookServerTest : public ::testing::Test {
     EXPECT_EQ(r.body(), "ok");
   }
 
-  testing::TempDir dir_{"nvdra-webhook"};
+  nvdra::testing::TempDir dir_{"nvdra-webhook"};
   std::string cert_path_, key_path_;
   Cert first_ = MakeCert(1001);
   std::unique_ptr<WebhookServer> server_;

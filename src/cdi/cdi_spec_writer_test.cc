@@ -70,7 +70,7 @@ TEST_F(CdiSpecWriterTest, WritesGoldenFileWithMode0644AndSortedDevices) {
   std::string path = *w.ClaimSpecPath(kUid);
   auto content = ReadFileToString(path);
   ASSERT_TRUE(content.ok());
-  testing::ExpectMatchesGolden(std::string(NVDRA_SOURCE_DIR) + "/src/cdi/testdata/claim_two_gpus.json",
+  nvdra::testing::ExpectMatchesGolden(std::string(NVDRA_SOURCE_DIR) + "/src/cdi/testdata/claim_two_gpus.json",
                                *content);
   struct stat st;
   ASSERT_EQ(::stat(path.c_str(), &st), 0);

@@ -118,7 +118,7 @@ TEST(CdiSpecTest, RenderMatchesGoldenAndParsesAsJsonAndYaml) {
   Spec s = SampleSpec();
   ASSERT_TRUE(ValidateSpec(s).ok()) << ValidateSpec(s).ToString();
   std::string out = RenderJson(s);
-  testing::ExpectMatchesGolden(kTestdata + "sample_spec.json", out);
+  nvdra::testing::ExpectMatchesGolden(kTestdata + "sample_spec.json", out);
 
   auto j = nlohmann::json::parse(out);
   EXPECT_EQ(j["cdiVersion"], "0.5.0");

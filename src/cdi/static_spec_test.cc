@@ -22,7 +22,7 @@ Spec BaseSpec() {
 }
 
 TEST(StaticSpecTest, WritesOnceAndReplacesTheUpstreamYaml) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   const std::string name = "k8s.compute-domain.nvidia.com-device_base";
   ASSERT_TRUE(WriteFileAtomically(tmp.path() + "/" + name + ".yaml", "---\nold: spec\n").ok());
   ASSERT_TRUE(WriteStaticSpec(tmp.path(), name, BaseSpec()).ok());
@@ -40,7 +40,7 @@ TEST(StaticSpecTest, WritesOnceAndReplacesTheUpstreamYaml) {
 }
 
 TEST(StaticSpecTest, RefusesBadNamesAndInvalidSpecs) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   EXPECT_FALSE(WriteStaticSpec(tmp.path(), "../escape", BaseSpec()).ok());
   EXPECT_FALSE(WriteStaticSpec(tmp.path(), "", BaseSpec()).ok());
   Spec bad = BaseSpec();

@@ -34,7 +34,7 @@ struct Node : devices::testing::MockNode {
 
 void WriteAndCheck(const cdi::CdiSpecWriter& writer, const std::vector<cdi::SpecDevice>& devs,
                    const cdi::ContainerEdits& common, const std::string& golden) {
-  testing::ExpectClaimSpecMatchesGolden(writer, kUid, devs, common, kTestdata + golden);
+  nvdra::testing::ExpectClaimSpecMatchesGolden(writer, kUid, devs, common, kTestdata + golden);
 }
 
 TEST(ComputeDomainEditsTest, ImexChannelAndDaemonClaimSpecs) {
@@ -58,7 +58,7 @@ TEST(ComputeDomainEditsTest, ImexChannelAndDaemonClaimSpecs) {
   const std::string uid2 = "7a1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b";
   cdi::Spec spec = w.BuildClaimSpec(uid2, {{kDaemonDeviceName, daemon}});
   ASSERT_TRUE(w.WriteClaimSpec(uid2, spec).ok());
-  testing::ExpectMatchesGolden(kTestdata + "cdi-daemon-claim.json", *ReadFileToString(*w.ClaimSpecPath(uid2)));
+  nvdra::testing::ExpectMatchesGolden(kTestdata + "cdi-daemon-claim.json", *ReadFileToString(*w.ClaimSpecPath(uid2)));
 }
 
 TEST(ComputeDomainEditsTest, NewChannelBeyondPrecreatedOnesIsCreated) {

@@ -21,7 +21,7 @@ using nlohmann::json;
 using nvdra::testing::TestApiServer;
 using Steady = std::chrono::steady_clock;
 
-kube::KubeClientOptions Fast() {
+kube::KubeClientOptions LabelClientOptions() {
   kube::KubeClientOptions o;
   o.qps = 0;
   o.initial_backoff = std::chrono::milliseconds(1);
@@ -35,7 +35,7 @@ class NodeLabelManagerTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(server_.ok()) << server_.error();
     ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}).ok());
-    client_ = kube::KubeClient::FromConfig(server_.Config(), Fast());
+    client_ = kube::KubeClient::FromConfig(server_.Config(), LabelClientOptions());
   }
   std::optional<std::string> Label() {
     auto nodes = server_.Objects("nodes");

@@ -7,9 +7,9 @@
 namespace nvdra::config {
 namespace {
 
-const FeatureGates kTs = FeatureGates().With(Gate::kTimeSlicingSettings, true);
+const FeatureGates kTimeSlicingGates = FeatureGates().With(Gate::kTimeSlicingSettings, true);
 const FeatureGates kMps = FeatureGates().With(Gate::kMPSSupport, true);
-const FeatureGates kBoth = kTs.With(Gate::kMPSSupport, true);
+const FeatureGates kBoth = kTimeSlicingGates.With(Gate::kMPSSupport, true);
 
 GpuConfig Sharing(std::string strategy) {
   GpuConfig c;
@@ -28,13 +28,13 @@ TEST(OpaqueConfigTest, SharingStrategiesNeedTheirGates) {
   EXPECT_EQ(ValidateError(Sharing("TimeSlicing"), FeatureGates()),
             "\"TimeSlicing\" is selected as the GPU sharing strategy, but the \"TimeSlicingSettings\" feature gate is "
             "not enabled");
-  EXPECT_EQ(ValidateError(Sharing("MPS"), kTs),
+  EXPECT_EQ(ValidateError(Sharing("MPS"), kTimeSlicingGates),
             "\"MPS\" is selected as the GPU sharing strategy, but the \"MPSSupport\" feature gate is not enabled");
   EXPECT_EQ(ValidateError(Sharing("Fabric"), kBoth),
             "unknown GPU sharing strategy: Fabric, supported GPU sharing strategies: TimeSlicing, MPS");
   EXPECT_EQ(ValidateError(Sharing(""), kBoth),
             "unknown GPU sharing strategy: , supported GPU sharing strategies: TimeSlicing, MPS");
-  EXPECT_EQ(ValidateError(Sharing("TimeSlicing"), kTs), "<ok>");
+  EXPECT_EQ(ValidateError(Sharing("TimeSlicing"), kTimeSlicingGates), "<ok>");
   EXPECT_EQ(ValidateError(Sharing("MPS"), kMps), "<ok>");
   EXPECT_EQ(ValidateError(GpuConfig{}, FeatureGates()), "<ok>");
 
@@ -42,7 +42,7 @@ TEST(OpaqueConfigTest, SharingStrategiesNeedTheirGates) {
   mig.sharing.emplace();
   mig.sharing->strategy = "TimeSlicing";
   EXPECT_NE(ValidateError(mig, FeatureGates()).find("\"TimeSlicingSettings\" feature gate is not enabled"), std::string::npos);
-  EXPECT_EQ(ValidateError(mig, kTs), "<ok>");
+  EXPECT_EQ(ValidateError(mig, kTimeSlicingGates), "<ok>");
 }
 
 TEST(OpaqueConfigTest, NormalizeFillsTheTimeSliceIntervalEvenForAnEmptyBlock) {
@@ -53,8 +53,8 @@ TEST(OpaqueConfigTest, NormalizeFillsTheTimeSliceIntervalEvenForAnEmptyBlock) {
        }) {
     auto c = DecodeStrict(json);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    Normalize(*c, kTs);
-    EXPECT_TRUE(Validate(*c, kTs).ok());
+    Normalize(*c, kTimeSlicingGates);
+    EXPECT_TRUE(Validate(*c, kTimeSlicingGates).ok());
     const auto& g = std::get<GpuConfig>(*c);
     ASSERT_TRUE(g.sharing->time_slicing_config.has_value());
     EXPECT_EQ(g.sharing->time_slicing_config->interval, "Default");
@@ -70,10 +70,10 @@ TEST(OpaqueConfigTest, TimeSliceIntervals) {
   GpuConfig c = Sharing("TimeSlicing");
   c.sharing->time_slicing_config.emplace();
   c.sharing->time_slicing_config->interval = "Forever";
-  EXPECT_EQ(ValidateError(c, kTs),
+  EXPECT_EQ(ValidateError(c, kTimeSlicingGates),
             "unknown time-slice interval: Forever, supported time-slice intervals: Default, Short, Medium, Long");
   c.sharing->time_slicing_config->interval = "long";  // case matters
-  EXPECT_NE(ValidateError(c, kTs), "<ok>");
+  EXPECT_NE(ValidateError(c, kTimeSlicingGates), "<ok>");
   for (auto [name, value] : {std::pair{"Default", 0}, {"Short", 1}, {"Medium", 2}, {"Long", 3}}) {
     auto i = ParseTimeSliceInterval(name);
     ASSERT_TRUE(i.has_value()) << name;

@@ -22,7 +22,7 @@ bool HasSelf(const std::vector<FileHolder>& holders) {
 }
 
 TEST(OpenFilesTest, AFileIsHeldWhileThisProcessHasItOpenAndFreeAfterClose) {
-  testing::TempDir dir;
+  nvdra::testing::TempDir dir;
   const std::string path = dir.path() + "/nvidia0";
   ASSERT_TRUE(WriteFileAtomically(path, "").ok());
   auto before = ProcessesHolding("/proc", path);
@@ -48,7 +48,7 @@ TEST(OpenFilesTest, AFileIsHeldWhileThisProcessHasItOpenAndFreeAfterClose) {
 // directory whose name is digits past int's range is skipped, not parsed
 // into an exception; a plain one beside it is still found.
 TEST(OpenFilesTest, APidNamePastIntsRangeIsSkipped) {
-  testing::TempDir dir;
+  nvdra::testing::TempDir dir;
   const std::string path = dir.path() + "/nvidia0";
   ASSERT_TRUE(WriteFileAtomically(path, "").ok());
   for (const std::string pid : {"99999999999999999999999", "4294967296", "42"}) {
@@ -63,7 +63,7 @@ TEST(OpenFilesTest, APidNamePastIntsRangeIsSkipped) {
 }
 
 TEST(OpenFilesTest, AnotherFileWithTheSameContentIsNotTheFile) {
-  testing::TempDir dir;
+  nvdra::testing::TempDir dir;
   ASSERT_TRUE(WriteFileAtomically(dir.path() + "/a", "x").ok());
   ASSERT_TRUE(WriteFileAtomically(dir.path() + "/b", "x").ok());
   const int fd = ::open((dir.path() + "/b").c_str(), O_RDONLY | O_CLOEXEC);
@@ -77,7 +77,7 @@ TEST(OpenFilesTest, AnotherFileWithTheSameContentIsNotTheFile) {
 TEST(OpenFilesTest, ACharacterDeviceMatchesByDeviceNumberThroughAnyNode) {
   // /dev/null opened here; asked through a second node with the same
   // numbers, as a container's own /dev would have it.
-  testing::TempDir dir;
+  nvdra::testing::TempDir dir;
   const std::string twin = dir.path() + "/null-twin";
   if (::mknod(twin.c_str(), S_IFCHR | 0600, makedev(1, 3)) != 0) GTEST_SKIP() << "mknod needs CAP_MKNOD";
   const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -89,7 +89,7 @@ TEST(OpenFilesTest, ACharacterDeviceMatchesByDeviceNumberThroughAnyNode) {
 }
 
 TEST(OpenFilesTest, AMissingFileIsNotFoundAndAMissingProcIsAnError) {
-  testing::TempDir dir;
+  nvdra::testing::TempDir dir;
   EXPECT_EQ(ProcessesHolding("/proc", dir.path() + "/none").status().code(), StatusCode::kNotFound);
   ASSERT_TRUE(WriteFileAtomically(dir.path() + "/f", "").ok());
   auto r = ProcessesHolding(dir.path() + "/no-proc", dir.path() + "/f");

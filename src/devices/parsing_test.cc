@@ -15,7 +15,7 @@ namespace {
 
 // pcieRoot and numaNode from sysfs: the bus link and its numa_node file.
 TEST(PcieTopologyTest, PcieRootAndNumaNodeFromSysfs) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   const std::string sys = t.path() + "/sys";
   const std::string dev = sys + "/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0";
   ASSERT_TRUE(MakeDirectories(dev).ok());
@@ -46,7 +46,7 @@ TEST(ProcDevicesTest, ParsesCharacterSectionOnly) {
 }
 
 TEST(ProcDevicesTest, MissingNameAndFileAreErrors) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   std::string p = t.path() + "/devices";
   ASSERT_TRUE(WriteFileAtomically(p, "Character devices:\n195 nvidia-frontend\n").ok());
   auto r = ReadCharDeviceMajor(p, "nvidia-caps");
@@ -101,7 +101,7 @@ TEST(XidPolicyTest, UpstreamIgnoreListPlusFlag) {
 }
 
 TEST(DriverRootTest, DevRootAndHostPaths) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   DriverRoot host("/", "/");
   EXPECT_EQ(host.ContainerDevRoot(), "/");
   EXPECT_EQ(host.ContainerDevPath("/dev/nvidia0"), "/dev/nvidia0");
@@ -119,7 +119,7 @@ TEST(DriverRootTest, DevRootAndHostPaths) {
 }
 
 TEST(DriverRootTest, FindsLibraryInUsualFoldersAndResolvesSymlinks) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   ASSERT_TRUE(MakeDirectories(t.path() + "/usr/lib/x86_64-linux-gnu").ok());
   ASSERT_TRUE(WriteFileAtomically(t.path() + "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.1", "x").ok());
   ASSERT_EQ(::symlink("libnvidia-ml.so.570.1", (t.path() + "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1").c_str()), 0);

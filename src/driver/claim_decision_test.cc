@@ -8,11 +8,11 @@ namespace {
 using namespace std::chrono_literals;
 using ledger::ClaimState;
 
-constexpr const char* kDriver = "gpu.nvidia.com";
+constexpr const char* kGpuDriver = "gpu.nvidia.com";
 const auto kT0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
 
 model::AllocationResult Res(const std::string& device, const std::string& pool = "node-a",
-                            const std::string& driver = kDriver) {
+                            const std::string& driver = kGpuDriver) {
   return {"req", driver, pool, device, false, ""};
 }
 
@@ -26,7 +26,7 @@ ledger::ClaimEntry Entry(ClaimState state, std::vector<model::AllocationResult> 
   return e;
 }
 
-ClaimSnapshot Claim(std::vector<model::AllocationResult> results = {Res("gpu-0")}, const std::string& uid = "uid-a") {
+ClaimSnapshot Snapshot(std::vector<model::AllocationResult> results = {Res("gpu-0")}, const std::string& uid = "uid-a") {
   ClaimSnapshot c;
   c.uid = uid;
   c.ns = "default";
@@ -37,9 +37,9 @@ ClaimSnapshot Claim(std::vector<model::AllocationResult> results = {Res("gpu-0")
 }
 
 TEST(JudgeClaimTest, Table) {
-  ClaimSnapshot deallocated = Claim({});
+  ClaimSnapshot deallocated = Snapshot({});
   deallocated.allocated = false;
-  ClaimSnapshot with_other_driver = Claim({Res("gpu-0"), Res("nic-0", "node-a", "net.example.com")});
+  ClaimSnapshot with_other_driver = Snapshot({Res("gpu-0"), Res("nic-0", "node-a", "net.example.com")});
   ledger::ClaimEntry imported = Entry(ClaimState::kPrepareCompleted, {});
   ledger::ClaimEntry unnamed = Entry(ClaimState::kPrepareStarted);
   unnamed.name = "";
@@ -50,29 +50,29 @@ TEST(JudgeClaimTest, Table) {
     ClaimStanding want;
   };
   const Case cases[] = {
-      {"same claim, same allocation", Entry(ClaimState::kPrepareCompleted), Claim(), ClaimStanding::kCurrent},
+      {"same claim, same allocation", Entry(ClaimState::kPrepareCompleted), Snapshot(), ClaimStanding::kCurrent},
       {"other drivers' results do not count", Entry(ClaimState::kPrepareCompleted), with_other_driver,
        ClaimStanding::kCurrent},
       {"results in another order", Entry(ClaimState::kPrepareCompleted, {Res("gpu-0"), Res("gpu-1")}),
-       Claim({Res("gpu-1"), Res("gpu-0")}), ClaimStanding::kCurrent},
+       Snapshot({Res("gpu-1"), Res("gpu-0")}), ClaimStanding::kCurrent},
       {"not found", Entry(ClaimState::kPrepareStarted), NotFound("resourceclaims \"a\" not found"),
        ClaimStanding::kGone},
-      {"replaced under the same name", Entry(ClaimState::kPrepareStarted), Claim({Res("gpu-0")}, "uid-b"),
+      {"replaced under the same name", Entry(ClaimState::kPrepareStarted), Snapshot({Res("gpu-0")}, "uid-b"),
        ClaimStanding::kGone},
       {"deallocated", Entry(ClaimState::kPrepareCompleted), deallocated, ClaimStanding::kStale},
-      {"allocated again with another device", Entry(ClaimState::kPrepareCompleted), Claim({Res("gpu-1")}),
+      {"allocated again with another device", Entry(ClaimState::kPrepareCompleted), Snapshot({Res("gpu-1")}),
        ClaimStanding::kStale},
       {"allocated to another node", Entry(ClaimState::kPrepareCompleted, {Res("gpu-0", "node-b")}),
-       Claim({Res("gpu-0", "node-b")}), ClaimStanding::kStale},
+       Snapshot({Res("gpu-0", "node-b")}), ClaimStanding::kStale},
       {"API error", Entry(ClaimState::kPrepareStarted), Unavailable("503"), ClaimStanding::kUnknown},
-      {"no name recorded", unnamed, Claim(), ClaimStanding::kUnnamed},
-      {"imported without allocation", imported, Claim(), ClaimStanding::kCurrent},
+      {"no name recorded", unnamed, Snapshot(), ClaimStanding::kUnnamed},
+      {"imported without allocation", imported, Snapshot(), ClaimStanding::kCurrent},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(JudgeClaim(c.entry, c.current, "node-a").standing, c.want) << c.name;
   }
   // Without a node name the node is not checked.
-  EXPECT_EQ(JudgeClaim(Entry(ClaimState::kPrepareCompleted, {Res("gpu-0", "node-b")}), Claim({Res("gpu-0", "node-b")}),
+  EXPECT_EQ(JudgeClaim(Entry(ClaimState::kPrepareCompleted, {Res("gpu-0", "node-b")}), Snapshot({Res("gpu-0", "node-b")}),
                        "")
                 .standing,
             ClaimStanding::kCurrent);
@@ -88,12 +88,12 @@ TEST(DecideTest, Table) {
     bool grace_started;
   };
   const Case cases[] = {
-      {"current prepared claim", ClaimState::kPrepareCompleted, Claim(), std::nullopt, Action::kKeep, false},
-      {"current half-prepared claim", ClaimState::kPrepareStarted, Claim(), std::nullopt, Action::kKeep, false},
+      {"current prepared claim", ClaimState::kPrepareCompleted, Snapshot(), std::nullopt, Action::kKeep, false},
+      {"current half-prepared claim", ClaimState::kPrepareStarted, Snapshot(), std::nullopt, Action::kKeep, false},
       {"API error", ClaimState::kPrepareStarted, Unavailable("503"), std::nullopt, Action::kRetryLater, false},
       {"half-prepared, gone", ClaimState::kPrepareStarted, NotFound("x"), std::nullopt, Action::kUnprepare, false},
       {"half-unprepared, gone", ClaimState::kUnprepareStarted, NotFound("x"), std::nullopt, Action::kUnprepare, false},
-      {"half-prepared, deallocated", ClaimState::kPrepareStarted, Claim({Res("gpu-3")}), std::nullopt,
+      {"half-prepared, deallocated", ClaimState::kPrepareStarted, Snapshot({Res("gpu-3")}), std::nullopt,
        Action::kUnprepare, false},
       {"prepared, gone: grace starts", ClaimState::kPrepareCompleted, NotFound("x"), std::nullopt, Action::kWaitGrace,
        true},
@@ -101,7 +101,7 @@ TEST(DecideTest, Table) {
        false},
       {"prepared, gone past grace", ClaimState::kPrepareCompleted, NotFound("x"), kT0 - 10min, Action::kUnprepare,
        false},
-      {"prepared, stale past grace", ClaimState::kPrepareCompleted, Claim({Res("gpu-3")}), kT0 - 11min,
+      {"prepared, stale past grace", ClaimState::kPrepareCompleted, Snapshot({Res("gpu-3")}), kT0 - 11min,
        Action::kUnprepare, false},
       {"tombstone", ClaimState::kTombstone, NotFound("x"), std::nullopt, Action::kKeep, false},
   };
@@ -120,8 +120,8 @@ TEST(DecideTest, APreparedClaimOfAnEarlierBootWhoseClaimIsGoneOrStaleIsReleasedA
   Decision gone = Decide(e, NotFound("x"), in);
   EXPECT_EQ(gone.action, Action::kUnprepare);
   EXPECT_EQ(gone.judgement.why, "its ResourceClaim no longer exists (prepared before the node rebooted)");
-  EXPECT_EQ(Decide(e, Claim({Res("gpu-0", "node-b")}), in).action, Action::kUnprepare);
-  EXPECT_EQ(Decide(e, Claim(), in).action, Action::kKeep) << "still this node's claim: the kubelet prepares it again";
+  EXPECT_EQ(Decide(e, Snapshot({Res("gpu-0", "node-b")}), in).action, Action::kUnprepare);
+  EXPECT_EQ(Decide(e, Snapshot(), in).action, Action::kKeep) << "still this node's claim: the kubelet prepares it again";
   EXPECT_EQ(Decide(e, Unavailable("down"), in).action, Action::kRetryLater);
   e.from_earlier_boot = false;
   EXPECT_EQ(Decide(e, NotFound("x"), in).action, Action::kWaitGrace) << "this boot's: the kubelet may still come";

@@ -29,7 +29,7 @@ class DeviceMetadataFilesTest : public ::testing::Test {
     return text.ok() ? *text : "";
   }
 
-  testing::TempDir tmp_;
+  nvdra::testing::TempDir tmp_;
   std::string dir_;
   std::unique_ptr<DeviceMetadataFiles> files_;
 };

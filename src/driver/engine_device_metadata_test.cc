@@ -17,12 +17,13 @@ namespace {
 using testing::FakeClaimSource;
 using testing::FakeKind;
 
-constexpr const char* kDriver = "gpu.nvidia.com";
-const auto kFar = std::chrono::steady_clock::now() + std::chrono::hours(1);
+using testing::kDriver;
+using testing::kFar;
+using testing::Ref;
 
 // Requests "gpus" (gpu-0, gpu-1) and the subrequest "vm/passthrough"
 // (gpu-2), from the template claim "gpu" of a pod.
-ClaimSnapshot Claim(const std::string& uid, const std::string& name) {
+ClaimSnapshot PassthroughClaim(const std::string& uid, const std::string& name) {
   ClaimSnapshot c;
   c.uid = uid;
   c.ns = "default";
@@ -35,7 +36,6 @@ ClaimSnapshot Claim(const std::string& uid, const std::string& name) {
   return c;
 }
 
-kubelet::ClaimRef Ref(const ClaimSnapshot& c) { return {c.ns, c.uid, c.name}; }
 
 class EngineDeviceMetadataTest : public ::testing::Test {
  protected:
@@ -104,7 +104,7 @@ class EngineDeviceMetadataTest : public ::testing::Test {
 };
 
 TEST_F(EngineDeviceMetadataTest, PrepareWritesAFilePerRequestAndAnswersItsCdiId) {
-  auto c = Claim("uid-a", "pod-gpu-x7");
+  auto c = PassthroughClaim("uid-a", "pod-gpu-x7");
   claims_.Put(c);
   auto r = engine_->PrepareClaim(Ref(c), kFar);
   ASSERT_EQ(r.status().message(), "");
@@ -130,7 +130,7 @@ TEST_F(EngineDeviceMetadataTest, PrepareWritesAFilePerRequestAndAnswersItsCdiId)
 }
 
 TEST_F(EngineDeviceMetadataTest, RepeatedPrepareAnswersTheSameAndRestoresALostSpec) {
-  auto c = Claim("uid-a", "pod-gpu-x7");
+  auto c = PassthroughClaim("uid-a", "pod-gpu-x7");
   claims_.Put(c);
   auto first = engine_->PrepareClaim(Ref(c), kFar);
   ASSERT_EQ(first.status().message(), "");
@@ -156,7 +156,7 @@ TEST_F(EngineDeviceMetadataTest, RepeatedPrepareAnswersTheSameAndRestoresALostSp
 }
 
 TEST_F(EngineDeviceMetadataTest, UnprepareRemovesFilesAndSpecs) {
-  auto c = Claim("uid-a", "pod-gpu-x7");
+  auto c = PassthroughClaim("uid-a", "pod-gpu-x7");
   claims_.Put(c);
   ASSERT_EQ(engine_->PrepareClaim(Ref(c), kFar).status().message(), "");
   ASSERT_TRUE(AnyMetadataLeft());
@@ -167,7 +167,7 @@ TEST_F(EngineDeviceMetadataTest, UnprepareRemovesFilesAndSpecs) {
 
 TEST_F(EngineDeviceMetadataTest, WithoutTheGateNothingIsWritten) {
   Reopen(/*gate=*/false);
-  auto c = Claim("uid-a", "pod-gpu-x7");
+  auto c = PassthroughClaim("uid-a", "pod-gpu-x7");
   claims_.Put(c);
   auto r = engine_->PrepareClaim(Ref(c), kFar);
   ASSERT_EQ(r.status().message(), "");
@@ -178,7 +178,7 @@ TEST_F(EngineDeviceMetadataTest, WithoutTheGateNothingIsWritten) {
 
 // Prepared with the gate on, unprepared after a restart with it off.
 TEST_F(EngineDeviceMetadataTest, UnprepareAfterTheGateWentOffStillRemoves) {
-  auto c = Claim("uid-a", "pod-gpu-x7");
+  auto c = PassthroughClaim("uid-a", "pod-gpu-x7");
   claims_.Put(c);
   ASSERT_EQ(engine_->PrepareClaim(Ref(c), kFar).status().message(), "");
   Reopen(/*gate=*/false);
@@ -190,7 +190,7 @@ TEST_F(EngineDeviceMetadataTest, UnprepareAfterTheGateWentOffStillRemoves) {
 // that stops right after them (a crash, a failure) leaves an entry from
 // which the reconciler removes them once the claim is gone.
 TEST_F(EngineDeviceMetadataTest, AHalfPreparedClaimsFilesGoWithIt) {
-  auto c = Claim("uid-a", "pod-gpu-x7");
+  auto c = PassthroughClaim("uid-a", "pod-gpu-x7");
   claims_.Put(c);
   ASSERT_TRUE(FailPoints::Process().Load("engine-after-metadata-write=error").ok());
   ASSERT_NE(engine_->PrepareClaim(Ref(c), kFar).status().message(), "");
@@ -209,7 +209,7 @@ TEST_F(EngineDeviceMetadataTest, AHalfPreparedClaimsFilesGoWithIt) {
 // An Unprepare stopped after the files went (before FinishUnprepare)
 // completes on its retry.
 TEST_F(EngineDeviceMetadataTest, AnUnprepareStoppedAfterTheRemovalCompletesOnRetry) {
-  auto c = Claim("uid-a", "pod-gpu-x7");
+  auto c = PassthroughClaim("uid-a", "pod-gpu-x7");
   claims_.Put(c);
   ASSERT_EQ(engine_->PrepareClaim(Ref(c), kFar).status().message(), "");
   ASSERT_TRUE(FailPoints::Process().Load("engine-after-metadata-remove=error").ok());
@@ -226,7 +226,7 @@ TEST_F(EngineDeviceMetadataTest, AnUnprepareStoppedAfterTheRemovalCompletesOnRet
 // crash before the entry's last transition was written) is swept; a live
 // claim's stays.
 TEST_F(EngineDeviceMetadataTest, TheSweepRemovesMetadataOfClaimsTheLedgerDoesNotHold) {
-  auto live = Claim("uid-live", "live");
+  auto live = PassthroughClaim("uid-live", "live");
   claims_.Put(live);
   ASSERT_EQ(engine_->PrepareClaim(Ref(live), kFar).status().message(), "");
   MetadataClaim orphan{"uid-orphan", "default", "gone", std::nullopt};

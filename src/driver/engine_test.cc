@@ -18,8 +18,9 @@ namespace {
 using testing::FakeClaimSource;
 using testing::FakeKind;
 
-constexpr const char* kDriver = "gpu.nvidia.com";
-const auto kFar = std::chrono::steady_clock::now() + std::chrono::hours(1);
+using testing::kDriver;
+using testing::kFar;
+using testing::Ref;
 
 ClaimSnapshot Claim(const std::string& uid, const std::string& name, std::vector<std::string> devices,
                     std::vector<config::ClaimConfig> configs = {}) {
@@ -36,7 +37,6 @@ ClaimSnapshot Claim(const std::string& uid, const std::string& name, std::vector
   return c;
 }
 
-kubelet::ClaimRef Ref(const ClaimSnapshot& c) { return {c.ns, c.uid, c.name}; }
 
 class EngineTest : public ::testing::Test {
  protected:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <set>
@@ -17,6 +18,11 @@
 #include "util/mutex.h"
 
 namespace nvdra::driver::testing {
+
+// The driver, deadline and claim reference the engine tests share.
+inline constexpr const char* kDriver = "gpu.nvidia.com";
+inline const auto kFar = std::chrono::steady_clock::now() + std::chrono::hours(1);
+inline model::ClaimRef Ref(const ClaimSnapshot& c) { return {c.ns, c.uid, c.name}; }
 
 class FakeClaimSource final : public ClaimSource {
  public:

@@ -33,7 +33,7 @@ struct Node : devices::testing::MockNode {
 
 void WriteAndCheck(const cdi::CdiSpecWriter& writer, const std::vector<cdi::SpecDevice>& devs,
                    const cdi::ContainerEdits& common, const std::string& golden) {
-  testing::ExpectClaimSpecMatchesGolden(writer, kUid, devs, common, kTestdata + golden);
+  nvdra::testing::ExpectClaimSpecMatchesGolden(writer, kUid, devs, common, kTestdata + golden);
 }
 
 TEST(GpuContainerEditsTest, FullGpuClaimSpec) {

@@ -20,7 +20,7 @@ Result<devices::NodeInventory> DiscoverBuiltin(const std::string& name, const st
 
 // Upstream's attributes, the NUMA node from the (fake) sysfs included.
 TEST(GpuPublishedDevicesTest, H100HasUpstreamsAttributes) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   auto inv = DiscoverBuiltin("h100x8", t.path());
   ASSERT_TRUE(inv.ok());
   auto devs = GpuPublishedDevices(*inv);
@@ -48,7 +48,7 @@ TEST(GpuPublishedDevicesTest, H100HasUpstreamsAttributes) {
 }
 
 TEST(GpuPublishedDevicesTest, MigEnabledGpusPublishOnlyTheirMigDevices) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   auto inv = DiscoverBuiltin("a100-mig", t.path());
   ASSERT_TRUE(inv.ok());
   auto devs = GpuPublishedDevices(*inv);
@@ -96,7 +96,7 @@ TEST(GpuPublishedDevicesTest, VersionsAreCoercedLikeUpstream) {
 // With DRAListTypeAttributes the NUMA node takes its list form, on full
 // GPUs and on MIG devices, as upstream; other attributes keep theirs.
 TEST(GpuPublishedDevicesTest, ListTypeAttributesGiveTheNumaNodeAsAList) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   auto inv = DiscoverBuiltin("h100x8", t.path());
   ASSERT_TRUE(inv.ok());
   auto gates = config::FeatureGates::Parse("DRAListTypeAttributes=true");

@@ -49,7 +49,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using boost::system::error_code;
 
 constexpr std::chrono::milliseconds kConnectTimeout{5000};
@@ -330,7 +330,7 @@ class Connection {
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
 
-  Clock::time_point idle_since;
+  SteadyClock::time_point idle_since;
 
  private:
   // Declared first: the streams hold references into it.
@@ -406,7 +406,7 @@ class BeastTransport::Impl {
 
  private:
   Result<std::shared_ptr<asio::ssl::context>> TlsContext() EXCLUDES(mu_);
-  Result<std::unique_ptr<Connection>> Connect(const std::string& what, Clock::time_point deadline,
+  Result<std::unique_ptr<Connection>> Connect(const std::string& what, SteadyClock::time_point deadline,
                                               std::chrono::milliseconds timeout, const std::atomic<bool>* cancel);
   std::unique_ptr<Connection> TakeIdle() EXCLUDES(mu_);
   void PutIdle(std::unique_ptr<Connection> c) EXCLUDES(mu_);
@@ -440,7 +440,7 @@ Result<std::shared_ptr<asio::ssl::context>> BeastTransport::Impl::TlsContext() {
   return ctx;
 }
 
-Result<std::unique_ptr<Connection>> BeastTransport::Impl::Connect(const std::string& what, Clock::time_point deadline,
+Result<std::unique_ptr<Connection>> BeastTransport::Impl::Connect(const std::string& what, SteadyClock::time_point deadline,
                                                                   std::chrono::milliseconds timeout,
                                                                   const std::atomic<bool>* cancel) {
   const ServerUrl& url = *url_;
@@ -456,7 +456,7 @@ Result<std::unique_ptr<Connection>> BeastTransport::Impl::Connect(const std::str
   auto endpoints = resolver.resolve(url.host, url.port, ec);
   if (ec) return Unavailable(what + ": cannot resolve " + url.host + ": " + ec.message());
 
-  c->Tcp().expires_at(std::min(deadline, Clock::now() + kConnectTimeout));
+  c->Tcp().expires_at(std::min(deadline, SteadyClock::now() + kConnectTimeout));
   ec = c->Run([&](auto handler) { c->Tcp().async_connect(endpoints, std::move(handler)); }, cancel);
   if (c->cancelled()) return Unavailable(what + ": cancelled");
   if (ec == beast::error::timeout) {
@@ -495,7 +495,7 @@ Result<std::unique_ptr<Connection>> BeastTransport::Impl::Connect(const std::str
 }
 
 std::unique_ptr<Connection> BeastTransport::Impl::TakeIdle() {
-  const auto now = Clock::now();
+  const auto now = SteadyClock::now();
   for (;;) {
     std::unique_ptr<Connection> c;
     {
@@ -511,7 +511,7 @@ std::unique_ptr<Connection> BeastTransport::Impl::TakeIdle() {
 
 void BeastTransport::Impl::PutIdle(std::unique_ptr<Connection> c) {
   c->Tcp().expires_never();
-  c->idle_since = Clock::now();
+  c->idle_since = SteadyClock::now();
   std::unique_ptr<Connection> evicted;  // closed after the lock is released
   MutexLock l(mu_);
   if (idle_.size() >= kMaxIdle) {
@@ -525,7 +525,7 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
   if (!url_.ok()) return url_.status();
   NVDRA_ASSIGN_OR_RETURN(std::string token, token_.Get());
   const std::string what = req.method + " " + config_.server + req.path;
-  const auto deadline = Clock::now() + req.timeout;
+  const auto deadline = SteadyClock::now() + req.timeout;
   auto timed_out = [&](const char* stage) {
     return DeadlineExceeded(what + ": timed out after " + Millis(req.timeout) + " (" + stage + ")");
   };
@@ -603,7 +603,7 @@ Result<HttpResponse> BeastTransport::Impl::Stream(const HttpRequest& req, const 
   if (!url_.ok()) return url_.status();
   NVDRA_ASSIGN_OR_RETURN(std::string token, token_.Get());
   const std::string what = "GET " + config_.server + req.path;
-  const auto deadline = Clock::now() + req.timeout;
+  const auto deadline = SteadyClock::now() + req.timeout;
   auto cancelled = [&] { return Unavailable(what + ": cancelled"); };
   auto failed = [&](const char* stage, const error_code& ec) {
     if (ec == beast::error::timeout) return DeadlineExceeded(what + ": stream timed out after " + Millis(req.timeout));

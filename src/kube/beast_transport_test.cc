@@ -28,7 +28,7 @@ namespace {
 using nvdra::testing::TestApiServer;
 using nvdra::testing::TestApiServerOptions;
 
-const std::string kFixtures = std::string(NVDRA_SHARED_DIR) + "/fixtures/kubernetes-api";
+const std::string kApiFixtures = std::string(NVDRA_SHARED_DIR) + "/fixtures/kubernetes-api";
 
 // A loopback HTTP/1.1 server answering from a script, one connection at a
 // time (enough for one client thread), counting the connections it accepts.
@@ -432,7 +432,7 @@ TEST(BeastTransportTest, PlainHttpNeverInitialisesOpenSsl) {
   if (!OpenSslUntouched()) GTEST_SKIP() << "OpenSSL was used earlier in this process; run this test on its own";
   TestApiServer plain;
   ASSERT_TRUE(plain.ok()) << plain.error();
-  ASSERT_TRUE(plain.LoadFile(kFixtures + "/core.v1.Node.json").ok());
+  ASSERT_TRUE(plain.LoadFile(kApiFixtures + "/core.v1.Node.json").ok());
   BeastTransport t(plain.Config());
   auto r = t.RoundTrip({"GET", "/api/v1/nodes/nameValue", "", std::chrono::milliseconds(5000)});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -451,7 +451,7 @@ TEST(BeastTransportTest, PlainHttpNeverInitialisesOpenSsl) {
 class BeastTlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new TestApiServer(testing::ClientCertTlsOptions({kFixtures + "/core.v1.Node.json"}));
+    server_ = new TestApiServer(nvdra::testing::ClientCertTlsOptions({kApiFixtures + "/core.v1.Node.json"}));
     ASSERT_TRUE(server_->ok()) << server_->error();
   }
   static void TearDownTestSuite() { delete server_; }

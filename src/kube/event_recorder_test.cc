@@ -10,7 +10,7 @@ namespace {
 using namespace std::chrono_literals;
 using nvdra::testing::TestApiServer;
 
-KubeClientOptions Fast() {
+KubeClientOptions RecorderClientOptions() {
   KubeClientOptions o;
   o.qps = 0;
   o.initial_backoff = std::chrono::milliseconds(1);
@@ -20,7 +20,7 @@ KubeClientOptions Fast() {
 TEST(EventRecorderTest, PostsDedupsAndRateLimits) {
   TestApiServer server;
   ASSERT_TRUE(server.ok()) << server.error();
-  auto client = KubeClient::FromConfig(server.Config(), Fast());
+  auto client = KubeClient::FromConfig(server.Config(), RecorderClientOptions());
   FakeClock clock;
   EventRecorderOptions o;
   o.component = "gpu.nvidia.com";

@@ -253,7 +253,7 @@ TEST(KubeClientApiServerTest, MalformedAndDeepClaimsAreErrors) {
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new TestApiServer(testing::ClientCertTlsOptions({kFixtures + "/core.v1.Node.json"}));
+    server_ = new TestApiServer(nvdra::testing::ClientCertTlsOptions({kFixtures + "/core.v1.Node.json"}));
     ASSERT_TRUE(server_->ok()) << server_->error();
   }
   static void TearDownTestSuite() { delete server_; }

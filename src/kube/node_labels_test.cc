@@ -15,7 +15,7 @@ using nvdra::testing::TestApiServer;
 
 constexpr const char* kKey = "resource.nvidia.com/computeDomain";
 
-KubeClientOptions Fast() {
+KubeClientOptions NodeLabelsClientOptions() {
   KubeClientOptions o;
   o.qps = 0;
   o.initial_backoff = std::chrono::milliseconds(1);
@@ -37,7 +37,7 @@ class NodeLabelsTest : public ::testing::Test {
     ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"},
                                     {"metadata", {{"name", "n1"}, {"labels", {{"kubernetes.io/hostname", "n1"}}}}}})
                     .ok());
-    client_ = KubeClient::FromConfig(server_.Config(), Fast());
+    client_ = KubeClient::FromConfig(server_.Config(), NodeLabelsClientOptions());
   }
   json Node() { return (*server_.Objects("nodes"))[0]; }
 

@@ -18,7 +18,7 @@ using Steady = std::chrono::steady_clock;
 
 constexpr const char* kDomains = "/apis/resource.nvidia.com/v1beta1/computedomains";
 
-KubeClientOptions Fast() {
+KubeClientOptions WatchClientOptions() {
   KubeClientOptions o;
   o.qps = 0;
   o.initial_backoff = std::chrono::milliseconds(1);
@@ -65,7 +65,7 @@ class WatchCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.ok()) << server_.error();
-    client_ = KubeClient::FromConfig(server_.Config(), Fast());
+    client_ = KubeClient::FromConfig(server_.Config(), WatchClientOptions());
     ASSERT_TRUE(server_.LoadObject(Domain("team-a", "cd-1", "uid-1", "NotReady")).ok());
   }
 

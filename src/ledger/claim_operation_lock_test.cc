@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
 
 TEST(ClaimOperationLockTest, OneClaimIsExclusiveOtherClaimsAreNot) {
-  testing::TempDir dir;
+  nvdra::testing::TempDir dir;
   ClaimOperationLocks locks(dir.path());
   auto a = locks.Acquire("uid-a", Steady::now() + 5s);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
@@ -31,7 +31,7 @@ TEST(ClaimOperationLockTest, OneClaimIsExclusiveOtherClaimsAreNot) {
 }
 
 TEST(ClaimOperationLockTest, AcquireGivesUpAtItsDeadline) {
-  testing::TempDir dir;
+  nvdra::testing::TempDir dir;
   ClaimOperationLocks locks(dir.path());
   auto held = locks.Acquire("uid-a", Steady::now() + 5s);
   ASSERT_TRUE(held.ok());
@@ -47,7 +47,7 @@ TEST(ClaimOperationLockTest, AcquireGivesUpAtItsDeadline) {
 }
 
 TEST(ClaimOperationLockTest, AWaiterGetsTheLockWhenItIsReleased) {
-  testing::TempDir dir;
+  nvdra::testing::TempDir dir;
   ClaimOperationLocks locks(dir.path());
   auto first = locks.Acquire("uid-a", Steady::now() + 5s);
   ASSERT_TRUE(first.ok());
@@ -60,7 +60,7 @@ TEST(ClaimOperationLockTest, AWaiterGetsTheLockWhenItIsReleased) {
 }
 
 TEST(ClaimOperationLockTest, ExcludesAnotherProcessAndIsFreedWhenItDies) {
-  testing::TempDir dir;
+  nvdra::testing::TempDir dir;
   int to_child[2], to_parent[2];
   ASSERT_EQ(pipe(to_child), 0);
   ASSERT_EQ(pipe(to_parent), 0);

@@ -6,7 +6,7 @@
 namespace nvdra::metrics {
 namespace {
 
-size_t Append(char* data, size_t size, size_t n, void* out) {
+size_t AppendBody(char* data, size_t size, size_t n, void* out) {
   static_cast<std::string*>(out)->append(data, size * n);
   return size * n;
 }
@@ -35,7 +35,7 @@ TEST(PluginMetricsTest, ServesEverythingGzipAccepted) {
   CURL* c = curl_easy_init();
   std::string url = "http://127.0.0.1:" + std::to_string((*p)->port()) + "/metrics";
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, AppendBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);

@@ -30,7 +30,7 @@ bool IsNode(const std::string& path) {
 }
 
 TEST(MockDeviceLibTest, BuildsFakeDriverRoot) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   auto lib = OpenMock("gb200x4", t.path() + "/mock");
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   const std::string r = t.path() + "/mock";
@@ -53,7 +53,7 @@ TEST(MockDeviceLibTest, BuildsFakeDriverRoot) {
 }
 
 TEST(MockDeviceLibTest, MigCapabilityFilesMatchProfile) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   auto lib = OpenMock("a100-mig", t.path());
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   auto inv = (*lib)->Discover();
@@ -74,7 +74,7 @@ TEST(MockDeviceLibTest, MigCapabilityFilesMatchProfile) {
 }
 
 TEST(MockDeviceLibTest, DiscoverIsStableAndRebuildsAWipedRoot) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   auto lib = OpenMock("h100x8", t.path() + "/m");
   ASSERT_TRUE(lib.ok());
   auto a = (*lib)->Discover();
@@ -92,7 +92,7 @@ TEST(MockDeviceLibTest, DiscoverIsStableAndRebuildsAWipedRoot) {
 }
 
 TEST(MockDeviceLibTest, OpenErrors) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   EXPECT_EQ(OpenMock("nope", t.path()).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(OpenMock("h100x8", "relative/dir").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(OpenMock("h100x8", "").status().code(), StatusCode::kInvalidArgument);
@@ -101,7 +101,7 @@ TEST(MockDeviceLibTest, OpenErrors) {
 }
 
 TEST(MockDeviceLibTest, ProfileFromFile) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   std::string file = t.path() + "/l40s.json";
   ASSERT_TRUE(WriteFileAtomically(file, R"({
     "driverVersion": "560.35.03", "cudaDriverVersion": "12.6",
@@ -117,7 +117,7 @@ TEST(MockDeviceLibTest, ProfileFromFile) {
 }
 
 TEST(MockDeviceLibTest, ControlCallsAreRecorded) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   auto profile = LoadMockProfile("h100x8");
   ASSERT_TRUE(profile.ok());
   auto lib = MockDeviceLib::Create(*profile, t.path());
@@ -133,7 +133,7 @@ TEST(MockDeviceLibTest, ControlCallsAreRecorded) {
 }
 
 TEST(MockDeviceLibTest, InjectedHealthEvents) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   auto lib = OpenMock("a100-mig", t.path(), "48");
   ASSERT_TRUE(lib.ok());
   auto inv = (*lib)->Discover();
@@ -165,7 +165,7 @@ TEST(MockDeviceLibTest, InjectedHealthEvents) {
 }
 
 TEST(MockDeviceLibTest, HealthSourceThreadStartsAndStops) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   auto lib = OpenMock("h100x8", t.path());
   ASSERT_TRUE(lib.ok());
   auto* mock = static_cast<MockDeviceLib*>(lib->get());

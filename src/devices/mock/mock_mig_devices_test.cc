@@ -43,7 +43,7 @@ TEST(MockMigDevicesTest, ProfileHasTheH100AndA100ProfilesAndPlacements) {
 }
 
 TEST(MockMigDevicesTest, CreateNeedsMigModeAndRefusesOverlaps) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   auto lib = OpenDynamicMig(t.path());
   ASSERT_NE(lib, nullptr);
   auto inv = lib->Discover();
@@ -77,7 +77,7 @@ TEST(MockMigDevicesTest, CreateNeedsMigModeAndRefusesOverlaps) {
 }
 
 TEST(MockMigDevicesTest, MigDevicesOutliveTheProcessAndShowInDiscovery) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   std::string on;
   {
     auto lib = OpenDynamicMig(t.path());

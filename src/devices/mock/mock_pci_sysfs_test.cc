@@ -11,7 +11,7 @@ namespace nvdra::devices {
 namespace {
 
 struct MockNode {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   std::string root = t.path() + "/mock";
   std::unique_ptr<DeviceLib> lib;
   NodeInventory inv;
@@ -96,7 +96,7 @@ TEST(MockPciSysfsTest, TheKernelRefusesWhatLinuxRefuses) {
 }
 
 TEST(PciDriverControlTest, RealSysfsShapes) {
-  testing::TempDir t;
+  nvdra::testing::TempDir t;
   SysfsPciDriverControl pci(t.path());
   auto iommu = pci.IommuEnabled();
   ASSERT_TRUE(iommu.ok());

@@ -50,7 +50,7 @@ TEST(MockProfileTest, RejectsInvalidProfiles) {
 }
 
 TEST(MockProfileTest, FileProfileUuidsDoNotDependOnDirectory) {
-  testing::TempDir a, b;
+  nvdra::testing::TempDir a, b;
   std::string text = R"({"driverVersion":"1.2","cudaDriverVersion":"12.0","gpus":[{"productName":"a","brand":"b","architecture":"c","cudaComputeCapability":"8.0"}]})";
   ASSERT_TRUE(WriteFileAtomically(a.path() + "/p.json", text).ok());
   ASSERT_TRUE(WriteFileAtomically(b.path() + "/p.json", text).ok());

@@ -77,7 +77,7 @@ class NvmlDeviceLibTest : public ::testing::Test {
     return n;
   }
 
-  testing::TempDir dir_;
+  nvdra::testing::TempDir dir_;
 };
 
 TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {

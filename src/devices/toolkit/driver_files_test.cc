@@ -76,7 +76,7 @@ const cdi::Hook* FindHook(const cdi::ContainerEdits& e, const std::string& name)
 }
 
 TEST(DriverFilesTest, Lib64LayoutFromTheCache) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
   t.Lib("/usr/lib64", "libcuda", "1", "570.158.01", true);
   t.Lib("/usr/lib64", "libnvidia-ml", "1", "570.158.01");
@@ -116,7 +116,7 @@ TEST(DriverFilesTest, Lib64LayoutFromTheCache) {
 }
 
 TEST(DriverFilesTest, MultiarchLayoutWithoutCacheReadsDirectories) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
   t.Lib("/usr/lib/x86_64-linux-gnu", "libcuda", "1", "550.127.08", true);
   t.Lib("/usr/lib/x86_64-linux-gnu", "libnvidia-ml", "1", "550.127.08");
@@ -139,7 +139,7 @@ TEST(DriverFilesTest, MultiarchLayoutWithoutCacheReadsDirectories) {
 }
 
 TEST(DriverFilesTest, MissingLibraryIsSkippedAndNoCoreLibraryIsNotFound) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
   t.Lib("/usr/lib64", "libcuda", "1", "570.1");
   t.CacheEntry("libnvidia-ptxjitcompiler.so.1", "/usr/lib64/libnvidia-ptxjitcompiler.so.1");  // file gone
@@ -155,7 +155,7 @@ TEST(DriverFilesTest, MissingLibraryIsSkippedAndNoCoreLibraryIsNotFound) {
 }
 
 TEST(DriverFilesTest, TwoVersionsSideBySideTakeNvmls) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
   t.File("/usr/lib64/libcuda.so.550.127.08", 0755);
   t.Lib("/usr/lib64", "libcuda", "1", "570.158.01");  // the soname link follows the new driver
@@ -180,7 +180,7 @@ TEST(DriverFilesTest, TwoVersionsSideBySideTakeNvmls) {
 }
 
 TEST(DriverFilesTest, DriverRootThatIsASymlink) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path() + "/parent/driver");
   t.Lib("/usr/lib64", "libcuda", "1", "570.1", true);
   // An absolute link inside the root points into the root, not the host.
@@ -197,7 +197,7 @@ TEST(DriverFilesTest, DriverRootThatIsASymlink) {
 }
 
 TEST(DriverFilesTest, DirectoriesAndDanglingLinksAreSkipped) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
   t.Lib("/usr/lib64", "libcuda", "1", "570.1");
   t.Dir("/usr/lib64/libnvidia-dir.so.570.1");
@@ -212,7 +212,7 @@ TEST(DriverFilesTest, DirectoriesAndDanglingLinksAreSkipped) {
 }
 
 TEST(DriverFilesTest, PathsWithSpaces) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path() + "/my driver");
   t.Lib("/opt/nvidia libs", "libcuda", "1", "570.1", true);
   t.WriteCache();
@@ -233,7 +233,7 @@ TEST(DriverFilesTest, PathsWithSpaces) {
 // as another link. Its link is skipped (the library is still mounted), and
 // every argument the hook gets has exactly one "::".
 TEST(DriverFilesTest, ALibraryNamedWithTwoColonsGetsNoAmbiguousLink) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
   t.Lib("/usr/lib64", "libcuda", "1", "570.1", true);
   t.Lib("/usr/lib64", "libx::y", "1", "570.1");
@@ -255,7 +255,7 @@ TEST(DriverFilesTest, ALibraryNamedWithTwoColonsGetsNoAmbiguousLink) {
 }
 
 TEST(DriverFilesTest, HooksInTheToolkitsOrderAndNoneWithoutABinary) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
   t.Lib("/usr/lib64", "libcuda", "1", "570.1", true);
   t.WriteCache();
@@ -283,7 +283,7 @@ TEST(DriverFilesTest, HooksInTheToolkitsOrderAndNoneWithoutABinary) {
 }
 
 TEST(DriverFilesTest, CacheRefreshesWhenTheDriverChanges) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
   t.Lib("/usr/lib64", "libcuda", "1", "550.1");
   std::string version = "550.1";
@@ -311,7 +311,7 @@ TEST(DriverFilesTest, CacheRefreshesWhenTheDriverChanges) {
 }
 
 TEST(DriverFilesTest, InstallCdiHook) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   auto flag = InstallCdiHook("/host/bin/nvidia-cdi-hook", "/nonexistent", tmp.path());
   ASSERT_TRUE(flag.ok());
   EXPECT_EQ(*flag, "/host/bin/nvidia-cdi-hook");
@@ -330,7 +330,7 @@ TEST(DriverFilesTest, InstallCdiHook) {
 }
 
 TEST(DriverFilesTest, ResolveInRootStaysInTheRoot) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
   t.File("/usr/lib64/real.so");
   t.Link("/lib64", "usr/lib64");
@@ -342,7 +342,7 @@ TEST(DriverFilesTest, ResolveInRootStaysInTheRoot) {
 }
 
 TEST(DriverFilesTest, DrmNodesByPciBusId) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
   t.File("/dev/dri/card1");
   t.File("/dev/dri/renderD128");
@@ -370,7 +370,7 @@ std::string RunScript(const std::string& cmd, int* rc) {
 }
 
 TEST(MockDriverInstallTest, DiscoveryFindsTheMockDriver) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   auto profile = LoadMockProfile("h100x8");
   ASSERT_TRUE(profile.ok());
   auto lib = MockDeviceLib::Create(*profile, tmp.path());
@@ -393,7 +393,7 @@ TEST(MockDriverInstallTest, DiscoveryFindsTheMockDriver) {
 }
 
 TEST(MockDriverInstallTest, NvidiaSmiListsTheGpusItSees) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   auto profile = LoadMockProfile("a100-mig");
   ASSERT_TRUE(profile.ok());
   auto lib = MockDeviceLib::Create(*profile, tmp.path() + "/driver-root");
@@ -419,7 +419,7 @@ TEST(MockDriverInstallTest, NvidiaSmiListsTheGpusItSees) {
 }
 
 TEST(MockDriverInstallTest, HookRecordsItsArguments) {
-  testing::TempDir tmp;
+  nvdra::testing::TempDir tmp;
   auto profile = LoadMockProfile("h100x8");
   ASSERT_TRUE(profile.ok());
   auto lib = MockDeviceLib::Create(*profile, tmp.path() + "/with space");

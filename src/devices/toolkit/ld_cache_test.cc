@@ -15,7 +15,7 @@
 namespace nvdra::devices {
 namespace {
 
-constexpr int32_t k64 = kLdCacheFlagElfLibc6 | kLdCacheFlagX8664Lib64;
+constexpr int32_t kLib64 = kLdCacheFlagElfLibc6 | kLdCacheFlagX8664Lib64;
 
 void PutU32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
 
@@ -35,7 +35,7 @@ TEST(LdCacheTest, AFifoOrADevicePlantedAsTheCacheIsRefusedWithoutBlocking) {
 }
 
 TEST(LdCacheTest, RoundTrip) {
-  std::vector<LdCacheEntry> in = {{"libcuda.so.1", "/usr/lib64/libcuda.so.1", k64},
+  std::vector<LdCacheEntry> in = {{"libcuda.so.1", "/usr/lib64/libcuda.so.1", kLib64},
                                   {"libfoo.so.2", "/opt/my libs/libfoo.so.2", kLdCacheFlagElfLibc6},
                                   {"libarm.so.1", "/usr/lib/aarch64-linux-gnu/libarm.so.1",
                                    kLdCacheFlagElfLibc6 | kLdCacheFlagAarch64Lib64}};
@@ -50,7 +50,7 @@ TEST(LdCacheTest, RoundTrip) {
 }
 
 TEST(LdCacheTest, LegacyTableInFront) {
-  std::string newer = RenderLdCache({{"libcuda.so.1", "/lib64/libcuda.so.1", k64}});
+  std::string newer = RenderLdCache({{"libcuda.so.1", "/lib64/libcuda.so.1", kLib64}});
   std::string file("ld.so-1.7.0\0", 12);
   PutU32(file, 1);              // one legacy entry
   PutU32(file, 0x0303);         // flags
@@ -68,7 +68,7 @@ TEST(LdCacheTest, DamagedFilesAreErrors) {
   EXPECT_EQ(ParseLdCache("").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseLdCache("not a cache at all, just some text that is long enough").status().code(),
             StatusCode::kInvalidArgument);
-  std::string bytes = RenderLdCache({{"a.so", "/a.so", k64}, {"b.so", "/b.so", k64}});
+  std::string bytes = RenderLdCache({{"a.so", "/a.so", kLib64}, {"b.so", "/b.so", kLib64}});
   // Cut inside the entry table.
   EXPECT_EQ(ParseLdCache(bytes.substr(0, 48 + 24)).status().code(), StatusCode::kInvalidArgument);
   std::string legacy("ld.so-1.7.0\0", 12);
@@ -77,7 +77,7 @@ TEST(LdCacheTest, DamagedFilesAreErrors) {
 }
 
 TEST(LdCacheTest, EntriesWithStringsOutsideTheFileAreSkipped) {
-  std::string bytes = RenderLdCache({{"liba.so.1", "/lib/liba.so.1", k64}, {"libb.so.1", "/lib/libb.so.1", k64}});
+  std::string bytes = RenderLdCache({{"liba.so.1", "/lib/liba.so.1", kLib64}, {"libb.so.1", "/lib/libb.so.1", kLib64}});
   // Point the first entry's value far past the end.
   uint32_t bad = 1u << 30;
   std::memcpy(bytes.data() + 48 + 8, &bad, 4);
