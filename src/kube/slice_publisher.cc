@@ -1,6 +1,7 @@
 #include "kube/slice_publisher.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
@@ -189,6 +190,8 @@ struct Target {
   std::string node;
   std::string driver;
   json owner;
+  // Told the name of each slice created, with its index.
+  std::function<void(size_t index, const std::string& name)> created;
 };
 
 json SliceObject(const Target& t, json metadata, json spec) {
@@ -222,6 +225,7 @@ Status WriteSlices(const Target& t, const Plan& plan, const DesiredPool& desired
       auto r = t.client.CreateJson(t.base, obj);
       if (!r.ok()) return r.status().Wrap("create ResourceSlice " + std::to_string(i) + " of pool " + t.node);
       ++result.creates;
+      if (t.created) t.created(i, r->value("metadata", json::object()).value("name", ""));
     }
   }
   return Status::Ok();
@@ -253,7 +257,13 @@ void SlicePublisher::TriggerSync() { worker_.Trigger(); }
 
 void SlicePublisher::Start() { worker_.Start(); }
 
-void SlicePublisher::Stop() { worker_.Stop(); }
+void SlicePublisher::Stop() {
+  worker_.Stop();
+  MutexLock l(sync_mu_);
+  if (watch_) watch_->Stop();
+  watch_.reset();
+  watch_version_.clear();
+}
 
 SlicePublisherStats SlicePublisher::stats() const {
   MutexLock l(mu_);
@@ -262,6 +272,68 @@ SlicePublisherStats SlicePublisher::stats() const {
 
 bool SlicePublisher::WaitForSyncs(uint64_t count, std::chrono::milliseconds timeout) {
   return worker_.WaitForRuns(count, timeout);
+}
+
+bool SlicePublisher::WaitForStats(const std::function<bool(const SlicePublisherStats&)>& done,
+                                  std::chrono::milliseconds timeout) {
+  MutexLock l(mu_);
+  return stats_cv_.WaitFor(mu_, timeout, [&]() REQUIRES(mu_) { return done(stats_); });
+}
+
+void SlicePublisher::WatchSlices(const std::string& version) {
+  if (watch_ && watch_version_ == version) return;
+  if (watch_) watch_->Stop();
+  WatchCacheOptions o;
+  o.path = "/apis/resource.k8s.io/" + version + "/resourceslices";
+  o.field_selector = "spec.nodeName=" + node_ + ",spec.driver=" + driver_;
+  o.what = "ResourceSlices of driver " + driver_;
+  o.kind = "ResourceSlice";
+  o.watch_timeout = options_.watch_timeout;
+  // Events are judged from the object they carry; the cache needs only the
+  // identity it keeps anyway.
+  o.project = [](const json&) { return json::object(); };
+  o.on_change = [this](const std::string& type, const json& object) { OnWatched(type, object); };
+  watch_ = std::make_unique<WatchCache>(client_, std::move(o));
+  watch_version_ = version;
+  watch_->Start();
+}
+
+void SlicePublisher::OnWatched(const std::string& type, const json& object) {
+  bool sync = false;
+  {
+    MutexLock l(mu_);
+    if (type == "LIST") {
+      sync = true;
+    } else {
+      ++stats_.watch_events;
+      sync = !AsWritten(type, object);
+    }
+    if (sync) {
+      ++stats_.watch_triggers;
+      stats_.watch_trigger_after = stats_.syncs_started;
+    }
+  }
+  stats_cv_.NotifyAll();
+  if (sync) {
+    NVDRA_VLOG(4, "ResourceSlices of driver {}: {} {} changes the pool; syncing", driver_,
+               type, type == "LIST" ? "" : object.value("metadata", json::object()).value("name", ""));
+    worker_.Trigger();
+  }
+}
+
+bool SlicePublisher::AsWritten(const std::string& type, const json& object) const {
+  auto e = ParseExisting(JsonReader(object), driver_, node_);
+  if (!e.ok()) return false;
+  const auto named = std::find(written_names_.begin(), written_names_.end(), e->name);
+  // A deleted slice matters when the pool keeps it; the sync's own deletes
+  // are of slices it does not keep.
+  if (type == "DELETED") return named == written_names_.end();
+  // A slice of another pool, generation or index, of other content, or a
+  // second slice for an index: the pool is not as written.
+  if (!e->index || *e->index >= written_specs_.size() || e->generation != written_generation_) return false;
+  const std::string& name = written_names_[*e->index];
+  if (!name.empty() && name != e->name) return false;
+  return Comparable(e->spec) == written_specs_[*e->index];
 }
 
 Result<std::string> SlicePublisher::NodeUid() {
@@ -285,6 +357,7 @@ Status SlicePublisher::SyncOnce() {
   {
     MutexLock l(mu_);
     devices = devices_;
+    ++stats_.syncs_started;
   }
   SliceSyncResult result;
   result.published = devices.has_value();
@@ -307,7 +380,12 @@ Status SlicePublisher::Publish(std::vector<model::PublishedDevice> devices, Slic
                               {"kind", "Node"},
                               {"name", node_},
                               {"uid", node_uid},
-                              {"controller", true}}})};
+                              {"controller", true}}}),
+                [this](size_t index, const std::string& name) {
+                  MutexLock l(mu_);
+                  if (index < written_names_.size()) written_names_[index] = name;
+                }};
+  if (options_.watch) WatchSlices(version);
 
   auto list = client_.ListJson(target.base, "", "spec.nodeName=" + node_ + ",spec.driver=" + driver_);
   if (!list.ok()) {
@@ -328,6 +406,16 @@ Status SlicePublisher::Publish(std::vector<model::PublishedDevice> devices, Slic
   }
   const DesiredPool desired(driver_, node_, version, std::move(devices), own_slice);
   const Plan plan = MakePlan(listed, desired);
+  {
+    MutexLock l(mu_);
+    written_generation_ = plan.generation;
+    written_specs_.clear();
+    written_names_.clear();
+    for (size_t i = 0; i < desired.size(); ++i) {
+      written_specs_.push_back(Comparable(desired.Spec(i, plan.generation)));
+      written_names_.push_back(plan.keep[i] != nullptr ? plan.keep[i]->name : "");
+    }
+  }
 
   NVDRA_RETURN_IF_ERROR(DeleteObsolete(target, plan, result));
   NVDRA_RETURN_IF_ERROR(WriteSlices(target, plan, desired, result));
@@ -355,6 +443,7 @@ void SlicePublisher::Record(const SliceSyncResult& result) {
       stats_.last_error = result.status;
     }
   }
+  stats_cv_.NotifyAll();
   if (options_.observer != nullptr) options_.observer->OnSliceSync(result);
 }
 

@@ -1,19 +1,26 @@
 // Keeps this node's ResourceSlices for one driver equal to the device
 // inventory: one pool named after the node, owned by the Node object.
 // Every sync lists the slices from the API server and repairs the
-// difference, so slices deleted or changed by someone else (the kubelet
-// wipes a node's slices when it restarts) come back within one period;
-// nothing is trusted to a write-through cache.
+// difference; nothing is trusted to a write-through cache. Syncs run after
+// an inventory change, every resync period, and, with a watch of the node's
+// slices, whenever a slice changes in a way the last sync did not write:
+// deleted, edited or added by someone else (the kubelet wipes a node's
+// slices when it restarts). The watch only says when to sync, never what
+// the pool holds, so a late or lost event costs a later repair, never a
+// wrong write.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kube/event_recorder.h"
 #include "kube/kube_client.h"
+#include "kube/watch_cache.h"
 #include "model/published_device.h"
 #include "util/mutex.h"
 #include "util/periodic_worker.h"
@@ -43,6 +50,8 @@ class SlicePublisherObserver {
 };
 
 struct SlicePublisherOptions {
+  // A sync at least this often, whatever the watch says (with a watch, a
+  // backstop that can be long: the plugins use 30 minutes).
   std::chrono::milliseconds resync_period{30'000};
   std::chrono::milliseconds retry_period{5'000};  // after a failed sync
   // The Node's UID when the caller knows it; looked up once otherwise.
@@ -55,6 +64,12 @@ struct SlicePublisherOptions {
   // Run on this group's thread instead of one of its own. Optional; must
   // outlive the publisher.
   PeriodicGroup* group = nullptr;
+  // Watch the node's slices of the driver (a WatchCache with the sync's
+  // field selector, holding only their metadata) and sync on a change the
+  // last sync did not write, and after each relist.
+  bool watch = false;
+  // The watch's server-side timeout, at least this and under twice this.
+  std::chrono::seconds watch_timeout{300};
 };
 
 struct SlicePublisherStats {
@@ -65,6 +80,12 @@ struct SlicePublisherStats {
   uint64_t deletes = 0;
   int64_t generation = 0;     // pool generation of the last successful sync
   size_t slices = 0;          // slices in the pool after the last successful sync
+  uint64_t syncs_started = 0;
+  uint64_t watch_events = 0;   // changes of the node's slices seen on the watch
+  uint64_t watch_triggers = 0; // syncs the watch asked for (relists included)
+  // syncs_started when the watch last asked for a sync: it is served once
+  // syncs passes this (syncs run one at a time).
+  uint64_t watch_trigger_after = 0;
   Status last_error;
 };
 
@@ -92,6 +113,10 @@ class SlicePublisher {
 
   // Waits until the background loop completed at least `count` syncs.
   bool WaitForSyncs(uint64_t count, std::chrono::milliseconds timeout);
+  // Waits until `done` holds for the stats (checked after each sync and
+  // each watched change).
+  bool WaitForStats(const std::function<bool(const SlicePublisherStats&)>& done, std::chrono::milliseconds timeout)
+      EXCLUDES(mu_);
 
   SlicePublisherStats stats() const EXCLUDES(mu_);
 
@@ -104,6 +129,12 @@ class SlicePublisher {
   void Record(const SliceSyncResult& result) EXCLUDES(mu_);
   // Logs a failed sync, and posts a Node event when retrying cannot fix it.
   void ReportFailure(const Status& s) EXCLUDES(mu_);
+  // Starts (or, for another API version, restarts) the watch of the slices.
+  void WatchSlices(const std::string& version) REQUIRES(sync_mu_) EXCLUDES(mu_);
+  // A change the watch saw; asks for a sync unless the last sync wrote it.
+  void OnWatched(const std::string& type, const nlohmann::json& object) EXCLUDES(mu_);
+  // Whether a watched change leaves the pool as the last sync wrote it.
+  bool AsWritten(const std::string& type, const nlohmann::json& object) const REQUIRES(mu_);
 
   KubeClient& client_;
   const std::string driver_;
@@ -118,6 +149,15 @@ class SlicePublisher {
   SlicePublisherStats stats_ GUARDED_BY(mu_);
   // The failure last logged as a warning; "" after a sync that succeeded.
   std::string reported_failure_ GUARDED_BY(mu_);
+  // What the last sync made the pool say, to judge watched changes by: its
+  // generation, per slice index the spec (as compared) and the slice's name
+  // ("" while its create is under way).
+  int64_t written_generation_ GUARDED_BY(mu_) = 0;
+  std::vector<nlohmann::json> written_specs_ GUARDED_BY(mu_);
+  std::vector<std::string> written_names_ GUARDED_BY(mu_);
+  mutable CondVar stats_cv_;  // stats_ changes
+  std::unique_ptr<WatchCache> watch_ GUARDED_BY(sync_mu_);
+  std::string watch_version_ GUARDED_BY(sync_mu_);
   // Last: it stops before the members its syncs use go away.
   PeriodicWorker worker_;
 };

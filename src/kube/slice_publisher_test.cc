@@ -41,7 +41,7 @@ std::vector<model::PublishedDevice> Devices(int n, const std::string& product = 
   return out;
 }
 
-KubeClientOptions Fast() {
+KubeClientOptions PublisherClientOptions() {
   KubeClientOptions o;
   o.qps = 0;
   o.initial_backoff = 1ms;
@@ -57,7 +57,7 @@ class SlicePublisherTest : public ::testing::Test {
     server_ = std::make_unique<TestApiServer>(o);
     ASSERT_TRUE(server_->ok()) << server_->error();
     ASSERT_TRUE(server_->LoadObject(Node()).ok());
-    client_ = KubeClient::FromConfig(server_->Config(), Fast());
+    client_ = KubeClient::FromConfig(server_->Config(), PublisherClientOptions());
   }
   json Slices() {
     auto items = server_->Objects("resourceslices");
@@ -207,7 +207,7 @@ TEST_F(SlicePublisherTest, ConvergesAfterRealConflict) {
     first.Update(Devices(10));
     ASSERT_TRUE(first.SyncOnce().ok());
   }
-  auto other = KubeClient::FromConfig(server_->Config(), Fast());
+  auto other = KubeClient::FromConfig(server_->Config(), PublisherClientOptions());
   KubeClient racing(std::make_unique<RacingTransport>(server_->Config(), [&] {
                       json s = Slices()[0];
                       s["apiVersion"] = "resource.k8s.io/v1";
@@ -216,7 +216,7 @@ TEST_F(SlicePublisherTest, ConvergesAfterRealConflict) {
                       ASSERT_TRUE(other->UpdateJson("/apis/resource.k8s.io/v1/resourceslices/" +
                                                         s["metadata"]["name"].get<std::string>(), s).ok());
                     }),
-                    Fast());
+                    PublisherClientOptions());
   SlicePublisher pub(racing, kDriver, kNode);
   pub.Update(Devices(10, "H200"));
   Status s = pub.SyncOnce();
@@ -364,13 +364,95 @@ TEST_F(SlicePublisherTest, BackgroundLoopRepublishesWithinOnePeriod) {
   EXPECT_NE(Slices()[0]["metadata"]["name"], name);
 }
 
+// A watching publisher whose resync is an hour away: within a test, every
+// sync after the first ones is one the watch asked for.
+SlicePublisherOptions Watching() {
+  SlicePublisherOptions o;
+  o.watch = true;
+  o.resync_period = std::chrono::hours(1);
+  o.retry_period = 20ms;
+  return o;
+}
+
+// Every sync the watch asked for has run.
+bool Served(const SlicePublisherStats& s) { return s.syncs > s.watch_trigger_after; }
+
+TEST_F(SlicePublisherTest, AWatchedPoolIsRepairedWhenSomeoneElseDeletesEditsOrAddsASlice) {
+  SlicePublisher pub(*client_, kDriver, kNode, Watching());
+  pub.Start();
+  pub.Update(Devices(200));
+  // The first sync publishes and starts the watch; the watch's LIST asks for
+  // one more (a list may stand for changes no event told of).
+  ASSERT_TRUE(pub.WaitForStats([](const auto& s) { return s.slices == 2 && s.watch_triggers >= 1 && Served(s); }, 10s));
+  EXPECT_EQ(CheckPool(2, 200), 1);
+
+  // The kubelet deletes a slice: recreated, same generation.
+  auto before = pub.stats();
+  ASSERT_TRUE(server_->DeleteObject("resourceslices", "", Slices()[1]["metadata"]["name"]).ok());
+  ASSERT_TRUE(pub.WaitForStats([&](const auto& s) { return s.creates > before.creates && Served(s); }, 10s));
+  EXPECT_EQ(CheckPool(2, 200), 1);
+  EXPECT_GT(pub.stats().watch_triggers, before.watch_triggers);
+
+  // Someone edits a slice: put back under a new generation.
+  before = pub.stats();
+  json edited = Slices()[0];
+  edited["spec"]["devices"][0]["attributes"]["productName"] = {{"string", "tampered"}};
+  edited["apiVersion"] = "resource.k8s.io/v1";
+  edited["kind"] = "ResourceSlice";
+  ASSERT_TRUE(client_->UpdateJson("/apis/resource.k8s.io/v1/resourceslices/" +
+                                      edited["metadata"]["name"].get<std::string>(), edited).ok());
+  ASSERT_TRUE(pub.WaitForStats([&](const auto& s) { return s.generation == 2 && Served(s); }, 10s));
+  EXPECT_EQ(CheckPool(2, 200), 2);
+  for (const auto& sl : Slices()) {
+    for (const auto& d : sl["spec"]["devices"]) EXPECT_EQ(d["attributes"]["productName"]["string"], "H100");
+  }
+
+  // A stray pool of this driver on this node appears: deleted.
+  before = pub.stats();
+  json stray = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
+                {"metadata", {{"name", "stray"}}},
+                {"spec", {{"driver", kDriver}, {"nodeName", kNode}, {"pool", {{"name", "old"}, {"generation", 9}, {"resourceSliceCount", 1}}}, {"devices", json::array()}}}};
+  ASSERT_TRUE(server_->LoadObject(stray).ok());
+  ASSERT_TRUE(pub.WaitForStats([&](const auto& s) { return s.deletes > before.deletes && Served(s); }, 10s));
+  EXPECT_EQ(CheckPool(2, 200), 2);
+  pub.Stop();
+}
+
+TEST_F(SlicePublisherTest, AWatchedPoolsOwnWritesAskForNoFurtherSyncOrList) {
+  SlicePublisher pub(*client_, kDriver, kNode, Watching());
+  pub.Start();
+  pub.Update(Devices(5));
+  ASSERT_TRUE(pub.WaitForStats([](const auto& s) { return s.slices == 1 && s.watch_triggers >= 1 && Served(s); }, 10s));
+  ASSERT_TRUE(server_->Counts(/*clear=*/true).ok());
+  const auto before = pub.stats();
+
+  // A bigger inventory: the pool's one slice is updated and a second created,
+  // under a new generation; the watch then tells of both writes.
+  pub.Update(Devices(200));
+  ASSERT_TRUE(pub.WaitForStats([&](const auto& s) { return s.syncs > before.syncs && s.slices == 2; }, 10s));
+  auto after = pub.stats();
+  const uint64_t writes = (after.creates - before.creates) + (after.updates - before.updates) +
+                          (after.deletes - before.deletes);
+  EXPECT_EQ(writes, 2u);
+  ASSERT_TRUE(pub.WaitForStats([&](const auto& s) { return s.watch_events >= before.watch_events + writes; }, 10s));
+  after = pub.stats();
+  EXPECT_EQ(after.watch_triggers, before.watch_triggers);
+  EXPECT_EQ(after.syncs, before.syncs + 1);
+  EXPECT_EQ(CheckPool(2, 200), 2);
+  // One LIST, by the sync the new inventory asked for.
+  auto lists = server_->Count("list", "resourceslices");
+  ASSERT_TRUE(lists.ok());
+  EXPECT_EQ(*lists, 1);
+  pub.Stop();
+}
+
 TEST(SlicePublisherVersionTest, PublishesV1beta1ShapeWhenOnlyV1beta1Served) {
   TestApiServerOptions o;
   o.versions = "v1beta1";
   TestApiServer server(o);
   ASSERT_TRUE(server.ok()) << server.error();
   ASSERT_TRUE(server.LoadObject(Node()).ok());
-  auto client = KubeClient::FromConfig(server.Config(), Fast());
+  auto client = KubeClient::FromConfig(server.Config(), PublisherClientOptions());
   SlicePublisher pub(*client, kDriver, kNode);
   pub.Update(Devices(3));
   ASSERT_TRUE(pub.SyncOnce().ok()) << pub.stats().last_error.ToString();

@@ -237,6 +237,7 @@ Status WatchCache::ListOnce() {
   }
   cv_.NotifyAll();
   notifier_->Bump();
+  if (options_.on_change) options_.on_change("LIST", json());
   NVDRA_VLOG(4, "listed {} {} at resourceVersion {}", stats().objects, options_.what, rv);
   return Status::Ok();
 }
@@ -327,15 +328,18 @@ Status WatchCache::ApplyLine(const std::string& line, bool* gone) {
   } else if (type == "DELETED") {
     Erase(obj);
   }
-  MutexLock l(mu_);
-  if (!foreign.empty()) {
-    ++stats_.rejected;
-  } else if (type == "BOOKMARK") {
-    ++stats_.bookmarks;
-  } else {
-    ++stats_.events;
+  {
+    MutexLock l(mu_);
+    if (!foreign.empty()) {
+      ++stats_.rejected;
+    } else if (type == "BOOKMARK") {
+      ++stats_.bookmarks;
+    } else {
+      ++stats_.events;
+    }
+    if (!rv.empty()) stats_.resource_version = rv;
   }
-  if (!rv.empty()) stats_.resource_version = rv;
+  if (foreign.empty() && type != "BOOKMARK" && options_.on_change) options_.on_change(type, obj);
   return Status::Ok();
 }
 

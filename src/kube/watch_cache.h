@@ -74,6 +74,12 @@ struct WatchCacheOptions {
   std::function<nlohmann::json(const nlohmann::json&)> project;
   // Bumped after every applied change and on each (re)sync. Optional.
   std::shared_ptr<ChangeNotifier> notifier;
+  // Told of every change on the cache's thread, after it is applied: each
+  // ADDED, MODIFIED or DELETED event of an object of this collection, with
+  // the object as the server sent it, and each (re)LIST, as type "LIST" with
+  // a null object (a relist may stand for changes no event told of).
+  // Optional; it must not stop the cache.
+  std::function<void(const std::string& type, const nlohmann::json& object)> on_change;
 };
 
 struct WatchCacheStats {

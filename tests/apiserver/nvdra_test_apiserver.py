@@ -9,7 +9,7 @@ resourceVersion conflicts), Events (POST), the resource.nvidia.com
 ComputeDomain and ComputeDomainClique objects (GET/LIST), apps/v1
 Deployments (GET, LIST with label selectors, POST, DELETE with
 propagationPolicy) and Pods (GET, LIST with label selectors, DELETE), and
-the discovery documents for resource.k8s.io. Nodes, ComputeDomains and ComputeDomainCliques
+the discovery documents for resource.k8s.io. Nodes, ResourceSlices, ComputeDomains and ComputeDomainCliques
 can be watched (?watch=1&resourceVersion=N&allowWatchBookmarks=true): a
 chunked stream of JSON lines, BOOKMARK events, and an ERROR event with a 410
 Status for a resourceVersion older than the retained history, as the real
@@ -73,7 +73,7 @@ APPS_GROUP = "apps"
 RESOURCES = {
     "resourceclaims": (RESOURCE_GROUP, "ResourceClaim", True, ["get", "list"]),
     "resourceslices": (RESOURCE_GROUP, "ResourceSlice", False,
-                       ["get", "list", "create", "update", "delete"]),
+                       ["get", "list", "watch", "create", "update", "delete"]),
     "nodes": ("", "Node", False, ["get", "list", "watch", "update", "patch"]),
     "events": ("", "Event", True, ["get", "list", "create"]),
     "computedomains": (NVIDIA_GROUP, "ComputeDomain", True, ["get", "list", "watch"]),

@@ -116,12 +116,13 @@ class FleetBenchClient(unittest.TestCase):
             self.assertTrue(all(v > 0 for v in verbs.values()), verbs)
             self.assertAlmostEqual(sum(verbs.values()), by_plugin[plugin], places=6)
         self.assertEqual(idle["requests_other"], {})
-        # The ComputeDomain plugin of each node holds its three watches; the
-        # GPU plugin none.
+        # Each plugin watches its node's slices of its driver; the
+        # ComputeDomain plugin also its domains, cliques and Node.
         self.assertEqual(idle["watches_per_node_by_resource"],
-                         {"cd computedomaincliques": 1, "cd computedomains": 1, "cd nodes": 1})
-        self.assertEqual(idle["watches_per_node"]["min"], 3)
-        self.assertEqual(idle["watches_per_node"]["max"], 3)
+                         {"cd computedomaincliques": 1, "cd computedomains": 1, "cd nodes": 1,
+                          "cd resourceslices": 1, "gpu resourceslices": 1})
+        self.assertEqual(idle["watches_per_node"]["min"], 5)
+        self.assertEqual(idle["watches_per_node"]["max"], 5)
         self.assertGreaterEqual(idle["watches_per_node"]["samples"], 1)
 
 

@@ -288,6 +288,10 @@ Status Plugin::StartSlicePublisher() {
   sopts.events = events_.get();
   sopts.observer = slice_observer_.get();
   sopts.group = background_.get();
+  // The watch of the node's slices says when to sync (a deletion by the
+  // kubelet, an edit); the periodic resync is only a backstop.
+  sopts.watch = true;
+  sopts.resync_period = std::chrono::minutes(30);
   publisher_ = std::make_unique<kube::SlicePublisher>(*kube_, driver_, options_.node_name, sopts);
   publisher_->Update(kind_->PublishedDevices());
   publisher_->Start();
