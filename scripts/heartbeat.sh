@@ -7,11 +7,13 @@
 # Returns CMD's exit status.
 
 # The sources compilers are busy with now: a unity batch by its target
-# ("nvdra_kube[unity 0]"), any other source by its file name.
+# ("nvdra_kube[unity 0]"), any other source by its file name. The last -c of
+# a command line names the source (the shell and launchers that run the
+# compiler carry the same line after a -c of their own).
 heartbeat_compiling() {
   ps -eo args= 2>/dev/null | awk '
     / -c [^ ]+\.(cc|cxx|c)( |$)/ {
-      for (i = 1; i <= NF; i++) if ($i == "-c") { src = $(i + 1); break }
+      for (i = 1; i < NF; i++) if ($i == "-c") src = $(i + 1)
       n = split(src, part, "/")
       name = part[n]
       if (part[n - 1] == "Unity") {
