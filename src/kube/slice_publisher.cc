@@ -60,6 +60,16 @@ json Comparable(const json& spec) {
   return out;
 }
 
+// metadata.name of an object from the API server; "" when it has none or an
+// odd shape (never a throw).
+std::string NameOf(const json& object) {
+  if (!object.is_object()) return "";
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  auto name = meta->find("name");
+  return name != meta->end() && name->is_string() ? name->get<std::string>() : "";
+}
+
 struct Existing {
   std::string name, uid, resource_version;
   std::optional<size_t> index;  // set for slices of our pool only
@@ -225,7 +235,7 @@ Status WriteSlices(const Target& t, const Plan& plan, const DesiredPool& desired
       auto r = t.client.CreateJson(t.base, obj);
       if (!r.ok()) return r.status().Wrap("create ResourceSlice " + std::to_string(i) + " of pool " + t.node);
       ++result.creates;
-      if (t.created) t.created(i, r->value("metadata", json::object()).value("name", ""));
+      if (t.created) t.created(i, NameOf(*r));
     }
   }
   return Status::Ok();
@@ -315,8 +325,7 @@ void SlicePublisher::OnWatched(const std::string& type, const json& object) {
   }
   stats_cv_.NotifyAll();
   if (sync) {
-    NVDRA_VLOG(4, "ResourceSlices of driver {}: {} {} changes the pool; syncing", driver_,
-               type, type == "LIST" ? "" : object.value("metadata", json::object()).value("name", ""));
+    NVDRA_VLOG(4, "ResourceSlices of driver {}: {} {} changes the pool; syncing", driver_, type, NameOf(object));
     worker_.Trigger();
   }
 }
