@@ -61,13 +61,16 @@ json Comparable(const json& spec) {
 }
 
 // metadata.name of an object from the API server; "" when it has none or an
-// odd shape (never a throw).
+// odd shape (the reader reports, never throws).
 std::string NameOf(const json& object) {
-  if (!object.is_object()) return "";
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  auto name = meta->find("name");
-  return name != meta->end() && name->is_string() ? name->get<std::string>() : "";
+  auto name = JsonReader(object).Field("metadata").OptionalOr<std::string>("name", "");
+  return name.ok() ? *name : "";
+}
+
+// The field selector of this node's slices of one driver, for the sync's
+// LIST and for the watch.
+std::string NodeSlicesSelector(const std::string& node, const std::string& driver) {
+  return "spec.nodeName=" + node + ",spec.driver=" + driver;
 }
 
 struct Existing {
@@ -295,7 +298,7 @@ void SlicePublisher::WatchSlices(const std::string& version) {
   if (watch_) watch_->Stop();
   WatchCacheOptions o;
   o.path = "/apis/resource.k8s.io/" + version + "/resourceslices";
-  o.field_selector = "spec.nodeName=" + node_ + ",spec.driver=" + driver_;
+  o.field_selector = NodeSlicesSelector(node_, driver_);
   o.what = "ResourceSlices of driver " + driver_;
   o.kind = "ResourceSlice";
   o.watch_timeout = options_.watch_timeout;
@@ -396,7 +399,7 @@ Status SlicePublisher::Publish(std::vector<model::PublishedDevice> devices, Slic
                 }};
   if (options_.watch) WatchSlices(version);
 
-  auto list = client_.ListJson(target.base, "", "spec.nodeName=" + node_ + ",spec.driver=" + driver_);
+  auto list = client_.ListJson(target.base, "", NodeSlicesSelector(node_, driver_));
   if (!list.ok()) {
     // The served version may have changed under us: ask again next time.
     if (list.status().code() == StatusCode::kNotFound) client_.ForgetResourceApiVersion();
