@@ -1,5 +1,6 @@
 #include "computedomain/domain_directory.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "util/file_util.h"
@@ -43,6 +44,12 @@ Status DomainDirectories::Prepare(const std::string& domain_uid) const {
   auto existing = ReadFileToString(dest);
   if (existing.ok() && *existing == *tmpl) return Status::Ok();
   return WriteFileAtomically(dest, *tmpl, 0644).Wrap("copy the IMEX daemon config template to " + dest);
+}
+
+bool DomainDirectories::HasAny() const {
+  auto entries = ListDirectory(Root());
+  if (!entries.ok()) return false;
+  return std::any_of(entries->begin(), entries->end(), [](const std::string& name) { return IsDomainDirName(name); });
 }
 
 std::vector<std::string> DomainDirectories::RemoveGone(

@@ -35,6 +35,9 @@ class DomainDirectories {
   // nothing is removed. Returns the UIDs removed.
   std::vector<std::string> RemoveGone(const std::function<std::optional<bool>(const std::string&)>& exists) const;
 
+  // Whether any domain's directory is there (RemoveGone has work to follow).
+  bool HasAny() const;
+
   const std::string& template_path() const { return template_path_; }
 
  private:

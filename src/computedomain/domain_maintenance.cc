@@ -54,8 +54,11 @@ MaintenanceReport DomainMaintenance::RunOnce() {
   } else if (options_.gpu_clique_label) {
     rep.clique = SyncCliqueLabel(watch_.clique_id()).Wrap("label node with its clique");
   }
+  const bool busy = options_.busy && options_.busy();
+  if (busy) watch_.Activate();
   if (options_.repair_node_label) rep.label = labels_.Repair();
   rep.removed_dirs = dirs_.RemoveGone([this](const std::string& uid) { return watch_.Exists(uid); });
+  if (options_.busy && !busy) rep.watches_closed = watch_.DeactivateIfIdle(options_.watch_linger);
   if (!rep.label.ok()) NVDRA_WARN("ComputeDomain node label: {}", rep.label.ToString());
   if (!rep.clique.ok()) NVDRA_WARN("{}", rep.clique.ToString());
   return rep;

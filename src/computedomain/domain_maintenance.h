@@ -4,7 +4,9 @@
 // API server was unreachable), IMEX daemon directories of ComputeDomains that
 // no longer exist are removed, and the node's NVLink clique is re-read so a
 // repartitioned fabric is followed (and, with GPU_CLIQUE_LABEL_ENABLED,
-// published as the node label nvidia.com/gpu.clique).
+// published as the node label nvidia.com/gpu.clique). It also opens the
+// ComputeDomain watches while the node has ComputeDomain work and closes
+// them once it has had none for a while (DomainWatch).
 #pragma once
 
 #include <chrono>
@@ -34,6 +36,13 @@ struct DomainMaintenanceOptions {
   // Keep the ComputeDomain node label (driver-managed IMEX); host-managed
   // IMEX never sets nor removes it.
   bool repair_node_label = true;
+  // Whether the node has ComputeDomain work the watches must follow (claims
+  // in the ledger, label holders, daemon directories to clean up). Set: each
+  // pass opens the watches while it says so, and closes them once it has
+  // not said so, and no lookup came, for `watch_linger`. Null: the watches
+  // are left as they are.
+  std::function<bool()> busy;
+  std::chrono::milliseconds watch_linger{600'000};
   // Run on this group's thread instead of one of its own. Optional; must
   // outlive the maintenance.
   PeriodicGroup* group = nullptr;
@@ -44,6 +53,7 @@ struct MaintenanceReport {
   std::vector<std::string> removed_dirs;
   bool clique_changed = false;
   Status clique;                       // reading the clique or writing its label
+  bool watches_closed = false;         // this pass closed the idle watches
 };
 
 class DomainMaintenance {

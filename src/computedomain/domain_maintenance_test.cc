@@ -69,5 +69,51 @@ TEST(DomainMaintenanceTest, RemovesGoneDomainsFollowsTheCliqueAndLabelsIt) {
   EXPECT_EQ(kube::NodeLabel((*server.Objects("nodes"))[0], kGpuCliqueLabel), std::nullopt);
 }
 
+TEST(DomainMaintenanceTest, OpensTheWatchesWhileTheNodeIsBusyAndClosesThemOnceIdleForTheLinger) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  ASSERT_TRUE(server.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}).ok());
+  kube::KubeClientOptions ko;
+  ko.qps = 0;
+  auto client = kube::KubeClient::FromConfig(server.Config(), ko);
+  DomainWatchOptions wo;
+  wo.node_name = "n1";
+  wo.watch_node = true;
+  DomainWatch watch(*client, wo);
+  NodeLabelManager labels(*client, "n1", watch.node());
+  nvdra::testing::TempDir tmp;
+  DomainDirectories dirs(tmp.path(), "");
+  bool busy = true;
+  DomainMaintenanceOptions o;
+  o.node_name = "n1";
+  o.busy = [&] { return busy; };
+  o.watch_linger = std::chrono::milliseconds(0);
+  DomainMaintenance m(*client, watch, labels, dirs, o);
+
+  // Claims from before a restart: the pass opens the watches.
+  auto rep = m.RunOnce();
+  EXPECT_TRUE(watch.active());
+  EXPECT_FALSE(rep.watches_closed);
+  ASSERT_TRUE(watch.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  rep = m.RunOnce();
+  EXPECT_TRUE(watch.active());
+  EXPECT_TRUE(rep.label.ok()) << rep.label.ToString();
+  // The last claim went away: the next pass closes them (no linger here).
+  busy = false;
+  rep = m.RunOnce();
+  EXPECT_TRUE(rep.watches_closed);
+  EXPECT_FALSE(watch.active());
+  // Idle passes after it make no API call at all.
+  ASSERT_TRUE(server.Requests(true).ok());
+  rep = m.RunOnce();
+  rep = m.RunOnce();
+  EXPECT_FALSE(rep.watches_closed);
+  EXPECT_FALSE(watch.active());
+  auto idle = server.Requests();
+  ASSERT_TRUE(idle.ok());
+  EXPECT_TRUE(idle->empty()) << idle->dump();
+  EXPECT_EQ(watch.activations(), 1u);
+}
+
 }  // namespace
 }  // namespace nvdra::computedomain

@@ -74,22 +74,82 @@ DomainWatch::DomainWatch(kube::KubeClient& client, DomainWatchOptions options)
     c.project = [node](const json& clique) { return json{{"daemons", OnlyNode(Member(clique, "daemons"), "nodeName", node)}}; };
     cliques_ = std::make_unique<kube::WatchCache>(client, std::move(c));
   }
+  if (options_.watch_node) {
+    kube::WatchCacheOptions n;
+    n.path = "/api/v1/nodes";
+    n.field_selector = "metadata.name=" + node;
+    n.what = "Node " + node;
+    n.kind = "Node";
+    n.watch_timeout = options_.watch_timeout;
+    n.initial_backoff = options_.initial_backoff;
+    n.max_backoff = options_.max_backoff;
+    node_ = std::make_unique<kube::WatchCache>(client, std::move(n));
+  }
 }
 
 DomainWatch::~DomainWatch() { Stop(); }
 
-void DomainWatch::Start() {
-  domains_->Start();
-  if (cliques_) cliques_->Start();
-}
+void DomainWatch::Start() { Activate(); }
 
 void DomainWatch::Stop() {
-  domains_->Stop();
+  MutexLock l(active_mu_);
+  stopped_ = true;
+  active_ = false;
+  if (node_) node_->Stop();
   if (cliques_) cliques_->Stop();
+  domains_->Stop();
+}
+
+bool DomainWatch::Activate() {
+  MutexLock l(active_mu_);
+  if (stopped_) return false;
+  last_use_ = Steady::now();
+  if (active_) return true;
+  active_ = true;
+  ++activations_;
+  NVDRA_INFO("opening the ComputeDomain watches{} (this node has ComputeDomain work)",
+             node_ ? " and the watch of Node " + options_.node_name : "");
+  domains_->Start();
+  if (cliques_) cliques_->Start();
+  if (node_) node_->Start();
+  return true;
+}
+
+bool DomainWatch::ActivateAndWait(Steady::time_point deadline) {
+  if (!Activate()) return false;
+  return domains_->WaitSynced(deadline) && (!node_ || node_->WaitSynced(deadline));
+}
+
+bool DomainWatch::DeactivateIfIdle(Steady::duration linger) {
+  MutexLock l(active_mu_);
+  if (!active_ || Steady::now() - last_use_ < linger) return false;
+  active_ = false;
+  NVDRA_INFO("closing the ComputeDomain watches: this node has had no ComputeDomain work for {} s",
+             std::chrono::duration_cast<std::chrono::seconds>(linger).count());
+  if (node_) node_->Stop();
+  if (cliques_) cliques_->Stop();
+  domains_->Stop();
+  return true;
+}
+
+bool DomainWatch::active() const {
+  MutexLock l(active_mu_);
+  return active_;
+}
+
+uint64_t DomainWatch::activations() const {
+  MutexLock l(active_mu_);
+  return activations_;
 }
 
 bool DomainWatch::WaitSynced(Steady::time_point deadline) const {
-  return domains_->WaitSynced(deadline) && (!cliques_ || cliques_->WaitSynced(deadline));
+  return domains_->WaitSynced(deadline) && (!cliques_ || cliques_->WaitSynced(deadline)) &&
+         (!node_ || node_->WaitSynced(deadline));
+}
+
+Result<ComputeDomainInfo> DomainWatch::Get(const std::string& domain_uid) {
+  ActivateAndWait(Steady::now() + options_.demand_sync_wait);
+  return Lookup(domain_uid);
 }
 
 void DomainWatch::SetCliqueId(const std::string& clique_id) {
@@ -175,6 +235,7 @@ Result<ComputeDomainInfo> DomainWatch::WaitReady(const std::string& domain_uid, 
   // A domain created moments ago may not have reached the watch yet; an
   // unknown UID is reported after this grace rather than waited on for the
   // whole deadline.
+  ActivateAndWait(std::min(deadline, Steady::now() + options_.demand_sync_wait));
   const auto not_found_until = std::min(deadline, Steady::now() + std::chrono::seconds(2));
   auto recheck = std::chrono::milliseconds(100);
   for (;;) {

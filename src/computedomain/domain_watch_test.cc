@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 #include "test_apiserver.h"
 
@@ -241,6 +242,85 @@ TEST_F(DomainWatchTest, WhereListingCliquesIsForbiddenTheOneCliqueIsRead) {
   ASSERT_TRUE(st.ok());
   EXPECT_TRUE(st->node_ready) << st->not_ready;
   EXPECT_GE(*server_.Count("get", "computedomaincliques"), 1);
+}
+
+// Waits (bounded) until the test API server holds `n` open watches of
+// `resource`: a closed watch's connection ends a moment after Stop.
+bool OpenWatchesReach(TestApiServer& server, const std::string& resource, int n) {
+  auto deadline = Steady::now() + std::chrono::seconds(15);
+  for (;;) {
+    auto open = server.OpenWatches(resource);
+    if (open.ok() && *open == n) return true;
+    if (Steady::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+TEST_F(DomainWatchTest, ALookupOpensTheWatchesAndTheyCloseOnlyOnceUnusedForTheLinger) {
+  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}}}}).ok());
+  ASSERT_TRUE(server_.LoadObject(Domain("d1", "")).ok());
+  ASSERT_TRUE(server_.LoadObject(Clique("d1", "Ready")).ok());
+  DomainWatchOptions o;
+  o.node_name = kNode;
+  o.clique_namespace = kDriverNs;
+  o.clique_id = kClique;
+  o.watch_node = true;
+  o.initial_backoff = std::chrono::milliseconds(10);
+  DomainWatch w(*client_, o);
+  // An idle node: nothing listed, nothing watched.
+  EXPECT_FALSE(w.active());
+  EXPECT_EQ(*server_.Count("list", "computedomains"), 0);
+  EXPECT_EQ(*server_.OpenWatches("computedomains"), 0);
+  EXPECT_FALSE(w.domains().synced());
+
+  // The first claim's lookup opens all three and answers from the list.
+  auto st = w.WaitReady("d1", Steady::now() + std::chrono::seconds(15));
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_TRUE(st->node_ready) << st->not_ready;
+  EXPECT_TRUE(w.active());
+  ASSERT_NE(w.node(), nullptr);
+  EXPECT_TRUE(w.node()->synced());
+  EXPECT_TRUE(w.node()->Get("", kNode));
+  EXPECT_EQ(*server_.Count("list", "computedomains"), 1);
+  EXPECT_EQ(*server_.Count("list", "computedomaincliques"), 1);
+  EXPECT_EQ(*server_.Count("list", "nodes"), 1);
+  EXPECT_TRUE(OpenWatchesReach(server_, "computedomains", 1));
+  EXPECT_TRUE(OpenWatchesReach(server_, "nodes", 1));
+  // More lookups while open cost nothing.
+  ASSERT_TRUE(w.Get("d1").ok());
+  EXPECT_EQ(*server_.Count("list", "computedomains"), 1);
+  EXPECT_EQ(w.activations(), 1u);
+
+  // Used a moment ago: an hour's linger keeps them open.
+  EXPECT_FALSE(w.DeactivateIfIdle(std::chrono::hours(1)));
+  EXPECT_TRUE(w.active());
+  // Unused past the linger: closed, emptied, and not trusted.
+  EXPECT_TRUE(w.DeactivateIfIdle(std::chrono::seconds(0)));
+  EXPECT_FALSE(w.active());
+  EXPECT_FALSE(w.domains().synced());
+  EXPECT_FALSE(w.node()->synced());
+  EXPECT_EQ(w.Lookup("d1").status().code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(w.Exists("d1").has_value());  // the directory cleanup waits
+  EXPECT_TRUE(OpenWatchesReach(server_, "computedomains", 0));
+  EXPECT_TRUE(OpenWatchesReach(server_, "computedomaincliques", 0));
+  EXPECT_TRUE(OpenWatchesReach(server_, "nodes", 0));
+  EXPECT_FALSE(w.DeactivateIfIdle(std::chrono::seconds(0)));  // already closed
+
+  // A domain created while closed is seen by the next lookup's fresh list.
+  ASSERT_TRUE(server_.LoadObject(Domain("d2", "")).ok());
+  auto d2 = w.Get("d2");
+  ASSERT_TRUE(d2.ok()) << d2.status().ToString();
+  EXPECT_EQ(d2->name, "cd-d2");
+  EXPECT_EQ(*server_.Count("list", "computedomains"), 2);
+  EXPECT_EQ(w.activations(), 2u);
+
+  // Stopped for good: a lookup neither reopens nor waits for a list.
+  w.Stop();
+  const auto before = Steady::now();
+  EXPECT_EQ(w.Get("d1").status().code(), StatusCode::kUnavailable);
+  EXPECT_LT(Steady::now() - before, std::chrono::seconds(5));
+  EXPECT_FALSE(w.active());
+  EXPECT_EQ(w.activations(), 2u);
 }
 
 }  // namespace

@@ -43,8 +43,9 @@ Status NodeLabelManager::SetLabel(const std::string& domain_uid) {
     return std::optional<std::string>(domain_uid);
   };
   auto r = kube::UpdateNodeLabel(client_, node_name_, kComputeDomainLabel, rule, cached);
+  MutexLock l(mu_);
+  label_absent_ = false;
   if (r.ok()) {
-    MutexLock l(mu_);
     api_requests_ += r->requests;
     if (r->written) NVDRA_INFO("labelled node {} {}={}", node_name_, kComputeDomainLabel, domain_uid);
   }
@@ -59,8 +60,9 @@ Status NodeLabelManager::RemoveLabel(const std::string& domain_uid) {
     return cur;  // absent, or another domain's: not ours to remove
   };
   auto r = kube::UpdateNodeLabel(client_, node_name_, kComputeDomainLabel, rule, cached);
+  MutexLock l(mu_);
+  label_absent_ = r.ok() && !kube::NodeLabel(r->node, kComputeDomainLabel).has_value();
   if (r.ok()) {
-    MutexLock l(mu_);
     api_requests_ += r->requests;
     if (r->written) NVDRA_INFO("removed label {}={} from node {}", kComputeDomainLabel, domain_uid, node_name_);
   }
@@ -199,6 +201,12 @@ Status NodeLabelManager::Repair() {
   }
   kube::WatchCache::ObjectPtr keep;
   const nlohmann::json* cached = CachedNode(keep);
+  if (held.empty() && !shared_unknown && cached == nullptr) {
+    // Nothing held, and the label was seen absent (or removed) since the
+    // last write: no GET while the node is idle and its watch closed.
+    MutexLock l(mu_);
+    if (label_absent_ && unknown_domain_holders_.empty()) return Status::Ok();
+  }
   std::optional<std::string> cur;
   if (cached != nullptr) {
     cur = kube::NodeLabel(*cached, kComputeDomainLabel);
@@ -212,7 +220,11 @@ Status NodeLabelManager::Repair() {
     cur = kube::NodeLabel(*node, kComputeDomainLabel);
   }
   if (held.empty()) {
-    if (!cur || cur->empty()) return Status::Ok();
+    if (!cur || cur->empty()) {
+      MutexLock l(mu_);
+      label_absent_ = true;
+      return Status::Ok();
+    }
     {
       MutexLock l(mu_);
       if (!shared_unknown && !unknown_domain_holders_.empty()) shared_unknown = *unknown_domain_holders_.begin();

@@ -14,7 +14,10 @@
 //
 // Unprepare never fails because the API server is unreachable: a removal
 // that could not be written is retried by Repair, which the reconciler runs.
-// Repair also puts back a label someone removed while a claim holds it.
+// Repair also puts back a label someone removed while a claim holds it. On a
+// node that holds no channel claim, Repair reads the Node only until it has
+// seen the label absent (or removed it); without the Node watch (closed
+// while the node is idle) it then costs no API call until the next write.
 //
 // Two plugin processes share one ledger during a rolling update, and a claim
 // prepared through one is unknown to the other's holders. With
@@ -120,6 +123,8 @@ class NodeLabelManager {
   std::map<std::string, std::map<std::string, Holder>> holders_ GUARDED_BY(mu_);  // domain -> claim -> holder
   uint64_t api_requests_ GUARDED_BY(mu_) = 0;
   std::set<std::string> unknown_domain_holders_ GUARDED_BY(mu_);
+  // The label was last seen absent, or removed, and not written since.
+  bool label_absent_ GUARDED_BY(mu_) = false;
   SharedHolders shared_;
 };
 

@@ -88,6 +88,37 @@ TEST_F(NodeLabelManagerTest, RemovalThatFailedIsRetriedByRepair) {
   EXPECT_EQ(Label(), std::nullopt);
 }
 
+TEST_F(NodeLabelManagerTest, OnAnIdleNodeWithoutANodeWatchRepairReadsTheNodeOnlyUntilItSawTheLabelAbsent) {
+  NodeLabelManager m(*client_, "n1");
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(m.api_requests(), 1u);  // one GET: is a label left over?
+  ASSERT_TRUE(m.Repair().ok());
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(m.api_requests(), 1u);
+  EXPECT_EQ(*server_.Count("get", "nodes"), 1);
+  // A claim comes and goes: its label is written and removed, and the idle
+  // passes after it read nothing, since the removal saw the result.
+  ASSERT_TRUE(m.Acquire("d1", "c1").ok());
+  m.Confirm("d1", "c1");
+  EXPECT_EQ(Label(), "d1");
+  m.Release("d1", "c1");
+  EXPECT_EQ(Label(), std::nullopt);
+  const uint64_t after_claim = m.api_requests();
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(m.api_requests(), after_claim);
+  // A removal that failed leaves the label unknown: Repair reads and fixes.
+  ASSERT_TRUE(m.Acquire("d1", "c2").ok());
+  ASSERT_TRUE(server_.InjectFault({{"status", 503}, {"path_prefix", "/api/v1/nodes"}, {"count", -1}}).ok());
+  m.Release("d1", "c2");
+  ASSERT_TRUE(server_.ClearFaults().ok());
+  EXPECT_EQ(Label(), "d1");
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), std::nullopt);
+  const uint64_t after_repair = m.api_requests();
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(m.api_requests(), after_repair);
+}
+
 TEST_F(NodeLabelManagerTest, RepairPutsBackALabelRemovedWhileAClaimHoldsIt) {
   NodeLabelManager first(*client_, "n1");
   ASSERT_TRUE(first.Acquire("d1", "c1").ok());

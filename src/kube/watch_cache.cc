@@ -85,6 +85,19 @@ void WatchCache::Stop() {
   }
   cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
+  // What the cache held stops being followed: it is dropped, so nobody reads
+  // a stale copy, and the next Start lists afresh.
+  {
+    MutexLock l(mu_);
+    const bool was_synced = synced_;
+    synced_ = false;
+    objects_.clear();
+    by_uid_.clear();
+    stats_.objects = 0;
+    stats_.resource_version.clear();
+    if (!was_synced) return;
+  }
+  notifier_->Bump();
 }
 
 bool WatchCache::WaitSynced(Steady::time_point deadline) const {

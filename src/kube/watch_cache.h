@@ -106,9 +106,11 @@ class WatchCache {
   WatchCache(const WatchCache&) = delete;
   WatchCache& operator=(const WatchCache&) = delete;
 
-  // Starts the list-and-watch thread.
+  // Starts the list-and-watch thread: a LIST, then watches.
   void Start();
-  // Ends the thread (an open watch is cancelled within about a second).
+  // Ends the thread (an open watch is cancelled within about a second) and
+  // empties the cache: it reads as not synced until a later Start has
+  // listed again.
   void Stop();
 
   // Blocks until the first LIST has been applied or `deadline` passes.

@@ -97,6 +97,31 @@ TEST_F(WatchCacheTest, ListsOnceThenFollowsAddsUpdatesAndDeletesFromTheWatch) {
   EXPECT_EQ(st.events, 3u);
 }
 
+TEST_F(WatchCacheTest, AStoppedCacheIsEmptyAndUnsyncedAndAStartAfterItListsAfresh) {
+  WatchCache cache(*client_, DomainOptions());
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  ASSERT_TRUE(cache.GetByUid("uid-1"));
+  const uint64_t before = cache.notifier().version();
+  cache.Stop();
+  EXPECT_FALSE(cache.synced());
+  EXPECT_EQ(cache.GetByUid("uid-1"), nullptr);
+  EXPECT_EQ(cache.Get("team-a", "cd-1"), nullptr);
+  EXPECT_TRUE(cache.List().empty());
+  EXPECT_EQ(cache.stats().objects, 0u);
+  EXPECT_NE(cache.notifier().version(), before);  // waiters re-check
+  EXPECT_TRUE(WaitFor(cache, [&] { return *server_.OpenWatches("computedomains") == 0; }));
+  // What changed while stopped: a deletion and an addition no watch saw.
+  ASSERT_TRUE(server_.DeleteObject("computedomains", "team-a", "cd-1").ok());
+  ASSERT_TRUE(server_.LoadObject(Domain("team-b", "cd-2", "uid-2", "Ready")).ok());
+  cache.Start();
+  ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  EXPECT_EQ(cache.GetByUid("uid-1"), nullptr);
+  EXPECT_EQ(Status(cache.GetByUid("uid-2")), "Ready");
+  EXPECT_EQ(*server_.Count("list", "computedomains"), 2);
+  EXPECT_EQ(cache.stats().lists, 2u);
+}
+
 TEST_F(WatchCacheTest, ADroppedWatchIsResumedFromItsResourceVersionWithoutAList) {
   WatchCache cache(*client_, DomainOptions());
   cache.Start();

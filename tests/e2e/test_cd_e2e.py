@@ -252,10 +252,39 @@ class ComputeDomainEndToEnd(ComputeDomainTestCase):
         wait_for(lambda: self.live_entries(self.plugin) == [], timeout=60, what="the stale claims unprepared")
         wait_for(lambda: self.node_label() is None, what="the label of the stale claim removed")
 
+    def open_watches(self):
+        return sorted(w["resource"] for w in self.node.api.request("POST", "/_nvdra/watches", {})[1]["active"])
+
+    def test_an_idle_node_watches_no_compute_domain_until_its_first_claim(self):
+        # Started with no ComputeDomain claim: only its slices are watched,
+        # and nothing of ComputeDomains, cliques or the Node was listed.
+        wait_for(lambda: self.open_watches() == ["resourceslices"], what="the slice watch alone")
+        counts = self.counts()
+        for resource in ("computedomains", "computedomaincliques", "nodes"):
+            self.assertNotIn(resource, counts.get("list", {}))
+            self.assertNotIn(resource, counts.get("watch", {}))
+        # The first channel claim opens them, and is prepared from them.
+        c = self.channel_claim("chan", 0)
+        self.assertOk(self.plugin.prepare([c]), c[2])
+        wait_for(lambda: self.open_watches() == ["computedomaincliques", "computedomains", "nodes", "resourceslices"],
+                 what="the ComputeDomain, clique and Node watches")
+        self.assertEqual(self.counts()["list"]["computedomains"], 1)
+        # A restart with the claim still prepared opens them at start.
+        self.plugin.stop()
+        wait_for(lambda: self.open_watches() == [], what="the stopped plugin's watches closed")
+        self.plugin = self.start_plugin()
+        self.assertIn("opening the ComputeDomain watches", self.plugin.read_log())
+        wait_for(lambda: self.open_watches() == ["computedomaincliques", "computedomains", "nodes", "resourceslices"],
+                 what="the watches of a node that holds a channel claim")
+        self.assertOk(self.plugin.unprepare([c]), c[2])
+        self.assertIsNone(self.node_label())
+
     def test_compute_domain_watch_dropped_and_resumed(self):
-        wait_for(lambda: any(w["resource"] == "computedomains"
-                             for w in self.node.api.request("POST", "/_nvdra/watches", {})[1]["active"]),
-                 what="the ComputeDomain watch")
+        # A first claim opens the watches; they stay open after it.
+        first = self.channel_claim("first", 1)
+        self.assertOk(self.plugin.prepare([first]), first[2])
+        self.assertOk(self.plugin.unprepare([first]), first[2])
+        wait_for(lambda: "computedomains" in self.open_watches(), what="the ComputeDomain watch")
         status, body = self.node.api.request("POST", "/_nvdra/watches", {"action": "drop", "resource": "computedomains"})
         self.assertEqual(body["affected"], 1)
         other = str(uuid.uuid4())
@@ -282,6 +311,11 @@ class ComputeDomainEndToEnd(ComputeDomainTestCase):
                                                          "cliqueID": CLIQUE, "ipAddress": "10.1.0.1"}]},
             })
         self.node.api.load(domains)
+        # A first claim opens the watches (one LIST of the 1,000) and goes.
+        first = self.channel_claim("first", 1)
+        self.assertOk(self.plugin.prepare([first]), first[2])
+        self.assertOk(self.plugin.unprepare([first]), first[2])
+        self.assertIsNone(self.node_label())
         c = self.channel_claim("chan", 0)
         self.counts(clear=True)
         self.assertOk(self.plugin.prepare([c]), c[2])

@@ -117,12 +117,12 @@ class FleetBenchClient(unittest.TestCase):
             self.assertAlmostEqual(sum(verbs.values()), by_plugin[plugin], places=6)
         self.assertEqual(idle["requests_other"], {})
         # Each plugin watches its node's slices of its driver; the
-        # ComputeDomain plugin also its domains, cliques and Node.
+        # ComputeDomain plugin of a node without ComputeDomain claims
+        # watches nothing else.
         self.assertEqual(idle["watches_per_node_by_resource"],
-                         {"cd computedomaincliques": 1, "cd computedomains": 1, "cd nodes": 1,
-                          "cd resourceslices": 1, "gpu resourceslices": 1})
-        self.assertEqual(idle["watches_per_node"]["min"], 5)
-        self.assertEqual(idle["watches_per_node"]["max"], 5)
+                         {"cd resourceslices": 1, "gpu resourceslices": 1})
+        self.assertEqual(idle["watches_per_node"]["min"], 2)
+        self.assertEqual(idle["watches_per_node"]["max"], 2)
         self.assertGreaterEqual(idle["watches_per_node"]["samples"], 1)
 
 

@@ -21,7 +21,6 @@
 #include "computedomain/node_label_manager.h"
 #include "config/feature_gates.h"
 #include "devices/fabric_manager.h"
-#include "kube/watch_cache.h"
 #include "util/log.h"
 
 namespace {
@@ -68,31 +67,26 @@ struct ComputeDomainFlags {
   }
 };
 
-// The ComputeDomain and Node watches, started, added to ctx.companions, and
-// given up to 10 s to sync: lookups answer "not synced yet" (retryable)
-// until then, and a slow API server must not hold up registration for long.
-// The wait goes in short slices so that a shutdown signal ends it at once.
-struct Watches {
-  computedomain::DomainWatch& domains;
-  kube::WatchCache& node;
-};
-Result<Watches> StartWatches(plugin::KindContext& ctx, const config::FeatureGates& gates,
-                             const std::string& clique_id, const std::string& clique_namespace) {
+// The ComputeDomain, clique and Node watches, added to ctx.companions. They
+// open only while the node has ComputeDomain work (DomainWatch): at once when
+// `busy` says so now (claims prepared before a restart), with up to 10 s for
+// the lists (lookups answer "not synced yet", retryable, until then, and a
+// slow API server must not hold up registration for long; the wait goes in
+// short slices so that a shutdown signal ends it at once); else at the first
+// claim's lookup.
+computedomain::DomainWatch& MakeWatches(plugin::KindContext& ctx, const config::FeatureGates& gates,
+                                        const std::string& clique_id, const std::string& clique_namespace) {
   const plugin::PluginOptions& opts = ctx.options;
   computedomain::DomainWatchOptions wo;
   wo.node_name = opts.node_name;
   wo.clique_namespace = clique_namespace.empty() ? opts.namespace_name : clique_namespace;
   wo.cliques = gates.Enabled(config::Gate::kComputeDomainCliques);
   wo.clique_id = clique_id;
-  auto& domains = ctx.companions.Add(std::make_unique<computedomain::DomainWatch>(ctx.kube, wo));
-  kube::WatchCacheOptions no;
-  no.path = "/api/v1/nodes";
-  no.field_selector = "metadata.name=" + opts.node_name;
-  no.what = "Node " + opts.node_name;
-  no.kind = "Node";
-  auto& node = ctx.companions.Add(std::make_unique<kube::WatchCache>(ctx.kube, no));
-  domains.Start();
-  node.Start();
+  wo.watch_node = true;
+  return ctx.companions.Add(std::make_unique<computedomain::DomainWatch>(ctx.kube, wo));
+}
+
+Status OpenWatchesNow(plugin::KindContext& ctx, computedomain::DomainWatch& domains) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   for (;;) {
@@ -101,13 +95,28 @@ Result<Watches> StartWatches(plugin::KindContext& ctx, const config::FeatureGate
                          " while the ComputeDomain watches synced");
     }
     const auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(200));
-    if (domains.WaitSynced(slice) && node.WaitSynced(slice)) break;
+    if (domains.ActivateAndWait(slice)) return Status::Ok();
     if (Clock::now() >= deadline) {
       NVDRA_WARN("the ComputeDomain watches have not synced within 10 s; claims wait for them");
-      break;
+      return Status::Ok();
     }
   }
-  return Watches{domains, node};
+}
+
+// Whether the node has ComputeDomain work the watches follow: a claim of
+// this node's ledger (whichever plugin process prepared it), a label
+// holder, or a daemon directory whose domain may go away. An unreadable
+// ledger counts as work.
+std::function<bool()> HasComputeDomainWork(ledger::ClaimLedger& shared_ledger, computedomain::NodeLabelManager& labels,
+                                           const computedomain::DomainDirectories& dirs) {
+  return [entries_of = &shared_ledger, labels = &labels, dirs = &dirs] {
+    auto entries = entries_of->List();
+    if (!entries.ok()) return true;
+    for (const auto& e : *entries) {
+      if (ledger::HoldsResources(e.state)) return true;
+    }
+    return !labels->HeldDomains().empty() || dirs->HasAny();
+  };
 }
 
 // The node's clique from an inventory, under the gates' policy for fabric
@@ -136,7 +145,7 @@ Result<CliqueOf> CliquePolicy(const config::FeatureGates& gates) {
 // domain directories, on the plugin's background group.
 void StartMaintenance(plugin::KindContext& ctx, const ComputeDomainFlags& flags, CliqueOf identify,
                       computedomain::DomainWatch& domains, computedomain::NodeLabelManager& labels,
-                      computedomain::DomainDirectories& dirs) {
+                      computedomain::DomainDirectories& dirs, std::function<bool()> busy) {
   const plugin::PluginOptions& opts = ctx.options;
   computedomain::DomainMaintenanceOptions mo;
   mo.period = std::chrono::duration_cast<std::chrono::milliseconds>(opts.reconcile_period);
@@ -144,6 +153,8 @@ void StartMaintenance(plugin::KindContext& ctx, const ComputeDomainFlags& flags,
   mo.gpu_clique_label = flags.gpu_clique_label;
   mo.repair_node_label = !flags.imex.host_managed();
   mo.group = &ctx.background;
+  mo.busy = std::move(busy);
+  mo.watch_linger = std::max(std::chrono::milliseconds(std::chrono::minutes(10)), 2 * mo.period);
   devices::DeviceLib* lib = &ctx.lib;
   mo.read_clique = [lib, identify]() -> Result<std::string> {
     NVDRA_ASSIGN_OR_RETURN(auto inv, lib->Discover());
@@ -160,7 +171,7 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   // domain directories and their upkeep) uses the plugin's client and
   // hardware: each part joins ctx.companions as it is built, so the plugin
   // stops them right after the kind, the last started first (maintenance,
-  // then the Node watch, then the ComputeDomain watch), and destroys them
+  // then the watches), and destroys them
   // before the client and hardware go away.
   const plugin::PluginOptions& opts = ctx.options;
   NVDRA_ASSIGN_OR_RETURN(config::FeatureGates gates, config::FeatureGates::Parse(opts.feature_gates));
@@ -184,10 +195,10 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
                              !host_managed && gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
   NVDRA_INFO("{}", validated);
 
-  NVDRA_ASSIGN_OR_RETURN(Watches watches, StartWatches(ctx, gates, clique.clique_id, flags.clique_namespace));
-  computedomain::DomainWatch& domains = watches.domains;
+  computedomain::DomainWatch& domains = MakeWatches(ctx, gates, clique.clique_id, flags.clique_namespace);
+  computedomain::DomainWatch* watch = &domains;
   auto& labels = ctx.companions.Keep(std::make_unique<computedomain::NodeLabelManager>(
-      ctx.kube, opts.node_name, &watches.node, opts.completed_claim_grace));
+      ctx.kube, opts.node_name, domains.node(), opts.completed_claim_grace));
   // Label ownership follows the ledger every plugin process of this node
   // shares, so a rolling update's old instance never removes the label of
   // a claim the new one prepared (nor the other way round).
@@ -198,6 +209,8 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   });
   auto& dirs = ctx.companions.Keep(
       std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir, flags.daemon_config_template));
+  auto busy = HasComputeDomainWork(ctx.ledger, labels, dirs);
+  if (busy()) NVDRA_RETURN_IF_ERROR(OpenWatchesNow(ctx, domains));
 
   computedomain::ComputeDomainKindOptions ko;
   ko.plugin_dir = ctx.plugin_dir;
@@ -210,7 +223,6 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   ko.base_device_id = vendor + "/device=all";
   // The maintenance pass follows a repartitioned fabric in the watch; the
   // kind reads it from there (the watch outlives the kind).
-  computedomain::DomainWatch* watch = &domains;
   ko.clique_source = [watch] { return watch->clique_id(); };
   if (host_managed) {
     ko.host_managed_imex = true;
@@ -230,7 +242,7 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
       kind->Adopt(e.uid, e.undo, devices);
     }
   }
-  StartMaintenance(ctx, flags, identify, domains, labels, dirs);
+  StartMaintenance(ctx, flags, identify, domains, labels, dirs, busy);
   return std::unique_ptr<driver::DeviceKind>(std::move(kind));
 }
 
