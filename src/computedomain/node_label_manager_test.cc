@@ -245,6 +245,37 @@ TEST_F(NodeLabelManagerTest, AChannelClaimRebuiltWithoutItsDomainKeepsTheLabelUn
   EXPECT_EQ(Label(), std::nullopt) << "once it is unprepared, no claim holds the label";
 }
 
+// Two channel claims of a domain unprepared together: each one's ledger
+// entry stays live until its Unprepare ends, so the last Release still
+// sees the first claim listed. The first claim released here holds nothing,
+// so the label goes with the last one, not a maintenance pass later.
+TEST_F(NodeLabelManagerTest, TheLastOfTwoChannelClaimsUnpreparedTogetherRemovesTheLabel) {
+  LabelHolders listed;
+  NodeLabelManager m(*client_, "n1");
+  m.SetSharedHolders([&]() -> Result<LabelHolders> { return listed; });
+  ASSERT_TRUE(m.Acquire("d1", "a").ok());
+  ASSERT_TRUE(m.Acquire("d1", "b").ok());
+  m.Confirm("d1", "a");
+  m.Confirm("d1", "b");
+  listed.by_domain["d1"] = {"a", "b"};  // both prepared in the ledger
+  m.Forget("a");
+  m.Release("d1", "a");
+  EXPECT_EQ(Label(), "d1");  // b holds it
+  m.Forget("b");
+  m.Release("d1", "b");  // a's ledger entry is still live: its Unprepare has not ended
+  EXPECT_EQ(Label(), std::nullopt);
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), std::nullopt) << "Repair must not put it back for the released claims";
+  // Both Unprepares end; a later claim of the domain labels the node again,
+  // and a claim of another process (in the ledger, never released here)
+  // keeps the label through Repair.
+  listed.by_domain.clear();
+  ASSERT_TRUE(m.Repair().ok());
+  listed.by_domain["d1"] = {"c"};
+  ASSERT_TRUE(m.Repair().ok());
+  EXPECT_EQ(Label(), "d1");
+}
+
 // A rolling update: two plugin instances on one node share the ledger, and a
 // channel claim prepared through the new one is unknown to the old one's
 // holders. Label ownership follows the ledger: the old instance's Repair
