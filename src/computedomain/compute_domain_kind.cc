@@ -72,7 +72,10 @@ void ComputeDomainKind::Adopt(const std::string& claim_uid, const nlohmann::json
 LabelHolders ComputeDomainKind::LabelHoldersOf(const std::vector<ledger::ClaimEntry>& entries) {
   LabelHolders out;
   for (const auto& e : entries) {
-    if (!ledger::HoldsResources(e.state)) continue;
+    // A claim whose Unprepare has begun is on its way out: it no longer
+    // keeps the label, so the last of several channel claims unprepared
+    // together (by any plugin process of the node) removes it.
+    if (e.state != ledger::ClaimState::kPrepareStarted && e.state != ledger::ClaimState::kPrepareCompleted) continue;
     auto undo = DecodeComputeDomainUndo(e.undo);
     if (undo.ok() && !undo->domain_id.empty()) {
       if (!undo->channels.empty()) out.by_domain[undo->domain_id].insert(e.uid);

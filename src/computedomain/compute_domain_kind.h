@@ -95,8 +95,9 @@ class ComputeDomainKind final : public driver::DeviceKind {
   std::vector<std::string> MetricDeviceTypes() const override;
   std::vector<model::PublishedDevice> PublishedDevices() const override;
 
-  // The channel claims among ledger entries that still hold their devices
-  // (what NodeLabelManager::SetSharedHolders reads): by their undo record's
+  // The channel claims among ledger entries being or done being prepared,
+  // not yet unprepared (what NodeLabelManager::SetSharedHolders reads;
+  // UnprepareStarted entries hold no label): by their undo record's
   // domain, or, for a record that names none, as holders of an unknown
   // domain when a channel is among their devices.
   static LabelHolders LabelHoldersOf(const std::vector<ledger::ClaimEntry>& entries);

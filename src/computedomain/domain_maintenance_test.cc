@@ -32,7 +32,7 @@ TEST(DomainMaintenanceTest, RemovesGoneDomainsFollowsTheCliqueAndLabelsIt) {
   wo.node_name = "n1";
   wo.clique_id = "c.1";
   DomainWatch watch(*client, wo);
-  watch.Start();
+  watch.Activate();
   ASSERT_TRUE(watch.WaitSynced(Steady::now() + std::chrono::seconds(15)));
   NodeLabelManager labels(*client, "n1");
   nvdra::testing::TempDir tmp;

@@ -44,13 +44,18 @@ DomainWatch::DomainWatch(kube::KubeClient& client, DomainWatchOptions options)
       notifier_(std::make_shared<kube::ChangeNotifier>()),
       clique_id_(options_.clique_id) {
   const std::string node = options_.node_name;
-  kube::WatchCacheOptions d;
-  d.path = std::string(kGroupVersion) + "/computedomains";
-  d.what = "ComputeDomains";
-  d.kind = "ComputeDomain";
-  d.watch_timeout = options_.watch_timeout;
-  d.initial_backoff = options_.initial_backoff;
-  d.max_backoff = options_.max_backoff;
+  // Every watch of the plugin retries and resumes alike.
+  auto watch_of = [this](std::string path, std::string what, std::string kind) {
+    kube::WatchCacheOptions o;
+    o.path = std::move(path);
+    o.what = std::move(what);
+    o.kind = std::move(kind);
+    o.watch_timeout = options_.watch_timeout;
+    o.initial_backoff = options_.initial_backoff;
+    o.max_backoff = options_.max_backoff;
+    return o;
+  };
+  kube::WatchCacheOptions d = watch_of(std::string(kGroupVersion) + "/computedomains", "ComputeDomains", "ComputeDomain");
   d.notifier = notifier_;
   d.project = [node](const json& cd) {
     const json* status = Member(cd, "status");
@@ -63,33 +68,21 @@ DomainWatch::DomainWatch(kube::KubeClient& client, DomainWatchOptions options)
   };
   domains_ = std::make_unique<kube::WatchCache>(client, std::move(d));
   if (options_.cliques) {
-    kube::WatchCacheOptions c;
-    c.path = std::string(kGroupVersion) + "/namespaces/" + options_.clique_namespace + "/computedomaincliques";
-    c.what = "ComputeDomainCliques in namespace " + options_.clique_namespace;
-    c.kind = "ComputeDomainClique";
-    c.watch_timeout = options_.watch_timeout;
-    c.initial_backoff = options_.initial_backoff;
-    c.max_backoff = options_.max_backoff;
+    kube::WatchCacheOptions c =
+        watch_of(std::string(kGroupVersion) + "/namespaces/" + options_.clique_namespace + "/computedomaincliques",
+                 "ComputeDomainCliques in namespace " + options_.clique_namespace, "ComputeDomainClique");
     c.notifier = notifier_;
     c.project = [node](const json& clique) { return json{{"daemons", OnlyNode(Member(clique, "daemons"), "nodeName", node)}}; };
     cliques_ = std::make_unique<kube::WatchCache>(client, std::move(c));
   }
   if (options_.watch_node) {
-    kube::WatchCacheOptions n;
-    n.path = "/api/v1/nodes";
+    kube::WatchCacheOptions n = watch_of("/api/v1/nodes", "Node " + node, "Node");
     n.field_selector = "metadata.name=" + node;
-    n.what = "Node " + node;
-    n.kind = "Node";
-    n.watch_timeout = options_.watch_timeout;
-    n.initial_backoff = options_.initial_backoff;
-    n.max_backoff = options_.max_backoff;
     node_ = std::make_unique<kube::WatchCache>(client, std::move(n));
   }
 }
 
 DomainWatch::~DomainWatch() { Stop(); }
-
-void DomainWatch::Start() { Activate(); }
 
 void DomainWatch::Stop() {
   MutexLock l(active_mu_);

@@ -23,7 +23,7 @@
 // GPU cluster, most of the time). A lookup (Get, WaitReady) opens them and
 // waits for the ComputeDomain list; DeactivateIfIdle, which the maintenance
 // pass calls while the node holds no ComputeDomain claim, closes them once
-// no lookup came for a while. Start opens them at once.
+// no lookup came for a while. Activate opens them at once.
 #pragma once
 
 #include <chrono>
@@ -58,9 +58,7 @@ class DomainWatch final : public ComputeDomainSource {
   DomainWatch(kube::KubeClient& client, DomainWatchOptions options);
   ~DomainWatch() override;
 
-  // Opens the watches now (Activate).
-  void Start();
-  // Closes them for good: lookups no longer open them.
+  // Closes the watches for good: lookups no longer open them.
   void Stop();
   bool WaitSynced(std::chrono::steady_clock::time_point deadline) const;
 

@@ -77,7 +77,7 @@ class DomainWatchTest : public ::testing::Test {
     ASSERT_TRUE(server_.ok()) << server_.error();
     client_ = kube::KubeClient::FromConfig(server_.Config(), Fast());
   }
-  std::unique_ptr<DomainWatch> Watch(bool cliques) {
+  static DomainWatchOptions Options(bool cliques = true) {
     DomainWatchOptions o;
     o.node_name = kNode;
     o.clique_namespace = kDriverNs;
@@ -85,8 +85,11 @@ class DomainWatchTest : public ::testing::Test {
     o.clique_id = kClique;
     o.initial_backoff = std::chrono::milliseconds(10);
     o.max_backoff = std::chrono::milliseconds(100);
-    auto w = std::make_unique<DomainWatch>(*client_, o);
-    w->Start();
+    return o;
+  }
+  std::unique_ptr<DomainWatch> Watch(bool cliques) {
+    auto w = std::make_unique<DomainWatch>(*client_, Options(cliques));
+    w->Activate();
     EXPECT_TRUE(w->WaitSynced(Steady::now() + std::chrono::seconds(15)));
     return w;
   }
@@ -226,13 +229,8 @@ TEST_F(DomainWatchTest, WhereListingCliquesIsForbiddenTheOneCliqueIsRead) {
                   .ok());
   ASSERT_TRUE(server_.LoadObject(Domain("d1", "")).ok());
   ASSERT_TRUE(server_.LoadObject(Clique("d1", "Ready")).ok());
-  DomainWatchOptions o;
-  o.node_name = kNode;
-  o.clique_namespace = kDriverNs;
-  o.clique_id = kClique;
-  o.initial_backoff = std::chrono::milliseconds(10);
-  DomainWatch w(*client_, o);
-  w.Start();
+  DomainWatch w(*client_, Options());
+  w.Activate();
   ASSERT_TRUE(w.domains().WaitSynced(Steady::now() + std::chrono::seconds(15)));
   auto deadline = Steady::now() + std::chrono::seconds(15);
   while (w.cliques()->last_error().code() != StatusCode::kPermissionDenied && Steady::now() < deadline) {
@@ -260,12 +258,8 @@ TEST_F(DomainWatchTest, ALookupOpensTheWatchesAndTheyCloseOnlyOnceUnusedForTheLi
   ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}}}}).ok());
   ASSERT_TRUE(server_.LoadObject(Domain("d1", "")).ok());
   ASSERT_TRUE(server_.LoadObject(Clique("d1", "Ready")).ok());
-  DomainWatchOptions o;
-  o.node_name = kNode;
-  o.clique_namespace = kDriverNs;
-  o.clique_id = kClique;
+  DomainWatchOptions o = Options();
   o.watch_node = true;
-  o.initial_backoff = std::chrono::milliseconds(10);
   DomainWatch w(*client_, o);
   // An idle node: nothing listed, nothing watched.
   EXPECT_FALSE(w.active());

@@ -94,7 +94,6 @@ Status NodeLabelManager::Acquire(const std::string& domain_uid, const std::strin
   // it back if someone removed it): no API call.
   if (!held) NVDRA_RETURN_IF_ERROR(SetLabel(domain_uid).Wrap("error adding node label"));
   MutexLock l(mu_);
-  released_.erase(claim_uid);
   Holder& h = holders_[domain_uid][claim_uid];
   h.last_attempt = clock_.SteadyNow();
   return Status::Ok();
@@ -115,39 +114,13 @@ void NodeLabelManager::AdoptUnknownDomain(const std::string& claim_uid) {
 void NodeLabelManager::Forget(const std::string& claim_uid) {
   MutexLock l(mu_);
   unknown_domain_holders_.erase(claim_uid);
-  if (shared_) released_.insert(claim_uid);
-}
-
-LabelHolders NodeLabelManager::WithoutReleased(LabelHolders h) {
-  MutexLock l(mu_);
-  std::set<std::string> still_listed;
-  const std::set<std::string> released = released_;  // a few claims at most
-  auto drop = [&released, &still_listed](std::set<std::string>& claims) {
-    for (auto it = claims.begin(); it != claims.end();) {
-      if (released.count(*it) != 0) {
-        still_listed.insert(*it);
-        it = claims.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  };
-  drop(h.unknown_domain);
-  for (auto it = h.by_domain.begin(); it != h.by_domain.end();) {
-    drop(it->second);
-    it = it->second.empty() ? h.by_domain.erase(it) : std::next(it);
-  }
-  // A released claim the ledger no longer lists has finished its Unprepare.
-  released_.swap(still_listed);
-  return h;
 }
 
 void NodeLabelManager::SetSharedHolders(SharedHolders shared) { shared_ = std::move(shared); }
 
-Result<bool> NodeLabelManager::SharedHolderOf(const std::string& domain_uid, const std::string& except) {
+Result<bool> NodeLabelManager::SharedHolderOf(const std::string& domain_uid, const std::string& except) const {
   if (!shared_) return false;
-  NVDRA_ASSIGN_OR_RETURN(LabelHolders listed, shared_());
-  const LabelHolders h = WithoutReleased(std::move(listed));
+  NVDRA_ASSIGN_OR_RETURN(LabelHolders h, shared_());
   for (const auto& uid : h.unknown_domain) {
     if (uid != except) return true;
   }
@@ -164,7 +137,6 @@ void NodeLabelManager::Release(const std::string& domain_uid, const std::string&
   MutexLock w(write_mu_);
   {
     MutexLock l(mu_);
-    if (shared_) released_.insert(claim_uid);
     auto it = holders_.find(domain_uid);
     if (it != holders_.end()) {
       it->second.erase(claim_uid);
@@ -214,9 +186,8 @@ Status NodeLabelManager::Repair() {
   if (shared_) {
     // The ledger is shared by every plugin process of this node: a claim
     // another instance prepared holds the label as much as one of ours.
-    auto listed = shared_();
-    if (!listed.ok()) return listed.status().Wrap("read the ledger's channel claims to repair the node label");
-    auto shared = std::optional<LabelHolders>(WithoutReleased(std::move(listed).value()));
+    auto shared = shared_();
+    if (!shared.ok()) return shared.status().Wrap("read the ledger's channel claims to repair the node label");
     for (const auto& [domain, claims] : shared->by_domain) {
       if (!claims.empty()) held.insert(domain);
     }

@@ -24,9 +24,8 @@
 // SetSharedHolders, label ownership follows the shared ledger: neither
 // Release nor Repair removes a label that a live channel claim in the ledger
 // holds, whichever process prepared it, and Repair puts it back for them. A
-// claim this process has released counts no more, though the ledger lists
-// it until its Unprepare ends: the last of several channel claims unprepared
-// together removes the label.
+// claim whose Unprepare has begun (UnprepareStarted) is no holder: the last
+// of several channel claims unprepared together removes the label.
 #pragma once
 
 #include <functional>
@@ -106,11 +105,7 @@ class NodeLabelManager {
   // Whether a channel claim other than `except` holds a label for
   // `domain_uid` in the shared ledger ("" for any domain); errors when the
   // ledger cannot be read, so nothing is removed then.
-  Result<bool> SharedHolderOf(const std::string& domain_uid, const std::string& except);
-  // `h` without the claims this process released (their Unprepare is under
-  // way: the ledger lists them until it ends); forgets the released claims
-  // the ledger no longer lists.
-  LabelHolders WithoutReleased(LabelHolders h) EXCLUDES(mu_);
+  Result<bool> SharedHolderOf(const std::string& domain_uid, const std::string& except) const;
 
   struct Holder {
     bool confirmed = false;
@@ -132,10 +127,6 @@ class NodeLabelManager {
   std::set<std::string> unknown_domain_holders_ GUARDED_BY(mu_);
   // The label was last seen absent, or removed, and not written since.
   bool label_absent_ GUARDED_BY(mu_) = false;
-  // With shared holders: the claims whose Release (or Forget) ran here and
-  // that the ledger listed at its last read. Two channel claims unprepared
-  // together must not each keep the label for the other.
-  std::set<std::string> released_ GUARDED_BY(mu_);
   SharedHolders shared_;
 };
 

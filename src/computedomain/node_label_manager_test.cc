@@ -245,37 +245,6 @@ TEST_F(NodeLabelManagerTest, AChannelClaimRebuiltWithoutItsDomainKeepsTheLabelUn
   EXPECT_EQ(Label(), std::nullopt) << "once it is unprepared, no claim holds the label";
 }
 
-// Two channel claims of a domain unprepared together: each one's ledger
-// entry stays live until its Unprepare ends, so the last Release still
-// sees the first claim listed. The first claim released here holds nothing,
-// so the label goes with the last one, not a maintenance pass later.
-TEST_F(NodeLabelManagerTest, TheLastOfTwoChannelClaimsUnpreparedTogetherRemovesTheLabel) {
-  LabelHolders listed;
-  NodeLabelManager m(*client_, "n1");
-  m.SetSharedHolders([&]() -> Result<LabelHolders> { return listed; });
-  ASSERT_TRUE(m.Acquire("d1", "a").ok());
-  ASSERT_TRUE(m.Acquire("d1", "b").ok());
-  m.Confirm("d1", "a");
-  m.Confirm("d1", "b");
-  listed.by_domain["d1"] = {"a", "b"};  // both prepared in the ledger
-  m.Forget("a");
-  m.Release("d1", "a");
-  EXPECT_EQ(Label(), "d1");  // b holds it
-  m.Forget("b");
-  m.Release("d1", "b");  // a's ledger entry is still live: its Unprepare has not ended
-  EXPECT_EQ(Label(), std::nullopt);
-  ASSERT_TRUE(m.Repair().ok());
-  EXPECT_EQ(Label(), std::nullopt) << "Repair must not put it back for the released claims";
-  // Both Unprepares end; a later claim of the domain labels the node again,
-  // and a claim of another process (in the ledger, never released here)
-  // keeps the label through Repair.
-  listed.by_domain.clear();
-  ASSERT_TRUE(m.Repair().ok());
-  listed.by_domain["d1"] = {"c"};
-  ASSERT_TRUE(m.Repair().ok());
-  EXPECT_EQ(Label(), "d1");
-}
-
 // A rolling update: two plugin instances on one node share the ledger, and a
 // channel claim prepared through the new one is unknown to the old one's
 // holders. Label ownership follows the ledger: the old instance's Repair
@@ -345,11 +314,24 @@ TEST_F(NodeLabelManagerTest, DuringARollingUpdateTheLabelFollowsTheSharedLedgerN
   ASSERT_TRUE((*old_ledger)->FinishUnprepare("uid-old").ok());
   EXPECT_EQ(Label(), "cd-1") << "the old instance's last claim removed a label the new instance's claim holds";
 
-  // The last channel claim of the domain, through the new instance, takes
-  // it away; after that neither instance puts it back.
+  // Two channel claims of the domain on the new instance, unprepared
+  // together: each Unprepare has begun before either ends, so the second
+  // Release still finds the first in the ledger (UnprepareStarted). The
+  // last of them takes the label away; after that neither instance puts it
+  // back.
+  begin(**new_ledger, "uid-new-2", 2);
+  ASSERT_TRUE(new_instance.Acquire("cd-1", "uid-new-2").ok());
+  new_instance.Confirm("cd-1", "uid-new-2");
   ASSERT_TRUE((*new_ledger)->BeginUnprepare("uid-new").ok());
+  ASSERT_TRUE((*new_ledger)->BeginUnprepare("uid-new-2").ok());
   new_instance.Release("cd-1", "uid-new");
+  EXPECT_EQ(Label(), "cd-1") << "uid-new-2 holds it in this process";
+  new_instance.Release("cd-1", "uid-new-2");
+  EXPECT_EQ(Label(), std::nullopt) << "the last channel claim kept the label for one already being unprepared";
+  ASSERT_TRUE(old_instance.Repair().ok());
+  EXPECT_EQ(Label(), std::nullopt) << "Repair put the label back for claims being unprepared";
   ASSERT_TRUE((*new_ledger)->FinishUnprepare("uid-new").ok());
+  ASSERT_TRUE((*new_ledger)->FinishUnprepare("uid-new-2").ok());
   EXPECT_EQ(Label(), std::nullopt);
   ASSERT_TRUE(old_instance.Repair().ok());
   ASSERT_TRUE(new_instance.Repair().ok());
