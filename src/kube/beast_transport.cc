@@ -40,6 +40,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
+#include "kube/kube_client.h"
 #include "util/mutex.h"
 
 namespace nvdra::kube {
@@ -666,5 +667,11 @@ Result<HttpResponse> BeastTransport::Stream(const HttpRequest& request, const St
 }
 
 BeastTransportStats BeastTransport::stats() const { return impl_->stats(); }
+
+// Defined here rather than in kube_client.cc, so that nvdra_kube_client (the
+// fuzz targets' library) holds no reference to the transport.
+std::unique_ptr<KubeClient> KubeClient::FromConfig(const KubeConfig& config, KubeClientOptions options) {
+  return std::make_unique<KubeClient>(std::make_unique<BeastTransport>(config), std::move(options));
+}
 
 }  // namespace nvdra::kube

@@ -6,7 +6,6 @@
 #include <cctype>
 #include <thread>
 
-#include "kube/beast_transport.h"
 #include "util/json_depth.h"
 #include "util/json_reader.h"
 
@@ -100,10 +99,6 @@ KubeClient::KubeClient(std::unique_ptr<HttpTransport> transport, KubeClientOptio
       options_(std::move(options)),
       clock_(options_.clock ? *options_.clock : SystemClock::Get()),
       limiter_(options_.qps, options_.burst, clock_) {}
-
-std::unique_ptr<KubeClient> KubeClient::FromConfig(const KubeConfig& config, KubeClientOptions options) {
-  return std::make_unique<KubeClient>(std::make_unique<BeastTransport>(config), std::move(options));
-}
 
 void KubeClient::Sleep(std::chrono::nanoseconds d) {
   if (d <= std::chrono::nanoseconds(0)) return;

@@ -64,7 +64,8 @@ inline constexpr uint64_t kMaxListAnswerBytes = 64ull << 20;
 class KubeClient {
  public:
   KubeClient(std::unique_ptr<HttpTransport> transport, KubeClientOptions options = {});
-  // A client over HTTP/1.1 (BeastTransport) for `config`.
+  // A client over HTTP/1.1 (BeastTransport) for `config`; defined in
+  // beast_transport.cc, part of nvdra_kube, not nvdra_kube_client.
   static std::unique_ptr<KubeClient> FromConfig(const KubeConfig& config, KubeClientOptions options = {});
 
   // One request with rate limiting and retries. Returns the final response
