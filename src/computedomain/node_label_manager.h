@@ -127,6 +127,9 @@ class NodeLabelManager {
   std::set<std::string> unknown_domain_holders_ GUARDED_BY(mu_);
   // The label was last seen absent, or removed, and not written since.
   bool label_absent_ GUARDED_BY(mu_) = false;
+  // The Node's resourceVersion after this process's last label write (or
+  // the read it decided on): a watched copy older than that is not used.
+  std::string known_rv_ GUARDED_BY(mu_);
   SharedHolders shared_;
 };
 

@@ -3,6 +3,8 @@
 // claim only while it names that domain, and repaired by Repair.
 #include "computedomain/node_label_manager.h"
 
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "computedomain/compute_domain_checkpoint_codec.h"
@@ -162,6 +164,42 @@ TEST_F(NodeLabelManagerTest, WithAWatchedNodeASetLabelCostsNothingAndAMissingOne
   counts = *server_.Counts(true);
   EXPECT_EQ(counts.value("patch", json::object()).value("nodes", 0), 0);
   EXPECT_EQ(counts.value("get", json::object()).value("nodes", 0), 0);
+}
+
+TEST_F(NodeLabelManagerTest, ANodeWatchThatLagsBehindTheLabelsOwnWritesDecidesNothing) {
+  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"},
+                                  {"kind", "Node"},
+                                  {"metadata", {{"name", "n1"}, {"labels", {{kComputeDomainLabel, "d1"}}}}}})
+                  .ok());
+  kube::WatchCacheOptions o;
+  o.path = "/api/v1/nodes";
+  o.field_selector = "metadata.name=n1";
+  o.initial_backoff = std::chrono::milliseconds(10);
+  o.max_backoff = std::chrono::milliseconds(50);
+  kube::WatchCache node(*client_, o);
+  node.Start();
+  ASSERT_TRUE(node.WaitSynced(Steady::now() + std::chrono::seconds(15)));
+  // The watch breaks and cannot resume: its copy (labelled d1) stays.
+  ASSERT_TRUE(server_.InjectFault({{"verb", "watch"}, {"path_prefix", "/api/v1/nodes"}, {"status", 500}, {"count", -1}}).ok());
+  ASSERT_TRUE(server_.WatchAction("drop", "nodes").ok());
+  auto deadline = Steady::now() + std::chrono::seconds(15);
+  while (*server_.OpenWatches("nodes") != 0 && Steady::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // a poll with a deadline
+  }
+  ASSERT_EQ(*server_.OpenWatches("nodes"), 0);
+  ASSERT_TRUE(node.synced());
+  NodeLabelManager m(*client_, "n1", &node);
+  m.Adopt("d1", "c1");
+  m.Release("d1", "c1");
+  EXPECT_EQ(Label(), std::nullopt);
+  // The copy still shows d1: the next claim of d1 writes the label again.
+  ASSERT_TRUE(m.Acquire("d1", "c2").ok());
+  EXPECT_EQ(Label(), "d1");
+  // And its release removes it, though the copy showed it absent never.
+  m.Release("d1", "c2");
+  EXPECT_EQ(Label(), std::nullopt);
+  EXPECT_EQ(kube::NodeLabel(*node.Get("", "n1"), kComputeDomainLabel), "d1");
+  node.Stop();
 }
 
 TEST_F(NodeLabelManagerTest, APendingHolderThatNeverCompletesExpires) {
