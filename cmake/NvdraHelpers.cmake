@@ -26,6 +26,9 @@ function(nvdra_add_test name)
     PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
 endfunction()
 
+include(CheckLinkerFlag)
+check_linker_flag(CXX "-Wl,--icf=safe" NVDRA_LINKER_ICF)
+
 # nvdra_shipped_binary(TARGET)
 # A program of the image. With NVDRA_STATIC_DEPS it is linked without PIE
 # and with static libstdc++/libgcc: a position-independent executable has
@@ -39,4 +42,9 @@ function(nvdra_shipped_binary target)
   endif()
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
   target_link_options(${target} PRIVATE -no-pie -static-libstdc++ -static-libgcc -Wl,--gc-sections)
+  # Identical functions folded where no code takes their address (lld's
+  # safe mode, from the compiler's address-significance tables).
+  if(NVDRA_LINKER_ICF)
+    target_link_options(${target} PRIVATE -Wl,--icf=safe)
+  endif()
 endfunction()
