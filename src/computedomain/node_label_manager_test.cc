@@ -195,7 +195,7 @@ TEST_F(NodeLabelManagerTest, ANodeWatchThatLagsBehindTheLabelsOwnWritesDecidesNo
   // The copy still shows d1: the next claim of d1 writes the label again.
   ASSERT_TRUE(m.Acquire("d1", "c2").ok());
   EXPECT_EQ(Label(), "d1");
-  // And its release removes it, though the copy showed it absent never.
+  // And its release removes it again.
   m.Release("d1", "c2");
   EXPECT_EQ(Label(), std::nullopt);
   EXPECT_EQ(kube::NodeLabel(*node.Get("", "n1"), kComputeDomainLabel), "d1");
