@@ -28,6 +28,10 @@ endfunction()
 
 include(CheckLinkerFlag)
 check_linker_flag(CXX "-Wl,--icf=safe" NVDRA_LINKER_ICF)
+set(NVDRA_STARTUP_ORDER ${PROJECT_SOURCE_DIR}/cmake/startup-order.txt)
+if(EXISTS ${NVDRA_STARTUP_ORDER})
+  check_linker_flag(CXX "-Wl,--symbol-ordering-file=${NVDRA_STARTUP_ORDER}" NVDRA_LINKER_SYMBOL_ORDERING)
+endif()
 
 # nvdra_shipped_binary(TARGET)
 # A program of the image. With NVDRA_STATIC_DEPS it is linked without PIE
@@ -46,5 +50,14 @@ function(nvdra_shipped_binary target)
   # safe mode, from the compiler's address-significance tables).
   if(NVDRA_LINKER_ICF)
     target_link_options(${target} PRIVATE -Wl,--icf=safe)
+  endif()
+  # The functions a start and the first claims run, laid out together
+  # (cmake/startup-order.txt, from scripts/startup-order): the pages a start
+  # touches, and the neighbours the kernel maps with each, are then mostly
+  # these, not a few functions each scattered over the whole text.
+  if(NVDRA_LINKER_SYMBOL_ORDERING AND NOT NVDRA_STARTUP_TRACE)
+    target_link_options(${target} PRIVATE -Wl,--symbol-ordering-file=${NVDRA_STARTUP_ORDER}
+                        -Wl,--no-warn-symbol-ordering)
+    set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${NVDRA_STARTUP_ORDER})
   endif()
 endfunction()
