@@ -3,10 +3,9 @@
 // watch's change, and lookups that cost no API call.
 #include "computedomain/domain_watch.h"
 
-#include <gtest/gtest.h>
-
 #include <future>
-#include <thread>
+
+#include <gtest/gtest.h>
 
 #include "test_apiserver.h"
 
@@ -242,18 +241,6 @@ TEST_F(DomainWatchTest, WhereListingCliquesIsForbiddenTheOneCliqueIsRead) {
   EXPECT_GE(*server_.Count("get", "computedomaincliques"), 1);
 }
 
-// Waits (bounded) until the test API server holds `n` open watches of
-// `resource`: a closed watch's connection ends a moment after Stop.
-bool OpenWatchesReach(TestApiServer& server, const std::string& resource, int n) {
-  auto deadline = Steady::now() + std::chrono::seconds(15);
-  for (;;) {
-    auto open = server.OpenWatches(resource);
-    if (open.ok() && *open == n) return true;
-    if (Steady::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
 TEST_F(DomainWatchTest, ALookupOpensTheWatchesAndTheyCloseOnlyOnceUnusedForTheLinger) {
   ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}}}}).ok());
   ASSERT_TRUE(server_.LoadObject(Domain("d1", "")).ok());
@@ -278,8 +265,8 @@ TEST_F(DomainWatchTest, ALookupOpensTheWatchesAndTheyCloseOnlyOnceUnusedForTheLi
   EXPECT_EQ(*server_.Count("list", "computedomains"), 1);
   EXPECT_EQ(*server_.Count("list", "computedomaincliques"), 1);
   EXPECT_EQ(*server_.Count("list", "nodes"), 1);
-  EXPECT_TRUE(OpenWatchesReach(server_, "computedomains", 1));
-  EXPECT_TRUE(OpenWatchesReach(server_, "nodes", 1));
+  EXPECT_TRUE(server_.OpenWatchesReach("computedomains", 1));
+  EXPECT_TRUE(server_.OpenWatchesReach("nodes", 1));
   // More lookups while open cost nothing.
   ASSERT_TRUE(w.Get("d1").ok());
   EXPECT_EQ(*server_.Count("list", "computedomains"), 1);
@@ -295,9 +282,9 @@ TEST_F(DomainWatchTest, ALookupOpensTheWatchesAndTheyCloseOnlyOnceUnusedForTheLi
   EXPECT_FALSE(w.node()->synced());
   EXPECT_EQ(w.Lookup("d1").status().code(), StatusCode::kUnavailable);
   EXPECT_FALSE(w.Exists("d1").has_value());  // the directory cleanup waits
-  EXPECT_TRUE(OpenWatchesReach(server_, "computedomains", 0));
-  EXPECT_TRUE(OpenWatchesReach(server_, "computedomaincliques", 0));
-  EXPECT_TRUE(OpenWatchesReach(server_, "nodes", 0));
+  EXPECT_TRUE(server_.OpenWatchesReach("computedomains", 0));
+  EXPECT_TRUE(server_.OpenWatchesReach("computedomaincliques", 0));
+  EXPECT_TRUE(server_.OpenWatchesReach("nodes", 0));
   EXPECT_FALSE(w.DeactivateIfIdle(std::chrono::seconds(0)));  // already closed
 
   // A domain created while closed is seen by the next lookup's fresh list.

@@ -1,35 +1,9 @@
 #include "computedomain/node_label_manager.h"
 
-#include <charconv>
-
 #include "kube/node_labels.h"
-#include "util/json_reader.h"
 #include "util/log.h"
 
 namespace nvdra::computedomain {
-
-namespace {
-
-std::string ResourceVersionOf(const nlohmann::json& node) {
-  return JsonReader(node).Field("metadata").ValueOr<std::string>("resourceVersion", "");
-}
-
-// Whether a copy at resourceVersion `rv` is at least as new as one at
-// `than`. The API server's resourceVersions are decimal integers that grow
-// with every write; anything else is only known to be as new when equal.
-bool NotOlder(const std::string& rv, const std::string& than) {
-  if (rv == than) return true;
-  uint64_t a = 0, b = 0;
-  auto ra = std::from_chars(rv.data(), rv.data() + rv.size(), a);
-  auto rb = std::from_chars(than.data(), than.data() + than.size(), b);
-  if (ra.ec != std::errc() || ra.ptr != rv.data() + rv.size() || rb.ec != std::errc() ||
-      rb.ptr != than.data() + than.size()) {
-    return false;
-  }
-  return a >= b;
-}
-
-}  // namespace
 
 NodeLabelManager::NodeLabelManager(kube::KubeClient& client, std::string node_name, const kube::WatchCache* node,
                                    std::chrono::seconds pending_ttl, const Clock& clock)
@@ -59,7 +33,7 @@ const nlohmann::json* NodeLabelManager::CachedNode(kube::WatchCache::ObjectPtr& 
   // write's answer: a copy older than the write would have a removal or a
   // set decide there is nothing to do while the Node says otherwise.
   MutexLock l(mu_);
-  if (!known_rv_.empty() && !NotOlder(ResourceVersionOf(*keep), known_rv_)) return nullptr;
+  if (!known_rv_.empty() && !kube::ResourceVersionNotOlder(kube::ResourceVersionOf(*keep), known_rv_)) return nullptr;
   return keep.get();
 }
 
@@ -78,7 +52,7 @@ Status NodeLabelManager::SetLabel(const std::string& domain_uid) {
   MutexLock l(mu_);
   label_absent_ = false;
   if (r.ok()) {
-    known_rv_ = ResourceVersionOf(r->node);
+    known_rv_ = kube::ResourceVersionOf(r->node);
     api_requests_ += r->requests;
     if (r->written) NVDRA_INFO("labelled node {} {}={}", node_name_, kComputeDomainLabel, domain_uid);
   }
@@ -96,7 +70,7 @@ Status NodeLabelManager::RemoveLabel(const std::string& domain_uid) {
   MutexLock l(mu_);
   label_absent_ = r.ok() && !kube::NodeLabel(r->node, kComputeDomainLabel).has_value();
   if (r.ok()) {
-    known_rv_ = ResourceVersionOf(r->node);
+    known_rv_ = kube::ResourceVersionOf(r->node);
     api_requests_ += r->requests;
     if (r->written) NVDRA_INFO("removed label {}={} from node {}", kComputeDomainLabel, domain_uid, node_name_);
   }

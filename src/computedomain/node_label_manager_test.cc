@@ -3,8 +3,6 @@
 // claim only while it names that domain, and repaired by Repair.
 #include "computedomain/node_label_manager.h"
 
-#include <thread>
-
 #include <gtest/gtest.h>
 
 #include "computedomain/compute_domain_checkpoint_codec.h"
@@ -182,11 +180,7 @@ TEST_F(NodeLabelManagerTest, ANodeWatchThatLagsBehindTheLabelsOwnWritesDecidesNo
   // The watch breaks and cannot resume: its copy (labelled d1) stays.
   ASSERT_TRUE(server_.InjectFault({{"verb", "watch"}, {"path_prefix", "/api/v1/nodes"}, {"status", 500}, {"count", -1}}).ok());
   ASSERT_TRUE(server_.WatchAction("drop", "nodes").ok());
-  auto deadline = Steady::now() + std::chrono::seconds(15);
-  while (*server_.OpenWatches("nodes") != 0 && Steady::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // a poll with a deadline
-  }
-  ASSERT_EQ(*server_.OpenWatches("nodes"), 0);
+  ASSERT_TRUE(server_.OpenWatchesReach("nodes", 0));
   ASSERT_TRUE(node.synced());
   NodeLabelManager m(*client_, "n1", &node);
   m.Adopt("d1", "c1");

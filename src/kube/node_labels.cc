@@ -1,6 +1,7 @@
 #include "kube/node_labels.h"
 
 #include "util/json_reader.h"
+#include "util/parse_number.h"
 
 namespace nvdra::kube {
 
@@ -10,6 +11,17 @@ std::optional<std::string> NodeLabel(const json& node, const std::string& key) {
   // A Node of any odd shape simply has no such label.
   auto label = JsonReader(node).Field("metadata").Field("labels").Optional<std::string>(key);
   return label.ok() ? *label : std::nullopt;
+}
+
+std::string ResourceVersionOf(const json& object) {
+  return JsonReader(object).Field("metadata").ValueOr<std::string>("resourceVersion", "");
+}
+
+bool ResourceVersionNotOlder(std::string_view rv, std::string_view than) {
+  if (rv == than) return true;
+  auto a = ParseUint64(rv);
+  auto b = ParseUint64(than);
+  return a.ok() && b.ok() && *a >= *b;
 }
 
 namespace {
@@ -24,7 +36,7 @@ bool UsableCopy(const json& node, const std::string& name) {
   JsonReader r(node);
   std::string kind = Str(r, "kind");
   JsonReader meta = r.Field("metadata");
-  return (kind.empty() || kind == "Node") && Str(meta, "name") == name && !Str(meta, "resourceVersion").empty();
+  return (kind.empty() || kind == "Node") && Str(meta, "name") == name && !ResourceVersionOf(node).empty();
 }
 
 Result<json> ReadNode(KubeClient& client, const std::string& path, const std::string& name) {
@@ -55,7 +67,7 @@ Result<NodeLabelUpdate> UpdateNodeLabel(KubeClient& client, const std::string& n
     // Only this label changes, and only if the Node is still the one the
     // rule decided on: the patch carries its resourceVersion.
     json patch = {{"metadata",
-                   {{"resourceVersion", Str(JsonReader(out.node).Field("metadata"), "resourceVersion")},
+                   {{"resourceVersion", ResourceVersionOf(out.node)},
                     {"labels", {{key, want ? json(*want) : json(nullptr)}}}}}};
     ++out.requests;
     auto r = client.MergePatchJson(path, patch);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,15 @@ struct NodeLabelUpdate {
 
 // The value of label `key` of `node` (a Node object), nullopt when absent.
 std::optional<std::string> NodeLabel(const nlohmann::json& node, const std::string& key);
+
+// metadata.resourceVersion of `object`, "" when absent or not a string.
+std::string ResourceVersionOf(const nlohmann::json& object);
+
+// Whether a copy at resourceVersion `rv` is known to be at least as new as
+// one at `than`: the API server's resourceVersions are decimal integers that
+// grow with every write; any other text (or a number beyond 64 bits) is only
+// known to be as new when equal.
+bool ResourceVersionNotOlder(std::string_view rv, std::string_view than);
 
 // Applies `rule` to label `key` of Node `node_name`. Starts from `cached` (a
 // recent copy, e.g. from a watch) when given and it is Node `node_name` with

@@ -45,6 +45,21 @@ class NodeLabelsTest : public ::testing::Test {
   std::unique_ptr<KubeClient> client_;
 };
 
+TEST(ResourceVersionTest, OnlyDecimalVersionsAreOrderedAnythingElseOnlyByEquality) {
+  EXPECT_TRUE(ResourceVersionNotOlder("12", "12"));
+  EXPECT_TRUE(ResourceVersionNotOlder("100", "99"));  // numbers, not text: "100" < "99" as text
+  EXPECT_FALSE(ResourceVersionNotOlder("99", "100"));
+  EXPECT_FALSE(ResourceVersionNotOlder("", "5"));
+  // Beyond 64 bits, or not a number: not known to be as new.
+  EXPECT_FALSE(ResourceVersionNotOlder("999999999999999999999999", "5"));
+  EXPECT_FALSE(ResourceVersionNotOlder("abc", "5"));
+  EXPECT_FALSE(ResourceVersionNotOlder("6", "abc"));
+  EXPECT_TRUE(ResourceVersionNotOlder("abc", "abc"));
+  EXPECT_EQ(ResourceVersionOf(json{{"metadata", {{"resourceVersion", "7"}}}}), "7");
+  EXPECT_EQ(ResourceVersionOf(json{{"metadata", {{"resourceVersion", 7}}}}), "");
+  EXPECT_EQ(ResourceVersionOf(json::array()), "");
+}
+
 TEST_F(NodeLabelsTest, SetsFromAFreshReadAndKeepsOtherLabels) {
   auto r = UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -11,8 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -131,6 +133,18 @@ class TestApiServer {
     int n = 0;
     for (const auto& w : j["active"]) n += w["resource"] == resource;
     return n;
+  }
+  // Waits (bounded) until `n` watch streams of `resource` are open: a closed
+  // or dropped watch's connection ends a moment after the call that closed it.
+  bool OpenWatchesReach(const std::string& resource, int n,
+                        std::chrono::steady_clock::duration timeout = std::chrono::seconds(15)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      auto open = OpenWatches(resource);
+      if (open.ok() && *open == n) return true;
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the server tells no one; ask again
+    }
   }
   // Forgets the watch history: resuming from an older resourceVersion gets 410.
   Status CompactWatchHistory() { return Control("watches", {{"compact", true}}).status(); }
