@@ -39,7 +39,21 @@ ClaimLedger::ClaimLedger(const LedgerOptions& options)
       log_path_(JoinPath(options.dir, kLogFileName)),
       lock_path_(JoinPath(options.dir, kLockFileName)) {}
 
-ClaimLedger::~ClaimLedger() = default;
+ClaimLedger::~ClaimLedger() {
+  Status s = Flush();
+  if (!s.ok()) NVDRA_WARN("claim ledger {}: {}", opts_.dir, s.message());
+}
+
+Status ClaimLedger::Flush() {
+  uint64_t seq = 0;
+  {
+    MutexLock l(mu_);
+    if (durable_seq_ >= appended_seq_) return Status::Ok();
+    seq = appended_seq_;
+  }
+  Status s = WaitDurable(seq);
+  return s.ok() ? s : s.Wrap("cannot sync " + log_path_);
+}
 
 std::string ClaimLedger::log_path() const { return log_path_; }
 
@@ -93,7 +107,7 @@ Result<std::unique_ptr<ClaimLedger>> ClaimLedger::Open(const LedgerOptions& opti
 }
 
 template <typename F>
-auto ClaimLedger::Locked(F&& fn, RequestStep step) -> decltype(fn()) {
+auto ClaimLedger::Locked(F&& fn, RequestStep step, Ack ack) -> decltype(fn()) {
   std::optional<decltype(fn())> result;
   uint64_t seq = 0;
   std::string what;
@@ -118,7 +132,7 @@ auto ClaimLedger::Locked(F&& fn, RequestStep step) -> decltype(fn()) {
     what = std::move(commit_what_);
     flock_held_ = false;
   }  // the cross-process lock, then mu_, are released here
-  if (seq != 0) {
+  if (seq != 0 && ack == Ack::kDurable) {
     // Only now is the transition acknowledged: its record is durable.
     TimedStep sync(step == RequestStep::kAppendFinal ? RequestStep::kSyncFinal : RequestStep::kSyncStarted);
     Status s = WaitDurable(seq);
@@ -687,7 +701,7 @@ Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<Prepared
     NVDRA_ASSIGN_OR_RETURN(Transition t, transition::CompletePrepare(FindLive(uid), uid, std::move(prepared),
                                                                      std::move(undo), attempt, ContextLocked()));
     return RecordLocked(t, "ledger-before-completed-write", "ledger-after-completed-write");
-  }, RequestStep::kAppendFinal);
+  }, RequestStep::kAppendFinal, Ack::kAppended);
 }
 
 Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string& uid) {
@@ -707,7 +721,7 @@ Status ClaimLedger::FinishUnprepare(const std::string& uid) {
     // Upstream's words, which operators grep for.
     NVDRA_VLOG(6, "Deleted claim from checkpoint: {}/{} (claim {})", t.entry->ns, t.entry->name, t.entry->uid);
     return Status::Ok();
-  }, RequestStep::kAppendFinal);
+  }, RequestStep::kAppendFinal, Ack::kAppended);
 }
 
 Result<std::vector<ClaimEntry>> ClaimLedger::List() {

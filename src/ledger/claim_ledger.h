@@ -102,7 +102,13 @@ class ClaimLedger {
   Result<BeginResult> BeginPrepare(const BeginPrepareRequest& request);
 
   // Records PrepareCompleted with the devices returned to the kubelet. After a
-  // reboot the devices must equal the recorded ones. `attempt` is the
+  // reboot the devices must equal the recorded ones. Returns once the record
+  // is appended, without waiting for its fdatasync: a crash of the process
+  // loses nothing the kernel holds, the next transition's sync (or the
+  // kernel's writeback, or the ledger's close) makes it durable, and a power
+  // loss before that leaves the entry PrepareStarted of an earlier boot, which
+  // is redone or released as any entry of an earlier boot is
+  // (docs/ledger-format.md, "Durable writes on the prepare path"). `attempt` is the
   // BeginResult's entry.attempt: the completion is refused (FailedPrecondition)
   // when another BeginPrepare or an unprepare came in between. The claim
   // engine always passes it; nullopt (tools, tests) skips that check.
@@ -114,7 +120,15 @@ class ClaimLedger {
   Result<std::optional<ClaimEntry>> BeginUnprepare(const std::string& uid);
 
   // Replaces the entry by a tombstone that expires after tombstone_ttl.
+  // Like CompletePrepare, returns once the record is appended: a power loss
+  // before the next sync leaves the entry UnprepareStarted, which still
+  // holds its devices and refuses a late Prepare until the reconciler
+  // finishes the undo.
   Status FinishUnprepare(const std::string& uid);
+
+  // Makes every record this process appended durable (one fdatasync when
+  // one is pending). The destructor calls it.
+  Status Flush();
 
   // A fresh view, including writes by other processes. Tombstones included.
   Result<std::vector<ClaimEntry>> List();
@@ -171,11 +185,12 @@ class ClaimLedger {
   // Runs `fn` under mu_ and the cross-process lock, after catching up with
   // the file; `fn` is a lambda annotated REQUIRES(mu_). When `fn` appended
   // records, returns once they are durable (group commit, below), after
-  // both locks are released.
+  // both locks are released; with kAppended, once they are appended.
   // `step`: what a timed request (util/request_steps.h) is doing meanwhile;
   // the wait for the sync counts as that transition's fdatasync step.
+  enum class Ack { kDurable, kAppended };
   template <typename F>
-  auto Locked(F&& fn, RequestStep step = RequestStep::kLedgerRead) -> decltype(fn());
+  auto Locked(F&& fn, RequestStep step = RequestStep::kLedgerRead, Ack ack = Ack::kDurable) -> decltype(fn());
 
   // Group commit. Records are appended under the locks; their fdatasync runs
   // after the locks are released, so the transitions of other threads append
