@@ -43,9 +43,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import localnode  # noqa: E402
 from localnode import BIN, CD_DRIVER, GPU_DRIVER, make_claim, wait_for  # noqa: E402
 
-# Records a prepare+unprepare cycle appends with fdatasync (PrepareStarted,
-# PrepareCompleted, UnprepareStarted, Unprepared; docs/ledger-format.md).
+# Records a prepare+unprepare cycle appends (PrepareStarted, PrepareCompleted,
+# UnprepareStarted, the tombstone): the floor counts each with an fdatasync.
+# The plugin waits for the syncs of the two starting ones only; the final
+# ones ride on the next sync (docs/ledger-format.md, "Durable writes on the
+# prepare path"), and the benchmark also prints the plugin against a floor
+# of those two.
 LEDGER_APPENDS_PER_CYCLE = 4
+SYNCS_WAITED_PER_CYCLE = 2
 RECORD_BYTES = 400
 FAST = ["--kube-api-qps", "1000", "--kube-api-burst", "2000"]
 QUIET = 3600  # reconcile period: no background API calls during the run
@@ -56,7 +61,7 @@ ROWS = []
 # The plugin's step timer (nvdra_request_step_seconds_total), in the order a
 # prepare runs them; docs/benchmarks.md describes each.
 STEPS = ["dispatch", "rpc_other", "claim_lock", "ledger_read", "claim_get", "config", "append_started",
-         "fdatasync_started", "kind_work", "cdi", "append_final", "fdatasync_final", "gauges", "logging",
+         "fdatasync_started", "kind_work", "cdi", "append_final", "gauges", "logging",
          "engine_other", "answer"]
 STEP_RE = re.compile(r'^nvdra_request_step_seconds_total\{driver="[^"]*",operation="(\w+)",step="(\w+)"\} (\S+)$')
 CALLS_RE = re.compile(r'^nvdra_request_steps_recorded_total\{driver="[^"]*",operation="(\w+)"\} (\S+)$')
@@ -473,6 +478,11 @@ def main():
         worst = max(rounds, key=lambda x: (x["prepare"] + x["unprepare"]) / x["floor"])
         report("prepare + unprepare p50 (worst round)", worst["prepare"] + worst["unprepare"], "ms",
                ref=worst["floor"], target=1.5)
+        waited = floor - (LEDGER_APPENDS_PER_CYCLE - SYNCS_WAITED_PER_CYCLE) * mid["sync"]
+        report("same, against a floor of %d synced appends" % SYNCS_WAITED_PER_CYCLE,
+               mid["prepare"] + mid["unprepare"], "ms", ref=waited,
+               note="floor %.2f ms: the syncs the plugin waits for" % waited)
+        summary["floor_waited_ms"] = waited
         summary["breakdown"] = breakdown(mid, mid["load"])
 
         print("\n== prepare/unprepare p50 by ledger size (one claim at a time)")

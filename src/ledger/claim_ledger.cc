@@ -134,7 +134,7 @@ auto ClaimLedger::Locked(F&& fn, RequestStep step, Ack ack) -> decltype(fn()) {
   }  // the cross-process lock, then mu_, are released here
   if (seq != 0 && ack == Ack::kDurable) {
     // Only now is the transition acknowledged: its record is durable.
-    TimedStep sync(step == RequestStep::kAppendFinal ? RequestStep::kSyncFinal : RequestStep::kSyncStarted);
+    TimedStep sync(RequestStep::kSyncStarted);
     Status s = WaitDurable(seq);
     if (!s.ok()) return s.Wrap("cannot record " + what + " in " + log_path_);
   }
@@ -549,7 +549,10 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
                   " in " + log_path_);
   };
   auto append = [&]() REQUIRES(mu_) {
-    // A torn write: half a record reaches the file before a crash.
+    // One write. Armed, the ledger-mid-append point writes half the record
+    // first and fires between the halves: a torn write, as a crash in the
+    // middle of a write or a full volume leaves one.
+    if (!FailPoints::Process().Armed("ledger-mid-append")) return file_->Append(rec);
     size_t half = rec.size() / 2;
     Status s = file_->Append(std::string_view(rec).substr(0, half));
     if (s.ok()) s = NVDRA_FAILPOINT("ledger-mid-append");

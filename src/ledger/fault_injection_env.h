@@ -31,8 +31,8 @@ class FaultInjectionEnv final : public ForwardingLedgerEnv {
   // fails as on a full disk; appends to the open log still succeed.
   void set_fail_new_files(bool fail) { fail_new_files_ = fail; }
   uint64_t bytes_appended() const { return bytes_appended_; }
-  // Append calls so far (a ledger record is appended in two, around its
-  // torn-write point).
+  // Append calls so far (a ledger record is one, or two around its torn-write
+  // point while that is armed).
   uint64_t appends() const EXCLUDES(mu_) {
     MutexLock l(mu_);
     return appends_;

@@ -267,7 +267,7 @@ TEST(DraMetricsTest, RequestStepsAddUpPerOperationAndStep) {
   EXPECT_NEAR(seconds("prepare", "rpc_other"), 0.0001, 1e-12);
   // Every step of both operations exists from the start, at 0.
   EXPECT_EQ(seconds("unprepare", "claim_get"), 0.0);
-  EXPECT_EQ(seconds("prepare", "fdatasync_final"), 0.0);
+  EXPECT_EQ(seconds("prepare", "fdatasync_started"), 0.0);
   EXPECT_EQ(Sample(page, "nvdra_request_steps_recorded_total{driver=\"accel.example.com\",operation=\"prepare\"}"),
             "1");
   EXPECT_EQ(

@@ -129,6 +129,12 @@ Status FailPoints::Hit(std::string_view name) {
   return Status::Ok();
 }
 
+bool FailPoints::Armed(std::string_view name) const {
+  if (!any_armed_.load()) return false;
+  MutexLock l(mu_);
+  return actions_.find(name) != actions_.end();
+}
+
 int FailPoints::HitCount(std::string_view name) const {
   MutexLock l(mu_);
   auto it = hits_.find(name);

@@ -42,6 +42,11 @@ class FailPoints {
   // Called at a fault point. OK unless the point is armed with "error".
   Status Hit(std::string_view name) EXCLUDES(mu_);
 
+  // Whether `name` is armed; without any armed point, one atomic load. For a
+  // point that changes how the code around it runs (a record written in two
+  // halves), so that the unarmed path does the plain thing.
+  bool Armed(std::string_view name) const EXCLUDES(mu_);
+
   // Number of times a point was reached (armed or not) since the last Clear.
   int HitCount(std::string_view name) const EXCLUDES(mu_);
 

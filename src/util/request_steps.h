@@ -36,8 +36,7 @@ enum class RequestStep : uint8_t {
   kSyncStarted,    // waiting for the fdatasync that makes it durable
   kKindWork,       // the device kind's prepare or unprepare
   kCdi,            // building and writing the claim's CDI spec, or removing it
-  kAppendFinal,    // the transition that appends PrepareCompleted / the tombstone
-  kSyncFinal,      // waiting for its fdatasync
+  kAppendFinal,    // the transition that appends PrepareCompleted / the tombstone (no sync wait)
   kGauges,         // refreshing the ledger and device gauges
   // On either thread.
   kLogging,  // formatting and writing log lines
