@@ -62,6 +62,8 @@ Status FailPoints::Load(std::string_view spec) {
       a.kind = Kind::kCrash;
     } else if (act == "error") {
       a.kind = Kind::kError;
+    } else if (act == "pass") {
+      a.kind = Kind::kPass;
     } else if (act == "off") {
       a.kind = Kind::kOff;
     } else if (act.starts_with("delay(") && act.ends_with(")")) {
@@ -74,7 +76,7 @@ Status FailPoints::Load(std::string_view spec) {
       a.delay_ms = *v;
     } else {
       return InvalidArgument("failpoint " + name + ": unknown action \"" + std::string(act) +
-                             "\" (want crash, error, delay(MS) or off)");
+                             "\" (want crash, error, delay(MS), pass or off)");
     }
     Set(name, a);
     if (end == spec.size()) break;
@@ -123,6 +125,7 @@ Status FailPoints::Hit(std::string_view name) {
       NVDRA_INFO("failpoint {}: delaying {} ms", name, a.delay_ms);
       std::this_thread::sleep_for(std::chrono::milliseconds(a.delay_ms));
       return Status::Ok();
+    case Kind::kPass:
     case Kind::kOff:
       break;
   }

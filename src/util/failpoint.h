@@ -7,6 +7,9 @@
 //   crash      SIGKILL to ourselves: no destructors, no flush (same as kill -9)
 //   error      the point returns an Internal error ("failpoint <name> fired")
 //   delay(MS)  sleeps MS milliseconds, then continues
+//   pass       nothing: the point is armed and counted (a point that runs
+//              differently while armed, such as ledger-mid-append, takes
+//              its armed path)
 //   off        disarms the point
 // An optional "*N" suffix fires the action only on the N-th hit (1-based),
 // e.g. "ledger-after-started-write=crash*3".
@@ -24,7 +27,7 @@ namespace nvdra {
 
 class FailPoints {
  public:
-  enum class Kind { kOff, kCrash, kError, kDelay };
+  enum class Kind { kOff, kCrash, kError, kDelay, kPass };
   struct Action {
     Kind kind = Kind::kOff;
     int delay_ms = 0;

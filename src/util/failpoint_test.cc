@@ -46,8 +46,23 @@ TEST(FailPointsTest, RejectsBadSpecs) {
 TEST(FailPointsTest, OffDisarms) {
   FailPoints fp;
   ASSERT_TRUE(fp.Load("a=error").ok());
+  EXPECT_TRUE(fp.Armed("a"));
   ASSERT_TRUE(fp.Load("a=off").ok());
+  EXPECT_FALSE(fp.Armed("a"));
   EXPECT_TRUE(fp.Hit("a").ok());
+}
+
+TEST(FailPointsTest, PassArmsAPointAndDoesNothing) {
+  FailPoints fp;
+  EXPECT_FALSE(fp.Armed("a"));
+  ASSERT_TRUE(fp.Load("a=pass").ok());
+  EXPECT_TRUE(fp.Armed("a"));
+  EXPECT_FALSE(fp.Armed("b"));
+  EXPECT_TRUE(fp.Hit("a").ok());
+  EXPECT_TRUE(fp.Hit("a").ok());
+  EXPECT_EQ(fp.HitCount("a"), 2);
+  fp.Clear();
+  EXPECT_FALSE(fp.Armed("a"));
 }
 
 TEST(FailPointsTest, CrashKillsTheProcessWithSigkill) {
