@@ -22,7 +22,7 @@ DeviceNodes DeviceNodes::ForLib(const DeviceLib& lib) {
 }
 
 Result<cdi::DeviceNode> DeviceNodes::Existing(const std::string& dev_path) const {
-  std::string path = root_.ContainerDevPath(dev_path);
+  auto [path, host_path] = root_.PathsOf(dev_path);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return FailedPrecondition("device node " + path + " is missing: " + ErrnoText(errno) +
@@ -34,7 +34,7 @@ Result<cdi::DeviceNode> DeviceNodes::Existing(const std::string& dev_path) const
   }
   cdi::DeviceNode n;
   n.path = dev_path;
-  n.host_path = root_.HostDevPath(dev_path);
+  n.host_path = std::move(host_path);
   return n;
 }
 

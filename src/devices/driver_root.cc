@@ -48,6 +48,12 @@ std::string DriverRoot::HostDevPath(const std::string& dev_path) const {
   return root == "/" ? "" : JoinPath(root, dev_path);
 }
 
+DriverRoot::DevNodePaths DriverRoot::PathsOf(const std::string& dev_path) const {
+  const std::string root = ContainerDevRoot();
+  if (root == "/") return {dev_path, ""};
+  return {JoinPath(root, dev_path), host_root_ == "/" ? "" : JoinPath(host_root_, dev_path)};
+}
+
 const std::vector<std::string>& DriverRoot::LibrarySearchDirs() {
   static const std::vector<std::string> dirs = {
       "/", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",

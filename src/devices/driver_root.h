@@ -28,6 +28,12 @@ class DriverRoot {
   std::string ContainerDevPath(const std::string& dev_path) const;
   // Host path for a device node, or "" when it equals `dev_path`.
   std::string HostDevPath(const std::string& dev_path) const;
+  // Both of the above from one look at the dev root (each of them looks).
+  struct DevNodePaths {
+    std::string container;  // ContainerDevPath(dev_path)
+    std::string host;       // HostDevPath(dev_path)
+  };
+  DevNodePaths PathsOf(const std::string& dev_path) const;
 
   // <root>/{,usr/lib64,usr/lib/x86_64-linux-gnu,...}/<name>, symlinks resolved.
   Result<std::string> FindLibrary(const std::string& name) const;

@@ -116,6 +116,16 @@ TEST(DriverRootTest, DevRootAndHostPaths) {
   DriverRoot nodev(t.path() + "/nothing", "/run/nvidia/driver");
   EXPECT_EQ(nodev.ContainerDevRoot(), "/");
   EXPECT_EQ(nodev.HostDevPath("/dev/nvidia0"), "");
+  // A containerised driver that the host sees at /.
+  DriverRoot ctr_on_host(t.path(), "/");
+  EXPECT_EQ(ctr_on_host.HostDevPath("/dev/nvidia0"), "");
+  // PathsOf gives both from one look, the same as the two calls.
+  for (const DriverRoot* r : {&host, &ctr, &nodev, &ctr_on_host}) {
+    auto paths = r->PathsOf("/dev/dri/card1");
+    EXPECT_EQ(paths.container, r->ContainerDevPath("/dev/dri/card1")) << r->container_root();
+    EXPECT_EQ(paths.host, r->HostDevPath("/dev/dri/card1")) << r->container_root();
+  }
+  EXPECT_EQ(ctr.PathsOf("/dev/nvidia0").host, "/run/nvidia/driver/dev/nvidia0");
 }
 
 TEST(DriverRootTest, FindsLibraryInUsualFoldersAndResolvesSymlinks) {
