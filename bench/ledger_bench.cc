@@ -31,7 +31,7 @@ std::string BenchDir() {
 }
 
 std::vector<AllocatedDevice> Alloc(const std::string& dev) {
-  return {{"gpu", "gpu.nvidia.com", "node-a", dev, false, ""}};
+  return {{"gpu", "gpu.nvidia.com", "node-a", dev, false, "", {}}};
 }
 
 std::vector<PreparedDevice> Prep(const std::string& uid, const std::string& dev) {
@@ -82,7 +82,7 @@ void BM_LedgerCycle(benchmark::State& state) {
   uint64_t size_before = std::filesystem::file_size(JoinPath(dir, kLogFileName));
   for (auto _ : state) {
     std::string uid = Uid("cycle", i++);
-    BeginPrepareRequest r{uid, "default", "c", Alloc("spare-gpu"), std::nullopt, nullptr, {}};
+    BeginPrepareRequest r{uid, "default", "c", Alloc("spare-gpu"), std::nullopt, nullptr, {}, {}};
     if (!l->BeginPrepare(r).ok() || !l->CompletePrepare(uid, Prep(uid, "spare-gpu"), nullptr).ok() ||
         !l->BeginUnprepare(uid).ok() || !l->FinishUnprepare(uid).ok()) {
       state.SkipWithError("ledger transition failed");

@@ -83,7 +83,7 @@ int Run(int argc, char** argv) {
     r.uid = uid;
     r.ns = "default";
     r.name = name;
-    r.allocation = {{"gpu", driver, pool, device, false, ""}};
+    r.allocation = {{"gpu", driver, pool, device, false, "", {}}};
     r.undo = {{"devices", {device}}};
     NVDRA_ASSIGN_OR_RETURN(BeginResult b, l.BeginPrepare(r));
     PreparedDevice p{{"gpu"}, pool, device, {}, ""};

@@ -13,7 +13,8 @@ target, then a JSON summary. The figures:
     keep-alive claim GET against the same API server, plus the ledger's
     appends with fdatasync in the plugin's directory;
   * claims per second with 1, 8 and 64 claims in flight together (a node
-    of 64 mock GPUs; their ledger transitions share fdatasyncs);
+    of 64 mock GPUs; their ledger transitions share fdatasyncs), and the
+    CPU per claim of the plugin, the API server and the client;
   * idle RSS, PSS and threads of each plugin, start-to-GetInfo time, RSS
     after 2,000 claims were prepared and unprepared;
   * under the default client rate limit (5 QPS, burst 10): latency of 8 and
@@ -31,6 +32,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import socket
 import statistics
 import subprocess
@@ -113,6 +115,20 @@ def cycle(socket, claims, *flags):
     if r.returncode != 0:
         raise RuntimeError("nvdractl cycle failed (%d): %s%s" % (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
     return json.loads(r.stdout)
+
+
+def cpu_seconds(plugin_pid, api_pid):
+    """CPU seconds (user + system) so far of the plugin, the API server, and
+    this process's finished children (the client runs as one)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def of(pid):
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return [of(plugin_pid), of(api_pid), ch.ru_utime + ch.ru_stime]
 
 
 def proc_figures(pid):
@@ -585,15 +601,28 @@ def main():
         wait_for(lambda: node3.api.slices(GPU_DRIVER), what="slices")
         claims3 = Claims(node3)
         all64 = tuple(range(64))
-        per = 64 if args.quick else 192
+        # 192 claims a point in --quick too (a second each): the CPU figures
+        # below count 10 ms clock ticks.
+        per = 192
         # Warm-up: the first wave of 64 starts the worker and gRPC threads.
         cycle(wide.dra_socket, claims3.make(64, prefix="gcwarm", devices=all64), "--concurrency", "64")
-        serial = cycle(wide.dra_socket, claims3.make(per, prefix="gc1", devices=all64))["claims_per_s"]
-        report("claims/s, 1 at a time", serial, "/s")
-        for conc in (8, 64):
-            r = cycle(wide.dra_socket, claims3.make(per, prefix="gc%d" % conc, devices=all64),
-                      "--concurrency", str(conc))
-            report("claims/s, %d together (vs serial)" % conc, r["claims_per_s"], "/s", ref=serial)
+        serial = None
+        for conc in (1, 8, 64):
+            refs = claims3.make(per, prefix="gc%d" % conc, devices=all64)
+            before = cpu_seconds(wide.proc.pid, node3.api.proc.pid)
+            r = cycle(wide.dra_socket, refs, "--concurrency", str(conc))
+            cpu = [(b - a) * 1000.0 / per for a, b in zip(before, cpu_seconds(wide.proc.pid, node3.api.proc.pid))]
+            if conc == 1:
+                serial = r["claims_per_s"]
+                report("claims/s, 1 at a time", serial, "/s")
+            else:
+                report("claims/s, %d together (vs serial)" % conc, r["claims_per_s"], "/s", ref=serial)
+            # What the CPUs allow: every process of the node shares them.
+            ceiling = os.cpu_count() * 1000.0 / sum(cpu)
+            print("  CPU per claim prepared and unprepared, %d at a time: plugin %.2f, API server %.2f, "
+                  "client %.2f ms; %.2f ms in all, so %d CPUs allow at most %.0f claims/s"
+                  % (conc, cpu[0], cpu[1], cpu[2], sum(cpu), os.cpu_count(), ceiling), flush=True)
+            r["cpu_ms_per_claim"] = {"plugin": cpu[0], "api_server": cpu[1], "client": cpu[2], "ceiling": ceiling}
             summary["together_%d" % conc] = r
     finally:
         node3.close()
