@@ -254,6 +254,14 @@ def step_means(before, after):
     return out
 
 
+def slower_steps(ref, got, where, vs):
+    """Prints, per operation, the four steps that grew most from `ref` to `got` (step_means)."""
+    for op in ("prepare", "unprepare"):
+        diff = sorted(STEPS, key=lambda st: ref[op][st] - got[op][st])[:4]
+        print("  %s steps slower %s (mean ms, %s): %s" % (
+            op, where, vs, ", ".join("%s %.3f vs %.3f" % (st, got[op][st], ref[op][st]) for st in diff)))
+
+
 def breakdown(rnd, load):
     """Where the median round's prepare and unprepare went: the no-op plugin's
     round trip for gRPC, then the plugin's own steps (means per call), against
@@ -502,7 +510,9 @@ def main():
         summary["breakdown"] = breakdown(mid, mid["load"])
 
         print("\n== prepare/unprepare p50 by ledger size (one claim at a time)")
+        t0 = step_totals(port)
         base = cycle(gpu.dra_socket, claims.make(n, prefix="lat0"))
+        s_base = step_means(t0, step_totals(port))
         p0, u0 = base["prepare_ms"]["p50"], base["unprepare_ms"]["p50"]
         entries = ledger_entries(node, gpu)
         report("prepare p50 at %d entries" % entries, p0, "ms")
@@ -510,9 +520,13 @@ def main():
         summary["latency"] = {entries: base}
         for i, size in enumerate(sizes):
             fill(node, gpu, claims, max(0, size - ledger_entries(node, gpu)), "fill%d" % i)
+            os.sync()  # the fill's megabytes, written back meanwhile, would slow the syncs measured next
             cycle(gpu.dra_socket, claims.make(5, prefix="fwarm%d" % size))  # reads the filled ledger once
+            t1 = step_totals(port)
             r = cycle(gpu.dra_socket, claims.make(n, prefix="lat%d" % size))
             entries = ledger_entries(node, gpu)
+            slower_steps(s_base, step_means(t1, step_totals(port)), "at %d entries" % entries,
+                         "there vs at the start")
             summary["latency"][entries] = r
             report("prepare p50 at %d entries" % entries, r["prepare_ms"]["p50"], "ms", ref=p0, target=1.1)
             report("unprepare p50 at %d entries" % entries, r["unprepare_ms"]["p50"], "ms", ref=u0, target=1.1)
@@ -560,11 +574,7 @@ def main():
         after = cycle(g6.dra_socket, next_refs)
         t2 = step_totals(port6)
         s_first, s_next = step_means(t0, t1), step_means(t1, t2)
-        for op in ("prepare", "unprepare"):
-            diff = sorted(STEPS, key=lambda st: s_next[op][st] - s_first[op][st])[:4]
-            print("  %s steps slower in the first %d (mean ms, first vs next): %s" % (
-                op, WARMUP_CLAIMS, ", ".join("%s %.3f vs %.3f" % (st, s_first[op][st], s_next[op][st])
-                                             for st in diff)))
+        slower_steps(s_next, s_first, "in the first %d" % WARMUP_CLAIMS, "first vs next")
         for op in ("prepare", "unprepare"):
             report("first %d %ss after start p50" % (WARMUP_CLAIMS, op), first[op + "_ms"]["p50"], "ms",
                    ref=after[op + "_ms"]["p50"], target=1.1,
