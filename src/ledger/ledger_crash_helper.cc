@@ -42,7 +42,7 @@ int64_t NowNs() {
 
 std::vector<AllocatedDevice> Alloc(const std::vector<std::string>& devs) {
   std::vector<AllocatedDevice> out;
-  for (const auto& d : devs) out.push_back({"req", "gpu.nvidia.com", "node", d, false, ""});
+  for (const auto& d : devs) out.push_back({"req", "gpu.nvidia.com", "node", d, false, "", {}});
   return out;
 }
 
@@ -73,7 +73,7 @@ int RunScript(const std::string& dir) {
       case crash::Op::kBegin:
       case crash::Op::kBeginConflict: {
         BeginPrepareRequest r{st.uid, "ns", st.uid, Alloc(st.devices), std::nullopt,
-                              {{"step", i}}, {}};
+                              {{"step", i}}, {}, {}};
         auto b = l->BeginPrepare(r);
         if (st.op == crash::Op::kBeginConflict) {
           if (b.status().code() != StatusCode::kConflict) Fail("expected conflict", b.status());
@@ -112,7 +112,7 @@ int RunStorm(const std::string& dir, const std::string& name, int ops, unsigned 
     if (live.empty() || (live.size() < 3 && rng() % 2 == 0)) {
       std::string dev = devices[rng() % 4];
       std::string uid = name + "-" + std::to_string(serial++);
-      BeginPrepareRequest r{uid, "ns", uid, Alloc({dev}), std::nullopt, nullptr, {}};
+      BeginPrepareRequest r{uid, "ns", uid, Alloc({dev}), std::nullopt, nullptr, {}, {}};
       auto b = l->BeginPrepare(r);
       if (b.ok()) {
         live.push_back({uid, dev, NowNs(), false});

@@ -38,7 +38,7 @@ inline std::vector<AllocatedDevice> Alloc(const std::vector<std::string>& device
                                           bool admin = false) {
   std::vector<AllocatedDevice> out;
   for (size_t i = 0; i < devices.size(); ++i) {
-    out.push_back({"req" + std::to_string(i), "gpu.nvidia.com", "node-a", devices[i], admin, ""});
+    out.push_back({"req" + std::to_string(i), "gpu.nvidia.com", "node-a", devices[i], admin, "", {}});
   }
   return out;
 }

@@ -37,15 +37,6 @@ std::string Join(const std::vector<std::string>& v, const char* sep = ",") {
   return out;
 }
 
-std::string Time(std::chrono::system_clock::time_point t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string Devices(const ClaimEntry& e) {
   std::vector<std::string> out;
   if (!e.prepared.empty()) {
