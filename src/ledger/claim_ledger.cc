@@ -430,6 +430,8 @@ Status ClaimLedger::ReloadLocked() {
     meta_bytes += log.body.records.front().size;
   }
   if (!opened_ && legacy_ != nullptr) legacy_->CheckNextToLedger(state_.meta(), report_);
+  last_record_head_.clear();
+  if (!log.body.records.empty()) NoteLastRecordLocked(bytes, 0, log.body.records.back().offset);
   if (!damage.empty()) return RepairDamageLocked(bytes, log, damage, id, meta_bytes);
   NVDRA_RETURN_IF_ERROR(OpenExistingForAppendLocked(id, bytes.size(), meta_bytes));
   Status compact = MaybeCompactLocked();
@@ -443,6 +445,12 @@ Status ClaimLedger::CatchUpLocked() {
     // Another process compacted (new inode) or repaired the file: start over.
     return ReloadLocked();
   }
+  if (!last_record_head_.empty()) {
+    // Records another process cut off after a failed sync, replaced by as
+    // many bytes of other records: the file looks the same by inode and size.
+    auto head = file_->ReadAt(last_record_offset_, last_record_head_.size());
+    if (!head.ok() || *head != last_record_head_) return ReloadLocked();
+  }
   if (id.size == read_offset_) return Status::Ok();
   NVDRA_ASSIGN_OR_RETURN(std::string tail, env_->ReadFrom(log_path_, read_offset_));
   DecodedRecords recs = DecodeRecords(tail, read_offset_);
@@ -453,10 +461,16 @@ Status ClaimLedger::CatchUpLocked() {
   for (const auto& r : recs.records) {
     if (auto why = state_.Apply(r)) report_.warnings.push_back(*why);
   }
+  if (!recs.records.empty()) NoteLastRecordLocked(tail, read_offset_, recs.records.back().offset);
   read_offset_ += tail.size();
   file_id_.size = read_offset_;
   truncate_floor_ = read_offset_;  // another process's records: never ours to cut
   return Status::Ok();
+}
+
+void ClaimLedger::NoteLastRecordLocked(std::string_view bytes, uint64_t base, uint64_t offset) {
+  last_record_offset_ = offset;
+  last_record_head_ = std::string(bytes.substr(offset - base, kRecordHeaderSize));
 }
 
 Status ClaimLedger::CompactLocked() {
@@ -474,6 +488,7 @@ Status ClaimLedger::CompactLocked() {
   }
   if (!m.imported_checkpoint.empty()) meta["importedCheckpoint"] = m.imported_checkpoint;
   std::string data = EncodeFileHeader();
+  uint64_t last_start = data.size();
   data += EncodeRecord(static_cast<uint8_t>(RecordType::kMeta), meta.dump());
   uint64_t meta_bytes = data.size();
   LedgerState fresh = NewStateLocked();
@@ -482,11 +497,13 @@ Status ClaimLedger::CompactLocked() {
   for (const auto& [uid, e] : state_.entries()) {
     std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryToJson(e).dump());
     fresh.Put(e, rec.size());
+    last_start = data.size();
     data += rec;
   }
   for (const auto& f : state_.kept_frames()) {
-    data += f;
     DecodedRecords d = DecodeRecords(f, 0);
+    if (!d.records.empty()) last_start = data.size() + d.records.back().offset;
+    data += f;
     for (const auto& r : d.records) (void)fresh.Apply(r);
   }
   // Whatever fails from here, no partial copy stays behind eating space.
@@ -505,6 +522,7 @@ Status ClaimLedger::CompactLocked() {
   NVDRA_ASSIGN_OR_RETURN(file_id_, env_->Stat(log_path_));
   state_ = std::move(fresh);
   read_offset_ = data.size();
+  NoteLastRecordLocked(data, 0, last_start);
   meta_bytes_ = meta_bytes;
   // The rewrite was synced (file and directory) with every record in memory.
   FileReopenedLocked(/*synced=*/true);
@@ -585,6 +603,7 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
                log_path_, failed.message(), before, read_offset_);
     EnsureReserveLocked();
   }
+  NoteLastRecordLocked(rec, read_offset_, read_offset_);
   read_offset_ += rec.size();
   file_id_.size = read_offset_;
   state_.Put(e, rec.size());

@@ -209,6 +209,8 @@ class ClaimLedger {
   bool FailedLocked(uint64_t seq, Status* why) const REQUIRES(mu_);
 
   Status CatchUpLocked() REQUIRES(mu_);
+  // `bytes` hold the file from offset `base`; the last record starts at `offset`.
+  void NoteLastRecordLocked(std::string_view bytes, uint64_t base, uint64_t offset) REQUIRES(mu_);
   // Re-reads the whole file (or creates it); see docs/ledger-format.md, "Recovery (opening)".
   Status ReloadLocked() REQUIRES(mu_);
   Status CreateWithImportLocked() REQUIRES(mu_);
@@ -256,6 +258,12 @@ class ClaimLedger {
   FileIdentity file_id_ GUARDED_BY(mu_);
   // Bytes of the log consumed == its size after a catch-up.
   uint64_t read_offset_ GUARDED_BY(mu_) = 0;
+  // Where the last record we read or wrote starts, and its header (CRC and
+  // length). A catch-up checks that it is still there: another process that
+  // cut records off after a failed sync may have appended as many bytes again,
+  // and inode and size alone would not tell.
+  uint64_t last_record_offset_ GUARDED_BY(mu_) = 0;
+  std::string last_record_head_ GUARDED_BY(mu_);
   uint64_t meta_bytes_ GUARDED_BY(mu_) = 0;  // header + meta record of the current file
   // compaction_min_bytes and reserve_bytes as the volume allows (see LedgerOptions).
   uint64_t compaction_min_bytes_ = 0;

@@ -551,6 +551,43 @@ TEST_F(ClaimLedgerTest, AFailedGroupSyncFailsEveryTransitionItCoveredAndRecordsN
   EXPECT_FALSE(insp->damaged());
 }
 
+TEST_F(ClaimLedgerTest, RecordsCutAfterAFailedSyncAreNotKeptByAnotherProcessThatReadThem) {
+  // Two ledgers on one directory, as two plugin processes: the writer's
+  // syncs fail, the reader runs on the real file system.
+  FaultInjectionEnv env;
+  auto o = Options();
+  o.env = &env;
+  auto writer = std::move(ClaimLedger::Open(o)).value();
+  auto reader = OpenLedger();
+  PrepareFully(*writer, "kept", {"gpu-9"});
+  ASSERT_TRUE(writer->Flush().ok());
+  env.set_fail_syncs(true);
+  const uint64_t appended = env.appends();
+  // The writer's sync waits for a second append, which the test makes once
+  // the reader has read the first record.
+  env.HoldSyncsUntilAppends(appended + 2);
+  std::thread t([&] { EXPECT_FALSE(writer->BeginPrepare(Request("cut-1", {"gpu-0"})).ok()); });
+  while (env.appends() == appended) std::this_thread::yield();
+  EXPECT_EQ(MustGet(*reader, "cut-1").state, ClaimState::kPrepareStarted);
+  const uint64_t size_with_cut = testing::FileSize(LogPath());
+  {
+    auto other = env.OpenAppend(JoinPath(dir_.path(), "unrelated"));
+    ASSERT_TRUE(other.ok());
+    ASSERT_TRUE((*other)->Append("x").ok());
+  }
+  t.join();
+  env.set_fail_syncs(false);
+  // The writer cut its record off; one of the same length takes its place,
+  // so the file has the inode and the size the reader last saw.
+  ASSERT_TRUE(writer->BeginPrepare(Request("cut-2", {"gpu-1"})).ok());
+  ASSERT_EQ(testing::FileSize(LogPath()), size_with_cut);
+  EXPECT_FALSE(reader->Get("cut-1")->has_value());
+  EXPECT_EQ(MustGet(*reader, "cut-2").state, ClaimState::kPrepareStarted);
+  auto taken = reader->BeginPrepare(Request("other", {"gpu-1"}));
+  ASSERT_FALSE(taken.ok());
+  EXPECT_NE(taken.status().message().find("cut-2"), std::string::npos) << taken.status().message();
+}
+
 TEST_F(ClaimLedgerTest, AcknowledgedTransitionsSurviveLossOfUnsyncedData) {
   FaultInjectionEnv env;
   auto o = Options();
@@ -960,6 +997,7 @@ class StepProbeEnv final : public ForwardingLedgerEnv {
       env_->appends.push_back(Running());
       return f_->Append(data);
     }
+    Result<std::string> ReadAt(uint64_t offset, size_t n) override { return f_->ReadAt(offset, n); }
     Status Sync() override {
       env_->syncs.push_back(Running());
       return f_->Sync();

@@ -96,6 +96,7 @@ class FaultInjectionEnv final : public ForwardingLedgerEnv {
       env_->appended_cv_.NotifyAll();
       return s;
     }
+    Result<std::string> ReadAt(uint64_t offset, size_t n) override { return f_->ReadAt(offset, n); }
     Status Sync() override {
       {
         MutexLock l(env_->mu_);

@@ -18,6 +18,8 @@ class AppendFile {
  public:
   virtual ~AppendFile() = default;
   virtual Status Append(std::string_view data) = 0;
+  // Up to `n` bytes at `offset` (fewer at the end of the file).
+  virtual Result<std::string> ReadAt(uint64_t offset, size_t n) = 0;
   // Makes every appended byte durable (fdatasync).
   virtual Status Sync() = 0;
   // Cuts the file back, e.g. after a failed append left a partial record.

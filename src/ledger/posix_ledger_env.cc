@@ -44,6 +44,17 @@ class PosixAppendFile final : public AppendFile {
   PosixAppendFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   ~PosixAppendFile() override { ::close(fd_); }
   Status Append(std::string_view data) override { return WriteAll(fd_, data, path_); }
+  Result<std::string> ReadAt(uint64_t offset, size_t n) override {
+    std::string out(n, '\0');
+    for (;;) {
+      ssize_t got = ::pread(fd_, out.data(), n, static_cast<off_t>(offset));
+      if (got >= 0) {
+        out.resize(static_cast<size_t>(got));
+        return out;
+      }
+      if (errno != EINTR) return IoError("cannot read", path_, errno);
+    }
+  }
   Status Sync() override {
     if (::fdatasync(fd_) != 0) return IoError("cannot sync", path_, errno);
     return Status::Ok();
@@ -115,7 +126,8 @@ class PosixEnv final : public LedgerEnv {
   }
 
   Result<std::unique_ptr<AppendFile>> OpenAppend(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    // Read and write: ReadAt checks bytes already appended.
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0) return IoError("cannot open", path, errno);
     return std::unique_ptr<AppendFile>(new PosixAppendFile(fd, path));
   }
