@@ -22,7 +22,8 @@ DeviceNodes DeviceNodes::ForLib(const DeviceLib& lib) {
 }
 
 Result<cdi::DeviceNode> DeviceNodes::Existing(const std::string& dev_path) const {
-  auto [path, host_path] = root_.PathsOf(dev_path);
+  const DriverRoot::DevRoot dev = root_.LookUpDevRoot();
+  const std::string path = dev.ContainerPath(dev_path);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return FailedPrecondition("device node " + path + " is missing: " + ErrnoText(errno) +
@@ -34,7 +35,7 @@ Result<cdi::DeviceNode> DeviceNodes::Existing(const std::string& dev_path) const
   }
   cdi::DeviceNode n;
   n.path = dev_path;
-  n.host_path = std::move(host_path);
+  n.host_path = dev.HostPath(dev_path);
   return n;
 }
 

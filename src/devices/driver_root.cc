@@ -34,24 +34,28 @@ std::string DriverRoot::ContainerDevRoot() const {
   return "/";
 }
 
-std::string DriverRoot::HostDevRoot() const {
-  return ContainerDevRoot() == "/" ? "/" : host_root_;
+DriverRoot::DevRoot DriverRoot::LookUpDevRoot() const {
+  std::string container = ContainerDevRoot();
+  std::string host = container == "/" ? "/" : host_root_;
+  return DevRoot(std::move(container), std::move(host));
 }
 
+std::string DriverRoot::DevRoot::ContainerPath(const std::string& dev_path) const {
+  return container_ == "/" ? dev_path : JoinPath(container_, dev_path);
+}
+
+std::string DriverRoot::DevRoot::HostPath(const std::string& dev_path) const {
+  return host_ == "/" ? "" : JoinPath(host_, dev_path);
+}
+
+std::string DriverRoot::HostDevRoot() const { return LookUpDevRoot().host_; }
+
 std::string DriverRoot::ContainerDevPath(const std::string& dev_path) const {
-  std::string root = ContainerDevRoot();
-  return root == "/" ? dev_path : JoinPath(root, dev_path);
+  return LookUpDevRoot().ContainerPath(dev_path);
 }
 
 std::string DriverRoot::HostDevPath(const std::string& dev_path) const {
-  std::string root = HostDevRoot();
-  return root == "/" ? "" : JoinPath(root, dev_path);
-}
-
-DriverRoot::DevNodePaths DriverRoot::PathsOf(const std::string& dev_path) const {
-  const std::string root = ContainerDevRoot();
-  if (root == "/") return {dev_path, ""};
-  return {JoinPath(root, dev_path), host_root_ == "/" ? "" : JoinPath(host_root_, dev_path)};
+  return LookUpDevRoot().HostPath(dev_path);
 }
 
 const std::vector<std::string>& DriverRoot::LibrarySearchDirs() {

@@ -28,12 +28,21 @@ class DriverRoot {
   std::string ContainerDevPath(const std::string& dev_path) const;
   // Host path for a device node, or "" when it equals `dev_path`.
   std::string HostDevPath(const std::string& dev_path) const;
-  // Both of the above from one look at the dev root (each of them looks).
-  struct DevNodePaths {
-    std::string container;  // ContainerDevPath(dev_path)
-    std::string host;       // HostDevPath(dev_path)
+
+  // The dev root as one look finds it: the paths of several device nodes
+  // from one `stat` (each call above looks again, since the driver's
+  // <root>/dev may appear while the plugin runs).
+  class DevRoot {
+   public:
+    std::string ContainerPath(const std::string& dev_path) const;  // as ContainerDevPath
+    std::string HostPath(const std::string& dev_path) const;       // as HostDevPath
+
+   private:
+    friend class DriverRoot;
+    DevRoot(std::string container, std::string host) : container_(std::move(container)), host_(std::move(host)) {}
+    std::string container_, host_;  // "/": the node's own /dev
   };
-  DevNodePaths PathsOf(const std::string& dev_path) const;
+  DevRoot LookUpDevRoot() const;
 
   // <root>/{,usr/lib64,usr/lib/x86_64-linux-gnu,...}/<name>, symlinks resolved.
   Result<std::string> FindLibrary(const std::string& name) const;

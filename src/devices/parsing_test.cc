@@ -118,14 +118,17 @@ TEST(DriverRootTest, DevRootAndHostPaths) {
   EXPECT_EQ(nodev.HostDevPath("/dev/nvidia0"), "");
   // A containerised driver that the host sees at /.
   DriverRoot ctr_on_host(t.path(), "/");
+  EXPECT_EQ(ctr_on_host.ContainerDevPath("/dev/nvidia0"), t.path() + "/dev/nvidia0");
   EXPECT_EQ(ctr_on_host.HostDevPath("/dev/nvidia0"), "");
-  // PathsOf gives both from one look, the same as the two calls.
-  for (const DriverRoot* r : {&host, &ctr, &nodev, &ctr_on_host}) {
-    auto paths = r->PathsOf("/dev/dri/card1");
-    EXPECT_EQ(paths.container, r->ContainerDevPath("/dev/dri/card1")) << r->container_root();
-    EXPECT_EQ(paths.host, r->HostDevPath("/dev/dri/card1")) << r->container_root();
-  }
-  EXPECT_EQ(ctr.PathsOf("/dev/nvidia0").host, "/run/nvidia/driver/dev/nvidia0");
+  // One look holds what it found: a dev root that appears later (the driver
+  // container starting) is seen by the next look, not by this one.
+  DriverRoot later(t.path() + "/later", "/run/nvidia/driver");
+  const DriverRoot::DevRoot before = later.LookUpDevRoot();
+  ASSERT_TRUE(MakeDirectories(t.path() + "/later/dev").ok());
+  EXPECT_EQ(before.ContainerPath("/dev/nvidia0"), "/dev/nvidia0");
+  EXPECT_EQ(before.HostPath("/dev/nvidia0"), "");
+  EXPECT_EQ(later.LookUpDevRoot().ContainerPath("/dev/nvidia0"), t.path() + "/later/dev/nvidia0");
+  EXPECT_EQ(later.HostDevPath("/dev/nvidia0"), "/run/nvidia/driver/dev/nvidia0");
 }
 
 TEST(DriverRootTest, FindsLibraryInUsualFoldersAndResolvesSymlinks) {

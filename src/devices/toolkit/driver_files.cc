@@ -486,19 +486,17 @@ cdi::ContainerEdits DriverFiles::Edits(const std::string& hook_path) const {
 
 DrmNodes FindDrmNodes(const DriverRoot& root, const std::string& pci_bus_id) {
   DrmNodes out;
-  // One look at the dev root for all four paths.
-  const std::string dev_root = root.ContainerDevRoot();
-  auto in_root = [&](const std::string& p) { return dev_root == "/" ? p : JoinPath(dev_root, p); };
+  const DriverRoot::DevRoot dev = root.LookUpDevRoot();  // one look for all four paths
   for (const char* kind : {"card", "render"}) {
     std::string link = "/dev/dri/by-path/pci-" + pci_bus_id + "-" + kind;
-    std::string full = in_root(link);
+    std::string full = dev.ContainerPath(link);
     char buf[PATH_MAX];
     ssize_t n = ::readlink(full.c_str(), buf, sizeof buf - 1);
     if (n <= 0) continue;
     std::string target(buf, static_cast<size_t>(n));
     std::string node = "/dev/dri/" + Basename(target);
     struct stat st;
-    if (::stat(in_root(node).c_str(), &st) != 0) continue;
+    if (::stat(dev.ContainerPath(node).c_str(), &st) != 0) continue;
     out.nodes.push_back(node);
     out.links.push_back(target + "::" + link);
   }
