@@ -628,7 +628,7 @@ def main():
             else:
                 report("claims/s, %d together (vs serial)" % conc, r["claims_per_s"], "/s", ref=serial)
             # What the CPUs allow: every process of the node shares them.
-            ceiling = os.cpu_count() * 1000.0 / sum(cpu)
+            ceiling = os.cpu_count() * 1000.0 / max(sum(cpu), 1e-3)  # under a tick in all: no ceiling to speak of
             print("  CPU per claim prepared and unprepared, %d at a time: plugin %.2f, API server %.2f, "
                   "client %.2f ms; %.2f ms in all, so %d CPUs allow at most %.0f claims/s"
                   % (conc, cpu[0], cpu[1], cpu[2], sum(cpu), os.cpu_count(), ceiling), flush=True)

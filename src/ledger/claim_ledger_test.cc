@@ -567,7 +567,7 @@ TEST_F(ClaimLedgerTest, RecordsCutAfterAFailedSyncAreNotKeptByAnotherProcessThat
   // the reader has read the first record.
   env.HoldSyncsUntilAppends(appended + 2);
   std::thread t([&] { EXPECT_FALSE(writer->BeginPrepare(Request("cut-1", {"gpu-0"})).ok()); });
-  while (env.appends() == appended) std::this_thread::yield();
+  env.WaitForAppends(appended + 1);
   EXPECT_EQ(MustGet(*reader, "cut-1").state, ClaimState::kPrepareStarted);
   const uint64_t size_with_cut = testing::FileSize(LogPath());
   {

@@ -43,6 +43,11 @@ class FaultInjectionEnv final : public ForwardingLedgerEnv {
     MutexLock l(mu_);
     hold_syncs_until_ = n;
   }
+  // Returns once Append has been called `n` times in all.
+  void WaitForAppends(uint64_t n) EXCLUDES(mu_) {
+    MutexLock l(mu_);
+    appended_cv_.Wait(mu_, [&]() REQUIRES(mu_) { return appends_ >= n; });
+  }
   int syncs() const EXCLUDES(mu_) {
     MutexLock l(mu_);
     return syncs_;
