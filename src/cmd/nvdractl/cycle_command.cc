@@ -9,7 +9,9 @@
 #include <time.h>
 
 #include <algorithm>
+#include <barrier>
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -86,19 +88,58 @@ void RunUnprepare(const kubelet::PluginClient& client, Call& call) {
   }
 }
 
-// Runs `step` on every call of the wave at once, one thread per call, the
-// way the kubelet prepares the claims of pods that start together.
-template <typename Step>
-void Together(std::vector<Call>& wave, Step step) {
-  if (wave.size() == 1) {
-    step(wave[0]);
-    return;
+// Runs a step on every call of a wave at once, one thread per call in
+// flight, the way the kubelet prepares the claims of pods that start
+// together. The threads live for the whole run, as the kubelet's goroutines
+// are cheap: a thread started and joined per call and wave cost the client
+// more CPU than its calls did, CPU the plugin under test then lacked.
+class Waves {
+ public:
+  using Step = std::function<void(Call&)>;
+
+  // No threads for one call at a time: the calling thread runs it.
+  explicit Waves(int width) : start_(width + 1), end_(width + 1) {
+    if (width <= 1) return;
+    for (int i = 0; i < width; ++i) threads_.emplace_back([this, i] { Loop(static_cast<size_t>(i)); });
   }
-  std::vector<std::thread> threads;
-  threads.reserve(wave.size());
-  for (auto& call : wave) threads.emplace_back([&call, &step] { step(call); });
-  for (auto& t : threads) t.join();
-}
+  ~Waves() {
+    if (threads_.empty()) return;
+    stop_ = true;
+    start_.arrive_and_wait();
+    for (auto& t : threads_) t.join();
+  }
+  Waves(const Waves&) = delete;
+  Waves& operator=(const Waves&) = delete;
+
+  // Returns once every call of `wave` (at most `width` of them) is done.
+  void Run(std::vector<Call>& wave, Step step) {
+    if (threads_.empty()) {
+      for (auto& call : wave) step(call);
+      return;
+    }
+    wave_ = &wave;
+    step_ = std::move(step);
+    start_.arrive_and_wait();  // what was set above happens before the threads read it
+    end_.arrive_and_wait();    // and what they wrote before this returns
+  }
+
+ private:
+  void Loop(size_t i) {
+    while (true) {
+      start_.arrive_and_wait();
+      if (stop_) return;
+      if (i < wave_->size()) step_((*wave_)[i]);
+      end_.arrive_and_wait();
+    }
+  }
+
+  std::barrier<> start_;
+  std::barrier<> end_;
+  std::vector<std::thread> threads_;
+  std::vector<Call>* wave_ = nullptr;
+  Step step_;
+  bool stop_ = false;  // written before the start barrier, read after it
+};
 
 int RunCycle(const CycleArgs& args) {
   auto claims = ParseClaimRefs(args.claims);
@@ -114,12 +155,13 @@ int RunCycle(const CycleArgs& args) {
   std::vector<double> prep, unprep, waves;
   nlohmann::json errors = nlohmann::json::array();
   double total_ms = 0;
+  Waves together(static_cast<int>(std::min(calls.size(), static_cast<size_t>(args.concurrency))));
   for (size_t i = 0; i < calls.size(); i += args.concurrency) {
     std::vector<Call> wave(calls.begin() + i,
                            calls.begin() + std::min(calls.size(), i + static_cast<size_t>(args.concurrency)));
     auto t0 = std::chrono::steady_clock::now();
-    if (!args.unprepare_only) Together(wave, [&](Call& c) { RunPrepare(client, c); });
-    if (!args.prepare_only) Together(wave, [&](Call& c) { RunUnprepare(client, c); });
+    if (!args.unprepare_only) together.Run(wave, [&](Call& c) { RunPrepare(client, c); });
+    if (!args.prepare_only) together.Run(wave, [&](Call& c) { RunUnprepare(client, c); });
     double ms = MsSince(t0);
     waves.push_back(ms);
     total_ms += ms;
