@@ -26,11 +26,10 @@ ClaimDispatcher::ClaimDispatcher(ClaimEngine& engine, DispatcherOptions options)
 ClaimDispatcher::~ClaimDispatcher() { Shutdown(); }
 
 void ClaimDispatcher::BeginShutdown() {
-  {
-    MutexLock lock(mu_);
-    shutting_down_ = true;
-  }
-  changed_.NotifyAll();
+  MutexLock lock(mu_);
+  shutting_down_ = true;
+  // Under mu_: a waiter leaves waiters_ (and its stack) only while holding it.
+  for (Waiter* w : waiters_) w->cv.NotifyOne();
 }
 
 void ClaimDispatcher::Shutdown() {
@@ -117,6 +116,14 @@ void ClaimDispatcher::StartLocked(std::shared_ptr<Task> task) {
     t->done = true;
     t->prepare = msg;
     t->unprepare = msg;
+    NotifyWaitersLocked(t.get());
+  }
+}
+
+void ClaimDispatcher::NotifyWaitersLocked(const Task* task) {
+  // Under mu_: a waiter leaves waiters_ (and its stack) only while holding it.
+  for (Waiter* w : waiters_) {
+    if (w->task == task) w->cv.NotifyOne();
   }
 }
 
@@ -168,8 +175,8 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
         chains_.erase(it);
       }
     }
+    NotifyWaitersLocked(task.get());
   }
-  changed_.NotifyAll();
 }
 
 void ClaimDispatcher::CallEngine(const Task& task, Clock::time_point deadline,
@@ -194,9 +201,18 @@ Status ClaimDispatcher::TimeoutError(Op op, const ClaimRef& claim) const {
 std::vector<Status> ClaimDispatcher::Await(const std::vector<std::shared_ptr<Task>>& tasks,
                                            Op op, Clock::time_point deadline) {
   std::vector<Status> errors(tasks.size());
+  Waiter self;
+  waiters_.push_back(&self);
+  // Leaves waiters_ however this returns; mu_ is held throughout.
+  struct Leave {
+    std::vector<Waiter*>& waiters;
+    Waiter* self;
+    ~Leave() { waiters.erase(std::find(waiters.begin(), waiters.end(), self)); }
+  } leave{waiters_, &self};
   for (size_t i = 0; i < tasks.size(); ++i) {
     const auto& t = tasks[i];
-    changed_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return t->done || shutting_down_; });
+    self.task = t.get();
+    self.cv.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return t->done || shutting_down_; });
     if (t->done) continue;
     if (shutting_down_) {
       errors[i] = Unavailable(fmt::format(

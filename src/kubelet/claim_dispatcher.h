@@ -80,6 +80,13 @@ class ClaimDispatcher {
     // leaves to the worker's (util/request_steps.h).
     Clock::duration worked{};
   };
+  // One waiting call: woken when the task it waits for is done (or on
+  // shutdown), and by nothing else, so that a claim finishing wakes only
+  // the calls that wait for it, not every call in flight.
+  struct Waiter {
+    CondVar cv;
+    const Task* task = nullptr;
+  };
   struct UidChain {
     std::shared_ptr<Task> running;
     std::deque<std::shared_ptr<Task>> queued;
@@ -92,6 +99,8 @@ class ClaimDispatcher {
   std::shared_ptr<Task> SubmitLocked(Op op, const ClaimRef& claim) REQUIRES(mu_);
   void StartLocked(std::shared_ptr<Task> task) REQUIRES(mu_);
   void RunTask(const std::shared_ptr<Task>& task) EXCLUDES(mu_);
+  // Wakes the calls waiting for `task`, and no other.
+  void NotifyWaitersLocked(const Task* task) REQUIRES(mu_);
   // Calls the engine behind the exception barrier: whatever escapes it
   // becomes this claim's internal error.
   void CallEngine(const Task& task, Clock::time_point deadline, PrepareOutcome& prepare,
@@ -108,7 +117,8 @@ class ClaimDispatcher {
   ClaimEngine& engine_;
   const DispatcherOptions options_;
   Mutex mu_;
-  CondVar changed_;
+  // The calls waiting now; each is on its own stack (Await).
+  std::vector<Waiter*> waiters_ GUARDED_BY(mu_);
   std::map<std::string, UidChain> chains_ GUARDED_BY(mu_);
   bool shutting_down_ GUARDED_BY(mu_) = false;
   WorkerPool pool_;  // last: its threads stop before the rest is destroyed

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -158,6 +159,30 @@ TEST(ClaimDispatcherTest, SlowClaimDoesNotDelayAnotherRequest) {
   EXPECT_EQ(slow.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   engine.Release(Uid("slow"));
   EXPECT_TRUE(slow.get().ok());
+}
+
+TEST(ClaimDispatcherTest, CallsInFlightAreEachAnsweredWhenTheirOwnClaimFinishes) {
+  // Each waiting call is woken by its own claim alone: released in another
+  // order than they came, every call still gets its own answer at once and
+  // the others keep waiting (a missed wake-up would show as a timeout).
+  FakeClaimEngine engine;
+  for (const char* c : {"a", "b", "c"}) engine.Set(Uid(c), Held());
+  ClaimDispatcher d(engine, Fast(10000));
+  std::map<std::string, std::future<Result<std::map<std::string, PrepareOutcome>>>> calls;
+  for (const char* c : {"a", "b", "c"}) {
+    calls[c] = std::async(std::launch::async, [&d, c] { return d.Prepare({Claim(c)}); });
+    ASSERT_TRUE(engine.WaitStarted(Uid(c), kLong));
+  }
+  for (const char* c : {"c", "a", "b"}) {
+    engine.Release(Uid(c));
+    auto r = calls[c].get();
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->size(), 1u);
+    EXPECT_EQ(r->at(Uid(c)).status().message(), "") << c;
+    for (auto& [other, f] : calls) {
+      if (f.valid()) EXPECT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::timeout) << other;
+    }
+  }
 }
 
 TEST(ClaimDispatcherTest, DeadlineGivesRetryableErrorAndRetryJoinsTheRunningWork) {
