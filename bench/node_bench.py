@@ -524,11 +524,11 @@ def main():
         base = mid["noop_prepare"] + mid["noop_unprepare"] + mid["get_paced"]
         paced_all = base + LEDGER_APPENDS_PER_CYCLE * mid["sync_paced"]
         paced = base + SYNCS_WAITED_PER_CYCLE * mid["sync_paced"]
-        report("same, against the floor of %d paced" % LEDGER_APPENDS_PER_CYCLE, mid["prepare"] + mid["unprepare"],
+        report("same, against that floor paced (GET, %d syncs)" % LEDGER_APPENDS_PER_CYCLE, mid["prepare"] + mid["unprepare"],
                "ms", ref=paced_all,
                note="GET %.2f ms with 2 ms idle before each, append+fdatasync %.2f ms with %.1f ms idle before each"
                % (mid["get_paced"], mid["sync_paced"], SYNC_GAP_S * 1e3))
-        report("same, against the floor of %d paced" % SYNCS_WAITED_PER_CYCLE, mid["prepare"] + mid["unprepare"],
+        report("same, against the floor paced with %d syncs" % SYNCS_WAITED_PER_CYCLE, mid["prepare"] + mid["unprepare"],
                "ms", ref=paced)
         summary["floor_paced_ms"] = paced_all
         summary["floor_waited_paced_ms"] = paced
