@@ -35,6 +35,20 @@ class BenchClientEndToEnd(NodeTestCase):
         self.assertGreater(r["claims_per_s"], 0)
         self.assertEqual(self.live_entries(gpu), [])
 
+    def test_pause_comes_before_each_call_and_stays_out_of_its_latency(self):
+        gpu = self.gpu_plugin().start()
+        refs = self.claims(2)
+        rc, out, err = ctl("cycle", "--socket", gpu.dra_socket, "--pause-us", "20000", "--samples", *refs)
+        self.assertEqual(rc, 0, out + err)
+        r = json.loads(out)
+        self.assertEqual(r["errors"], [])
+        # Two waves of one claim, a 20 ms pause before each prepare and each
+        # unprepare: the run lasts the four pauses plus the calls, and no
+        # call's latency holds its pause.
+        calls = sum(r["prepare_samples_ms"]) + sum(r["unprepare_samples_ms"])
+        self.assertGreaterEqual(r["total_ms"], calls + 80.0)
+        self.assertEqual(self.live_entries(gpu), [])
+
     def test_prepare_only_holds_claims_until_unprepare_only(self):
         gpu = self.gpu_plugin().start()
         refs = self.claims(5)

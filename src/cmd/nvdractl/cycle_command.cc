@@ -31,6 +31,7 @@ struct CycleArgs {
   bool prepare_only = false;
   bool unprepare_only = false;
   bool samples = false;
+  int pause_us = 0;
 };
 
 nlohmann::json Summary(std::vector<double> ms) {
@@ -160,8 +161,18 @@ int RunCycle(const CycleArgs& args) {
     std::vector<Call> wave(calls.begin() + i,
                            calls.begin() + std::min(calls.size(), i + static_cast<size_t>(args.concurrency)));
     auto t0 = std::chrono::steady_clock::now();
-    if (!args.unprepare_only) together.Run(wave, [&](Call& c) { RunPrepare(client, c); });
-    if (!args.prepare_only) together.Run(wave, [&](Call& c) { RunUnprepare(client, c); });
+    // Idle before each call, outside its time: a kubelet's calls come
+    // between other work, and on some machines a round trip that follows an
+    // idle stretch costs more than one right after the last.
+    const auto pause = std::chrono::microseconds(args.pause_us);
+    auto paused = [&](void (*run)(const kubelet::PluginClient&, Call&)) {
+      return [&, run](Call& c) {
+        if (pause.count() > 0) std::this_thread::sleep_for(pause);
+        run(client, c);
+      };
+    };
+    if (!args.unprepare_only) together.Run(wave, paused(RunPrepare));
+    if (!args.prepare_only) together.Run(wave, paused(RunUnprepare));
     double ms = MsSince(t0);
     waves.push_back(ms);
     total_ms += ms;
@@ -204,6 +215,8 @@ void AddCycleSubcommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--prepare-only", args->prepare_only, "prepare and keep the claims prepared");
   cmd->add_flag("--unprepare-only", args->unprepare_only, "only unprepare the claims");
   cmd->add_flag("--samples", args->samples, "also print every call's latency (ms)");
+  cmd->add_option("--pause-us", args->pause_us, "idle before each call, not counted in its latency (wave times include it; default 0)")
+      ->check(CLI::Range(0, 10000000));
   cmd->add_option("claims", args->claims, "claims as namespace/name/uid")->required();
   cmd->callback([args, &exit_code] { exit_code = RunCycle(*args); });
 }
