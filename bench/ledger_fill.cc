@@ -36,16 +36,10 @@ class NoSyncEnv final : public ForwardingLedgerEnv {
   }
 
  private:
-  class File final : public AppendFile {
+  class File final : public ForwardingAppendFile {
    public:
-    explicit File(std::unique_ptr<AppendFile> f) : f_(std::move(f)) {}
-    Status Append(std::string_view data) override { return f_->Append(data); }
-    Result<std::string> ReadAt(uint64_t offset, size_t n) override { return f_->ReadAt(offset, n); }
+    using ForwardingAppendFile::ForwardingAppendFile;
     Status Sync() override { return Status::Ok(); }
-    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
-
-   private:
-    std::unique_ptr<AppendFile> f_;
   };
 };
 

@@ -990,23 +990,20 @@ class StepProbeEnv final : public ForwardingLedgerEnv {
     steps->Switch(running);
     return running;
   }
-  class File final : public AppendFile {
+  class File final : public ForwardingAppendFile {
    public:
-    File(StepProbeEnv* env, std::unique_ptr<AppendFile> f) : env_(env), f_(std::move(f)) {}
+    File(StepProbeEnv* env, std::unique_ptr<AppendFile> f) : ForwardingAppendFile(std::move(f)), env_(env) {}
     Status Append(std::string_view data) override {
       env_->appends.push_back(Running());
-      return f_->Append(data);
+      return base().Append(data);
     }
-    Result<std::string> ReadAt(uint64_t offset, size_t n) override { return f_->ReadAt(offset, n); }
     Status Sync() override {
       env_->syncs.push_back(Running());
-      return f_->Sync();
+      return base().Sync();
     }
-    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
 
    private:
     StepProbeEnv* env_;
-    std::unique_ptr<AppendFile> f_;
   };
 };
 

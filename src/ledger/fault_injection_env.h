@@ -89,19 +89,18 @@ class FaultInjectionEnv final : public ForwardingLedgerEnv {
   }
 
  private:
-  class File final : public AppendFile {
+  class File final : public ForwardingAppendFile {
    public:
     File(FaultInjectionEnv* env, std::string path, std::unique_ptr<AppendFile> f)
-        : env_(env), path_(std::move(path)), f_(std::move(f)) {}
+        : ForwardingAppendFile(std::move(f)), env_(env), path_(std::move(path)) {}
     Status Append(std::string_view data) override {
       env_->bytes_appended_ += data.size();
-      Status s = f_->Append(data);
+      Status s = base().Append(data);
       MutexLock l(env_->mu_);
       ++env_->appends_;
       env_->appended_cv_.NotifyAll();
       return s;
     }
-    Result<std::string> ReadAt(uint64_t offset, size_t n) override { return f_->ReadAt(offset, n); }
     Status Sync() override {
       {
         MutexLock l(env_->mu_);
@@ -110,7 +109,7 @@ class FaultInjectionEnv final : public ForwardingLedgerEnv {
         });
       }
       if (env_->fail_syncs_) return Unavailable("injected sync failure");
-      NVDRA_RETURN_IF_ERROR(f_->Sync());
+      NVDRA_RETURN_IF_ERROR(base().Sync());
       auto id = env_->base().Stat(path_);
       MutexLock l(env_->mu_);
       ++env_->syncs_;
@@ -118,7 +117,7 @@ class FaultInjectionEnv final : public ForwardingLedgerEnv {
       return Status::Ok();
     }
     Status Truncate(uint64_t size) override {
-      NVDRA_RETURN_IF_ERROR(f_->Truncate(size));
+      NVDRA_RETURN_IF_ERROR(base().Truncate(size));
       MutexLock l(env_->mu_);
       if (env_->synced_[path_] > size) env_->synced_[path_] = size;
       return Status::Ok();
@@ -127,7 +126,6 @@ class FaultInjectionEnv final : public ForwardingLedgerEnv {
    private:
     FaultInjectionEnv* env_;
     std::string path_;
-    std::unique_ptr<AppendFile> f_;
   };
 
   mutable Mutex mu_;

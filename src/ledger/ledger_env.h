@@ -26,6 +26,23 @@ class AppendFile {
   virtual Status Truncate(uint64_t size) = 0;
 };
 
+// An AppendFile that passes every call to another; wrappers (fault
+// injection, probes) override only what they change.
+class ForwardingAppendFile : public AppendFile {
+ public:
+  explicit ForwardingAppendFile(std::unique_ptr<AppendFile> f) : f_(std::move(f)) {}
+  Status Append(std::string_view data) override { return f_->Append(data); }
+  Result<std::string> ReadAt(uint64_t offset, size_t n) override { return f_->ReadAt(offset, n); }
+  Status Sync() override { return f_->Sync(); }
+  Status Truncate(uint64_t size) override { return f_->Truncate(size); }
+
+ protected:
+  AppendFile& base() { return *f_; }
+
+ private:
+  std::unique_ptr<AppendFile> f_;
+};
+
 // Held while the caller owns the cross-process lock; released on destruction
 // (and by the kernel when the process dies).
 class FileLock {
