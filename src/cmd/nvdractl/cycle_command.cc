@@ -58,7 +58,15 @@ struct Call {
   std::vector<std::string> errors;
 };
 
-void RunPrepare(const kubelet::PluginClient& client, Call& call) {
+// Idle before a call, outside its latency: a kubelet's calls come between
+// other work, and on some machines a round trip that follows an idle
+// stretch costs more than one right after the last.
+void Pause(std::chrono::microseconds pause) {
+  if (pause.count() > 0) std::this_thread::sleep_for(pause);
+}
+
+void RunPrepare(const kubelet::PluginClient& client, Call& call, std::chrono::microseconds pause) {
+  Pause(pause);
   auto t0 = std::chrono::steady_clock::now();
   auto p = client.Prepare(kubelet::DraApi::kV1, call.claims, std::chrono::seconds(45));
   call.prepare_ms = MsSince(t0);
@@ -75,7 +83,8 @@ void RunPrepare(const kubelet::PluginClient& client, Call& call) {
   }
 }
 
-void RunUnprepare(const kubelet::PluginClient& client, Call& call) {
+void RunUnprepare(const kubelet::PluginClient& client, Call& call, std::chrono::microseconds pause) {
+  Pause(pause);
   auto t0 = std::chrono::steady_clock::now();
   auto u = client.Unprepare(kubelet::DraApi::kV1, call.claims, std::chrono::seconds(45));
   call.unprepare_ms = MsSince(t0);
@@ -157,22 +166,13 @@ int RunCycle(const CycleArgs& args) {
   nlohmann::json errors = nlohmann::json::array();
   double total_ms = 0;
   Waves together(static_cast<int>(std::min(calls.size(), static_cast<size_t>(args.concurrency))));
+  const auto pause = std::chrono::microseconds(args.pause_us);
   for (size_t i = 0; i < calls.size(); i += args.concurrency) {
     std::vector<Call> wave(calls.begin() + i,
                            calls.begin() + std::min(calls.size(), i + static_cast<size_t>(args.concurrency)));
     auto t0 = std::chrono::steady_clock::now();
-    // Idle before each call, outside its time: a kubelet's calls come
-    // between other work, and on some machines a round trip that follows an
-    // idle stretch costs more than one right after the last.
-    const auto pause = std::chrono::microseconds(args.pause_us);
-    auto paused = [&](void (*run)(const kubelet::PluginClient&, Call&)) {
-      return [&, run](Call& c) {
-        if (pause.count() > 0) std::this_thread::sleep_for(pause);
-        run(client, c);
-      };
-    };
-    if (!args.unprepare_only) together.Run(wave, paused(RunPrepare));
-    if (!args.prepare_only) together.Run(wave, paused(RunUnprepare));
+    if (!args.unprepare_only) together.Run(wave, [&](Call& c) { RunPrepare(client, c, pause); });
+    if (!args.prepare_only) together.Run(wave, [&](Call& c) { RunUnprepare(client, c, pause); });
     double ms = MsSince(t0);
     waves.push_back(ms);
     total_ms += ms;
