@@ -123,8 +123,12 @@ def make_claim(name, results, namespace="default", configs=None, uid=None, reser
     """A resource.k8s.io/v1 ResourceClaim, allocated as the scheduler would.
 
     reserved_for: the pods (name, uid) in status.reservedFor, as the
-    scheduler and the resourceclaim controller keep it."""
+    scheduler and the resourceclaim controller keep it. By default one pod,
+    "<name>-pod": the kubelet prepares a claim only for a pod it is reserved
+    for. [] leaves reservedFor out."""
     uid = uid or str(uuid.uuid4())
+    if reserved_for is None:
+        reserved_for = [(name + "-pod", str(uuid.uuid5(uuid.NAMESPACE_URL, "pod/" + uid)))]
     claim = {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace, "uid": uid},
@@ -136,7 +140,7 @@ def make_claim(name, results, namespace="default", configs=None, uid=None, reser
             "config": configs or [],
         }}},
     }
-    if reserved_for is not None:
+    if reserved_for:
         claim["status"]["reservedFor"] = [{"resource": "pods", "name": n, "uid": u} for n, u in reserved_for]
     return claim
 
