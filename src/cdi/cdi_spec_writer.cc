@@ -47,6 +47,39 @@ Status CheckYamlNesting(const std::string& text, const std::string& what) {
   return Status::Ok();
 }
 
+// A JSON document as block-style YAML, which the Go driver writes its specs
+// in. Every string stays double-quoted with JSON's escapes (valid in YAML's
+// double-quoted style), so no value changes type on the way back ("0666"
+// stays a string, "true" stays a string).
+void AppendYaml(const nlohmann::ordered_json& v, int indent, std::string& out) {
+  const std::string pad(static_cast<size_t>(indent), ' ');
+  if (v.is_object() && !v.empty()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      out += pad + nlohmann::ordered_json(it.key()).dump() + ":";
+      const auto& c = it.value();
+      if ((c.is_object() || c.is_array()) && !c.empty()) {
+        out += "\n";
+        AppendYaml(c, indent + 2, out);
+      } else {
+        out += " " + c.dump() + "\n";
+      }
+    }
+  } else if (v.is_array() && !v.empty()) {
+    for (const auto& c : v) {
+      if ((c.is_object() || c.is_array()) && !c.empty()) {
+        // The first line of the element goes after the dash, the rest under it.
+        std::string inner;
+        AppendYaml(c, indent + 2, inner);
+        out += pad + "- " + inner.substr(static_cast<size_t>(indent) + 2);
+      } else {
+        out += pad + "- " + c.dump() + "\n";
+      }
+    }
+  } else {
+    out += pad + v.dump() + "\n";
+  }
+}
+
 // The names of a spec's devices, in file order; entries that are not a
 // mapping with a string name are skipped (a file on disk may hold anything).
 // `ref_env`: the variable whose value, in the spec-level env, names the claim.
@@ -252,6 +285,28 @@ Status CdiSpecWriter::RemoveClaimSpec(const std::string& claim_uid) const {
   NVDRA_RETURN_IF_ERROR(RemoveFileIfExists(path).Wrap("removing CDI spec of claim " + claim_uid));
   return RemoveFileIfExists(JoinPath(root_, FilePrefix() + claim_uid + ".yaml"))
       .Wrap("removing CDI spec of claim " + claim_uid);
+}
+
+Status CdiSpecWriter::HandClaimSpecToUpstream(const std::string& claim_uid) const {
+  NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
+  const std::string upstream = JoinPath(root_, FilePrefix() + claim_uid + ".yaml");
+  auto text = ReadRegularFile(path, kMaxClaimSpecBytes);
+  if (!text.ok()) {
+    if (text.status().code() != StatusCode::kNotFound) return text.status();
+    if (PathExists(upstream)) return Status::Ok();  // handed over already
+    return NotFound("no CDI spec of claim " + claim_uid + " in " + root_);
+  }
+  NVDRA_RETURN_IF_ERROR(CheckJsonDepth(*text, "CDI spec " + path));
+  auto spec = nlohmann::ordered_json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (spec.is_discarded() || !spec.is_object()) return InvalidArgument("CDI spec " + path + " is not a JSON object");
+  std::string yaml = "---\n";
+  AppendYaml(spec, 0, yaml);
+  // The YAML first, then ours removed: a runtime reading the directory in
+  // between sees the devices twice (a container started in that instant
+  // fails and is retried), never not at all.
+  NVDRA_RETURN_IF_ERROR(WriteFileAtomically(upstream, yaml, 0644, /*sync=*/false)
+                            .Wrap("writing the upstream CDI spec of claim " + claim_uid));
+  return RemoveFileIfExists(path).Wrap("removing CDI spec of claim " + claim_uid);
 }
 
 Result<std::vector<std::string>> CdiSpecWriter::ClaimSpecDevices(const std::string& claim_uid) const {

@@ -67,6 +67,13 @@ class CdiSpecWriter {
   // driver); a missing file is success.
   Status RemoveClaimSpec(const std::string& claim_uid) const;
 
+  // For a rollback to the Go driver: rewrites the claim's spec under the Go
+  // driver's name and in its format ("<prefix><uid>.yaml", YAML), which its
+  // Unprepare removes, and removes ours. The CDI devices keep their names,
+  // so containers of the claim start as before. Ok when only the YAML is
+  // there (handed over already); NotFound without either.
+  Status HandClaimSpecToUpstream(const std::string& claim_uid) const;
+
   // UIDs of every claim spec of our vendor and class in the directory
   // (sorted, unique), for the reconciler's sweep.
   Result<std::vector<std::string>> ListClaimSpecUids() const;

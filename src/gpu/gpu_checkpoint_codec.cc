@@ -7,6 +7,7 @@
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_undo.h"
 #include "ledger/go_json.h"
+#include "ledger/legacy_checkpoint.h"
 
 namespace nvdra::gpu {
 
@@ -68,6 +69,36 @@ std::optional<std::string> GpuCheckpointCodec::UpstreamPreparedDevices(const led
             "},\"device\":" + ledger::GoCheckpointedDevice(d) + "},\"mig\":null}";
   }
   return "[{\"devices\":[" + devs + "],\"configState\":{\"mpsControlDaemonID\":\"\"}}]";
+}
+
+std::string GpuCheckpointCodec::UpstreamConfigState(std::string_view raw, ledger::UpstreamRelease release) const {
+  using ledger::UpstreamRelease;
+  auto members = ledger::RawObjectMembers(raw);
+  if (!members.ok()) return std::string(raw);
+  auto value_of = [&](const char* key) -> std::string_view {
+    for (const auto& [k, v] : *members) {
+      if (ledger::GoKeyIs(k, key)) return v;
+    }
+    return {};
+  };
+  // The struct's fields in its order; a *bool is omitempty (absent or null
+  // is left out), as is the daemon id on main when empty.
+  std::string out = "{";
+  auto add = [&](const char* key, std::string_view value) {
+    out += (out.size() > 1 ? ",\"" : "\"") + std::string(key) + "\":" + std::string(value);
+  };
+  std::string_view id = value_of("mpsControlDaemonID");
+  if (id.empty() || id == "null") id = "\"\"";
+  if (release != UpstreamRelease::kMain || id != "\"\"") add("mpsControlDaemonID", id);
+  if (release == UpstreamRelease::kMain) {
+    std::string_view mps = value_of("mpsApplied");
+    if (!mps.empty() && mps != "null") add("mpsApplied", mps);
+  }
+  if (release >= UpstreamRelease::kV0_4_1) {
+    std::string_view ts = value_of("timeSliceApplied");
+    if (!ts.empty() && ts != "null") add("timeSliceApplied", ts);
+  }
+  return out + "}";
 }
 
 nlohmann::json GpuCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const {

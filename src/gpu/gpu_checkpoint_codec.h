@@ -21,6 +21,10 @@ class GpuCheckpointCodec final : public ledger::KindCodec {
     return {device};
   }
   std::optional<std::string> UpstreamPreparedDevices(const ledger::ClaimEntry& e) const override;
+  // DeviceConfigState as each release marshals it (docs/migration.md):
+  // mpsControlDaemonID always written up to v0.4.1 and omitempty since, then
+  // timeSliceApplied (v0.4.1 on) and mpsApplied (main) when set.
+  std::string UpstreamConfigState(std::string_view raw, ledger::UpstreamRelease release) const override;
   nlohmann::json ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const override;
 };
 

@@ -4,6 +4,35 @@
 
 namespace nvdra::ledger {
 
+namespace {
+constexpr UpstreamRelease kReleases[] = {UpstreamRelease::kV25_12_0, UpstreamRelease::kV0_4_0,
+                                         UpstreamRelease::kV0_4_1, UpstreamRelease::kMain};
+}  // namespace
+
+const char* UpstreamReleaseName(UpstreamRelease r) {
+  switch (r) {
+    case UpstreamRelease::kV25_12_0: return "v25.12.0";
+    case UpstreamRelease::kV0_4_0: return "v0.4.0";
+    case UpstreamRelease::kV0_4_1: return "v0.4.1";
+    case UpstreamRelease::kMain: return "main";
+  }
+  return "?";
+}
+
+std::optional<UpstreamRelease> ParseUpstreamRelease(std::string_view name) {
+  for (UpstreamRelease r : kReleases) {
+    std::string_view known = UpstreamReleaseName(r);
+    if (name == known || (known.front() == 'v' && name == known.substr(1))) return r;
+  }
+  return std::nullopt;
+}
+
+std::string UpstreamReleaseNames() {
+  std::string out;
+  for (UpstreamRelease r : kReleases) out += (out.empty() ? "" : ", ") + std::string(UpstreamReleaseName(r));
+  return out;
+}
+
 const std::vector<nlohmann::json>& UpstreamClaim::ParametersFor(const std::string& request) const {
   static const std::vector<nlohmann::json> kNone;
   auto it = config_parameters.find(request);

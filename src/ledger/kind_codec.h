@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,25 @@
 #include "ledger/claim_entry.h"
 
 namespace nvdra::ledger {
+
+// The releases of the Go driver a checkpoint export is written for. Each
+// marshals its checkpoint a little differently (boot id, omitempty fields),
+// and it verifies a file by re-marshalling what it decoded: an export holds
+// exactly the bytes its release writes, or that release refuses it as
+// corrupt. Ordered oldest first.
+enum class UpstreamRelease {
+  kV25_12_0,  // no nodeBootID; CheckpointedDevice without ShareID/Metadata
+  kV0_4_0,    // nodeBootID; ShareID/Metadata omitempty
+  kV0_4_1,    // + configState.timeSliceApplied (omitempty)
+  kMain,      // + configState.mpsApplied; mpsControlDaemonID omitempty
+};
+inline constexpr UpstreamRelease kLatestUpstreamRelease = UpstreamRelease::kV0_4_1;
+// "v25.12.0", "v0.4.0", "v0.4.1", "main".
+const char* UpstreamReleaseName(UpstreamRelease r);
+// The release a name gives (a leading "v" optional); nullopt for another.
+std::optional<UpstreamRelease> ParseUpstreamRelease(std::string_view name);
+// "v25.12.0, v0.4.0, v0.4.1, main": for help and errors.
+std::string UpstreamReleaseNames();
 
 // One device of a group the Go driver prepared, as its checkpoint names it.
 struct UpstreamPreparedDevice {
@@ -63,6 +83,13 @@ class KindCodec {
   // for a native entry with prepared devices, or nullopt when they cannot be
   // represented to it (the export then leaves the claim half prepared there).
   virtual std::optional<std::string> UpstreamPreparedDevices(const ClaimEntry& e) const = 0;
+
+  // A group's "configState" (raw JSON, as the codec or the Go driver wrote
+  // it) as `release` marshals it: its fields in that release's order, with
+  // its omissions, fields it does not know left out. The default keeps it.
+  virtual std::string UpstreamConfigState(std::string_view raw, UpstreamRelease release) const {
+    return std::string(raw);
+  }
 
   // The kind's own undo record for a claim imported from the Go driver's
   // checkpoint (`e`: the entry the import made, with its allocation and

@@ -263,9 +263,64 @@ Result<std::vector<std::pair<std::string, std::string_view>>> RawObjectMembers(s
   }
 }
 
+Result<std::vector<std::string_view>> RawArrayElements(std::string_view text) {
+  Scanner s(text);
+  std::vector<std::string_view> out;
+  if (!s.Eat('[')) return InvalidArgument("not a JSON array");
+  if (s.Eat(']')) return out;
+  for (;;) {
+    auto value = s.Value(1);
+    if (!value) return InvalidArgument("malformed JSON value (or nested deeper than " +
+                                       std::to_string(kMaxLegacyJsonDepth) + " levels)");
+    out.push_back(*value);
+    if (s.Eat(',')) continue;
+    if (s.Eat(']') && s.AtEnd()) return out;
+    return InvalidArgument("malformed JSON array");
+  }
+}
+
 namespace {
 
 using RawMembers = std::vector<std::pair<std::string, std::string_view>>;
+
+// A CheckpointedDevice as `release` marshals it: before v0.4.0 it was
+// kubeletplugin.Device with four fields, so ShareID and Metadata (which
+// that release drops when it reads them) are left out.
+std::string CheckpointedDeviceForRelease(std::string_view raw, UpstreamRelease release) {
+  if (release != UpstreamRelease::kV25_12_0) return std::string(raw);
+  auto m = RawObjectMembers(raw);
+  if (!m.ok()) return std::string(raw);
+  std::string out;
+  for (const auto& [k, v] : *m) {
+    if (GoKeyIs(k, "ShareID") || GoKeyIs(k, "Metadata")) continue;
+    out += (out.empty() ? "{" : ",") + GoString(k) + ":" + std::string(v);
+  }
+  return out.empty() ? "{}" : out + "}";
+}
+
+// A group's device ({"gpu":{"info":...,"device":D}|null, "mig":..., ...}),
+// each member's "device" as `release` marshals it. The oldest CD format (the
+// CheckpointedDevice fields directly in the entry) predates every release
+// an export is for and is kept.
+std::string GroupDeviceForRelease(std::string_view raw, UpstreamRelease release) {
+  auto m = RawObjectMembers(raw);
+  if (!m.ok()) return std::string(raw);
+  std::string out;
+  for (const auto& [k, v] : *m) {
+    std::string value(v);
+    auto inner = RawObjectMembers(v);
+    if (inner.ok()) {
+      std::string rebuilt;
+      for (const auto& [ik, iv] : *inner) {
+        rebuilt += (rebuilt.empty() ? "{" : ",") + GoString(ik) + ":" +
+                   (GoKeyIs(ik, "device") ? CheckpointedDeviceForRelease(iv, release) : std::string(iv));
+      }
+      value = rebuilt.empty() ? "{}" : rebuilt + "}";
+    }
+    out += (out.empty() ? "{" : ",") + GoString(k) + ":" + value;
+  }
+  return out.empty() ? "{}" : out + "}";
+}
 
 // Checksums, as upstream checks them: v1 (top-level "checksum") over
 // {"checksum":0,"v1":...}, then v2 over the v2 object with checksum 0.
@@ -430,8 +485,39 @@ Result<LegacyImport> ParseLegacyCheckpoint(std::string_view json_text, const Kin
   return out;
 }
 
+std::string UpstreamGroupsForRelease(std::string_view groups, const KindCodec* codec, UpstreamRelease release) {
+  auto list = RawArrayElements(groups);
+  if (!list.ok()) return std::string(groups);
+  std::string out;
+  for (std::string_view g : *list) {
+    auto members = RawObjectMembers(g);
+    std::string group;
+    if (!members.ok()) {
+      group = std::string(g);
+    } else {
+      for (const auto& [k, v] : *members) {
+        std::string value(v);
+        if (GoKeyIs(k, "devices")) {
+          auto devices = RawArrayElements(v);
+          if (devices.ok()) {
+            value.clear();
+            for (std::string_view d : *devices) value += (value.empty() ? "" : ",") + GroupDeviceForRelease(d, release);
+            value = "[" + value + "]";
+          }
+        } else if (GoKeyIs(k, "configState") && codec != nullptr) {
+          value = codec->UpstreamConfigState(v, release);
+        }
+        group += (group.empty() ? "{" : ",") + GoString(k) + ":" + value;
+      }
+      group = group.empty() ? "{}" : group + "}";
+    }
+    out += (out.empty() ? "" : ",") + group;
+  }
+  return "[" + out + "]";
+}
+
 std::string WriteLegacyCheckpoint(const std::vector<ClaimEntry>& entries, const std::string& boot_id,
-                                  const KindCodec* codec) {
+                                  const KindCodec* codec, UpstreamRelease release) {
   std::map<std::string, std::pair<std::string, std::string>> claims;  // uid -> (v2 claim, v1 claim or "")
   for (const auto& e : entries) {
     if (!HoldsResources(e.state)) continue;
@@ -459,6 +545,7 @@ std::string WriteLegacyCheckpoint(const std::vector<ClaimEntry>& entries, const 
       // half prepared (it never reuses the devices, and its cleanup drops it).
       if (!g) completed = false;
     }
+    if (!groups.empty() && groups != "null" && groups != "[]") groups = UpstreamGroupsForRelease(groups, codec, release);
     std::string v2 = "{\"checkpointState\":" + GoString(completed ? "PrepareCompleted" : "PrepareStarted") +
                      ",\"status\":" + status;
     if (!groups.empty() && groups != "null" && groups != "[]") v2 += ",\"preparedDevices\":" + groups;
@@ -481,7 +568,7 @@ std::string WriteLegacyCheckpoint(const std::vector<ClaimEntry>& entries, const 
   std::string v1 = v1_claims.empty() ? "{}" : "{\"preparedClaims\":{" + v1_claims + "}}";
   std::string v2_rest;
   if (!v2_claims.empty()) v2_rest += ",\"preparedClaims\":{" + v2_claims + "}";
-  if (!boot_id.empty()) v2_rest += ",\"nodeBootID\":" + GoString(boot_id);
+  if (!boot_id.empty() && release != UpstreamRelease::kV25_12_0) v2_rest += ",\"nodeBootID\":" + GoString(boot_id);
   uint32_t c2 = GoChecksum("{\"checksum\":0" + v2_rest + "}");
   uint32_t c1 = GoChecksum("{\"checksum\":0,\"v1\":" + v1 + "}");
   return "{\"checksum\":" + std::to_string(c1) + ",\"v1\":" + v1 + ",\"v2\":{\"checksum\":" + std::to_string(c2) +

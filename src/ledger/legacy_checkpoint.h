@@ -50,6 +50,8 @@ uint32_t GoChecksum(std::string_view marshalled);
 // order, without re-serialising anything. Error on malformed input or nesting
 // deeper than kMaxLegacyJsonDepth.
 Result<std::vector<std::pair<std::string, std::string_view>>> RawObjectMembers(std::string_view text);
+// The elements of the JSON array `text` as raw text, likewise.
+Result<std::vector<std::string_view>> RawArrayElements(std::string_view text);
 
 // `codec` (the kind's; nullptr: keep every allocation result, each device
 // holding its name) filters allocation results to its driver and names what
@@ -63,12 +65,20 @@ Result<LegacyImport> ParseLegacyCheckpoint(std::string_view json_text,
                                            const KindCodec* codec,
                                            const std::string& current_boot_id);
 
-// The checkpoint the Go driver reads, holding `entries` (live claims; others
-// are skipped) for `boot_id`. Claims imported from a Go checkpoint are given
-// back as they were read; native ones are described by `codec` (see
-// docs/migration.md for what the Go driver can and cannot undo of those;
-// without a codec their devices cannot be described: half prepared).
+// The checkpoint `release` of the Go driver reads, holding `entries` (live
+// claims; others are skipped) for `boot_id` (left out for a release before
+// the boot id). Claims imported from a Go checkpoint are given back as they
+// were read, their prepared groups as `release` marshals them; native ones
+// are described by `codec` (see docs/migration.md for what the Go driver can
+// and cannot undo of those; without a codec their devices cannot be
+// described: half prepared).
 std::string WriteLegacyCheckpoint(const std::vector<ClaimEntry>& entries, const std::string& boot_id,
-                                  const KindCodec* codec);
+                                  const KindCodec* codec, UpstreamRelease release = kLatestUpstreamRelease);
+
+// Prepared device groups (raw JSON, as the Go driver or a codec wrote them)
+// as `release` marshals them: each CheckpointedDevice without the fields
+// that release does not know, each configState through the codec. Text that
+// is not an array of groups is kept.
+std::string UpstreamGroupsForRelease(std::string_view groups, const KindCodec* codec, UpstreamRelease release);
 
 }  // namespace nvdra::ledger

@@ -261,8 +261,37 @@ int RetireLedger(const std::string& dir) {
   return 0;
 }
 
+// Each exported claim's CDI spec under the Go driver's name and format, so
+// its Unprepare removes the spec after the rollback (it deletes only its own
+// name). Returns how many specs could not be handed over.
+int HandSpecsToUpstream(const std::vector<ClaimEntry>& entries, const std::string& cdi_root,
+                        const std::string& driver) {
+  cdi::CdiSpecWriter cdi(cdi_root, "k8s." + driver);
+  int failed = 0, handed = 0;
+  for (const auto& e : entries) {
+    if (!ledger::HoldsResources(e.state)) continue;
+    Status s = cdi.HandClaimSpecToUpstream(e.uid);
+    if (s.ok()) {
+      ++handed;
+    } else if (s.code() != StatusCode::kNotFound) {
+      std::fprintf(stderr, "nvdractl: claim %s: %s\n", e.uid.c_str(), s.message().c_str());
+      ++failed;
+    }
+  }
+  std::printf("%d CDI specs in %s under the Go driver's names (%s-claim_<uid>.yaml)\n", handed, cdi_root.c_str(),
+              ("k8s." + driver).c_str());
+  return failed;
+}
+
 int ExportUpstream(const std::string& dir, std::string output, const std::string& driver,
-                   const std::string& boot_id_file, bool force, bool retire_ledger) {
+                   const std::string& boot_id_file, bool force, bool retire_ledger, const std::string& target,
+                   const std::string& cdi_root) {
+  auto release = ledger::ParseUpstreamRelease(target);
+  if (!release) {
+    std::fprintf(stderr, "nvdractl: unknown --target %s (one of %s)\n", target.c_str(),
+                 ledger::UpstreamReleaseNames().c_str());
+    return 2;
+  }
   auto boot = ReadBootId(boot_id_file);
   if (!boot.ok()) {
     std::fprintf(stderr, "nvdractl: %s\n", boot.status().message().c_str());
@@ -297,7 +326,7 @@ int ExportUpstream(const std::string& dir, std::string output, const std::string
     return 1;
   }
   const ledger::KindCodec* codec = driver.empty() ? &CodecOfEntries(in->entries) : CodecForDriver(driver);
-  std::string text = ledger::WriteLegacyCheckpoint(in->entries, *boot, codec);
+  std::string text = ledger::WriteLegacyCheckpoint(in->entries, *boot, codec, *release);
   Status s = WriteFileAtomically(output, text, 0600);
   if (!s.ok()) {
     std::fprintf(stderr, "nvdractl: %s\n", s.message().c_str());
@@ -305,8 +334,13 @@ int ExportUpstream(const std::string& dir, std::string output, const std::string
   }
   size_t live = 0;
   for (const auto& e : in->entries) live += ledger::HoldsResources(e.state) ? 1 : 0;
-  std::printf("wrote %s with %zu claims for boot %s\n", output.c_str(), live, boot->c_str());
-  return retire_ledger ? RetireLedger(dir) : 0;
+  std::printf("wrote %s with %zu claims for boot %s, as the Go driver %s reads it\n", output.c_str(), live,
+              boot->c_str(), ledger::UpstreamReleaseName(*release));
+  // Specs are handed over only with the ledger retired: a plugin still using
+  // the ledger keeps its own spec names.
+  if (!retire_ledger) return 0;
+  if (!cdi_root.empty() && HandSpecsToUpstream(in->entries, cdi_root, codec != nullptr ? codec->driver_name() : driver) > 0) return 1;
+  return RetireLedger(dir);
 }
 
 }  // namespace
@@ -316,6 +350,7 @@ void AddLedgerCommands(CLI::App& app, int& exit_code) {
     std::string dir, boot_id_file = kDefaultBootIdPath;
     bool json = false, all = false;
     std::string cdi_root = "/var/run/cdi", driver = DefaultCodec().driver_name(), export_driver, output;
+    std::string target = ledger::UpstreamReleaseName(ledger::kLatestUpstreamRelease);
     bool keep_recovering = false, force = false, retire_ledger = false;
   };
   // Owned by the callbacks, which live as long as the app.
@@ -357,13 +392,20 @@ void AddLedgerCommands(CLI::App& app, int& exit_code) {
   exp->add_option("--driver", flags->export_driver,
                   "the driver's name (" + KnownDrivers() + "; default: the driver of the ledger's claims)");
   exp->add_option("--boot-id-file", flags->boot_id_file, "where the current boot id is read from");
+  exp->add_option("--target", flags->target,
+                  "the Go driver release to write for (" + ledger::UpstreamReleaseNames() +
+                      "; default: the latest release); each marshals the checkpoint differently and refuses "
+                      "another's as corrupt");
+  exp->add_option("--cdi-root", flags->cdi_root,
+                  "with --retire-ledger: the CDI spec directory whose claim specs are renamed to the Go driver's "
+                  "names (\"\": leave them)");
   exp->add_flag("--force", flags->force, "overwrite an existing checkpoint");
   exp->add_flag("--retire-ledger", flags->retire_ledger,
                 "rename ledger.log aside, so a later upgrade imports the checkpoint again (refused while a "
                 "plugin has the ledger open)");
   exp->callback([flags, &exit_code] {
     exit_code = ExportUpstream(flags->dir, flags->output, flags->export_driver, flags->boot_id_file, flags->force,
-                               flags->retire_ledger);
+                               flags->retire_ledger, flags->target, flags->cdi_root);
   });
 }
 

@@ -296,7 +296,8 @@ TEST(NvdractlLedgerTest, ExportUpstreamGivesImportedClaimsBackUnchanged) {
   }
   std::string boot = JoinPath(dir.path(), "boot_id");
   ASSERT_TRUE(WriteFileAtomically(boot, "boot-1\n").ok());
-  CtlRun r = Nvdractl("ledger export-upstream " + dir.path() + " --boot-id-file " + boot + " --retire-ledger");
+  CtlRun r = Nvdractl("ledger export-upstream " + dir.path() + " --boot-id-file " + boot +
+                      " --retire-ledger --cdi-root " + dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(*ReadFileToString(cp), file);  // byte for byte what the Go driver wrote
   EXPECT_FALSE(PathExists(JoinPath(dir.path(), ledger::kLogFileName)));
@@ -308,7 +309,8 @@ TEST(NvdractlLedgerTest, ExportUpstreamRefusesToRetireALedgerAPluginHolds) {
   std::string boot = JoinPath(dir.path(), "boot_id");
   ASSERT_TRUE(WriteFileAtomically(boot, "boot-1\n").ok());
   std::string cp = JoinPath(dir.path(), ledger::kLegacyCheckpointFileName);
-  const std::string cmd = "ledger export-upstream " + dir.path() + " --boot-id-file " + boot + " --retire-ledger";
+  const std::string cmd = "ledger export-upstream " + dir.path() + " --boot-id-file " + boot +
+                          " --retire-ledger --cdi-root " + dir.path();
   {
     // Open as a running plugin has it (this process stands in for one).
     ledger::LedgerOptions o;
