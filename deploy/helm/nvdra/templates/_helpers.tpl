@@ -64,60 +64,41 @@ app.kubernetes.io/part-of: nvdra
 {{- .Values.image.repository -}}:{{- .Values.image.tag | default .Values.nvdra.upstreamVersion -}}
 {{- end }}
 
-{{/* The upstream release whose table row of files/upstream-feature-gates.yaml applies to the controller image. */}}
-{{- define "nvdra.upstreamRelease" -}}
-{{- .Values.image.tag | default .Values.nvdra.upstreamVersion -}}
-{{- end }}
-
-{{/*
-The gates the controller image knows, as JSON {"gates": [...]}:
-nvdra.controllerFeatureGates when set, else the table's row for its release
-and the logging gates;
-{"unknown": true} for a release the table does not list.
-*/}}
-{{- define "nvdra.controllerKnownGates" -}}
-{{- if .Values.nvdra.controllerFeatureGates -}}
-{{- toJson (dict "gates" .Values.nvdra.controllerFeatureGates "explicit" true) -}}
-{{- else -}}
-{{- $table := .Files.Get "files/upstream-feature-gates.yaml" | fromYaml -}}
-{{- $release := include "nvdra.upstreamRelease" . -}}
-{{- if hasKey $table.releases $release -}}
-{{- toJson (dict "gates" (concat (index $table.releases $release) $table.loggingGates)) -}}
-{{- else -}}
-{{- toJson (dict "unknown" true) -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}
-
 {{/*
 FEATURE_GATES of the controller (and, through it, of the IMEX daemons it
-starts): the gates of featureGates its release knows, in key order; empty
-when none. Fails rendering where the controller would exit on a gate or
-cannot serve one that is on.
+starts): the gates of featureGates that the controller image knows, in key
+order; empty when none. The image knows nvdra.controllerFeatureGates when
+set, else the row of files/upstream-feature-gates.yaml for its release
+(image.tag, else nvdra.upstreamVersion) and the logging gates. Fails
+rendering where the controller would exit on a gate (an image no row names)
+or cannot serve one that is on.
 */}}
 {{- define "nvdra.controllerFeatureGates" -}}
-{{- $known := include "nvdra.controllerKnownGates" . | fromJson -}}
-{{- $release := include "nvdra.upstreamRelease" . -}}
+{{- $table := .Files.Get "files/upstream-feature-gates.yaml" | fromYaml -}}
+{{- $release := .Values.image.tag | default .Values.nvdra.upstreamVersion -}}
 {{- $image := include "nvdra.upstreamImage" . -}}
 {{- $gates := .Values.featureGates | default dict -}}
 {{- $hostManaged := include "nvdra.hostManagedIMEX" . -}}
-{{- if $known.unknown -}}
-  {{- if or $gates $hostManaged -}}
-    {{- $releases := (.Files.Get "files/upstream-feature-gates.yaml" | fromYaml).releases -}}
-    {{- fail (printf "\nthe controller image %s is not an upstream release whose feature gates this chart knows (%s), and its binaries exit on a gate they do not parse: set nvdra.controllerFeatureGates to the gates that image knows" $image (keys $releases | sortAlpha | join ", ")) -}}
+{{- $known := list -}}
+{{- $where := "" -}}
+{{- if .Values.nvdra.controllerFeatureGates -}}
+  {{- $known = .Values.nvdra.controllerFeatureGates -}}
+  {{- $where = printf "the controller image %s (nvdra.controllerFeatureGates)" $image -}}
+{{- else if hasKey $table.releases $release -}}
+  {{- $known = concat (index $table.releases $release) $table.loggingGates -}}
+  {{- $where = printf "upstream's release %s (the controller image %s)" $release $image -}}
+{{- else if or $gates $hostManaged -}}
+  {{- fail (printf "\nthe controller image %s is not an upstream release whose feature gates this chart knows (%s), and its binaries exit on a gate they do not parse: set nvdra.controllerFeatureGates to the gates that image knows" $image (keys $table.releases | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- range $gate := $table.needController -}}
+  {{- $on := and (hasKey $gates $gate) (eq (toString (index $gates $gate)) "true") -}}
+  {{- $mode := and (ne $hostManaged "") (eq $gate "HostManagedIMEXDaemon") -}}
+  {{- if and (or $on $mode) (not (has $gate $known)) -}}
+    {{- fail (printf "\n%sfeatureGates.%s=true needs a ComputeDomain controller that knows the %s gate, and %s does not. Name a controller image that has it (image.repository, image.tag) and list the gates that image knows in nvdra.controllerFeatureGates, or turn the gate off" (ternary "resources.computeDomains.imex.mode=hostManaged with " "" $mode) $gate $gate $where) -}}
   {{- end -}}
-{{- else -}}
-  {{- $where := ternary (printf "the controller image %s (nvdra.controllerFeatureGates)" $image) (printf "upstream's release %s (the controller image %s)" $release $image) (hasKey $known "explicit") -}}
-  {{- range $gate := (.Files.Get "files/upstream-feature-gates.yaml" | fromYaml).needController -}}
-    {{- $on := and (hasKey $gates $gate) (eq (toString (index $gates $gate)) "true") -}}
-    {{- $mode := and (ne $hostManaged "") (eq $gate "HostManagedIMEXDaemon") -}}
-    {{- if and (or $on $mode) (not (has $gate $known.gates)) -}}
-      {{- fail (printf "\n%sfeatureGates.%s=true needs a ComputeDomain controller that knows the %s gate, and %s does not. Name a controller image that has it (image.repository, image.tag) and list the gates that image knows in nvdra.controllerFeatureGates, or turn the gate off" (ternary "resources.computeDomains.imex.mode=hostManaged with " "" $mode) $gate $gate $where) -}}
-    {{- end -}}
-  {{- end -}}
-  {{- range $key, $value := $gates -}}
-    {{- if has $key $known.gates }}{{ $key }}={{ $value }},{{ end -}}
-  {{- end -}}
+{{- end -}}
+{{- range $key, $value := $gates -}}
+  {{- if has $key $known }}{{ $key }}={{ $value }},{{ end -}}
 {{- end -}}
 {{- end -}}
 
