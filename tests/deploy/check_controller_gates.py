@@ -186,7 +186,9 @@ def main():
     check(parse(gates_of(comps["nvdra-kubelet-plugin/compute-domains"])) == {"HostManagedIMEXDaemon": "true"},
           "plugins only: the compute-domains container lacks HostManagedIMEXDaemon")
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+    # helm's run is short and mostly waiting to start: more renders than
+    # cores at a time.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         for f in [pool.submit(fn, *a) for fn, a in tasks]:
             f.result()
 
