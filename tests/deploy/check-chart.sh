@@ -80,6 +80,12 @@ render "gpus only, driver container root" "$work/gpus-only.yaml" nvdra "$chart" 
   --set gpuResourcesEnabledOverride=true --set resources.computeDomains.enabled=false \
   --set nvidiaDriverRoot=/run/nvidia/driver
 
+render "GPU operator values" "$work/gpu-operator.yaml" nvdra "$chart" --namespace gpu-operator \
+  --values "$here/testdata/gpu-operator-values.yaml"
+render "nvdractl Job with upstream values" "$work/nvdractl-job.yaml" nvdra "$chart" --namespace gpu-operator \
+  --values "$values" --values "$here/testdata/nvdra-beside-upstream.yaml" \
+  --show-only templates/nvdractl-job.yaml --set nvdra.nvdractlJob.nodeName=gpu-node-1
+
 # No upstream release has a controller for host-managed IMEX daemons: the
 # operator names one built from upstream's main and the gates it knows.
 render "hostManaged IMEX" "$work/host-imex.yaml" nvdra "$chart" --namespace nvdra \
