@@ -7,7 +7,9 @@
 # check_chart_values.py places each value where upstream's chart puts it and
 # compares the DeviceClasses with upstream's; the webhook's cert-manager
 # objects agree with its configuration; settings the chart must refuse fail
-# rendering with their message.
+# rendering with their message; check_controller_gates.py checks the gates
+# upstream's controller gets per release, check_chart_cases.py the CDI hook,
+# GPU operator values, nvdra's image, the CRDs and the migration kit.
 #
 # Usage: check-chart.sh BUILD_DIR BIN_DIR
 set -euo pipefail
@@ -18,6 +20,9 @@ bin=${2:?usage: check-chart.sh BUILD_DIR BIN_DIR}
 work=$build/chart-validation
 chart=$src/deploy/helm/nvdra
 values=$here/testdata/upstream-values.yaml
+# nvdra's image is published by no registry: every render names one, as an
+# operator must (the chart refuses to render without it, checked below).
+img=(--set nvdra.image.repository=registry.example.com/nvdra)
 
 helm=$here/tools/bin/helm
 [ -x "$helm" ] || helm=$(command -v helm) || { echo "check-chart: helm not found (scripts/setup installs it into tests/deploy/tools/bin)" >&2; exit 1; }
@@ -48,7 +53,7 @@ fail() { echo "FAIL $*"; failed=1; }
 # lint NAME ARGS...
 lint() {
   local name=$1; shift
-  if "$helm" lint --strict "$chart" --namespace nvdra "$@" > "$work/lint.log" 2>&1; then ok "helm lint $name"
+  if "$helm" lint --strict "$chart" --namespace nvdra "${img[@]}" "$@" > "$work/lint.log" 2>&1; then ok "helm lint $name"
   else fail "helm lint $name:"; sed 's/^/     /' "$work/lint.log"; fi
 }
 lint "(defaults, gpuResourcesEnabledOverride)" --set gpuResourcesEnabledOverride=true
@@ -57,7 +62,7 @@ lint "(upstream values)" --values "$values"
 # render NAME OUT ARGS...: helm template, then every object validated.
 render() {
   local name=$1 out=$2; shift 2
-  if ! "$helm" template "$@" > "$out" 2> "$out.err"; then
+  if ! "$helm" template "$@" "${img[@]}" > "$out" 2> "$out.err"; then
     fail "helm template $name: $(cat "$out.err")"; return
   fi
   if validate "$out" > "$out.log"; then ok "$name: $(tail -1 "$out.log")"
@@ -73,11 +78,20 @@ render "resourceApiVersion v1beta1" "$work/beta.yaml" nvdra "$chart" --namespace
   --set gpuResourcesEnabledOverride=true --set resourceApiVersion=resource.k8s.io/v1beta1
 render "gpus only, driver container root" "$work/gpus-only.yaml" nvdra "$chart" --namespace nvdra \
   --set gpuResourcesEnabledOverride=true --set resources.computeDomains.enabled=false \
-  --set nvidiaDriverRoot=/run/nvidia/driver --set nvdra.cdiHook.required=false
+  --set nvidiaDriverRoot=/run/nvidia/driver
 
+render "GPU operator values" "$work/gpu-operator.yaml" nvdra "$chart" --namespace gpu-operator \
+  --values "$here/testdata/gpu-operator-values.yaml"
+render "nvdractl Job with upstream values" "$work/nvdractl-job.yaml" nvdra "$chart" --namespace gpu-operator \
+  --values "$values" --values "$here/testdata/nvdra-beside-upstream.yaml" \
+  --show-only templates/nvdractl-job.yaml --set nvdra.nvdractlJob.nodeName=gpu-node-1
+
+# No upstream release has a controller for host-managed IMEX daemons: the
+# operator names one built from upstream's main and the gates it knows.
 render "hostManaged IMEX" "$work/host-imex.yaml" nvdra "$chart" --namespace nvdra \
   --set gpuResourcesEnabledOverride=true --set resources.computeDomains.imex.mode=hostManaged \
-  --set featureGates.HostManagedIMEXDaemon=true
+  --set featureGates.HostManagedIMEXDaemon=true --set image.tag=main \
+  --set 'nvdra.controllerFeatureGates={MPSSupport,HostManagedIMEXDaemon}'
 if grep -q "name: IMEX_MODE" "$work/host-imex.yaml" && grep -q 'value: "hostManaged"' "$work/host-imex.yaml" &&
    ! grep -q "name: compute-domain-daemon.nvidia.com" "$work/host-imex.yaml"; then
   ok "hostManaged IMEX: the plugin gets IMEX_MODE=hostManaged, and no daemon DeviceClass is rendered"
@@ -138,7 +152,7 @@ else fail "plugins only beside an upstream release renders upstream's objects:";
 # reference, the rest validated as above.
 for issuer in selfsigned clusterissuer; do
   out=$work/webhook-$issuer.yaml
-  if ! "$helm" template nvdra "$chart" --namespace nvdra --set gpuResourcesEnabledOverride=true \
+  if ! "$helm" template nvdra "$chart" --namespace nvdra --set gpuResourcesEnabledOverride=true "${img[@]}" \
        --set webhook.enabled=true --set webhook.tls.certManager.issuerType=$issuer \
        --set webhook.tls.certManager.issuerName=corp-ca --set 'webhook.tls.certManager.dnsNames={webhook.example.com}' \
        > "$out" 2> "$out.err"; then
@@ -192,7 +206,7 @@ fi
 # refused NAME EXPECTED-SUBSTRING ARGS...: rendering must fail with the message.
 refused() {
   local name=$1 want=$2; shift 2
-  if "$helm" template nvdra "$chart" --namespace nvdra "$@" > /dev/null 2> "$work/refused.err"; then
+  if "$helm" template nvdra "$chart" --namespace nvdra "${img[@]}" "$@" > /dev/null 2> "$work/refused.err"; then
     fail "$name: rendered, expected a refusal containing: $want"
   elif ! grep -qF -- "$want" "$work/refused.err"; then
     fail "$name: refused, but not with: $want"; sed 's/^/     /' "$work/refused.err"
@@ -215,7 +229,7 @@ refused "a bad consumableShares" "consumableShares is \"some\"" --set gpuResourc
   --set consumableShares=some
 
 # The rendering of the driver-container root: the parent is mounted, the
-# plugins see the root, and nothing names the hook when it is not required.
+# plugins see the root, and nothing names a host hook.
 if grep -q "path: /run/nvidia$" "$work/gpus-only.yaml" && ! grep -q "nvidia-cdi-hook" "$work/gpus-only.yaml" &&
    ! grep -q "name: compute-domains" "$work/gpus-only.yaml"; then
   ok "gpus only, driver container root: parent /run/nvidia mounted, no hook, no compute-domains container"
@@ -252,12 +266,24 @@ sys.exit(1 if bad else 0)
 PY
 then ok "plugins only, cliques of another namespace: $(cat "$work/cliques.check")"
 else fail "plugins only, cliques of another namespace:"; sed 's/^/     /' "$work/cliques.check"; fi
-if "$helm" template nvdra "$chart" --namespace nvdra --set gpuResourcesEnabledOverride=true \
+if "$helm" template nvdra "$chart" --namespace nvdra --set gpuResourcesEnabledOverride=true "${img[@]}" \
      --set nvdra.cliqueNamespace=nvdra | grep -q "kubeletplugin-cliques\|CLIQUE_NAMESPACE: *$"; then
   fail "nvdra.cliqueNamespace set to the release's namespace renders a second clique Role"
 else
   ok "nvdra.cliqueNamespace of the release's own namespace adds no Role"
 fi
+
+# The controller's feature gates per upstream release (and the refusals of
+# gates it cannot serve), then the cases an operator meets first: the CDI
+# hook, GPU operator nodes, nvdra's image, the CRDs, the clique namespace
+# across the migration, the migration kit's Job.
+if python3 "$here/check_controller_gates.py" "$helm" "$chart" > "$work/gates.log" 2>&1; then
+  ok "controller feature gates: $(tail -1 "$work/gates.log")"
+else
+  fail "controller feature gates:"; sed 's/^/     /' "$work/gates.log"
+fi
+python3 "$here/check_chart_cases.py" "$helm" "$src" > "$work/cases.log" 2>&1 || failed=1
+cat "$work/cases.log"
 
 if [ "$failed" -ne 0 ]; then
   echo "chart checks failed"

@@ -2,7 +2,8 @@
 # Renders every kustomization under deploy/ with `kubectl kustomize` and
 # validates each object (validate-manifests.mjs), validates deploy/examples,
 # and proves the validator can fail: each file in broken/ and a few mutations
-# of the rendered base must be rejected with the expected message.
+# of the rendered base must be rejected with the expected message. Then: the
+# base does not surge, and an overlay's `images:` entry reaches IMAGE_NAME.
 #
 # Usage: check-manifests.sh BUILD_DIR BIN_DIR
 # The validator's npm dependencies (pinned in package-lock.json) are installed
@@ -91,6 +92,47 @@ expect_rejected "plugin flag the binary lacks" "flag --rolling-update-idx does n
 sed 's/name: HEALTHCHECK_PORT/name: HEALTH_CHECK_PORT/' "$base" > "$work/mut-env.yaml"
 expect_rejected "plugin environment variable the binary lacks" "environment variable HEALTH_CHECK_PORT is read by nothing" \
   "$work/mut-env.yaml" "${help_args[@]}"
+
+# deploy/base stops the old pod before it starts the new one: a kubelet older
+# than 1.33 serves one plugin per driver, so a surged pod would not be served.
+if python3 - "$base" > "$work/surge.log" <<'PY'
+import sys, yaml
+ds = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet")
+strategy = ds["spec"]["updateStrategy"]
+ru = strategy.get("rollingUpdate", {})
+ok = strategy["type"] == "RollingUpdate" and str(ru.get("maxSurge", 0)) == "0" and str(ru.get("maxUnavailable")) == "1"
+print(strategy)
+sys.exit(0 if ok else 1)
+PY
+then echo "ok   deploy/base rolls one node at a time without surging: $(cat "$work/surge.log")"
+else echo "FAIL deploy/base surges or rolls otherwise: $(cat "$work/surge.log")"; failed=1; fi
+
+# An overlay that names its image the way docs/deploy.md shows also sets the
+# MPS control daemons' image (IMAGE_NAME): they run what the plugins run.
+overlay=$work/image-overlay
+mkdir -p "$overlay"
+cat > "$overlay/kustomization.yaml" <<EOF
+resources:
+- $(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$src/deploy/overlays/compute-domain-controller" "$overlay")
+images:
+- name: nvdra
+  newName: registry.example.com/team/nvdra
+  newTag: 0.1.0-rc1
+EOF
+if kubectl kustomize "$overlay" > "$work/image-overlay.yaml" 2> "$work/image-overlay.err" &&
+   python3 - "$work/image-overlay.yaml" > "$work/image-overlay.log" <<'PY'
+import sys, yaml
+ds = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet")
+spec = ds["spec"]["template"]["spec"]
+want = "registry.example.com/team/nvdra:0.1.0-rc1"
+images = {c["name"]: c["image"] for c in spec["initContainers"] + spec["containers"]}
+gpus = next(c for c in spec["containers"] if c["name"] == "gpus")
+image_name = {e["name"]: e.get("value") for e in gpus["env"]}.get("IMAGE_NAME")
+print("images %s, IMAGE_NAME %s" % (sorted(set(images.values())), image_name))
+sys.exit(0 if set(images.values()) == {want} and image_name == want else 1)
+PY
+then echo "ok   an overlay's images: entry sets the plugins' image and IMAGE_NAME alike: $(cat "$work/image-overlay.log")"
+else echo "FAIL an overlay's images: entry: $(cat "$work/image-overlay.log" "$work/image-overlay.err" 2>/dev/null)"; failed=1; fi
 
 if [ "$failed" -ne 0 ]; then
   echo "manifest validation failed"

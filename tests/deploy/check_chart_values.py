@@ -158,13 +158,12 @@ def main():
         check(e.get("HEALTHCHECK_PORT") == port and e.get("HTTP_ENDPOINT") == ep and e.get("LOG_VERBOSITY") == "4",
               "defaults: %s env %s" % (c, e))
         check("FEATURE_GATES" not in e and "CONSUMABLE_SHARES" not in e, "defaults: %s sets gates" % c)
-        # nvidiaCDIHookPath empty: the host's toolkit hook.
-        check(e.get("NVIDIA_CDI_HOOK_PATH") == "/usr/bin/nvidia-cdi-hook", "defaults: %s hook %s" % (c, e))
-    check(vols.get("nvidia-cdi-hook") == {"path": "/usr/bin/nvidia-cdi-hook", "type": "File"},
-          "defaults: the hook is not mounted from the host: %s" % vols)
+        # nvidiaCDIHookPath empty: no host hook; the plugins copy the image's.
+        check("NVIDIA_CDI_HOOK_PATH" not in e, "defaults: %s hook %s" % (c, e.get("NVIDIA_CDI_HOOK_PATH")))
+    check("nvidia-cdi-hook" not in vols, "defaults: a hook is mounted from the host: %s" % vols.get("nvidia-cdi-hook"))
     dctl = one(dobjs, "Deployment", "-controller")
     check(container(dctl, "compute-domain")["image"] ==
-          "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v25.12.0", "defaults: controller image")
+          "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1", "defaults: controller image")
 
     # Plugins only: nothing another release shares.
     pobjs = load(plugins_only)
@@ -194,6 +193,11 @@ def main():
     mounts = lambda c: {m["name"]: m for m in c["volumeMounts"]}
     kp = values["kubeletPlugin"]
     gates = ",".join("%s=%s" % (k, str(v).lower()) for k, v in sorted(values["featureGates"].items())) + ","
+    # The controller (image.tag v25.12.0) gets the gates its release parses:
+    # not ConsumableShares, which is newer (check_controller_gates.py checks
+    # the table).
+    ctl_gates = ",".join("%s=%s" % (k, str(v).lower()) for k, v in sorted(values["featureGates"].items())
+                         if k != "ConsumableShares") + ","
     sa_base = values["serviceAccount"]["name"]
     accounts = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ServiceAccount"}
     image = "%s:%s" % (values["image"]["repository"], values["image"]["tag"])
@@ -234,9 +238,11 @@ def main():
         "resources.computeDomains.imex.isolation": lambda v: cte["IMEX_ISOLATION"] == ce["IMEX_ISOLATION"] == v,
         "resources.computeDomains.imex.hostSocketPath": lambda v: ce["IMEX_HOST_SOCKET_PATH"] == v,
         "featureGates.TimeSlicingSettings": lambda v: ge["FEATURE_GATES"] == ce["FEATURE_GATES"] ==
-            cte["FEATURE_GATES"] == env(whc)["FEATURE_GATES"] == gates,
-        "featureGates.MPSSupport": lambda v: "MPSSupport=true," in ge["FEATURE_GATES"],
-        "featureGates.ConsumableShares": lambda v: "ConsumableShares=true," in ge["FEATURE_GATES"],
+            env(whc)["FEATURE_GATES"] == gates and cte["FEATURE_GATES"] == ctl_gates,
+        "featureGates.MPSSupport": lambda v: "MPSSupport=true," in ge["FEATURE_GATES"]
+            and "MPSSupport=true," in cte["FEATURE_GATES"],
+        "featureGates.ConsumableShares": lambda v: "ConsumableShares=true," in ge["FEATURE_GATES"]
+            and "ConsumableShares" not in cte["FEATURE_GATES"],
         "logVerbosity": lambda v: ge["LOG_VERBOSITY"] == ce["LOG_VERBOSITY"] == cte["LOG_VERBOSITY"] ==
             cte["LOG_VERBOSITY_CD_DAEMON"] == v and gpus["args"][:2] == ["-v", "$(LOG_VERBOSITY)"],
         "webhook.enabled": lambda v: whc["command"] == ["nvdra-webhook"]

@@ -10,8 +10,9 @@ from deploy/base/daemonset.yaml, with every host path moved under a temporary
 "host" directory; the mock driver root lives in that host's driver root. The
 test API server runs on loopback and the container uses the host network.
 From the host, nvdractl registers the plugin and prepares a claim; the CDI
-spec must appear on the host naming host paths, its hooks the node's
-nvidia-cdi-hook; SIGTERM must stop the plugin and remove its sockets. The init
+spec must appear on the host naming host paths, its hooks the copy of the
+image's hook the plugin put in its plugin directory (no host hook is
+mounted); SIGTERM must stop the plugin and remove its sockets. The init
 container waits until a driver appears under the driver root. The
 compute-domain plugin prepares an IMEX daemon claim with the daemon config
 template the image carries at its default path.
@@ -254,14 +255,17 @@ class NodeDeployTest(unittest.TestCase):
             host_path = n.get("hostPath", n["path"])
             self.assertTrue(host_path.startswith(env["NVIDIA_DRIVER_ROOT"] + "/"), n)
             self.assertTrue(os.path.exists(host_path), n)
-        # The hooks run the node's nvidia-cdi-hook, at the host path the
-        # DaemonSet mounts and names in NVIDIA_CDI_HOOK_PATH.
+        # No host hook is mounted or named (nvidiaCDIHookPath is empty): the
+        # plugin copies the image's hook (under the mock, its stand-in) into
+        # its plugin directory, the same path on the host, and names the copy.
+        self.assertNotIn("NVIDIA_CDI_HOOK_PATH", env)
         hooks = [h for d in spec["devices"] for h in d["containerEdits"].get("hooks", [])]
         hooks += spec.get("containerEdits", {}).get("hooks", [])
         self.assertTrue(hooks, spec)
+        plugin_dir = os.path.join(env["KUBELET_PLUGINS_DIRECTORY_PATH"], GPU_DRIVER)
         for h in hooks:
-            self.assertEqual(h["path"], env["NVIDIA_CDI_HOOK_PATH"], h)
-            self.assertTrue(os.path.isfile(h["path"]), h)
+            self.assertEqual(os.path.dirname(h["path"]), plugin_dir, h)
+            self.assertTrue(os.path.isfile(h["path"]) and os.access(h["path"], os.X_OK), h)
 
         # SIGTERM (podman stop) ends it cleanly and takes the sockets along.
         run(["podman", "stop", "--time", "30", self.container], stdout=subprocess.DEVNULL)

@@ -64,8 +64,49 @@ app.kubernetes.io/part-of: nvdra
 {{- .Values.image.repository -}}:{{- .Values.image.tag | default .Values.nvdra.upstreamVersion -}}
 {{- end }}
 
+{{/*
+FEATURE_GATES of the controller (and, through it, of the IMEX daemons it
+starts): the gates of featureGates that the controller image knows, in key
+order; empty when none. The image knows nvdra.controllerFeatureGates when
+set, else the row of files/upstream-feature-gates.yaml for its release
+(image.tag, else nvdra.upstreamVersion) and the logging gates. Fails
+rendering where the controller would exit on a gate (an image no row names)
+or cannot serve one that is on.
+*/}}
+{{- define "nvdra.controllerFeatureGates" -}}
+{{- $table := .Files.Get "files/upstream-feature-gates.yaml" | fromYaml -}}
+{{- $release := .Values.image.tag | default .Values.nvdra.upstreamVersion -}}
+{{- $image := include "nvdra.upstreamImage" . -}}
+{{- $gates := .Values.featureGates | default dict -}}
+{{- $hostManaged := include "nvdra.hostManagedIMEX" . -}}
+{{- $known := list -}}
+{{- $where := "" -}}
+{{- if .Values.nvdra.controllerFeatureGates -}}
+  {{- $known = .Values.nvdra.controllerFeatureGates -}}
+  {{- $where = printf "the controller image %s (nvdra.controllerFeatureGates)" $image -}}
+{{- else if hasKey $table.releases $release -}}
+  {{- $known = concat (index $table.releases $release) $table.loggingGates -}}
+  {{- $where = printf "upstream's release %s (the controller image %s)" $release $image -}}
+{{- else if or $gates $hostManaged -}}
+  {{- fail (printf "\nthe controller image %s is not an upstream release whose feature gates this chart knows (%s), and its binaries exit on a gate they do not parse: set nvdra.controllerFeatureGates to the gates that image knows" $image (keys $table.releases | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- range $gate := $table.needController -}}
+  {{- $on := and (hasKey $gates $gate) (eq (toString (index $gates $gate)) "true") -}}
+  {{- $mode := and (ne $hostManaged "") (eq $gate "HostManagedIMEXDaemon") -}}
+  {{- if and (or $on $mode) (not (has $gate $known)) -}}
+    {{- fail (printf "\n%sfeatureGates.%s=true needs a ComputeDomain controller that knows the %s gate, and %s does not. Name a controller image that has it (image.repository, image.tag) and list the gates that image knows in nvdra.controllerFeatureGates, or turn the gate off" (ternary "resources.computeDomains.imex.mode=hostManaged with " "" $mode) $gate $gate $where) -}}
+  {{- end -}}
+{{- end -}}
+{{- range $key, $value := $gates -}}
+  {{- if has $key $known }}{{ $key }}={{ $value }},{{ end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* nvdra's image: the kubelet plugins, the init container, the webhook, the MPS control daemons. */}}
 {{- define "nvdra.image" -}}
+{{- if not .Values.nvdra.image.repository -}}
+{{- fail (printf "\nnvdra.image.repository is not set: nvdra's image is published by no registry. Build it and push it where the nodes pull from:\n\n    scripts/build-image --tag <registry>/nvdra:%[1]s && podman push <registry>/nvdra:%[1]s\n\nthen install with --set nvdra.image.repository=<registry>/nvdra (docs/deploy.md, the section Install with Helm)" (.Values.nvdra.image.tag | default .Chart.AppVersion)) -}}
+{{- end -}}
 {{- .Values.nvdra.image.repository -}}:{{- .Values.nvdra.image.tag | default .Chart.AppVersion -}}
 {{- end }}
 
@@ -150,17 +191,32 @@ resource.k8s.io/v1beta1
 {{- if and .Values.resources.computeDomains.enabled .Values.nvdra.controller.enabled (not .Values.nvdra.pluginsOnly) -}}true{{- end -}}
 {{- end -}}
 
+{{/*
+The namespace of the ComputeDomainCliques the compute-domains container reads
+when not its own: nvdra.cliqueNamespace while the release runs no controller
+of its own (beside an upstream release, whose IMEX daemons write the cliques
+in that release's namespace). Once the release deploys the controller, its
+daemons write them in the release's namespace and the setting no longer
+applies, so a value kept by `helm upgrade --reuse-values` cannot point the
+plugins at the namespace of an upstream release that is gone.
+*/}}
+{{- define "nvdra.cliqueNamespace" -}}
+{{- if and .Values.nvdra.cliqueNamespace (not (include "nvdra.controller" .)) -}}
+{{- .Values.nvdra.cliqueNamespace -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "nvdra.webhook" -}}
 {{- if and .Values.webhook.enabled (not .Values.nvdra.pluginsOnly) -}}true{{- end -}}
 {{- end -}}
 
-{{/* The host path of nvidia-cdi-hook the plugins name in CDI specs; empty for none. */}}
+{{/*
+A host hook the plugins name in CDI specs (nvidiaCDIHookPath, upstream's
+meaning); empty: none from the host, the plugins copy the image's hook into
+their plugin directory at start.
+*/}}
 {{- define "nvdra.cdiHookPath" -}}
-{{- if .Values.nvidiaCDIHookPath -}}
 {{- .Values.nvidiaCDIHookPath -}}
-{{- else if .Values.nvdra.cdiHook.required -}}
-{{- .Values.nvdra.cdiHook.defaultPath -}}
-{{- end -}}
 {{- end -}}
 
 {{/* The IMEX settings nvdra can serve; fails rendering otherwise (as upstream's chart does for what it cannot serve). */}}
