@@ -25,6 +25,9 @@ struct DeviceLibOptions {
   std::string mock_hardware;
   // Mock: where the fake driver root is built (e.g. <state-dir>/mock-driver-root).
   std::string mock_root;
+  // Mock: "plain" (or empty) or "gpu-operator": mock_root is then a node's
+  // root with the driver under run/nvidia/driver (mock_device_lib.h).
+  std::string mock_layout;
   // NVML: the driver root as mounted in this container and as the host sees it.
   std::string container_driver_root = "/driver-root";
   std::string host_driver_root = "/";

@@ -44,6 +44,8 @@ class ImexChannelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(MakeDirectories(dir_.path() + "/dev/nvidia-caps-imex-channels").ok());
+    // The driver root's dev/ is the dev root (never this host's /dev).
+    ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/dev/nvidiactl", "").ok());
     SetMajor(235);
   }
   void SetMajor(int major) {
@@ -103,6 +105,7 @@ TEST_F(ImexChannelsTest, CannotCreateIsAnError) {
   // Creation fails for anyone, root included: the directory is a file.
   ::nvdra::testing::TempDir other;
   ASSERT_TRUE(MakeDirectories(other.path() + "/dev").ok());
+  ASSERT_TRUE(WriteFileAtomically(other.path() + "/dev/nvidiactl", "").ok());
   ASSERT_TRUE(WriteFileAtomically(other.path() + "/dev/nvidia-caps-imex-channels", "").ok());
   ImexChannels c(DriverRoot(other.path(), "/"), dir_.path() + "/devices", true);
   Status s = c.EnsureChannel(2);

@@ -2,7 +2,10 @@
 // driver root, e.g. /driver-root) and as the host sees it (e.g. / or
 // /run/nvidia/driver). Finds the NVML library and nvidia-smi the way the
 // upstream driver does, and translates device-node paths to host paths for
-// CDI specs, which the runtime reads on the host.
+// CDI specs, which the runtime reads on the host. Device nodes are under the
+// driver root when its dev/ holds them (a driver container's own /dev),
+// else on the node's /dev (a host driver, or the GPU operator's driver
+// container, which creates them on the host's /dev).
 #pragma once
 
 #include <string>
@@ -14,12 +17,20 @@ namespace nvdra::devices {
 
 class DriverRoot {
  public:
-  DriverRoot(std::string container_root, std::string host_root);
+  // `node_container_root` and `node_host_root`: the node's own root as this
+  // process and as the host see it, whose dev/ holds the device nodes when
+  // the driver root's does not: "/" in a plugin container (its /dev shows the
+  // host's devices); a mock node's directory in tests.
+  DriverRoot(std::string container_root, std::string host_root, std::string node_container_root = "/",
+             std::string node_host_root = "/");
 
   const std::string& container_root() const { return container_root_; }
   const std::string& host_root() const { return host_root_; }
 
-  // <root>/dev when it is a directory (containerised driver), else "/".
+  // The dev root: <root> when <root>/dev is a directory that holds
+  // nvidiactl (a driver container's /dev), or a directory while the node's
+  // /dev has no nvidiactl either (upstream's rule: <root>/dev when it is a
+  // directory); else the node's root ("/").
   std::string ContainerDevRoot() const;
   // The host's view of ContainerDevRoot().
   std::string HostDevRoot() const;
@@ -51,9 +62,16 @@ class DriverRoot {
 
   static const std::vector<std::string>& LibrarySearchDirs();
 
+  // When the container driver root does not exist: what the flag is, and
+  // that a plugin run on the host (not in a container) passes "/". Empty
+  // when it exists.
+  std::string MissingRootHint() const;
+
  private:
   std::string container_root_;
   std::string host_root_;
+  std::string node_container_root_;
+  std::string node_host_root_;
 };
 
 }  // namespace nvdra::devices

@@ -106,8 +106,9 @@ TEST(DriverRootTest, DevRootAndHostPaths) {
   EXPECT_EQ(host.ContainerDevRoot(), "/");
   EXPECT_EQ(host.ContainerDevPath("/dev/nvidia0"), "/dev/nvidia0");
   EXPECT_EQ(host.HostDevPath("/dev/nvidia0"), "");
-  // A containerised driver: <root>/dev exists.
+  // A containerised driver: <root>/dev exists, with the driver's nodes.
   ASSERT_TRUE(MakeDirectories(t.path() + "/dev").ok());
+  ASSERT_TRUE(WriteFileAtomically(t.path() + "/dev/nvidiactl", "").ok());
   DriverRoot ctr(t.path(), "/run/nvidia/driver/");
   EXPECT_EQ(ctr.ContainerDevRoot(), t.path());
   EXPECT_EQ(ctr.ContainerDevPath("/dev/nvidia0"), t.path() + "/dev/nvidia0");
@@ -125,10 +126,71 @@ TEST(DriverRootTest, DevRootAndHostPaths) {
   DriverRoot later(t.path() + "/later", "/run/nvidia/driver");
   const DriverRoot::DevRoot before = later.LookUpDevRoot();
   ASSERT_TRUE(MakeDirectories(t.path() + "/later/dev").ok());
+  ASSERT_TRUE(WriteFileAtomically(t.path() + "/later/dev/nvidiactl", "").ok());
   EXPECT_EQ(before.ContainerPath("/dev/nvidia0"), "/dev/nvidia0");
   EXPECT_EQ(before.HostPath("/dev/nvidia0"), "");
   EXPECT_EQ(later.LookUpDevRoot().ContainerPath("/dev/nvidia0"), t.path() + "/later/dev/nvidia0");
   EXPECT_EQ(later.HostDevPath("/dev/nvidia0"), "/run/nvidia/driver/dev/nvidia0");
+}
+
+// The GPU operator's node: the driver container's files under
+// /run/nvidia/driver, its device nodes on the node's /dev. The node's root is
+// a directory here, as the mock node's is.
+TEST(DriverRootTest, DeviceNodesOnTheNodesDevWhenTheDriverRootHasNone) {
+  nvdra::testing::TempDir t;
+  const std::string node = t.path() + "/node", drv = node + "/run/nvidia/driver", ctr = t.path() + "/ctr";
+  ASSERT_TRUE(MakeDirectories(drv + "/usr/bin").ok());
+  ASSERT_TRUE(MakeDirectories(node + "/dev").ok());
+  ASSERT_TRUE(MakeDirectories(ctr).ok());
+  // No dev/ under the driver root: the node's.
+  DriverRoot root(drv, "/run/nvidia/driver", node, "/");
+  EXPECT_EQ(root.ContainerDevRoot(), node);
+  EXPECT_EQ(root.ContainerDevPath("/dev/nvidia0"), node + "/dev/nvidia0");
+  EXPECT_EQ(root.HostDevPath("/dev/nvidia0"), "") << "the node's /dev is the host's: no hostPath";
+  // The node root as the host sees it differs (a plugin container that sees
+  // the host's root elsewhere, or a test's node directory).
+  DriverRoot seen(drv, drv, node, node);
+  EXPECT_EQ(seen.HostDevPath("/dev/nvidia0"), node + "/dev/nvidia0");
+  // An empty dev/ under the driver root (a container image's /dev) and the
+  // nodes on the node's /dev: the node's.
+  ASSERT_TRUE(MakeDirectories(drv + "/dev").ok());
+  EXPECT_EQ(seen.ContainerDevRoot(), drv) << "neither has the control node yet: upstream's rule";
+  ASSERT_TRUE(WriteFileAtomically(node + "/dev/nvidiactl", "").ok());
+  EXPECT_EQ(seen.ContainerDevRoot(), node);
+  EXPECT_EQ(seen.LookUpDevRoot().ContainerPath("/dev/nvidia-caps-imex-channels/channel0"),
+            node + "/dev/nvidia-caps-imex-channels/channel0");
+  // The driver container's own /dev with the nodes wins.
+  ASSERT_TRUE(WriteFileAtomically(drv + "/dev/nvidiactl", "").ok());
+  EXPECT_EQ(seen.ContainerDevRoot(), drv);
+  EXPECT_EQ(seen.HostDevPath("/dev/nvidia0"), drv + "/dev/nvidia0");
+  // A driver root that is the node's root has one dev/.
+  DriverRoot same(node, "/", node, "/");
+  EXPECT_EQ(same.ContainerDevRoot(), node);
+}
+
+TEST(DriverRootTest, MissingContainerRootNamesTheFlagAndSlash) {
+  nvdra::testing::TempDir t;
+  DriverRoot missing(t.path() + "/driver-root", "/");
+  const std::string hint = missing.MissingRootHint();
+  EXPECT_NE(hint.find("--container-driver-root (DRIVER_ROOT_CTR_PATH) is " + t.path() + "/driver-root"),
+            std::string::npos) << hint;
+  EXPECT_NE(hint.find("running on the host, pass --container-driver-root /"), std::string::npos) << hint;
+  auto lib = missing.FindLibrary("libnvidia-ml.so.1");
+  ASSERT_FALSE(lib.ok());
+  EXPECT_NE(lib.status().message().find("pass --container-driver-root /"), std::string::npos)
+      << lib.status().message();
+  auto smi = missing.FindBinary("nvidia-smi");
+  ASSERT_FALSE(smi.ok());
+  EXPECT_NE(smi.status().message().find("pass --container-driver-root /"), std::string::npos)
+      << smi.status().message();
+  // A root that exists but holds no driver keeps the plain message.
+  DriverRoot empty(t.path(), "/");
+  EXPECT_EQ(empty.MissingRootHint(), "");
+  auto none = empty.FindLibrary("libnvidia-ml.so.1");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("not found under driver root " + t.path()), std::string::npos)
+      << none.status().message();
+  EXPECT_EQ(none.status().message().find("pass --container-driver-root /"), std::string::npos);
 }
 
 TEST(DriverRootTest, FindsLibraryInUsualFoldersAndResolvesSymlinks) {

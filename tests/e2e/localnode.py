@@ -9,6 +9,7 @@ files a real node would have (the CDI directory, the ledger via nvdractl).
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import ssl
@@ -46,6 +47,26 @@ def wait_for(predicate, timeout=30.0, what="condition"):
             raise TimeoutError("timed out waiting for " + what)
         time.sleep(delay)
         delay = min(delay * 2, 0.2)
+
+
+def chroot_command(root, binds, command):
+    """A command line that runs `command` as root of a directory of its own:
+    a tmpfs at `root` in a private mount namespace with the host's /usr (and
+    /bin, /lib, ... as the host has them) and /dev, and `binds`, a list of
+    (host path, path inside) bound there. What a container sees of its own
+    root (nothing this machine has at /driver-root, say) without an image."""
+    setup = ['mount -t tmpfs nvdra-root "$R"', 'mkdir -p "$R/usr" "$R/dev" "$R/tmp"',
+             'mount --rbind /usr "$R/usr"', 'mount --rbind /dev "$R/dev"']
+    for top in ("bin", "sbin", "lib", "lib64"):
+        if os.path.islink("/" + top):
+            setup.append('ln -s %s "$R/%s"' % (shlex.quote(os.readlink("/" + top)), top))
+        elif os.path.isdir("/" + top):
+            setup.append('mkdir "$R/%s" && mount --rbind /%s "$R/%s"' % (top, top, top))
+    for host, inside in binds:
+        setup.append('mkdir -p "$R"%s && mount --rbind %s "$R"%s' % (shlex.quote(inside), shlex.quote(host),
+                                                                    shlex.quote(inside)))
+    script = "set -e; R=$1; shift; " + "; ".join(setup) + '; exec chroot "$R" "$@"'
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", root] + list(command)
 
 
 def read_text(path):
@@ -195,8 +216,10 @@ class Plugin:
                 "--kubelet-plugins-directory-path", self.node.plugins_dir,
                 "--kubelet-registrar-directory-path", self.node.registry_dir,
                 "--mock-hardware", self.profile,
-                "--mock-state-dir", os.path.join(self.node.workdir, "mock-" + self.driver),
+                "--mock-state-dir", self.node.mock_state_dir(self.driver),
                 "--boot-id-path", self.node.boot_id_path]
+        if self.node.mock_layout != "plain":
+            args += ["--mock-layout", self.node.mock_layout]
         # Defaults a test may override through extra_args (the plugin
         # refuses a flag given twice).
         for flag, value in (("--reconcile-period", str(self.reconcile_period)), ("--completed-claim-grace", "600"), ("-v", "4")):
@@ -289,13 +312,34 @@ class NodeDirs:
 
 
 class LocalNode(NodeDirs):
-    def __init__(self, workdir=None, node_name="node-1", tls=False, kube_version=None):
+    def __init__(self, workdir=None, node_name="node-1", tls=False, kube_version=None, mock_layout="plain"):
+        """mock_layout: "plain", each plugin's mock hardware in a directory of
+        its own that is its driver root; "gpu-operator", one mock node root
+        (mock_root) that both plugins share, laid out as the GPU operator lays
+        out a node: the driver under run/nvidia/driver, device nodes on its
+        dev/, the toolkit in usr/local/nvidia/toolkit, the validator's marker
+        in run/nvidia/validations (docs/mock-hardware.md)."""
         self.owned = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="nvdra-node-")
         self.node_name = node_name
+        self.mock_layout = mock_layout
+        self.mock_root = os.path.join(self.workdir, "node") if mock_layout == "gpu-operator" else None
         NodeDirs.__init__(self, self.workdir)
         self.api = ApiServer(self.workdir, node_name, tls=tls, kube_version=kube_version)
         self.plugins = []
+
+    def mock_state_dir(self, driver):
+        return self.mock_root or os.path.join(self.workdir, "mock-" + driver)
+
+    def build_mock_node(self, profile):
+        """Lays the mock node out before any plugin starts (the GPU operator's
+        driver container and validator having run): nvdra-discover builds
+        it as the plugins do."""
+        r = subprocess.run([os.path.join(BIN, "nvdra-discover"), "--mock-hardware", profile, "--mock-root",
+                            self.mock_root, "--mock-layout", self.mock_layout], capture_output=True, text=True,
+                           timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("nvdra-discover failed (%d): %s%s" % (r.returncode, r.stdout, r.stderr))
 
     def plugin(self, driver, profile, **kw):
         p = Plugin(self, driver, profile, **kw)

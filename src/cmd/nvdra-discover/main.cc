@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
   app.add_option("--mock-hardware", o.mock_hardware,
                  "built-in mock profile (h100x8, a100-mig, gb200x4) or profile file; empty uses NVML");
   app.add_option("--mock-root", o.mock_root, "directory for the mock driver root (default: a new temporary one)");
+  app.add_option("--mock-layout", o.mock_layout,
+                 "mock node layout: plain (the mock root is the driver root) or gpu-operator (the mock root is the "
+                 "node's root, the driver under run/nvidia/driver)")
+      ->check(CLI::IsMember({"plain", "gpu-operator"}));
   app.add_option("--container-driver-root", o.container_driver_root, "driver root as this process sees it")
       ->capture_default_str();
   app.add_option("--nvidia-driver-root", o.host_driver_root, "driver root as the host sees it")->capture_default_str();

@@ -60,7 +60,8 @@ void AddUpstreamFlags(CLI::App& app, PluginOptions& o) {
                  "Root of the NVIDIA driver installation as the host sees it")
       ->envname("NVIDIA_DRIVER_ROOT")->capture_default_str();
   app.add_option("--container-driver-root", o.container_driver_root,
-                 "Where the host's driver root is mounted in this container")
+                 "Where the host's driver root is mounted in this container (running on the host, not in a "
+                 "container: /)")
       ->envname("DRIVER_ROOT_CTR_PATH")->capture_default_str();
   app.add_option("--nvidia-cdi-hook-path", o.nvidia_cdi_hook_path,
                  "Host path of nvidia-cdi-hook for the CDI specs' hooks (empty: copy /usr/bin/nvidia-cdi-hook "
@@ -89,6 +90,10 @@ void AddNvdraFlags(CLI::App& app, PluginOptions& o, DurationFlags& s) {
   app.add_option("--mock-state-dir", o.mock_state_dir,
                  "Where mock hardware builds its fake driver root (default: <plugin dir>/mock)")
       ->envname("NVDRA_MOCK_STATE_DIR");
+  app.add_option("--mock-layout", o.mock_layout,
+                 "Mock hardware's node layout: plain (the state dir is the driver root) or gpu-operator (the state "
+                 "dir is the node's root, the driver under run/nvidia/driver)")
+      ->envname("NVDRA_MOCK_LAYOUT")->check(CLI::IsMember({"plain", "gpu-operator"}));
   app.add_option("--reconcile-period", s.reconcile,
                  "Seconds between reconciler passes (jittered by up to 10%)")
       ->envname("NVDRA_RECONCILE_PERIOD")->check(CLI::Range(1, 86400))->capture_default_str();

@@ -54,6 +54,7 @@ struct PluginOptions {
   // nvdra's own.
   std::string mock_hardware;       // profile name or file; empty: NVML
   std::string mock_state_dir;      // where the mock builds its fake driver root
+  std::string mock_layout;         // "plain" or "gpu-operator" (devices/mock/mock_device_lib.h)
   std::chrono::seconds reconcile_period{60};
   std::chrono::seconds completed_claim_grace{600};
   std::chrono::seconds tombstone_ttl{300};

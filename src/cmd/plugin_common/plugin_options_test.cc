@@ -167,5 +167,19 @@ TEST(PluginOptionsTest, HostDriverRootIsUpstreamsSecondVariableAndAlias) {
   EXPECT_EQ(o->nvidia_driver_root, "/opt/driver");
 }
 
+TEST(PluginOptionsTest, MockLayoutFlagAndEnvironment) {
+  auto o = Parse({"--node-name", "n1", "--mock-layout", "gpu-operator"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->mock_layout, "gpu-operator");
+  setenv("NVDRA_MOCK_LAYOUT", "plain", 1);
+  o = Parse({"--node-name", "n1"});
+  unsetenv("NVDRA_MOCK_LAYOUT");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->mock_layout, "plain");
+  auto bad = Parse({"--node-name", "n1", "--mock-layout", "operator"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--mock-layout"), std::string::npos) << bad.status().message();
+}
+
 }  // namespace
 }  // namespace nvdra::plugin

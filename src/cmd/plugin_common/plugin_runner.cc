@@ -138,6 +138,7 @@ Status Plugin::SetUpHardware() {
   NVDRA_RETURN_IF_ERROR(MakeDirectories(plugin_dir_, 0750).Wrap("create plugin directory"));
   devices::DeviceLibOptions dopts;
   dopts.mock_hardware = options_.mock_hardware;
+  dopts.mock_layout = options_.mock_layout;
   dopts.mock_root =
       options_.mock_state_dir.empty() ? JoinPath(plugin_dir_, "mock-driver-root") : options_.mock_state_dir;
   dopts.container_driver_root = options_.container_driver_root;

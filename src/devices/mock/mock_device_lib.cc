@@ -105,8 +105,36 @@ class MockGpuControl final : public GpuControl {
 int MockDeviceLib::MigGiCapMinor(int gpu_minor, int gi) { return 100 + gpu_minor * 200 + gi * 10; }
 int MockDeviceLib::MigCiCapMinor(int gpu_minor, int gi, int ci) { return MigGiCapMinor(gpu_minor, gi) + 1 + ci; }
 
-MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, std::string host_root, XidPolicy xids)
-    : profile_(std::move(profile)), dir_(root), root_(root, host_root.empty() ? root : host_root), xids_(std::move(xids)) {}
+Result<MockLayout> ParseMockLayout(const std::string& name) {
+  if (name.empty() || name == "plain") return MockLayout::kPlain;
+  if (name == "gpu-operator") return MockLayout::kGpuOperator;
+  return InvalidArgument("unknown mock layout \"" + name + "\" (plain, gpu-operator)");
+}
+
+namespace {
+
+bool SameDirectory(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && S_ISDIR(sa.st_mode) &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// The operator validator's status file, with its keys: a driver container's
+// driver at /run/nvidia/driver, device nodes on the host's /dev (the
+// validator sees the host's root at /host).
+constexpr const char* kDriverReadyContent =
+    "IS_HOST_DRIVER=false\n"
+    "NVIDIA_DRIVER_ROOT=/run/nvidia/driver\n"
+    "DRIVER_ROOT_CTR_PATH=/run/nvidia/driver\n"
+    "NVIDIA_DEV_ROOT=/\n"
+    "DEV_ROOT_CTR_PATH=/host\n";
+
+}  // namespace
+
+MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, DriverRoot driver_root, MockLayout layout,
+                             XidPolicy xids)
+    : profile_(std::move(profile)), dir_(std::move(root)), root_(std::move(driver_root)), layout_(layout),
+      xids_(std::move(xids)) {}
 
 Result<std::unique_ptr<FabricManager>> MockDeviceLib::OpenFabricManager() {
   if (profile_.fabric_partitions.empty()) return std::unique_ptr<FabricManager>();
@@ -115,10 +143,27 @@ Result<std::unique_ptr<FabricManager>> MockDeviceLib::OpenFabricManager() {
 
 Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile, const std::string& root,
                                                              XidPolicy xids, const std::string& host_root) {
+  return Create(std::move(profile), root, std::move(xids), MockNodeOptions{.host_root = host_root});
+}
+
+Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile, const std::string& root,
+                                                             XidPolicy xids, const MockNodeOptions& node) {
   if (root.empty() || root.front() != '/') {
     return InvalidArgument("mock driver root \"" + root + "\" must be an absolute path");
   }
-  auto lib = std::unique_ptr<MockDeviceLib>(new MockDeviceLib(std::move(profile), root, host_root, std::move(xids)));
+  // The plain mock is its own dev root; the operator's node keeps the
+  // nodes on its own dev/, outside the driver root.
+  DriverRoot driver_root(root, node.host_root.empty() ? root : node.host_root, root,
+                         node.host_root.empty() ? root : node.host_root);
+  if (node.layout == MockLayout::kGpuOperator) {
+    const std::string drv = JoinPath(root, kGpuOperatorDriverRoot);
+    NVDRA_RETURN_IF_ERROR(MakeDirectories(drv, 0755));
+    const bool mounted = !node.container_driver_root.empty() && SameDirectory(node.container_driver_root, drv);
+    driver_root = DriverRoot(mounted ? node.container_driver_root : drv,
+                             mounted && !node.host_driver_root.empty() ? node.host_driver_root : drv, root, root);
+  }
+  auto lib = std::unique_ptr<MockDeviceLib>(
+      new MockDeviceLib(std::move(profile), root, std::move(driver_root), node.layout, std::move(xids)));
   NVDRA_RETURN_IF_ERROR(lib->Build().Wrap("building mock driver root in " + root));
   std::vector<std::string> uuids;
   for (const auto& g : lib->profile_.inventory.gpus) uuids.push_back(g.uuid);
@@ -131,7 +176,10 @@ Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile
 
 std::string MockDeviceLib::proc_devices_path() const { return JoinPath(dir_, "proc/devices"); }
 std::string MockDeviceLib::capabilities_dir() const { return JoinPath(dir_, kCapabilitiesDir); }
-std::string MockDeviceLib::cdi_hook_source() const { return MockCdiHookPath(dir_); }
+std::string MockDeviceLib::cdi_hook_source() const {
+  return layout_ == MockLayout::kGpuOperator ? JoinPath(JoinPath(dir_, kGpuOperatorToolkitDir), "nvidia-cdi-hook")
+                                             : MockCdiHookPath(dir_);
+}
 std::string MockDeviceLib::health_events_path() const { return JoinPath(dir_, "health-events"); }
 std::string MockDeviceLib::control_log_path() const { return JoinPath(dir_, "state/control.log"); }
 std::string MockDeviceLib::control_failures_path() const { return JoinPath(dir_, "control-failures"); }
@@ -185,7 +233,22 @@ Status MockDeviceLib::Build() {
     NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
                                    kMockImexChannelsMajor, c, 0666));
   }
-  NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, root_.host_root(), profile_));
+  if (layout_ == MockLayout::kGpuOperator) {
+    const std::string drv = JoinPath(dir_, kGpuOperatorDriverRoot);
+    // A driver container's root has a dev/ of its own (here empty).
+    NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(drv, "dev"), 0755));
+    NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(
+        {.driver_root = drv, .dev_root = dir_, .hook = cdi_hook_source(), .hook_log = MockCdiHookLogPath(dir_)},
+        profile_));
+    // Last, as the validator writes it once the driver works.
+    const std::string ready = JoinPath(dir_, kGpuOperatorDriverReady);
+    if (!PathExists(ready)) {
+      NVDRA_RETURN_IF_ERROR(MakeDirectories(ready.substr(0, ready.rfind('/')), 0755));
+      NVDRA_RETURN_IF_ERROR(WriteFileAtomically(ready, kDriverReadyContent, 0644, false));
+    }
+  } else {
+    NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, root_.host_root(), profile_));
+  }
   if (!PathExists(health_events_path())) {
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(health_events_path(), "", 0644, false));
   }

@@ -16,6 +16,19 @@
 //   control-failures       GPU UUIDs (or "*") whose GpuControl calls fail, to inject
 //   the driver's user-space files, DRM nodes and a recording nvidia-cdi-hook
 //   (mock_driver_install.h)
+//
+// The GPU operator's layout (MockLayout::kGpuOperator) lays the root out as a
+// node whose driver the operator's driver container provides: the root is the
+// node's "/", with the kernel's parts above (dev/, proc/, sys/) and the
+// mock's own files (state/, health-events, ...) where they are for the plain
+// layout, but
+//   run/nvidia/driver/...                  the driver's files (an empty dev/
+//                                          as a container image's; the nodes
+//                                          are on the node's dev/)
+//   usr/local/nvidia/toolkit/nvidia-cdi-hook   the toolkit container's hook
+//                                          (the recording stand-in); nothing
+//                                          in usr/bin
+//   run/nvidia/validations/driver-ready    the operator validator's marker
 #pragma once
 
 #include "devices/device_lib.h"
@@ -31,6 +44,30 @@ inline constexpr int kMockUvmMajor = 510;
 inline constexpr int kMockCapsMajor = 236;
 inline constexpr int kMockImexChannelsMajor = 235;
 
+enum class MockLayout {
+  kPlain,        // everything in one directory, the driver root
+  kGpuOperator,  // a node laid out as the GPU operator lays it out
+};
+// "" or "plain", "gpu-operator".
+Result<MockLayout> ParseMockLayout(const std::string& name);
+
+// Paths in a GPU operator node.
+inline constexpr const char* kGpuOperatorDriverRoot = "/run/nvidia/driver";
+inline constexpr const char* kGpuOperatorToolkitDir = "/usr/local/nvidia/toolkit";
+inline constexpr const char* kGpuOperatorDriverReady = "/run/nvidia/validations/driver-ready";
+
+struct MockNodeOptions {
+  MockLayout layout = MockLayout::kPlain;
+  // Plain: where the host sees the root when it is mounted into a container
+  // (CDI specs name host paths); empty: the same path.
+  std::string host_root;
+  // GPU operator: the driver root as this process has it mounted (a plugin
+  // container's /driver-root) and as the host sees it. Used when that mount
+  // shows the node's run/nvidia/driver; else that directory is both.
+  std::string container_driver_root;
+  std::string host_driver_root;
+};
+
 class MockDeviceLib final : public DeviceLib {
  public:
   // Builds (or refreshes) the fake driver root under `root`. `host_root` is
@@ -38,6 +75,9 @@ class MockDeviceLib final : public DeviceLib {
   // (CDI specs name host paths); empty: the same path.
   static Result<std::unique_ptr<MockDeviceLib>> Create(MockProfile profile, const std::string& root,
                                                        XidPolicy xids = XidPolicy(), const std::string& host_root = "");
+  // Builds (or refreshes) the mock node under `root` in `node.layout`.
+  static Result<std::unique_ptr<MockDeviceLib>> Create(MockProfile profile, const std::string& root, XidPolicy xids,
+                                                       const MockNodeOptions& node);
 
   Result<NodeInventory> Discover() override;
   GpuControl& control() override { return *control_; }
@@ -63,11 +103,12 @@ class MockDeviceLib final : public DeviceLib {
   static int MigCiCapMinor(int gpu_minor, int gi, int ci);
 
  private:
-  MockDeviceLib(MockProfile profile, std::string root, std::string host_root, XidPolicy xids);
+  MockDeviceLib(MockProfile profile, std::string root, DriverRoot driver_root, MockLayout layout, XidPolicy xids);
   Status Build();
   MockProfile profile_;
-  std::string dir_;
+  std::string dir_;  // the mock's root: the driver root (plain) or the node's "/"
   DriverRoot root_;
+  MockLayout layout_;
   XidPolicy xids_;
   std::shared_ptr<MockMigDevices> migs_;
   std::unique_ptr<GpuControl> control_;

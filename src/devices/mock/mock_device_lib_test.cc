@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -50,6 +51,64 @@ TEST(MockDeviceLibTest, BuildsFakeDriverRoot) {
   EXPECT_EQ((*lib)->driver_root().HostDevPath("/dev/nvidia0"), r + "/dev/nvidia0");
   EXPECT_TRUE((*lib)->device_nodes_may_be_files());
   EXPECT_EQ((*lib)->backend_name(), "mock:gb200x4");
+}
+
+// The GPU operator's node: the driver container's files under
+// run/nvidia/driver, the device nodes on the node's dev/, the toolkit's hook
+// in usr/local/nvidia/toolkit, the validator's marker.
+TEST(MockDeviceLibTest, GpuOperatorLayout) {
+  nvdra::testing::TempDir t;
+  const std::string node = t.path() + "/node", drv = node + "/run/nvidia/driver";
+  DeviceLibOptions o;
+  o.mock_hardware = "gb200x4";
+  o.mock_root = node;
+  o.mock_layout = "gpu-operator";
+  o.container_driver_root = t.path() + "/no-such-mount";
+  o.host_driver_root = "/run/nvidia/driver";
+  auto lib = OpenDeviceLib(o);
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  for (const char* p : {"/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-modeset",
+                        "/dev/dri/card1", "/dev/nvidia-caps-imex-channels/channel0"}) {
+    EXPECT_TRUE(IsNode(node + p)) << p;
+    EXPECT_FALSE(PathExists(drv + p)) << p;
+  }
+  for (const char* p : {"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                        "/usr/bin/nvidia-smi", "/etc/ld.so.cache", "/lib/firmware/nvidia/570.158.01/gsp_ga10x.bin"}) {
+    EXPECT_TRUE(PathExists(drv + p)) << p;
+    EXPECT_FALSE(PathExists(node + p)) << p;
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(drv + "/dev")) << "a container image's own /dev";
+  EXPECT_FALSE(PathExists(node + "/usr/bin/nvidia-cdi-hook"));
+  EXPECT_FALSE(PathExists(drv + "/usr/bin/nvidia-cdi-hook"));
+  EXPECT_EQ((*lib)->cdi_hook_source(), node + "/usr/local/nvidia/toolkit/nvidia-cdi-hook");
+  EXPECT_TRUE(::access((*lib)->cdi_hook_source().c_str(), X_OK) == 0);
+  auto ready = ReadFileToString(node + "/run/nvidia/validations/driver-ready");
+  ASSERT_TRUE(ready.ok()) << ready.status().ToString();
+  EXPECT_NE(ready->find("NVIDIA_DRIVER_ROOT=/run/nvidia/driver\n"), std::string::npos) << *ready;
+  EXPECT_NE(ready->find("IS_HOST_DRIVER=false\n"), std::string::npos) << *ready;
+  // No mount of the driver root where --container-driver-root says: the
+  // node's directory is both views.
+  EXPECT_EQ((*lib)->driver_root().container_root(), drv);
+  EXPECT_EQ((*lib)->driver_root().host_root(), drv);
+  EXPECT_EQ((*lib)->driver_root().ContainerDevRoot(), node);
+  EXPECT_EQ((*lib)->driver_root().HostDevPath("/dev/nvidia0"), node + "/dev/nvidia0");
+  EXPECT_EQ((*lib)->proc_devices_path(), node + "/proc/devices");
+  auto inv = (*lib)->Discover();
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  EXPECT_EQ(inv->gpus.size(), 4u);
+
+  // A plugin container's view of it: the driver root mounted elsewhere (a
+  // link stands in for the mount), seen by the host at --nvidia-driver-root.
+  ASSERT_EQ(::symlink(drv.c_str(), (t.path() + "/driver-root").c_str()), 0);
+  o.container_driver_root = t.path() + "/driver-root";
+  auto mounted = OpenDeviceLib(o);
+  ASSERT_TRUE(mounted.ok()) << mounted.status().ToString();
+  EXPECT_EQ((*mounted)->driver_root().container_root(), t.path() + "/driver-root");
+  EXPECT_EQ((*mounted)->driver_root().host_root(), "/run/nvidia/driver");
+  EXPECT_EQ((*mounted)->driver_root().HostDevPath("/dev/nvidia0"), node + "/dev/nvidia0");
+
+  o.mock_layout = "flat";
+  EXPECT_EQ(OpenDeviceLib(o).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(MockDeviceLibTest, MigCapabilityFilesMatchProfile) {

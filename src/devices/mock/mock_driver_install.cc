@@ -174,6 +174,13 @@ std::vector<std::string> MockDriverLibraries(const std::string& version) {
 }
 
 Status BuildMockDriverInstall(const std::string& root, const std::string& host_root, const MockProfile& profile) {
+  return BuildMockDriverInstall({.driver_root = root, .dev_root = root, .hook = MockCdiHookPath(root),
+                                 .hook_log = MockCdiHookLogPath(host_root)},
+                                profile);
+}
+
+Status BuildMockDriverInstall(const MockInstallPaths& paths, const MockProfile& profile) {
+  const std::string& root = paths.driver_root;
   const std::string& v = profile.inventory.driver_version;
   if (v.empty() || v.find('/') != std::string::npos) {
     return InvalidArgument("mock profile " + profile.name + " has no usable driverVersion");
@@ -219,9 +226,9 @@ Status BuildMockDriverInstall(const std::string& root, const std::string& host_r
   NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(root, "run/nvidia-persistenced"), 0755));
   NVDRA_RETURN_IF_ERROR(EnsureSocket(JoinPath(root, "run/nvidia-persistenced/socket")));
 
-  const std::string dri = JoinPath(root, "dev/dri");
+  const std::string dri = JoinPath(paths.dev_root, "dev/dri");
   NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(dri, "by-path"), 0755));
-  NVDRA_RETURN_IF_ERROR(EnsureNode(JoinPath(root, "dev/nvidia-modeset"), kMockNvidiaMajor, 254));
+  NVDRA_RETURN_IF_ERROR(EnsureNode(JoinPath(paths.dev_root, "dev/nvidia-modeset"), kMockNvidiaMajor, 254));
   for (const auto& g : profile.inventory.gpus) {
     // card0 is usually the BMC's display: the GPUs start at card1.
     std::string card = "card" + std::to_string(g.minor + 1);
@@ -232,13 +239,12 @@ Status BuildMockDriverInstall(const std::string& root, const std::string& host_r
     NVDRA_RETURN_IF_ERROR(EnsureSymlink(JoinPath(dri, "by-path/pci-" + g.pci_bus_id + "-render"), "../" + render));
   }
 
-  NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(root, "toolkit"), 0755));
-  NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(root, "state"), 0755));
-  NVDRA_RETURN_IF_ERROR(EnsureFile(MockCdiHookPath(root),
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(paths.hook.substr(0, paths.hook.rfind('/')), 0755));
+  NVDRA_RETURN_IF_ERROR(EnsureFile(paths.hook,
                                    "#!/bin/sh\n"
                                    "# nvidia-cdi-hook stand-in of the nvdra mock driver: records each call (its\n"
                                    "# arguments, one line per call) instead of changing the container.\n"
-                                   "printf '%s\\n' \"$*\" >> " + Quote(MockCdiHookLogPath(host_root)) + "\n",
+                                   "printf '%s\\n' \"$*\" >> " + Quote(paths.hook_log) + "\n",
                                    0755));
   return Status::Ok();
 }

@@ -13,6 +13,10 @@
 //   dev/dri/card<N> dev/dri/renderD<M> dev/dri/by-path/pci-<busId>-{card,render}
 //   toolkit/nvidia-cdi-hook               (test stand-in: appends its
 //                                          arguments to state/cdi-hook.log)
+// The DRM nodes go to the dev root and the hook where the layout keeps the
+// toolkit (MockInstallPaths): all in one directory for the plain mock; for
+// the GPU operator's layout the driver's files in <node>/run/nvidia/driver,
+// the nodes on <node>/dev, the hook in <node>/usr/local/nvidia/toolkit.
 #pragma once
 
 #include <string>
@@ -25,9 +29,17 @@ namespace nvdra::devices {
 
 inline constexpr int kMockDrmMajor = 226;
 
+struct MockInstallPaths {
+  std::string driver_root;  // libraries, tools, firmware, ld.so.cache, persistenced socket
+  std::string dev_root;     // dev/nvidia-modeset, dev/dri
+  std::string hook;         // the recording nvidia-cdi-hook
+  std::string hook_log;     // its log as the host sees it (the hook runs on the host)
+};
+
 // Creates or refreshes the installation; existing files with the right
-// content are left alone. `host_root` is where the host sees `root` (the
-// recording hook runs on the host and writes its log there).
+// content are left alone.
+Status BuildMockDriverInstall(const MockInstallPaths& paths, const MockProfile& profile);
+// All in `root`, which the host sees at `host_root`.
 Status BuildMockDriverInstall(const std::string& root, const std::string& host_root, const MockProfile& profile);
 
 // Paths inside `root`.

@@ -237,6 +237,7 @@ TEST_F(NvmlDeviceLibTest, NoGpusButDeviceNodesIsUnavailable) {
   // A driver root with the fake library and a /dev/nvidia0 node.
   ASSERT_TRUE(MakeDirectories(dir_.path() + "/drv/usr/lib64").ok());
   ASSERT_TRUE(MakeDirectories(dir_.path() + "/drv/dev").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/drv/dev/nvidiactl", "").ok());
   ASSERT_EQ(::symlink((std::string(NVDRA_FAKE_NVML_ROOT) + "/usr/lib64/libnvidia-ml.so.1").c_str(),
                       (dir_.path() + "/drv/usr/lib64/libnvidia-ml.so.1").c_str()), 0);
   json cfg = BaseConfig();

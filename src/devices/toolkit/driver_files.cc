@@ -157,7 +157,9 @@ Status CheckVersionNamesFiles(const std::string& version) {
 Result<std::string> RealDriverRoot(const DriverRoot& driver_root) {
   char resolved[PATH_MAX];
   if (::realpath(driver_root.container_root().c_str(), resolved) == nullptr) {
-    return NotFound("driver root " + driver_root.container_root() + ": " + ErrnoText(errno) +
+    const int err = errno;
+    if (std::string hint = driver_root.MissingRootHint(); !hint.empty()) return NotFound("driver files: " + hint);
+    return NotFound("driver root " + driver_root.container_root() + ": " + ErrnoText(err) +
                     " (check --container-driver-root)");
   }
   return std::string(resolved);

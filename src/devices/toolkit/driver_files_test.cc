@@ -344,6 +344,7 @@ TEST(DriverFilesTest, ResolveInRootStaysInTheRoot) {
 TEST(DriverFilesTest, DrmNodesByPciBusId) {
   nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
+  t.File("/dev/nvidiactl");  // the driver root's dev/ is the dev root
   t.File("/dev/dri/card1");
   t.File("/dev/dri/renderD128");
   t.Link("/dev/dri/by-path/pci-0000:3b:00.0-card", "../card1");
@@ -356,6 +357,19 @@ TEST(DriverFilesTest, DrmNodesByPciBusId) {
                                                  "../renderD128::/dev/dri/by-path/pci-0000:3b:00.0-render"}));
   EXPECT_TRUE(FindDrmNodes(root, "0000:5d:00.0").nodes.empty());
   EXPECT_TRUE(FindDrmNodes(root, "0000:99:00.0").nodes.empty());
+}
+
+TEST(DriverFilesTest, MissingContainerRootSaysToPassSlashOnTheHost) {
+  nvdra::testing::TempDir tmp;
+  auto files = DiscoverDriverFiles(DriverRoot(tmp.path() + "/driver-root", "/"), "570.1");
+  ASSERT_FALSE(files.ok());
+  EXPECT_EQ(files.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(files.status().message().find("--container-driver-root (DRIVER_ROOT_CTR_PATH) is " + tmp.path() +
+                                          "/driver-root, which does not exist"),
+            std::string::npos)
+      << files.status().message();
+  EXPECT_NE(files.status().message().find("running on the host, pass --container-driver-root /"), std::string::npos)
+      << files.status().message();
 }
 
 std::string RunScript(const std::string& cmd, int* rc) {
