@@ -131,7 +131,6 @@ Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile
 
 std::string MockDeviceLib::proc_devices_path() const { return JoinPath(dir_, "proc/devices"); }
 std::string MockDeviceLib::capabilities_dir() const { return JoinPath(dir_, kCapabilitiesDir); }
-std::string MockDeviceLib::cdi_hook_source() const { return MockCdiHookPath(dir_); }
 std::string MockDeviceLib::health_events_path() const { return JoinPath(dir_, "health-events"); }
 std::string MockDeviceLib::control_log_path() const { return JoinPath(dir_, "state/control.log"); }
 std::string MockDeviceLib::control_failures_path() const { return JoinPath(dir_, "control-failures"); }
@@ -185,7 +184,7 @@ Status MockDeviceLib::Build() {
     NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
                                    kMockImexChannelsMajor, c, 0666));
   }
-  NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, root_.host_root(), profile_));
+  NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, profile_));
   if (!PathExists(health_events_path())) {
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(health_events_path(), "", 0644, false));
   }

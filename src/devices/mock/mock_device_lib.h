@@ -51,7 +51,6 @@ class MockDeviceLib final : public DeviceLib {
   std::string backend_name() const override { return "mock:" + profile_.name; }
   bool device_nodes_may_be_files() const override { return true; }
   // The recording stand-in, as if the plugin image shipped it.
-  std::string cdi_hook_source() const override;
 
   const MockProfile& profile() const { return profile_; }
   std::string health_events_path() const;

@@ -164,8 +164,6 @@ Status InstallMockTools(const std::string& bin, const MockProfile& profile, cons
 
 }  // namespace
 
-std::string MockCdiHookPath(const std::string& root) { return JoinPath(root, "toolkit/nvidia-cdi-hook"); }
-std::string MockCdiHookLogPath(const std::string& root) { return JoinPath(root, "state/cdi-hook.log"); }
 
 std::vector<std::string> MockDriverLibraries(const std::string& version) {
   std::vector<std::string> out;
@@ -173,7 +171,7 @@ std::vector<std::string> MockDriverLibraries(const std::string& version) {
   return out;
 }
 
-Status BuildMockDriverInstall(const std::string& root, const std::string& host_root, const MockProfile& profile) {
+Status BuildMockDriverInstall(const std::string& root, const MockProfile& profile) {
   const std::string& v = profile.inventory.driver_version;
   if (v.empty() || v.find('/') != std::string::npos) {
     return InvalidArgument("mock profile " + profile.name + " has no usable driverVersion");
@@ -232,14 +230,7 @@ Status BuildMockDriverInstall(const std::string& root, const std::string& host_r
     NVDRA_RETURN_IF_ERROR(EnsureSymlink(JoinPath(dri, "by-path/pci-" + g.pci_bus_id + "-render"), "../" + render));
   }
 
-  NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(root, "toolkit"), 0755));
   NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(root, "state"), 0755));
-  NVDRA_RETURN_IF_ERROR(EnsureFile(MockCdiHookPath(root),
-                                   "#!/bin/sh\n"
-                                   "# nvidia-cdi-hook stand-in of the nvdra mock driver: records each call (its\n"
-                                   "# arguments, one line per call) instead of changing the container.\n"
-                                   "printf '%s\\n' \"$*\" >> " + Quote(MockCdiHookLogPath(host_root)) + "\n",
-                                   0755));
   return Status::Ok();
 }
 

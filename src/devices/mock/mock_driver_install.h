@@ -11,8 +11,6 @@
 //   lib/firmware/nvidia/<version>/gsp_*.bin
 //   run/nvidia-persistenced/socket        (a Unix socket)
 //   dev/dri/card<N> dev/dri/renderD<M> dev/dri/by-path/pci-<busId>-{card,render}
-//   toolkit/nvidia-cdi-hook               (test stand-in: appends its
-//                                          arguments to state/cdi-hook.log)
 #pragma once
 
 #include <string>
@@ -26,13 +24,10 @@ namespace nvdra::devices {
 inline constexpr int kMockDrmMajor = 226;
 
 // Creates or refreshes the installation; existing files with the right
-// content are left alone. `host_root` is where the host sees `root` (the
-// recording hook runs on the host and writes its log there).
-Status BuildMockDriverInstall(const std::string& root, const std::string& host_root, const MockProfile& profile);
+// content are left alone.
+Status BuildMockDriverInstall(const std::string& root, const MockProfile& profile);
 
 // Paths inside `root`.
-std::string MockCdiHookPath(const std::string& root);
-std::string MockCdiHookLogPath(const std::string& root);
 inline constexpr const char* kMockLibDir = "/usr/lib/x86_64-linux-gnu";
 
 // The versioned library names the installation holds for `version`
