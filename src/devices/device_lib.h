@@ -6,6 +6,9 @@
 // exercises the same code as real hardware.
 #pragma once
 
+#include <limits.h>
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 
@@ -18,6 +21,18 @@
 #include "util/status.h"
 
 namespace nvdra::devices {
+
+// The CDI hook nvdra ships: nvdra-cdi-hook in the directory of the running
+// program (/proc/self/exe), as the image installs it beside the plugins and
+// as a build leaves it beside them in build/bin.
+inline std::string ShippedCdiHookPath() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  auto slash = exe.find_last_of('/');
+  std::string dir = slash == std::string::npos ? std::string("/usr/bin") : exe.substr(0, slash == 0 ? 1 : slash);
+  return (dir == "/" ? std::string() : dir) + "/nvdra-cdi-hook";
+}
 
 struct DeviceLibOptions {
   // Mock: a built-in profile name (h100x8, a100-mig, gb200x4) or a file.
@@ -61,9 +76,9 @@ class DeviceLib {
   virtual std::string backend_name() const = 0;
   // True when regular files may stand for device nodes (the mock root).
   virtual bool device_nodes_may_be_files() const { return false; }
-  // The nvidia-cdi-hook this process ships (copied into the plugin
-  // directory when --nvidia-cdi-hook-path is empty).
-  virtual std::string cdi_hook_source() const { return "/usr/bin/nvidia-cdi-hook"; }
+  // The CDI hook this process ships (copied into the plugin directory when
+  // --nvidia-cdi-hook-path is empty): nvdra-cdi-hook beside the program.
+  virtual std::string cdi_hook_source() const { return ShippedCdiHookPath(); }
 };
 
 }  // namespace nvdra::devices

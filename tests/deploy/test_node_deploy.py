@@ -343,6 +343,10 @@ class NodeDeployTest(unittest.TestCase):
             usage = run(["podman", "run", "--rm", "--entrypoint", program, TEST_IMAGE, "--help"],
                         capture_output=True).stdout
             self.assertIn("Usage: " + program, usage)
+        # The static CDI hook the plugins copy onto the node.
+        hook = run(["podman", "run", "--rm", "--entrypoint", "nvdra-cdi-hook", TEST_IMAGE, "--help"],
+                   capture_output=True)
+        self.assertIn("Usage: nvdra-cdi-hook", hook.stdout + hook.stderr)
         # A checkout's build knows its commit.
         self.assertRegex(labels["org.opencontainers.image.revision"], r"^[0-9a-f]{12}$")
         self.assertRegex(labels["org.opencontainers.image.created"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")

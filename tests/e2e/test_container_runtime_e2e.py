@@ -2,28 +2,39 @@
 
 Podman (with runc) reads the CDI specs the plugins wrote and starts a busybox
 container with the CDI ids the plugin returned; a script inside reports what
-the container got (device nodes, driver libraries, nvidia-smi -L, env), and
-the mock driver's recording nvidia-cdi-hook reports which hooks ran with
-which arguments. Podman 4.3 reads specs only from /etc/cdi and /var/run/cdi,
+the container got (device nodes, driver libraries, nvidia-smi -L, env, the
+libcuda links and what its linker cache lists). The specs' hooks run the
+real nvdra-cdi-hook from the copy the plugin (started without
+--nvidia-cdi-hook-path) left in its plugin directory; the mock's libcuda is
+swapped for a real shared object with the soname libcuda.so.1, so the
+container's ldconfig -p shows what the hook's update-ldcache did. Podman 4.3
+reads specs only from /etc/cdi and /var/run/cdi,
 so each run happens in a private mount namespace (unshare -m) with the
 node's CDI directory bind-mounted over /etc/cdi and an empty one over
 /var/run/cdi.
 """
 
+import filecmp
+import glob
 import json
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import unittest
 import uuid
 
 from e2e_base import CD_DRIVER, GPU_DRIVER, NodeTestCase, cdi_ids, make_claim, opaque_config, wait_for
+from localnode import BIN
 
 DRIVER_VERSION = {"h100x8": "570.158.01", "a100-mig": "550.127.08", "gb200x4": "570.158.01"}
 LIB_DIR = "/usr/lib/x86_64-linux-gnu"
 BUSYBOX = shutil.which("busybox") or "/bin/busybox"
 APPLETS = ["sh", "ls", "cat", "env", "test", "[", "echo", "find", "sort", "grep", "readlink", "stat", "printf"]
+# The container's ldconfig (for `ldconfig -p`): the host's, a static program.
+LDCONFIG = "/sbin/ldconfig"
+CC = shutil.which("cc") or shutil.which("clang")
 
 # Runs inside the container: one JSON object on stdout.
 REPORT = r"""
@@ -60,7 +71,20 @@ for k in NVIDIA_CTK_LIBCUDA_DIR CLIQUE_ID COMPUTE_DOMAIN_UUID NVIDIA_VISIBLE_DEV
   [ "$v" = __unset__ ] && continue
   [ $first = 1 ] || printf ', '; first=0; q "$k"; printf ': '; q "$v"
 done
-printf '}, "imexd": %s}\n' "$([ -d /imexd ] && echo true || echo false)"
+printf '}, "imexd": %s, "links": {' "$([ -d /imexd ] && echo true || echo false)"
+first=1
+for l in /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so; do
+  [ -L "$l" ] || continue
+  [ $first = 1 ] || printf ', '; first=0; q "$l"; printf ': '; q "$(readlink "$l")"
+done
+printf '}, "ldcache": ['
+first=1
+if [ -x /sbin/ldconfig ]; then
+  /sbin/ldconfig -p | grep 'libcuda' | while IFS= read -r line; do
+    [ $first = 1 ] || printf ', '; first=0; q "$(echo $line)"
+  done
+fi
+printf ']}\n'
 """
 
 
@@ -72,6 +96,8 @@ def runtime_missing():
             return "%s is not installed (scripts/setup installs it)" % tool
     if not os.path.exists(BUSYBOX):
         return "busybox-static is not installed (scripts/setup installs it)"
+    if not os.path.exists(LDCONFIG) or CC is None:
+        return "needs the host's ldconfig and a C compiler (a stand-in libcuda with its soname)"
     return None
 
 
@@ -90,22 +116,37 @@ class ContainerRuntime(NodeTestCase):
             os.makedirs(os.path.join(self.rootfs, d), exist_ok=True)
         with open(os.path.join(self.rootfs, "report.sh"), "w") as f:
             f.write(REPORT)
+        os.makedirs(os.path.join(self.rootfs, "sbin"))
+        shutil.copy(LDCONFIG, os.path.join(self.rootfs, "sbin", "ldconfig"))
 
     def mock_root(self, driver):
         return os.path.join(self.node.workdir, "mock-" + driver)
 
-    def hook_calls(self, driver):
-        path = os.path.join(self.mock_root(driver), "state", "cdi-hook.log")
-        if not os.path.exists(path):
-            return []
-        with open(path) as f:
-            return f.read().splitlines()
+    def real_libcuda(self, driver, version):
+        """Swaps the mock's empty libcuda.so.<version> for a shared object
+        with the soname libcuda.so.1, as the driver's is: what ldconfig
+        reads. The plugin discovered its files at start, so the swap (a
+        rename, the file never missing) happens after it started."""
+        target = os.path.join(self.mock_root(driver), LIB_DIR.lstrip("/"), "libcuda.so." + version)
+        self.assertTrue(os.path.isfile(target), target)
+        stub = os.path.join(self.tmp, "libcuda-stub.so")
+        subprocess.run([CC, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", stub, "-x", "c", "/dev/null"],
+                       check=True, capture_output=True)
+        os.chmod(stub, 0o755)
+        os.replace(stub, target)
+
+    def spec_hooks(self):
+        hooks = []
+        for path in glob.glob(os.path.join(self.node.cdi_root, "*.json")):
+            with open(path) as f:
+                spec = json.load(f)
+            hooks += spec.get("containerEdits", {}).get("hooks", [])
+            for d in spec.get("devices", []):
+                hooks += d.get("containerEdits", {}).get("hooks", [])
+        return hooks
 
     def run_container(self, driver, ids, files=()):
         """Runs report.sh in a container with the CDI ids; returns its report."""
-        log = os.path.join(self.mock_root(driver), "state", "cdi-hook.log")
-        if os.path.exists(log):
-            os.remove(log)
         empty = os.path.join(self.tmp, "empty-cdi")
         os.makedirs(empty, exist_ok=True)
         podman = ["podman", "--root", os.path.join(self.tmp, "storage"), "--runroot", os.path.join(self.tmp, "run"),
@@ -129,7 +170,8 @@ class ContainerRuntime(NodeTestCase):
         return sorted(n for n in report["nodes"] if n[len("/dev/nvidia"):].isdigit())
 
     def assert_driver(self, report, driver, version):
-        """What every GPU container gets: libraries, binaries, env, hooks."""
+        """What every GPU container gets: libraries, binaries, env, and what
+        the hooks did in it."""
         for lib in ("libcuda.so." + version, "libnvidia-ml.so." + version):
             self.assertTrue(report["files"][LIB_DIR + "/" + lib], lib)
         self.assertTrue(report["files"]["/lib/firmware/nvidia/%s/gsp_ga10x.bin" % version])
@@ -137,16 +179,22 @@ class ContainerRuntime(NodeTestCase):
         self.assertEqual(report["env"].get("NVIDIA_CTK_LIBCUDA_DIR"), LIB_DIR)
         for n in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"):
             self.assertIn(n, report["nodes"])
-        calls = self.hook_calls(driver)
-        names = [c.split()[0] for c in calls]
+        # The specs run the plugin directory's copy of the shipped hook.
+        copy = os.path.join(self.node.plugins_dir, driver, "nvidia-cdi-hook")
+        hooks = self.spec_hooks()
+        names = [h["args"][1] for h in hooks]
         for h in ("create-symlinks", "enable-cuda-compat", "update-ldcache", "disable-device-node-modification"):
-            self.assertIn(h, names, calls)
-        self.assertIn("enable-cuda-compat --host-driver-version=" + version, calls)
-        self.assertIn("update-ldcache --folder %s --folder %s/vdpau" % (LIB_DIR, LIB_DIR), calls)
-        links = [c for c in calls if c.startswith("create-symlinks") and "libcuda" in c][0].split()
-        self.assertIn("libcuda.so.%s::%s/libcuda.so.1" % (version, LIB_DIR), links)
-        self.assertIn("libcuda.so.1::%s/libcuda.so" % LIB_DIR, links)
-        return calls
+            self.assertIn(h, names, hooks)
+        self.assertEqual({h["path"] for h in hooks}, {copy})
+        self.assertTrue(filecmp.cmp(copy, os.path.join(BIN, "nvdra-cdi-hook"), shallow=False))
+        self.assertEqual(stat.S_IMODE(os.stat(copy).st_mode), 0o755)
+        # create-symlinks made the links the spec asks for ...
+        self.assertEqual(report["links"], {LIB_DIR + "/libcuda.so.1": "libcuda.so." + version,
+                                           LIB_DIR + "/libcuda.so": "libcuda.so.1"})
+        # ... and update-ldcache put them in the container's linker cache.
+        self.assertTrue(any(l.startswith("libcuda.so.1 (") and l.endswith("=> %s/libcuda.so.1" % LIB_DIR)
+                            for l in report["ldcache"]), report["ldcache"])
+        return hooks
 
     def files_to_check(self, version):
         return [LIB_DIR + "/libcuda.so." + version, LIB_DIR + "/libnvidia-ml.so." + version,
@@ -167,6 +215,7 @@ class ContainerRuntime(NodeTestCase):
         plugin = self.gpu_plugin().start()
         _, ids = self.gpu_claim_ids(plugin, "one-gpu", ["gpu-3"])
         v = DRIVER_VERSION["h100x8"]
+        self.real_libcuda(GPU_DRIVER, v)
         report = self.run_container(GPU_DRIVER, ids, self.files_to_check(v))
         self.assertEqual(self.gpu_nodes(report), ["/dev/nvidia3"])
         self.assertIn("/dev/dri/card4", report["nodes"])
@@ -175,10 +224,10 @@ class ContainerRuntime(NodeTestCase):
         gpus = self.inventory("h100x8")["gpus"]
         self.assertEqual(report["smi"], {"rc": 0, "lines": [
             "GPU 0: NVIDIA H100 80GB HBM3 (UUID: %s)" % gpus[3]["uuid"]]})
-        calls = self.assert_driver(report, GPU_DRIVER, v)
-        self.assertIn("create-symlinks --link ../card4::/dev/dri/by-path/pci-%s-card "
-                      "--link ../renderD131::/dev/dri/by-path/pci-%s-render" % (gpus[3]["pciBusId"],
-                                                                              gpus[3]["pciBusId"]), calls)
+        hooks = self.assert_driver(report, GPU_DRIVER, v)
+        self.assertIn(["nvidia-cdi-hook", "create-symlinks", "--link", "../card4::/dev/dri/by-path/pci-%s-card" %
+                       gpus[3]["pciBusId"], "--link", "../renderD131::/dev/dri/by-path/pci-%s-render" %
+                       gpus[3]["pciBusId"]], [h["args"] for h in hooks])
 
     def test_two_gpus_replacing_an_upstream_yaml_spec(self):
         plugin = self.gpu_plugin().start()
@@ -195,6 +244,7 @@ class ContainerRuntime(NodeTestCase):
         self.assertEqual(len(ids), 2)
         self.assertFalse(os.path.exists(legacy))
         v = DRIVER_VERSION["h100x8"]
+        self.real_libcuda(GPU_DRIVER, v)
         report = self.run_container(GPU_DRIVER, ids, self.files_to_check(v))
         self.assertEqual(self.gpu_nodes(report), ["/dev/nvidia1", "/dev/nvidia6"])
         gpus = self.inventory("h100x8")["gpus"]
@@ -211,6 +261,7 @@ class ContainerRuntime(NodeTestCase):
         self.assertTrue(migs)
         _, ids = self.gpu_claim_ids(plugin, "one-mig", [migs[0]])
         v = DRIVER_VERSION["a100-mig"]
+        self.real_libcuda(GPU_DRIVER, v)
         report = self.run_container(GPU_DRIVER, ids, self.files_to_check(v))
         parent = int(migs[0].split("-")[1])
         self.assertEqual(self.gpu_nodes(report), ["/dev/nvidia%d" % parent])
@@ -223,6 +274,32 @@ class ContainerRuntime(NodeTestCase):
             "GPU 0: %s (UUID: %s)" % (gpu["productName"], gpu["uuid"]),
             "  MIG %s Device 0: (UUID: %s)" % (mig["profile"], mig["uuid"])])
         self.assert_driver(report, GPU_DRIVER, v)
+
+    def test_hook_does_not_follow_links_out_of_the_root(self):
+        """An image whose library directory and ld.so.conf.d are links to host
+        directories (by their host paths): the hook works inside the
+        container's root and leaves the host directories alone."""
+        victim_lib = os.path.join(self.tmp, "host-lib")
+        victim_conf = os.path.join(self.tmp, "host-ld.so.conf.d")
+        for d in (victim_lib, victim_conf):
+            os.makedirs(d)
+        os.makedirs(os.path.join(self.rootfs, "usr", "lib"))
+        os.symlink(victim_lib, os.path.join(self.rootfs, LIB_DIR.lstrip("/")))
+        os.symlink(victim_conf, os.path.join(self.rootfs, "etc", "ld.so.conf.d"))
+        plugin = self.gpu_plugin().start()
+        _, ids = self.gpu_claim_ids(plugin, "hostile", ["gpu-0"])
+        v = DRIVER_VERSION["h100x8"]
+        self.real_libcuda(GPU_DRIVER, v)
+        report = self.run_container(GPU_DRIVER, ids, self.files_to_check(v))
+        self.assertEqual(os.listdir(victim_lib), [])
+        self.assertEqual(os.listdir(victim_conf), [])
+        # Inside the root the same paths were made and used.
+        inside = os.path.join(self.rootfs, victim_lib.lstrip("/"))
+        self.assertEqual(os.readlink(os.path.join(inside, "libcuda.so")), "libcuda.so.1")
+        conf = os.path.join(self.rootfs, victim_conf.lstrip("/"), "00-nvcr-nvdra.conf")
+        with open(conf) as f:
+            self.assertIn(LIB_DIR + "\n", f.read())
+        self.assertTrue(any(l.startswith("libcuda.so.1 (") for l in report["ldcache"]), report["ldcache"])
 
     def domain(self):
         uid = str(uuid.uuid4())
@@ -274,6 +351,7 @@ class ContainerRuntime(NodeTestCase):
                                       "k8s.compute-domain.nvidia.com/device=all"]))
         self.assertIn("k8s.compute-domain.nvidia.com-device_base.json", self.node.cdi_files())
         v = DRIVER_VERSION["gb200x4"]
+        self.real_libcuda(CD_DRIVER, v)
         report = self.run_container(CD_DRIVER, ids, self.files_to_check(v))
         self.assertTrue(report["imexd"])
         self.assertEqual(report["env"].get("COMPUTE_DOMAIN_UUID"), domain)

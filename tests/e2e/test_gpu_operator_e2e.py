@@ -1,7 +1,8 @@
 """Both kubelet plugins on a node laid out as the NVIDIA GPU operator lays it
 out: the driver container's files under /run/nvidia/driver, device nodes on
-the host's /dev, the toolkit's nvidia-cdi-hook in /usr/local/nvidia/toolkit
-(nothing in /usr/bin), the validator's marker in /run/nvidia/validations.
+the host's /dev, no toolkit in /usr/bin (nvdra needs none: each plugin copies
+its own nvdra-cdi-hook into its plugin directory), the validator's marker in
+/run/nvidia/validations.
 
 The mock node's root stands for the host's "/". The plugins get what the
 chart renders for such a node (testdata/gpu-operator.values.yaml): its
@@ -204,14 +205,13 @@ class GpuOperatorNodeTest(unittest.TestCase):
     def test_plugins_start_publish_and_prepare_with_the_charts_settings(self):
         self.node.build_mock_node(PROFILE)
         # The layout: the driver under the driver root, its nodes on the
-        # node's /dev, the toolkit's hook in /usr/local/nvidia/toolkit only.
+        # node's /dev, no toolkit hook in /usr/bin.
         drv = self.on_host("/run/nvidia/driver")
         for p in ("/usr/bin/nvidia-smi", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/etc/ld.so.cache"):
             self.assertTrue(os.path.exists(drv + p), p)
         for p in ("/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-caps-imex-channels/channel0"):
             self.assertTrue(os.path.exists(self.on_host(p)), p)
             self.assertFalse(os.path.exists(drv + p), p)
-        self.assertTrue(os.access(self.on_host("/usr/local/nvidia/toolkit/nvidia-cdi-hook"), os.X_OK))
         self.assertFalse(os.path.exists(self.on_host("/usr/bin/nvidia-cdi-hook")))
         with open(self.on_host("/run/nvidia/validations/driver-ready")) as f:
             self.assertIn("NVIDIA_DRIVER_ROOT=/run/nvidia/driver\n", f.read())
@@ -232,7 +232,8 @@ class GpuOperatorNodeTest(unittest.TestCase):
         self.assertIn("daemon-0", cd_devices)
 
         # A GPU claim: its spec names the driver's files under the driver
-        # root and the GPU's nodes on the node's /dev, hooks the toolkit's.
+        # root and the GPU's nodes on the node's /dev, hooks the plugin's own
+        # copy of nvdra-cdi-hook (the chart mounts no host hook by default).
         claim = make_claim("gpu", [{"request": "gpu", "driver": GPU_DRIVER, "pool": self.node.node_name,
                                     "device": "gpu-1"}])
         self.node.api.load([claim])
@@ -248,8 +249,12 @@ class GpuOperatorNodeTest(unittest.TestCase):
         self.assertIn(drv + "/usr/bin/nvidia-smi", [m["hostPath"] for m in mounts])
         hooks = [h for e in spec_edits(spec) for h in e.get("hooks", [])]
         self.assertTrue(hooks, spec)
+        copy = os.path.join(gpu.plugin_dir(), "nvidia-cdi-hook")
         for h in hooks:
-            self.assertEqual(h["path"], self.on_host("/usr/local/nvidia/toolkit/nvidia-cdi-hook"), h)
+            self.assertEqual(h["path"], copy, h)
+        self.assertTrue(os.access(copy, os.X_OK), copy)
+        with open(copy, "rb") as a, open(os.path.join(localnode.BIN, "nvdra-cdi-hook"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
         self.assertEqual(gpu.unprepare([("default", "gpu", uid)])[uid]["error"], "")
         self.assertFalse(os.path.exists(spec_file))
 

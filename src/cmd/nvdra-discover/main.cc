@@ -31,8 +31,8 @@ std::string HookPath(const DeviceLib& lib, const std::string& flag) {
   if (!flag.empty()) return flag;
   std::string source = lib.cdi_hook_source();
   if (PathExists(source)) return source;
-  std::cerr << "note: no nvidia-cdi-hook at " << source
-            << " and --nvidia-cdi-hook-path is not set: the plugins would write CDI specs without hooks\n";
+  std::cerr << "note: no CDI hook at " << source
+            << " and --nvidia-cdi-hook-path is not set: the plugins would refuse to start\n";
   return "";
 }
 

@@ -64,8 +64,8 @@ void AddUpstreamFlags(CLI::App& app, PluginOptions& o) {
                  "container: /)")
       ->envname("DRIVER_ROOT_CTR_PATH")->capture_default_str();
   app.add_option("--nvidia-cdi-hook-path", o.nvidia_cdi_hook_path,
-                 "Host path of nvidia-cdi-hook for the CDI specs' hooks (empty: copy /usr/bin/nvidia-cdi-hook "
-                 "into the plugin directory; none there: specs without hooks)")
+                 "Host path of nvidia-cdi-hook for the CDI specs' hooks (empty: copy the nvdra-cdi-hook beside "
+                 "this program into the plugin directory as nvidia-cdi-hook)")
       ->envname("NVIDIA_CDI_HOOK_PATH");
   app.add_option("--http-endpoint", o.http_endpoint,
                  "host:port of the Prometheus metrics server (empty: off)")->envname("HTTP_ENDPOINT");

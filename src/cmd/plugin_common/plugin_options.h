@@ -26,7 +26,7 @@ struct PluginOptions {
   std::string nvidia_driver_root = "/";
   std::string container_driver_root = "/driver-root";
   // Host path of nvidia-cdi-hook for the specs' hooks; empty: copy the
-  // image's /usr/bin/nvidia-cdi-hook into the plugin directory.
+  // nvdra-cdi-hook shipped beside the plugin into the plugin directory.
   std::string nvidia_cdi_hook_path;
   // --kubelet-plugins-directory-path, --kubelet-registrar-directory-path,
   // --healthcheck-port, --rolling-update-id, --claim-timeout, ...: the

@@ -161,12 +161,7 @@ Status Plugin::SetUpHardware() {
 // logged; GPU claims then fail with the reason until they appear.
 Status Plugin::SetUpDriverFiles() {
   auto hook_path = devices::InstallCdiHook(options_.nvidia_cdi_hook_path, lib_->cdi_hook_source(), plugin_dir_);
-  if (!hook_path.ok()) return hook_path.status().Wrap("set up nvidia-cdi-hook");
-  if (hook_path->empty()) {
-    NVDRA_WARN("no nvidia-cdi-hook: {} does not exist and --nvidia-cdi-hook-path is not set; CDI specs carry no "
-                 "hooks (containers get no libcuda.so links, no ldcache update and no CUDA compat setup)",
-                 lib_->cdi_hook_source());
-  }
+  if (!hook_path.ok()) return hook_path.status().Wrap("set up the CDI hook");
   devices::DeviceLib* lib = lib_.get();
   driver_files_ = std::make_shared<devices::DriverFilesCache>(
       lib_->driver_root(),
@@ -183,7 +178,7 @@ Status Plugin::SetUpDriverFiles() {
   if (auto files = driver_files_->Files(); files.ok()) {
     NVDRA_INFO("driver {} files: {} libraries, {} binaries, {} firmware files, {} IPC sockets; hooks: {}",
                  files->driver_version, files->libraries.size(), files->binaries.size(), files->firmware.size(),
-                 files->ipc.size(), hook_path->empty() ? "off" : *hook_path);
+                 files->ipc.size(), *hook_path);
   } else {
     NVDRA_ERROR("driver files: {} (GPU claims fail until they are found)", files.status().message());
   }

@@ -176,10 +176,6 @@ Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile
 
 std::string MockDeviceLib::proc_devices_path() const { return JoinPath(dir_, "proc/devices"); }
 std::string MockDeviceLib::capabilities_dir() const { return JoinPath(dir_, kCapabilitiesDir); }
-std::string MockDeviceLib::cdi_hook_source() const {
-  return layout_ == MockLayout::kGpuOperator ? JoinPath(JoinPath(dir_, kGpuOperatorToolkitDir), "nvidia-cdi-hook")
-                                             : MockCdiHookPath(dir_);
-}
 std::string MockDeviceLib::health_events_path() const { return JoinPath(dir_, "health-events"); }
 std::string MockDeviceLib::control_log_path() const { return JoinPath(dir_, "state/control.log"); }
 std::string MockDeviceLib::control_failures_path() const { return JoinPath(dir_, "control-failures"); }
@@ -237,9 +233,7 @@ Status MockDeviceLib::Build() {
     const std::string drv = JoinPath(dir_, kGpuOperatorDriverRoot);
     // A driver container's root has a dev/ of its own (here empty).
     NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(drv, "dev"), 0755));
-    NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(
-        {.driver_root = drv, .dev_root = dir_, .hook = cdi_hook_source(), .hook_log = MockCdiHookLogPath(dir_)},
-        profile_));
+    NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall({.driver_root = drv, .dev_root = dir_}, profile_));
     // Last, as the validator writes it once the driver works.
     const std::string ready = JoinPath(dir_, kGpuOperatorDriverReady);
     if (!PathExists(ready)) {
@@ -247,7 +241,7 @@ Status MockDeviceLib::Build() {
       NVDRA_RETURN_IF_ERROR(WriteFileAtomically(ready, kDriverReadyContent, 0644, false));
     }
   } else {
-    NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, root_.host_root(), profile_));
+    NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, profile_));
   }
   if (!PathExists(health_events_path())) {
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(health_events_path(), "", 0644, false));

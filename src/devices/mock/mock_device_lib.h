@@ -14,8 +14,7 @@
 //   state/mig.json         MIG mode and the MIG devices dynamic MIG created (mock_mig_devices.h)
 //   state/fabric-manager.* the active Fabric Manager partitions (mock_fabric_manager.h)
 //   control-failures       GPU UUIDs (or "*") whose GpuControl calls fail, to inject
-//   the driver's user-space files, DRM nodes and a recording nvidia-cdi-hook
-//   (mock_driver_install.h)
+//   the driver's user-space files and DRM nodes (mock_driver_install.h)
 //
 // The GPU operator's layout (MockLayout::kGpuOperator) lays the root out as a
 // node whose driver the operator's driver container provides: the root is the
@@ -25,9 +24,9 @@
 //   run/nvidia/driver/...                  the driver's files (an empty dev/
 //                                          as a container image's; the nodes
 //                                          are on the node's dev/)
-//   usr/local/nvidia/toolkit/nvidia-cdi-hook   the toolkit container's hook
-//                                          (the recording stand-in); nothing
-//                                          in usr/bin
+//   nothing in usr/bin (the toolkit, when installed, is in
+//                                          usr/local/nvidia/toolkit; the
+//                                          plugins bring their own hook)
 //   run/nvidia/validations/driver-ready    the operator validator's marker
 #pragma once
 
@@ -53,7 +52,6 @@ Result<MockLayout> ParseMockLayout(const std::string& name);
 
 // Paths in a GPU operator node.
 inline constexpr const char* kGpuOperatorDriverRoot = "/run/nvidia/driver";
-inline constexpr const char* kGpuOperatorToolkitDir = "/usr/local/nvidia/toolkit";
 inline constexpr const char* kGpuOperatorDriverReady = "/run/nvidia/validations/driver-ready";
 
 struct MockNodeOptions {
@@ -91,7 +89,6 @@ class MockDeviceLib final : public DeviceLib {
   std::string backend_name() const override { return "mock:" + profile_.name; }
   bool device_nodes_may_be_files() const override { return true; }
   // The recording stand-in, as if the plugin image shipped it.
-  std::string cdi_hook_source() const override;
 
   const MockProfile& profile() const { return profile_; }
   std::string health_events_path() const;

@@ -164,8 +164,6 @@ Status InstallMockTools(const std::string& bin, const MockProfile& profile, cons
 
 }  // namespace
 
-std::string MockCdiHookPath(const std::string& root) { return JoinPath(root, "toolkit/nvidia-cdi-hook"); }
-std::string MockCdiHookLogPath(const std::string& root) { return JoinPath(root, "state/cdi-hook.log"); }
 
 std::vector<std::string> MockDriverLibraries(const std::string& version) {
   std::vector<std::string> out;
@@ -173,10 +171,8 @@ std::vector<std::string> MockDriverLibraries(const std::string& version) {
   return out;
 }
 
-Status BuildMockDriverInstall(const std::string& root, const std::string& host_root, const MockProfile& profile) {
-  return BuildMockDriverInstall({.driver_root = root, .dev_root = root, .hook = MockCdiHookPath(root),
-                                 .hook_log = MockCdiHookLogPath(host_root)},
-                                profile);
+Status BuildMockDriverInstall(const std::string& root, const MockProfile& profile) {
+  return BuildMockDriverInstall({.driver_root = root, .dev_root = root}, profile);
 }
 
 Status BuildMockDriverInstall(const MockInstallPaths& paths, const MockProfile& profile) {
@@ -239,13 +235,7 @@ Status BuildMockDriverInstall(const MockInstallPaths& paths, const MockProfile& 
     NVDRA_RETURN_IF_ERROR(EnsureSymlink(JoinPath(dri, "by-path/pci-" + g.pci_bus_id + "-render"), "../" + render));
   }
 
-  NVDRA_RETURN_IF_ERROR(MakeDirectories(paths.hook.substr(0, paths.hook.rfind('/')), 0755));
-  NVDRA_RETURN_IF_ERROR(EnsureFile(paths.hook,
-                                   "#!/bin/sh\n"
-                                   "# nvidia-cdi-hook stand-in of the nvdra mock driver: records each call (its\n"
-                                   "# arguments, one line per call) instead of changing the container.\n"
-                                   "printf '%s\\n' \"$*\" >> " + Quote(paths.hook_log) + "\n",
-                                   0755));
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(root, "state"), 0755));
   return Status::Ok();
 }
 

@@ -11,12 +11,10 @@
 //   lib/firmware/nvidia/<version>/gsp_*.bin
 //   run/nvidia-persistenced/socket        (a Unix socket)
 //   dev/dri/card<N> dev/dri/renderD<M> dev/dri/by-path/pci-<busId>-{card,render}
-//   toolkit/nvidia-cdi-hook               (test stand-in: appends its
-//                                          arguments to state/cdi-hook.log)
-// The DRM nodes go to the dev root and the hook where the layout keeps the
-// toolkit (MockInstallPaths): all in one directory for the plain mock; for
-// the GPU operator's layout the driver's files in <node>/run/nvidia/driver,
-// the nodes on <node>/dev, the hook in <node>/usr/local/nvidia/toolkit.
+// The DRM nodes go to the dev root (MockInstallPaths): all in one directory
+// for the plain mock; for the GPU operator's layout the driver's files in
+// <node>/run/nvidia/driver and the nodes on <node>/dev. There is no
+// nvidia-cdi-hook: the plugins copy their own (nvdra-cdi-hook).
 #pragma once
 
 #include <string>
@@ -32,19 +30,15 @@ inline constexpr int kMockDrmMajor = 226;
 struct MockInstallPaths {
   std::string driver_root;  // libraries, tools, firmware, ld.so.cache, persistenced socket
   std::string dev_root;     // dev/nvidia-modeset, dev/dri
-  std::string hook;         // the recording nvidia-cdi-hook
-  std::string hook_log;     // its log as the host sees it (the hook runs on the host)
 };
 
 // Creates or refreshes the installation; existing files with the right
 // content are left alone.
 Status BuildMockDriverInstall(const MockInstallPaths& paths, const MockProfile& profile);
-// All in `root`, which the host sees at `host_root`.
-Status BuildMockDriverInstall(const std::string& root, const std::string& host_root, const MockProfile& profile);
+// All in `root`.
+Status BuildMockDriverInstall(const std::string& root, const MockProfile& profile);
 
 // Paths inside `root`.
-std::string MockCdiHookPath(const std::string& root);
-std::string MockCdiHookLogPath(const std::string& root);
 inline constexpr const char* kMockLibDir = "/usr/lib/x86_64-linux-gnu";
 
 // The versioned library names the installation holds for `version`

@@ -547,13 +547,17 @@ Result<cdi::ContainerEdits> DriverFilesCache::CommonEdits() {
 Result<std::string> InstallCdiHook(const std::string& flag_path, const std::string& source,
                                    const std::string& plugin_dir) {
   if (!flag_path.empty()) return flag_path;
-  if (!IsRegularFile(source)) return std::string();
+  if (!IsRegularFile(source)) {
+    return FailedPrecondition("no CDI hook to copy: " + source +
+                              " does not exist (it ships beside the plugin) and --nvidia-cdi-hook-path "
+                              "(NVIDIA_CDI_HOOK_PATH) is not set; set it to the node's nvidia-cdi-hook");
+  }
   auto content = ReadFileToString(source);
   if (!content.ok()) return content.status().Wrap("read CDI hook " + source);
   std::string dest = JoinPath(plugin_dir, kCdiHookName);
   auto existing = ReadFileToString(dest);
   if (!existing.ok() || *existing != *content) {
-    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(dest, *content, 0755, false).Wrap("install CDI hook " + dest));
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(dest, *content, 0755, true).Wrap("install CDI hook " + dest));
   }
   if (::chmod(dest.c_str(), 0755) != 0) return Internal("chmod " + dest + ": " + ErrnoText(errno));
   return dest;

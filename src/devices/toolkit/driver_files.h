@@ -26,7 +26,8 @@
 
 namespace nvdra::devices {
 
-inline constexpr const char* kDefaultCdiHookSource = "/usr/bin/nvidia-cdi-hook";
+// The name of the hook's copy in the plugin directory: upstream's, so the
+// specs name the same path whichever driver wrote them.
 inline constexpr const char* kCdiHookName = "nvidia-cdi-hook";
 
 struct DriverFiles {
@@ -102,12 +103,14 @@ class DriverFilesCache {
   std::string probe_ GUARDED_BY(mu_);
 };
 
-// Sets up the hook binary the specs name, as upstream does: a non-empty
-// `flag_path` (--nvidia-cdi-hook-path) is used as is; otherwise `source`
-// (normally /usr/bin/nvidia-cdi-hook of the plugin image) is copied into
-// `plugin_dir` with mode 0755 and that copy is used, because the plugin
-// directory is the same path on the host. Returns "" when there is no
-// binary to copy: specs then carry no hooks.
+// Sets up the hook binary the specs name, as upstream does with its own: a
+// non-empty `flag_path` (--nvidia-cdi-hook-path) is used as is; otherwise
+// `source` (nvdra-cdi-hook beside the plugin, ShippedCdiHookPath) is copied
+// into `plugin_dir` as nvidia-cdi-hook with mode 0755 (temporary file,
+// fsync, rename: a runtime starting a container meanwhile runs the old copy
+// or the new one, never a partial file) and that copy is used, because the
+// plugin directory is the same path on the host. No `source` is an error
+// naming both ways to provide one.
 Result<std::string> InstallCdiHook(const std::string& flag_path, const std::string& source,
                                    const std::string& plugin_dir);
 

@@ -5,7 +5,9 @@
 // refresh on a driver change; the mock driver installation.
 #include "devices/toolkit/driver_files.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -314,10 +316,12 @@ TEST(DriverFilesTest, InstallCdiHook) {
   nvdra::testing::TempDir tmp;
   auto flag = InstallCdiHook("/host/bin/nvidia-cdi-hook", "/nonexistent", tmp.path());
   ASSERT_TRUE(flag.ok());
-  EXPECT_EQ(*flag, "/host/bin/nvidia-cdi-hook");
+  EXPECT_EQ(*flag, "/host/bin/nvidia-cdi-hook") << "the flag wins, and nothing is copied";
+  EXPECT_FALSE(PathExists(tmp.path() + "/nvidia-cdi-hook"));
   auto none = InstallCdiHook("", tmp.path() + "/missing-hook", tmp.path() + "/plugin");
-  ASSERT_TRUE(none.ok());
-  EXPECT_EQ(*none, "") << "no binary: no hooks";
+  ASSERT_FALSE(none.ok()) << "no hook to copy and no flag: the plugin does not start";
+  EXPECT_NE(none.status().message().find(tmp.path() + "/missing-hook"), std::string::npos) << none.status().message();
+  EXPECT_NE(none.status().message().find("--nvidia-cdi-hook-path"), std::string::npos) << none.status().message();
   ASSERT_TRUE(WriteFileAtomically(tmp.path() + "/src-hook", "#!/bin/sh\nexit 0\n", 0700, false).ok());
   ASSERT_TRUE(MakeDirectories(tmp.path() + "/plugin", 0750).ok());
   auto copied = InstallCdiHook("", tmp.path() + "/src-hook", tmp.path() + "/plugin");
@@ -327,6 +331,31 @@ TEST(DriverFilesTest, InstallCdiHook) {
   ASSERT_EQ(::stat(copied->c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0755u);
   EXPECT_EQ(*ReadFileToString(*copied), "#!/bin/sh\nexit 0\n");
+  // A new hook (an upgraded image) replaces the copy by a rename: a runtime
+  // that opened the old copy keeps reading it whole, and no temporary file
+  // is left beside the copy.
+  int old_fd = ::open(copied->c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(old_fd, 0);
+  ASSERT_TRUE(WriteFileAtomically(tmp.path() + "/src-hook", "#!/bin/sh\nexit 1\n", 0700, false).ok());
+  ASSERT_TRUE(InstallCdiHook("", tmp.path() + "/src-hook", tmp.path() + "/plugin").ok());
+  EXPECT_EQ(*ReadFileToString(*copied), "#!/bin/sh\nexit 1\n");
+  char buf[64] = {};
+  ASSERT_GT(::pread(old_fd, buf, sizeof buf - 1, 0), 0);
+  EXPECT_STREQ(buf, "#!/bin/sh\nexit 0\n") << "the old copy was replaced, not rewritten in place";
+  ::close(old_fd);
+  ASSERT_EQ(::stat(copied->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  auto entries = ListDirectory(tmp.path() + "/plugin");
+  ASSERT_TRUE(entries.ok());
+  EXPECT_EQ(entries->size(), 1u);
+}
+
+TEST(DriverFilesTest, TheShippedHookLiesBesideTheProgram) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  ASSERT_GT(n, 0);
+  std::string exe(buf, static_cast<size_t>(n));
+  EXPECT_EQ(ShippedCdiHookPath(), exe.substr(0, exe.rfind('/')) + "/nvdra-cdi-hook");
 }
 
 TEST(DriverFilesTest, ResolveInRootStaysInTheRoot) {
@@ -403,7 +432,8 @@ TEST(MockDriverInstallTest, DiscoveryFindsTheMockDriver) {
   EXPECT_EQ(files->ipc.size(), 1u);
   // The mock is its own host root: host paths point into it.
   EXPECT_EQ(files->libraries[0].host_path, tmp.path() + files->libraries[0].container_path);
-  EXPECT_EQ((*lib)->cdi_hook_source(), MockCdiHookPath(tmp.path()));
+  // The mock ships no hook of its own: the plugins copy the real one.
+  EXPECT_EQ((*lib)->cdi_hook_source(), ShippedCdiHookPath());
 }
 
 TEST(MockDriverInstallTest, NvidiaSmiListsTheGpusItSees) {
@@ -430,20 +460,6 @@ TEST(MockDriverInstallTest, NvidiaSmiListsTheGpusItSees) {
   out = RunScript("NVDRA_MOCK_DEV_ROOT='" + tmp.path() + "/none' " + smi + " -L", &rc);
   EXPECT_EQ(rc, 6);
   EXPECT_EQ(out, "No devices were found\n");
-}
-
-TEST(MockDriverInstallTest, HookRecordsItsArguments) {
-  nvdra::testing::TempDir tmp;
-  auto profile = LoadMockProfile("h100x8");
-  ASSERT_TRUE(profile.ok());
-  auto lib = MockDeviceLib::Create(*profile, tmp.path() + "/with space");
-  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
-  int rc = -1;
-  RunScript("'" + MockCdiHookPath(tmp.path() + "/with space") + "' update-ldcache --folder /usr/lib64", &rc);
-  EXPECT_EQ(rc, 0);
-  auto log = ReadFileToString(MockCdiHookLogPath(tmp.path() + "/with space"));
-  ASSERT_TRUE(log.ok());
-  EXPECT_EQ(*log, "update-ldcache --folder /usr/lib64\n");
 }
 
 }  // namespace
