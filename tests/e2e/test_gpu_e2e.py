@@ -97,6 +97,20 @@ class GpuEndToEnd(NodeTestCase):
         self.assertEqual(events[0]["reason"], "FailedPrepareDynamicResources")
         self.assertIn("strict decoding error", events[0]["message"])
 
+    def test_unknown_config_source_is_refused_in_upstreams_words(self):
+        # A source of neither kind, even on another driver's config, is not
+        # taken for a claim config: the claim is refused and nothing is held.
+        cfg = opaque_config("other.example.com", {"apiVersion": "v1", "kind": "Anything"},
+                            source="FromElsewhere")
+        claim = self.gpu_claim("odd-source", ["gpu-0"], configs=[cfg])
+        r = self.plugin.prepare([claim])
+        self.assertIn("error getting opaque device configs: invalid config source: FromElsewhere",
+                      r[claim[2]]["error"])
+        self.assertEqual(self.live_entries(self.plugin), [])
+        unknown = self.gpu_claim("unpublished", ["gpu-99"])
+        self.assertIn("requested device is not allocatable: gpu-99",
+                      self.plugin.prepare([unknown])[unknown[2]]["error"])
+
     def test_time_slicing_config_is_applied_and_undone(self):
         self.plugin.stop()
         self.plugin = self.gpu_plugin(name="gpu-ts", extra_args=["--feature-gates", "TimeSlicingSettings=true"]).start()
