@@ -1,5 +1,7 @@
 #include "computedomain/compute_domain_checkpoint_codec.h"
 
+#include <algorithm>
+
 #include "computedomain/compute_domain_kind.h"
 #include "computedomain/compute_domain_undo.h"
 #include "devices/device_names.h"
@@ -70,6 +72,14 @@ std::vector<std::string> HeldChannels(int id, bool all_channels) {
 }
 
 std::string ComputeDomainCheckpointCodec::driver_name() const { return kDriverName; }
+
+std::string ComputeDomainCheckpointCodec::HeldByAnotherClaim(const std::string& resource, const std::string& holder,
+                                                             const std::vector<std::string>& requested) const {
+  if (std::find(requested.begin(), requested.end(), resource) == requested.end()) {
+    return ledger::DefaultHeldByAnotherClaim(resource, holder);
+  }
+  return "requested device " + resource + " is already allocated to different claim " + holder;
+}
 
 std::vector<std::string> ComputeDomainCheckpointCodec::HeldResources(
     const std::string& device, const std::vector<nlohmann::json>& config_parameters) const {

@@ -30,6 +30,17 @@ class ComputeDomainCheckpointCodec final : public ledger::KindCodec {
   std::string UpstreamConfigs(const ledger::ClaimEntry& e) const override;
   std::optional<std::string> UpstreamPreparedDevices(const ledger::ClaimEntry& e) const override;
   nlohmann::json ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const override;
+  // Upstream's compute-domain plugin has two checks and two sentences. Its
+  // checkpoint check (assertImexChannelNotAllocated) compares channel ids:
+  // "channel <id> already allocated by claim <uid> (according to
+  // checkpoint)". Its overlap check (validateNoOverlappingPreparedDevices)
+  // compares allocated device names: "requested device <name> is already
+  // allocated to different claim <uid>". Our channel resources
+  // ("channel <id>", every id for allocationMode All) are ids, so their
+  // refusal is the checkpoint check's; a resource that is a requested
+  // device's own name (the daemon device) is the overlap check's.
+  std::string HeldByAnotherClaim(const std::string& resource, const std::string& holder,
+                                 const std::vector<std::string>& requested) const override;
 };
 
 }  // namespace nvdra::computedomain

@@ -22,6 +22,16 @@ TEST(ComputeDomainCheckpointCodecTest, ChannelsAreHeldPerIdOrAllOfThem) {
             (std::vector<std::string>{"channel 3", "daemon-0"}));
 }
 
+// Upstream's two sentences: the checkpoint check's for channel ids, the
+// overlap check's for a requested device held by another claim.
+TEST(ComputeDomainCheckpointCodecTest, RefusalsUseUpstreamsWordsForEachCheck) {
+  ComputeDomainCheckpointCodec codec;
+  EXPECT_EQ(codec.HeldByAnotherClaim("channel 5", "uid-a", {"channel-5"}),
+            "channel 5 already allocated by claim uid-a (according to checkpoint)");
+  EXPECT_EQ(codec.HeldByAnotherClaim("daemon-0", "uid-a", {"daemon-0"}),
+            "requested device daemon-0 is already allocated to different claim uid-a");
+}
+
 TEST(ComputeDomainCheckpointCodecTest, ExportsChannelAndDaemonGroupsWithTheirDomain) {
   ComputeDomainCheckpointCodec codec;
   ledger::ClaimEntry e;

@@ -65,7 +65,24 @@ bool ResultLess(const model::AllocationResult& a, const model::AllocationResult&
   return std::tie(a.request, a.device) < std::tie(b.request, b.device);
 }
 
+// Like upstream, a source it does not know fails the claim, whichever
+// driver the config is for, before any config is decoded.
+Status RefuseUnknownSources(const std::vector<ClaimConfig>& configs) {
+  for (const ClaimConfig& cc : configs) {
+    if (cc.source == ConfigSource::kOther) {
+      return InvalidArgument("error getting opaque device configs: invalid config source: " + cc.source_name);
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+ConfigSource ParseConfigSource(std::string_view name) {
+  if (name == "FromClass") return ConfigSource::kFromClass;
+  if (name == "FromClaim") return ConfigSource::kFromClaim;
+  return ConfigSource::kOther;
+}
 
 std::string ConfigOrigin::ToString() const {
   switch (kind) {
@@ -84,6 +101,7 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, 
     return InvalidArgument("driver \"" + driver + "\" declares no device types, so no opaque config can apply");
   }
   std::vector<Candidate> candidates = Defaults(rules);
+  NVDRA_RETURN_IF_ERROR(RefuseUnknownSources(configs));
 
   // Class configs first, then claim configs, each in their given order:
   // walking the list backwards then finds the highest precedence first.

@@ -18,11 +18,17 @@
 
 namespace nvdra::config {
 
-enum class ConfigSource { kFromClass, kFromClaim };
+// kOther: a source this API version does not know (ClaimConfig::
+// source_name says which); refused, as upstream refuses it.
+enum class ConfigSource { kFromClass, kFromClaim, kOther };
+
+// The source named `name` ("FromClass", "FromClaim"; anything else kOther).
+ConfigSource ParseConfigSource(std::string_view name);
 
 // One entry of ResourceClaim.status.allocation.devices.config.
 struct ClaimConfig {
   ConfigSource source = ConfigSource::kFromClaim;
+  std::string source_name;            // as the claim says it, for kOther
   std::vector<std::string> requests;  // empty: applies to every request
   std::string driver;                 // opaque.driver
   std::string parameters_json;        // opaque.parameters, raw bytes as received
@@ -71,6 +77,7 @@ struct ConfigGroup {
 // Returns one group per config that applies to at least one result, sorted
 // by the first result's (request, device), so equal input gives equal output.
 // Errors (all permanent for the claim) carry upstream's wording, e.g.
+//   error getting opaque device configs: invalid config source: FromElsewhere
 //   error getting opaque device configs: error decoding config parameters:
 //       strict decoding error: unknown field "unexpectedField"
 //   cannot apply GpuConfig to device "gpu-0" of type "mig" (request: r0)

@@ -178,6 +178,20 @@ TEST(ConfigResolverTest, DecodeErrorsUseUpstreamWrapping) {
             "field \"bogus\"");
 }
 
+// A source other than FromClass/FromClaim is refused as upstream refuses it,
+// even on another driver's config, and before anything is decoded.
+TEST(ConfigResolverTest, UnknownConfigSourceIsRefused) {
+  EXPECT_EQ(ParseConfigSource("FromClass"), ConfigSource::kFromClass);
+  EXPECT_EQ(ParseConfigSource("FromClaim"), ConfigSource::kFromClaim);
+  EXPECT_EQ(ParseConfigSource("fromclaim"), ConfigSource::kOther);
+  ClaimConfig other = Cfg(ConfigSource::kOther, {}, "not even json", "other.example.com");
+  other.source_name = "FromElsewhere";
+  auto r = ResolveConfigs(kGpu, {Cfg(ConfigSource::kFromClaim, {}, TsJson("Long")), other}, {Res("a", "gpu-0")}, kTs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "error getting opaque device configs: invalid config source: FromElsewhere");
+}
+
 TEST(ConfigResolverTest, NonOpaqueConfigsAreRejected) {
   ClaimConfig c;
   c.opaque = false;

@@ -52,6 +52,27 @@ std::optional<bool> ParseGoBool(std::string_view v) {
 
 std::span<const GateSpec> FeatureGates::Known() { return kGates; }
 
+std::vector<std::string> FeatureGates::KnownFeatures() {
+  auto line = [](std::string_view name, std::string_view stage, bool default_enabled) {
+    return std::string(name) + "=true|false (" + std::string(stage) + " - default=" +
+           (default_enabled ? "true" : "false") + ")";
+  };
+  std::vector<std::string> known = {line("AllAlpha", "ALPHA", false), line("AllBeta", "BETA", false)};
+  for (const GateSpec& s : kGates) {
+    if (s.stage == Stage::kAlpha) known.push_back(line(s.name, "ALPHA", s.default_enabled));
+    if (s.stage == Stage::kBeta) known.push_back(line(s.name, "BETA", s.default_enabled));
+  }
+  std::sort(known.begin(), known.end());
+  return known;
+}
+
+std::string FeatureGates::FlagHelp() {
+  std::string help =
+      "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:";
+  for (const std::string& k : KnownFeatures()) help += "\n     " + k;
+  return help;
+}
+
 std::optional<Gate> FeatureGates::FromName(std::string_view name) {
   for (const GateSpec& spec : kGates) {
     if (spec.name == name) return spec.gate;

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/status.h"
 
@@ -60,6 +61,12 @@ class FeatureGates {
   static Result<FeatureGates> Parse(std::string_view spec);
 
   static std::span<const GateSpec> Known();
+  // The gates as component-base lists them in `--feature-gates`' help, one
+  // "Name=true|false (STAGE - default=bool)" each, AllAlpha and AllBeta
+  // included, GA and deprecated gates left out, sorted.
+  static std::vector<std::string> KnownFeatures();
+  // `--feature-gates`' help, worded and laid out as upstream's.
+  static std::string FlagHelp();
   static std::optional<Gate> FromName(std::string_view name);
   static std::string_view Name(Gate gate);
 

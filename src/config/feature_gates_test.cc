@@ -1,5 +1,7 @@
 #include "config/feature_gates.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace nvdra::config {
@@ -145,6 +147,29 @@ TEST(FeatureGatesTest, ValidateAppliesUpstreamRulesInOrder) {
     ASSERT_TRUE(g.ok());
     EXPECT_TRUE(g->Validate().ok()) << ok << ": " << g->Validate().message();
   }
+}
+
+// The help lists the gates as component-base's KnownFeatures does for
+// upstream's --feature-gates: key=value pairs with stage and default, sorted.
+TEST(FeatureGatesTest, HelpListsEveryGateWithItsStageAndDefault) {
+  const std::vector<std::string> known = FeatureGates::KnownFeatures();
+  ASSERT_EQ(known.size(), FeatureGates::Known().size() + 2);
+  EXPECT_EQ(known.front(), "AllAlpha=true|false (ALPHA - default=false)");
+  EXPECT_EQ(known[1], "AllBeta=true|false (BETA - default=false)");
+  EXPECT_TRUE(std::is_sorted(known.begin(), known.end()));
+  for (const char* want : {"ComputeDomainCliques=true|false (BETA - default=true)",
+                           "ContextualLogging=true|false (BETA - default=true)",
+                           "DynamicMIG=true|false (ALPHA - default=false)",
+                           "TimeSlicingSettings=true|false (ALPHA - default=false)"}) {
+    EXPECT_NE(std::find(known.begin(), known.end(), want), known.end()) << want;
+  }
+  const std::string help = FeatureGates::FlagHelp();
+  EXPECT_EQ(help.rfind("A set of key=value pairs that describe feature gates for alpha/experimental features. "
+                       "Options are:\n     AllAlpha=true|false (ALPHA - default=false)\n     AllBeta=",
+                       0),
+            0u)
+      << help;
+  EXPECT_NE(help.find("\n     MPSSupport=true|false (ALPHA - default=false)"), std::string::npos) << help;
 }
 
 TEST(FeatureGatesTest, ToStringListsEveryGateSorted) {

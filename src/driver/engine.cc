@@ -213,8 +213,10 @@ Result<ClaimWork> Engine::OurResults(const model::ClaimRef& ref, const ClaimSnap
           .AsPermanent();
     }
     if (kind_.DeviceType(r.device).empty()) {
-      return NotFound("requested device " + r.device + " (request " + r.request +
-                      ") is not allocatable on this node: it is not among the devices this plugin publishes")
+      // Upstream's phrase first ("requested device is not allocatable: %v"),
+      // then where to look.
+      return NotFound("requested device is not allocatable: " + r.device + " (request " + r.request +
+                      ") is not among the devices this plugin publishes on this node")
           .AsPermanent();
     }
     work.results.push_back(r);
@@ -248,8 +250,8 @@ Result<ClaimPlan> Engine::PlanClaim(ClaimWork& work, const ClaimSnapshot& snap) 
   auto plan = kind_.Plan(work);
   if (!plan.ok()) return plan.status().retryable() ? plan.status() : plan.status().AsPermanent();
   if (kind_.MayWaitUntilReady(work, *plan)) {
-    NVDRA_RETURN_IF_ERROR(RefuseHeldElsewhere(plan->held.empty() ? ledger::DefaultHeld(work.results) : plan->held,
-                                              work.uid));
+    std::vector<std::string> requested = ledger::DefaultHeld(work.results);
+    NVDRA_RETURN_IF_ERROR(RefuseHeldElsewhere(plan->held.empty() ? requested : plan->held, requested, work.uid));
   }
   NVDRA_RETURN_IF_ERROR(kind_.CheckReady(work, *plan));
   return plan;
@@ -444,19 +446,26 @@ int Engine::SweepOrphanMetadata(const std::set<std::string>& live, int* errors) 
   return removed;
 }
 
-Status Engine::RefuseHeldElsewhere(const std::vector<std::string>& held, const std::string& self_uid) {
-  for (bool cleared = false;; cleared = true) {
-    std::optional<Status> refusal;
-    for (const auto& resource : held) {
-      auto holder = ledger_.HolderOf(resource);
-      if (!holder.ok()) return holder.status();
-      if (holder->has_value() && (*holder)->uid != self_uid) {
-        refusal = ledger::HeldByAnotherClaim(resource, (*holder)->uid);
-        break;
-      }
+Status Engine::RefuseHeldElsewhere(const std::vector<std::string>& held, const std::vector<std::string>& requested,
+                                   const std::string& self_uid) {
+  // The ledger's own scan, so the refusal reads as the one BeginPrepare gives.
+  ledger::TransitionContext ctx;
+  ctx.codec = ledger_.codec();
+  Status lookup = Status::Ok();
+  ctx.other_holder = [&](const std::string& resource, const std::string& except) -> std::optional<std::string> {
+    auto holder = ledger_.HolderOf(resource);
+    if (!holder.ok()) {
+      if (lookup.ok()) lookup = holder.status();
+      return std::nullopt;
     }
-    if (!refusal) return Status::Ok();
-    if (cleared || !ClearStaleHolders(held, self_uid)) return *refusal;
+    if (!holder->has_value() || (*holder)->uid == except) return std::nullopt;
+    return (*holder)->uid;
+  };
+  for (bool cleared = false;; cleared = true) {
+    Status refusal = ledger::CheckNotHeldByOthers(held, requested, self_uid, ctx);
+    NVDRA_RETURN_IF_ERROR(lookup);
+    if (refusal.ok()) return refusal;
+    if (cleared || !ClearStaleHolders(held, self_uid)) return refusal;
   }
 }
 

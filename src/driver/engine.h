@@ -160,7 +160,8 @@ class Engine final : public kubelet::ClaimEngine {
   // Conflict (the ledger's wording) when another live claim holds one of
   // `held` and is not a stale PrepareStarted holder ClearStaleHolders frees;
   // a read of the ledger only, for a claim about to wait for readiness.
-  Status RefuseHeldElsewhere(const std::vector<std::string>& held, const std::string& self_uid);
+  Status RefuseHeldElsewhere(const std::vector<std::string>& held, const std::vector<std::string>& requested,
+                             const std::string& self_uid);
   Result<bool> RemoveOrphanSpec(const std::string& uid);
   Status RebuildFromSpec(const std::string& uid);
 

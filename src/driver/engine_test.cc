@@ -365,6 +365,19 @@ TEST_F(EngineTest, DeviceHeldByAnotherClaimIsRefusedNamingTheHolder) {
   EXPECT_EQ(engine_->PrepareClaim(Ref(b), kFar).status().message(), "");
 }
 
+// Upstream's phrase leads ("requested device is not allocatable: <name>"),
+// our detail follows; the refusal is permanent and records nothing.
+TEST_F(EngineTest, UnpublishedDeviceIsRefusedWithUpstreamsPhrase) {
+  auto c = Claim("uid-a", "a", {"gpu-99"});
+  claims_.Put(c);
+  auto r = engine_->PrepareClaim(Ref(c), kFar);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("requested device is not allocatable: gpu-99"), std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(r.status().retryable());
+  EXPECT_FALSE(Entry("uid-a"));
+}
+
 TEST_F(EngineTest, StaleHalfPreparedHolderIsCheckedRightAway) {
   auto a = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(a);

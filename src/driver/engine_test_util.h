@@ -58,13 +58,16 @@ class FakeClaimSource final : public ClaimSource {
   int gets_ GUARDED_BY(mu_) = 0;
 };
 
-// A real ledger in <dir>/plugin, whose boot id ("boot-1") is <dir>/boot_id.
-inline Result<std::unique_ptr<ledger::ClaimLedger>> OpenTestLedger(const std::string& dir) {
+// A real ledger in <dir>/plugin, whose boot id ("boot-1") is <dir>/boot_id;
+// `codec` (not owned) words its refusals, as the plugin's kind does.
+inline Result<std::unique_ptr<ledger::ClaimLedger>> OpenTestLedger(const std::string& dir,
+                                                                   const ledger::KindCodec* codec = nullptr) {
   NVDRA_RETURN_IF_ERROR(MakeDirectories(dir + "/plugin"));
   NVDRA_RETURN_IF_ERROR(WriteFileAtomically(dir + "/boot_id", "boot-1\n"));
   ledger::LedgerOptions lo;
   lo.dir = dir + "/plugin";
   lo.boot_id_path = dir + "/boot_id";
+  lo.codec = codec;
   return ledger::ClaimLedger::Open(lo);
 }
 

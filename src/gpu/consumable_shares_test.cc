@@ -7,6 +7,7 @@
 #include "devices/backends/open_device_lib.h"
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
+#include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_kind.h"
 #include "kube/slice_builder.h"
 #include "util/failpoint.h"
@@ -81,6 +82,7 @@ class ConsumableSharesKindTest : public ::testing::Test {
     ledger::LedgerOptions lo;
     lo.dir = dir_ + "/plugin";
     lo.boot_id = "boot-1";
+    lo.codec = &codec_;
     auto ledger = ledger::ClaimLedger::Open(lo);
     ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
     ledger_ = std::move(ledger).value();
@@ -145,6 +147,7 @@ class ConsumableSharesKindTest : public ::testing::Test {
   std::unique_ptr<devices::DeviceLib> lib_;
   devices::NodeInventory inventory_;
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;
+  GpuCheckpointCodec codec_;
   std::unique_ptr<ledger::ClaimLedger> ledger_;
   driver::testing::FakeClaimSource claims_;
   std::unique_ptr<GpuKind> kind_;
@@ -284,7 +287,8 @@ TEST_F(ConsumableSharesKindTest, AClaimWithoutAShareHoldsTheGpuAlone) {
   claims_.Put(c);
   auto pb = engine_->PrepareClaim({"default", b, "exclusive"}, far_);
   ASSERT_FALSE(pb.ok());
-  EXPECT_NE(pb.status().message().find("gpu-1 already allocated by claim " + a), std::string::npos)
+  EXPECT_NE(pb.status().message().find("requested device gpu-1 is already allocated to different claim " + a),
+            std::string::npos)
       << pb.status().message();
   // A consumed capacity that is no quantity refuses the claim.
   auto bad = engine_->PrepareClaim(Share("8b3c0000-0000-4000-8000-00000000000c", "gpu-1", {{"memory", "lots"}}), far_);

@@ -52,6 +52,14 @@ bool TimeSliceApplied(const ledger::UpstreamPreparedGroup& g, const ledger::Upst
 
 std::string GpuCheckpointCodec::driver_name() const { return kDriverName; }
 
+std::string GpuCheckpointCodec::HeldByAnotherClaim(const std::string& resource, const std::string& holder,
+                                                   const std::vector<std::string>& requested) const {
+  if (std::find(requested.begin(), requested.end(), resource) == requested.end()) {
+    return ledger::DefaultHeldByAnotherClaim(resource, holder);
+  }
+  return "requested device " + resource + " is already allocated to different claim " + holder;
+}
+
 std::optional<std::string> GpuCheckpointCodec::UpstreamPreparedDevices(const ledger::ClaimEntry& e) const {
   // The Go driver's undo of time-slicing needs each GPU's UUID.
   std::map<std::string, std::string> uuids;

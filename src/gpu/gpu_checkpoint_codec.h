@@ -26,6 +26,14 @@ class GpuCheckpointCodec final : public ledger::KindCodec {
   // timeSliceApplied (v0.4.1 on) and mpsApplied (main) when set.
   std::string UpstreamConfigState(std::string_view raw, ledger::UpstreamRelease release) const override;
   nlohmann::json ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const override;
+  // A requested device another claim holds is refused in upstream's words
+  // (its overlap check, validateNoOverlappingPreparedDevices): "requested
+  // device <name> is already allocated to different claim <uid>". Upstream
+  // has no words for what nvdra checks beyond it (a memory slice two MIG
+  // placements share, the PCI function a GPU and its passthrough twin
+  // share): those keep the ledger's sentence, which names the resource.
+  std::string HeldByAnotherClaim(const std::string& resource, const std::string& holder,
+                                 const std::vector<std::string>& requested) const override;
 };
 
 }  // namespace nvdra::gpu

@@ -368,6 +368,17 @@ TEST_F(GpuKindTest, MpsWithoutItsDaemonsSetUpIsRefusedClearly) {
 
 // Each registered device type serves its own devices, with its own config
 // kind as the default, and every published device is one of them.
+// A requested device held by another claim is refused as upstream's GPU
+// plugin refuses it; what upstream does not check (a memory slice two MIG
+// placements share) keeps the ledger's sentence, naming the resource.
+TEST(GpuCheckpointCodecTest, RefusalsUseUpstreamsWordsForARequestedDevice) {
+  GpuCheckpointCodec codec;
+  EXPECT_EQ(codec.HeldByAnotherClaim("gpu-0", "uid-a", {"gpu-0"}),
+            "requested device gpu-0 is already allocated to different claim uid-a");
+  EXPECT_EQ(codec.HeldByAnotherClaim("gpu-0 memory-slice-3", "uid-a", {"gpu-0-mig-1g10gb-19-3"}),
+            "gpu-0 memory-slice-3 already allocated by claim uid-a (according to checkpoint)");
+}
+
 TEST_F(GpuKindTest, DeviceTypesAreTheRegisteredHandlers) {
   Open("a100-mig");
   auto rules = GpuConfigRules(config::FeatureGates());

@@ -15,6 +15,7 @@
 #include "devices/mock/mock_pci_sysfs.h"
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
+#include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_kind.h"
 #include "gpu/gpu_test_util.h"
 #include "ledger/claim_ledger.h"
@@ -465,7 +466,8 @@ TEST(GpuUndoVfioTest, RoundTripsAndKeepsWhatItCannotRead) {
 // other while one is prepared.
 TEST_F(VfioTypeTest, TheLedgerRefusesThePlainGpuWhileItsTwinIsPrepared) {
   ASSERT_TRUE(cdi_->EnsureRoot().ok());
-  auto ledger = driver::testing::OpenTestLedger(dir_);
+  const GpuCheckpointCodec codec;  // the plugin's: it words the refusal
+  auto ledger = driver::testing::OpenTestLedger(dir_, &codec);
   ASSERT_TRUE(ledger.ok()) << ledger.status().ToString();
   driver::testing::FakeClaimSource claims;
   auto put = [&](const std::string& uid, const std::string& device) {
@@ -496,7 +498,10 @@ TEST_F(VfioTypeTest, TheLedgerRefusesThePlainGpuWhileItsTwinIsPrepared) {
   EXPECT_TRUE(published("gpu-vfio-0"));
   EXPECT_EQ(republished, 1);
   std::string refused = engine.PrepareClaim(plain, far).status().message();
-  EXPECT_NE(refused.find("already allocated by claim uid-vm"), std::string::npos) << refused;
+  // The plain GPU is the passthrough claim's twin: the same device, held.
+  EXPECT_NE(refused.find("requested device " + plain_name + " is already allocated to different claim uid-vm"),
+            std::string::npos)
+      << refused;
   EXPECT_EQ(Driver(*first_), "vfio-pci");
   ASSERT_EQ(engine.UnprepareClaim(vm, far).message(), "");
   EXPECT_EQ(Driver(*first_), "nvidia");

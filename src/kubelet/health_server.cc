@@ -12,10 +12,11 @@ namespace nvdra::kubelet {
 
 class HealthServer::Service final : public ::grpc::health::v1::Health::Service {
  public:
-  explicit Service(Probe probe) : probe_(std::move(probe)) {}
+  Service(Probe probe, Probe readiness) : probe_(std::move(probe)), readiness_(std::move(readiness)) {}
 
   grpc::Status Check(grpc::ServerContext*, const ::grpc::health::v1::HealthCheckRequest* req,
                      ::grpc::health::v1::HealthCheckResponse* resp) override {
+    if (req->service() == "readiness" && readiness_) return CheckReadiness(resp);
     if (!req->service().empty() && req->service() != "liveness") {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service");
     }
@@ -31,16 +32,32 @@ class HealthServer::Service final : public ::grpc::health::v1::Health::Service {
   }
 
  private:
+  // Ready: alive, and nothing the plugin serves without is missing. Not
+  // ready is logged at V(4) only: the reason was logged at Error when it
+  // came about, and probes repeat every few seconds.
+  grpc::Status CheckReadiness(::grpc::health::v1::HealthCheckResponse* resp) {
+    Status s = RunGuarded("the liveness probe", [&] { return probe_(); });
+    if (s.ok()) s = RunGuarded("the readiness probe", [&] { return readiness_(); });
+    if (s.ok()) {
+      resp->set_status(::grpc::health::v1::HealthCheckResponse::SERVING);
+    } else {
+      NVDRA_VLOG(4, "readiness check: not ready: {}", s.message());
+      resp->set_status(::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    }
+    return grpc::Status::OK;
+  }
+
   Probe probe_;
+  Probe readiness_;
 };
 
 Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& host, int port,
-                                                          Probe probe) {
+                                                          Probe probe, Probe readiness) {
   if (port < 0 || port > 65535) {
     return InvalidArgument(fmt::format("health check port {} is out of range 0..65535", port));
   }
   std::unique_ptr<HealthServer> h(new HealthServer());
-  h->service_ = std::make_unique<Service>(std::move(probe));
+  h->service_ = std::make_unique<Service>(std::move(probe), std::move(readiness));
   grpc::ServerBuilder builder;
   LimitServerThreads(builder);
   builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),

@@ -1,7 +1,10 @@
 // The liveness endpoint the upstream Helm chart probes: the standard
 // grpc.health.v1.Health/Check on TCP --healthcheck-port. Service "" and
-// "liveness" run the plugin's probe (which dials its own sockets); any other
-// service name is NOT_FOUND, like upstream.
+// "liveness" run the plugin's probe (which dials its own sockets), as
+// upstream. Service "readiness", nvdra's own, runs the liveness probe and
+// then the readiness probe (what the plugin runs degraded without, such as
+// device health monitoring that failed to start); without a readiness probe
+// it is NOT_FOUND, and so is any other service name, like upstream.
 #pragma once
 
 #include <grpcpp/server.h>
@@ -20,7 +23,8 @@ class HealthServer {
 
   // `host`: "[::]" for all interfaces (upstream's behaviour), "127.0.0.1"
   // in tests. `port` 0 picks a free port (see port()).
-  static Result<std::unique_ptr<HealthServer>> Start(const std::string& host, int port, Probe probe);
+  static Result<std::unique_ptr<HealthServer>> Start(const std::string& host, int port, Probe probe,
+                                                     Probe readiness = nullptr);
   ~HealthServer();
 
   int port() const { return port_; }

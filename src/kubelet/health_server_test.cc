@@ -47,6 +47,25 @@ TEST(HealthServerTest, ReportsTheProbeForLivenessServicesOnly) {
   EXPECT_EQ(Check(port, "liveness"), HealthCheckResponse::NOT_SERVING);
 }
 
+// Readiness: alive and not degraded. A degraded plugin stays alive, so the
+// kubelet does not restart it for what a restart would not mend.
+TEST(HealthServerTest, ReadinessNeedsLivenessAndTheReadinessProbe) {
+  std::atomic<bool> alive{true}, complete{true};
+  auto h = HealthServer::Start(
+      "127.0.0.1", 0, [&] { return alive ? Status::Ok() : Unavailable("dra.sock is gone"); },
+      [&] { return complete ? Status::Ok() : Unavailable("device health monitoring failed to start"); });
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  const int port = (*h)->port();
+  EXPECT_EQ(Check(port, "readiness"), HealthCheckResponse::SERVING);
+  complete = false;
+  EXPECT_EQ(Check(port, "readiness"), HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(Check(port, "liveness"), HealthCheckResponse::SERVING);
+  complete = true;
+  alive = false;
+  EXPECT_EQ(Check(port, "readiness"), HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(Check(port, "other"), -1 - static_cast<int>(grpc::StatusCode::NOT_FOUND));
+}
+
 TEST(HealthServerTest, NotServingWhenThePluginSocketsBreak) {
   ::nvdra::testing::TempDir dir{testing::kShortTempPrefix};
   FakeClaimEngine engine;

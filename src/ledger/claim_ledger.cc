@@ -641,6 +641,7 @@ TransitionContext ClaimLedger::ContextLocked() const {
   ctx.boot_id = boot_id_;
   ctx.now = opts_.clock->Now();
   ctx.tombstone_ttl = opts_.tombstone_ttl;
+  ctx.codec = opts_.codec;
   // Called by the transition, which runs under mu_ (see Locked).
   ctx.other_holder = [this](const std::string& resource,
                             const std::string& except) NO_THREAD_SAFETY_ANALYSIS -> std::optional<std::string> {

@@ -96,8 +96,9 @@ class ClaimLedger {
   ClaimLedger(const ClaimLedger&) = delete;
   ClaimLedger& operator=(const ClaimLedger&) = delete;
 
-  // Errors: Conflict "<resource> already allocated by claim <uid> (according
-  // to checkpoint)"; FailedPrecondition for a different allocation under the
+  // Errors: Conflict in the words of LedgerOptions::codec (KindCodec::
+  // HeldByAnotherClaim; without one "<resource> already allocated by claim
+  // <uid> (according to checkpoint)"); FailedPrecondition for a different allocation under the
   // same UID, an unprepare in progress, or a tombstoned (released) claim.
   Result<BeginResult> BeginPrepare(const BeginPrepareRequest& request);
 
@@ -177,6 +178,8 @@ class ClaimLedger {
   OpenReport report() const;
   const std::string& boot_id() const { return boot_id_; }
   const std::string& dir() const { return opts_.dir; }
+  // LedgerOptions::codec: it words the refusals of held resources.
+  const KindCodec* codec() const { return opts_.codec; }
   std::string log_path() const;
 
  private:

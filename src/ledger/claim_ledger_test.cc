@@ -7,6 +7,8 @@
 #include <atomic>
 #include <thread>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "ledger/fault_injection_env.h"
@@ -112,6 +114,41 @@ TEST_F(ClaimLedgerTest, ConflictNamesDeviceAndHolder) {
   auto holder = l->HolderOf("gpu-0");
   ASSERT_TRUE(holder.ok() && holder->has_value());
   EXPECT_EQ((*holder)->uid, "uid-a");
+}
+
+// The kind words the refusal (its codec); the ledger hands it the resource,
+// the holder and what the refused claim requested, and names a requested
+// device held twice before a resource it shares with another device.
+TEST_F(ClaimLedgerTest, ConflictIsWordedByTheKindsCodec) {
+  class WordingCodec final : public KindCodec {
+   public:
+    std::string driver_name() const override { return "test.example.com"; }
+    std::vector<std::string> HeldResources(const std::string& device,
+                                           const std::vector<nlohmann::json>&) const override {
+      return {device};
+    }
+    std::optional<std::string> UpstreamPreparedDevices(const ClaimEntry&) const override { return std::nullopt; }
+    std::string HeldByAnotherClaim(const std::string& resource, const std::string& holder,
+                                   const std::vector<std::string>& requested) const override {
+      return resource + " of [" + fmt::format("{}", fmt::join(requested, " ")) + "] held by " + holder;
+    }
+  } codec;
+  LedgerOptions o = Options();
+  o.codec = &codec;
+  auto l = ClaimLedger::Open(o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  auto a = Request("uid-a", {"gpu-0"});
+  a.held = std::vector<std::string>{"gpu-0", "a-shared-slice"};
+  ASSERT_TRUE((*l)->BeginPrepare(a).ok());
+  auto b = Request("uid-b", {"gpu-1", "gpu-0"});
+  b.held = std::vector<std::string>{"a-shared-slice", "gpu-0", "gpu-1"};
+  auto refused = (*l)->BeginPrepare(b);
+  ASSERT_EQ(refused.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(refused.status().message(), "gpu-0 of [gpu-0 gpu-1] held by uid-a");
+  // A shared resource alone: the codec gets it, with the requested devices.
+  auto c = Request("uid-c", {"gpu-2"});
+  c.held = std::vector<std::string>{"a-shared-slice", "gpu-2"};
+  EXPECT_EQ((*l)->BeginPrepare(c).status().message(), "a-shared-slice of [gpu-2] held by uid-a");
 }
 
 TEST_F(ClaimLedgerTest, PrepareStartedHolderAlsoConflicts) {

@@ -97,15 +97,39 @@ std::vector<std::string> RequestedHeld(const BeginPrepareRequest& req) {
   return SortedUnique(std::move(held));
 }
 
-Status HeldByAnotherClaim(const std::string& resource, const std::string& holder, std::string_view suffix) {
-  return Conflict(fmt::format("{} already allocated by claim {} (according to checkpoint){}", resource, holder, suffix));
+Status HeldByAnotherClaim(const KindCodec* codec, const std::string& resource, const std::string& holder,
+                          const std::vector<std::string>& requested, std::string_view suffix) {
+  std::string words = codec != nullptr ? codec->HeldByAnotherClaim(resource, holder, requested)
+                                       : DefaultHeldByAnotherClaim(resource, holder);
+  return Conflict(words.append(suffix));
 }
 
-Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::string& uid,
-                            const TransitionContext& ctx, std::string_view suffix) {
-  if (!ctx.other_holder) return Status::Ok();
+namespace {
+
+// `held` with the resources that are requested devices first, each part in
+// its given order.
+std::vector<std::string> RequestedFirst(const std::vector<std::string>& held, const std::vector<std::string>& requested) {
+  std::vector<std::string> out;
+  out.reserve(held.size());
+  auto is_requested = [&](const std::string& r) {
+    return std::find(requested.begin(), requested.end(), r) != requested.end();
+  };
   for (const auto& r : held) {
-    if (auto holder = ctx.other_holder(r, uid)) return HeldByAnotherClaim(r, *holder, suffix);
+    if (is_requested(r)) out.push_back(r);
+  }
+  for (const auto& r : held) {
+    if (!is_requested(r)) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::vector<std::string>& requested,
+                            const std::string& uid, const TransitionContext& ctx, std::string_view suffix) {
+  if (!ctx.other_holder) return Status::Ok();
+  for (const auto& r : RequestedFirst(held, requested)) {
+    if (auto holder = ctx.other_holder(r, uid)) return HeldByAnotherClaim(ctx.codec, r, *holder, requested, suffix);
   }
   return Status::Ok();
 }
@@ -157,20 +181,21 @@ Status CheckShareCapacity(const std::string& resource, const std::vector<const H
 
 }  // namespace
 
-Status CheckHeldAgainstOthers(const std::vector<std::string>& held, const std::vector<HeldShare>& shares,
-                              const std::string& uid, const TransitionContext& ctx) {
-  if (!ctx.other_holders) return CheckNotHeldByOthers(held, uid, ctx);
+Status CheckHeldAgainstOthers(const std::vector<std::string>& held, const std::vector<std::string>& requested,
+                              const std::vector<HeldShare>& shares, const std::string& uid,
+                              const TransitionContext& ctx) {
+  if (!ctx.other_holders) return CheckNotHeldByOthers(held, requested, uid, ctx);
   ClaimEntry self;
   self.shares = shares;
-  for (const auto& r : held) {
+  for (const auto& r : RequestedFirst(held, requested)) {
     std::vector<const ClaimEntry*> others = ctx.other_holders(r, uid);
     if (others.empty()) continue;
     std::vector<const HeldShare*> own = SharesOf(self, r);
-    if (own.empty()) return HeldByAnotherClaim(r, others.front()->uid);
+    if (own.empty()) return HeldByAnotherClaim(ctx.codec, r, others.front()->uid, requested);
     std::vector<std::pair<const ClaimEntry*, const HeldShare*>> theirs;
     for (const ClaimEntry* o : others) {
       std::vector<const HeldShare*> os = SharesOf(*o, r);
-      if (os.empty()) return HeldByAnotherClaim(r, o->uid);
+      if (os.empty()) return HeldByAnotherClaim(ctx.codec, r, o->uid, requested);
       for (const HeldShare* s : os) {
         if (s->sharing != own.front()->sharing) {
           return Conflict(
@@ -203,7 +228,7 @@ Result<Transition> BeginPrepare(const ClaimEntry* cur, const BeginPrepareRequest
     if (auto decided = ContinueExisting(*cur, req, ctx)) return std::move(*decided);
   }
   std::vector<std::string> held = RequestedHeld(req);
-  NVDRA_RETURN_IF_ERROR(CheckHeldAgainstOthers(held, req.shares, req.uid, ctx));
+  NVDRA_RETURN_IF_ERROR(CheckHeldAgainstOthers(held, DefaultHeld(req.allocation), req.shares, req.uid, ctx));
   ClaimEntry e;
   e.uid = req.uid;
   e.ns = req.ns;

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ledger/claim_entry.h"
+#include "ledger/kind_codec.h"
 #include "util/status.h"
 
 namespace nvdra::ledger {
@@ -62,6 +63,9 @@ struct TransitionContext {
   // order, for the rule of shared devices. Unset: other_holder decides
   // alone, as if nobody held a share.
   std::function<std::vector<const ClaimEntry*>(const std::string& resource, const std::string& except)> other_holders;
+  // The device kind's codec, which words a refusal (KindCodec::
+  // HeldByAnotherClaim); nullptr: the ledger's own sentence.
+  const KindCodec* codec = nullptr;
 };
 
 // What a transition decided.
@@ -82,19 +86,23 @@ bool FromEarlierBoot(const ClaimEntry& e, const std::string& boot_id);
 // allocated devices, and the devices of req.shares; sorted, unique.
 std::vector<std::string> RequestedHeld(const BeginPrepareRequest& req);
 
-// Conflict "<resource> already allocated by claim <holder> (according to
-// checkpoint)<suffix>": the one wording of a resource another claim holds.
-Status HeldByAnotherClaim(const std::string& resource, const std::string& holder, std::string_view suffix = "");
+// Conflict with the words `codec` gives for `resource`, which `requested`
+// (the refused claim's non-admin devices) asked for and claim `holder`
+// holds, followed by `suffix`; without a codec, "<resource> already
+// allocated by claim <holder> (according to checkpoint)<suffix>".
+Status HeldByAnotherClaim(const KindCodec* codec, const std::string& resource, const std::string& holder,
+                          const std::vector<std::string>& requested, std::string_view suffix = "");
 
-// The one conflict scan: Conflict "<resource> already allocated by claim
-// <holder> (according to checkpoint)<suffix>" for the first resource of
-// `held` another live claim than `uid` holds; Ok when none does.
-Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::string& uid,
-                            const TransitionContext& ctx, std::string_view suffix = {});
+// The one conflict scan: a HeldByAnotherClaim Conflict for the first
+// resource of `held` another live claim than `uid` holds, the devices of
+// `requested` scanned first (a device held twice is named as such rather
+// than by a resource it shares); Ok when none is held.
+Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::vector<std::string>& requested,
+                            const std::string& uid, const TransitionContext& ctx, std::string_view suffix = {});
 
 // The conflict rule of BeginPrepare. A resource `uid` holds exclusively
 // (not in `shares`) conflicts with any other live holder, as in
-// CheckNotHeldByOthers. A resource it takes as a share is admitted only
+// CheckNotHeldByOthers (`requested` as there). A resource it takes as a share is admitted only
 // when every other holder holds a share of it too (else the same "already
 // allocated" conflict), with the same sharing configuration (else Conflict
 // "requested device <d> has conflicting configuration with already prepared
@@ -103,8 +111,9 @@ Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::str
 // share's `capacity` (else Conflict naming the device, the capacity, what
 // the holders consume and who they are). Runs inside the transition, under
 // the ledger's locks, so the check and the record are one step.
-Status CheckHeldAgainstOthers(const std::vector<std::string>& held, const std::vector<HeldShare>& shares,
-                              const std::string& uid, const TransitionContext& ctx);
+Status CheckHeldAgainstOthers(const std::vector<std::string>& held, const std::vector<std::string>& requested,
+                              const std::vector<HeldShare>& shares, const std::string& uid,
+                              const TransitionContext& ctx);
 
 // The transitions, one per ClaimLedger operation (named alike; called as
 // transition::BeginPrepare(...)).
@@ -116,7 +125,7 @@ Transition AdoptName(const ClaimEntry* cur, const std::string& ns, const std::st
                      const TransitionContext& ctx);
 
 // `cur`: the claim's live entry (expired tombstones hidden), nullptr if none.
-// Errors: Conflict (see CheckNotHeldByOthers); FailedPrecondition for a
+// Errors: Conflict (see CheckHeldAgainstOthers); FailedPrecondition for a
 // different allocation under the same UID, an unprepare in progress, or a
 // tombstoned claim reserved for nobody.
 Result<Transition> BeginPrepare(const ClaimEntry* cur, const BeginPrepareRequest& req, const TransitionContext& ctx);

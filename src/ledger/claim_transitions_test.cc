@@ -260,15 +260,15 @@ TEST(ClaimTransitionsTest, SharesOfOneClaimOnOneDeviceAddUpAndTombstonesHoldNoSh
   };
   std::vector<HeldShare> two = {{"gpu-0", "s-2", {{"memory", 20}}, {{"memory", 100}}, "cfg"},
                                 {"gpu-0", "s-3", {{"memory", 20}}, {{"memory", 100}}, "cfg"}};
-  EXPECT_TRUE(CheckHeldAgainstOthers({"gpu-0"}, two, kUid, ctx).ok());
+  EXPECT_TRUE(CheckHeldAgainstOthers({"gpu-0"}, {"gpu-0"}, two, kUid, ctx).ok());
   two[1].consumed["memory"] = 21;
-  EXPECT_EQ(CheckHeldAgainstOthers({"gpu-0"}, two, kUid, ctx).message(),
+  EXPECT_EQ(CheckHeldAgainstOthers({"gpu-0"}, {"gpu-0"}, two, kUid, ctx).message(),
             std::string("requested device gpu-0 has no room for claim ") + kUid + ": it publishes memory 100, claims " +
                 kOther + " already consume 60 (according to checkpoint) and this claim consumes 41");
   // Without the holders' entries the rule is the exclusive one.
   TransitionContext exclusive;
   exclusive.other_holder = [](const std::string&, const std::string&) { return std::optional<std::string>(kOther); };
-  EXPECT_EQ(CheckHeldAgainstOthers({"gpu-0"}, two, kUid, exclusive).code(), StatusCode::kConflict);
+  EXPECT_EQ(CheckHeldAgainstOthers({"gpu-0"}, {"gpu-0"}, two, kUid, exclusive).code(), StatusCode::kConflict);
   // A share does not outlive its claim: the tombstone drops it.
   ClaimEntry unpreparing = other;
   unpreparing.state = ClaimState::kUnprepareStarted;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace nvdra::ledger {
 
 namespace {
@@ -37,6 +39,15 @@ const std::vector<nlohmann::json>& UpstreamClaim::ParametersFor(const std::strin
   static const std::vector<nlohmann::json> kNone;
   auto it = config_parameters.find(request);
   return it == config_parameters.end() ? kNone : it->second;
+}
+
+std::string DefaultHeldByAnotherClaim(const std::string& resource, const std::string& holder) {
+  return fmt::format("{} already allocated by claim {} (according to checkpoint)", resource, holder);
+}
+
+std::string KindCodec::HeldByAnotherClaim(const std::string& resource, const std::string& holder,
+                                          const std::vector<std::string>& requested) const {
+  return DefaultHeldByAnotherClaim(resource, holder);
 }
 
 std::vector<std::string> HeldByDevices(const KindCodec* codec, const std::vector<std::string>& devices) {

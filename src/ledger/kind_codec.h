@@ -99,7 +99,19 @@ class KindCodec {
   // the upstream claim to it (legacyCheckpoint, legacyCheckpointJson) for
   // an export. Null: the kind keeps nothing of its own.
   virtual nlohmann::json ImportUndo(const ClaimEntry& e, const UpstreamClaim& claim) const { return nullptr; }
+
+  // The words that refuse a claim because another live claim, `holder`,
+  // holds `resource` (one of the names HeldResources or the kind's Plan
+  // gives). `requested`: the devices the refused claim asked for, admin
+  // access excepted, so that a kind can tell its device held twice from a
+  // resource two different devices share. The default is the ledger's own
+  // sentence, DefaultHeldByAnotherClaim.
+  virtual std::string HeldByAnotherClaim(const std::string& resource, const std::string& holder,
+                                         const std::vector<std::string>& requested) const;
 };
+
+// "<resource> already allocated by claim <holder> (according to checkpoint)".
+std::string DefaultHeldByAnotherClaim(const std::string& resource, const std::string& holder);
 
 // The resources held by `devices` named without configs, sorted and unique
 // (a claim rebuilt from its CDI spec). Without a codec: the device names.

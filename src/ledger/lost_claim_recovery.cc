@@ -38,7 +38,8 @@ std::vector<std::string> RebuiltHeld(const RebuiltClaim& c) {
 Result<Transition> RebuildTransition(const ClaimEntry* cur, const RebuiltClaim& c, const TransitionContext& ctx) {
   if (cur != nullptr && HoldsResources(cur->state)) return Transition{};  // the ledger knows it
   std::vector<std::string> held = RebuiltHeld(c);
-  NVDRA_RETURN_IF_ERROR(CheckNotHeldByOthers(held, c.uid, ctx, "; not rebuilding claim " + c.uid));
+  NVDRA_RETURN_IF_ERROR(CheckNotHeldByOthers(held, !c.allocation.empty() ? DefaultHeld(c.allocation) : c.devices, c.uid,
+                                             ctx, "; not rebuilding claim " + c.uid));
   ClaimEntry e;
   e.uid = c.uid;
   e.ns = c.ns;

@@ -105,6 +105,11 @@ Status DraMetrics::AddNvdraFamilies(MetricRegistry& registry) {
                                              "Total number of ResourceSlice synchronisations, by "
                                              "result.",
                                              {"driver", "result"}));
+  NVDRA_ASSIGN_OR_RETURN(health_monitor_,
+                         registry.AddGauge("nvdra_device_health_monitor",
+                                           "The device health monitor's state: 1 for the state it is in "
+                                           "(off, running, failed to start), 0 for the others.",
+                                           {"driver", "state"}));
   return Status::Ok();
 }
 
@@ -154,6 +159,7 @@ void DraMetrics::ResolveSeries() {
     reconcile_runs_->WithLabels({d, r});
     slice_sync_->WithLabels({d, r});
   }
+  SetHealthMonitor("off");
 }
 
 void DraMetrics::Observe(Operation op, double seconds, bool ok) {
@@ -244,6 +250,12 @@ void DraMetrics::SetStaleCompletedClaims(double n) { stale_completed_series_->Se
 
 void DraMetrics::RecordSliceSync(std::string_view result) {
   slice_sync_->WithLabels({options_.driver, result}).Inc();
+}
+
+void DraMetrics::SetHealthMonitor(std::string_view state) {
+  for (std::string_view s : kHealthMonitorStates) {
+    health_monitor_->WithLabels({options_.driver, s}).Set(s == state ? 1 : 0);
+  }
 }
 
 }  // namespace nvdra::metrics

@@ -35,6 +35,11 @@ inline constexpr std::string_view kErrorUnprepareDevices = "unprepare_devices";
 inline constexpr std::string_view kErrorPublishResources = "publish_resources";
 
 // Buckets of nvidia_dra_request_duration_seconds, as upstream.
+// nvdra_device_health_monitor's states: not asked for (no gate, no health
+// streaming, or a kind without device health), watching, or asked for but
+// failed to start (the plugin serves claims without it).
+inline constexpr std::array<std::string_view, 3> kHealthMonitorStates = {"off", "running", "failed"};
+
 inline const std::vector<double> kUpstreamRequestBuckets = {0.05, 0.1, 0.2, 0.4, 0.8,
                                                             1.6,  3.2, 6.4, 12.8};
 // Buckets of nvdra_prepare_step_duration_seconds: fine at the low end where
@@ -112,6 +117,10 @@ class DraMetrics {
   void SetStaleCompletedClaims(double n);
   void RecordSliceSync(std::string_view result);
 
+  // The device health monitor's state, one of kHealthMonitorStates: 1 for
+  // it, 0 for the others. "off" (not asked for) until set.
+  void SetHealthMonitor(std::string_view state);
+
   const std::string& driver() const { return options_.driver; }
 
  private:
@@ -140,6 +149,7 @@ class DraMetrics {
   CounterFamily* reconcile_unprepared_ = nullptr;
   GaugeFamily* stale_completed_ = nullptr;
   CounterFamily* slice_sync_ = nullptr;
+  GaugeFamily* health_monitor_ = nullptr;
 
   // Hot-path series, resolved once.
   std::array<Counter*, 2> requests_{};

@@ -27,6 +27,22 @@ std::unique_ptr<DraMetrics> MakeGpu(MetricRegistry& r) {
   return std::move(m).value();
 }
 
+// One series per state, 1 for the current one: an alert on
+// state="failed" works from the first scrape.
+TEST(DraMetricsTest, HealthMonitorStateIsOneHot) {
+  MetricRegistry r;
+  auto m = MakeGpu(r);
+  const std::string l = "nvdra_device_health_monitor{driver=\"accel.example.com\",state=";
+  std::string page = r.Render();
+  EXPECT_EQ(Sample(page, l + "\"off\"}"), "1");
+  EXPECT_EQ(Sample(page, l + "\"running\"}"), "0");
+  EXPECT_EQ(Sample(page, l + "\"failed\"}"), "0");
+  m->SetHealthMonitor("failed");
+  page = r.Render();
+  EXPECT_EQ(Sample(page, l + "\"off\"}"), "0");
+  EXPECT_EQ(Sample(page, l + "\"failed\"}"), "1");
+}
+
 TEST(DraMetricsTest, PreCreatesUpstreamSeriesAtZero) {
   MetricRegistry r;
   auto m = MakeGpu(r);

@@ -46,6 +46,18 @@ Result<HostPort> ParseEndpoint(std::string_view endpoint) {
   return HostPort{std::string(host), p};
 }
 
+Result<HandlerMetrics> HandlerMetrics::Create(MetricRegistry& registry) {
+  HandlerMetrics m;
+  NVDRA_ASSIGN_OR_RETURN(m.requests, registry.AddCounter("promhttp_metric_handler_requests_total",
+                                                         "Total number of scrapes by HTTP status code.", {"code"}));
+  for (const char* code : {"200", "500", "503"}) m.requests->WithLabels({code});
+  NVDRA_ASSIGN_OR_RETURN(GaugeFamily * in_flight,
+                         registry.AddGauge("promhttp_metric_handler_requests_in_flight",
+                                           "Current number of scrapes being served."));
+  m.in_flight = &in_flight->WithLabels(LabelValues{});
+  return m;
+}
+
 namespace {
 
 using Steady = std::chrono::steady_clock;
@@ -154,12 +166,20 @@ struct MetricsServer::Impl {
                    "Allow: GET, HEAD\r\n");
     }
     if (path == "/healthz") return Reply(200, "OK", "text/plain; charset=utf-8", "ok", method == "HEAD");
+    const HandlerMetrics& hm = options.handler_metrics;
+    if (hm.in_flight != nullptr) hm.in_flight->Inc();
+    std::string code = "200";
+    std::string reply;
     try {
-      return Reply(200, "OK", kTextContentType, registry->Render(), method == "HEAD");
+      reply = Reply(200, "OK", kTextContentType, registry->Render(), method == "HEAD");
     } catch (const std::exception& e) {
-      return Reply(500, "Internal Server Error", "text/plain; charset=utf-8",
-                   std::string("rendering metrics failed: ") + e.what() + "\n", false);
+      code = "500";
+      reply = Reply(500, "Internal Server Error", "text/plain; charset=utf-8",
+                    std::string("rendering metrics failed: ") + e.what() + "\n", false);
     }
+    if (hm.in_flight != nullptr) hm.in_flight->Dec();
+    if (hm.requests != nullptr) hm.requests->WithLabels({code}).Inc();
+    return reply;
   }
 
   void OnReadable(Connection& c) {

@@ -24,6 +24,18 @@ struct HostPort {
 // Parses "host:port", ":port" or "[v6addr]:port" as the upstream flag accepts.
 Result<HostPort> ParseEndpoint(std::string_view endpoint);
 
+// The scrape's own metrics, which upstream's /metrics carries (client_golang's
+// promhttp.InstrumentMetricHandler): promhttp_metric_handler_requests_total
+// {code} (codes 200, 500 and 503 from the start; a scrape is counted once
+// answered) and promhttp_metric_handler_requests_in_flight (a page shows the
+// scrape that renders it). Only requests for the metrics path count.
+struct HandlerMetrics {
+  // Registers both families in `registry`, which must outlive them.
+  static Result<HandlerMetrics> Create(MetricRegistry& registry);
+  CounterFamily* requests = nullptr;
+  Gauge* in_flight = nullptr;
+};
+
 struct MetricsServerOptions {
   std::string endpoint = {};  // --http-endpoint, e.g. ":8080" or "127.0.0.1:0"
   std::string metrics_path = "/metrics";
@@ -33,6 +45,9 @@ struct MetricsServerOptions {
   // Connections held at once; a new one beyond this closes the oldest, so a
   // flood of idle connections cannot lock scrapes out.
   size_t max_connections = 128;
+  // The scrape's own metrics (their families live in the registry served);
+  // none: scrapes are not counted.
+  HandlerMetrics handler_metrics = {};
 };
 
 class MetricsServer {

@@ -105,6 +105,35 @@ TEST(MetricsServerTest, ServesMetricsAndHealthOverLoopback) {
   server.Stop();  // idempotent
 }
 
+// promhttp's handler metrics, as upstream's page has them: the scrape being
+// served counts in flight, and is counted by its code once answered.
+TEST(MetricsServerTest, ScrapesAreCountedAsPromhttpCountsThem) {
+  MetricRegistry reg;
+  auto handler = HandlerMetrics::Create(reg);
+  ASSERT_TRUE(handler.ok()) << handler.status().ToString();
+  MetricsServer server(reg, {.endpoint = "127.0.0.1:0", .handler_metrics = *handler});
+  ASSERT_TRUE(server.Start().ok());
+  const std::string first = Get(Url(server, "/metrics")).body;
+  EXPECT_NE(first.find("# HELP promhttp_metric_handler_requests_total Total number of scrapes by HTTP status code.\n"
+                       "# TYPE promhttp_metric_handler_requests_total counter\n"
+                       "promhttp_metric_handler_requests_total{code=\"200\"} 0\n"
+                       "promhttp_metric_handler_requests_total{code=\"500\"} 0\n"
+                       "promhttp_metric_handler_requests_total{code=\"503\"} 0\n"),
+            std::string::npos)
+      << first;
+  EXPECT_NE(first.find("# HELP promhttp_metric_handler_requests_in_flight Current number of scrapes being served.\n"
+                       "# TYPE promhttp_metric_handler_requests_in_flight gauge\n"
+                       "promhttp_metric_handler_requests_in_flight 1\n"),
+            std::string::npos)
+      << first;
+  // Neither /healthz nor an unknown path is a scrape.
+  EXPECT_EQ(Get(Url(server, "/healthz")).code, 200);
+  EXPECT_EQ(Get(Url(server, "/nothing")).code, 404);
+  const std::string second = Get(Url(server, "/metrics")).body;
+  EXPECT_NE(second.find("promhttp_metric_handler_requests_total{code=\"200\"} 1\n"), std::string::npos) << second;
+  EXPECT_EQ(handler->in_flight->Value(), 0);
+}
+
 TEST(MetricsServerTest, AllInterfacesEndpointIsReachableOnLoopback) {
   MetricRegistry reg;
   ASSERT_TRUE(reg.AddGauge("up", "Up.").ok());

@@ -50,6 +50,9 @@ TEST(PluginMetricsTest, ServesEverythingGzipAccepted) {
             std::string::npos);
   EXPECT_NE(body.find("device_type=\"channel\"} 0\n"), std::string::npos);
   EXPECT_NE(body.find("# TYPE process_cpu_seconds_total counter\n"), std::string::npos);
+  // Upstream's page carries promhttp's handler metrics; so does ours.
+  EXPECT_NE(body.find("promhttp_metric_handler_requests_total{code=\"200\"} 0\n"), std::string::npos);
+  EXPECT_NE(body.find("promhttp_metric_handler_requests_in_flight 1\n"), std::string::npos);
 }
 
 TEST(PluginMetricsTest, BindFailureFailsStart) {

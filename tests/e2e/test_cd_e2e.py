@@ -350,12 +350,23 @@ class ComputeDomainEndToEnd(ComputeDomainTestCase):
         self.assertOk(self.plugin.unprepare([a]), a[2])
         self.assertOk(self.plugin.prepare([b]), b[2])
 
+    def test_daemon_device_held_twice_is_refused_in_upstreams_overlap_words(self):
+        # Channels conflict by id (upstream's checkpoint check, above); the
+        # daemon device by its name, as upstream's overlap check says it.
+        self.set_clique(self.domain_uid, None)
+        first = self.daemon_claim("imex-daemon-1")
+        self.assertOk(self.plugin.prepare([first]), first[2])
+        second = self.daemon_claim("imex-daemon-2")
+        self.assertIn("requested device daemon-0 is already allocated to different claim " + first[2],
+                      self.plugin.prepare([second])[second[2]]["error"])
+
     def test_all_channels_mode_holds_every_channel(self):
         a = self.channel_claim("chan-all", 0, mode="All")
         self.assertOk(self.plugin.prepare([a]), a[2])
         self.assertIn("channel2047", self.spec_text(a[2]))
         b = self.channel_claim("chan-5", 5)
-        self.assertIn("already allocated by claim " + a[2], self.plugin.prepare([b])[b[2]]["error"])
+        self.assertIn("channel 5 already allocated by claim %s (according to checkpoint)" % a[2],
+                      self.plugin.prepare([b])[b[2]]["error"])
 
     def test_unknown_field_is_permanent_and_leaves_no_entry(self):
         a = self.channel_claim("batssuite-rc-bad-opaque-config", 0, extra={"unexpectedField": "foo"})

@@ -147,7 +147,8 @@ class ConsumableSharesEndToEnd(NodeTestCase):
         self.assertIn("requested device gpu-1 has no room for claim %s: it publishes shares 4" % fifth[2],
                       self.plugin.prepare([fifth])[fifth[2]]["error"])
         alone = self.gpu_claim("exclusive", ["gpu-1"], reserved_for=[("p", str(uuid.uuid4()))])
-        self.assertIn("gpu-1 already allocated by claim", self.plugin.prepare([alone])[alone[2]]["error"])
+        self.assertIn("requested device gpu-1 is already allocated to different claim",
+                      self.plugin.prepare([alone])[alone[2]]["error"])
 
     def test_the_flag_is_validated_as_upstream(self):
         for args, message in (

@@ -97,6 +97,20 @@ class GpuEndToEnd(NodeTestCase):
         self.assertEqual(events[0]["reason"], "FailedPrepareDynamicResources")
         self.assertIn("strict decoding error", events[0]["message"])
 
+    def test_unknown_config_source_is_refused_in_upstreams_words(self):
+        # A source of neither kind, even on another driver's config, is not
+        # taken for a claim config: the claim is refused and nothing is held.
+        cfg = opaque_config("other.example.com", {"apiVersion": "v1", "kind": "Anything"},
+                            source="FromElsewhere")
+        claim = self.gpu_claim("odd-source", ["gpu-0"], configs=[cfg])
+        r = self.plugin.prepare([claim])
+        self.assertIn("error getting opaque device configs: invalid config source: FromElsewhere",
+                      r[claim[2]]["error"])
+        self.assertEqual(self.live_entries(self.plugin), [])
+        unknown = self.gpu_claim("unpublished", ["gpu-99"])
+        self.assertIn("requested device is not allocatable: gpu-99",
+                      self.plugin.prepare([unknown])[unknown[2]]["error"])
+
     def test_time_slicing_config_is_applied_and_undone(self):
         self.plugin.stop()
         self.plugin = self.gpu_plugin(name="gpu-ts", extra_args=["--feature-gates", "TimeSlicingSettings=true"]).start()
@@ -275,12 +289,51 @@ class GpuEndToEnd(NodeTestCase):
         self.assertEqual(json.loads(ok.stdout)["status"], "SERVING")
         claim = self.gpu_claim("alive", ["gpu-6"])
         self.assertOk(self.plugin.prepare([claim]), claim[2])  # serving claims and probes alike
+        ready = self.node.ctl(probe + ["--service", "readiness"], check=False)
+        self.assertEqual(ready.returncode, 0, ready.stdout + ready.stderr)
         os.remove(self.plugin.dra_socket)
         gone = self.node.ctl(probe, check=False)
         self.assertEqual(gone.returncode, 1, gone.stdout + gone.stderr)
         self.assertEqual(json.loads(gone.stdout)["status"], "NOT_SERVING")
-        unknown = self.node.ctl(probe + ["--service", "readiness"], check=False)
+        not_ready = self.node.ctl(probe + ["--service", "readiness"], check=False)
+        self.assertEqual(not_ready.returncode, 1, not_ready.stdout + not_ready.stderr)
+        unknown = self.node.ctl(probe + ["--service", "startup"], check=False)
         self.assertEqual(unknown.returncode, 2, unknown.stdout + unknown.stderr)
+
+    def test_health_monitor_that_fails_to_start_leaves_claims_served_and_says_so(self):
+        # Upstream exits; nvdra serves claims without device health and says
+        # so at Error, in a metric and in its readiness answer. The flags are
+        # spelled as Go's flag package takes them (one dash, value attached).
+        import socket
+        import urllib.request
+        ports = []
+        for _ in range(2):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                ports.append(s.getsockname()[1])
+        self.plugin.stop()
+        self.plugin = self.gpu_plugin(
+            name="gpu-no-health",
+            extra_args=["-feature-gates=NVMLDeviceHealthCheck=true", "-healthcheck-port=%d" % ports[0],
+                        "-http-endpoint", "127.0.0.1:%d" % ports[1]],
+            env={"NVDRA_FAILPOINTS": "plugin-health-monitor-start=error"}).start()
+        errors = [line for line in self.plugin.read_log().splitlines()
+                  if "device health monitoring failed to start" in line]
+        self.assertEqual(len(errors), 1, self.plugin.read_log())
+        self.assertTrue(errors[0].startswith("E"), errors[0])
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % ports[1], timeout=10) as resp:
+            text = resp.read().decode()
+        self.assertIn('nvdra_device_health_monitor{driver="gpu.nvidia.com",state="failed"} 1\n', text)
+        self.assertIn('nvdra_device_health_monitor{driver="gpu.nvidia.com",state="running"} 0\n', text)
+        probe = ["probe", "--address", "127.0.0.1:%d" % ports[0]]
+        alive = self.node.ctl(probe, check=False)
+        self.assertEqual(alive.returncode, 0, alive.stdout + alive.stderr)
+        ready = self.node.ctl(probe + ["--service", "readiness"], check=False)
+        self.assertEqual(ready.returncode, 1, ready.stdout + ready.stderr)
+        self.assertEqual(json.loads(ready.stdout)["status"], "NOT_SERVING")
+        claim = self.gpu_claim("served-anyway", ["gpu-3"])
+        self.assertOk(self.plugin.prepare([claim]), claim[2])
+        self.assertOk(self.plugin.unprepare([claim]), claim[2])
 
     def test_forbidden_slice_publish_posts_a_node_event_and_counts_an_error(self):
         import socket

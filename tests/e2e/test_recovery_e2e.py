@@ -52,7 +52,7 @@ class RecoveryEndToEnd(NodeTestCase):
         # however soon it comes.
         other = self.gpu_claim("other", ["gpu-0"])
         res = plugin.prepare([other])
-        self.assertIn("already allocated by claim " + held[2], res[other[2]]["error"])
+        self.assertIn("requested device gpu-0 is already allocated to different claim " + held[2], res[other[2]]["error"])
         self.assertTrue(any(held[2] in f for f in self.node.cdi_files()), self.node.cdi_files())
         # The held claim's own Prepare answers with its device.
         again = plugin.prepare([held])

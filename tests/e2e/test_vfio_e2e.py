@@ -91,7 +91,8 @@ class VfioEndToEnd(NodeTestCase):
         self.assertIn("gpu-vfio-0", self.devices())
         plain = self.gpu_claim("plain", [plain_name])
         r = plugin.prepare([plain])
-        self.assertIn("already allocated by claim " + vm[2], r[plain[2]]["error"])
+        self.assertIn("requested device %s is already allocated to different claim %s" % (plain_name, vm[2]),
+                      r[plain[2]]["error"])
         self.assertEqual(self.driver_of(bus), "vfio-pci")
 
         self.assertOk(plugin.unprepare([vm]), vm[2])

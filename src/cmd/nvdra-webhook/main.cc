@@ -15,6 +15,7 @@
 #include "admission/webhook_server.h"
 #include "config/feature_gates.h"
 #include "util/build_info.h"
+#include "util/go_flag_args.h"
 #include "util/log.h"
 
 namespace {
@@ -49,9 +50,7 @@ void AddFlags(CLI::App& app, WebhookFlags& f) {
   app.add_option("--port", f.port, "Secure port that the webhook listens on")
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
-  app.add_option("--feature-gates", f.feature_gates,
-                 "Feature gates, e.g. TimeSlicingSettings=true,MPSSupport=false (the plugins' own)")
-      ->envname("FEATURE_GATES");
+  app.add_option("--feature-gates", f.feature_gates, config::FeatureGates::FlagHelp())->envname("FEATURE_GATES");
   app.add_option("-v,--v", f.verbosity, "Log verbosity (2: every request and answer)")
       ->envname("V")
       ->check(CLI::Range(0, 10));
@@ -59,19 +58,27 @@ void AddFlags(CLI::App& app, WebhookFlags& f) {
       ->envname("LOGGING_FORMAT")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  // Each logging flag also from upstream's variable for it (the name in
+  // capitals, '-' as '_'); the split streams are switches, as in Go.
   app.add_option("--vmodule", f.vmodule,
-                 "Comma-separated pattern=N settings for file-filtered logging (text format only)");
+                 "Comma-separated pattern=N settings for file-filtered logging (text format only)")
+      ->envname("VMODULE");
   app.add_option("--log-flush-frequency", f.log_flush_frequency,
                  "Maximum seconds between log flushes (every line is written at once)")
+      ->envname("LOG_FLUSH_FREQUENCY")
       ->capture_default_str();
-  app.add_option("--log-text-split-stream", f.log_text_split_stream,
-                 "[Alpha] In text format, info lines to stdout and errors to stderr (LoggingAlphaOptions)");
-  app.add_option("--log-json-split-stream", f.log_json_split_stream,
-                 "[Alpha] In JSON format, info lines to stdout and errors to stderr (LoggingAlphaOptions)");
+  app.add_flag("--log-text-split-stream", f.log_text_split_stream,
+               "[Alpha] In text format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
+      ->envname("LOG_TEXT_SPLIT_STREAM");
+  app.add_flag("--log-json-split-stream", f.log_json_split_stream,
+               "[Alpha] In JSON format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
+      ->envname("LOG_JSON_SPLIT_STREAM");
   app.add_option("--log-text-info-buffer-size", f.log_text_info_buffer_size,
-                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered");
+                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered")
+      ->envname("LOG_TEXT_INFO_BUFFER_SIZE");
   app.add_option("--log-json-info-buffer-size", f.log_json_info_buffer_size,
-                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered");
+                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered")
+      ->envname("LOG_JSON_INFO_BUFFER_SIZE");
 }
 
 Status CheckLogging(const WebhookFlags& f, const config::FeatureGates& gates) {
@@ -108,7 +115,8 @@ int main(int argc, char** argv) {
   app.allow_extras(false);
   AddFlags(app, flags);
   try {
-    app.parse(argc, argv);
+    // Go's one-dash spellings of long flags too, as upstream's webhook takes them.
+    ParseGoFlags(app, argc, argv);
   } catch (const CLI::Success& e) {
     if (e.get_name() == "CallForVersion") {
       std::cout << e.what() << "\n";

@@ -11,13 +11,16 @@ driver::ClaimSnapshot ToSnapshot(const kube::ResourceClaim& claim) {
   s.results = claim.results;
   s.pod_claim_name = claim.pod_claim_name;
   for (const auto& c : claim.reserved_for) s.consumers.push_back(c.uid);
-  // Class configs come first: precedence is class < claim, later beats earlier.
+  // Class configs come first: precedence is class < claim, later beats
+  // earlier. A source of neither kind goes with the claim's, for the
+  // resolver to refuse.
   for (int pass = 0; pass < 2; pass++) {
     for (const auto& c : claim.configs) {
-      bool from_class = c.source == "FromClass";
-      if ((pass == 0) != from_class) continue;
+      const config::ConfigSource source = config::ParseConfigSource(c.source);
+      if ((pass == 0) != (source == config::ConfigSource::kFromClass)) continue;
       config::ClaimConfig cc;
-      cc.source = from_class ? config::ConfigSource::kFromClass : config::ConfigSource::kFromClaim;
+      cc.source = source;
+      cc.source_name = c.source;
       cc.requests = c.requests;
       if (c.opaque) {
         cc.driver = c.opaque->driver;

@@ -7,7 +7,9 @@
 #include <regex>
 #include <sstream>
 
+#include "config/feature_gates.h"
 #include "util/build_info.h"
+#include "util/go_flag_args.h"
 #include "util/log.h"
 
 namespace nvdra::plugin {
@@ -27,22 +29,28 @@ struct DurationFlags {
   int tombstone_ttl = 300;
 };
 
-// component-base's logging flags, which upstream's plugins take.
+// component-base's logging flags, which upstream's plugins take, each with
+// the variable upstream reads it from (the name in capitals, '-' as '_').
+// The split streams are switches, as Go's flag package takes a bool flag:
+// "--log-text-split-stream" or "--log-text-split-stream=false".
 void AddLoggingFlags(CLI::App& app, PluginOptions& o) {
   app.add_option("--vmodule", o.vmodule,
-                 "Comma-separated pattern=N settings for file-filtered logging (text format only)");
+                 "Comma-separated pattern=N settings for file-filtered logging (text format only)")
+      ->envname("VMODULE");
   app.add_option("--log-flush-frequency", o.log_flush_frequency, "Maximum seconds between log flushes")
-      ->capture_default_str();
-  app.add_option("--log-text-split-stream", o.log_text_split_stream,
-                 "[Alpha] In text format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
-      ->capture_default_str();
-  app.add_option("--log-json-split-stream", o.log_json_split_stream,
-                 "[Alpha] In JSON format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
-      ->capture_default_str();
+      ->envname("LOG_FLUSH_FREQUENCY")->capture_default_str();
+  app.add_flag("--log-text-split-stream", o.log_text_split_stream,
+               "[Alpha] In text format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
+      ->envname("LOG_TEXT_SPLIT_STREAM");
+  app.add_flag("--log-json-split-stream", o.log_json_split_stream,
+               "[Alpha] In JSON format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
+      ->envname("LOG_JSON_SPLIT_STREAM");
   app.add_option("--log-text-info-buffer-size", o.log_text_info_buffer_size,
-                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered");
+                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered")
+      ->envname("LOG_TEXT_INFO_BUFFER_SIZE");
   app.add_option("--log-json-info-buffer-size", o.log_json_info_buffer_size,
-                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered");
+                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered")
+      ->envname("LOG_JSON_INFO_BUFFER_SIZE");
 }
 
 // Flags and environment variables with the upstream driver's names, so
@@ -72,8 +80,7 @@ void AddUpstreamFlags(CLI::App& app, PluginOptions& o) {
   app.add_option("--metrics-path", o.metrics_path, "HTTP path of the metrics")
       ->envname("METRICS_PATH")->capture_default_str();
   kube::AddKubeFlags(app, o.kube);
-  app.add_option("--feature-gates", o.feature_gates, "Feature gates, e.g. TimeSlicingSettings=true,MPSSupport=false")
-      ->envname("FEATURE_GATES");
+  app.add_option("--feature-gates", o.feature_gates, config::FeatureGates::FlagHelp())->envname("FEATURE_GATES");
   app.add_option("-v,--v", o.verbosity, "Log verbosity (0 config and permanent errors ... 6 every request)")
       ->envname("V")->check(CLI::Range(0, 10));
   app.add_option("--logging-format", o.logging_format, "Log format: text or json")
@@ -113,9 +120,10 @@ void AddNvdraFlags(CLI::App& app, PluginOptions& o, DurationFlags& s) {
 }
 
 // --help and --version print and return kAlreadyExists with an empty message.
+// Go's one-dash spellings of long flags are taken (util/go_flag_args.h).
 Status ParseArgs(CLI::App& app, int argc, const char* const* argv) {
   try {
-    app.parse(argc, argv);
+    ParseGoFlags(app, argc, argv);
   } catch (const CLI::Success& e) {
     std::ostringstream out;
     if (e.get_name() == "CallForVersion") {

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "config/feature_gates.h"
 #include "util/build_info.h"
 #include "util/log.h"
 
@@ -120,13 +121,67 @@ TEST(PluginOptionsTest, UpstreamsLoggingFlagsAreTakenWithTheirRules) {
             "vmodule: Forbidden: Only supported for text log format");
   EXPECT_EQ(Load({"--node-name", "n1", "--log-flush-frequency", "0s"}).message(),
             "--log-flush-frequency: Invalid value: \"0s\": Must be greater than zero");
-  EXPECT_EQ(Load({"--node-name", "n1", "--log-text-split-stream", "true"}).message(),
+  EXPECT_EQ(Load({"--node-name", "n1", "--log-text-split-stream"}).message(),
             "--log-text-split-stream: Forbidden: Feature LoggingAlphaOptions is disabled");
+  EXPECT_TRUE(Load({"--node-name", "n1", "--log-text-split-stream=false"}).ok());
   EXPECT_EQ(Load({"--node-name", "n1", "--log-json-info-buffer-size", "4Ki"}).message(),
             "--log-json-info-buffer-size: Forbidden: Feature LoggingAlphaOptions is disabled");
   EXPECT_TRUE(Load({"--node-name", "n1", "--feature-gates", "LoggingAlphaOptions=true", "--log-text-split-stream",
-                    "true", "--log-text-info-buffer-size", "4Ki"})
+                    "--log-text-info-buffer-size", "4Ki"})
                   .ok());
+}
+
+// Go's flag package, which upstream's binaries use, takes long flags after
+// one dash, with the value attached or following; so do the plugins.
+TEST(PluginOptionsTest, GoSpellingsOfTheFlagsAreTaken) {
+  auto o = Parse({"-node-name", "n1", "-v=3", "-cdi-root=/var/run/cdi", "-feature-gates", "MPSSupport=true",
+                  "-log-flush-frequency", "10s"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->node_name, "n1");
+  EXPECT_EQ(o->verbosity, 3);
+  EXPECT_EQ(o->cdi_root, "/var/run/cdi");
+  EXPECT_EQ(o->feature_gates, "MPSSupport=true");
+  EXPECT_EQ(o->log_flush_frequency, "10s");
+  auto spaced = Parse({"--node-name=n1", "-v", "4", "-log-text-split-stream"});
+  ASSERT_TRUE(spaced.ok()) << spaced.status().ToString();
+  EXPECT_EQ(spaced->verbosity, 4);
+  EXPECT_TRUE(spaced->log_text_split_stream);
+  EXPECT_FALSE(Parse({"-node-name", "n1", "-no-such-flag"}).ok());
+}
+
+// Every logging flag reads the variable upstream's binaries read it from:
+// the flag's name in capitals with '-' as '_'.
+TEST(PluginOptionsTest, LoggingFlagsReadUpstreamsVariables) {
+  const std::pair<const char*, const char*> vars[] = {
+      {"V", "5"}, {"VMODULE", "engine=6"}, {"LOG_FLUSH_FREQUENCY", "7s"}, {"LOGGING_FORMAT", "text"},
+      {"LOG_TEXT_SPLIT_STREAM", "true"}, {"LOG_JSON_SPLIT_STREAM", "true"},
+      {"LOG_TEXT_INFO_BUFFER_SIZE", "1Ki"}, {"LOG_JSON_INFO_BUFFER_SIZE", "2Ki"}};
+  for (const auto& [name, value] : vars) setenv(name, value, 1);
+  auto o = Parse({"--node-name", "n1"});
+  for (const auto& [name, value] : vars) unsetenv(name);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->verbosity, 5);
+  EXPECT_EQ(o->vmodule, "engine=6");
+  EXPECT_EQ(o->log_flush_frequency, "7s");
+  EXPECT_TRUE(o->log_text_split_stream);
+  EXPECT_TRUE(o->log_json_split_stream);
+  EXPECT_EQ(o->log_text_info_buffer_size, "1Ki");
+  EXPECT_EQ(o->log_json_info_buffer_size, "2Ki");
+}
+
+// --help lists the gates as upstream's help does.
+TEST(PluginOptionsTest, HelpListsTheFeatureGatesWithStageAndDefault) {
+  ::testing::internal::CaptureStdout();
+  auto o = Parse({"--help"});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(o.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(out.find("A set of key=value pairs that describe feature gates for alpha/experimental features. "
+                     "Options are:"),
+            std::string::npos)
+      << out;
+  for (const std::string& line : config::FeatureGates::KnownFeatures()) {
+    EXPECT_NE(out.find(line), std::string::npos) << line;
+  }
 }
 
 TEST(PluginOptionsTest, VmoduleRaisesTheLevelOfMatchingFilesOnly) {

@@ -296,8 +296,12 @@ Status Plugin::StartSlicePublisher() {
 }
 
 // Events from the hardware layer feed the kubelet's health stream and the
-// device taints in our ResourceSlices. Monitoring that cannot start is logged,
-// not fatal.
+// device taints in our ResourceSlices. Monitoring that cannot start does not
+// stop the plugin, where upstream's exits: claims are prepared and released
+// without it (a plugin that restarts in a loop releases none), and a restart
+// rarely mends what kept NVML from registering events. It is logged at
+// Error, shown by nvdra_device_health_monitor{state="failed"} and by the
+// "readiness" health service answering NOT_SERVING (docs/operations.md).
 Status Plugin::StartHealthMonitoring() {
   if (options_.health_streaming) {
     std::vector<kubelet::DeviceHealth> initial;
@@ -317,8 +321,25 @@ Status Plugin::StartHealthMonitoring() {
                (options_.health_streaming || gates_.Enabled(config::Gate::kNVMLDeviceHealthCheck));
   if (!watch) return Status::Ok();
   health_source_ = lib_->NewHealthSource();
-  Status s = health_source_->Start(inventory_, [this](const devices::DeviceHealthEvent& e) { OnHealthEvent(e); });
-  if (!s.ok()) NVDRA_ERROR("device health monitoring is off: {}", s.message());
+  Status s = NVDRA_FAILPOINT("plugin-health-monitor-start");
+  if (s.ok()) s = health_source_->Start(inventory_, [this](const devices::DeviceHealthEvent& e) { OnHealthEvent(e); });
+  if (!s.ok()) {
+    NVDRA_ERROR("device health monitoring failed to start; serving claims without it (no health taints, no "
+                "health stream; readiness answers NOT_SERVING): {}",
+                s.message());
+    health_monitor_failure_ = s.message();
+    metrics_->dra().SetHealthMonitor("failed");
+    return Status::Ok();
+  }
+  metrics_->dra().SetHealthMonitor("running");
+  return Status::Ok();
+}
+
+// What the plugin runs without: the readiness probe's answer.
+Status Plugin::Readiness() const {
+  if (!health_monitor_failure_.empty()) {
+    return Unavailable("device health monitoring failed to start: " + health_monitor_failure_);
+  }
   return Status::Ok();
 }
 
@@ -357,8 +378,8 @@ Status Plugin::StartServers() {
 
   if (options_.kubelet.healthcheck_port < 0) return Status::Ok();
   auto probe = [srv = server_.get()] { return srv->CheckLiveness(std::chrono::seconds(5)); };
-  auto health =
-      kubelet::HealthServer::Start(options_.kubelet.healthcheck_host, options_.kubelet.healthcheck_port, probe);
+  auto health = kubelet::HealthServer::Start(options_.kubelet.healthcheck_host, options_.kubelet.healthcheck_port,
+                                             probe, [this] { return Readiness(); });
   if (!health.ok()) return health.status().Wrap("start health server");
   health_server_ = std::move(health).value();
   return Status::Ok();

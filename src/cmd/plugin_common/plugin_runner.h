@@ -111,6 +111,9 @@ class Plugin {
 
   void OnHealthEvent(const devices::DeviceHealthEvent& event);
   void OnOwnHealthEvent(const devices::DeviceHealthEvent& event);
+  // Ok unless the plugin runs degraded (device health monitoring that was
+  // asked for failed to start); the health server's "readiness" service.
+  Status Readiness() const;
 
   // Options and logging.
   const std::string program_;
@@ -152,6 +155,9 @@ class Plugin {
   kubelet::DeviceHealthBroadcaster broadcaster_;
   std::unique_ptr<devices::DeviceHealthSource> health_source_;
   std::unique_ptr<devices::DeviceHealthSource> own_health_;  // the kind's own (DevicePublisher)
+  // Why device health monitoring failed to start; "" when it runs or is off.
+  // Written once before the servers start, read by their threads after.
+  std::string health_monitor_failure_;
   // The kubelet-facing servers.
   std::unique_ptr<kubelet::DraPluginServer> server_;
   std::unique_ptr<kubelet::HealthServer> health_server_;
