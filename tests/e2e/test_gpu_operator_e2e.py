@@ -249,7 +249,7 @@ class GpuOperatorNodeTest(unittest.TestCase):
         self.assertIn(drv + "/usr/bin/nvidia-smi", [m["hostPath"] for m in mounts])
         hooks = [h for e in spec_edits(spec) for h in e.get("hooks", [])]
         self.assertTrue(hooks, spec)
-        copy = os.path.join(gpu.plugin_dir(), "nvidia-cdi-hook")
+        copy = os.path.join(gpu.plugin_dir, "nvidia-cdi-hook")
         for h in hooks:
             self.assertEqual(h["path"], copy, h)
         self.assertTrue(os.access(copy, os.X_OK), copy)

@@ -628,6 +628,24 @@ void Chmod(const ContainerRoot& root, const std::vector<std::string>& paths, mod
   }
 }
 
+namespace {
+
+// The chmod hook: its flags checked before the container state is read.
+void ChmodHook(const Values& v, std::istream& state, Logger& log) {
+  std::string mode = Trim(One(v, "mode"));
+  if (mode.empty()) throw UsageError("a non-empty mode must be specified");
+  char* end = nullptr;
+  unsigned long m = std::strtoul(mode.c_str(), &end, 8);
+  if (*end != '\0' || m > 07777) throw UsageError("failed to parse mode as octal: " + mode);
+  for (const auto& p : All(v, "path")) {
+    if (Trim(p).empty()) throw UsageError("paths must not be empty");
+  }
+  ContainerRoot root = OpenRoot(v, state);
+  Chmod(root, All(v, "path"), static_cast<mode_t>(m), log);
+}
+
+}  // namespace
+
 int RunHook(const std::vector<std::string>& args, std::istream& state, std::ostream& out, const HostPaths& host,
             std::optional<std::string> (*env)(const char*)) {
   if (env == nullptr) env = RealEnv;
@@ -689,16 +707,7 @@ int RunHook(const std::vector<std::string>& args, std::istream& state, std::ostr
     } else if (hook == "chmod") {
       Values v = ParseFlags(args, i + 1, {{"path", true}, {"mode"}, spec, help});
       if (One(v, "help") == "true") return out << kUsage, 0;
-      std::string mode = Trim(One(v, "mode"));
-      if (mode.empty()) throw UsageError("a non-empty mode must be specified");
-      char* end = nullptr;
-      unsigned long m = std::strtoul(mode.c_str(), &end, 8);
-      if (*end != '\0' || m > 07777) throw UsageError("failed to parse mode as octal: " + mode);
-      for (const auto& p : All(v, "path")) {
-        if (Trim(p).empty()) throw UsageError("paths must not be empty");
-      }
-      ContainerRoot root = OpenRoot(v, state);
-      Chmod(root, All(v, "path"), static_cast<mode_t>(m), log);
+      ChmodHook(v, state, log);
     } else if (hook == "noop") {
       ParseFlags(args, i + 1, {spec, help});
     } else {
