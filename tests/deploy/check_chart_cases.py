@@ -293,6 +293,21 @@ def job(helm, chart, src):
     script = c["args"][0]
     if "%s/$d --retire-ledger" % upstream["kubeletPlugin"]["kubeletPluginsDirectoryPath"] not in script:
         bad.append("the script exports another directory: %s" % script)
+    # The checkpoint is for the controller's release, and the claims' CDI
+    # specs are handed over in the CDI directory the Job mounts.
+    chart_values = yaml.safe_load(open(os.path.join(chart, "values.yaml")))
+    want_target = beside.get("nvdra", {}).get("upstreamVersion") or chart_values["nvdra"]["upstreamVersion"]
+    if "--target %s --cdi-root /var/run/cdi" % want_target not in script:
+        bad.append("the script exports for another release or leaves the CDI specs: %s" % script)
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    cdi = [v for v in spec["volumes"] if v["name"] == mounts.get("/var/run/cdi")]
+    if not cdi or cdi[0]["hostPath"]["path"] != "/var/run/cdi":
+        bad.append("the Job does not mount the node's /var/run/cdi: %s" % spec["volumes"])
+    objs = template(helm, chart, *(values + ["--show-only", "templates/nvdractl-job.yaml",
+                                             "--set", "nvdra.nvdractlJob.nodeName=gpu-node-7",
+                                             "--set", "nvdra.nvdractlJob.upstreamTarget=main"]), namespace="gpu-operator")
+    if "--target main " not in objs[0]["spec"]["template"]["spec"]["containers"][0]["args"][0]:
+        bad.append("nvdra.nvdractlJob.upstreamTarget=main does not reach --target")
     # The example for kustomize installs is the same template, without a
     # namespace so that `kubectl -n` places it.
     example = [d for d in yaml.safe_load_all(open(os.path.join(src, "deploy", "examples", "nvdractl-job.yaml"))) if d]
