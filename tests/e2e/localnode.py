@@ -23,6 +23,10 @@ import uuid
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("NVDRA_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 APISERVER = os.path.join(ROOT, "tests", "apiserver", "nvdra_test_apiserver.py")
+# A command every nvdra program runs through: the programs of another
+# architecture under user-mode emulation, e.g.
+# "qemu-aarch64-static -L build-arm64/sysroot" with NVDRA_BIN_DIR=build-arm64/bin.
+EXEC_WRAPPER = shlex.split(os.environ.get("NVDRA_EXEC_WRAPPER", ""))
 
 GPU_DRIVER = "gpu.nvidia.com"
 CD_DRIVER = "compute-domain.nvidia.com"
@@ -209,7 +213,7 @@ class Plugin:
         return os.path.join(self.node.registry_dir, "%s-reg.sock" % self.driver)
 
     def start(self, env=None, wait=True):
-        args = self.wrapper + [os.path.join(BIN, BINARIES[self.driver]),
+        args = self.wrapper + EXEC_WRAPPER + [os.path.join(BIN, BINARIES[self.driver]),
                 "--node-name", self.node.node_name,
                 "--kubeconfig", self.node.api.kubeconfig,
                 "--cdi-root", self.node.cdi_root,
@@ -347,7 +351,7 @@ class LocalNode(NodeDirs):
         return p
 
     def ctl(self, args, check=True, timeout=60):
-        r = subprocess.run([os.path.join(BIN, "nvdractl")] + args, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(EXEC_WRAPPER + [os.path.join(BIN, "nvdractl")] + args, capture_output=True, text=True, timeout=timeout)
         if check and r.returncode not in (0,):
             raise RuntimeError("nvdractl %s failed (%d): %s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
         return r
