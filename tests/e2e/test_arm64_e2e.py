@@ -2,8 +2,10 @@
 programs (NVDRA_ARCH=arm64 scripts/build, into build-arm64/) run under
 qemu-aarch64-static with the arm64 sysroot as their library root, nvdractl
 included: registration, ResourceSlices, Prepare and Unprepare of a mock GPU
-and of an IMEX channel. And the toolchain links a static C++ program that
-runs with no library root at all, as the image's static programs must.
+(with the plugin's copy of the arm64 CDI hook in its specs) and of an IMEX
+channel, and the static hook itself run as a runtime runs it. And the
+toolchain links a static C++ program that runs with no library root at
+all, as the image's static programs must.
 
 NVDRA_ARM64_BUILD_DIR names the arm64 build (default build-arm64/). Run as
 a script (ctest does), it exits 77, which ctest reports as skipped, when
@@ -195,6 +197,18 @@ class GpuPluginUnderEmulation(NodeTestCase):
         self.assertEqual(spec["kind"], "k8s.gpu.nvidia.com/claim")
         self.assertEqual([d["name"] for d in spec["devices"]], ["%s-gpu-3" % claim[2]])
         self.assertEqual([c["uid"] for c in self.live_entries(plugin)], [claim[2]])
+        # The plugin found the arm64 hook beside it (through qemu's
+        # /proc/self/exe) and copied it into its plugin directory, where the
+        # spec's hooks run it.
+        copy = os.path.join(plugin.plugin_dir, "nvidia-cdi-hook")
+        with open(copy, "rb") as a, open(os.path.join(ARM64_BIN, "nvdra-cdi-hook"), "rb") as b:
+            self.assertTrue(a.read() == b.read(), "the plugin directory's hook is not the arm64 build's")
+        self.assertEqual(os.stat(copy).st_mode & 0o777, 0o755)
+        hooks = spec.get("containerEdits", {}).get("hooks", [])
+        for d in spec["devices"]:
+            hooks += d.get("containerEdits", {}).get("hooks", [])
+        self.assertTrue(hooks, spec)
+        self.assertEqual({h["path"] for h in hooks}, {copy})
 
         self.assertOk(plugin.unprepare([claim]), claim[2])
         self.assertNotIn(spec_file, self.node.cdi_files())
@@ -224,9 +238,9 @@ class ComputeDomainPluginUnderEmulation(test_cd_e2e.ComputeDomainTestCase):
 
 
 class CdiHookUnderEmulation(unittest.TestCase):
-    """The image's own OCI hook, once it ships one (scripts/image-rootfs
-    --programs lists nvdra-cdi-hook): a static program, run as runc runs a
-    createContainer hook, with the container's state on stdin."""
+    """The image's own OCI hook (scripts/image-rootfs --programs lists
+    nvdra-cdi-hook): a static program, run as runc runs a createContainer
+    hook, with the container's state on stdin."""
 
     HOOK = "nvdra-cdi-hook"
 
