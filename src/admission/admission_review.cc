@@ -80,7 +80,7 @@ struct ConfigCheck {
 };
 
 ConfigCheck CheckConfigs(std::string_view body, const JsonReader& object, const Target& target,
-                         const config::FeatureGates& gates) {
+                         const config::FeatureGates& gates, WebhookScope scope) {
   ConfigCheck out;
   const std::string spec_path = target.is_template ? "spec.spec" : "spec";
   std::vector<kube::JsonPathStep> raw_path = {std::string("request"), std::string("object"), std::string("spec")};
@@ -111,7 +111,7 @@ ConfigCheck CheckConfigs(std::string_view body, const JsonReader& object, const 
     if (!opaque) return Status::Ok();
     NVDRA_ASSIGN_OR_RETURN(std::string driver, opaque->OptionalOr<std::string>("driver", ""));
     bool checked = false;
-    for (const std::string& d : CheckedDrivers()) checked = checked || d == driver;
+    for (const std::string& d : CheckedDrivers(scope)) checked = checked || d == driver;
     if (!checked) return Status::Ok();
 
     const std::string field = spec_path + ".devices.config[" + std::to_string(i) + "].opaque.parameters";
@@ -126,6 +126,7 @@ ConfigCheck CheckConfigs(std::string_view body, const JsonReader& object, const 
       return Status::Ok();
     }
     config::Config c = std::move(decoded).value();
+    if (scope == WebhookScope::kUpstream) c = UpstreamAdmissionView(std::move(c));
     config::Normalize(c, gates);
     if (Status st = config::Validate(c, gates); !st.ok()) {
       out.failures.push_back("object at " + field + " is invalid: " + st.message());
@@ -137,9 +138,45 @@ ConfigCheck CheckConfigs(std::string_view body, const JsonReader& object, const 
 
 }  // namespace
 
-const std::vector<std::string>& CheckedDrivers() {
-  static const std::vector<std::string> drivers = {"gpu.nvidia.com", "compute-domain.nvidia.com"};
-  return drivers;
+std::optional<WebhookScope> ParseWebhookScope(std::string_view text) {
+  if (text == "nvdra") return WebhookScope::kNvdra;
+  if (text == "upstream") return WebhookScope::kUpstream;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& CheckedDrivers(WebhookScope scope) {
+  static const std::vector<std::string> both = {"gpu.nvidia.com", "compute-domain.nvidia.com"};
+  static const std::vector<std::string> gpu = {"gpu.nvidia.com"};
+  return scope == WebhookScope::kUpstream ? gpu : both;
+}
+
+namespace {
+
+// Pinned memory limits are checked by upstream only when the MPS daemon
+// starts.
+void DropPinnedLimits(std::optional<config::MpsConfig>& mps) {
+  if (!mps) return;
+  mps->default_pinned_device_memory_limit.reset();
+  mps->default_per_device_pinned_memory_limit.clear();
+}
+
+}  // namespace
+
+config::Config UpstreamAdmissionView(config::Config c) {
+  // Upstream's Validate looks only at the settings of the chosen strategy:
+  // the other strategy's settings are refused when Prepare reads them.
+  if (auto* gpu = std::get_if<config::GpuConfig>(&c); gpu && gpu->sharing) {
+    config::GpuSharing& s = *gpu->sharing;
+    if (s.strategy == config::kTimeSlicingStrategy) s.mps_config.reset();
+    if (s.strategy == config::kMpsStrategy) s.time_slicing_config.reset();
+    DropPinnedLimits(s.mps_config);
+  }
+  if (auto* mig = std::get_if<config::MigDeviceConfig>(&c); mig && mig->sharing) {
+    config::MigDeviceSharing& s = *mig->sharing;
+    if (s.strategy == config::kTimeSlicingStrategy) s.mps_config.reset();
+    DropPinnedLimits(s.mps_config);
+  }
+  return c;
 }
 
 HttpAnswer TextError(int status, std::string_view message) {
@@ -150,7 +187,7 @@ namespace {
 
 // The answer to the review's request `req` (with `uid`).
 HttpAnswer Judge(std::string_view body, const JsonReader& req, const std::string& uid,
-                 const config::FeatureGates& gates) {
+                 const config::FeatureGates& gates, WebhookScope scope) {
   auto refuse = [&](std::string_view message, std::string_view reason) {
     NVDRA_ERROR("{}", message);
     return Review(Response(uid, false, message, reason));
@@ -181,7 +218,7 @@ HttpAnswer Judge(std::string_view body, const JsonReader& req, const std::string
                   "BadRequest");
   }
 
-  ConfigCheck check = CheckConfigs(body, obj, target, gates);
+  ConfigCheck check = CheckConfigs(body, obj, target, gates, scope);
   if (!check.shape.ok()) {
     return refuse(expected_kind + " has an unexpected shape: " + check.shape.message(), "BadRequest");
   }
@@ -198,7 +235,7 @@ HttpAnswer Judge(std::string_view body, const JsonReader& req, const std::string
 }
 
 // Reads the AdmissionReview in `body` and judges its request.
-HttpAnswer ReadAndJudge(std::string_view body, const config::FeatureGates& gates) {
+HttpAnswer ReadAndJudge(std::string_view body, const config::FeatureGates& gates, WebhookScope scope) {
   auto bad_request = [](std::string_view why) {
     std::string msg = "failed to read AdmissionReview from request body: " + std::string(why);
     NVDRA_ERROR("{}", msg);
@@ -227,20 +264,20 @@ HttpAnswer ReadAndJudge(std::string_view body, const config::FeatureGates& gates
   const JsonReader& req = **request;
   auto uid = req.OptionalOr<std::string>("uid", "");
   if (!uid.ok()) return bad_request("request could not be decoded: " + uid.status().message());
-  return Judge(body, req, *uid, gates);
+  return Judge(body, req, *uid, gates, scope);
 }
 
 }  // namespace
 
 HttpAnswer ReviewResourceClaimParameters(std::string_view content_type, std::string_view body,
-                                         const config::FeatureGates& gates) {
+                                         const config::FeatureGates& gates, WebhookScope scope) {
   if (!IsJsonContentType(content_type)) {
     std::string msg = "contentType=" + std::string(content_type) + ", expected application/json";
     NVDRA_ERROR("{}", msg);
     return TextError(415, msg);
   }
   NVDRA_VLOG(2, "handling request: {}", Quoted(body));
-  return ReadAndJudge(body, gates);
+  return ReadAndJudge(body, gates, scope);
 }
 
 }  // namespace nvdra::admission

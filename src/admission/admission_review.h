@@ -10,18 +10,35 @@
 //   is invalid: unknown time-slice interval: ...; object at ... is invalid: ...
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "config/feature_gates.h"
+#include "config/opaque_config.h"
 
 namespace nvdra::admission {
 
-// The drivers whose configs are checked: the two the plugins serve. (The Go
-// webhook checks gpu.nvidia.com only; a bad compute-domain.nvidia.com config
-// is refused here at admission instead of at prepare.)
-const std::vector<std::string>& CheckedDrivers();
+// What the webhook refuses. kNvdra (the default): every config the plugins
+// would refuse at Prepare, of both drivers. kUpstream: what upstream's
+// webhook refuses, no more: gpu.nvidia.com configs only (strictly decoded,
+// normalized, validated), without the checks upstream makes only at Prepare
+// (an MpsConfig beside the TimeSlicing strategy or a TimeSlicingConfig
+// beside MPS, pinned memory limits); a claim it admits may then fail at
+// Prepare, as with upstream's driver.
+enum class WebhookScope { kNvdra, kUpstream };
+
+// "nvdra" or "upstream" (the --scope flag); nullopt for anything else.
+std::optional<WebhookScope> ParseWebhookScope(std::string_view text);
+
+// The drivers whose configs are checked in `scope`: both the plugins serve,
+// or gpu.nvidia.com alone (upstream's).
+const std::vector<std::string>& CheckedDrivers(WebhookScope scope = WebhookScope::kNvdra);
+
+// `config` with what upstream's webhook leaves to Prepare taken out, so that
+// Validate judges only what upstream's Validate judges.
+config::Config UpstreamAdmissionView(config::Config config);
 
 // An HTTP answer: status code, Content-Type and body.
 struct HttpAnswer {
@@ -40,6 +57,7 @@ HttpAnswer TextError(int status, std::string_view message);
 // whose response allows the object, or refuses it with reason BadRequest (an
 // object of another resource or shape) or Invalid (configs that fail).
 HttpAnswer ReviewResourceClaimParameters(std::string_view content_type, std::string_view body,
-                                         const config::FeatureGates& gates);
+                                         const config::FeatureGates& gates,
+                                         WebhookScope scope = WebhookScope::kNvdra);
 
 }  // namespace nvdra::admission

@@ -83,8 +83,8 @@ struct Decision {
 };
 
 Decision Decide(const std::string& body, const FeatureGates& gates = SharingGates(),
-                const std::string& content_type = "application/json") {
-  HttpAnswer a = ReviewResourceClaimParameters(content_type, body, gates);
+                const std::string& content_type = "application/json", WebhookScope scope = WebhookScope::kNvdra) {
+  HttpAnswer a = ReviewResourceClaimParameters(content_type, body, gates, scope);
   Decision d;
   d.http_status = a.status;
   d.body = a.body;
@@ -92,10 +92,13 @@ Decision Decide(const std::string& body, const FeatureGates& gates = SharingGate
   return d;
 }
 
-Decision DecideObject(const json& object, const FeatureGates& gates = SharingGates()) {
+Decision DecideObject(const json& object, const FeatureGates& gates = SharingGates(),
+                      WebhookScope scope = WebhookScope::kNvdra) {
   std::string version = object.at("apiVersion").get<std::string>().substr(std::string("resource.k8s.io/").size());
-  return Decide(ReviewBody(object, version, ResourceOf(object)), gates);
+  return Decide(ReviewBody(object, version, ResourceOf(object)), gates, "application/json", scope);
 }
+
+Decision DecideUpstream(const json& object) { return DecideObject(object, SharingGates(), WebhookScope::kUpstream); }
 
 // `object` as if sent through another version of resource.k8s.io.
 json AsVersion(json object, const std::string& version) {
@@ -218,6 +221,70 @@ TEST(AdmissionReviewTest, UpstreamsUnknownFieldChannelClaimIsRefusedInEveryVersi
   json good = UnknownFieldClaim("v1");
   Params(good, 0).erase("unexpectedField");
   EXPECT_TRUE(DecideObject(good).allowed());
+}
+
+TEST(AdmissionReviewTest, TheScopeFlagsWordsAreNvdraAndUpstream) {
+  EXPECT_EQ(ParseWebhookScope("nvdra"), WebhookScope::kNvdra);
+  EXPECT_EQ(ParseWebhookScope("upstream"), WebhookScope::kUpstream);
+  EXPECT_EQ(ParseWebhookScope("Upstream"), std::nullopt);
+  EXPECT_EQ(ParseWebhookScope(""), std::nullopt);
+}
+
+TEST(AdmissionReviewTest, UpstreamScopeAdmitsTheUnknownFieldChannelClaimAsUpstreamsWebhookDoes) {
+  for (const std::string version : {"v1", "v1beta2", "v1beta1"}) {
+    json claim = UnknownFieldClaim(version);
+    EXPECT_FALSE(DecideObject(claim).allowed()) << version;
+    Decision d = DecideUpstream(claim);
+    ASSERT_EQ(d.http_status, 200) << d.body;
+    EXPECT_TRUE(d.allowed()) << version << ": " << d.body;
+  }
+}
+
+TEST(AdmissionReviewTest, UpstreamScopeLeavesPinnedLimitsAndStrategyMixesToPrepare) {
+  json mps = ObjectFrom("gpu-test-mps.yaml", "shared-gpu");
+  Params(mps, 0)["sharing"]["mpsConfig"]["defaultPinnedDeviceMemoryLimit"] = "1Ki";
+  Decision strict = DecideObject(mps);
+  EXPECT_FALSE(strict.allowed());
+  EXPECT_NE(strict.message().find("invalid limit: default value set too low: 1Ki"), std::string::npos)
+      << strict.message();
+  EXPECT_TRUE(DecideUpstream(mps).allowed());
+  Params(mps, 0)["sharing"]["mpsConfig"].erase("defaultPinnedDeviceMemoryLimit");
+  Params(mps, 0)["sharing"]["mpsConfig"]["defaultPerDevicePinnedMemoryLimit"] = {{"0", "0"}};
+  EXPECT_FALSE(DecideObject(mps).allowed());
+  EXPECT_TRUE(DecideUpstream(mps).allowed());
+  Params(mps, 0)["sharing"]["timeSlicingConfig"] = {{"interval", "Long"}};
+  EXPECT_FALSE(DecideObject(mps).allowed());
+  EXPECT_TRUE(DecideUpstream(mps).allowed());
+
+  json ts = ObjectFrom("gpu-test6.yaml", "a100");
+  Params(ts, 0)["sharing"]["mpsConfig"] = {{"defaultActiveThreadPercentage", 50}};
+  Decision mixed = DecideObject(ts);
+  EXPECT_FALSE(mixed.allowed());
+  EXPECT_NE(mixed.message().find("cannot use MpsConfig with the 'TimeSlicing' strategy"), std::string::npos)
+      << mixed.message();
+  EXPECT_TRUE(DecideUpstream(ts).allowed());
+}
+
+TEST(AdmissionReviewTest, UpstreamScopeStillRefusesWhatUpstreamsWebhookRefuses) {
+  json mps = ObjectFrom("gpu-test-mps.yaml", "shared-gpu");
+  Params(mps, 0)["sharing"]["mpsConfig"]["defaultActiveThreadPercentage"] = 101;
+  Decision pct = DecideUpstream(mps);
+  EXPECT_FALSE(pct.allowed());
+  EXPECT_NE(pct.message().find("active thread percentage must not be greater than 100"), std::string::npos)
+      << pct.message();
+  json ts = ObjectFrom("gpu-test6.yaml", "a100");
+  Params(ts, 0)["sharing"]["timeSlicingConfig"]["interval"] = "Forever";
+  EXPECT_FALSE(DecideUpstream(ts).allowed());
+  json unknown = ObjectFrom("gpu-test6.yaml", "a100");
+  Params(unknown, 0)["unexpectedField"] = 1;
+  Decision u = DecideUpstream(unknown);
+  EXPECT_FALSE(u.allowed());
+  EXPECT_NE(u.message().find("strict decoding error: unknown field \"unexpectedField\""), std::string::npos)
+      << u.message();
+  // gpu.nvidia.com's configs are judged whatever their kind, as upstream's.
+  json channel = UnknownFieldClaim("v1");
+  channel["spec"]["devices"]["config"][0]["opaque"]["driver"] = "gpu.nvidia.com";
+  EXPECT_FALSE(DecideUpstream(channel).allowed());
 }
 
 TEST(AdmissionReviewTest, StrictDecodingRefusesDuplicateFieldsUnknownKindsAndBadValues) {

@@ -13,6 +13,7 @@ namespace nvdra::admission {
 inline constexpr std::string_view kValidatePath = "/validate-resource-claim-parameters";
 inline constexpr std::string_view kReadyPath = "/readyz";
 
-HttpAnswer ServeWebhook(const HttpRequest& request, const config::FeatureGates& gates);
+HttpAnswer ServeWebhook(const HttpRequest& request, const config::FeatureGates& gates,
+                        WebhookScope scope = WebhookScope::kNvdra);
 
 }  // namespace nvdra::admission

@@ -28,10 +28,33 @@ Status DomainMaintenance::SyncCliqueLabel(const std::string& clique) {
     if (clique.empty()) return std::optional<std::string>();
     return std::optional<std::string>(clique);
   };
+  const std::string path = "/api/v1/nodes/" + options_.node_name;
+  if (!clique.empty() && !clique_label_owned_) {
+    // Before the label: a label nvdra wrote always carries the mark.
+    nlohmann::json mark = {{"metadata", {{"annotations", {{kGpuCliqueLabelOwner, "true"}}}}}};
+    NVDRA_RETURN_IF_ERROR(client_.MergePatchJson(path, mark).status().Wrap("mark the clique label as nvdra's"));
+    clique_label_owned_ = true;
+  }
   auto r = kube::UpdateNodeLabel(client_, options_.node_name, kGpuCliqueLabel, rule);
   if (!r.ok()) return r.status();
   clique_label_written_ = clique;
   clique_label_known_ = true;
+  return Status::Ok();
+}
+
+Status DomainMaintenance::RemoveOwnedCliqueLabel() {
+  const std::string path = "/api/v1/nodes/" + options_.node_name;
+  NVDRA_ASSIGN_OR_RETURN(nlohmann::json node, client_.GetJson(path));
+  const nlohmann::json* annotations = nullptr;
+  if (auto m = node.find("metadata"); m != node.end() && m->is_object()) {
+    if (auto a = m->find("annotations"); a != m->end() && a->is_object()) annotations = &*a;
+  }
+  if (annotations == nullptr || !annotations->contains(kGpuCliqueLabelOwner)) return Status::Ok();
+  nlohmann::json patch = {{"metadata",
+                           {{"labels", {{kGpuCliqueLabel, nullptr}}},
+                            {"annotations", {{kGpuCliqueLabelOwner, nullptr}}}}}};
+  NVDRA_RETURN_IF_ERROR(client_.MergePatchJson(path, patch).status());
+  NVDRA_INFO("removed the {} label nvdra set (GPU_CLIQUE_LABEL_ENABLED is off)", kGpuCliqueLabel);
   return Status::Ok();
 }
 
@@ -53,6 +76,11 @@ MaintenanceReport DomainMaintenance::RunOnce() {
     }
   } else if (options_.gpu_clique_label) {
     rep.clique = SyncCliqueLabel(watch_.clique_id()).Wrap("label node with its clique");
+  }
+  if (!options_.gpu_clique_label && !clique_label_owned_) {
+    Status removed = RemoveOwnedCliqueLabel().Wrap("remove the clique label nvdra set");
+    clique_label_owned_ = removed.ok();  // once gone, no pass looks again
+    if (!removed.ok()) rep.clique = removed;
   }
   const bool busy = options_.busy && options_.busy();
   if (busy) watch_.Activate();

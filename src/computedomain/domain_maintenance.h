@@ -24,6 +24,10 @@
 namespace nvdra::computedomain {
 
 inline constexpr const char* kGpuCliqueLabel = "nvidia.com/gpu.clique";
+// Node annotation nvdra sets beside the first nvidia.com/gpu.clique label it
+// writes: gpu-feature-discovery sets the same label, so nvdra removes only a
+// label it owns when GPU_CLIQUE_LABEL_ENABLED is turned off.
+inline constexpr const char* kGpuCliqueLabelOwner = "compute-domain.nvidia.com/gpu-clique-label-owner";
 
 struct DomainMaintenanceOptions {
   std::chrono::milliseconds period{60'000};
@@ -32,7 +36,9 @@ struct DomainMaintenanceOptions {
   std::function<Result<std::string>()> read_clique;
   // Called when the clique changed (after the watch follows it).
   std::function<void(const std::string&)> on_clique_change;
-  bool gpu_clique_label = false;  // GPU_CLIQUE_LABEL_ENABLED
+  // GPU_CLIQUE_LABEL_ENABLED. Off: the first pass removes a label nvdra
+  // set while it was on (kGpuCliqueLabelOwner), and nothing else.
+  bool gpu_clique_label = false;
   // Keep the ComputeDomain node label (driver-managed IMEX); host-managed
   // IMEX never sets nor removes it.
   bool repair_node_label = true;
@@ -69,6 +75,7 @@ class DomainMaintenance {
 
  private:
   Status SyncCliqueLabel(const std::string& clique) REQUIRES(run_mu_);
+  Status RemoveOwnedCliqueLabel() REQUIRES(run_mu_);
 
   kube::KubeClient& client_;
   DomainWatch& watch_;
@@ -79,6 +86,7 @@ class DomainMaintenance {
   Mutex run_mu_;  // one pass at a time
   std::string clique_label_written_ GUARDED_BY(run_mu_);  // last value written (or checked)
   bool clique_label_known_ GUARDED_BY(run_mu_) = false;
+  bool clique_label_owned_ GUARDED_BY(run_mu_) = false;  // the annotation is written (or was removed)
 
   // Last: it stops before the members its passes use go away.
   PeriodicWorker worker_;

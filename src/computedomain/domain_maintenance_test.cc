@@ -69,6 +69,60 @@ TEST(DomainMaintenanceTest, RemovesGoneDomainsFollowsTheCliqueAndLabelsIt) {
   EXPECT_EQ(kube::NodeLabel((*server.Objects("nodes"))[0], kGpuCliqueLabel), std::nullopt);
 }
 
+std::optional<std::string> Annotation(const json& node, const std::string& key) {
+  auto a = node["metadata"].value("annotations", json::object());
+  if (!a.contains(key)) return std::nullopt;
+  return a[key].get<std::string>();
+}
+
+TEST(DomainMaintenanceTest, TurningTheCliqueLabelOffRemovesTheLabelNvdraSetAndNoOtherOwners) {
+  TestApiServer server;
+  ASSERT_TRUE(server.ok()) << server.error();
+  // n2's label comes from someone else (gpu-feature-discovery).
+  ASSERT_TRUE(server.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}).ok());
+  ASSERT_TRUE(server.LoadObject({{"apiVersion", "v1"},
+                                 {"kind", "Node"},
+                                 {"metadata", {{"name", "n2"}, {"labels", {{kGpuCliqueLabel, "gfd.7"}}}}}})
+                  .ok());
+  kube::KubeClientOptions ko;
+  ko.qps = 0;
+  auto client = kube::KubeClient::FromConfig(server.Config(), ko);
+  nvdra::testing::TempDir tmp;
+  DomainDirectories dirs(tmp.path(), "");
+  auto node = [&](const std::string& name) {
+    auto nodes = server.Objects("nodes");
+    if (!nodes.ok()) return json::object();
+    for (const json& n : *nodes) {
+      if (n["metadata"]["name"] == name) return n;
+    }
+    return json::object();
+  };
+  auto pass = [&](const std::string& name, bool enabled) {
+    DomainWatchOptions wo;
+    wo.node_name = name;
+    wo.clique_id = "c.1";
+    DomainWatch watch(*client, wo);
+    NodeLabelManager labels(*client, name);
+    DomainMaintenanceOptions o;
+    o.node_name = name;
+    o.gpu_clique_label = enabled;
+    o.repair_node_label = false;
+    DomainMaintenance m(*client, watch, labels, dirs, o);
+    auto rep = m.RunOnce();
+    EXPECT_TRUE(rep.clique.ok()) << rep.clique.ToString();
+  };
+
+  pass("n1", true);  // the plugin with GPU_CLIQUE_LABEL_ENABLED=true
+  EXPECT_EQ(kube::NodeLabel(node("n1"), kGpuCliqueLabel), "c.1");
+  EXPECT_EQ(Annotation(node("n1"), kGpuCliqueLabelOwner), "true");
+  pass("n1", false);  // restarted with it off
+  EXPECT_EQ(kube::NodeLabel(node("n1"), kGpuCliqueLabel), std::nullopt);
+  EXPECT_EQ(Annotation(node("n1"), kGpuCliqueLabelOwner), std::nullopt);
+  pass("n1", false);  // nothing left to remove: no error
+  pass("n2", false);
+  EXPECT_EQ(kube::NodeLabel(node("n2"), kGpuCliqueLabel), "gfd.7");
+}
+
 TEST(DomainMaintenanceTest, OpensTheWatchesWhileTheNodeIsBusyAndClosesThemOnceIdleForTheLinger) {
   TestApiServer server;
   ASSERT_TRUE(server.ok()) << server.error();

@@ -18,7 +18,11 @@ objects (or on the refusal), printing one "ok"/"FAIL" line per case:
 * the ComputeDomain CRDs: numNodes optional, as upstream's since v0.4.0;
 * the clique namespace follows the migration phase;
 * the migration kit's Job follows the release's namespace, image and pull
-  secrets.
+  secrets;
+* maskNvidiaDriverParams reaches both plugins as MASK_NVIDIA_DRIVER_PARAMS
+  ("false" by default, as nvdra's plugins read it);
+* webhook.scope: --scope=nvdra by default, upstream when asked, anything
+  else refused.
 """
 
 import os
@@ -316,10 +320,50 @@ def job(helm, chart, src):
     return bad
 
 
+@case("maskNvidiaDriverParams: MASK_NVIDIA_DRIVER_PARAMS of both plugins, false by default")
+def mask(helm, chart, src):
+    bad = []
+    base = ["--set", "gpuResourcesEnabledOverride=true"] + IMG
+    for extra, want in (([], "false"), (["--set", "maskNvidiaDriverParams=true"], "true"),
+                        (["--set", "maskNvidiaDriverParams=false"], "false")):
+        cs = containers(plugin_ds(template(helm, chart, *(base + extra))))
+        for name in ("gpus", "compute-domains"):
+            got = env(cs[name]).get("MASK_NVIDIA_DRIVER_PARAMS")
+            if got != want:
+                bad.append("%s: %s gets %r, not %r" % (extra or "defaults", name, got, want))
+        if "MASK_NVIDIA_DRIVER_PARAMS" in env(cs["init-container"]):
+            bad.append("the init container gets MASK_NVIDIA_DRIVER_PARAMS")
+    return bad
+
+
+@case("webhook.scope: --scope=nvdra by default, upstream when asked, anything else refused")
+def webhook_scope(helm, chart, src):
+    bad = []
+    base = ["--set", "gpuResourcesEnabledOverride=true", "--set", "webhook.enabled=true"] + IMG
+
+    def scope_args(*extra):
+        objs = template(helm, chart, *(base + list(extra)))
+        dep = next(o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-webhook"))
+        c = dep["spec"]["template"]["spec"]["containers"][0]
+        return [a for a in c["args"] if a.startswith("--scope")]
+
+    if scope_args() != ["--scope=nvdra"]:
+        bad.append("defaults: %s" % scope_args())
+    if scope_args("--set", "webhook.scope=upstream") != ["--scope=upstream"]:
+        bad.append("upstream: %s" % scope_args("--set", "webhook.scope=upstream"))
+    try:
+        template(helm, chart, *(base + ["--set", "webhook.scope=lenient"]))
+        bad.append("webhook.scope=lenient rendered")
+    except Refused as e:
+        if "webhook.scope is \"lenient\": it must be 'nvdra' or 'upstream'" not in str(e):
+            bad.append("webhook.scope=lenient refused with: %s" % e)
+    return bad
+
+
 def main():
     helm, src = sys.argv[1:3]
     chart = os.path.join(src, "deploy", "helm", "nvdra")
-    for check in (hook, gpu_operator, image, readme, crds, cliques, job):
+    for check in (hook, gpu_operator, image, readme, crds, cliques, job, mask, webhook_scope):
         check(helm, chart, src)
     return 1 if failed else 0
 

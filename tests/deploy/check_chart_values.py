@@ -214,6 +214,8 @@ def main():
             and vols["alt-proc-devices"] == {"path": v, "type": "File"}
             and mounts(cds)["alt-proc-devices"]["mountPath"] == "/alt-proc-devices"
             and "ALT_PROC_DEVICES_PATH" not in ge,
+        "maskNvidiaDriverParams": lambda v: ge["MASK_NVIDIA_DRIVER_PARAMS"] == ce["MASK_NVIDIA_DRIVER_PARAMS"]
+            == str(v).lower(),
         "gpuResourcesEnabledOverride": lambda v: v is True and any(c["name"] == "gpus" for c in spec["containers"]),
         "consumableShares": lambda v: ge["CONSUMABLE_SHARES"] == v and "CONSUMABLE_SHARES" not in ce,
         "resourceApiVersion": lambda v: all(o["apiVersion"] == v for o in objs if o["kind"] == "DeviceClass"),

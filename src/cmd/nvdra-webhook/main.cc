@@ -27,6 +27,7 @@ struct WebhookFlags {
   std::string key_file;
   int port = 443;
   std::string feature_gates;
+  std::string scope = "nvdra";
   int verbosity = 0;
   std::string logging_format = "text";
   std::string vmodule;
@@ -51,6 +52,13 @@ void AddFlags(CLI::App& app, WebhookFlags& f) {
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
   app.add_option("--feature-gates", f.feature_gates, config::FeatureGates::FlagHelp())->envname("FEATURE_GATES");
+  app.add_option("--scope", f.scope,
+                 "What is refused at admission: nvdra (every config the plugins would refuse at Prepare, of "
+                 "gpu.nvidia.com and compute-domain.nvidia.com) or upstream (what upstream's webhook refuses: "
+                 "gpu.nvidia.com configs only, without the checks upstream makes at Prepare)")
+      ->envname("WEBHOOK_SCOPE")
+      ->check(CLI::IsMember({"nvdra", "upstream"}))
+      ->capture_default_str();
   app.add_option("-v,--v", f.verbosity, "Log verbosity (2: every request and answer)")
       ->envname("V")
       ->check(CLI::Range(0, 10));
@@ -149,8 +157,11 @@ int main(int argc, char** argv) {
   options.cert_file = flags.cert_file;
   options.key_file = flags.key_file;
   const config::FeatureGates served_gates = *gates;
-  auto server = admission::WebhookServer::Start(
-      options, [served_gates](const admission::HttpRequest& r) { return admission::ServeWebhook(r, served_gates); });
+  const admission::WebhookScope scope = *admission::ParseWebhookScope(flags.scope);
+  NVDRA_INFO("admission scope: {}", flags.scope);
+  auto server = admission::WebhookServer::Start(options, [served_gates, scope](const admission::HttpRequest& r) {
+    return admission::ServeWebhook(r, served_gates, scope);
+  });
   if (!server.ok()) return Fail(server.status().message());
 
   int sig = 0;

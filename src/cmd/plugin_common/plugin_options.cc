@@ -114,6 +114,11 @@ void AddNvdraFlags(CLI::App& app, PluginOptions& o, DurationFlags& s) {
       ->envname("NVDRA_BOOT_ID_PATH")->capture_default_str();
   app.add_option("--proc-devices-path", o.proc_devices_path,
                  "Alternative /proc/devices (for character device majors)")->envname("ALT_PROC_DEVICES_PATH");
+  app.add_option("--mask-nvidia-driver-params", o.mask_nvidia_driver_params,
+                 "true: show this container /proc/driver/nvidia/params with ModifyDeviceFiles: 0 before NVML "
+                 "starts, so that it creates no device nodes")
+      ->envname("MASK_NVIDIA_DRIVER_PARAMS")
+      ->capture_default_str();
   app.add_flag("--health-streaming", o.health_streaming,
                "Serve the DRA device health stream (NodeWatchResources) and advertise it")
       ->envname("NVDRA_HEALTH_STREAMING");

@@ -50,6 +50,11 @@ struct PluginOptions {
   std::string log_text_info_buffer_size = "0";
   std::string log_json_info_buffer_size = "0";
   std::string additional_xids_to_ignore;
+  // MASK_NVIDIA_DRIVER_PARAMS: "true" masks ModifyDeviceFiles in this
+  // container before NVML starts (driver_params.h); anything else does not,
+  // as upstream's wrapper tests for "true" alone.
+  std::string mask_nvidia_driver_params = "false";
+  bool MaskDriverParams() const { return mask_nvidia_driver_params == "true"; }
 
   // nvdra's own.
   std::string mock_hardware;       // profile name or file; empty: NVML

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <utility>
 
+#include "cmd/plugin_common/driver_params.h"
 #include "devices/backends/open_device_lib.h"
 #include "kubelet/grpc_event_engine.h"
 #include "kubelet/shutdown_signal.h"
@@ -127,6 +128,18 @@ Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, const ledger:
   return p;
 }
 
+// Before NVML is loaded: NVML reads ModifyDeviceFiles when it initializes.
+Status Plugin::MaskOwnDriverParams() {
+  auto r = MaskDriverParams(kDriverParamsPath, JoinPath(plugin_dir_, "driver-params"));
+  if (!r.ok()) return r.status().Wrap("mask the NVIDIA driver params (MASK_NVIDIA_DRIVER_PARAMS)");
+  switch (*r) {
+    case MaskResult::kMasked: NVDRA_INFO("{} masked: ModifyDeviceFiles: 0", kDriverParamsPath); break;
+    case MaskResult::kNoDriver: NVDRA_WARN("no {}: no driver params to mask", kDriverParamsPath); break;
+    case MaskResult::kAlreadyMasked: NVDRA_INFO("{} already says ModifyDeviceFiles: 0", kDriverParamsPath); break;
+  }
+  return Status::Ok();
+}
+
 // A second instance on the same sockets stops before touching anything.
 Status Plugin::CheckNoOtherInstance() {
   kubelet::DraPluginOptions sockets = options_.kubelet.plugin;
@@ -136,6 +149,7 @@ Status Plugin::CheckNoOtherInstance() {
 
 Status Plugin::SetUpHardware() {
   NVDRA_RETURN_IF_ERROR(MakeDirectories(plugin_dir_, 0750).Wrap("create plugin directory"));
+  if (options_.MaskDriverParams()) NVDRA_RETURN_IF_ERROR(MaskOwnDriverParams());
   devices::DeviceLibOptions dopts;
   dopts.mock_hardware = options_.mock_hardware;
   dopts.mock_layout = options_.mock_layout;

@@ -98,6 +98,7 @@ class Plugin {
   Plugin(std::string program, const ledger::KindCodec& codec, PluginConfig config, kubelet::ShutdownWatch& shutdown);
 
   Status CheckNoOtherInstance();
+  Status MaskOwnDriverParams();
   Status SetUpHardware();
   Status SetUpDriverFiles();
   Status SetUpCdiAndLedger();

@@ -273,6 +273,10 @@ their plugin directory at start.
 # the plugin container itself.
 - name: NVIDIA_VISIBLE_DEVICES
   value: void
+# "true": the plugin hides the driver's device node creation from itself
+# (ModifyDeviceFiles: 0 in its /proc/driver/nvidia/params) before NVML starts.
+- name: MASK_NVIDIA_DRIVER_PARAMS
+  value: {{ $v.maskNvidiaDriverParams | default false | toString | quote }}
 - name: KUBELET_REGISTRAR_DIRECTORY_PATH
   value: {{ $v.kubeletPlugin.kubeletRegistrarDirectoryPath | quote }}
 - name: KUBELET_PLUGINS_DIRECTORY_PATH
