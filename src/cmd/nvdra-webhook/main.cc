@@ -17,27 +17,19 @@
 #include "util/build_info.h"
 #include "util/go_flag_args.h"
 #include "util/log.h"
+#include "util/logging_flags.h"
 
 namespace {
 
 using namespace nvdra;
 
-struct WebhookFlags {
+struct WebhookFlags : LoggingFlags {
   std::string cert_file;
   std::string key_file;
   int port = 443;
   std::string feature_gates;
   std::string scope = "nvdra";
   int verbosity = 0;
-  std::string logging_format = "text";
-  std::string vmodule;
-  std::string log_flush_frequency = "5s";
-  bool log_text_split_stream = false;
-  bool log_json_split_stream = false;
-  std::string log_text_info_buffer_size = "0";
-  std::string log_json_info_buffer_size = "0";
-
-  bool SplitStream() const { return logging_format == "json" ? log_json_split_stream : log_text_split_stream; }
 };
 
 void AddFlags(CLI::App& app, WebhookFlags& f) {
@@ -66,45 +58,12 @@ void AddFlags(CLI::App& app, WebhookFlags& f) {
       ->envname("LOGGING_FORMAT")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  // Each logging flag also from upstream's variable for it (the name in
-  // capitals, '-' as '_'); the split streams are switches, as in Go.
-  app.add_option("--vmodule", f.vmodule,
-                 "Comma-separated pattern=N settings for file-filtered logging (text format only)")
-      ->envname("VMODULE");
-  app.add_option("--log-flush-frequency", f.log_flush_frequency,
-                 "Maximum seconds between log flushes (every line is written at once)")
-      ->envname("LOG_FLUSH_FREQUENCY")
-      ->capture_default_str();
-  app.add_flag("--log-text-split-stream", f.log_text_split_stream,
-               "[Alpha] In text format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
-      ->envname("LOG_TEXT_SPLIT_STREAM");
-  app.add_flag("--log-json-split-stream", f.log_json_split_stream,
-               "[Alpha] In JSON format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
-      ->envname("LOG_JSON_SPLIT_STREAM");
-  app.add_option("--log-text-info-buffer-size", f.log_text_info_buffer_size,
-                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered")
-      ->envname("LOG_TEXT_INFO_BUFFER_SIZE");
-  app.add_option("--log-json-info-buffer-size", f.log_json_info_buffer_size,
-                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered")
-      ->envname("LOG_JSON_INFO_BUFFER_SIZE");
+  AddLoggingFlags(app, f);
 }
 
 Status CheckLogging(const WebhookFlags& f, const config::FeatureGates& gates) {
-  if (!f.vmodule.empty()) {
-    if (f.logging_format != "text") return InvalidArgument("vmodule: Forbidden: Only supported for text log format");
-    NVDRA_RETURN_IF_ERROR(ParseVModule(f.vmodule).status().Wrap("--vmodule"));
-  }
-  if (gates.Enabled(config::Gate::kLoggingAlphaOptions)) return Status::Ok();
-  const std::pair<const char*, bool> alpha[] = {
-      {"--log-text-split-stream", f.log_text_split_stream},
-      {"--log-json-split-stream", f.log_json_split_stream},
-      {"--log-text-info-buffer-size", f.log_text_info_buffer_size != "0" && !f.log_text_info_buffer_size.empty()},
-      {"--log-json-info-buffer-size", f.log_json_info_buffer_size != "0" && !f.log_json_info_buffer_size.empty()},
-  };
-  for (const auto& [flag, set] : alpha) {
-    if (set) return InvalidArgument(std::string(flag) + ": Forbidden: Feature LoggingAlphaOptions is disabled");
-  }
-  return Status::Ok();
+  NVDRA_RETURN_IF_ERROR(ValidateLoggingFlags(f));
+  return CheckAlphaLoggingFlags(f, gates.Enabled(config::Gate::kLoggingAlphaOptions));
 }
 
 int Fail(const std::string& message) {
@@ -139,7 +98,7 @@ int main(int argc, char** argv) {
   if (!gates.ok()) return Fail(gates.status().Wrap("--feature-gates").message());
   if (Status st = gates->Validate(); !st.ok()) return Fail(st.Wrap("--feature-gates").message());
   if (Status st = CheckLogging(flags, *gates); !st.ok()) return Fail(st.message());
-  InitLogging(flags.verbosity, flags.logging_format, flags.SplitStream());
+  InitLogging(flags.verbosity, flags.logging_format, flags.SplitLogStream());
   if (!flags.vmodule.empty()) SetVModule(*ParseVModule(flags.vmodule));
 
   // SIGTERM and SIGINT are taken by sigwait below, never by a handler; the

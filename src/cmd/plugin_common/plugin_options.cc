@@ -11,6 +11,7 @@
 #include "util/build_info.h"
 #include "util/go_flag_args.h"
 #include "util/log.h"
+#include "util/logging_flags.h"
 
 namespace nvdra::plugin {
 
@@ -28,30 +29,6 @@ struct DurationFlags {
   int completed_grace = 600;
   int tombstone_ttl = 300;
 };
-
-// component-base's logging flags, which upstream's plugins take, each with
-// the variable upstream reads it from (the name in capitals, '-' as '_').
-// The split streams are switches, as Go's flag package takes a bool flag:
-// "--log-text-split-stream" or "--log-text-split-stream=false".
-void AddLoggingFlags(CLI::App& app, PluginOptions& o) {
-  app.add_option("--vmodule", o.vmodule,
-                 "Comma-separated pattern=N settings for file-filtered logging (text format only)")
-      ->envname("VMODULE");
-  app.add_option("--log-flush-frequency", o.log_flush_frequency, "Maximum seconds between log flushes")
-      ->envname("LOG_FLUSH_FREQUENCY")->capture_default_str();
-  app.add_flag("--log-text-split-stream", o.log_text_split_stream,
-               "[Alpha] In text format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
-      ->envname("LOG_TEXT_SPLIT_STREAM");
-  app.add_flag("--log-json-split-stream", o.log_json_split_stream,
-               "[Alpha] In JSON format, info lines to stdout and errors to stderr (LoggingAlphaOptions)")
-      ->envname("LOG_JSON_SPLIT_STREAM");
-  app.add_option("--log-text-info-buffer-size", o.log_text_info_buffer_size,
-                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered")
-      ->envname("LOG_TEXT_INFO_BUFFER_SIZE");
-  app.add_option("--log-json-info-buffer-size", o.log_json_info_buffer_size,
-                 "[Alpha] Accepted for compatibility (LoggingAlphaOptions); lines are never buffered")
-      ->envname("LOG_JSON_INFO_BUFFER_SIZE");
-}
 
 // Flags and environment variables with the upstream driver's names, so
 // manifests carry over.
@@ -144,25 +121,9 @@ Status ParseArgs(CLI::App& app, int argc, const char* const* argv) {
   return Status::Ok();
 }
 
-// The checks of the logging flags that need no feature gate.
-Status ValidateLogging(const PluginOptions& o) {
-  // A Go duration ("5s", "1m30s", "250ms"), greater than zero.
-  static const std::regex kDuration(R"(^([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))*$)");
-  if (!std::regex_match(o.log_flush_frequency, kDuration) ||
-      o.log_flush_frequency.find_first_of("123456789") == std::string::npos) {
-    return InvalidArgument("--log-flush-frequency: Invalid value: \"" + o.log_flush_frequency +
-                           "\": Must be greater than zero");
-  }
-  if (!o.vmodule.empty()) {
-    if (o.logging_format != "text") return InvalidArgument("vmodule: Forbidden: Only supported for text log format");
-    NVDRA_RETURN_IF_ERROR(ParseVModule(o.vmodule).status().Wrap("--vmodule"));
-  }
-  return Status::Ok();
-}
-
 Status Validate(const PluginOptions& o) {
   if (o.node_name.empty()) return InvalidArgument("--node-name (or NODE_NAME) is required");
-  NVDRA_RETURN_IF_ERROR(ValidateLogging(o));
+  NVDRA_RETURN_IF_ERROR(ValidateLoggingFlags(o));
   if (o.cdi_root.empty()) return InvalidArgument("--cdi-root must not be empty");
   for (char c : o.kubelet.plugin.rolling_update_id) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';

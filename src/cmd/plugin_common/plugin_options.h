@@ -14,11 +14,13 @@ class App;
 
 #include "kube/kube_flags.h"
 #include "kubelet/kubelet_flags.h"
+#include "util/logging_flags.h"
 #include "util/status.h"
 
 namespace nvdra::plugin {
 
-struct PluginOptions {
+// The logging flags (util/logging_flags.h) are the base: the webhook takes the same.
+struct PluginOptions : LoggingFlags {
   // Upstream-compatible.
   std::string node_name;
   std::string namespace_name = "default";
@@ -38,17 +40,6 @@ struct PluginOptions {
   kube::KubeFlags kube;
   std::string feature_gates;
   int verbosity = 0;
-  std::string logging_format = "text";
-  // component-base's logging flags: --vmodule (text format only), and
-  // --log-flush-frequency (every line is written at once here; validated),
-  // --log-{text,json}-split-stream and --log-{text,json}-info-buffer-size
-  // (LoggingAlphaOptions; lines are never buffered).
-  std::string vmodule;
-  std::string log_flush_frequency = "5s";
-  bool log_text_split_stream = false;
-  bool log_json_split_stream = false;
-  std::string log_text_info_buffer_size = "0";
-  std::string log_json_info_buffer_size = "0";
   std::string additional_xids_to_ignore;
   // MASK_NVIDIA_DRIVER_PARAMS: "true" masks ModifyDeviceFiles in this
   // container before NVML starts (driver_params.h); anything else does not,
@@ -70,7 +61,6 @@ struct PluginOptions {
   // compute-domain.nvidia.com only.
 
   // Whether info lines go to stdout (the split stream of the chosen format).
-  bool SplitLogStream() const { return logging_format == "json" ? log_json_split_stream : log_text_split_stream; }
 
   // <plugins_dir>/<driver>
   std::string PluginDataDir(const std::string& driver) const;

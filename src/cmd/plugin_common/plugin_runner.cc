@@ -59,29 +59,13 @@ Result<devices::NodeInventory> DiscoverWithRetry(devices::DeviceLib& lib, kubele
 
 }  // namespace
 
-// component-base's rule: the split stream and the info buffer are alpha
-// options, refused without the LoggingAlphaOptions gate.
-static Status CheckAlphaLoggingFlags(const PluginOptions& o, const config::FeatureGates& gates) {
-  if (gates.Enabled(config::Gate::kLoggingAlphaOptions)) return Status::Ok();
-  const std::pair<const char*, bool> alpha[] = {
-      {"--log-text-split-stream", o.log_text_split_stream},
-      {"--log-json-split-stream", o.log_json_split_stream},
-      {"--log-text-info-buffer-size", o.log_text_info_buffer_size != "0" && !o.log_text_info_buffer_size.empty()},
-      {"--log-json-info-buffer-size", o.log_json_info_buffer_size != "0" && !o.log_json_info_buffer_size.empty()},
-  };
-  for (const auto& [flag, set] : alpha) {
-    if (set) return InvalidArgument(std::string(flag) + ": Forbidden: Feature LoggingAlphaOptions is disabled");
-  }
-  return Status::Ok();
-}
-
 Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc,
                                       char** argv, const KindFlags& kind_flags) {
   NVDRA_ASSIGN_OR_RETURN(PluginOptions options, ParsePluginOptions(program, driver, argc, argv, kind_flags));
   auto gates = config::FeatureGates::Parse(options.feature_gates);
   if (!gates.ok()) return gates.status().Wrap("--feature-gates");
   NVDRA_RETURN_IF_ERROR(gates->Validate().Wrap("--feature-gates"));
-  NVDRA_RETURN_IF_ERROR(CheckAlphaLoggingFlags(options, *gates));
+  NVDRA_RETURN_IF_ERROR(CheckAlphaLoggingFlags(options, gates->Enabled(config::Gate::kLoggingAlphaOptions)));
   InitLogging(options.verbosity, options.logging_format, options.SplitLogStream());
   if (!options.vmodule.empty()) SetVModule(*ParseVModule(options.vmodule));
   NVDRA_RETURN_IF_ERROR(gates->RefuseUnimplemented().Wrap("--feature-gates"));
