@@ -75,10 +75,7 @@ std::string ComputeDomainCheckpointCodec::driver_name() const { return kDriverNa
 
 std::string ComputeDomainCheckpointCodec::HeldByAnotherClaim(const std::string& resource, const std::string& holder,
                                                              const std::vector<std::string>& requested) const {
-  if (std::find(requested.begin(), requested.end(), resource) == requested.end()) {
-    return ledger::DefaultHeldByAnotherClaim(resource, holder);
-  }
-  return "requested device " + resource + " is already allocated to different claim " + holder;
+  return ledger::UpstreamHeldByAnotherClaim(resource, holder, requested);
 }
 
 std::vector<std::string> ComputeDomainCheckpointCodec::HeldResources(

@@ -54,10 +54,7 @@ std::string GpuCheckpointCodec::driver_name() const { return kDriverName; }
 
 std::string GpuCheckpointCodec::HeldByAnotherClaim(const std::string& resource, const std::string& holder,
                                                    const std::vector<std::string>& requested) const {
-  if (std::find(requested.begin(), requested.end(), resource) == requested.end()) {
-    return ledger::DefaultHeldByAnotherClaim(resource, holder);
-  }
-  return "requested device " + resource + " is already allocated to different claim " + holder;
+  return ledger::UpstreamHeldByAnotherClaim(resource, holder, requested);
 }
 
 std::optional<std::string> GpuCheckpointCodec::UpstreamPreparedDevices(const ledger::ClaimEntry& e) const {

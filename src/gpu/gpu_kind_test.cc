@@ -366,8 +366,6 @@ TEST_F(GpuKindTest, MpsWithoutItsDaemonsSetUpIsRefusedClearly) {
   EXPECT_EQ(plan.status().message(), "MPS sharing needs the MPSSupport feature gate and --image-name (IMAGE_NAME)");
 }
 
-// Each registered device type serves its own devices, with its own config
-// kind as the default, and every published device is one of them.
 // A requested device held by another claim is refused as upstream's GPU
 // plugin refuses it; what upstream does not check (a memory slice two MIG
 // placements share) keeps the ledger's sentence, naming the resource.
@@ -379,6 +377,8 @@ TEST(GpuCheckpointCodecTest, RefusalsUseUpstreamsWordsForARequestedDevice) {
             "gpu-0 memory-slice-3 already allocated by claim uid-a (according to checkpoint)");
 }
 
+// Each registered device type serves its own devices, with its own config
+// kind as the default, and every published device is one of them.
 TEST_F(GpuKindTest, DeviceTypesAreTheRegisteredHandlers) {
   Open("a100-mig");
   auto rules = GpuConfigRules(config::FeatureGates());

@@ -45,6 +45,14 @@ std::string DefaultHeldByAnotherClaim(const std::string& resource, const std::st
   return fmt::format("{} already allocated by claim {} (according to checkpoint)", resource, holder);
 }
 
+std::string UpstreamHeldByAnotherClaim(const std::string& resource, const std::string& holder,
+                                       const std::vector<std::string>& requested) {
+  if (std::find(requested.begin(), requested.end(), resource) == requested.end()) {
+    return DefaultHeldByAnotherClaim(resource, holder);
+  }
+  return "requested device " + resource + " is already allocated to different claim " + holder;
+}
+
 std::string KindCodec::HeldByAnotherClaim(const std::string& resource, const std::string& holder,
                                           const std::vector<std::string>& requested) const {
   return DefaultHeldByAnotherClaim(resource, holder);

@@ -112,6 +112,13 @@ class KindCodec {
 
 // "<resource> already allocated by claim <holder> (according to checkpoint)".
 std::string DefaultHeldByAnotherClaim(const std::string& resource, const std::string& holder);
+// Upstream's words for both of its checks, as its plugins say them: a device
+// the claim requested is "requested device <resource> is already allocated
+// to different claim <holder>" (its overlap check); anything else the
+// default sentence (its checkpoint check). Kinds that speak as upstream's
+// plugins return this from HeldByAnotherClaim.
+std::string UpstreamHeldByAnotherClaim(const std::string& resource, const std::string& holder,
+                                       const std::vector<std::string>& requested);
 
 // The resources held by `devices` named without configs, sorted and unique
 // (a claim rebuilt from its CDI spec). Without a codec: the device names.
