@@ -10,10 +10,12 @@ the test."""
 import fnmatch
 import json
 import os
+import re
 import stat
 import unittest
 
-from e2e_base import GPU_DRIVER, NodeTestCase
+from e2e_base import CD_DRIVER, GPU_DRIVER, NodeTestCase
+from test_cd_e2e import CLIQUE, ComputeDomainTestCase
 
 LIB_DIR = "/usr/lib/x86_64-linux-gnu"
 # a100-mig's gpu-2-mig-3g20gb-9-0: GPU instance 2, compute instance 0
@@ -77,6 +79,13 @@ def normalize_edits(e, plugin_dir):
         h = dict(h)
         if h.get("path") == os.path.join(plugin_dir, "nvidia-cdi-hook"):
             h["path"] = HOOK
+        args = h.get("args") or []
+        if len(args) > 1 and args[1] == "create-symlinks":
+            # Each link is made on its own (no link names another's
+            # directory), so their order is not compared: upstream's follows
+            # its ldcache lookup, nvdra's its discovery.
+            links = sorted(args[i + 1] for i in range(2, len(args) - 1, 2) if args[i] == "--link")
+            h["args"] = args[:2] + [a for link in links for a in ("--link", link)]
         hooks.append(h)
     mounts = [{k: m[k] for k in ("hostPath", "containerPath", "options", "type") if k in m}
               for m in e.get("mounts") or []]
@@ -127,10 +136,11 @@ class UpstreamGpuSpec:
     def common(self):
         libs = self.libraries()
         mounts = [self.mount(p) for p in libs]
-        # discover/ipc.go: the persistenced socket, noexec.
+        # discover/ipc.go ipcMountOptions: the persistenced socket, writable
+        # and noexec.
         sock = "/run/nvidia-persistenced/socket"
         if os.path.exists(self.root + sock):
-            mounts.append(self.mount(sock, ("ro", "nosuid", "nodev", "rbind", "rprivate", "noexec")))
+            mounts.append(self.mount(sock, ("nosuid", "nodev", "rbind", "rprivate", "noexec")))
         # driver-nvml.go newDriverFirmwareDiscoverer: nvidia/<version>/gsp*.bin.
         fw = "/lib/firmware/nvidia/%s" % self.version
         if os.path.isdir(self.root + fw):
@@ -159,9 +169,11 @@ class UpstreamGpuSpec:
                 links.insert(0, "libcuda.so.1::%s/libcuda.so" % d)
             if name.startswith("libGLX_nvidia.so."):
                 links.append("%s::%s/libGLX_indirect.so.0" % (name, d))
+        # additionalSymlinks.Hooks: each link once.
         link_args = []
         for entry in links:
-            link_args += ["--link", entry]
+            if entry not in link_args:
+                link_args += ["--link", entry]
         hooks = []
         # discover/graphics.go graphicsDriverLibraries.Hooks: GBM's backend
         # link next to libnvidia-allocator, ahead of the driver's hooks
@@ -233,6 +245,52 @@ def keep_nodes_to_the_runtime(edits):
                 n.pop(k, None)
 
 
+def add_extra_libraries(edits, root):
+    """3. nvdra mounts, as the toolkit does under its
+    enable-explicit-driver-libraries feature flag (which upstream's plugin
+    leaves off), the driver's unversioned graphics and API libraries
+    (libnvidia-egl-xcb and the rest of the toolkit's list, symlinks
+    resolved, with their .so link), and the legacy NVVM library
+    libnvidia-nvvm70.so.<N>, which no version suffix finds: CUDA programs
+    that JIT-link with NVVM 7.0 and EGL/GLX programs then run in the
+    claim's containers as they do on the host."""
+    d = root + LIB_DIR
+    extra = []
+    for name in sorted(os.listdir(d)):
+        if fnmatch.fnmatch(name, "libnvidia-nvvm70.so.*") and not os.path.islink(os.path.join(d, name)):
+            extra.append(name)
+    links = []
+    for name in ("libEGL.so", "libGL.so", "libGLESv1_CM.so", "libGLESv2.so", "libGLX.so", "libGLdispatch.so",
+                 "libOpenCL.so", "libOpenGL.so", "libnvidia-api.so", "libnvidia-egl-xcb.so", "libnvidia-egl-xlib.so"):
+        if not os.path.exists(os.path.join(d, name)):
+            continue
+        target = os.path.basename(os.path.realpath(os.path.join(d, name)))
+        if target not in extra:
+            extra.append(target)
+        if os.path.islink(os.path.join(d, name)):
+            links.append("%s::%s/%s" % (os.readlink(os.path.join(d, name)), LIB_DIR, name))
+    for name in extra:
+        edits["mounts"].append({"hostPath": d + "/" + name, "containerPath": LIB_DIR + "/" + name,
+                                "options": ["ro", "nosuid", "nodev", "rbind", "rprivate"]})
+    edits["mounts"].sort(key=lambda m: m["containerPath"])
+    for h in edits["hooks"]:
+        if h["args"][1] == "create-symlinks" and "libcuda.so.1::%s/libcuda.so" % LIB_DIR in h["args"]:
+            for link in links:
+                h["args"] += ["--link", link]
+    return bool(extra)
+
+
+def nvcaps_under_the_dev_root(edits, root):
+    """4. A capability node's (MIG, fabric-imex-mgmt) and an IMEX channel's
+    hostPath is found under the dev root, as every other node nvdra writes;
+    upstream writes the path itself (its host-root transform sets hostPath
+    to path). Where the dev root is the host's /dev the two are the same
+    string."""
+    for n in edits["deviceNodes"]:
+        if n["path"].startswith(("/dev/nvidia-caps/", "/dev/nvidia-caps-imex-channels/")):
+            n["hostPath"] = root + n["path"]
+
+
 def add_claim_env(edits, uid, ns, name):
     """2. NVDRA_CLAIM_<uid>=<ns>/<name> at spec level: the spec names its
     claim, so a claim whose ledger entry was lost is rebuilt from it."""
@@ -250,7 +308,8 @@ class SideBySide(NodeTestCase):
         self.assertNotEqual(upstream, nvdra_expected, "a listed difference no longer changes the spec")
 
     def gpu_root(self, plugin):
-        return os.path.realpath(os.path.join(self.node.mock_state_dir(GPU_DRIVER), "mock-driver-root"))
+        # The mock state directory is the mock node's driver root.
+        return os.path.realpath(self.node.mock_state_dir(GPU_DRIVER))
 
     def check_gpu_claim(self, profile, device, build):
         plugin = self.gpu_plugin(profile).start()
@@ -259,8 +318,10 @@ class SideBySide(NodeTestCase):
         r = plugin.prepare([claim])
         self.assertOk(r, claim[2])
         ours = normalize(self.read_spec("k8s.gpu.nvidia.com", claim[2]), plugin.plugin_dir)
-        with open(os.path.join(root, "proc/driver/nvidia/version")) as f:
-            version = f.read().split("Kernel Module")[1].split()[0]
+        # The driver's version as nvcdi takes it from NVML, here from
+        # libcuda.so.<version>.
+        version = [f[len("libcuda.so."):] for f in os.listdir(root + LIB_DIR)
+                   if re.fullmatch(r"libcuda\.so\.\d+\.\d+(\.\d+)?", f)][0]
         up = UpstreamGpuSpec(root, version)
         dev = build(up)
         upstream = {"kind": "k8s.gpu.nvidia.com/claim", "containerEdits": up.common(),
@@ -269,7 +330,11 @@ class SideBySide(NodeTestCase):
         keep_nodes_to_the_runtime(expected["containerEdits"])
         for d in expected["devices"].values():
             keep_nodes_to_the_runtime(d)
+            nvcaps_under_the_dev_root(d, root)
+        self.assertTrue(add_extra_libraries(expected["containerEdits"], root))
         add_claim_env(expected["containerEdits"], claim[2], claim[0], claim[1])
+        # What the runtime sees is compared, not the order of links.
+        expected["containerEdits"] = normalize_edits(expected["containerEdits"], plugin.plugin_dir)
         self.assertDifferencesMatter(upstream, expected)
         self.assertEqual(ours, expected)
 
@@ -281,6 +346,70 @@ class SideBySide(NodeTestCase):
         # Upstream's MIG spec: the parent gpu-2 (minor 2, bus 0000:47:00.0)
         # and the GI/CI capability nodes.
         self.check_gpu_claim("a100-mig", "gpu-2-mig-3g20gb-9-0", lambda up: up.mig(2, "0000:47:00.0", *MIG_3G20GB))
+
+
+class UpstreamComputeDomainSpec:
+    """The claim specs upstream's compute-domain plugin writes
+    (cmd/compute-domain-kubelet-plugin/cdi.go CreateClaimSpecFile): device
+    edits only, from its config state; the host-root transform gives a node
+    without hostPath its path."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def channel(self, channel):
+        # nvlib.go getNVCapIMEXChannelDeviceInfo: the nvidia-caps-imex-channels
+        # major, the channel as minor, mode 0666.
+        path = "/dev/nvidia-caps-imex-channels/channel%d" % channel
+        node = nvcap(path, proc_major(self.root, "nvidia-caps-imex-channels"), channel, 0o666)
+        return {"env": [], "deviceNodes": [node], "mounts": [], "hooks": []}
+
+    def daemon(self, domain, domains_dir):
+        # computedomain.go GetCDIContainerEditsCommon and, with a clique ID,
+        # GetCDIContainerEditsForImex: the fabric-imex-mgmt capability node.
+        minor, mode = cap_access(self.root, "fabric-imex-mgmt")
+        node = nvcap("/dev/nvidia-caps/nvidia-cap%d" % minor, proc_major(self.root, "nvidia-caps"), minor, mode)
+        env = ["CLIQUE_ID=" + CLIQUE, "COMPUTE_DOMAIN_UUID=" + domain["uid"],
+               "COMPUTE_DOMAIN_NAME=" + domain["name"], "COMPUTE_DOMAIN_NAMESPACE=" + domain["namespace"]]
+        mount = {"hostPath": os.path.join(domains_dir, domain["uid"]), "containerPath": "/imexd",
+                 "options": ["rw", "nosuid", "nodev", "bind"]}
+        return {"env": env, "deviceNodes": [node], "mounts": [mount], "hooks": []}
+
+
+class ComputeDomainSideBySide(ComputeDomainTestCase):
+    maxDiff = None
+
+    def check(self, claim, device, upstream_edits):
+        root = os.path.realpath(self.node.mock_state_dir(CD_DRIVER))
+        with open(os.path.join(self.node.cdi_root, "k8s.compute-domain.nvidia.com-claim_%s.json" % claim[2])) as f:
+            ours = normalize(json.load(f), self.plugin.plugin_dir)
+        upstream = {"kind": "k8s.compute-domain.nvidia.com/claim",
+                    "containerEdits": normalize_edits({}, self.plugin.plugin_dir),
+                    "devices": {"%s-%s" % (claim[2], device): upstream_edits}}
+        expected = json.loads(json.dumps(upstream))
+        for d in expected["devices"].values():
+            nvcaps_under_the_dev_root(d, root)
+        add_claim_env(expected["containerEdits"], claim[2], claim[0], claim[1])
+        self.assertDifferencesMatter(upstream, expected)
+        self.assertEqual(ours, expected)
+        return root
+
+    def assertDifferencesMatter(self, upstream, nvdra_expected):
+        self.assertNotEqual(upstream, nvdra_expected, "a listed difference no longer changes the spec")
+
+    def test_imex_channel(self):
+        c = self.channel_claim("side-channel", 0)
+        self.assertOk(self.plugin.prepare([c]), c[2])
+        root = os.path.realpath(self.node.mock_state_dir(CD_DRIVER))
+        self.check(c, "channel-0", UpstreamComputeDomainSpec(root).channel(0))
+
+    def test_imex_daemon(self):
+        d = self.daemon_claim("side-daemon")
+        self.assertOk(self.plugin.prepare([d]), d[2])
+        root = os.path.realpath(self.node.mock_state_dir(CD_DRIVER))
+        domain = {"uid": self.domain_uid, "name": "cd-" + self.domain_uid[:8], "namespace": "default"}
+        self.check(d, "daemon-0", UpstreamComputeDomainSpec(root).daemon(
+            domain, os.path.join(self.plugin.plugin_dir, "domains")))
 
 
 if __name__ == "__main__":
