@@ -29,7 +29,6 @@ struct WebhookFlags : LoggingFlags {
   int port = 443;
   std::string feature_gates;
   std::string scope = "nvdra";
-  int verbosity = 0;
 };
 
 void AddFlags(CLI::App& app, WebhookFlags& f) {
@@ -51,9 +50,7 @@ void AddFlags(CLI::App& app, WebhookFlags& f) {
       ->envname("WEBHOOK_SCOPE")
       ->check(CLI::IsMember({"nvdra", "upstream"}))
       ->capture_default_str();
-  app.add_option("-v,--v", f.verbosity, "Log verbosity (2: every request and answer)")
-      ->envname("V")
-      ->check(CLI::Range(0, 10));
+  AddVerbosityFlag(app, f, "Log verbosity (2: every request and answer)");
   app.add_option("--logging-format", f.logging_format, "Log format: text or json")
       ->envname("LOGGING_FORMAT")
       ->check(CLI::IsMember({"text", "json"}))
