@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "devices/pcie_root.h"
+#include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/parse_number.h"
 
@@ -86,6 +87,8 @@ Result<PciDeviceState> SysfsPciDriverControl::Read(const std::string& bus_id) {
   s.vendor_id = TrimmedFile(JoinPath(dir, "vendor"));
   s.device_id = TrimmedFile(JoinPath(dir, "device"));
   s.class_code = TrimmedFile(JoinPath(dir, "class"));
+  s.driver_override = TrimmedFile(JoinPath(dir, "driver_override"));
+  if (s.driver_override == "(null)") s.driver_override.clear();
   s.pcie_root = PcieRootForBusId(sysfs_root_, bus_id);
   s.numa_node = NumaNodeForBusId(sysfs_root_, bus_id);
   if (auto res = ReadFileToString(JoinPath(dir, "resource")); res.ok()) {
@@ -159,9 +162,13 @@ Status SysfsPciDriverControl::Bind(const std::string& bus_id, const std::string&
   }
   const std::string dev = JoinPath(sysfs_root_, "bus/pci/devices/" + bus_id);
   NVDRA_RETURN_IF_ERROR(WriteSysfs(JoinPath(dev, "driver_override"), driver));
+  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("pci-after-driver-override"));
   NVDRA_RETURN_IF_ERROR(WriteSysfs(JoinPath(sysfs_root_, "bus/pci/drivers/" + driver + "/bind"), bus_id)
                             .Wrap("binding " + bus_id + " to " + driver));
-  if (driver == kNvidiaPciDriver) NVDRA_RETURN_IF_ERROR(WriteSysfs(JoinPath(dev, "driver_override"), "\n"));
+  if (driver == kNvidiaPciDriver) {
+    NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("pci-before-override-clear"));
+    NVDRA_RETURN_IF_ERROR(ClearDriverOverride(bus_id));
+  }
   NVDRA_ASSIGN_OR_RETURN(PciDeviceState after, Read(bus_id));
   if (after.driver != driver) {
     return Internal("after the bind, " + bus_id + " is bound to \"" + after.driver + "\", not " + driver);
@@ -169,10 +176,23 @@ Status SysfsPciDriverControl::Bind(const std::string& bus_id, const std::string&
   return Status::Ok();
 }
 
+Status SysfsPciDriverControl::ClearDriverOverride(const std::string& bus_id) {
+  if (bus_id.empty() || bus_id.find('/') != std::string::npos) {
+    return InvalidArgument("invalid PCI bus id \"" + bus_id + "\"");
+  }
+  return WriteSysfs(JoinPath(sysfs_root_, "bus/pci/devices/" + bus_id + "/driver_override"), "\n");
+}
+
 Status ChangePciDriver(PciDriverControl& pci, const std::string& bus_id, const std::string& driver) {
   NVDRA_ASSIGN_OR_RETURN(PciDeviceState s, pci.Read(bus_id));
-  if (s.driver == driver) return Status::Ok();
+  if (s.driver == driver) {
+    // Bind clears the override after a bind to nvidia; a crash between the
+    // two leaves it set, and the repeated call finishes the job.
+    if (driver == kNvidiaPciDriver && !s.driver_override.empty()) return pci.ClearDriverOverride(bus_id);
+    return Status::Ok();
+  }
   NVDRA_RETURN_IF_ERROR(pci.Unbind(bus_id));
+  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("pci-after-unbind"));
   return pci.Bind(bus_id, driver);
 }
 

@@ -45,6 +45,8 @@ struct PciDeviceState {
   // The iommufd character device, the entry of vfio-dev/ ("vfio3"); empty
   // when there is none (not on vfio-pci, or no iommufd).
   std::string iommufd_cdev;
+  // The `driver_override` file; empty when unset (the kernel shows "(null)").
+  std::string driver_override;
 };
 
 // Called after a write of `value` to the sysfs file `path` succeeded.
@@ -69,6 +71,8 @@ class PciDriverControl {
   // override is cleared again after a bind to nvidia, so that the device is
   // what the kernel would pick on its own.
   virtual Status Bind(const std::string& bus_id, const std::string& driver) = 0;
+  // Clears driver_override, as Bind does after a bind to nvidia.
+  virtual Status ClearDriverOverride(const std::string& bus_id) = 0;
 };
 
 class SysfsPciDriverControl final : public PciDriverControl {
@@ -81,6 +85,7 @@ class SysfsPciDriverControl final : public PciDriverControl {
   Result<bool> ModuleLoaded(const std::string& module) override;
   Status Unbind(const std::string& bus_id) override;
   Status Bind(const std::string& bus_id, const std::string& driver) override;
+  Status ClearDriverOverride(const std::string& bus_id) override;
 
  private:
   // Writes to an existing sysfs file (never creates one), then runs the hook.
@@ -90,7 +95,11 @@ class SysfsPciDriverControl final : public PciDriverControl {
 };
 
 // Unbinds the device from whatever driver it has and binds it to `driver`;
-// nothing is written when it is already bound to `driver`.
+// nothing is written when it is already bound to `driver`, except that a
+// driver_override left behind by a bind to nvidia cut short is cleared.
+// Every step can be cut short and the call repeated: a device on no driver
+// is bound, one on `driver` is left there. Failpoint `pci-after-unbind`
+// sits between the unbind and the bind.
 Status ChangePciDriver(PciDriverControl& pci, const std::string& bus_id, const std::string& driver);
 
 // An NVIDIA display controller (vendor 0x10de, class 0x03xxxx): a GPU.

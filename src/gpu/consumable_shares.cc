@@ -33,6 +33,34 @@ Result<std::map<std::string, int64_t>> Amounts(const std::map<std::string, std::
   return out;
 }
 
+// Each amount of one result's share within what the device admits: not
+// negative, and at least the minimum of the capacity's request policy; zero
+// only where that minimum is zero (the memory of modes unlimited and N). A
+// capacity without a policy is consumed whole by the scheduler, so zero is
+// refused there too unless the device publishes zero of it. Whether the
+// amounts fit the capacity, alone or beside other shares, the ledger decides
+// (ledger::CheckHeldAgainstOthers).
+Status CheckShareRange(const std::string& uid, const ledger::HeldShare& share, const model::PublishedDevice& d) {
+  for (const auto& [name, amount] : share.consumed) {
+    if (amount < 0) {
+      return InvalidArgument(fmt::format("requested device {}: claim {} consumes {} {}, a negative amount",
+                                         share.resource, uid, name, amount));
+    }
+    auto cap = share.capacity.find(name);
+    int64_t min = cap != share.capacity.end() && cap->second == 0 ? 0 : 1;
+    if (auto p = d.capacity_policies.find(name); p != d.capacity_policies.end() && !p->second.min.empty()) {
+      auto q = config::Quantity::Parse(p->second.min);
+      if (q.ok()) min = q->value();
+    }
+    if (amount < min) {
+      return InvalidArgument(fmt::format(
+          "requested device {}: claim {} consumes {} {}, below the least share of it the device admits ({})",
+          share.resource, uid, name, amount, min));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 DeviceSharedWithOthers SharedWithOthersIn(ledger::ClaimLedger& ledger) {
@@ -110,6 +138,7 @@ Result<std::vector<ledger::HeldShare>> PlanShares(
                                          r.device);
     NVDRA_ASSIGN_OR_RETURN(s.consumed, Amounts(r.consumed_capacity, what));
     NVDRA_ASSIGN_OR_RETURN(s.capacity, Amounts(d->capacity, "published capacity of device " + r.device));
+    NVDRA_RETURN_IF_ERROR(CheckShareRange(work.uid, s, *d));
     const config::ConfigGroup* g = GroupOf(work, r);
     s.sharing = g == nullptr ? "" : config::ToCanonicalJson(g->config);
     out.push_back(std::move(s));

@@ -69,7 +69,9 @@ void ApplyConsumableShares(model::PublishedDevice& device, const ConsumableShare
 // (InvalidArgument naming the result when a quantity does not parse), the
 // device's published capacity, and the canonical JSON of the config group
 // the result is in as its sharing configuration. A result without a share id
-// holds its device alone.
+// holds its device alone. An amount below what the device's request policy
+// admits (negative, or zero where the minimum is above zero) is
+// InvalidArgument naming the claim, the device, the capacity and the amount.
 Result<std::vector<ledger::HeldShare>> PlanShares(
     const driver::ClaimWork& work, const std::function<const model::PublishedDevice*(const std::string&)>& published);
 

@@ -10,6 +10,7 @@
 #include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_kind.h"
 #include "kube/slice_builder.h"
+#include "ledger/legacy_checkpoint.h"
 #include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
@@ -66,7 +67,7 @@ TEST(ConsumableSharesTest, UnalignedMemoryIsRoundedDownToTheStep) {
 
 class ConsumableSharesKindTest : public ::testing::Test {
  protected:
-  void Open(const std::string& profile, ConsumableShares shares) {
+  void Open(const std::string& profile, ConsumableShares shares, const std::string& plugin_dir = "/plugin") {
     devices::DeviceLibOptions o;
     o.mock_hardware = profile;
     o.mock_root = dir_ + "/mock";
@@ -78,9 +79,9 @@ class ConsumableSharesKindTest : public ::testing::Test {
     inventory_ = *inv;
     cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com");
     ASSERT_TRUE(cdi_->EnsureRoot().ok());
-    ASSERT_TRUE(MakeDirectories(dir_ + "/plugin").ok());
+    ASSERT_TRUE(MakeDirectories(dir_ + plugin_dir).ok());
     ledger::LedgerOptions lo;
-    lo.dir = dir_ + "/plugin";
+    lo.dir = dir_ + plugin_dir;
     lo.boot_id = "boot-1";
     lo.codec = &codec_;
     auto ledger = ledger::ClaimLedger::Open(lo);
@@ -227,6 +228,126 @@ TEST_F(ConsumableSharesKindTest, TwoSharesOfOneGpuArePreparedTogetherAndAThirdOv
   // Once one share is released, the third fits.
   ASSERT_TRUE(engine_->UnprepareClaim({"default", a, "claim-000a"}, far_).ok());
   EXPECT_TRUE(engine_->PrepareClaim({"default", c, "claim-000c"}, far_).ok());
+}
+
+// Every amount is checked at Prepare, whether or not another claim holds
+// the device: a negative share makes no room for two whole ones, a zero
+// share is below memory mode's 1Mi, and a share larger than the GPU (4Ei, or
+// one that saturates the int64 range) is refused on its own.
+TEST_F(ConsumableSharesKindTest, EveryShareIsRangeCheckedAloneOrBesideOthers) {
+  Open("h100x8", {ConsumableSharesMode::kMemory, 0});
+  const std::string n = "7a1c0000-0000-4000-8000-00000000000e", a = "7a1c0000-0000-4000-8000-00000000000a",
+                    b = "7a1c0000-0000-4000-8000-00000000000b", z = "7a1c0000-0000-4000-8000-00000000000f",
+                    h = "7a1c0000-0000-4000-8000-00000000000c", s = "7a1c0000-0000-4000-8000-00000000000d";
+  auto pn = engine_->PrepareClaim(Share(n, "gpu-0", {{"memory", "-81559Mi"}}), far_);
+  ASSERT_FALSE(pn.ok());
+  EXPECT_EQ(pn.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(pn.status().message().find("requested device gpu-0: claim " + n +
+                                       " consumes memory -85520809984, a negative amount"),
+            std::string::npos)
+      << pn.status().message();
+  ASSERT_TRUE(engine_->PrepareClaim(Share(a, "gpu-0", {{"memory", "81559Mi"}}), far_).ok());
+  auto pb = engine_->PrepareClaim(Share(b, "gpu-0", {{"memory", "81559Mi"}}), far_);
+  ASSERT_FALSE(pb.ok());
+  EXPECT_NE(pb.status().message().find("requested device gpu-0 has no room for claim " + b), std::string::npos);
+  auto pz = engine_->PrepareClaim(Share(z, "gpu-1", {{"memory", "0"}}), far_);
+  ASSERT_FALSE(pz.ok());
+  EXPECT_NE(pz.status().message().find("requested device gpu-1: claim " + z +
+                                       " consumes memory 0, below the least share of it the device admits "
+                                       "(1048576)"),
+            std::string::npos)
+      << pz.status().message();
+  auto ph = engine_->PrepareClaim(Share(h, "gpu-1", {{"memory", "4Ei"}}), far_);
+  ASSERT_FALSE(ph.ok());
+  EXPECT_NE(ph.status().message().find("requested device gpu-1 has no room for claim " + h +
+                                       ": it publishes memory 85520809984 and this claim consumes "
+                                       "4611686018427387904"),
+            std::string::npos)
+      << ph.status().message();
+  auto ps = engine_->PrepareClaim(Share(s, "gpu-1", {{"memory", "100Ei"}}), far_);
+  ASSERT_FALSE(ps.ok());
+  EXPECT_NE(ps.status().message().find("has no room for claim " + s), std::string::npos) << ps.status().message();
+  for (const auto& uid : {n, b, z, h, s}) EXPECT_FALSE(PathExists(*cdi_->ClaimSpecPath(uid))) << uid;
+  // Nothing refused was recorded: the whole GPU is still free for one share.
+  const std::string w = "7a1c0000-0000-4000-8000-000000000010";
+  EXPECT_TRUE(engine_->PrepareClaim(Share(w, "gpu-1", {{"memory", "81559Mi"}}), far_).ok());
+}
+
+// Where the request policy's minimum is zero (unlimited), a claim may
+// consume no memory; the count of shares is still range-checked.
+TEST_F(ConsumableSharesKindTest, ZeroIsAdmittedWhereThePolicyAdmitsIt) {
+  Open("h100x8", {ConsumableSharesMode::kCount, 2});
+  const std::string a = "7b1c0000-0000-4000-8000-00000000000a", b = "7b1c0000-0000-4000-8000-00000000000b",
+                    c = "7b1c0000-0000-4000-8000-00000000000c";
+  auto pa = engine_->PrepareClaim(Share(a, "gpu-0", {{"memory", "0"}, {"shares", "1"}}), far_);
+  ASSERT_TRUE(pa.ok()) << pa.status().ToString();
+  auto pb = engine_->PrepareClaim(Share(b, "gpu-0", {{"memory", "0"}, {"shares", "0"}}), far_);
+  ASSERT_FALSE(pb.ok());
+  EXPECT_NE(pb.status().message().find("requested device gpu-0: claim " + b +
+                                       " consumes shares 0, below the least share of it the device admits (1)"),
+            std::string::npos)
+      << pb.status().message();
+  auto pc = engine_->PrepareClaim(Share(c, "gpu-1", {{"memory", "0"}, {"shares", "3"}}), far_);
+  ASSERT_FALSE(pc.ok());
+  EXPECT_NE(pc.status().message().find("requested device gpu-1 has no room for claim " + c +
+                                       ": it publishes shares 2 and this claim consumes 3"),
+            std::string::npos)
+      << pc.status().message();
+}
+
+// A node handed back to the Go driver (nvdractl ledger export-upstream) and
+// migrated again keeps its shares: the export writes each result's
+// consumedCapacity, the import reads it into the claim's shares, and a third
+// share that does not fit beside them is still refused.
+TEST_F(ConsumableSharesKindTest, SharesSurviveAnExportToTheGoDriverAndTheImportBack) {
+  Open("h100x8", {ConsumableSharesMode::kMemory, 0});
+  const std::string a = "5d2e0000-0000-4000-8000-00000000000a", b = "5d2e0000-0000-4000-8000-00000000000b",
+                    c = "5d2e0000-0000-4000-8000-00000000000c";
+  ASSERT_TRUE(engine_->PrepareClaim(Share(a, "gpu-0", {{"memory", "40Gi"}}), far_).ok());
+  ASSERT_TRUE(engine_->PrepareClaim(Share(b, "gpu-0", {{"memory", "39Gi"}}), far_).ok());
+  std::vector<ledger::ClaimEntry> before;
+  for (const auto& uid : {a, b}) {
+    auto e = ledger_->Get(uid);
+    ASSERT_TRUE(e.ok() && e->has_value());
+    before.push_back(**e);
+  }
+  ASSERT_EQ(before[0].shares.size(), 1u);
+  const auto releases = {ledger::UpstreamRelease::kV25_12_0, ledger::UpstreamRelease::kV0_4_0,
+                         ledger::UpstreamRelease::kV0_4_1, ledger::UpstreamRelease::kMain};
+  int round = 0;
+  for (ledger::UpstreamRelease release : releases) {
+    SCOPED_TRACE(ledger::UpstreamReleaseName(release));
+    const std::string text = ledger::WriteLegacyCheckpoint(before, "boot-1", &codec_, release);
+    auto doc = json::parse(text);
+    EXPECT_EQ(doc["v2"]["preparedClaims"][a]["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"],
+              json({{"memory", "40Gi"}}));
+    const std::string plugin = "/plugin-" + std::to_string(++round);
+    ASSERT_TRUE(MakeDirectories(dir_ + plugin).ok());
+    ASSERT_TRUE(WriteFileAtomically(dir_ + plugin + "/" + ledger::kLegacyCheckpointFileName, text).ok());
+    TearDown();
+    Open("h100x8", {ConsumableSharesMode::kMemory, 0}, plugin);
+    ASSERT_EQ(ledger_->report().imported_legacy_claims, 2u) << ledger_->report().Summary();
+    for (const auto& was : before) {
+      auto now = ledger_->Get(was.uid);
+      ASSERT_TRUE(now.ok() && now->has_value());
+      ASSERT_EQ((*now)->shares.size(), was.shares.size());
+      for (size_t i = 0; i < was.shares.size(); ++i) {
+        EXPECT_EQ((*now)->shares[i].resource, was.shares[i].resource);
+        EXPECT_EQ((*now)->shares[i].share_id, was.shares[i].share_id);
+        EXPECT_EQ((*now)->shares[i].consumed, was.shares[i].consumed);
+      }
+    }
+    // 79Gi of 81559Mi are taken: 1Gi more does not fit; 1Mi less does.
+    auto pc = engine_->PrepareClaim(Share(c, "gpu-0", {{"memory", "1Gi"}}), far_);
+    ASSERT_FALSE(pc.ok());
+    EXPECT_NE(pc.status().message().find("requested device gpu-0 has no room for claim " + c + ": it publishes memory "
+                                         "85520809984, claims " + a + ", " + b + " already consume 84825604096"),
+              std::string::npos)
+        << pc.status().message();
+    const std::string d = "5d2e0000-0000-4000-8000-0000000000" + std::to_string(10 + round);
+    ASSERT_TRUE(engine_->PrepareClaim(Share(d, "gpu-0", {{"memory", "663Mi"}}), far_).ok());
+    ASSERT_TRUE(engine_->UnprepareClaim({"default", d, "claim-" + d.substr(d.size() - 4)}, far_).ok());
+  }
 }
 
 TEST_F(ConsumableSharesKindTest, AShareLeftHalfPreparedByADeletedClaimMakesRoomForANewOne) {

@@ -1,9 +1,11 @@
 #include "gpu/gpu_checkpoint_codec.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "config/opaque_config.h"
+#include "config/quantity.h"
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_undo.h"
 #include "ledger/go_json.h"
@@ -141,6 +143,22 @@ nlohmann::json GpuCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e, const
     }
   }
   return EncodeGpuUndo(undo);
+}
+
+std::vector<ledger::HeldShare> GpuCheckpointCodec::ImportShares(const ledger::ClaimEntry& e) const {
+  std::vector<ledger::HeldShare> out;
+  for (const auto& a : e.allocation) {
+    if (a.share_id.empty() || a.admin_access) continue;
+    ledger::HeldShare s;
+    s.resource = a.device;
+    s.share_id = a.share_id;
+    for (const auto& [name, text] : a.consumed_capacity) {
+      auto q = config::Quantity::Parse(text);
+      s.consumed[name] = q.ok() ? q->value() : std::numeric_limits<int64_t>::max();
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace nvdra::gpu

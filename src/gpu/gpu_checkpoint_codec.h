@@ -26,6 +26,11 @@ class GpuCheckpointCodec final : public ledger::KindCodec {
   // timeSliceApplied (v0.4.1 on) and mpsApplied (main) when set.
   std::string UpstreamConfigState(std::string_view raw, ledger::UpstreamRelease release) const override;
   nlohmann::json ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const override;
+  // A share per allocation result with a share id (admin access aside), its
+  // consumedCapacity parsed as Kubernetes quantities; an amount that does
+  // not parse is kept as the largest one, so the share still takes room
+  // rather than making it.
+  std::vector<ledger::HeldShare> ImportShares(const ledger::ClaimEntry& e) const override;
   // A requested device another claim holds is refused in upstream's words
   // (its overlap check, validateNoOverlappingPreparedDevices): "requested
   // device <name> is already allocated to different claim <uid>". Upstream

@@ -166,27 +166,19 @@ Status VfioType::Plan(const std::vector<const GpuDevice*>& devices, GpuUndo& und
     if (!d->gpu->uuid.empty()) {
       v.gpu_uuid = d->gpu->uuid;
       v.gpu_minor = d->gpu->minor;
-      v.restore_persistence = control_ != nullptr && s.driver == devices::kNvidiaPciDriver &&
-                              !host_.persistenced_socket.empty() && PathExists(host_.persistenced_socket);
+      // A GPU on no driver is one an earlier attempt of the claim unbound
+      // from nvidia, after it turned persistence mode off: the retry's
+      // record must still turn it on again at Unprepare.
+      const bool from_nvidia = s.driver == devices::kNvidiaPciDriver || s.driver.empty();
+      v.restore_persistence = control_ != nullptr && from_nvidia && !host_.persistenced_socket.empty() &&
+                              PathExists(host_.persistenced_socket);
     }
     undo.vfio.push_back(std::move(v));
   }
   return Status::Ok();
 }
 
-Status VfioType::ApplyOne(const VfioUndo& v) {
-  NVDRA_ASSIGN_OR_RETURN(bool iommu, pci_->IommuEnabled());
-  if (!iommu) return FailedPrecondition("IOMMU is not enabled in the kernel");
-  NVDRA_ASSIGN_OR_RETURN(devices::PciDeviceState s, pci_->Read(v.pci_bus_id));
-  if (s.driver == devices::kVfioPciDriver) return Status::Ok();
-  if (s.driver != devices::kNvidiaPciDriver) {
-    return FailedPrecondition("GPU \"" + v.pci_bus_id + "\" is bound to \"" + s.driver + "\" driver, expected \"" +
-                              devices::kVfioPciDriver + "\" or \"" + devices::kNvidiaPciDriver + "\"");
-  }
-  if (s.num_vfs > 0) {
-    return FailedPrecondition("error verifying disabled VFs: gpu has " + std::to_string(s.num_vfs) +
-                              " VFs, cannot unbind");
-  }
+Status VfioType::CheckIommuGroup(const VfioUndo& v, const devices::PciDeviceState& s) {
   if (!s.iommu_group) return FailedPrecondition("GPU " + v.pci_bus_id + " has no IOMMU group");
   NVDRA_ASSIGN_OR_RETURN(std::vector<std::string> members, pci_->IommuGroupDevices(*s.iommu_group));
   for (const auto& m : members) {
@@ -198,14 +190,43 @@ Status VfioType::ApplyOne(const VfioUndo& v) {
                                 "; every device of the group must be bound to vfio-pci or to no driver");
     }
   }
-  NVDRA_RETURN_IF_ERROR(EnsureModule());
-  if (v.restore_persistence) {
-    NVDRA_RETURN_IF_ERROR(control_->SetPersistenceMode(v.gpu_uuid, false)
-                              .Wrap("error disabling persistence mode for GPU \"" + v.pci_bus_id + "\""));
+  return Status::Ok();
+}
+
+Status VfioType::ApplyOne(const VfioUndo& v) {
+  NVDRA_ASSIGN_OR_RETURN(bool iommu, pci_->IommuEnabled());
+  if (!iommu) return FailedPrecondition("IOMMU is not enabled in the kernel");
+  NVDRA_ASSIGN_OR_RETURN(devices::PciDeviceState s, pci_->Read(v.pci_bus_id));
+  if (s.driver == devices::kVfioPciDriver) return Status::Ok();
+  // On no driver: an earlier attempt of this claim, whose record names the
+  // GPU, unbound it from nvidia and was cut short before the bind (the
+  // record is written before the first change, and the claim holds the GPU
+  // meanwhile). The retry resumes with the bind; nothing can hold a GPU
+  // that no driver serves.
+  const bool resume = s.driver.empty();
+  if (!resume && s.driver != devices::kNvidiaPciDriver) {
+    return FailedPrecondition("GPU \"" + v.pci_bus_id + "\" is bound to \"" + s.driver + "\" driver, expected \"" +
+                              devices::kVfioPciDriver + "\" or \"" + devices::kNvidiaPciDriver + "\"");
   }
-  NVDRA_RETURN_IF_ERROR(AwaitGpuFree(v).Wrap("error waiting for GPU \"" + v.pci_bus_id + "\" to be free"));
-  NVDRA_RETURN_IF_ERROR(pci_->Unbind(v.pci_bus_id).Wrap("error changing driver for GPU \"" + v.pci_bus_id + "\""));
-  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("vfio-after-unbind"));
+  if (s.num_vfs > 0) {
+    return FailedPrecondition("error verifying disabled VFs: gpu has " + std::to_string(s.num_vfs) +
+                              " VFs, cannot unbind");
+  }
+  NVDRA_RETURN_IF_ERROR(CheckIommuGroup(v, s));
+  NVDRA_RETURN_IF_ERROR(EnsureModule());
+  if (resume) {
+    NVDRA_INFO("GPU {} is on no driver, left so by an earlier attempt; binding it to {}", v.pci_bus_id,
+               devices::kVfioPciDriver);
+  } else {
+    if (v.restore_persistence) {
+      NVDRA_RETURN_IF_ERROR(control_->SetPersistenceMode(v.gpu_uuid, false)
+                                .Wrap("error disabling persistence mode for GPU \"" + v.pci_bus_id + "\""));
+    }
+    NVDRA_RETURN_IF_ERROR(AwaitGpuFree(v).Wrap("error waiting for GPU \"" + v.pci_bus_id + "\" to be free"));
+    NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("vfio-before-unbind"));
+    NVDRA_RETURN_IF_ERROR(pci_->Unbind(v.pci_bus_id).Wrap("error changing driver for GPU \"" + v.pci_bus_id + "\""));
+    NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("vfio-after-unbind"));
+  }
   return pci_->Bind(v.pci_bus_id, devices::kVfioPciDriver)
       .Wrap("error changing driver for GPU \"" + v.pci_bus_id + "\"");
 }
@@ -312,13 +333,15 @@ Status VfioType::AddGpusOnVfio(devices::PciDriverControl& pci, devices::NodeInve
   for (const auto& bus : all) {
     if (known.count(bus) != 0) continue;
     auto s = pci.Read(bus);
-    if (!s.ok() || !devices::IsNvidiaGpu(*s) || s->driver != devices::kVfioPciDriver) continue;
+    if (!s.ok() || !devices::IsNvidiaGpu(*s)) continue;
+    if (s->driver != devices::kVfioPciDriver && !s->driver.empty()) continue;
     devices::GpuInfo g;
     g.minor = -1;
     g.pci_bus_id = bus;
     g.pcie_root = s->pcie_root;
     g.numa_node = s->numa_node;
-    NVDRA_INFO("GPU {} is bound to vfio-pci: published for passthrough only", bus);
+    NVDRA_INFO("GPU {} is bound to {}: published for passthrough only", bus,
+               s->driver.empty() ? "no driver" : s->driver);
     inventory.vfio_gpus.push_back(std::move(g));
   }
   return Status::Ok();

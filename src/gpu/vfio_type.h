@@ -100,12 +100,17 @@ class VfioType final : public GpuDeviceType {
   // of `undo_records()` (read after the sysfs listing) names. Returns how many.
   Result<int> SweepOrphans(const devices::NodeInventory& inventory, const UndoRecords& undo_records);
 
-  // Adds to inventory.vfio_gpus the NVIDIA GPUs sysfs shows on vfio-pci
-  // that inventory.gpus lacks (NVML cannot see them).
+  // Adds to inventory.vfio_gpus the NVIDIA GPUs sysfs shows on vfio-pci, or
+  // on no driver, that inventory.gpus lacks (NVML cannot see them). A GPU on
+  // no driver is most likely one a passthrough Prepare unbound and was cut
+  // short on: its claim's retry must find the device to finish the bind.
+  // Either way such a GPU can only be passed through.
   static Status AddGpusOnVfio(devices::PciDriverControl& pci, devices::NodeInventory& inventory);
 
  private:
   Status ApplyOne(const VfioUndo& vfio);
+  // Every other device of the GPU's IOMMU group on vfio-pci or on no driver.
+  Status CheckIommuGroup(const VfioUndo& vfio, const devices::PciDeviceState& state);
   Status EnsureModule();
   Status AwaitGpuFree(const VfioUndo& vfio) const;
   Status CheckWired() const;

@@ -244,6 +244,117 @@ TEST_F(VfioTypeTest, AFailureAfterTheUnbindLeavesARecordThatBindsBack) {
   EXPECT_EQ(Driver(*first_), "nvidia");
 }
 
+// A Prepare cut short at each step of the move to vfio-pci (the failpoint's
+// error leaves sysfs as a kill there would), then retried while the claim
+// still exists: the retry plans again and finishes the bind; Unprepare gives
+// the GPU back to nvidia.
+TEST_F(VfioTypeTest, APrepareCutShortAtEveryStepOfTheBindIsFinishedByTheRetry) {
+  const std::string override_file = dir_ + "/mock/sys/bus/pci/devices/" + first_->pci_bus_id + "/driver_override";
+  ASSERT_TRUE(MakeDirectories(dir_ + "/nvidia-persistenced").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/nvidia-persistenced/socket", "").ok());
+  const std::vector<std::pair<std::string, std::string>> points = {
+      {"vfio-before-unbind", "nvidia"}, {"vfio-after-unbind", ""}, {"pci-after-driver-override", ""}};
+  for (const auto& [point, left_on] : points) {
+    SCOPED_TRACE(point);
+    driver::ClaimWork w = Work("uid-" + point, "gpu-vfio-0");
+    auto plan = kind_->Plan(w);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(FailPoints::Process().Load(point + "=error").ok());
+    auto cut = kind_->Prepare(w, *plan);
+    FailPoints::Process().Clear();
+    ASSERT_FALSE(cut.ok());
+    EXPECT_NE(cut.status().ToString().find("failpoint " + point + " fired"), std::string::npos);
+    ASSERT_EQ(Driver(*first_), left_on);
+
+    auto retry_plan = kind_->Plan(w);
+    ASSERT_TRUE(retry_plan.ok()) << retry_plan.status().ToString();
+    auto undo = DecodeGpuUndo(retry_plan->undo);
+    ASSERT_TRUE(undo.ok());
+    EXPECT_TRUE(undo->vfio[0].restore_persistence) << "persistence mode went off in the first attempt";
+    auto retried = kind_->Prepare(w, *retry_plan);
+    ASSERT_TRUE(retried.ok()) << retried.status().ToString();
+    EXPECT_EQ(Driver(*first_), "vfio-pci");
+    EXPECT_TRUE(PathExists(dir_ + "/mock" + GroupNode(*first_)));
+    ASSERT_TRUE(kind_->Unprepare(w.uid, retry_plan->undo).ok());
+    EXPECT_EQ(Driver(*first_), "nvidia");
+    EXPECT_EQ(*ReadFileToString(override_file), "\n");
+  }
+  EXPECT_NE(ControlLog().find("SetPersistenceMode " + first_->uuid + " 1"), std::string::npos) << ControlLog();
+}
+
+// An Unprepare cut short at each step of the move back to nvidia: the
+// repeated Unprepare finishes it, driver_override cleared included.
+TEST_F(VfioTypeTest, AnUnprepareCutShortAtEveryStepOfTheBindBackIsFinishedByTheRetry) {
+  const std::string override_file = dir_ + "/mock/sys/bus/pci/devices/" + first_->pci_bus_id + "/driver_override";
+  const std::vector<std::pair<std::string, std::string>> points = {
+      {"pci-after-unbind", ""}, {"pci-after-driver-override", ""}, {"pci-before-override-clear", "nvidia"}};
+  for (const auto& [point, left_on] : points) {
+    SCOPED_TRACE(point);
+    driver::ClaimWork w = Work("uid-" + point, "gpu-vfio-0");
+    auto plan = kind_->Plan(w);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(kind_->Prepare(w, *plan).ok());
+    ASSERT_TRUE(FailPoints::Process().Load(point + "=error").ok());
+    Status cut = kind_->Unprepare(w.uid, plan->undo);
+    FailPoints::Process().Clear();
+    ASSERT_FALSE(cut.ok());
+    EXPECT_NE(cut.ToString().find("failpoint " + point + " fired"), std::string::npos) << cut.ToString();
+    ASSERT_EQ(Driver(*first_), left_on);
+    Status retried = kind_->Unprepare(w.uid, plan->undo);
+    ASSERT_TRUE(retried.ok()) << retried.ToString();
+    EXPECT_EQ(Driver(*first_), "nvidia");
+    EXPECT_EQ(*ReadFileToString(override_file), "\n");
+    EXPECT_FALSE(PathExists(dir_ + "/mock" + GroupNode(*first_)));
+  }
+}
+
+// After a restart NVML no longer sees a GPU left on no driver: it is
+// published for passthrough only, under its twin's name, so that the retry
+// of the claim that unbound it finds the device and finishes the bind.
+TEST_F(VfioTypeTest, AGpuLeftOnNoDriverIsPublishedForPassthroughAndItsClaimsRetryBindsIt) {
+  driver::ClaimWork w = Work("uid-v", "gpu-vfio-0");
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(FailPoints::Process().Load("vfio-after-unbind=error").ok());
+  ASSERT_FALSE(kind_->Prepare(w, *plan).ok());
+  FailPoints::Process().Clear();
+  ASSERT_EQ(Driver(*first_), "");
+  auto inv = lib_->Discover();
+  ASSERT_TRUE(inv.ok());
+  ASSERT_EQ(inv->gpus.size(), inventory_.gpus.size() - 1) << "as NVML, the mock does not see it";
+  auto restarted = MakeKind(*inv);
+  std::string bus;
+  for (const auto& d : restarted->PublishedDevices()) {
+    EXPECT_NE(d.name, "gpu-" + std::to_string(first_->minor));
+    if (d.name == "gpu-vfio-0") bus = std::get<std::string>(d.attributes.at("resource.kubernetes.io/pciBusID"));
+  }
+  EXPECT_EQ(bus, first_->pci_bus_id);
+  auto retry_plan = restarted->Plan(w);
+  ASSERT_TRUE(retry_plan.ok()) << retry_plan.status().ToString();
+  auto retried = restarted->Prepare(w, *retry_plan);
+  ASSERT_TRUE(retried.ok()) << retried.status().ToString();
+  EXPECT_EQ(Driver(*first_), "vfio-pci");
+  ASSERT_TRUE(restarted->Unprepare("uid-v", retry_plan->undo).ok());
+  EXPECT_EQ(Driver(*first_), "nvidia");
+}
+
+// A GPU on a driver other than nvidia or vfio-pci is still refused.
+TEST_F(VfioTypeTest, AGpuOnAnotherDriverIsRefused) {
+  driver::ClaimWork w = Work("uid-v", "gpu-vfio-0");
+  auto plan = kind_->Plan(w);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(lib_->pci().Unbind(first_->pci_bus_id).ok());
+  const std::string sys = dir_ + "/mock/sys";
+  ASSERT_TRUE(MakeDirectories(sys + "/bus/pci/drivers/nouveau").ok());
+  ASSERT_TRUE(WriteFileAtomically(sys + "/bus/pci/drivers/nouveau/bind", "").ok());
+  ASSERT_TRUE(lib_->pci().Bind(first_->pci_bus_id, "nouveau").ok());
+  auto refused = kind_->Prepare(w, *plan);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().ToString().find("is bound to \"nouveau\" driver"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(Driver(*first_), "nouveau");
+}
+
 TEST_F(VfioTypeTest, ChecksRefuseBeforeAnythingChanges) {
   const std::string dev = dir_ + "/mock/sys/bus/pci/devices/" + first_->pci_bus_id;
   driver::ClaimWork w = Work("uid-v", "gpu-vfio-0");

@@ -148,13 +148,24 @@ Status CheckShareCapacity(const std::string& resource, const std::vector<const H
                           const std::vector<std::pair<const ClaimEntry*, const HeldShare*>>& others,
                           const std::string& uid) {
   std::map<std::string, int64_t> asked, used;
+  // Saturating sums; a negative amount (a record no plan of ours wrote)
+  // counts as nothing rather than making room.
   auto add = [](std::map<std::string, int64_t>& to, const std::map<std::string, int64_t>& what) {
     for (const auto& [k, v] : what) {
       int64_t& t = to[k];
-      t = v > 0 && t > std::numeric_limits<int64_t>::max() - v ? std::numeric_limits<int64_t>::max() : t + v;
+      if (v <= 0) continue;
+      t = t > std::numeric_limits<int64_t>::max() - v ? std::numeric_limits<int64_t>::max() : t + v;
     }
   };
-  for (const HeldShare* s : own) add(asked, s->consumed);
+  for (const HeldShare* s : own) {
+    for (const auto& [name, amount] : s->consumed) {
+      if (amount < 0) {
+        return InvalidArgument(fmt::format("requested device {}: claim {} consumes {} {}, a negative amount", resource,
+                                           uid, name, amount));
+      }
+    }
+    add(asked, s->consumed);
+  }
   std::vector<std::string> holders;
   for (const auto& [e, s] : others) {
     add(used, s->consumed);
@@ -168,13 +179,18 @@ Status CheckShareCapacity(const std::string& resource, const std::vector<const H
       return Conflict(fmt::format("requested device {} does not publish the capacity \"{}\" claim {} consumes", resource,
                                   name, uid));
     }
-    int64_t before = used[name];
-    if (amount > cap->second || before > cap->second - amount) {
-      return Conflict(fmt::format(
-          "requested device {} has no room for claim {}: it publishes {} {}, claims {} already consume {} "
-          "(according to checkpoint) and this claim consumes {}",
-          resource, uid, name, cap->second, fmt::join(holders, ", "), Amounts(used, name), amount));
+    const int64_t before = used[name];
+    // Both are sums of amounts of zero or more, saturated: no wrap.
+    if (amount <= cap->second && before <= cap->second - amount) continue;
+    if (holders.empty()) {
+      return Conflict(fmt::format("requested device {} has no room for claim {}: it publishes {} {} and this claim "
+                                  "consumes {}",
+                                  resource, uid, name, cap->second, amount));
     }
+    return Conflict(fmt::format(
+        "requested device {} has no room for claim {}: it publishes {} {}, claims {} already consume {} "
+        "(according to checkpoint) and this claim consumes {}",
+        resource, uid, name, cap->second, fmt::join(holders, ", "), Amounts(used, name), amount));
   }
   return Status::Ok();
 }
@@ -189,15 +205,20 @@ Status CheckHeldAgainstOthers(const std::vector<std::string>& held, const std::v
   self.shares = shares;
   for (const auto& r : RequestedFirst(held, requested)) {
     std::vector<const ClaimEntry*> others = ctx.other_holders(r, uid);
-    if (others.empty()) continue;
     std::vector<const HeldShare*> own = SharesOf(self, r);
-    if (own.empty()) return HeldByAnotherClaim(ctx.codec, r, others.front()->uid, requested);
+    if (own.empty()) {
+      if (others.empty()) continue;
+      return HeldByAnotherClaim(ctx.codec, r, others.front()->uid, requested);
+    }
     std::vector<std::pair<const ClaimEntry*, const HeldShare*>> theirs;
     for (const ClaimEntry* o : others) {
       std::vector<const HeldShare*> os = SharesOf(*o, r);
       if (os.empty()) return HeldByAnotherClaim(ctx.codec, r, o->uid, requested);
       for (const HeldShare* s : os) {
-        if (s->sharing != own.front()->sharing) {
+        // A share imported from the Go driver's checkpoint has no known
+        // sharing configuration (KindCodec::ImportShares): only its capacity
+        // counts.
+        if (!s->sharing.empty() && s->sharing != own.front()->sharing) {
           return Conflict(
               fmt::format("requested device {} has conflicting configuration with already prepared claim {}", r, o->uid));
         }

@@ -109,7 +109,9 @@ Status CheckNotHeldByOthers(const std::vector<std::string>& held, const std::vec
 // claim <uid>", upstream's words), and when the capacity all of them
 // consume, this claim's included, fits what the device publishes per the
 // share's `capacity` (else Conflict naming the device, the capacity, what
-// the holders consume and who they are). Runs inside the transition, under
+// the holders consume and who they are). The capacity is checked for a
+// share no other claim holds too, with sums that saturate instead of
+// wrapping; a negative amount is InvalidArgument. Runs inside the transition, under
 // the ledger's locks, so the check and the record are one step.
 Status CheckHeldAgainstOthers(const std::vector<std::string>& held, const std::vector<std::string>& requested,
                               const std::vector<HeldShare>& shares, const std::string& uid,

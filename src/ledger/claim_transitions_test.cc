@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "ledger/lost_claim_recovery.h"
 
 namespace nvdra::ledger {
@@ -275,6 +277,41 @@ TEST(ClaimTransitionsTest, SharesOfOneClaimOnOneDeviceAddUpAndTombstonesHoldNoSh
   auto gone = transition::FinishUnprepare(&unpreparing, ctx);
   ASSERT_TRUE(gone.ok());
   EXPECT_TRUE(gone->entry->shares.empty());
+}
+
+// A share is checked against the device's capacity also when no other
+// claim holds the device, with sums that cannot wrap, and a negative amount
+// makes no room.
+TEST(ClaimTransitionsTest, ALoneShareIsCheckedAgainstTheCapacityWithoutWrapping) {
+  TransitionContext ctx;
+  ctx.other_holders = [](const std::string&, const std::string&) { return std::vector<const ClaimEntry*>{}; };
+  constexpr int64_t kCap = 85520809984, kFourEi = int64_t{4} << 60;
+  std::vector<HeldShare> huge = {{"gpu-0", "s-1", {{"memory", kFourEi}}, {{"memory", kCap}}, "cfg"}};
+  EXPECT_EQ(CheckHeldAgainstOthers({"gpu-0"}, {"gpu-0"}, huge, kUid, ctx).message(),
+            std::string("requested device gpu-0 has no room for claim ") + kUid +
+                ": it publishes memory 85520809984 and this claim consumes 4611686018427387904");
+  // Two shares of the claim whose sum passes the int64 range.
+  std::vector<HeldShare> wrap = {huge[0], huge[0]};
+  wrap[0].consumed["memory"] = std::numeric_limits<int64_t>::max();
+  wrap[1].share_id = "s-2";
+  EXPECT_EQ(CheckHeldAgainstOthers({"gpu-0"}, {"gpu-0"}, wrap, kUid, ctx).code(), StatusCode::kConflict);
+  std::vector<HeldShare> negative = {{"gpu-0", "s-1", {{"memory", -kCap}}, {{"memory", kCap}}, "cfg"},
+                                     {"gpu-0", "s-2", {{"memory", kCap}}, {{"memory", kCap}}, "cfg"}};
+  EXPECT_EQ(CheckHeldAgainstOthers({"gpu-0"}, {"gpu-0"}, negative, kUid, ctx).message(),
+            std::string("requested device gpu-0: claim ") + kUid + " consumes memory -85520809984, a negative amount");
+  std::vector<HeldShare> whole = {{"gpu-0", "s-1", {{"memory", kCap}}, {{"memory", kCap}}, "cfg"}};
+  EXPECT_TRUE(CheckHeldAgainstOthers({"gpu-0"}, {"gpu-0"}, whole, kUid, ctx).ok());
+  // A negative share held by another claim (a damaged or foreign record)
+  // makes no room for this one.
+  ClaimEntry other = *Entry(ClaimState::kPrepareCompleted);
+  other.uid = kOther;
+  other.shares = {{"gpu-0", "s-9", {{"memory", -kCap}}, {{"memory", kCap}}, "cfg"}};
+  ctx.other_holders = [&other](const std::string&, const std::string&) {
+    return std::vector<const ClaimEntry*>{&other};
+  };
+  EXPECT_TRUE(CheckHeldAgainstOthers({"gpu-0"}, {"gpu-0"}, whole, kUid, ctx).ok());
+  whole[0].consumed["memory"] = kCap + 1;
+  EXPECT_EQ(CheckHeldAgainstOthers({"gpu-0"}, {"gpu-0"}, whole, kUid, ctx).code(), StatusCode::kConflict);
 }
 
 }  // namespace

@@ -78,6 +78,15 @@ std::string GoStringList(const std::vector<std::string>& v) {
   return out + "]";
 }
 
+std::string GoConsumedCapacity(const std::map<std::string, std::string>& consumed) {
+  std::string out = "{";
+  for (const auto& [name, amount] : consumed) {
+    if (out.size() > 1) out += ",";
+    out += GoString(name) + ":" + GoString(amount);
+  }
+  return out + "}";
+}
+
 std::string GoCheckpointedDevice(const PreparedDevice& d) {
   std::string out = "{\"Requests\":" + (d.requests.empty() ? std::string("null") : GoStringList(d.requests)) +
                     ",\"PoolName\":" + GoString(d.pool) + ",\"DeviceName\":" + GoString(d.device) +

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,10 @@ std::vector<std::string> GoStrList(const nlohmann::json& obj, std::initializer_l
 void AppendGoString(std::string& out, std::string_view s);
 std::string GoString(std::string_view s);
 std::string GoStringList(const std::vector<std::string>& v);
+// An allocation result's consumedCapacity (map[QualifiedName]Quantity): the
+// keys sorted, as Go marshals a map, each quantity as the API server wrote
+// it, which is its canonical text, so a release re-marshals it unchanged.
+std::string GoConsumedCapacity(const std::map<std::string, std::string>& consumed);
 
 // A CheckpointedDevice: the same layout as the kubelet plugin library's Device.
 std::string GoCheckpointedDevice(const PreparedDevice& d);

@@ -100,6 +100,15 @@ class KindCodec {
   // an export. Null: the kind keeps nothing of its own.
   virtual nlohmann::json ImportUndo(const ClaimEntry& e, const UpstreamClaim& claim) const { return nullptr; }
 
+  // The shares (consumable shares) a claim imported from the Go driver's
+  // checkpoint holds: one per allocation result of `e` with a share id, its
+  // consumedCapacity in base units, so that the ledger's rule counts them
+  // against a new share of the device. The checkpoint keeps neither what the
+  // device published nor the resolved sharing configuration, so `capacity`
+  // stays empty and `sharing` empty, which the rule reads as not known.
+  // Default: none (a kind without shares).
+  virtual std::vector<HeldShare> ImportShares(const ClaimEntry& e) const { return {}; }
+
   // The words that refuse a claim because another live claim, `holder`,
   // holds `resource` (one of the names HeldResources or the kind's Plan
   // gives). `requested`: the devices the refused claim asked for, admin

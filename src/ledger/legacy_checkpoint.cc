@@ -201,6 +201,7 @@ std::string NativeStatus(const ClaimEntry& e, const KindCodec* codec) {
                ",\"pool\":" + GoString(a.pool) + ",\"device\":" + GoString(a.device);
     if (a.admin_access) results += ",\"adminAccess\":true";
     if (!a.share_id.empty()) results += ",\"shareID\":" + GoString(a.share_id);
+    if (!a.consumed_capacity.empty()) results += ",\"consumedCapacity\":" + GoConsumedCapacity(a.consumed_capacity);
     results += "}";
   }
   std::string devices = results.empty() ? "{}" : "{\"results\":[" + results + "]";
@@ -373,6 +374,11 @@ std::vector<AllocatedDevice> ImportAllocation(const json& claim, const KindCodec
     const json* adm = GoField(r, {"adminAccess"});
     d.admin_access = adm != nullptr && adm->is_boolean() && adm->get<bool>();
     d.share_id = GoStr(r, {"shareID"});
+    if (const json* cc = GoField(r, {"consumedCapacity"}); cc != nullptr && cc->is_object()) {
+      for (const auto& [name, amount] : cc->items()) {
+        if (amount.is_string()) d.consumed_capacity[name] = amount.get<std::string>();
+      }
+    }
     if (codec != nullptr && d.driver != codec->driver_name()) continue;
     out.push_back(std::move(d));
   }
@@ -415,6 +421,7 @@ ClaimEntry ImportClaim(const std::string& uid, const json& c, std::string_view r
       for (const auto& r : p.requests) upstream.config_parameters.try_emplace(r, ConfigParameters(configs, r));
     }
     e.undo = codec->ImportUndo(e, upstream);
+    e.shares = codec->ImportShares(e);
   }
   if (!e.undo.is_object()) e.undo = json::object();
   e.undo["legacyCheckpoint"] = c;

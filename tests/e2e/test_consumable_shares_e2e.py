@@ -71,9 +71,11 @@ class ConsumableSharesEndToEnd(NodeTestCase):
                     return d
         return None
 
-    def share_claim(self, name, device, requests=None, namespace="default"):
+    def share_claim(self, name, device, requests=None, namespace="default", consumed=None):
         """A claim as the API server shows it once the scheduler allocated it
-        a share of `device` and a pod reserved it. Returns (ns, name, uid)."""
+        a share of `device` and a pod reserved it (`consumed`: the
+        consumedCapacity as given, in place of the scheduler's). Returns
+        (ns, name, uid)."""
         uid = str(uuid.uuid4())
         request = {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
         if requests:
@@ -86,7 +88,8 @@ class ConsumableSharesEndToEnd(NodeTestCase):
                 "allocation": {"devices": {"results": [{
                     "request": "gpu", "driver": GPU_DRIVER, "pool": self.node.node_name, "device": device,
                     "shareID": str(uuid.uuid4()),
-                    "consumedCapacity": consumed_capacity(self.published(device), requests or {}),
+                    "consumedCapacity": consumed if consumed is not None
+                    else consumed_capacity(self.published(device), requests or {}),
                 }], "config": []}},
                 "reservedFor": [{"resource": "pods", "name": name + "-pod", "uid": str(uuid.uuid4())}],
             },
@@ -134,6 +137,30 @@ class ConsumableSharesEndToEnd(NodeTestCase):
         # Released shares make room.
         self.assertOk(self.plugin.unprepare([a]), a[2])
         self.assertOk(self.plugin.prepare([c]), c[2])
+
+    def test_every_amount_is_range_checked_alone_or_beside_other_shares(self):
+        # Amounts no scheduler gives, as a damaged or forged allocation might
+        # carry them: each one checked against the GPU, with or without
+        # other holders.
+        self.start("memory")
+        neg = self.share_claim("share-neg", "gpu-0", consumed={"memory": "-81559Mi"})
+        a = self.share_claim("share-a", "gpu-0", consumed={"memory": "81559Mi"})
+        b = self.share_claim("share-b", "gpu-0", consumed={"memory": "81559Mi"})
+        r = self.plugin.prepare([neg])
+        self.assertIn("requested device gpu-0: claim %s consumes memory -85520809984, a negative amount" % neg[2],
+                      r[neg[2]]["error"])
+        self.assertOk(self.plugin.prepare([a]), a[2])
+        r = self.plugin.prepare([b])
+        self.assertIn("requested device gpu-0 has no room for claim %s: it publishes memory 85520809984, claims %s "
+                      "already consume 85520809984" % (b[2], a[2]), r[b[2]]["error"])
+        zero = self.share_claim("share-zero", "gpu-1", consumed={"memory": "0"})
+        self.assertIn("requested device gpu-1: claim %s consumes memory 0, below the least share of it the device "
+                      "admits (1048576)" % zero[2], self.plugin.prepare([zero])[zero[2]]["error"])
+        huge = self.share_claim("share-huge", "gpu-1", consumed={"memory": "4Ei"})
+        self.assertIn("requested device gpu-1 has no room for claim %s: it publishes memory 85520809984 and this "
+                      "claim consumes 4611686018427387904" % huge[2], self.plugin.prepare([huge])[huge[2]]["error"])
+        self.assertEqual([e["uid"] for e in self.live_entries(self.plugin)], [a[2]])
+        self.assertEqual(self.node.cdi_files(), ["k8s.gpu.nvidia.com-claim_%s.json" % a[2]])
 
     def test_shares_survive_a_restart_and_a_claim_without_a_share_is_refused(self):
         self.start("4")

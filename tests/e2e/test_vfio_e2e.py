@@ -2,7 +2,8 @@
 mock: the real GPU plugin publishing each GPU's gpu-vfio twin, moving the GPU
 to vfio-pci in the mock's fake sysfs at Prepare and back to nvidia at
 Unprepare, refusing the plain GPU meanwhile, and binding the GPU back after
-a kill -9 between the unbind and the bind whose claim is then deleted, a GPU
+a kill -9 between the unbind and the bind whose claim is then deleted, a kill
+at every step of the bind and of the bind back whose retry finishes it, a GPU
 that a process holds kept on nvidia until the process lets go, and a GPU
 found on vfio-pci at start published for passthrough only.
 
@@ -118,6 +119,46 @@ class VfioEndToEnd(NodeTestCase):
         plugin.start()
         wait_for(lambda: self.live_entries(plugin) == [] and self.driver_of(bus) == "nvidia", 30,
                  "the reconciler to bind the GPU back to nvidia")
+
+    def test_kill_at_every_step_of_the_bind_and_the_bind_back_then_the_retry_finishes(self):
+        # The claim still exists: the kubelet's retry of Prepare resumes from
+        # where the kill left the GPU and ends on vfio-pci; a kill while the
+        # GPU goes back to nvidia is finished by the retried Unprepare.
+        # (point, driver the kill leaves the GPU on); pci-after-driver-override
+        # is reached once by the bind to vfio-pci, so the bind back is its 2nd.
+        prepare_points = [("vfio-before-unbind", "nvidia"), ("vfio-after-unbind", ""),
+                          ("pci-after-driver-override", ""), ("engine-after-device-prepare", "vfio-pci")]
+        unprepare_points = [("pci-after-unbind", ""), ("pci-after-driver-override*2", ""),
+                            ("pci-before-override-clear", "nvidia"), ("engine-after-device-unprepare", "nvidia")]
+        plugin = self.vfio_plugin()
+        for i, (fp, left_on) in enumerate(prepare_points + unprepare_points):
+            with self.subTest(failpoint=fp):
+                point, _, nth = fp.partition("*")
+                plugin.start(env={"NVDRA_FAILPOINTS": point + "=crash" + ("*" + nth if nth else "")})
+                _, bus, _ = self.twin()
+                claim = self.gpu_claim("vm-kill-%d" % i, ["gpu-vfio-0"])
+                ref = "%s/%s/%s" % claim
+                if (fp, left_on) in prepare_points:
+                    res = self.node.ctl(["prepare", "--socket", plugin.dra_socket, ref], check=False)
+                else:
+                    self.assertOk(plugin.prepare([claim]), claim[2])
+                    res = self.node.ctl(["unprepare", "--socket", plugin.dra_socket, ref], check=False)
+                self.assertNotEqual(res.returncode, 0, res)
+                self.assertEqual(plugin.wait_exit(), -9)
+                self.assertEqual(self.driver_of(bus), left_on)
+                plugin.start()
+                if (fp, left_on) in prepare_points:
+                    r = plugin.prepare([claim])
+                    self.assertOk(r, claim[2])
+                    self.assertEqual(device_names(r[claim[2]]), ["gpu-vfio-0"])
+                    self.assertEqual(self.driver_of(bus), "vfio-pci")
+                self.assertOk(plugin.unprepare([claim]), claim[2])
+                self.assertEqual(self.driver_of(bus), "nvidia")
+                override = os.path.join(self.mock_root, "sys", "bus", "pci", "devices", bus, "driver_override")
+                with open(override) as f:
+                    self.assertEqual(f.read(), "\n")
+                self.assertEqual(self.live_entries(plugin), [])
+                plugin.stop()
 
     def test_a_process_on_the_gpu_keeps_it_on_nvidia_until_it_lets_go(self):
         plugin = self.start(self.vfio_plugin())

@@ -235,6 +235,7 @@ void MakeLedger(const std::string& dir) {
   ASSERT_EQ(l->report().imported_legacy_claims, 1u) << l->report().Summary();
   auto req = ledger::testing::Request(kNative, {"gpu-1"});
   req.allocation[0].share_id = "5e6f0000-0000-4000-8000-0000000000bb";
+  req.allocation[0].consumed_capacity = {{"memory", "40Gi"}, {"shares", "1"}};
   ASSERT_TRUE(l->BeginPrepare(req).ok());
   auto prepared = ledger::testing::Prepared(kNative, {"gpu-1"});
   prepared[0].share_id = "5e6f0000-0000-4000-8000-0000000000bb";
@@ -272,6 +273,11 @@ TEST(NvdractlExportTest, EachTargetGetsExactlyTheBytesItsReleaseMarshals) {
     EXPECT_TRUE(again.checksums_verify) << file;
     // Every claim that holds devices is there, the half-prepared one too.
     EXPECT_EQ(oj::parse(file)["v2"]["preparedClaims"].size(), 3u);
+    // The share's consumedCapacity: the status type of every release has it.
+    EXPECT_EQ(oj::parse(file)["v2"]["preparedClaims"][kNative]["status"]["allocation"]["devices"]["results"][0]
+                             ["consumedCapacity"]
+                                 .dump(),
+              R"({"memory":"40Gi","shares":"1"})");
   }
   // What differs between them, spelled out.
   std::string v25 = Export(dir.path(), boot, Release::kV25_12_0, " --force");

@@ -262,10 +262,10 @@ Result<NodeInventory> MockDeviceLib::Discover() {
     g.pcie_root = PcieRootForBusId(JoinPath(dir_, "sys"), g.pci_bus_id);
     g.numa_node = NumaNodeForBusId(JoinPath(dir_, "sys"), g.pci_bus_id);
   }
-  // As NVML: a GPU bound to vfio-pci is not there.
+  // As NVML: a GPU bound to vfio-pci, or to no driver, is not there.
   std::erase_if(inv.gpus, [&](const GpuInfo& g) {
     auto s = pci_->Read(g.pci_bus_id);
-    return s.ok() && s->driver == kVfioPciDriver;
+    return s.ok() && s->driver != kNvidiaPciDriver;
   });
   return inv;
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "devices/backends/open_device_lib.h"
+#include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
 
@@ -93,6 +94,41 @@ TEST(MockPciSysfsTest, TheKernelRefusesWhatLinuxRefuses) {
   // Bind sets the override itself.
   ASSERT_TRUE(n.lib->pci().Bind(bdf, kVfioPciDriver).ok());
   EXPECT_EQ(n.lib->pci().Read(bdf)->driver, "vfio-pci");
+}
+
+// Each step of a change of driver can be cut short (a kill); the repeated
+// call finishes it: a device on no driver is bound, and an override left set
+// after a bind to nvidia is cleared. As NVML, the mock does not see a GPU on
+// no driver.
+TEST(MockPciSysfsTest, ARepeatedChangeOfDriverFinishesOneCutShort) {
+  MockNode n;
+  const auto& g = n.inv.gpus[2];
+  const std::string override_file = n.root + "/sys/bus/pci/devices/" + g.pci_bus_id + "/driver_override";
+  for (const char* point : {"pci-after-unbind", "pci-after-driver-override"}) {
+    SCOPED_TRACE(point);
+    ASSERT_TRUE(FailPoints::Process().Load(std::string(point) + "=error").ok());
+    EXPECT_FALSE(ChangePciDriver(n.lib->pci(), g.pci_bus_id, kVfioPciDriver).ok());
+    FailPoints::Process().Clear();
+    EXPECT_EQ(n.lib->pci().Read(g.pci_bus_id)->driver, "");
+    auto seen = n.lib->Discover();
+    ASSERT_TRUE(seen.ok());
+    EXPECT_EQ(seen->gpus.size(), n.inv.gpus.size() - 1);
+    ASSERT_TRUE(ChangePciDriver(n.lib->pci(), g.pci_bus_id, kVfioPciDriver).ok());
+    EXPECT_EQ(n.lib->pci().Read(g.pci_bus_id)->driver, "vfio-pci");
+    ASSERT_TRUE(ChangePciDriver(n.lib->pci(), g.pci_bus_id, kNvidiaPciDriver).ok());
+  }
+  ASSERT_TRUE(FailPoints::Process().Load("pci-before-override-clear=error").ok());
+  ASSERT_TRUE(ChangePciDriver(n.lib->pci(), g.pci_bus_id, kVfioPciDriver).ok());
+  EXPECT_FALSE(ChangePciDriver(n.lib->pci(), g.pci_bus_id, kNvidiaPciDriver).ok());
+  FailPoints::Process().Clear();
+  EXPECT_EQ(n.lib->pci().Read(g.pci_bus_id)->driver, "nvidia");
+  EXPECT_EQ(n.lib->pci().Read(g.pci_bus_id)->driver_override, "nvidia");
+  ASSERT_TRUE(ChangePciDriver(n.lib->pci(), g.pci_bus_id, kNvidiaPciDriver).ok());
+  EXPECT_EQ(*ReadFileToString(override_file), "\n");
+  EXPECT_EQ(n.lib->pci().Read(g.pci_bus_id)->driver_override, "");
+  // The kernel shows an unset override as "(null)".
+  ASSERT_TRUE(WriteFileAtomically(override_file, "(null)\n").ok());
+  EXPECT_EQ(n.lib->pci().Read(g.pci_bus_id)->driver_override, "");
 }
 
 TEST(PciDriverControlTest, RealSysfsShapes) {
