@@ -175,6 +175,9 @@ def main():
         check("FEATURE_GATES" not in e and "CONSUMABLE_SHARES" not in e, "defaults: %s sets gates" % c)
         # nvidiaCDIHookPath empty: no host hook; the plugins copy the image's.
         check("NVIDIA_CDI_HOOK_PATH" not in e, "defaults: %s hook %s" % (c, e.get("NVIDIA_CDI_HOOK_PATH")))
+        # Unready (not restarted) while its slices are unpublished.
+        probe = container(dds, c).get("readinessProbe", {}).get("grpc", {})
+        check(probe == {"port": int(port), "service": "readiness"}, "defaults: %s readinessProbe %s" % (c, probe))
     check("nvidia-cdi-hook" not in vols, "defaults: a hook is mounted from the host: %s" % vols.get("nvidia-cdi-hook"))
     dctl = one(dobjs, "Deployment", "-controller")
     check(container(dctl, "compute-domain")["image"] ==

@@ -332,6 +332,16 @@ livenessProbe:
   periodSeconds: {{ .livenessPeriod }}
   failureThreshold: 3
   timeoutSeconds: 10
+# NOT_SERVING while the plugin's ResourceSlices are not published (the API
+# server unreachable) or its device health monitor failed to start: the pod
+# shows unready, and is not restarted for it.
+readinessProbe:
+  grpc:
+    port: {{ int .port }}
+    service: readiness
+  periodSeconds: {{ .livenessPeriod }}
+  failureThreshold: 1
+  timeoutSeconds: 10
 {{- end }}
 {{- end -}}
 
