@@ -169,11 +169,9 @@ class ContainerRuntime(NodeTestCase):
     def gpu_nodes(self, report):
         return sorted(n for n in report["nodes"] if n[len("/dev/nvidia"):].isdigit())
 
-    def assert_driver(self, report, driver, version, ldcache=True):
+    def assert_driver(self, report, driver, version):
         """What every GPU container gets: libraries, binaries, env, and what
-        the hooks did in it. ldcache=False: the linker cache is not checked
-        (the IMEX daemon's container: its update-ldcache runs and writes the
-        configuration, but the cache it leaves lists no library yet)."""
+        the hooks did in it."""
         for lib in ("libcuda.so." + version, "libnvidia-ml.so." + version):
             self.assertTrue(report["files"][LIB_DIR + "/" + lib], lib)
         self.assertTrue(report["files"]["/lib/firmware/nvidia/%s/gsp_ga10x.bin" % version])
@@ -194,9 +192,8 @@ class ContainerRuntime(NodeTestCase):
         self.assertEqual(report["links"], {LIB_DIR + "/libcuda.so.1": "libcuda.so." + version,
                                            LIB_DIR + "/libcuda.so": "libcuda.so.1"})
         # ... and update-ldcache put them in the container's linker cache.
-        if ldcache:
-            self.assertTrue(any(l.startswith("libcuda.so.1 (") and l.endswith("=> %s/libcuda.so.1" % LIB_DIR)
-                                for l in report["ldcache"]), report["ldcache"])
+        self.assertTrue(any(l.startswith("libcuda.so.1 (") and l.endswith("=> %s/libcuda.so.1" % LIB_DIR)
+                            for l in report["ldcache"]), report["ldcache"])
         return hooks
 
     def files_to_check(self, version):
@@ -365,7 +362,7 @@ class ContainerRuntime(NodeTestCase):
         self.assertEqual(report["env"].get("NVIDIA_VISIBLE_DEVICES"), "void")
         self.assertEqual(self.gpu_nodes(report), ["/dev/nvidia%d" % i for i in range(4)])
         self.assertEqual(len(report["smi"]["lines"]), 4)
-        self.assert_driver(report, CD_DRIVER, v, ldcache=False)
+        self.assert_driver(report, CD_DRIVER, v)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,19 @@ Status EnsureFile(const std::string& path, const std::string& content, mode_t mo
   return Status::Ok();
 }
 
+// A stand-in for a driver library or firmware file: made empty when missing,
+// and otherwise kept as it is, so a real shared object put in its place (as
+// a container test puts a libcuda with its soname, for ldconfig to read)
+// survives the plugin's later passes over the mock.
+Status EnsureStandIn(const std::string& path, mode_t mode) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (::chmod(path.c_str(), mode) != 0) return Internal("chmod " + path + ": " + ErrnoText(errno));
+    return Status::Ok();
+  }
+  return EnsureFile(path, "", mode);
+}
+
 Status EnsureSymlink(const std::string& path, const std::string& target) {
   char buf[PATH_MAX];
   ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
@@ -187,7 +200,7 @@ Status BuildMockDriverInstall(const MockInstallPaths& paths, const MockProfile& 
   for (const auto& l : Libs(v)) {
     std::string dir = l.subdir.empty() ? lib_dir : JoinPath(lib_dir, l.subdir);
     std::string cdir = l.subdir.empty() ? std::string(kMockLibDir) : std::string(kMockLibDir) + "/" + l.subdir;
-    NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(dir, l.file), "", 0755));
+    NVDRA_RETURN_IF_ERROR(EnsureStandIn(JoinPath(dir, l.file), 0755));
     if (!l.soname.empty()) {
       NVDRA_RETURN_IF_ERROR(EnsureSymlink(JoinPath(dir, l.soname), l.file));
       if (l.dev_link) {
@@ -203,8 +216,8 @@ Status BuildMockDriverInstall(const MockInstallPaths& paths, const MockProfile& 
     }
   }
   // Unversioned libraries the toolkit looks up by name.
-  NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(lib_dir, "libnvidia-nvvm70.so.4"), "", 0755));
-  NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(lib_dir, "libnvidia-egl-xcb.so.1"), "", 0755));
+  NVDRA_RETURN_IF_ERROR(EnsureStandIn(JoinPath(lib_dir, "libnvidia-nvvm70.so.4"), 0755));
+  NVDRA_RETURN_IF_ERROR(EnsureStandIn(JoinPath(lib_dir, "libnvidia-egl-xcb.so.1"), 0755));
   NVDRA_RETURN_IF_ERROR(EnsureSymlink(JoinPath(lib_dir, "libnvidia-egl-xcb.so"), "libnvidia-egl-xcb.so.1"));
   cache.push_back({"libnvidia-nvvm70.so.4", std::string(kMockLibDir) + "/libnvidia-nvvm70.so.4",
                    kLdCacheFlagElfLibc6 | kLdCacheFlagX8664Lib64});
@@ -216,7 +229,7 @@ Status BuildMockDriverInstall(const MockInstallPaths& paths, const MockProfile& 
   const std::string fw = JoinPath(root, "lib/firmware/nvidia/" + v);
   NVDRA_RETURN_IF_ERROR(MakeDirectories(fw, 0755));
   for (const char* f : {"gsp_ga10x.bin", "gsp_tu10x.bin"}) {
-    NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(fw, f), "", 0644));
+    NVDRA_RETURN_IF_ERROR(EnsureStandIn(JoinPath(fw, f), 0644));
   }
 
   NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(root, "run/nvidia-persistenced"), 0755));
