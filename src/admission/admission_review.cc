@@ -18,6 +18,38 @@ constexpr std::string_view kAdmissionKind = "AdmissionReview";
 constexpr std::string_view kResourceGroup = "resource.k8s.io";
 // A message quotes at most this much of a body it could not read.
 constexpr size_t kMaxQuoted = 256;
+// Parsed, a body of 3 MiB that is all `{},` becomes a million objects of
+// some 80 bytes each, and takes seconds to build: a few such bodies at once
+// would hold hundreds of MiB. A review of a claim with 32 configs holds a
+// few thousand values.
+constexpr size_t kMaxJsonValues = 200'000;
+
+// How many values `text` holds, counted without parsing: the root, and in
+// each array or object that is not empty, one value (or member) more than
+// the commas between them. Outside strings only; stops counting once past
+// `limit`. Linear, and far cheaper than the parse it guards.
+size_t CountJsonValues(std::string_view text, size_t limit) {
+  size_t n = 1;
+  bool in_string = false;
+  bool just_opened = false;  // the last character was the [ or { of an array or object
+  for (size_t i = 0; i < text.size() && n <= limit; ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (just_opened && c != ']' && c != '}') ++n;
+    just_opened = c == '[' || c == '{';
+    if (c == '"') in_string = true;
+    if (c == ',') ++n;
+  }
+  return n;
+}
 
 // What the request names: one of the six resources, or neither.
 struct Target {
@@ -272,6 +304,10 @@ HttpAnswer ReadAndJudge(std::string_view body, const config::FeatureGates& gates
     return TextError(400, msg);
   };
 
+  if (CountJsonValues(body, kMaxJsonValues) > kMaxJsonValues) {
+    return bad_request("request could not be decoded: the request body holds more than " +
+                       std::to_string(kMaxJsonValues) + " JSON values; refusing to decode it");
+  }
   auto parsed = ParseJsonText(body, "the request body");
   if (!parsed.ok()) return bad_request("request could not be decoded: " + parsed.status().message());
   const JsonReader review(*parsed);

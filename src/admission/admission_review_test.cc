@@ -387,6 +387,25 @@ TEST(AdmissionReviewTest, MoreConfigsThanTheApiServerAllowsAreRefusedUnjudged) {
   EXPECT_EQ(DecideObject(claim).message(), "spec.devices.config: Too many: 100: must have at most 32 items");
 }
 
+// Parsed, a few MiB of tiny values would take seconds and hundreds of MiB:
+// a body of more than 200,000 values is refused before it is parsed, even
+// when it is a well-formed review (the API server sends a few thousand).
+TEST(AdmissionReviewTest, ABodyOfTooManyValuesIsRefusedUnparsed) {
+  json claim = ObjectFrom("gpu-test6.yaml", "a100");
+  claim["metadata"]["pad"] = json::array();
+  for (int i = 0; i < 100'000; ++i) claim["metadata"]["pad"].push_back(json::object());
+  EXPECT_TRUE(DecideObject(claim).allowed());
+  for (int i = 0; i < 100'000; ++i) claim["metadata"]["pad"].push_back(0);
+  Decision d = DecideObject(claim);
+  EXPECT_EQ(d.http_status, 400);
+  EXPECT_EQ(d.body,
+            "failed to read AdmissionReview from request body: request could not be decoded: the request body holds "
+            "more than 200000 JSON values; refusing to decode it\n");
+  // Commas, brackets and braces inside strings are no values.
+  claim["metadata"]["pad"] = std::string(500'000, ',') + std::string(500'000, '{');
+  EXPECT_TRUE(DecideObject(claim).allowed());
+}
+
 TEST(AdmissionReviewTest, AWrongContentTypeIs415WithUpstreamsMessage) {
   Decision d = Decide("{}", SharingGates(), "text/plain");
   EXPECT_EQ(d.http_status, 415);

@@ -295,6 +295,35 @@ class WebhookAttackTest(unittest.TestCase):
         self.assertTrue(answer.startswith(b"HTTP/1.1 413 "), answer)
         self.assertTrue(answer.endswith(b"\r\n\r\nrequest body larger than 3145728 bytes\n"), answer)
 
+    def test_bodies_of_a_million_values_are_refused_unparsed(self):
+        # Parsed, each would be a million objects: seconds of work and some
+        # 80 MiB of memory, times the workers.
+        hook = self.hook
+        body = b"[" + b"{}," * (MIB - 2) + b"{}]"  # 3 MiB less 2 bytes
+        before, peak, results, errors = rss_mib(hook.proc.pid), 0.0, [], []
+
+        def send():
+            try:
+                results.append(hook.request(body, timeout=30))
+            except OSError as e:
+                errors.append(repr(e))
+
+        sending = [threading.Thread(target=send) for _ in range(8)]
+        for t in sending:
+            t.start()
+        while any(t.is_alive() for t in sending):
+            peak = max(peak, rss_mib(hook.proc.pid))
+            time.sleep(0.01)
+        print("\na million values, 8 at once: answered in %s ms; RSS before %.1f MiB, peak %.1f MiB" % (
+            ", ".join("%.0f" % (1000 * r[2]) for r in results), before, peak), file=sys.stderr)
+        self.assertEqual(errors, [])
+        self.assertEqual(len(results), 8)
+        for status, payload, elapsed, _ in results:
+            self.assertEqual(status, 400)
+            self.assertIn(b"the request body holds more than 200000 JSON values; refusing to decode it", payload)
+            self.assertLess(elapsed, ANSWER_WITHIN_S)
+        self.assertLess(peak, before + 64)
+
     def test_thousands_of_configs_are_refused_at_once(self):
         prober = Prober(self.hook)
         prober.start()
@@ -361,33 +390,28 @@ class WebhookAttackTest(unittest.TestCase):
         attack.idle(200)
         attack.partial_bodies(20)
         stop = threading.Event()
-        sent = threading.Semaphore(0)
+        answered = threading.Semaphore(0)
         body = review(4000)
 
         def flood():
-            # Reviews of 4000 configs, one after another: each is sent
-            # whole (and counted), then its answer read.
+            # Reviews of 4000 configs, one after another on each thread.
             while not stop.is_set():
                 try:
-                    with hook.tls(timeout=30) as s:
-                        s.sendall(post_head(len(body)) + body)
-                        sent.release()
-                        while s.recv(65536):
-                            pass
+                    hook.request(body, timeout=60)
                 except OSError:
                     return
+                answered.release()
 
         floods = [threading.Thread(target=flood, daemon=True) for _ in range(4)]
         for f in floods:
             f.start()
+        # Each flood has had an answer and sent its next review.
         for _ in range(4):
-            self.assertTrue(sent.acquire(timeout=30), "the load did not get going")
+            self.assertTrue(answered.acquire(timeout=120), "the load did not get going")
         # Load is on: a review is answered while it runs.
         status, _, elapsed, _ = hook.request(review())
         self.assertEqual(status, 200)
         self.assertLess(elapsed, ANSWER_WITHIN_S)
-        for _ in range(4):
-            self.assertTrue(sent.acquire(timeout=30), "the load did not go on")
         start = time.monotonic()
         hook.proc.send_signal(signal.SIGTERM)
         try:
