@@ -46,6 +46,9 @@ constexpr uint32_t kHeaderLimit = 16 * 1024;
 // Bytes are read through a buffer of at most this much; a body moves on
 // from it into its string as it arrives.
 constexpr size_t kReadBufferLimit = 64 * 1024 + kHeaderLimit;
+// What a kept-alive connection reads at first of its next request: enough
+// for most heads, small for many idle connections.
+constexpr size_t kFirstRead = 1024;
 // A connection keeps a read buffer this large between requests; a larger
 // one is freed.
 constexpr size_t kKeptBufferBytes = 16 * 1024;
@@ -53,6 +56,10 @@ constexpr size_t kKeptBufferBytes = 16 * 1024;
 // the heap's free memory goes back to the system: the allocator keeps it
 // otherwise, and a burst would leave the process at its peak for good.
 constexpr size_t kTrimAfterBytes = 1u << 20;
+// Likewise once the connections held fall to half of a peak of at least
+// this many: each held TLS state and buffers, freed in between other
+// allocations.
+constexpr size_t kTrimAfterConnections = 64;
 
 class Session;
 
@@ -159,6 +166,7 @@ class ConnectionTable {
       out.evicted = it->session;
     }
     entries_.push_back(Entry{session});
+    peak_ = std::max(peak_, entries_.size());
     out.slot = std::prev(entries_.end());
     return out;
   }
@@ -167,10 +175,15 @@ class ConnectionTable {
     slot->busy = busy;
     if (!busy) entries_.splice(entries_.end(), entries_, slot);
   }
-  void Remove(Slot slot) EXCLUDES(mu_) {
+  // True when this leaves half of a large peak: the moment to give memory
+  // back.
+  bool Remove(Slot slot) EXCLUDES(mu_) {
     MutexLock lock(mu_);
     if (slot->evicted) --evicted_;
     entries_.erase(slot);
+    if (peak_ < kTrimAfterConnections || entries_.size() > peak_ / 2) return false;
+    peak_ = entries_.size();
+    return true;
   }
 
  private:
@@ -178,6 +191,7 @@ class ConnectionTable {
   Mutex mu_;
   std::list<Entry> entries_ GUARDED_BY(mu_);
   size_t evicted_ GUARDED_BY(mu_) = 0;
+  size_t peak_ GUARDED_BY(mu_) = 0;  // of entries_, since memory was last given back
 };
 
 }  // namespace
@@ -214,8 +228,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, std::shared_ptr<asio::ssl::context> tls, WebhookServer::Impl& server)
       : tls_(std::move(tls)), stream_(std::move(socket), *tls_), server_(server) {}
   ~Session() {
-    if (slot_) server_.table.Remove(*slot_);
-    if (server_.budget.Release(reserved_)) server_.TrimSoon();
+    const bool fewer = slot_ && server_.table.Remove(*slot_);
+    const bool emptied = server_.budget.Release(reserved_);
+    if (fewer || emptied) server_.TrimSoon();
   }
 
   void Run(ConnectionTable::Slot slot) {
@@ -254,7 +269,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void WaitForNext() {
     if (buffer_.size() > 0) return ReadHead();
     Tcp().expires_after(server_.options.idle_timeout);
-    stream_.async_read_some(buffer_.prepare(kHeaderLimit), [self = shared_from_this()](error_code ec, size_t n) {
+    stream_.async_read_some(buffer_.prepare(kFirstRead), [self = shared_from_this()](error_code ec, size_t n) {
       if (ec) return;  // the client went away, or stayed idle too long
       self->buffer_.commit(n);
       self->ReadHead();

@@ -267,7 +267,7 @@ class WebhookAttackTest(unittest.TestCase):
         # Once the attack is over, the memory it took goes back.
         deadline = time.monotonic() + 10
         after = rss_mib(hook.proc.pid)
-        while after > before + 16 and time.monotonic() < deadline:
+        while after > before + 8 and time.monotonic() < deadline:
             time.sleep(0.1)
             after = rss_mib(hook.proc.pid)
         times = sorted(prober.times)
@@ -278,7 +278,7 @@ class WebhookAttackTest(unittest.TestCase):
         self.assertAnsweredInTime(prober)
         # 32 MiB of bodies at most are held at once, whatever is sent.
         self.assertLess(peak, before + 64, "RSS before %.1f MiB, peak %.1f MiB" % (before, peak))
-        self.assertLess(after, before + 16, "RSS before %.1f MiB, after %.1f MiB" % (before, after))
+        self.assertLess(after, before + 8, "RSS before %.1f MiB, after %.1f MiB" % (before, after))
         status, _, _, _ = hook.request(review())
         self.assertEqual(status, 200)
 
