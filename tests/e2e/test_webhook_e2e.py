@@ -82,7 +82,8 @@ def rss_mib(pid):
 class Webhook:
     """One nvdra-webhook process on a free loopback port."""
 
-    def __init__(self, workdir, cert, key, trusted):
+    def __init__(self, workdir, cert, key, trusted, args=()):
+        workdir = tempfile.mkdtemp(dir=workdir)
         self.cert_path, self.key_path = os.path.join(workdir, "tls.crt"), os.path.join(workdir, "tls.key")
         install(cert, self.cert_path)
         install(key, self.key_path)
@@ -92,7 +93,7 @@ class Webhook:
         self.log = open(os.path.join(workdir, "webhook.log"), "w+")
         self.proc = subprocess.Popen([BINARY, "--tls-cert-file", self.cert_path, "--tls-private-key-file",
                                       self.key_path, "--port", str(self.port),
-                                      "--feature-gates", "TimeSlicingSettings=true"],
+                                      "--feature-gates", "TimeSlicingSettings=true"] + list(args),
                                      stdout=self.log, stderr=subprocess.STDOUT)
         self.ctx = ssl.create_default_context(cafile=trusted)
         deadline = time.monotonic() + 10
@@ -227,13 +228,17 @@ class WebhookAttackTest(unittest.TestCase):
         self.addCleanup(subprocess.run, ["rm", "-rf", self.workdir])
         self.first = make_cert(self.workdir, 1001)
         self.second = make_cert(self.workdir, 1002)
-        trusted = os.path.join(self.workdir, "trusted.pem")
-        with open(trusted, "w") as out:
+        self.trusted = os.path.join(self.workdir, "trusted.pem")
+        with open(self.trusted, "w") as out:
             for cert in (self.first[0], self.second[0]):
                 with open(cert) as f:
                     out.write(f.read())
-        self.hook = Webhook(self.workdir, self.first[0], self.first[1], trusted)
-        self.addCleanup(self.hook.close)
+        self.hook = self.start()
+
+    def start(self, *args):
+        hook = Webhook(self.workdir, self.first[0], self.first[1], self.trusted, args)
+        self.addCleanup(hook.close)
+        return hook
 
     def assertAnsweredInTime(self, prober, at_least=20):
         self.assertEqual(prober.failures, [], "well-behaved reviews failed under attack")
@@ -279,6 +284,23 @@ class WebhookAttackTest(unittest.TestCase):
         # 32 MiB of bodies at most are held at once, whatever is sent.
         self.assertLess(peak, before + 64, "RSS before %.1f MiB, peak %.1f MiB" % (before, peak))
         self.assertLess(after, before + 8, "RSS before %.1f MiB, after %.1f MiB" % (before, after))
+        status, _, _, _ = hook.request(review())
+        self.assertEqual(status, 200)
+
+    def test_the_deadlines_for_head_and_body_are_flags(self):
+        hook = self.start("--read-header-timeout=300ms", "--read-body-timeout=500ms")
+        start = time.monotonic()
+        # Sends nothing: closed once the head's time is up.
+        with socket.create_connection(("127.0.0.1", hook.port), timeout=10) as silent:
+            self.assertEqual(silent.recv(1), b"")
+        self.assertLess(time.monotonic() - start, 5)
+        # Sends its head but not the whole body: closed once the body's time is up.
+        with hook.tls(timeout=10) as s:
+            s.sendall(post_head(100) + b"{")
+            start = time.monotonic()
+            self.assertEqual(s.recv(1), b"")
+            self.assertGreater(time.monotonic() - start, 0.3)
+            self.assertLess(time.monotonic() - start, 5)
         status, _, _, _ = hook.request(review())
         self.assertEqual(status, 200)
 
