@@ -88,7 +88,9 @@ TEST(ComputeDomainEditsTest, ComputeDomainBaseSpecHasTheManagementDeviceAndTheDr
   }
   EXPECT_EQ(std::find(paths.begin(), paths.end(), "/dev/nvidia-caps"), paths.end()) << "a directory is no node";
   EXPECT_EQ(spec->edits.env.back(), "NVIDIA_VISIBLE_DEVICES=void");
-  EXPECT_EQ(spec->edits.hooks.size(), 4u);
+  // The driver files' hooks, the GBM link's first (the mock ships
+  // libnvidia-allocator).
+  EXPECT_EQ(spec->edits.hooks.size(), 5u);
   EXPECT_FALSE(spec->edits.mounts.empty());
   EXPECT_TRUE(cdi::ValidateSpec(*spec).ok());
   EXPECT_EQ(cdi::MinimumVersion(*spec), "0.5.0");  // hostPath under /run/nvidia/driver

@@ -43,18 +43,8 @@ Status DomainMaintenance::SyncCliqueLabel(const std::string& clique) {
 }
 
 Status DomainMaintenance::RemoveOwnedCliqueLabel() {
-  const std::string path = "/api/v1/nodes/" + options_.node_name;
-  NVDRA_ASSIGN_OR_RETURN(nlohmann::json node, client_.GetJson(path));
-  const nlohmann::json* annotations = nullptr;
-  if (auto m = node.find("metadata"); m != node.end() && m->is_object()) {
-    if (auto a = m->find("annotations"); a != m->end() && a->is_object()) annotations = &*a;
-  }
-  if (annotations == nullptr || !annotations->contains(kGpuCliqueLabelOwner)) return Status::Ok();
-  nlohmann::json patch = {{"metadata",
-                           {{"labels", {{kGpuCliqueLabel, nullptr}}},
-                            {"annotations", {{kGpuCliqueLabelOwner, nullptr}}}}}};
-  NVDRA_RETURN_IF_ERROR(client_.MergePatchJson(path, patch).status());
-  NVDRA_INFO("removed the {} label nvdra set (GPU_CLIQUE_LABEL_ENABLED is off)", kGpuCliqueLabel);
+  NVDRA_ASSIGN_OR_RETURN(bool removed, computedomain::RemoveOwnedCliqueLabel(client_, options_.node_name));
+  if (removed) NVDRA_INFO("removed the {} label nvdra set (GPU_CLIQUE_LABEL_ENABLED is off)", kGpuCliqueLabel);
   return Status::Ok();
 }
 

@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 
+#include "computedomain/clique_label.h"
 #include "computedomain/domain_directory.h"
 #include "computedomain/domain_watch.h"
 #include "computedomain/node_label_manager.h"
@@ -22,12 +23,6 @@
 #include "util/status.h"
 
 namespace nvdra::computedomain {
-
-inline constexpr const char* kGpuCliqueLabel = "nvidia.com/gpu.clique";
-// Node annotation nvdra sets beside the first nvidia.com/gpu.clique label it
-// writes: gpu-feature-discovery sets the same label, so nvdra removes only a
-// label it owns when GPU_CLIQUE_LABEL_ENABLED is turned off.
-inline constexpr const char* kGpuCliqueLabelOwner = "compute-domain.nvidia.com/gpu-clique-label-owner";
 
 struct DomainMaintenanceOptions {
   std::chrono::milliseconds period{60'000};

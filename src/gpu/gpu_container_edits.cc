@@ -18,6 +18,9 @@ Result<cdi::ContainerEdits> GpuContainerEdits::Common() const {
     if (!files.ok()) return files.status().Wrap("driver files");
     e.Append(*files);
   }
+  // As the toolkit's common edits end: the NVIDIA container runtime, should
+  // it run beside CDI, then injects nothing of its own.
+  e.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
   return e;
 }
 

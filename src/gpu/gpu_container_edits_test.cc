@@ -43,7 +43,11 @@ TEST(GpuContainerEditsTest, FullGpuClaimSpec) {
   ASSERT_EQ(common->device_nodes.size(), 4u);
   EXPECT_EQ(common->device_nodes[0].path, "/dev/nvidiactl");
   EXPECT_EQ(common->device_nodes[3].path, "/dev/nvidia-modeset");
-  EXPECT_EQ(common->hooks.size(), 4u);
+  // The mock's libnvidia-allocator brings the GBM link's hook.
+  EXPECT_EQ(common->hooks.size(), 5u);
+  // Last, as the toolkit's common edits end.
+  ASSERT_FALSE(common->env.empty());
+  EXPECT_EQ(common->env.back(), "NVIDIA_VISIBLE_DEVICES=void");
   EXPECT_EQ(common->mounts.front().host_path,
             "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01");
   EXPECT_EQ(common->device_nodes[0].host_path, "/run/nvidia/driver/dev/nvidiactl");

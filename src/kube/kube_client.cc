@@ -192,6 +192,17 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
   }
 }
 
+Result<HttpResponse> KubeClient::GetOnce(const std::string& path) {
+  auto wait = limiter_.Reserve();
+  {
+    MutexLock l(mu_);
+    ++stats_.requests;
+    if (wait.count() > 0) ++stats_.rate_limited;
+  }
+  Sleep(wait);
+  return transport_->RoundTrip(HttpRequest{"GET", path, "", options_.request_timeout, kMaxObjectAnswerBytes});
+}
+
 Result<json> KubeClient::GetJson(const std::string& path, Deadline deadline, uint64_t max_body_bytes) {
   NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("GET", path, "", deadline, max_body_bytes));
   if (r.status / 100 != 2) return StatusFromResponse("GET", path, r);

@@ -77,6 +77,11 @@ class KubeClient {
                           Deadline deadline = kNoDeadline, uint64_t max_body_bytes = kMaxObjectAnswerBytes)
       EXCLUDES(mu_);
 
+  // One GET, rate limited like every request but never retried: whether the
+  // server answers now. For a caller that retries on its own schedule and
+  // must notice at once when a server that was down answers again.
+  Result<HttpResponse> GetOnce(const std::string& path) EXCLUDES(mu_);
+
   // JSON helpers: a non-2xx answer becomes a Status (NotFound, AlreadyExists,
   // Conflict, PermissionDenied, InvalidArgument, Unavailable) carrying the
   // server's message.

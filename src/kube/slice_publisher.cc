@@ -380,7 +380,23 @@ Status SlicePublisher::SyncOnce() {
   return result.status;
 }
 
+Status SlicePublisher::ServerAnswers() {
+  {
+    MutexLock l(mu_);
+    if (published_) return Status::Ok();
+  }
+  auto r = client_.GetOnce("/version");
+  if (!r.ok()) return Unavailable("the API server does not answer: " + r.status().message());
+  // 429 and 5xx: up but not serving (starting, overloaded, its storage
+  // gone); anything else is an answer, and the sync's own requests say more.
+  if (r->status == 429 || r->status >= 500) {
+    return StatusFromResponse("GET", "/version", *r).Wrap("the API server is not serving requests");
+  }
+  return Status::Ok();
+}
+
 Status SlicePublisher::Publish(std::vector<model::PublishedDevice> devices, SliceSyncResult& result) {
+  NVDRA_RETURN_IF_ERROR(ServerAnswers());
   NVDRA_ASSIGN_OR_RETURN(std::string version, client_.ResourceApiVersion());
   NVDRA_ASSIGN_OR_RETURN(std::string node_uid, NodeUid());
   Target target{client_,
@@ -443,6 +459,7 @@ void SlicePublisher::Record(const SliceSyncResult& result) {
     stats_.creates += result.creates;
     stats_.updates += result.updates;
     stats_.deletes += result.deletes;
+    published_ = result.status.ok() ? (published_ || result.published) : false;
     if (result.status.ok()) {
       if (result.published) {
         stats_.generation = result.generation;
@@ -461,7 +478,7 @@ void SlicePublisher::Record(const SliceSyncResult& result) {
 
 void SlicePublisher::ReportFailure(const Status& s) {
   // A warning when a sync starts failing or fails differently; the same
-  // failure again (every retry, 5 s apart) only at -v 4.
+  // failure again (every retry, a retry period apart) only at -v 4.
   bool repeated = false;
   {
     MutexLock l(mu_);

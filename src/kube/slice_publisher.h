@@ -53,7 +53,11 @@ struct SlicePublisherOptions {
   // A sync at least this often, whatever the watch says (with a watch, a
   // backstop that can be long: the plugins use 30 minutes).
   std::chrono::milliseconds resync_period{30'000};
-  std::chrono::milliseconds retry_period{5'000};  // after a failed sync
+  // After a failed sync. A sync after a failed one starts with one GET of
+  // /version without the client's retries (SlicePublisher::ServerAnswers):
+  // during an outage each sync fails at once, and the pool is written about
+  // a retry period after the API server answers again.
+  std::chrono::milliseconds retry_period{1'000};
   // The Node's UID when the caller knows it; looked up once otherwise.
   std::string node_uid;
   // Where to report failures retrying cannot fix (forbidden, invalid), as a
@@ -125,6 +129,10 @@ class SlicePublisher {
   Status Publish(std::vector<model::PublishedDevice> devices, SliceSyncResult& result)
       REQUIRES(sync_mu_) EXCLUDES(mu_);
   Result<std::string> NodeUid() EXCLUDES(mu_);
+  // Until a sync has published, and after one failed: whether the API server
+  // answers now (one request, no retries), so that a sync during an outage
+  // fails at once instead of waiting out the client's backoff.
+  Status ServerAnswers() EXCLUDES(mu_);
   // Adds a finished sync to the stats and tells the observer.
   void Record(const SliceSyncResult& result) EXCLUDES(mu_);
   // Logs a failed sync, and posts a Node event when retrying cannot fix it.
@@ -147,6 +155,9 @@ class SlicePublisher {
   std::optional<std::vector<model::PublishedDevice>> devices_ GUARDED_BY(mu_);
   std::string node_uid_ GUARDED_BY(mu_);
   SlicePublisherStats stats_ GUARDED_BY(mu_);
+  // The last sync published (false before the first one did, and after one
+  // failed).
+  bool published_ GUARDED_BY(mu_) = false;
   // The failure last logged as a warning; "" after a sync that succeeded.
   std::string reported_failure_ GUARDED_BY(mu_);
   // What the last sync made the pool say, to judge watched changes by: its

@@ -239,6 +239,39 @@ TEST_F(SlicePublisherTest, InjectedConflictAndOutageThenConverges) {
   EXPECT_EQ(pub.stats().failed_syncs, 2u);
 }
 
+// While the API server is down, a sync asks it once whether it answers and
+// fails at once: the client's backoff between retries would otherwise delay
+// the publication for seconds after the server is back.
+TEST_F(SlicePublisherTest, DuringAnOutageEachSyncMakesOneRequestWithoutRetries) {
+  auto client = KubeClient::FromConfig(server_->Config(), [] {
+    KubeClientOptions o = PublisherClientOptions();
+    o.max_attempts = 5;
+    return o;
+  }());
+  SlicePublisher pub(*client, kDriver, kNode);
+  pub.Update(Devices(2));
+  ASSERT_TRUE(server_->InjectFault({{"status", 503}, {"count", -1}}).ok());
+  const uint64_t before = client->stats().requests;
+  Status down = pub.SyncOnce();
+  EXPECT_EQ(down.code(), StatusCode::kUnavailable) << down.ToString();
+  EXPECT_NE(down.message().find("the API server is not serving requests: GET /version:"), std::string::npos)
+      << down.ToString();
+  EXPECT_EQ(client->stats().requests - before, 1u);
+  ASSERT_TRUE(server_->ClearFaults().ok());
+  ASSERT_TRUE(pub.SyncOnce().ok()) << pub.stats().last_error.ToString();
+  CheckPool(1, 2);
+  // Published: the next sync goes straight to its work (and the client's
+  // retries ride out a short blip).
+  const uint64_t published = client->stats().requests;
+  ASSERT_TRUE(pub.SyncOnce().ok());
+  auto reqs = server_->Requests();
+  ASSERT_TRUE(reqs.ok());
+  int version_gets = 0;
+  for (const auto& r : *reqs) version_gets += r["path"] == "/version";
+  EXPECT_EQ(version_gets, 2);  // the failed check and the one that passed
+  EXPECT_GT(client->stats().requests, published);
+}
+
 TEST_F(SlicePublisherTest, AFailingSyncWarnsOnceUntilItFailsDifferentlyOrSucceeds) {
   std::ostringstream out;
   InitLoggingTo(std::make_shared<spdlog::sinks::ostream_sink_mt>(out), 0);

@@ -110,6 +110,12 @@ Status DraMetrics::AddNvdraFamilies(MetricRegistry& registry) {
                                            "The device health monitor's state: 1 for the state it is in "
                                            "(off, running, failed to start), 0 for the others.",
                                            {"driver", "state"}));
+  NVDRA_ASSIGN_OR_RETURN(slices_published_,
+                         registry.AddGauge("nvdra_resource_slices_published",
+                                           "1 while the node's ResourceSlices are as the last sync wrote "
+                                           "them; 0 before the first sync succeeded and after one failed "
+                                           "(API server unreachable, refused writes).",
+                                           {"driver"}));
   return Status::Ok();
 }
 
@@ -160,6 +166,7 @@ void DraMetrics::ResolveSeries() {
     slice_sync_->WithLabels({d, r});
   }
   SetHealthMonitor("off");
+  SetSlicesPublished(false);
 }
 
 void DraMetrics::Observe(Operation op, double seconds, bool ok) {
@@ -250,6 +257,10 @@ void DraMetrics::SetStaleCompletedClaims(double n) { stale_completed_series_->Se
 
 void DraMetrics::RecordSliceSync(std::string_view result) {
   slice_sync_->WithLabels({options_.driver, result}).Inc();
+}
+
+void DraMetrics::SetSlicesPublished(bool published) {
+  slices_published_->WithLabels({options_.driver}).Set(published ? 1 : 0);
 }
 
 void DraMetrics::SetHealthMonitor(std::string_view state) {

@@ -121,6 +121,10 @@ class DraMetrics {
   // it, 0 for the others. "off" (not asked for) until set.
   void SetHealthMonitor(std::string_view state);
 
+  // nvdra_resource_slices_published: whether the last ResourceSlice sync
+  // succeeded (0 until one has).
+  void SetSlicesPublished(bool published);
+
   const std::string& driver() const { return options_.driver; }
 
  private:
@@ -150,6 +154,7 @@ class DraMetrics {
   GaugeFamily* stale_completed_ = nullptr;
   CounterFamily* slice_sync_ = nullptr;
   GaugeFamily* health_monitor_ = nullptr;
+  GaugeFamily* slices_published_ = nullptr;
 
   // Hot-path series, resolved once.
   std::array<Counter*, 2> requests_{};

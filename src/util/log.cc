@@ -3,6 +3,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -166,7 +167,7 @@ bool GlobMatch(std::string_view pattern, std::string_view name) {
 }
 
 void InitLoggingTo(spdlog::sink_ptr sink, int verbosity, const std::string& format) {
-  g_verbosity.store(verbosity);
+  g_verbosity.store(std::clamp(verbosity, 0, kMaxLogVerbosity));
   // A fresh logger with exactly one sink each time: a line is written once.
   auto logger = std::make_shared<spdlog::logger>("nvdra", std::move(sink));
   if (format == "json") {

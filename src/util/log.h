@@ -29,6 +29,10 @@
 
 namespace nvdra {
 
+// The most verbose level anything logs at (every liveness check). A higher
+// -v, which klog takes, logs the same as this one.
+inline constexpr int kMaxLogVerbosity = 7;
+
 // Sets the process logger: format "text" (klog) or "json" lines on stderr;
 // with `split_stream` (component-base's --log-{text,json}-split-stream)
 // info lines go to stdout and warnings and errors to stderr.
@@ -37,7 +41,7 @@ void InitLogging(int verbosity, const std::string& format = "text", bool split_s
 // The same, writing to `sink` instead of stderr (tests).
 void InitLoggingTo(spdlog::sink_ptr sink, int verbosity, const std::string& format = "text");
 
-// The -v level set by InitLogging.
+// The -v level set by InitLogging, at most kMaxLogVerbosity.
 int LogVerbosity();
 
 // klog's --vmodule: "pattern=N,...". A pattern matches a source file's base

@@ -84,6 +84,14 @@ TEST_F(LogTest, JsonHasComponentBaseKeys) {
   EXPECT_EQ(LogVerbosity(), 6);
 }
 
+// klog takes any level; one above ours logs what our most verbose level logs.
+TEST_F(LogTest, LevelsAboveTheMostVerboseLogAsIt) {
+  Init(20, "text");
+  EXPECT_EQ(LogVerbosity(), kMaxLogVerbosity);
+  NVDRA_VLOG(kMaxLogVerbosity, "every health check");
+  EXPECT_NE(out_.str().find("every health check"), std::string::npos) << out_.str();
+}
+
 TEST_F(LogTest, StructuredLinesQuoteTheMessageAndEachValueInTextAndGetOwnKeysInJson) {
   Init(4, "text");
   NVDRA_ERROR_S("Error preparing claim", {"claim", "default/a"}, {"err", "gpu-0 \"held\"\nby b"});

@@ -4,8 +4,24 @@
 #include <utility>
 
 #include "util/log.h"
+#include "util/parse_number.h"
 
 namespace nvdra {
+
+void AddVerbosityFlag(CLI::App& app, LoggingFlags& f, const std::string& help) {
+  // klog's Level is an int32 and takes any level: a manifest written for a
+  // Go component (-v=10, -v 20) must start here too. The check runs on the
+  // text, before CLI11 converts it, so its words are the ones the user sees.
+  CLI::Validator level(
+      [](std::string& text) -> std::string {
+        auto v = ParseInt32(text);
+        if (v.ok() && *v >= 0) return "";
+        return "\"" + text + "\" is not a log verbosity: expected a whole number from 0 to 2147483647 (" +
+               std::to_string(kMaxLogVerbosity) + " and above log everything)";
+      },
+      "LEVEL");
+  app.add_option("-v,--v", f.verbosity, help)->envname("V")->check(level);
+}
 
 void AddLoggingFlags(CLI::App& app, LoggingFlags& f) {
   app.add_option("--vmodule", f.vmodule,

@@ -12,6 +12,9 @@
 namespace nvdra {
 
 struct LoggingFlags {
+  // -v: any level klog takes (a non-negative int32); above kMaxLogVerbosity
+  // logs as much as kMaxLogVerbosity (util/log.h).
+  int verbosity = 0;
   std::string logging_format = "text";
   // --vmodule (text format only), --log-flush-frequency (every line is
   // written at once here; validated), --log-{text,json}-split-stream and
@@ -26,6 +29,11 @@ struct LoggingFlags {
 
   bool SplitLogStream() const { return logging_format == "json" ? log_json_split_stream : log_text_split_stream; }
 };
+
+// -v and --v (variable V): klog's verbosity, a whole number from 0 to
+// 2147483647; a negative or non-numeric level is a usage error that says so.
+// `help` tells what the levels log in this program.
+void AddVerbosityFlag(CLI::App& app, LoggingFlags& f, const std::string& help);
 
 // Each flag with the variable upstream reads it from (the name in capitals,
 // '-' as '_'). The split streams are switches, as Go's flag package takes a

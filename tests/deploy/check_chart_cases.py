@@ -270,7 +270,7 @@ def job(helm, chart, src):
     td = os.path.join(src, "tests", "deploy", "testdata")
     values = ["--values", os.path.join(td, "upstream-values.yaml"), "--values", os.path.join(td, "nvdra-beside-upstream.yaml")]
     objs = template(helm, chart, *(values + ["--skip-crds"]), namespace="gpu-operator")
-    if [o for o in objs if o["kind"] == "Job"]:
+    if [o for o in objs if o["kind"] == "Job" and "helm.sh/hook" not in o["metadata"].get("annotations", {})]:
         bad.append("a Job rendered without nvdra.nvdractlJob.nodeName")
     objs = template(helm, chart, *(values + ["--show-only", "templates/nvdractl-job.yaml",
                                              "--set", "nvdra.nvdractlJob.nodeName=gpu-node-7"]), namespace="gpu-operator")
@@ -360,10 +360,46 @@ def webhook_scope(helm, chart, src):
     return bad
 
 
+@case("uninstall hook: nvdractl node remove-clique-labels before helm uninstall, with Node get/list/patch only")
+def uninstall_hook(helm, chart, src):
+    bad = []
+    objs = template(helm, chart, *(IMG + ["--set", "gpuResourcesEnabledOverride=true"]))
+    hooked = {o["kind"]: o for o in objs if "helm.sh/hook" in o["metadata"].get("annotations", {})}
+    if sorted(hooked) != ["ClusterRole", "ClusterRoleBinding", "Job", "ServiceAccount"]:
+        return ["hook objects %s" % sorted(hooked)]
+    for kind, o in hooked.items():
+        a = o["metadata"]["annotations"]
+        if a["helm.sh/hook"] != "pre-delete" or "hook-succeeded" not in a.get("helm.sh/hook-delete-policy", ""):
+            bad.append("%s annotations %s" % (kind, a))
+    # The account and its rights exist before the Job runs.
+    if not int(hooked["ClusterRole"]["metadata"]["annotations"]["helm.sh/hook-weight"]) < \
+            int(hooked["Job"]["metadata"]["annotations"]["helm.sh/hook-weight"]):
+        bad.append("the Job's hook weight does not come after its RBAC's")
+    if hooked["ClusterRole"]["rules"] != [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}]:
+        bad.append("ClusterRole rules %s" % hooked["ClusterRole"]["rules"])
+    spec = hooked["Job"]["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    if c["command"] != ["nvdractl", "node", "remove-clique-labels"] or c["image"] != "registry.example.com/nvdra:" + \
+            yaml.safe_load(open(os.path.join(chart, "Chart.yaml")))["appVersion"]:
+        bad.append("Job runs %s from %s" % (c["command"], c["image"]))
+    if spec["serviceAccountName"] != hooked["ServiceAccount"]["metadata"]["name"] or \
+            hooked["ClusterRoleBinding"]["subjects"][0]["name"] != spec["serviceAccountName"]:
+        bad.append("the Job's account is not the one bound")
+    if "activeDeadlineSeconds" not in hooked["Job"]["spec"]:
+        bad.append("an uninstall could wait on the Job for ever")
+    # Off on request, and without compute domains.
+    for extra in (["--set", "nvdra.removeCliqueLabelsOnUninstall=false"],
+                  ["--set", "resources.computeDomains.enabled=false"]):
+        objs = template(helm, chart, *(IMG + ["--set", "gpuResourcesEnabledOverride=true"] + extra))
+        if [o for o in objs if "helm.sh/hook" in o["metadata"].get("annotations", {})]:
+            bad.append("hooks rendered with %s" % extra)
+    return bad
+
+
 def main():
     helm, src = sys.argv[1:3]
     chart = os.path.join(src, "deploy", "helm", "nvdra")
-    for check in (hook, gpu_operator, image, readme, crds, cliques, job, mask, webhook_scope):
+    for check in (hook, gpu_operator, image, readme, crds, cliques, job, mask, webhook_scope, uninstall_hook):
         check(helm, chart, src)
     return 1 if failed else 0
 

@@ -61,8 +61,19 @@ def check(cond, what):
         problems.append(what)
 
 
+def is_hook(o):
+    return "helm.sh/hook" in ((o.get("metadata") or {}).get("annotations") or {})
+
+
 def load(path):
-    return [d for d in yaml.safe_load_all(open(path)) if d]
+    """The release's objects: a hook (the uninstall hook's Job and its
+    account) is made and deleted around `helm uninstall`, not installed."""
+    return [d for d in yaml.safe_load_all(open(path)) if d and not is_hook(d)]
+
+
+def hooks(path):
+    return sorted((d["kind"], d["metadata"]["annotations"]["helm.sh/hook"])
+                  for d in yaml.safe_load_all(open(path)) if d and is_hook(d))
 
 
 def one(objs, kind, name_suffix):
@@ -131,6 +142,10 @@ def main():
           "defaults: objects %s, upstream's chart renders %s" % (counts(dobjs), UPSTREAM_COUNTS_DEFAULTS))
     check(counts(objs) == UPSTREAM_COUNTS_VALUES,
           "upstream values: objects %s, upstream's chart renders %s" % (counts(objs), UPSTREAM_COUNTS_VALUES))
+    # The one hook: the uninstall Job that removes nvdra's clique labels.
+    want_hooks = sorted([("ClusterRole", "pre-delete"), ("ClusterRoleBinding", "pre-delete"),
+                         ("Job", "pre-delete"), ("ServiceAccount", "pre-delete")])
+    check(hooks(defaults) == want_hooks, "defaults: hooks %s, expected %s" % (hooks(defaults), want_hooks))
     check_device_classes(dobjs, "defaults", "resource.k8s.io/v1")
     check_device_classes(objs, "upstream values", values["resourceApiVersion"])
     check_device_classes(load(beta), "resourceApiVersion v1beta1", "resource.k8s.io/v1beta1")

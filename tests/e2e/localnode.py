@@ -36,11 +36,13 @@ BINARIES = {
 }
 
 
-def wait_for(predicate, timeout=30.0, what="condition"):
+def wait_for(predicate, timeout=30.0, what="condition", max_delay=0.2):
     """Polls `predicate` until it returns a truthy value; fails after `timeout`.
 
     Polling a condition with a deadline (not sleeping a fixed time) is how
-    these tests wait for another process."""
+    these tests wait for another process. `max_delay` bounds the pause
+    between polls (a test that measures how soon something happens polls
+    often)."""
     deadline = time.monotonic() + timeout
     delay = 0.01
     while True:
@@ -50,7 +52,7 @@ def wait_for(predicate, timeout=30.0, what="condition"):
         if time.monotonic() > deadline:
             raise TimeoutError("timed out waiting for " + what)
         time.sleep(delay)
-        delay = min(delay * 2, 0.2)
+        delay = min(delay * 2, max_delay)
 
 
 def chroot_command(root, binds, command):
@@ -82,15 +84,21 @@ def read_text(path):
 
 
 class ApiServer:
-    def __init__(self, workdir, node_name, tls=False, kube_version=None):
+    def __init__(self, workdir, node_name, tls=False, kube_version=None, port=0):
         """`tls`: serve HTTPS and require a client certificate, as a real
         cluster does; the kubeconfig then carries the CA and the client's
-        certificate. `kube_version`: what /version answers ("1.35")."""
+        certificate. `kube_version`: what /version answers ("1.35").
+        `port`: the port to listen on (0: any free one), e.g. the one of a
+        server that was stopped, to bring it back where clients look."""
         self.workdir = workdir
         self.port_file = os.path.join(workdir, "apiserver.port")
         self.kubeconfig = os.path.join(workdir, "kubeconfig")
-        self.log = open(os.path.join(workdir, "apiserver.log"), "w")
+        self.log = open(os.path.join(workdir, "apiserver.log"), "a")
         args = [sys.executable, APISERVER, "--port-file", self.port_file, "--kubeconfig-out", self.kubeconfig]
+        if port:
+            if os.path.exists(self.port_file):
+                os.remove(self.port_file)
+            args += ["--port", str(port)]
         if kube_version:
             args += ["--kube-version", kube_version]
         self.ssl = None
@@ -227,7 +235,8 @@ class Plugin:
         # Defaults a test may override through extra_args (the plugin
         # refuses a flag given twice).
         for flag, value in (("--reconcile-period", str(self.reconcile_period)), ("--completed-claim-grace", "600"), ("-v", "4")):
-            if flag not in self.extra_args:
+            spellings = ("-v", "--v") if flag == "-v" else (flag,)
+            if not any(a == f or a.startswith(f + "=") for a in self.extra_args for f in spellings):
                 args += [flag, value]
         args += self.extra_args
         if self.rolling_update_id:

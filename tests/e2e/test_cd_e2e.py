@@ -3,6 +3,7 @@ mirroring the upstream ComputeDomain flow: the controller's daemon claim, the
 node label that brings the IMEX daemon, the daemon's readiness in its
 ComputeDomainClique, and the workload's channel claim."""
 
+import json
 import os
 import threading
 import time
@@ -15,6 +16,8 @@ DRIVER_NS = "nvidia-dra-driver"
 # The gb200x4 mock profile's clique.
 CLIQUE = "5e2c8a14-7d3b-4f9e-a1c6-0b8d2f4e6a90.32766"
 LABEL = "resource.nvidia.com/computeDomain"
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+CLIQUE_LABEL_OWNER = "compute-domain.nvidia.com/gpu-clique-label-owner"
 TEMPLATE = "IMEX_SERVER_PORT=50000\nIMEX_NODE_CONFIG_FILE=/imexd/nodes_config.cfg\n"
 
 
@@ -515,6 +518,45 @@ class CliqueNamespaceEndToEnd(ComputeDomainTestCase):
         self.assertIn("ComputeDomainClique dra-upstream/%s.%s" % (other, CLIQUE), r[b[2]]["error"])
         self.set_clique(other, "Ready")
         self.assertOk(self.plugin.prepare([b]), b[2])
+
+
+class CliqueLabelAfterUninstall(ComputeDomainTestCase):
+    """With GPU_CLIQUE_LABEL_ENABLED the plugin labels its node
+    nvidia.com/gpu.clique. A plugin that stops cannot tell an uninstall from
+    a restart, so the label stays; the chart's pre-delete hook runs
+    `nvdractl node remove-clique-labels`, which removes every label nvdra
+    wrote and leaves gpu-feature-discovery's."""
+    extra_args = ["--gpu-clique-label-enabled", "true"]
+
+    def node_object(self, name):
+        status, node = self.node.api.request("GET", "/api/v1/nodes/" + name)
+        assert status == 200, node
+        return node["metadata"]
+
+    def test_the_uninstall_hook_removes_the_labels_nvdra_wrote_and_no_other(self):
+        self.node.api.load([{"apiVersion": "v1", "kind": "Node",
+                             "metadata": {"name": "gfd-node", "uid": str(uuid.uuid4()),
+                                          "labels": {CLIQUE_LABEL: "gfd.7"}}}])
+        wait_for(lambda: (self.node_object(self.node.node_name).get("labels") or {}).get(CLIQUE_LABEL) == CLIQUE,
+                 what="the plugin to label its node with its clique")
+        self.plugin.stop()
+        # Stopped, as in a restart: the label stays.
+        self.assertEqual(self.node_object(self.node.node_name)["labels"][CLIQUE_LABEL], CLIQUE)
+        r = self.node.ctl(["node", "remove-clique-labels", "--kubeconfig", self.node.api.kubeconfig])
+        self.assertEqual(json.loads(r.stdout), {"removed": [self.node.node_name]})
+        mine = self.node_object(self.node.node_name)
+        self.assertNotIn(CLIQUE_LABEL, mine.get("labels") or {})
+        self.assertNotIn(CLIQUE_LABEL_OWNER, mine.get("annotations") or {})
+        self.assertEqual(self.node_object("gfd-node")["labels"][CLIQUE_LABEL], "gfd.7")
+        # Run again (a retried hook): nothing left, still success.
+        r = self.node.ctl(["node", "remove-clique-labels", "--kubeconfig", self.node.api.kubeconfig])
+        self.assertEqual(json.loads(r.stdout), {"removed": []})
+
+    def test_no_api_server_is_exit_status_2(self):
+        r = self.node.ctl(["node", "remove-clique-labels", "--kubeconfig",
+                           os.path.join(self.node.workdir, "missing-kubeconfig")], check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("missing-kubeconfig", r.stderr)
 
 
 if __name__ == "__main__":

@@ -289,8 +289,9 @@ class GpuEndToEnd(NodeTestCase):
         self.assertEqual(json.loads(ok.stdout)["status"], "SERVING")
         claim = self.gpu_claim("alive", ["gpu-6"])
         self.assertOk(self.plugin.prepare([claim]), claim[2])  # serving claims and probes alike
-        ready = self.node.ctl(probe + ["--service", "readiness"], check=False)
-        self.assertEqual(ready.returncode, 0, ready.stdout + ready.stderr)
+        # Ready once the node's ResourceSlices are published too.
+        wait_for(lambda: self.node.ctl(probe + ["--service", "readiness"], check=False).returncode == 0, 30,
+                 "readiness")
         os.remove(self.plugin.dra_socket)
         gone = self.node.ctl(probe, check=False)
         self.assertEqual(gone.returncode, 1, gone.stdout + gone.stderr)

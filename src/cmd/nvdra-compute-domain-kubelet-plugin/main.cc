@@ -254,5 +254,10 @@ int main(int argc, char** argv) {
   return plugin::RunPlugin(
       "nvdra-compute-domain-kubelet-plugin", codec,
       [&](plugin::KindContext& ctx) { return MakeKind(ctx, flags); }, argc, argv,
-      [&flags](CLI::App& app) { flags.Add(app); });
+      [&flags](CLI::App& app) { flags.Add(app); },
+      // Before anything is written to disk (MakeKind checks it again).
+      [&flags](const plugin::PluginConfig& config) {
+        return computedomain::ValidateImexConfig(flags.imex, config.gates.Enabled(config::Gate::kHostManagedIMEXDaemon))
+            .Wrap("imex configuration validation failed");
+      });
 }

@@ -60,9 +60,13 @@ TEST(DiscoverTest, CommonEditsShowTheDriverFilesAndHooks) {
   bool libcuda = false;
   for (const auto& m : j["mounts"]) libcuda |= m["containerPath"] == "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01";
   EXPECT_TRUE(libcuda);
-  ASSERT_EQ(j["hooks"].size(), 4u);
+  // The GBM link's hook first (the mock has libnvidia-allocator), then the
+  // libraries' links, enable-cuda-compat, update-ldcache and
+  // disable-device-node-modification.
+  ASSERT_EQ(j["hooks"].size(), 5u);
   EXPECT_EQ(j["hooks"][0]["path"], "/opt/nvidia-cdi-hook");
-  EXPECT_EQ(j["hooks"][1]["args"][2], "--host-driver-version=570.158.01");
+  EXPECT_EQ(j["hooks"][0]["args"][3], "../libnvidia-allocator.so.1::/usr/lib/x86_64-linux-gnu/gbm/nvidia-drm_gbm.so");
+  EXPECT_EQ(j["hooks"][2]["args"][2], "--host-driver-version=570.158.01");
 }
 
 TEST(DiscoverTest, NvmlAgainstFakeLibrary) {

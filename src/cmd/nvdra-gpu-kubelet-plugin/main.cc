@@ -44,12 +44,17 @@ struct MpsFlags {
 // flags and the node, the Kubernetes calls through the plugin's client, the
 // system's mounts. The template is read once here, so a missing one stops
 // the start instead of failing every MPS claim.
+Status CheckMpsFlags(const MpsFlags& flags, const config::FeatureGates& gates) {
+  if (gates.Enabled(config::Gate::kMPSSupport) && flags.image.empty()) {
+    return InvalidArgument("--image-name (IMAGE_NAME) is required with featureGates.MPSSupport=true");
+  }
+  return Status::Ok();
+}
+
 Result<gpu::MpsRuntime> MakeMpsRuntime(plugin::KindContext& ctx, const MpsFlags& flags) {
   gpu::MpsRuntime rt;
   if (!ctx.gates.Enabled(config::Gate::kMPSSupport)) return rt;
-  if (flags.image.empty()) {
-    return InvalidArgument("--image-name (IMAGE_NAME) is required with featureGates.MPSSupport=true");
-  }
+  NVDRA_RETURN_IF_ERROR(CheckMpsFlags(flags, ctx.gates));
   if (auto text = ReadFileToString(flags.template_path); !text.ok()) {
     return text.status().Wrap("MPS control daemon template");
   }
@@ -197,5 +202,10 @@ int main(int argc, char** argv) {
         kind->StartFabricSweep(SweepWorker(ctx, "Fabric Manager partition sweep"), LedgerUndoRecords(ctx));
         return std::unique_ptr<driver::DeviceKind>(std::move(kind));
       },
-      argc, argv, kind_flags);
+      argc, argv, kind_flags,
+      // Before anything is written to disk: the kind's flags that depend on gates.
+      [&](const plugin::PluginConfig& config) -> Status {
+        NVDRA_RETURN_IF_ERROR(CheckMpsFlags(mps_flags, config.gates));
+        return gpu::ParseConsumableShares(consumable_shares, config.gates).status();
+      });
 }

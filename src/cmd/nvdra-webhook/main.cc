@@ -34,7 +34,6 @@ struct WebhookFlags : LoggingFlags {
   int port = 443;
   std::string feature_gates;
   std::string scope = "nvdra";
-  int verbosity = 0;
   std::string read_header_timeout = "10s";
   std::string read_body_timeout = "30s";
   std::string idle_timeout = "90s";
@@ -108,9 +107,7 @@ void AddFlags(CLI::App& app, WebhookFlags& f) {
   app.add_option("--idle-timeout", f.idle_timeout,
                  "How long a kept-alive connection may wait for its next request")
       ->capture_default_str();
-  app.add_option("-v,--v", f.verbosity, "Log verbosity (2: every request and answer)")
-      ->envname("V")
-      ->check(CLI::Range(0, 10));
+  AddVerbosityFlag(app, f, "Log verbosity (2: every request and answer)");
   app.add_option("--logging-format", f.logging_format, "Log format: text or json")
       ->envname("LOGGING_FORMAT")
       ->check(CLI::IsMember({"text", "json"}))

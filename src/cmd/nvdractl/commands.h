@@ -41,4 +41,8 @@ void AddCycleCommand(CLI::App& app, int& exit_code);
 // --healthcheck-port.
 void AddProbeCommand(CLI::App& app, int& exit_code);
 
+// `nvdractl node remove-clique-labels`: the nvidia.com/gpu.clique labels
+// nvdra wrote, removed from every Node (the chart's pre-delete hook).
+void AddNodeCommands(CLI::App& app, int& exit_code);
+
 }  // namespace nvdra::ctl

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   nvdra::ctl::AddKubeletCommands(app, exit_code);
   nvdra::ctl::AddCycleCommand(app, exit_code);
   nvdra::ctl::AddProbeCommand(app, exit_code);
+  nvdra::ctl::AddNodeCommands(app, exit_code);
   ClearFooters(app);
   app.footer("Exit status: 0 success; 1 the plugin answered but something in the answer failed; "
              "2 bad arguments, or the call itself failed. Each subcommand's --help says more.");

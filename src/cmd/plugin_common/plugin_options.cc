@@ -58,8 +58,8 @@ void AddUpstreamFlags(CLI::App& app, PluginOptions& o) {
       ->envname("METRICS_PATH")->capture_default_str();
   kube::AddKubeFlags(app, o.kube);
   app.add_option("--feature-gates", o.feature_gates, config::FeatureGates::FlagHelp())->envname("FEATURE_GATES");
-  app.add_option("-v,--v", o.verbosity, "Log verbosity (0 config and permanent errors ... 6 every request)")
-      ->envname("V")->check(CLI::Range(0, 10));
+  AddVerbosityFlag(app, o,
+                   "Log verbosity (0 config and permanent errors ... 6 every request, 7 every health check)");
   app.add_option("--logging-format", o.logging_format, "Log format: text or json")
       ->envname("LOGGING_FORMAT")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--additional-xids-to-ignore", o.additional_xids_to_ignore,

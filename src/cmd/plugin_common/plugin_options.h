@@ -39,7 +39,6 @@ struct PluginOptions : LoggingFlags {
   // --kubeconfig, --kube-api-qps, --kube-api-burst: the Kubernetes client's flags.
   kube::KubeFlags kube;
   std::string feature_gates;
-  int verbosity = 0;
   std::string additional_xids_to_ignore;
   // MASK_NVIDIA_DRIVER_PARAMS: "true" masks ModifyDeviceFiles in this
   // container before NVML starts (driver_params.h); anything else does not,

@@ -149,6 +149,34 @@ TEST(PluginOptionsTest, GoSpellingsOfTheFlagsAreTaken) {
   EXPECT_FALSE(Parse({"-node-name", "n1", "-no-such-flag"}).ok());
 }
 
+// Every level klog takes starts the plugin (a chart value of 11 or 20 must
+// not stop it); what klog refuses, and a negative level, is a usage error.
+TEST(PluginOptionsTest, AnyNonNegativeVerbosityIsTaken) {
+  const std::pair<std::vector<const char*>, int> taken[] = {
+      {{"--node-name", "n1", "-v=20"}, 20},
+      {{"--node-name", "n1", "--v", "11"}, 11},
+      {{"--node-name", "n1", "-v", "2147483647"}, 2147483647},
+      {{"--node-name", "n1", "--v=0"}, 0},
+  };
+  for (const auto& [args, level] : taken) {
+    auto o = Parse(args);
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    EXPECT_EQ(o->verbosity, level);
+  }
+  setenv("V", "15", 1);
+  auto env = Parse({"--node-name", "n1"});
+  unsetenv("V");
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(env->verbosity, 15);
+  for (const char* bad : {"-1", "abc", "4.5", "2147483648"}) {
+    std::string flag = std::string("-v=") + bad;
+    auto o = Parse({"--node-name", "n1", flag.c_str()});
+    ASSERT_FALSE(o.ok()) << bad;
+    EXPECT_NE(o.status().message().find(std::string("\"") + bad + "\" is not a log verbosity"), std::string::npos)
+        << o.status().message();
+  }
+}
+
 // Every logging flag reads the variable upstream's binaries read it from:
 // the flag's name in capitals with '-' as '_'.
 TEST(PluginOptionsTest, LoggingFlagsReadUpstreamsVariables) {

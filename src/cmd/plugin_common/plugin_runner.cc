@@ -28,18 +28,6 @@ kubelet::DeviceHealthStatus ToKubelet(devices::HealthState s) {
   return kubelet::DeviceHealthStatus::kUnknown;
 }
 
-// Counts slice syncs in the DRA metrics as they finish.
-class SliceSyncMetrics final : public kube::SlicePublisherObserver {
- public:
-  explicit SliceSyncMetrics(metrics::DraMetrics& metrics) : metrics_(metrics) {}
-  void OnSliceSync(const kube::SliceSyncResult& result) override {
-    metrics_.RecordSliceSync(result.status.ok() ? "success" : "error");
-  }
-
- private:
-  metrics::DraMetrics& metrics_;
-};
-
 Status StartupInterrupted(int sig) {
   return Unavailable("startup interrupted by signal " + std::to_string(sig));
 }
@@ -60,7 +48,7 @@ Result<devices::NodeInventory> DiscoverWithRetry(devices::DeviceLib& lib, kubele
 }  // namespace
 
 Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc,
-                                      char** argv, const KindFlags& kind_flags) {
+                                      char** argv, const KindFlags& kind_flags, const KindCheck& kind_check) {
   NVDRA_ASSIGN_OR_RETURN(PluginOptions options, ParsePluginOptions(program, driver, argc, argv, kind_flags));
   auto gates = config::FeatureGates::Parse(options.feature_gates);
   if (!gates.ok()) return gates.status().Wrap("--feature-gates");
@@ -69,7 +57,9 @@ Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::str
   InitLogging(options.verbosity, options.logging_format, options.SplitLogStream());
   if (!options.vmodule.empty()) SetVModule(*ParseVModule(options.vmodule));
   NVDRA_RETURN_IF_ERROR(gates->RefuseUnimplemented().Wrap("--feature-gates"));
-  return PluginConfig{std::move(options), std::move(gates).value()};
+  PluginConfig config{std::move(options), std::move(gates).value()};
+  if (kind_check) NVDRA_RETURN_IF_ERROR(kind_check(config));
+  return config;
 }
 
 Plugin::Plugin(std::string program, const ledger::KindCodec& codec, PluginConfig config,
@@ -93,9 +83,11 @@ Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, const ledger:
   Plugin& plugin = *p;
   const std::pair<const char*, std::function<Status()>> phases[] = {
       {"instance check", [&] { return plugin.CheckNoOtherInstance(); }},
+      // Before anything is written to disk: a missing or unparsable
+      // kubeconfig leaves no plugin directory, ledger or CDI root behind.
+      {"Kubernetes client", [&] { return plugin.SetUpKubeClient(); }},
       {"hardware", [&] { return plugin.SetUpHardware(); }},
       {"CDI and ledger", [&] { return plugin.SetUpCdiAndLedger(); }},
-      {"Kubernetes client", [&] { return plugin.SetUpKubeClient(); }},
       {"device kind", [&] { return plugin.SetUpKind(factory); }},
       {"metrics", [&] { return plugin.SetUpMetrics(); }},
       {"engine and reconciler", [&] { return plugin.StartEngineAndReconciler(); }},
@@ -277,10 +269,13 @@ Status Plugin::StartEngineAndReconciler() {
 }
 
 Status Plugin::StartSlicePublisher() {
-  slice_observer_ = std::make_unique<SliceSyncMetrics>(metrics_->dra());
+  slice_readiness_ = std::make_unique<SliceReadiness>(driver_, &metrics_->dra());
   kube::SlicePublisherOptions sopts;
   sopts.events = events_.get();
-  sopts.observer = slice_observer_.get();
+  sopts.observer = slice_readiness_.get();
+  // While the API server is down each sync fails at once (one request), so
+  // the slices are written about this long after it answers again.
+  sopts.retry_period = std::chrono::seconds(1);
   sopts.group = background_.get();
   // The watch of the node's slices says when to sync (a deletion by the
   // kubelet, an edit); the periodic resync is only a backstop.
@@ -333,12 +328,15 @@ Status Plugin::StartHealthMonitoring() {
   return Status::Ok();
 }
 
-// What the plugin runs without: the readiness probe's answer.
+// What the plugin runs without: the readiness probe's answer, every reason
+// that applies, joined.
 Status Plugin::Readiness() const {
-  if (!health_monitor_failure_.empty()) {
-    return Unavailable("device health monitoring failed to start: " + health_monitor_failure_);
-  }
-  return Status::Ok();
+  std::string missing;
+  auto add = [&missing](const std::string& reason) { missing += (missing.empty() ? "" : "; ") + reason; };
+  if (!health_monitor_failure_.empty()) add("device health monitoring failed to start: " + health_monitor_failure_);
+  if (Status slices = slice_readiness_->Ready(); !slices.ok()) add(slices.message());
+  if (missing.empty()) return Status::Ok();
+  return Unavailable(missing);
 }
 
 // An ignored XID is logged and becomes a taint of effect None, but the
@@ -384,7 +382,7 @@ Status Plugin::StartServers() {
 }
 
 int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const KindFactory& factory, int argc,
-              char** argv, const KindFlags& kind_flags) {
+              char** argv, const KindFlags& kind_flags, const KindCheck& kind_check) {
   const std::string driver = codec.driver_name();
   // glibc gives each thread that allocates its own arena (up to 8 per core),
   // which idle plugin threads hold as resident memory; the plugin's work is
@@ -396,7 +394,7 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
   // Signals are blocked before any thread starts, so only the watch's
   // thread sees them; startup's waits end as soon as one arrives.
   kubelet::ShutdownSignal::Block();
-  auto config = LoadPluginConfig(program, driver, argc, argv, kind_flags);
+  auto config = LoadPluginConfig(program, driver, argc, argv, kind_flags, kind_check);
   if (!config.ok()) {
     if (config.status().code() == StatusCode::kAlreadyExists) return 0;  // --help / --version
     std::cerr << program << ": " << config.status().message() << "\n";

@@ -1,6 +1,6 @@
 // The one main() both kubelet plugins share: a Plugin object that builds,
-// phase by phase, everything a kubelet plugin runs (hardware, the CDI writer
-// and the ledger, the Kubernetes client, the device kind, metrics, the engine
+// phase by phase, everything a kubelet plugin runs (the Kubernetes client,
+// hardware, the CDI writer and the ledger, the device kind, metrics, the engine
 // and the reconciler, the slice publisher, device health, the kubelet-facing
 // servers) and takes it down in the reverse order. A plugin binary only says
 // which device kind it serves.
@@ -14,6 +14,7 @@
 #include "cmd/plugin_common/companion_list.h"
 #include "cmd/plugin_common/kube_sources.h"
 #include "cmd/plugin_common/plugin_options.h"
+#include "cmd/plugin_common/slice_readiness.h"
 #include "config/feature_gates.h"
 #include "devices/device_lib.h"
 #include "devices/toolkit/driver_files.h"
@@ -68,12 +69,16 @@ struct PluginConfig {
   config::FeatureGates gates;
 };
 
-// Parses the command line and starts logging. --help and --version return
-// kAlreadyExists with an empty message (exit 0); anything else is a usage
-// error (exit 2).
+// Checks a kind's own flags against the parsed configuration (a flag that
+// needs another, one that needs a gate) before anything is written to disk.
+using KindCheck = std::function<Status(const PluginConfig&)>;
+
+// Parses the command line, checks it (the kind's flags with `kind_check`)
+// and starts logging. --help and --version return kAlreadyExists with an
+// empty message (exit 0); anything else is a usage error (exit 2).
 Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc,
                                       char** argv,
-                                      const KindFlags& kind_flags = nullptr);
+                                      const KindFlags& kind_flags = nullptr, const KindCheck& kind_check = nullptr);
 
 // One running kubelet plugin. Start builds it in phases, each a step of its
 // own; the members are declared in the order the phases build them, so
@@ -113,7 +118,8 @@ class Plugin {
   void OnHealthEvent(const devices::DeviceHealthEvent& event);
   void OnOwnHealthEvent(const devices::DeviceHealthEvent& event);
   // Ok unless the plugin runs degraded (device health monitoring that was
-  // asked for failed to start); the health server's "readiness" service.
+  // asked for failed to start, ResourceSlices not published: the API server
+  // unreachable); the health server's "readiness" service.
   Status Readiness() const;
 
   // Options and logging.
@@ -124,6 +130,11 @@ class Plugin {
   const config::FeatureGates gates_;
   const std::string plugin_dir_;
   kubelet::ShutdownWatch& shutdown_;
+  // The Kubernetes client and what speaks through it: built first, as the
+  // kubeconfig is checked before anything is written to disk.
+  std::unique_ptr<kube::KubeClient> kube_;
+  std::unique_ptr<KubeClaimSource> claims_;
+  std::unique_ptr<kube::EventRecorder> events_;
   // Hardware.
   std::unique_ptr<devices::DeviceLib> lib_;
   devices::NodeInventory inventory_;
@@ -132,10 +143,6 @@ class Plugin {
   // CDI and the ledger.
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;
   std::unique_ptr<ledger::ClaimLedger> ledger_;
-  // The Kubernetes client and what speaks through it.
-  std::unique_ptr<kube::KubeClient> kube_;
-  std::unique_ptr<KubeClaimSource> claims_;
-  std::unique_ptr<kube::EventRecorder> events_;
   // The device kind, and what it relies on (destroyed after it).
   // Runs the reconciler, the slice sync and the kind's maintenance, one
   // at a time; declared before them so that it outlives them.
@@ -149,8 +156,8 @@ class Plugin {
   std::unique_ptr<driver::DeviceMetadataFiles> metadata_;
   std::unique_ptr<driver::Engine> engine_;
   std::unique_ptr<driver::Reconciler> reconciler_;
-  // The slice publisher and what it reports to.
-  std::unique_ptr<kube::SlicePublisherObserver> slice_observer_;
+  // The slice publisher and what it reports to (metrics, readiness).
+  std::unique_ptr<SliceReadiness> slice_readiness_;
   std::unique_ptr<kube::SlicePublisher> publisher_;
   // Device health.
   kubelet::DeviceHealthBroadcaster broadcaster_;
@@ -169,6 +176,6 @@ class Plugin {
 // the process exit code.
 int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const KindFactory& factory, int argc,
               char** argv,
-              const KindFlags& kind_flags = nullptr);
+              const KindFlags& kind_flags = nullptr, const KindCheck& kind_check = nullptr);
 
 }  // namespace nvdra::plugin

@@ -42,9 +42,17 @@ const std::vector<std::string>& ExplicitLibraries() {
   return libs;
 }
 
+// The toolkit's newDriverBinariesDiscoverer list, the IMEX daemon and its
+// control tool included (an IMEX daemon's container and the workloads that
+// ask it about their domain run them).
 const std::vector<std::string>& Binaries() {
-  static const std::vector<std::string> bins = {"nvidia-smi", "nvidia-debugdump", "nvidia-persistenced",
-                                                "nvidia-cuda-mps-control", "nvidia-cuda-mps-server"};
+  static const std::vector<std::string> bins = {"nvidia-smi",
+                                                "nvidia-debugdump",
+                                                "nvidia-persistenced",
+                                                "nvidia-cuda-mps-control",
+                                                "nvidia-cuda-mps-server",
+                                                "nvidia-imex",
+                                                "nvidia-imex-ctl"};
   return bins;
 }
 
@@ -459,6 +467,23 @@ cdi::ContainerEdits DriverFiles::Edits(const std::string& hook_path) const {
     e.mounts.insert(e.mounts.end(), list->begin(), list->end());
   }
   if (hook_path.empty()) return e;
+  // The toolkit's graphics libraries come before its driver files and bring
+  // links of their own: GBM finds the NVIDIA backend as
+  // gbm/nvidia-drm_gbm.so next to libnvidia-allocator, and the Vulkan
+  // producer is opened by its unversioned name.
+  std::vector<std::string> graphics_links;
+  for (const auto& m : libraries) {
+    const std::string dir = Dirname(m.container_path);
+    const std::string name = Basename(m.container_path);
+    if (Glob("libnvidia-allocator.so.*.*", name)) {
+      graphics_links.push_back("--link");
+      graphics_links.push_back("../libnvidia-allocator.so.1::" + dir + "/gbm/nvidia-drm_gbm.so");
+    } else if (Glob("libnvidia-vulkan-producer.so.*.*", name)) {
+      graphics_links.push_back("--link");
+      graphics_links.push_back(name + "::" + dir + "/libnvidia-vulkan-producer.so");
+    }
+  }
+  if (!graphics_links.empty()) e.hooks.push_back(CdiHook(hook_path, "create-symlinks", std::move(graphics_links)));
   if (!symlinks.empty()) {
     std::vector<std::string> args;
     for (const auto& s : symlinks) {

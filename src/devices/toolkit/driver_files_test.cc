@@ -284,6 +284,40 @@ TEST(DriverFilesTest, HooksInTheToolkitsOrderAndNoneWithoutABinary) {
   EXPECT_EQ(bare.env, std::vector<std::string>{"NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64"});
 }
 
+// As the toolkit's graphics discoverer: libnvidia-allocator brings GBM's
+// backend link, in a create-symlinks hook of its own ahead of the libraries'
+// links; the IMEX daemon and its control tool are driver binaries.
+TEST(DriverFilesTest, GbmLinkAndImexBinariesAsTheToolkitWritesThem) {
+  nvdra::testing::TempDir tmp;
+  Tree t(tmp.path());
+  t.Lib("/usr/lib64", "libcuda", "1", "570.1");
+  t.Lib("/usr/lib64", "libnvidia-allocator", "1", "570.1");
+  t.WriteCache();
+  t.File("/usr/bin/nvidia-imex", 0755);
+  t.File("/usr/bin/nvidia-imex-ctl", 0755);
+  auto files = DiscoverDriverFiles(DriverRoot(t.root(), "/"), "570.1");
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  auto edits = files->Edits("/opt/hooks/nvidia-cdi-hook");
+  ASSERT_EQ(edits.hooks.size(), 5u);
+  EXPECT_EQ(edits.hooks[0].args,
+            (std::vector<std::string>{"nvidia-cdi-hook", "create-symlinks", "--link",
+                                      "../libnvidia-allocator.so.1::/usr/lib64/gbm/nvidia-drm_gbm.so"}));
+  EXPECT_EQ(edits.hooks[1].args[1], "create-symlinks");
+  std::vector<std::string> paths;
+  for (const auto& m : edits.mounts) paths.push_back(m.container_path);
+  for (const char* bin : {"/usr/bin/nvidia-imex", "/usr/bin/nvidia-imex-ctl"}) {
+    EXPECT_NE(std::find(paths.begin(), paths.end(), bin), paths.end()) << bin;
+  }
+  // Without the allocator there is no GBM hook.
+  nvdra::testing::TempDir tmp2;
+  Tree t2(tmp2.path());
+  t2.Lib("/usr/lib64", "libcuda", "1", "570.1");
+  t2.WriteCache();
+  auto plain = DiscoverDriverFiles(DriverRoot(t2.root(), "/"), "570.1");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->Edits("/opt/hooks/nvidia-cdi-hook").hooks.size(), 4u);
+}
+
 TEST(DriverFilesTest, CacheRefreshesWhenTheDriverChanges) {
   nvdra::testing::TempDir tmp;
   Tree t(tmp.path());
