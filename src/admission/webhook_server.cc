@@ -54,8 +54,10 @@ constexpr size_t kFirstRead = 1024;
 constexpr size_t kKeptBufferBytes = 16 * 1024;
 // Once requests of at least this much are over and nothing is buffered,
 // the heap's free memory goes back to the system: the allocator keeps it
-// otherwise, and a burst would leave the process at its peak for good.
-constexpr size_t kTrimAfterBytes = 1u << 20;
+// otherwise, and a burst would leave the process at its peak for good. A
+// body of 256 KiB parses into up to 20 MiB of small allocations; the
+// API server's reviews are a few KiB.
+constexpr size_t kTrimAfterBytes = 256 * 1024;
 // Likewise once the connections held fall to half of a peak of at least
 // this many: each held TLS state and buffers, freed in between other
 // allocations.

@@ -346,6 +346,35 @@ class WebhookAttackTest(unittest.TestCase):
             self.assertLess(elapsed, ANSWER_WITHIN_S)
         self.assertLess(peak, before + 64)
 
+    def test_the_memory_of_large_parses_is_given_back(self):
+        # 200,000 values, just within the limit: parsed, each body is some
+        # 20 MiB of small allocations, which the allocator would keep.
+        hook = self.hook
+        body = (b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "pad": [' +
+                b"{}," * 199000 + b"{}]}")
+        before, peak, statuses = rss_mib(hook.proc.pid), 0.0, []
+
+        def send():
+            for _ in range(3):
+                statuses.append(hook.request(body, timeout=30)[0])
+
+        sending = [threading.Thread(target=send) for _ in range(8)]
+        for t in sending:
+            t.start()
+        while any(t.is_alive() for t in sending):
+            peak = max(peak, rss_mib(hook.proc.pid))
+            time.sleep(0.01)
+        deadline = time.monotonic() + 10
+        after = rss_mib(hook.proc.pid)
+        while after > before + 8 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            after = rss_mib(hook.proc.pid)
+        print("\nlarge parses, 8 at once: RSS before %.1f MiB, peak %.1f MiB, after %.1f MiB" % (before, peak, after),
+              file=sys.stderr)
+        self.assertEqual(statuses, [400] * 24)  # no request in the AdmissionReview
+        self.assertLess(peak, before + 160)
+        self.assertLess(after, before + 8)
+
     def test_thousands_of_configs_are_refused_at_once(self):
         prober = Prober(self.hook)
         prober.start()
