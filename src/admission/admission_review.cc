@@ -18,6 +18,38 @@ constexpr std::string_view kAdmissionKind = "AdmissionReview";
 constexpr std::string_view kResourceGroup = "resource.k8s.io";
 // A message quotes at most this much of a body it could not read.
 constexpr size_t kMaxQuoted = 256;
+// Parsed, a body of 3 MiB that is all `{},` becomes a million objects of
+// some 80 bytes each, and takes seconds to build: a few such bodies at once
+// would hold hundreds of MiB. A review of a claim with 32 configs holds a
+// few thousand values.
+constexpr size_t kMaxJsonValues = 200'000;
+
+// How many values `text` holds, counted without parsing: the root, and in
+// each array or object that is not empty, one value (or member) more than
+// the commas between them. Outside strings only; stops counting once past
+// `limit`. Linear, and far cheaper than the parse it guards.
+size_t CountJsonValues(std::string_view text, size_t limit) {
+  size_t n = 1;
+  bool in_string = false;
+  bool just_opened = false;  // the last character was the [ or { of an array or object
+  for (size_t i = 0; i < text.size() && n <= limit; ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (just_opened && c != ']' && c != '}') ++n;
+    just_opened = c == '[' || c == '{';
+    if (c == '"') in_string = true;
+    if (c == ',') ++n;
+  }
+  return n;
+}
 
 // What the request names: one of the six resources, or neither.
 struct Target {
@@ -76,7 +108,33 @@ bool IsJsonContentType(std::string_view content_type) {
 // The configs of one object, checked; the messages of those that fail.
 struct ConfigCheck {
   Status shape;  // the object itself cannot be read (BadRequest)
+  std::string too_many;  // more configs than the API server allows (Invalid)
   std::vector<std::string> failures;
+};
+
+// The API server's words for a list over its limit (field.TooMany).
+std::string TooMany(const std::string& field, size_t n) {
+  return field + ": Too many: " + std::to_string(n) + ": must have at most " + std::to_string(kMaxConfigsPerClaim) +
+         " items";
+}
+
+// The raw text of the configs, read from the body once, on first use: a
+// search from the start of the body for each config would cost the body's
+// size times their number.
+class RawConfigs {
+ public:
+  RawConfigs(std::string_view body, std::vector<kube::JsonPathStep> path) : body_(body), path_(std::move(path)) {}
+  std::string_view Parameters(size_t index) {
+    if (!items_) items_ = kube::FindRawJsonElements(body_, path_).value_or(std::vector<std::string_view>());
+    if (index >= items_->size()) return {};
+    return kube::FindRawJson((*items_)[index], {std::string("opaque"), std::string("parameters")})
+        .value_or(std::string_view());
+  }
+
+ private:
+  std::string_view body_;
+  std::vector<kube::JsonPathStep> path_;
+  std::optional<std::vector<std::string_view>> items_;
 };
 
 ConfigCheck CheckConfigs(std::string_view body, const JsonReader& object, const Target& target,
@@ -103,7 +161,15 @@ ConfigCheck CheckConfigs(std::string_view body, const JsonReader& object, const 
     return out;
   }
   if (!devices->has_value()) return out;
+  // Refused before any config is looked at, so that a review of thousands
+  // costs no more than its parse.
+  if (const auto* configs = (*devices)->Find("config"); configs && configs->is_array() &&
+                                                        configs->size() > kMaxConfigsPerClaim) {
+    out.too_many = TooMany(spec_path + ".devices.config", configs->size());
+    return out;
+  }
 
+  RawConfigs raw_configs(body, std::move(raw_path));
   size_t index = 0;
   out.shape = (*devices)->ForEach("config", [&](const JsonReader& item) -> Status {
     const size_t i = index++;
@@ -115,12 +181,7 @@ ConfigCheck CheckConfigs(std::string_view body, const JsonReader& object, const 
     if (!checked) return Status::Ok();
 
     const std::string field = spec_path + ".devices.config[" + std::to_string(i) + "].opaque.parameters";
-    std::vector<kube::JsonPathStep> path = raw_path;
-    path.push_back(i);
-    path.push_back(std::string("opaque"));
-    path.push_back(std::string("parameters"));
-    std::optional<std::string_view> raw = kube::FindRawJson(body, path);
-    auto decoded = config::DecodeStrict(raw ? *raw : std::string_view());
+    auto decoded = config::DecodeStrict(raw_configs.Parameters(i));
     if (!decoded.ok()) {
       out.failures.push_back("error decoding object at " + field + ": " + decoded.status().message());
       return Status::Ok();
@@ -222,6 +283,7 @@ HttpAnswer Judge(std::string_view body, const JsonReader& req, const std::string
   if (!check.shape.ok()) {
     return refuse(expected_kind + " has an unexpected shape: " + check.shape.message(), "BadRequest");
   }
+  if (!check.too_many.empty()) return refuse(check.too_many, "Invalid");
   if (!check.failures.empty()) {
     std::string msg = std::to_string(check.failures.size()) + " configs failed to validate: ";
     for (size_t i = 0; i < check.failures.size(); ++i) {
@@ -242,6 +304,10 @@ HttpAnswer ReadAndJudge(std::string_view body, const config::FeatureGates& gates
     return TextError(400, msg);
   };
 
+  if (CountJsonValues(body, kMaxJsonValues) > kMaxJsonValues) {
+    return bad_request("request could not be decoded: the request body holds more than " +
+                       std::to_string(kMaxJsonValues) + " JSON values; refusing to decode it");
+  }
   auto parsed = ParseJsonText(body, "the request body");
   if (!parsed.ok()) return bad_request("request could not be decoded: " + parsed.status().message());
   const JsonReader review(*parsed);

@@ -40,6 +40,13 @@ const std::vector<std::string>& CheckedDrivers(WebhookScope scope = WebhookScope
 // Validate judges only what upstream's Validate judges.
 config::Config UpstreamAdmissionView(config::Config config);
 
+// The API server's limit on spec.devices.config of a claim (and of a
+// template's claim spec). It refuses more before any webhook is called, so
+// a review with more comes from someone else: it is refused before any
+// config is judged, with the API server's own message
+// ("spec.devices.config: Too many: <n>: must have at most 32 items").
+inline constexpr size_t kMaxConfigsPerClaim = 32;
+
 // An HTTP answer: status code, Content-Type and body.
 struct HttpAnswer {
   int status = 200;

@@ -349,17 +349,61 @@ TEST(AdmissionReviewTest, AConfigWithoutParametersIsRefusedNotCrashedOn) {
   EXPECT_EQ(d.reason(), "Invalid");
 }
 
-TEST(AdmissionReviewTest, ManyConfigsAreEachJudged) {
+// The API server allows 32 configs per claim: each of 32 is judged.
+TEST(AdmissionReviewTest, ThirtyTwoConfigsAreEachJudged) {
   json t = ObjectFrom("gpu-test6.yaml", "a100");
   json one = t["spec"]["spec"]["devices"]["config"][0];
   json& configs = t["spec"]["spec"]["devices"]["config"];
   configs = json::array();
-  for (int i = 0; i < 2000; ++i) configs.push_back(one);
-  configs[1999]["opaque"]["parameters"]["sharing"]["timeSlicingConfig"]["interval"] = "Forever";
+  for (size_t i = 0; i < kMaxConfigsPerClaim; ++i) configs.push_back(one);
+  configs[31]["opaque"]["parameters"]["sharing"]["timeSlicingConfig"]["interval"] = "Forever";
   Decision d = DecideObject(t);
   EXPECT_FALSE(d.allowed());
-  EXPECT_EQ(d.message().rfind("1 configs failed to validate: object at spec.spec.devices.config[1999].", 0), 0u)
+  EXPECT_EQ(d.message().rfind("1 configs failed to validate: object at spec.spec.devices.config[31].", 0), 0u)
       << d.message().substr(0, 200);
+}
+
+// More than the API server allows comes from someone else than the API
+// server: refused with its words, before any config is decoded (the one
+// config that does not decode is not what the answer names).
+TEST(AdmissionReviewTest, MoreConfigsThanTheApiServerAllowsAreRefusedUnjudged) {
+  json t = ObjectFrom("gpu-test6.yaml", "a100");
+  json one = t["spec"]["spec"]["devices"]["config"][0];
+  for (size_t n : {size_t{33}, size_t{4000}}) {
+    json& configs = t["spec"]["spec"]["devices"]["config"];
+    configs = json::array();
+    for (size_t i = 0; i < n; ++i) configs.push_back(one);
+    configs[0]["opaque"]["parameters"]["sharing"]["timeSlicingConfig"]["interval"] = "Forever";
+    Decision d = DecideObject(t);
+    ASSERT_EQ(d.http_status, 200);
+    EXPECT_FALSE(d.allowed());
+    EXPECT_EQ(d.reason(), "Invalid");
+    EXPECT_EQ(d.message(), "spec.spec.devices.config: Too many: " + std::to_string(n) + ": must have at most 32 items");
+  }
+  json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceClaim"},
+                {"spec", {{"devices", {{"config", json::array()}}}}}};
+  for (int i = 0; i < 100; ++i) claim["spec"]["devices"]["config"].push_back({{"opaque", {{"driver", "example.com"}}}});
+  EXPECT_EQ(DecideObject(claim).message(), "spec.devices.config: Too many: 100: must have at most 32 items");
+}
+
+// Parsed, a few MiB of tiny values would take seconds and hundreds of MiB:
+// a body of more than 200,000 values is refused before it is parsed, even
+// when it is a well-formed review (the API server sends a few thousand).
+TEST(AdmissionReviewTest, ABodyOfTooManyValuesIsRefusedUnparsed) {
+  json claim = ObjectFrom("gpu-test6.yaml", "a100");
+  claim["metadata"]["pad"] = json::array();
+  for (int i = 0; i < 100'000; ++i) claim["metadata"]["pad"].push_back(json::object());
+  EXPECT_TRUE(DecideObject(claim).allowed());
+  for (int i = 0; i < 100'000; ++i) claim["metadata"]["pad"].push_back(0);
+  Decision d = DecideObject(claim);
+  EXPECT_EQ(d.http_status, 400);
+  EXPECT_EQ(d.body,
+            "failed to read AdmissionReview from request body: request could not be decoded: the request body holds "
+            "more than 200000 JSON values; refusing to decode it\n");
+  // Commas, brackets and braces inside strings are no values.
+  claim["metadata"]["pad"] = std::string(500'000, ',') + std::string(500'000, '{');
+  EXPECT_TRUE(DecideObject(claim).allowed());
 }
 
 TEST(AdmissionReviewTest, AWrongContentTypeIs415WithUpstreamsMessage) {

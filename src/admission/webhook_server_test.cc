@@ -15,18 +15,23 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "admission/certificate_reloader.h"
 #include "admission/webhook_routes.h"
+#include "util/mutex.h"
 #include "util/test_temp_dir.h"
 
 namespace nvdra::admission {
@@ -42,6 +47,33 @@ struct Deleter {
 };
 template <typename T>
 using Owned = std::unique_ptr<T, Deleter>;
+
+// Holds the requests a test's handler is given in the handler until the
+// test opens it, and tells the test how many are held.
+class HandlerLatch {
+ public:
+  void Enter() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    ++inside_;
+    cv_.NotifyAll();
+    cv_.Wait(mu_, [&]() REQUIRES(mu_) { return open_; });
+  }
+  void WaitInside(int n) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    cv_.Wait(mu_, [&]() REQUIRES(mu_) { return inside_ >= n; });
+  }
+  void Open() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    open_ = true;
+    cv_.NotifyAll();
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  int inside_ GUARDED_BY(mu_) = 0;
+  bool open_ GUARDED_BY(mu_) = false;
+};
 
 // A self-signed certificate for 127.0.0.1 and localhost.
 struct Cert {
@@ -233,18 +265,34 @@ class WebhookServerTest : public ::testing::Test {
     WritePem(first_, cert_path_, key_path_);
   }
 
-  void StartServer(std::chrono::milliseconds timeout = std::chrono::milliseconds(30'000)) {
+  // The defaults, but on a free loopback port; `change` adjusts them.
+  void StartServer(const std::function<void(WebhookServerOptions&)>& change = nullptr, HttpHandler handler = nullptr) {
     WebhookServerOptions o;
     o.host = "127.0.0.1";
     o.port = 0;
     o.cert_file = cert_path_;
     o.key_file = key_path_;
-    o.request_timeout = timeout;
-    o.max_body_bytes = 16u << 20;
+    if (change) change(o);
     auto gates = config::FeatureGates().With(config::Gate::kTimeSlicingSettings, true);
-    auto s = WebhookServer::Start(o, [gates](const HttpRequest& r) { return ServeWebhook(r, gates); });
+    if (!handler) handler = [gates](const HttpRequest& r) { return ServeWebhook(r, gates); };
+    auto s = WebhookServer::Start(o, std::move(handler));
     ASSERT_TRUE(s.ok()) << s.status().message();
     server_ = std::move(s).value();
+  }
+
+  // The serial of the certificate new connections get, once it is `want`
+  // (the files are read again off the connection's path, so a change shows
+  // on a later connection); the last one seen when that takes too long.
+  long ServedSerialOnceItIs(long want, const std::vector<const Cert*>& trusted) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    long seen = -1;
+    while (std::chrono::steady_clock::now() < deadline) {
+      Reply r = Exchange(Get("/readyz"), trusted);
+      EXPECT_EQ(r.status(), 200) << r.raw;
+      seen = r.peer_serial;
+      if (seen == want) break;
+    }
+    return seen;
   }
 
   Reply Exchange(const std::string& request, const std::vector<const Cert*>& trusted = {}) {
@@ -258,6 +306,20 @@ class WebhookServerTest : public ::testing::Test {
     return r;
   }
 
+  // Requests to /slow wait in the handler for latch_; the rest are served.
+  void StartServerWithSlowPath(const std::function<void(WebhookServerOptions&)>& change = nullptr) {
+    auto gates = config::FeatureGates().With(config::Gate::kTimeSlicingSettings, true);
+    StartServer(change, [this, gates](const HttpRequest& r) {
+      if (r.target != "/slow") return ServeWebhook(r, gates);
+      latch_.Enter();
+      return HttpAnswer{200, "text/plain; charset=utf-8", "slow " + std::to_string(r.body.size())};
+    });
+  }
+  void TearDown() override {
+    latch_.Open();  // no handler may hold the server's workers past the test
+    server_.reset();
+  }
+
   void ExpectStillServing() {
     Reply r = Exchange(Get("/readyz"));
     EXPECT_EQ(r.status(), 200) << r.raw;
@@ -267,6 +329,7 @@ class WebhookServerTest : public ::testing::Test {
   nvdra::testing::TempDir dir_{"nvdra-webhook"};
   std::string cert_path_, key_path_;
   Cert first_ = MakeCert(1001);
+  HandlerLatch latch_;
   std::unique_ptr<WebhookServer> server_;
 };
 
@@ -324,9 +387,26 @@ TEST_F(WebhookServerTest, OneConnectionCarriesSeveralRequests) {
 
 TEST_F(WebhookServerTest, ALargeReviewWithinTheLimitIsJudged) {
   StartServer();
-  Reply r = Exchange(Post("/validate-resource-claim-parameters", ClaimReview("Medium", std::string(8u << 20, 'x'))));
+  Reply r = Exchange(Post("/validate-resource-claim-parameters", ClaimReview("Medium", std::string(3'000'000, 'x'))));
   ASSERT_EQ(r.status(), 200) << r.raw.substr(0, 300);
   EXPECT_EQ(json::parse(r.body())["response"]["allowed"], true);
+}
+
+// The API server sends at most 3 MiB; so much is judged, a byte more is not.
+TEST_F(WebhookServerTest, TheBodyLimitIsTheApiServersThreeMebibytes) {
+  StartServer();
+  std::string review = ClaimReview("Short");
+  std::string at_limit = review.substr(0, review.size() - 1) + std::string((3u << 20) - review.size(), ' ') + "}";
+  ASSERT_EQ(at_limit.size(), 3u << 20);
+  Reply ok = Exchange(Post("/validate-resource-claim-parameters", at_limit));
+  ASSERT_EQ(ok.status(), 200) << ok.raw.substr(0, 300);
+  EXPECT_EQ(json::parse(ok.body())["response"]["allowed"], true);
+  // Refused from the Content-Length: the client need not send the body
+  // (the server reads no more than 1 MiB of it before it closes).
+  std::string over_request = Post("/validate-resource-claim-parameters", at_limit + " ");
+  Reply over = Exchange(over_request.substr(0, over_request.find("\r\n\r\n") + 5));
+  EXPECT_EQ(over.status(), 413) << over.raw.substr(0, 300);
+  EXPECT_EQ(over.body(), "request body larger than 3145728 bytes\n");
 }
 
 TEST_F(WebhookServerTest, ABodyOverTheLimitIsRefusedFromItsLengthBeforeItIsRead) {
@@ -371,7 +451,7 @@ TEST_F(WebhookServerTest, PlainHttpAndUntrustingClientsGetNoAnswerAndTheServerGo
 }
 
 TEST_F(WebhookServerTest, AClientThatStopsMidRequestIsCutOffAtTheTimeout) {
-  StartServer(std::chrono::milliseconds(300));
+  StartServer([](WebhookServerOptions& o) { o.body_timeout = std::chrono::milliseconds(300); });
   TlsClient c(server_->port(), {&first_});
   ASSERT_TRUE(c.connected());
   ASSERT_TRUE(c.Send("POST /validate-resource-claim-parameters HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"));
@@ -384,21 +464,150 @@ TEST_F(WebhookServerTest, AClientThatStopsMidRequestIsCutOffAtTheTimeout) {
   ExpectStillServing();
 }
 
+// Connections that send nothing once filled the cap, and every new one was
+// closed at once: now the one that waited longest for a request makes room.
+TEST_F(WebhookServerTest, AtTheCapTheIdleConnectionThatWaitedLongestIsClosedFirst) {
+  StartServer([](WebhookServerOptions& o) { o.max_connections = 8; });
+  std::vector<int> idle;
+  for (int i = 0; i < 8; ++i) idle.push_back(Connect(server_->port()));
+  for (int fd : idle) ASSERT_GE(fd, 0);
+  Reply r = Exchange(Post("/validate-resource-claim-parameters", ClaimReview("Long")));
+  ASSERT_TRUE(r.connected);
+  EXPECT_EQ(r.status(), 200) << r.raw;
+  // The first idle connection was closed to make room (recv sees the end,
+  // not the client's 10 s timeout); the last still stands.
+  char byte;
+  EXPECT_EQ(::recv(idle.front(), &byte, 1, 0), 0);
+  EXPECT_EQ(::recv(idle.back(), &byte, 1, MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  for (int fd : idle) ::close(fd);
+}
+
+// Connections with a request in work are never closed to make room: with
+// all of them busy, a new connection is the one closed.
+TEST_F(WebhookServerTest, AtTheCapWithEveryConnectionBusyANewOneIsClosed) {
+  StartServerWithSlowPath([](WebhookServerOptions& o) { o.max_connections = 2; });
+  Reply slow[2];
+  std::vector<std::thread> clients;
+  for (Reply& r : slow) clients.emplace_back([this, &r] { r = Exchange(Post("/slow", "{}")); });
+  latch_.WaitInside(2);
+  TlsClient refused(server_->port(), {&first_});
+  EXPECT_FALSE(refused.connected());
+  latch_.Open();
+  for (auto& c : clients) c.join();
+  for (Reply& r : slow) EXPECT_EQ(r.body(), "slow 2");
+  ExpectStillServing();
+}
+
+// Handlers run on workers, not on the threads that read and write: a
+// request in work for long delays no other.
+TEST_F(WebhookServerTest, SlowRequestsDelayNoOther) {
+  StartServerWithSlowPath([](WebhookServerOptions& o) {
+    o.io_threads = 2;
+    o.workers = 4;
+  });
+  Reply slow[3];
+  std::vector<std::thread> clients;
+  for (Reply& r : slow) clients.emplace_back([this, &r] { r = Exchange(Post("/slow", "{}")); });
+  latch_.WaitInside(3);
+  Reply ok = Exchange(Post("/validate-resource-claim-parameters", ClaimReview("Long")));
+  EXPECT_EQ(ok.status(), 200) << ok.raw;
+  EXPECT_EQ(json::parse(ok.body())["response"]["allowed"], true);
+  latch_.Open();
+  for (auto& c : clients) c.join();
+  for (Reply& r : slow) EXPECT_EQ(r.status(), 200) << r.raw;
+}
+
+// The bodies held at once, all connections together, are bounded: while
+// one body of 1 MiB is in work, a second does not fit 1.5 MiB and is
+// refused with 503; once the first is answered, there is room again.
+TEST_F(WebhookServerTest, BodiesHeldAtOnceAreBoundedAcrossConnections) {
+  StartServerWithSlowPath([](WebhookServerOptions& o) {
+    o.max_body_bytes = 1u << 20;
+    o.max_buffered_bytes = (3u << 20) / 2;
+  });
+  const std::string mib(1u << 20, ' ');
+  Reply first;
+  std::thread client([&] { first = Exchange(Post("/slow", mib)); });
+  latch_.WaitInside(1);
+  Reply second = Exchange(Post("/slow", mib));
+  EXPECT_EQ(second.status(), 503) << second.raw.substr(0, 300);
+  EXPECT_EQ(second.body(), "too many request bodies in flight; try again\n");
+  latch_.Open();
+  client.join();
+  EXPECT_EQ(first.body(), "slow 1048576");
+  Reply third = Exchange(Post("/slow", mib));
+  EXPECT_EQ(third.body(), "slow 1048576");
+}
+
+// A client that opens a connection and sends nothing, or half a head, is
+// closed once the head's time is up, and does not wait for the body's.
+TEST_F(WebhookServerTest, AHeadThatDoesNotArriveIsCutOffAtTheHeadTimeout) {
+  StartServer([](WebhookServerOptions& o) { o.head_timeout = std::chrono::milliseconds(300); });
+  int silent = Connect(server_->port());
+  ASSERT_GE(silent, 0);
+  char byte;
+  EXPECT_EQ(::recv(silent, &byte, 1, 0), 0) << "the server did not close within the client's 10 s";
+  ::close(silent);
+  TlsClient half(server_->port(), {&first_});
+  ASSERT_TRUE(half.connected());
+  ASSERT_TRUE(half.Send("POST /validate-resource-claim-parameters HTTP/1.1\r\nHost: x\r\n"));
+  bool timed_out = true;
+  EXPECT_EQ(half.ReadAll(&timed_out), "");
+  EXPECT_FALSE(timed_out) << "the server did not close within the client's 10 s";
+  ExpectStillServing();
+}
+
 TEST_F(WebhookServerTest, ARenewedCertificateIsServedWithoutARestart) {
   StartServer();
   Reply before = Exchange(Get("/readyz"));
   EXPECT_EQ(before.peer_serial, 1001);
   Cert renewed = MakeCert(1002);
   WritePem(renewed, cert_path_, key_path_);
-  Reply after = Exchange(Get("/readyz"), {&first_, &renewed});
-  EXPECT_EQ(after.peer_serial, 1002);
-  EXPECT_EQ(after.status(), 200);
+  EXPECT_EQ(ServedSerialOnceItIs(1002, {&first_, &renewed}), 1002);
 
   // A broken renewal keeps the last good certificate.
   std::ofstream(cert_path_) << "not a certificate";
-  Reply kept = Exchange(Get("/readyz"), {&first_, &renewed});
-  EXPECT_EQ(kept.peer_serial, 1002);
-  EXPECT_EQ(kept.status(), 200);
+  for (int i = 0; i < 3; ++i) {
+    Reply kept = Exchange(Get("/readyz"), {&first_, &renewed});
+    EXPECT_EQ(kept.peer_serial, 1002);
+    EXPECT_EQ(kept.status(), 200);
+  }
+}
+
+// A FIFO at the certificate's path (or a file system that hangs) once
+// blocked the thread that accepts connections, for good. Now it is refused
+// without blocking, the last good certificate is served meanwhile, and a
+// good one written after it is picked up.
+TEST_F(WebhookServerTest, AFifoAtTheCertificatePathStallsNothing) {
+  StartServer();
+  const std::string fifo = dir_.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::rename(fifo, cert_path_);
+  Cert renewed = MakeCert(1002);
+  for (int i = 0; i < 3; ++i) {
+    Reply r = Exchange(Post("/validate-resource-claim-parameters", ClaimReview("Long")));
+    ASSERT_TRUE(r.connected);
+    EXPECT_EQ(r.status(), 200) << r.raw;
+    EXPECT_EQ(r.peer_serial, 1001);
+  }
+  WritePem(renewed, cert_path_, key_path_);
+  EXPECT_EQ(ServedSerialOnceItIs(1002, {&first_, &renewed}), 1002);
+}
+
+TEST_F(WebhookServerTest, ReadRegularFileRefusesFifosDevicesAndHugeFiles) {
+  const std::string fifo = dir_.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto from_fifo = ReadRegularFile(fifo, 1024);
+  ASSERT_FALSE(from_fifo.ok());
+  EXPECT_EQ(from_fifo.status().message(), "not a regular file");
+  auto from_device = ReadRegularFile("/dev/zero", 1024);
+  ASSERT_FALSE(from_device.ok());
+  EXPECT_EQ(from_device.status().message(), "not a regular file");
+  const std::string big = dir_.path() + "/big";
+  std::ofstream(big) << std::string(1025, 'x');
+  EXPECT_EQ(ReadRegularFile(big, 1024).status().message(), "larger than 1024 bytes");
+  EXPECT_EQ(*ReadRegularFile(big, 1025), std::string(1025, 'x'));
 }
 
 TEST_F(WebhookServerTest, StartRefusesMissingFilesAndAKeyOfAnotherCertificate) {

@@ -3,10 +3,15 @@
 // (--tls-cert-file, --tls-private-key-file, --port, the logging flags,
 // --feature-gates), paths and messages; it judges configs with the kubelet
 // plugins' own decoder (admission/admission_review.h).
+#include <malloc.h>
 #include <signal.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <regex>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -29,7 +34,50 @@ struct WebhookFlags : LoggingFlags {
   int port = 443;
   std::string feature_gates;
   std::string scope = "nvdra";
+  std::string read_header_timeout = "10s";
+  std::string read_body_timeout = "30s";
+  std::string idle_timeout = "90s";
 };
+
+// A Go duration ("10s", "1m30s", "500ms") of at least a millisecond.
+std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) {
+  static const std::regex kPart(R"(([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))");
+  if (text.empty() || text.size() > 64) return std::nullopt;
+  double ns = 0;
+  std::smatch m;
+  for (auto at = text.cbegin(); at != text.cend(); at = m[0].second) {
+    if (!std::regex_search(at, text.cend(), m, kPart, std::regex_constants::match_continuous)) return std::nullopt;
+    const std::string unit = m[2];
+    const double scale = unit == "h" ? 3600e9 : unit == "m" ? 60e9 : unit == "s" ? 1e9 : unit == "ms" ? 1e6
+                         : unit == "ns" ? 1 : 1e3;
+    ns += std::stod(m[1]) * scale;
+  }
+  if (ns < 1e6 || ns > 24 * 3600e9) return std::nullopt;
+  return std::chrono::milliseconds(std::llround(ns / 1e6));
+}
+
+// The server's options from the flags; the limits no flag sets keep their
+// defaults (admission/webhook_server.h).
+Result<admission::WebhookServerOptions> ServerOptions(const WebhookFlags& f) {
+  admission::WebhookServerOptions o;
+  o.port = f.port;
+  o.cert_file = f.cert_file;
+  o.key_file = f.key_file;
+  const std::pair<const char*, const std::string*> durations[] = {
+      {"--read-header-timeout", &f.read_header_timeout},
+      {"--read-body-timeout", &f.read_body_timeout},
+      {"--idle-timeout", &f.idle_timeout}};
+  std::chrono::milliseconds* targets[] = {&o.head_timeout, &o.body_timeout, &o.idle_timeout};
+  for (size_t i = 0; i < std::size(durations); ++i) {
+    auto d = ParseDuration(*durations[i].second);
+    if (!d) {
+      return InvalidArgument(std::string(durations[i].first) + " " + *durations[i].second +
+                             ": not a duration from 1ms to 24h, such as 10s or 1m30s");
+    }
+    *targets[i] = *d;
+  }
+  return o;
+}
 
 void AddFlags(CLI::App& app, WebhookFlags& f) {
   app.add_option("--tls-cert-file", f.cert_file,
@@ -49,6 +97,15 @@ void AddFlags(CLI::App& app, WebhookFlags& f) {
                  "gpu.nvidia.com configs only, without the checks upstream makes at Prepare)")
       ->envname("WEBHOOK_SCOPE")
       ->check(CLI::IsMember({"nvdra", "upstream"}))
+      ->capture_default_str();
+  app.add_option("--read-header-timeout", f.read_header_timeout,
+                 "How long a client has for the TLS handshake and a request's head (on a kept-alive connection: "
+                 "for the head, from its first byte)")
+      ->capture_default_str();
+  app.add_option("--read-body-timeout", f.read_body_timeout, "How long a client has for a request's body, from its head")
+      ->capture_default_str();
+  app.add_option("--idle-timeout", f.idle_timeout,
+                 "How long a kept-alive connection may wait for its next request")
       ->capture_default_str();
   AddVerbosityFlag(app, f, "Log verbosity (2: every request and answer)");
   app.add_option("--logging-format", f.logging_format, "Log format: text or json")
@@ -95,8 +152,15 @@ int main(int argc, char** argv) {
   if (!gates.ok()) return Fail(gates.status().Wrap("--feature-gates").message());
   if (Status st = gates->Validate(); !st.ok()) return Fail(st.Wrap("--feature-gates").message());
   if (Status st = CheckLogging(flags, *gates); !st.ok()) return Fail(st.message());
+  auto options = ServerOptions(flags);
+  if (!options.ok()) return Fail(options.status().message());
   InitLogging(flags.verbosity, flags.logging_format, flags.SplitLogStream());
   if (!flags.vmodule.empty()) SetVModule(*ParseVModule(flags.vmodule));
+
+  // Request bodies (up to 3 MiB each) are mapped on their own and unmapped
+  // when freed. By default glibc raises this threshold after the first large
+  // free, and later bodies then stay in the heap after they are freed.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
   // SIGTERM and SIGINT are taken by sigwait below, never by a handler; the
   // server's threads inherit the mask.
@@ -108,14 +172,10 @@ int main(int argc, char** argv) {
 
   NVDRA_INFO("Starting nvdra-webhook {} (commit {}); feature gates: {}", BuildVersion(), BuildCommit(),
              gates->ToString());
-  admission::WebhookServerOptions options;
-  options.port = flags.port;
-  options.cert_file = flags.cert_file;
-  options.key_file = flags.key_file;
   const config::FeatureGates served_gates = *gates;
   const admission::WebhookScope scope = *admission::ParseWebhookScope(flags.scope);
   NVDRA_INFO("admission scope: {}", flags.scope);
-  auto server = admission::WebhookServer::Start(options, [served_gates, scope](const admission::HttpRequest& r) {
+  auto server = admission::WebhookServer::Start(*options, [served_gates, scope](const admission::HttpRequest& r) {
     return admission::ServeWebhook(r, served_gates, scope);
   });
   if (!server.ok()) return Fail(server.status().message());
