@@ -17,6 +17,19 @@ import localnode
 from localnode import BINARIES, CD_DRIVER, GPU_DRIVER
 
 HINT = "running on the host, pass --container-driver-root /"
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "http://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+"""
 
 
 class HostRunTest(unittest.TestCase):
@@ -29,11 +42,18 @@ class HostRunTest(unittest.TestCase):
         (exit status, output)."""
         root = os.path.join(self.workdir, "root-" + driver)
         os.makedirs(root)
+        # A kubeconfig that parses (the plugins check it before anything
+        # else); its server is never reached, the start failing first.
+        conf = os.path.join(self.workdir, "conf-" + driver)
+        os.makedirs(conf)
+        with open(os.path.join(conf, "kubeconfig"), "w") as f:
+            f.write(KUBECONFIG)
         binary = os.path.join(localnode.BIN, BINARIES[driver])
-        cmd = ["/nvdra/" + BINARIES[driver], "--node-name", "node-1", "--cdi-root", "/var/run/cdi",
+        cmd = ["/nvdra/" + BINARIES[driver], "--node-name", "node-1", "--kubeconfig", "/conf/kubeconfig",
+               "--cdi-root", "/var/run/cdi",
                "--kubelet-plugins-directory-path", "/var/lib/kubelet/plugins",
                "--kubelet-registrar-directory-path", "/var/lib/kubelet/plugins_registry"] + extra
-        r = subprocess.run(localnode.chroot_command(root, [(os.path.dirname(binary), "/nvdra")], cmd),
+        r = subprocess.run(localnode.chroot_command(root, [(os.path.dirname(binary), "/nvdra"), (conf, "/conf")], cmd),
                            capture_output=True, text=True, timeout=60,
                            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
         return r.returncode, r.stdout + r.stderr
