@@ -461,7 +461,9 @@ TEST(MockDriverInstallTest, DiscoveryFindsTheMockDriver) {
   }
   EXPECT_TRUE(Has(libs, std::string(kMockLibDir) + "/libnvidia-nvvm70.so.4"));
   EXPECT_TRUE(Has(libs, std::string(kMockLibDir) + "/libnvidia-egl-xcb.so.1"));
-  EXPECT_EQ(files->binaries.size(), 5u);
+  // nvidia-smi, nvidia-debugdump, nvidia-persistenced, the two MPS
+  // binaries and nvidia-imex-ctl (the mock ships no nvidia-imex).
+  EXPECT_EQ(files->binaries.size(), 6u);
   EXPECT_EQ(files->firmware.size(), 2u);
   EXPECT_EQ(files->ipc.size(), 1u);
   // The mock is its own host root: host paths point into it.
