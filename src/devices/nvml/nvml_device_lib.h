@@ -40,6 +40,10 @@ class NvmlDeviceLib final : public DeviceLib {
   std::string capabilities_dir() const override;
   std::string backend_name() const override { return "nvml"; }
   const NvmlLibrary& library() const { return *lib_; }
+  // NVML unloaded while the driver is gone, loaded again from the driver
+  // root once it is back (NvmlLibrary::Unload, Reload).
+  void ReleaseDriver() override EXCLUDES(mu_);
+  Status AcquireDriver() override EXCLUDES(mu_);
 
  private:
   NvmlDeviceLib(DriverRoot root, std::unique_ptr<NvmlLibrary> lib, DeviceLibOptions options);
