@@ -56,6 +56,8 @@ struct PluginOptions : LoggingFlags {
   std::string boot_id_path = "/proc/sys/kernel/random/boot_id";
   std::string proc_devices_path;   // ALT_PROC_DEVICES_PATH; empty: /proc/devices
   bool health_streaming = false;
+  // Follow a reload of the NVIDIA driver (plugins whose kind supports it).
+  bool driver_watch = true;
 
   // compute-domain.nvidia.com only.
 
