@@ -49,6 +49,9 @@ struct DeviceLibOptions {
   // Replaces /proc/devices for major lookups (upstream ALT_PROC_DEVICES_PATH).
   std::string proc_devices_path;
   std::string sysfs_root = "/sys";
+  // NVML: the kernel module's version file the driver watch reads (the
+  // mock has its own, under its root).
+  std::string driver_version_file = "/proc/driver/nvidia/version";
   // --additional-xids-to-ignore.
   std::string additional_xids_to_ignore;
 };

@@ -7,11 +7,15 @@ timeline in milliseconds."""
 
 import json
 import os
+import shutil
 import subprocess
 import time
+import unittest
 
 from e2e_base import GPU_DRIVER, NodeTestCase, cdi_ids, wait_for
 from localnode import BIN
+
+FAKE_NVML = os.path.join(BIN, "..", "fake-nvml", "driver-root", "usr", "lib64", "libnvidia-ml.so.1")
 
 NEW_VERSION = "580.65.06"
 
@@ -179,6 +183,81 @@ class DriverReloadEndToEnd(NodeTestCase):
         self.assertOk(self.plugin.unprepare([a]), a[2])
 
 
+def nvml_config(version, init_error=0):
+    return {"initError": init_error, "driverVersion": version, "cudaDriverVersion": 12080, "devices": [
+        {"minor": 0, "uuid": "GPU-11111111-2222-3333-4444-555555555555", "name": "NVIDIA H100 80GB HBM3",
+         "brand": 14, "arch": 9, "cc": [9, 0], "busId": "00000000:3B:00.0", "memoryTotal": 85520809984}]}
+
+
+def kernel_version_text(version):
+    return "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Release Build\n" % version
+
+
+@unittest.skipIf(not os.path.exists(FAKE_NVML), "the fake libnvidia-ml.so.1 is not built")
+class NvmlDriverReloadEndToEnd(NodeTestCase):
+    """The NVML backend with the fake libnvidia-ml.so.1 in a driver root: the
+    library is really dlopen'ed, so /proc/<pid>/maps shows whether the
+    plugin let go of it while the driver is gone."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.node.workdir, "driver-root")
+        self.lib = os.path.join(self.root, "usr", "lib64", "libnvidia-ml.so.1")
+        os.makedirs(os.path.dirname(self.lib))
+        shutil.copy(FAKE_NVML, self.lib)
+        self.config = os.path.join(self.node.workdir, "nvml.json")
+        self.version_file = os.path.join(self.node.workdir, "nvidia-version")
+        self.load("570.158.01")
+        # An empty profile: the NVML backend.
+        self.plugin = self.node.plugin(GPU_DRIVER, "", env={"FAKE_NVML_CONFIG": self.config}, extra_args=[
+            "--container-driver-root", self.root, "--nvidia-driver-root", self.root,
+            "--driver-version-file", self.version_file]).start()
+
+    def write(self, path, text):
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+
+    def load(self, version):
+        self.write(self.config, json.dumps(nvml_config(version)))
+        self.write(self.version_file, kernel_version_text(version))
+
+    def unload(self):
+        os.remove(self.version_file)
+        self.write(self.config, json.dumps(nvml_config("570.158.01", init_error=9)))  # DRIVER_NOT_LOADED
+
+    def held(self):
+        """What of the driver root the plugin has mapped or open."""
+        pid = self.plugin.proc.pid
+        out = set()
+        with open("/proc/%d/maps" % pid) as f:
+            out.update("map " + l[l.find("/"):].strip() for l in f if self.root in l)
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if t.startswith(self.root) or t.startswith("/dev/nvidia"):
+                out.add("fd " + t)
+        return sorted(out)
+
+    def test_nvml_is_unloaded_while_the_driver_is_gone(self):
+        slices = lambda: self.node.api.slices(GPU_DRIVER)
+        wait_for(lambda: driver_versions(slices()) == {"570.158.1"}, what="slices on 570.158.01")
+        before = self.held()
+        self.assertIn("map " + os.path.realpath(self.lib), before)
+        log_start = len(self.plugin.read_log())
+        self.unload()
+        wait_for(lambda: "driver released" in self.plugin.read_log()[log_start:], 10, "driver released")
+        during = self.held()
+        self.assertEqual(during, [], self.plugin.read_log()[log_start:])
+        self.load(NEW_VERSION)
+        wait_for(lambda: driver_versions(slices()) == {semver(NEW_VERSION)}, 10, "slices on " + NEW_VERSION)
+        after = self.held()
+        self.assertIn("map " + os.path.realpath(self.lib), after)
+        print("\nNVML backend, driver root files mapped or open:\n  before: %s\n  during: %s\n  after: %s" %
+              (before, during, after))
+
+
 if __name__ == "__main__":
-    import unittest
     unittest.main()

@@ -58,6 +58,7 @@ struct PluginOptions : LoggingFlags {
   bool health_streaming = false;
   // Follow a reload of the NVIDIA driver (plugins whose kind supports it).
   bool driver_watch = true;
+  std::string driver_version_file = "/proc/driver/nvidia/version";
 
   // compute-domain.nvidia.com only.
 

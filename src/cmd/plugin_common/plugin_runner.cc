@@ -136,6 +136,7 @@ Status Plugin::SetUpHardware() {
   dopts.container_driver_root = options_.container_driver_root;
   dopts.host_driver_root = options_.nvidia_driver_root;
   dopts.proc_devices_path = options_.proc_devices_path;
+  dopts.driver_version_file = options_.driver_version_file;
   dopts.additional_xids_to_ignore = options_.additional_xids_to_ignore;
   auto lib = devices::OpenDeviceLib(dopts);
   if (!lib.ok()) return lib.status().Wrap("open device library");
