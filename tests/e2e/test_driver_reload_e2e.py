@@ -12,6 +12,7 @@ import subprocess
 import time
 import unittest
 
+import localnode
 from e2e_base import GPU_DRIVER, NodeTestCase, cdi_ids, wait_for
 from localnode import BIN
 
@@ -181,6 +182,37 @@ class DriverReloadEndToEnd(NodeTestCase):
                  not tainted(self.slices(), GPU_DRIVER + "/driver-reloading"), 10, "slices republished")
         self.assertIn("libcuda.so." + self.old, self.spec_text(a[2]))
         self.assertOk(self.plugin.unprepare([a]), a[2])
+
+
+class OperatorMarkerEndToEnd(NodeTestCase):
+    """The GPU operator's layout: the driver manager takes the validator's
+    driver-ready marker away before it touches the driver, and the plugin
+    lets go of the driver on that alone; the marker back, it serves again."""
+
+    def setUp(self):
+        self.node = localnode.LocalNode(mock_layout="gpu-operator")
+        self.addCleanup(self.node.close)
+        self.node.build_mock_node("h100x8")
+        self.plugin = self.gpu_plugin().start()
+
+    def test_marker_gone_and_back(self):
+        marker = os.path.join(self.node.mock_root, "run/nvidia/validations/driver-ready")
+        with open(marker) as f:
+            content = f.read()
+        key = GPU_DRIVER + "/driver-reloading"
+        slices = lambda: self.node.api.slices(GPU_DRIVER)
+        wait_for(lambda: slices() and not tainted(slices(), key), what="slices")
+        log_start = len(self.plugin.read_log())
+        os.remove(marker)
+        wait_for(lambda: "driver-ready marker %s is gone" % marker in self.plugin.read_log()[log_start:], 10,
+                 "the marker's absence noticed")
+        wait_for(lambda: tainted(slices(), key), 10, "devices tainted")
+        c = self.gpu_claim("during", ["gpu-0"])
+        self.assertIn("driver is reloading", self.plugin.prepare([c])[c[2]]["error"])
+        with open(marker, "w") as f:
+            f.write(content)
+        wait_for(lambda: not tainted(slices(), key), 10, "taint gone")
+        self.assertOk(self.plugin.prepare([c]), c[2])
 
 
 def nvml_config(version, init_error=0):
