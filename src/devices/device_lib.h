@@ -49,6 +49,9 @@ struct DeviceLibOptions {
   // Replaces /proc/devices for major lookups (upstream ALT_PROC_DEVICES_PATH).
   std::string proc_devices_path;
   std::string sysfs_root = "/sys";
+  // NVML: the kernel module's version file the driver watch reads (the
+  // mock has its own, under its root).
+  std::string driver_version_file = "/proc/driver/nvidia/version";
   // --additional-xids-to-ignore.
   std::string additional_xids_to_ignore;
 };
@@ -74,6 +77,19 @@ class DeviceLib {
   // The /proc/driver/nvidia/capabilities directory as this process sees it.
   virtual std::string capabilities_dir() const = 0;
   virtual std::string backend_name() const = 0;
+  // The kernel module's version file (/proc/driver/nvidia/version as this
+  // process sees the host's): present while the driver is loaded.
+  virtual std::string driver_version_file() const { return "/proc/driver/nvidia/version"; }
+  // The GPU operator validator's driver-ready marker where the node has one
+  // ("" where it does not): written once the operator's driver works,
+  // removed while the driver manager replaces it.
+  virtual std::string driver_ready_marker() const { return ""; }
+  // The driver is going away (an upgrade): let go of everything of it this
+  // library holds (NVML unloaded, its descriptors closed); calls meanwhile
+  // fail as NVML's do without a driver. AcquireDriver loads it again once
+  // it is back.
+  virtual void ReleaseDriver() {}
+  virtual Status AcquireDriver() { return Status::Ok(); }
   // True when regular files may stand for device nodes (the mock root).
   virtual bool device_nodes_may_be_files() const { return false; }
   // The CDI hook this process ships (copied into the plugin directory when

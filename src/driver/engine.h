@@ -104,6 +104,13 @@ class Engine final : public kubelet::ClaimEngine {
   Result<bool> RecoverLostClaims();
   // Drops expired tombstones and compacts the ledger when worthwhile.
   Status CollectGarbage();
+  // After the hardware's driver was replaced: rewrites the CDI spec of every
+  // prepared claim from its undo record with the kind's edits now (the new
+  // driver's files), atomically and under the claim's lock, with the same
+  // CDI device ids, so a container started from it afterwards gets the new
+  // driver. Returns how many specs were rewritten; a claim whose spec cannot
+  // be rebuilt is logged and counted in `errors`, its spec left as it was.
+  int RewriteClaimSpecs(int* errors);
   // Sets the prepared-devices and ledger gauges from the counts the ledger
   // keeps as records are applied: O(1) in the number of ledger entries.
   void RefreshGauges();

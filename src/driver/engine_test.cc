@@ -124,6 +124,36 @@ TEST_F(EngineTest, PreparesWritesCdiSpecAndCompletes) {
   EXPECT_EQ(e->ns, "default");
 }
 
+// After a driver reload: the specs of completed claims get the kind's edits
+// now, with the same CDI ids; claims no longer prepared get none back.
+TEST_F(EngineTest, RewriteClaimSpecsRebuildsCompletedClaimsSpecsOnly) {
+  auto a = Claim("uid-a", "a", {"gpu-0"});
+  auto b = Claim("uid-b", "b", {"gpu-1"});
+  claims_.Put(a);
+  claims_.Put(b);
+  auto prepared = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_EQ(prepared.status().message(), "");
+  ASSERT_EQ(engine_->PrepareClaim(Ref(b), kFar).status().message(), "");
+  ASSERT_TRUE(engine_->UnprepareClaim(Ref(b), kFar).ok());
+  auto before = ReadFileToString(SpecPath("uid-a"));
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->find("-new-driver"), std::string::npos);
+
+  kind_->env_suffix = "-new-driver";
+  int errors = 0;
+  EXPECT_EQ(engine_->RewriteClaimSpecs(&errors), 1);
+  EXPECT_EQ(errors, 0);
+  auto after = ReadFileToString(SpecPath("uid-a"));
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->find("FAKE_DEVICE=gpu-0-new-driver"), std::string::npos) << *after;
+  EXPECT_NE(after->find("\"name\": \"uid-a-gpu-0\""), std::string::npos) << *after;
+  EXPECT_FALSE(PathExists(SpecPath("uid-b")));
+  // The recorded devices (and their CDI ids) are what a repeated Prepare returns.
+  auto again = engine_->PrepareClaim(Ref(a), kFar);
+  ASSERT_EQ(again.status().message(), "");
+  EXPECT_EQ(again.value(), prepared.value());
+}
+
 TEST_F(EngineTest, RepeatedPrepareIsIdempotentAndRestoresTheCdiSpec) {
   auto c = Claim("uid-a", "a", {"gpu-0"});
   claims_.Put(c);

@@ -148,7 +148,7 @@ class FakeKind final : public DeviceKind {
     ClaimEdits out;
     for (const auto& n : undo["devices"].get<std::vector<std::string>>()) {
       cdi::ContainerEdits e;
-      e.env = {"FAKE_DEVICE=" + n};
+      e.env = {"FAKE_DEVICE=" + n + env_suffix};
       out.devices.push_back({n, e});
     }
     return out;
@@ -169,6 +169,9 @@ class FakeKind final : public DeviceKind {
   }
 
   std::atomic<int> prepares{0};
+  // Appended to each device's env: what the edits of a kind rebuilt on
+  // another driver would change.
+  std::string env_suffix;
   // What MetadataAttributes answers, by device.
   std::map<std::string, std::map<std::string, model::AttributeValue>> metadata_attributes;
   std::atomic<int> ready_checks{0};

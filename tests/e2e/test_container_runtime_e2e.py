@@ -229,6 +229,31 @@ class ContainerRuntime(NodeTestCase):
                        gpus[3]["pciBusId"], "--link", "../renderD131::/dev/dri/by-path/pci-%s-render" %
                        gpus[3]["pciBusId"]], [h["args"] for h in hooks])
 
+    def test_claim_prepared_before_a_driver_swap_gets_the_new_driver(self):
+        """The driver is upgraded under the running plugin (mock swap, A -> gone -> B): a container
+        started afterwards from a claim prepared on A gets B's libcuda, and none of A's."""
+        plugin = self.gpu_plugin().start()
+        _, ids = self.gpu_claim_ids(plugin, "before-swap", ["gpu-1"])
+        a, b = DRIVER_VERSION["h100x8"], "580.65.06"
+        spec = glob.glob(os.path.join(self.node.cdi_root, "*.json"))
+        self.assertEqual(len(spec), 1)
+        for version in ("gone", b):
+            r = subprocess.run([os.path.join(BIN, "nvdra-discover"), "--mock-hardware", "h100x8", "--mock-root",
+                                self.mock_root(GPU_DRIVER), "--mock-swap-driver", version],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            if version == "gone":
+                wait_for(lambda: "went away" in plugin.read_log(), 10, "driver gone noticed")
+        def rewritten():
+            with open(spec[0]) as f:
+                return "libcuda.so." + b in f.read()
+        wait_for(rewritten, 10, "the claim's spec rewritten for B")
+        self.real_libcuda(GPU_DRIVER, b)
+        report = self.run_container(GPU_DRIVER, ids, self.files_to_check(b) + [LIB_DIR + "/libcuda.so." + a])
+        self.assertEqual(self.gpu_nodes(report), ["/dev/nvidia1"])
+        self.assert_driver(report, GPU_DRIVER, b)
+        self.assertFalse(report["files"][LIB_DIR + "/libcuda.so." + a])
+
     def test_two_gpus_replacing_an_upstream_yaml_spec(self):
         plugin = self.gpu_plugin().start()
         claim = self.gpu_claim("two-gpus", ["gpu-1", "gpu-6"])

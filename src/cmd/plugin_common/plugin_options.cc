@@ -99,6 +99,15 @@ void AddNvdraFlags(CLI::App& app, PluginOptions& o, DurationFlags& s) {
   app.add_flag("--health-streaming", o.health_streaming,
                "Serve the DRA device health stream (NodeWatchResources) and advertise it")
       ->envname("NVDRA_HEALTH_STREAMING");
+  app.add_option("--driver-watch", o.driver_watch,
+                 "Follow a reload of the NVIDIA driver (an upgrade by the GPU operator's driver manager): let go of "
+                 "it while it is gone and serve the new one's files when it is back, without a restart")
+      ->envname("NVDRA_DRIVER_WATCH")
+      ->capture_default_str();
+  app.add_option("--driver-version-file", o.driver_version_file,
+                 "The NVIDIA kernel module's version file the driver watch reads (present while it is loaded)")
+      ->envname("NVDRA_DRIVER_VERSION_FILE")
+      ->capture_default_str();
 }
 
 // --help and --version print and return kAlreadyExists with an empty message.

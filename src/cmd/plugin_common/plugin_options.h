@@ -56,6 +56,9 @@ struct PluginOptions : LoggingFlags {
   std::string boot_id_path = "/proc/sys/kernel/random/boot_id";
   std::string proc_devices_path;   // ALT_PROC_DEVICES_PATH; empty: /proc/devices
   bool health_streaming = false;
+  // Follow a reload of the NVIDIA driver (plugins whose kind supports it).
+  bool driver_watch = true;
+  std::string driver_version_file = "/proc/driver/nvidia/version";
 
   // compute-domain.nvidia.com only.
 

@@ -70,7 +70,8 @@ Plugin::Plugin(std::string program, const ledger::KindCodec& codec, PluginConfig
       options_(std::move(config.options)),
       gates_(std::move(config.gates)),
       plugin_dir_(options_.PluginDataDir(driver_)),
-      shutdown_(shutdown) {}
+      shutdown_(shutdown),
+      follows_driver_reloads_(config.follows_driver_reloads && options_.driver_watch) {}
 
 Plugin::~Plugin() = default;
 
@@ -94,6 +95,7 @@ Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, const ledger:
       {"slice publisher", [&] { return plugin.StartSlicePublisher(); }},
       {"health monitoring", [&] { return plugin.StartHealthMonitoring(); }},
       {"servers", [&] { return plugin.StartServers(); }},
+      {"driver watch", [&] { return plugin.StartDriverWatch(); }},
   };
   // A signal between phases stops the start there; what was built is taken
   // down in the reverse order, as after a failed phase.
@@ -134,6 +136,7 @@ Status Plugin::SetUpHardware() {
   dopts.container_driver_root = options_.container_driver_root;
   dopts.host_driver_root = options_.nvidia_driver_root;
   dopts.proc_devices_path = options_.proc_devices_path;
+  dopts.driver_version_file = options_.driver_version_file;
   dopts.additional_xids_to_ignore = options_.additional_xids_to_ignore;
   auto lib = devices::OpenDeviceLib(dopts);
   if (!lib.ok()) return lib.status().Wrap("open device library");
@@ -213,6 +216,12 @@ Status Plugin::SetUpKind(const KindFactory& factory) {
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");
   kind_ = std::move(kind).value();
+  if (follows_driver_reloads_) {
+    factory_ = factory;
+    auto reloadable = std::make_unique<driver::ReloadableKind>(std::move(kind_), codec_);
+    reloadable_ = reloadable.get();
+    kind_ = std::move(reloadable);
+  }
   return Status::Ok();
 }
 
@@ -295,7 +304,7 @@ Status Plugin::StartSlicePublisher() {
 // rarely mends what kept NVML from registering events. It is logged at
 // Error, shown by nvdra_device_health_monitor{state="failed"} and by the
 // "readiness" health service answering NOT_SERVING (docs/operations.md).
-Status Plugin::StartHealthMonitoring() {
+Status Plugin::StartHealthMonitoring(bool at_start) {
   if (options_.health_streaming) {
     std::vector<kubelet::DeviceHealth> initial;
     for (const auto& d : kind_->PublishedDevices()) {
@@ -320,7 +329,7 @@ Status Plugin::StartHealthMonitoring() {
     NVDRA_ERROR("device health monitoring failed to start; serving claims without it (no health taints, no "
                 "health stream; readiness answers NOT_SERVING): {}",
                 s.message());
-    health_monitor_failure_ = s.message();
+    if (at_start) health_monitor_failure_ = s.message();
     metrics_->dra().SetHealthMonitor("failed");
     return Status::Ok();
   }
@@ -342,6 +351,15 @@ Status Plugin::Readiness() const {
 // An ignored XID is logged and becomes a taint of effect None, but the
 // stream keeps what the device was: it neither recovers nor fails by it.
 void Plugin::OnHealthEvent(const devices::DeviceHealthEvent& e) {
+  if (driver_watcher_ && devices::IsDriverNotLoaded(Unavailable(e.message))) {
+    // Not a device's health: the driver went away under NVML.
+    {
+      MutexLock l(nvml_gone_mu_);
+      nvml_gone_ = e.message;
+    }
+    driver_watcher_->Trigger();
+    return;
+  }
   if (e.state == devices::HealthState::kNotice) {
     NVDRA_INFO("device {}: {}", e.device, e.message);
   } else if (e.state != devices::HealthState::kHealthy) {
@@ -382,7 +400,7 @@ Status Plugin::StartServers() {
 }
 
 int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const KindFactory& factory, int argc,
-              char** argv, const KindFlags& kind_flags, const KindCheck& kind_check) {
+              char** argv, const KindFlags& kind_flags, const KindCheck& kind_check, bool follows_driver_reloads) {
   const std::string driver = codec.driver_name();
   // glibc gives each thread that allocates its own arena (up to 8 per core),
   // which idle plugin threads hold as resident memory; the plugin's work is
@@ -400,6 +418,7 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
     std::cerr << program << ": " << config.status().message() << "\n";
     return 2;
   }
+  config->follows_driver_reloads = follows_driver_reloads;
   auto shutdown = kubelet::ShutdownWatch::Start();
   {
     auto plugin = Plugin::Start(program, codec, std::move(config).value(), factory, *shutdown);

@@ -17,10 +17,12 @@
 #include "cmd/plugin_common/slice_readiness.h"
 #include "config/feature_gates.h"
 #include "devices/device_lib.h"
+#include "devices/driver_watch.h"
 #include "devices/toolkit/driver_files.h"
 #include "driver/device_kind.h"
 #include "driver/engine.h"
 #include "driver/reconciler.h"
+#include "driver/reloadable_kind.h"
 #include "kube/event_recorder.h"
 #include "kube/kube_client.h"
 #include "kube/slice_publisher.h"
@@ -67,6 +69,9 @@ using KindFactory = std::function<Result<std::unique_ptr<driver::DeviceKind>>(Ki
 struct PluginConfig {
   PluginOptions options;
   config::FeatureGates gates;
+  // The kind can be built again on a new driver (the plugin then follows
+  // driver reloads while --driver-watch is on; plugin_reload.cc).
+  bool follows_driver_reloads = false;
 };
 
 // Checks a kind's own flags against the parsed configuration (a flag that
@@ -112,8 +117,21 @@ class Plugin {
   Status SetUpMetrics();
   Status StartEngineAndReconciler();
   Status StartSlicePublisher();
-  Status StartHealthMonitoring();
+  // `at_start`: a failure is kept for the readiness probe (only then, as
+  // the servers' threads read it after).
+  Status StartHealthMonitoring(bool at_start = true);
   Status StartServers();
+  Status StartDriverWatch();
+
+  // Driver reloads (plugin_reload.cc): one look at the driver, and what the
+  // plugin does when it went away and when it is back.
+  Status CheckDriver();
+  void OnDriverGone(const devices::DriverChange& change);
+  Status OnDriverBack(const devices::DriverChange& change);
+  devices::DriverWatchPaths DriverPaths() const;
+  void WatchDriverLibraries();
+  void StopHealthMonitoring();
+  void MarkAllDevices(kubelet::DeviceHealthStatus status, const std::string& message);
 
   void OnHealthEvent(const devices::DeviceHealthEvent& event);
   void OnOwnHealthEvent(const devices::DeviceHealthEvent& event);
@@ -130,6 +148,7 @@ class Plugin {
   const config::FeatureGates gates_;
   const std::string plugin_dir_;
   kubelet::ShutdownWatch& shutdown_;
+  const bool follows_driver_reloads_;
   // The Kubernetes client and what speaks through it: built first, as the
   // kubeconfig is checked before anything is written to disk.
   std::unique_ptr<kube::KubeClient> kube_;
@@ -149,6 +168,9 @@ class Plugin {
   std::unique_ptr<PeriodicGroup> background_ = std::make_unique<PeriodicGroup>("background");
   CompanionList kind_companions_;
   std::unique_ptr<driver::DeviceKind> kind_;
+  // kind_ when the plugin follows driver reloads, and what rebuilds it.
+  driver::ReloadableKind* reloadable_ = nullptr;
+  KindFactory factory_;
   // Metrics.
   std::unique_ptr<metrics::PluginMetrics> metrics_;
   // The engine and the reconciler.
@@ -169,6 +191,13 @@ class Plugin {
   // The kubelet-facing servers.
   std::unique_ptr<kubelet::DraPluginServer> server_;
   std::unique_ptr<kubelet::HealthServer> health_server_;
+  // The driver watch: last, so it stops before anything it uses.
+  std::unique_ptr<devices::DriverWatch> driver_watch_;
+  std::vector<std::string> watched_libraries_;  // of the driver now loaded
+  // An NVML answer that the driver is not loaded, from a health event.
+  Mutex nvml_gone_mu_;
+  std::string nvml_gone_ GUARDED_BY(nvml_gone_mu_);
+  std::unique_ptr<PeriodicWorker> driver_watcher_;
 };
 
 // Runs the plugin of `codec`'s driver until SIGTERM/SIGINT/SIGHUP, also one
@@ -176,6 +205,7 @@ class Plugin {
 // the process exit code.
 int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const KindFactory& factory, int argc,
               char** argv,
-              const KindFlags& kind_flags = nullptr, const KindCheck& kind_check = nullptr);
+              const KindFlags& kind_flags = nullptr, const KindCheck& kind_check = nullptr,
+              bool follows_driver_reloads = false);
 
 }  // namespace nvdra::plugin

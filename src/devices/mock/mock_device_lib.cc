@@ -229,31 +229,92 @@ Status MockDeviceLib::Build() {
     NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
                                    kMockImexChannelsMajor, c, 0666));
   }
-  if (layout_ == MockLayout::kGpuOperator) {
-    const std::string drv = JoinPath(dir_, kGpuOperatorDriverRoot);
-    // A driver container's root has a dev/ of its own (here empty).
-    NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(drv, "dev"), 0755));
-    NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall({.driver_root = drv, .dev_root = dir_}, profile_));
-    // Last, as the validator writes it once the driver works.
-    const std::string ready = JoinPath(dir_, kGpuOperatorDriverReady);
-    if (!PathExists(ready)) {
-      NVDRA_RETURN_IF_ERROR(MakeDirectories(ready.substr(0, ready.rfind('/')), 0755));
-      NVDRA_RETURN_IF_ERROR(WriteFileAtomically(ready, kDriverReadyContent, 0644, false));
-    }
-  } else {
-    NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, profile_));
-  }
+  NVDRA_RETURN_IF_ERROR(BuildDriver(MockDriverVersionNow(dir_, profile_.inventory.driver_version)));
   if (!PathExists(health_events_path())) {
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(health_events_path(), "", 0644, false));
   }
   return Status::Ok();
 }
 
+// The driver's user-space files, then the kernel module's version file and
+// the validator's marker, as a driver install leaves them; nothing while
+// the driver is swapped out.
+Status MockDeviceLib::BuildDriver(const std::string& version) {
+  if (version == kMockDriverGone) return Status::Ok();
+  MockProfile profile = profile_;
+  profile.inventory.driver_version = version;
+  if (layout_ == MockLayout::kGpuOperator) {
+    const std::string drv = JoinPath(dir_, kGpuOperatorDriverRoot);
+    // A driver container's root has a dev/ of its own (here empty).
+    NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(drv, "dev"), 0755));
+    NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall({.driver_root = drv, .dev_root = dir_}, profile));
+  } else {
+    NVDRA_RETURN_IF_ERROR(BuildMockDriverInstall(dir_, profile));
+  }
+  const std::string text = MockKernelVersionText(version);
+  if (auto now = ReadFileToString(driver_version_file()); !now.ok() || *now != text) {
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(driver_version_file(), text, 0444, false));
+  }
+  // Last, as the validator writes it once the driver works.
+  const std::string ready = driver_ready_marker();
+  if (!ready.empty() && !PathExists(ready)) {
+    NVDRA_RETURN_IF_ERROR(MakeDirectories(ready.substr(0, ready.rfind('/')), 0755));
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(ready, kDriverReadyContent, 0644, false));
+  }
+  return Status::Ok();
+}
+
+std::string MockDriverVersionNow(const std::string& root, const std::string& profile_version) {
+  auto state = ReadFileToString(JoinPath(root, kMockDriverStateFile));
+  if (!state.ok()) return profile_version;
+  std::string v = *state;
+  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+  return v.empty() ? profile_version : v;
+}
+
+std::string MockDeviceLib::driver_version_file() const { return JoinPath(dir_, kMockKernelVersionFile); }
+std::string MockDeviceLib::driver_ready_marker() const {
+  return layout_ == MockLayout::kGpuOperator ? JoinPath(dir_, kGpuOperatorDriverReady) : "";
+}
+
+Status SwapMockDriver(const std::string& root, MockLayout layout, const MockProfile& profile,
+                      const std::string& version) {
+  if (version.empty() || version.find('/') != std::string::npos || version.find('\n') != std::string::npos) {
+    return InvalidArgument("mock driver version \"" + version + "\" is not usable");
+  }
+  const std::string now = MockDriverVersionNow(root, profile.inventory.driver_version);
+  const std::string state = JoinPath(root, kMockDriverStateFile);
+  NVDRA_RETURN_IF_ERROR(MakeDirectories(JoinPath(root, "state"), 0755));
+  if (now != kMockDriverGone && now != version) {
+    // Unloaded first: the state says so before anything goes, so that a
+    // discovery meanwhile does not put the old files back.
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(state, std::string(kMockDriverGone) + "\n", 0644, true));
+    ::unlink(JoinPath(root, kMockKernelVersionFile).c_str());
+    if (layout == MockLayout::kGpuOperator) ::unlink(JoinPath(root, kGpuOperatorDriverReady).c_str());
+    const std::string drv = layout == MockLayout::kGpuOperator ? JoinPath(root, kGpuOperatorDriverRoot) : root;
+    NVDRA_RETURN_IF_ERROR(RemoveMockDriverInstall(drv, now).Wrap("removing mock driver " + now));
+  }
+  if (version == kMockDriverGone) return Status::Ok();
+  NVDRA_RETURN_IF_ERROR(WriteFileAtomically(state, version + "\n", 0644, true));
+  // Building the node installs the new version's files, then its version
+  // file and marker.
+  auto lib = MockDeviceLib::Create(profile, root, XidPolicy(), MockNodeOptions{.layout = layout});
+  return lib.ok() ? Status::Ok() : lib.status();
+}
+
 Result<NodeInventory> MockDeviceLib::Discover() {
   // The fake root may live on tmpfs that was wiped: rebuild what is missing,
   // like a driver reload would.
   NVDRA_RETURN_IF_ERROR(Build().Wrap("refreshing mock driver root"));
+  const std::string version = MockDriverVersionNow(dir_, profile_.inventory.driver_version);
+  if (version == kMockDriverGone) {
+    // What NVML answers between the unload of a driver and the next load.
+    return Unavailable("nvmlInit_v2: Driver Not Loaded (NVML_ERROR_DRIVER_NOT_LOADED, 9): the NVIDIA driver is "
+                       "not loaded (mock driver swapped out)");
+  }
   NodeInventory inv = profile_.inventory;
+  inv.driver_version = version;
+  for (auto& g : inv.gpus) g.driver_version = version;
   // MIG mode and the MIG devices as dynamic MIG left them.
   NVDRA_RETURN_IF_ERROR(migs_->Overlay(inv));
   // pcieRoot comes from the fake sysfs, through the same code as on real

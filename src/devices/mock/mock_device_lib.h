@@ -28,6 +28,11 @@
 //                                          usr/local/nvidia/toolkit; the
 //                                          plugins bring their own hook)
 //   run/nvidia/validations/driver-ready    the operator validator's marker
+//
+// Both layouts have the kernel module's proc/driver/nvidia/version while the
+// driver is loaded, and state/driver-version once the driver was swapped
+// (SwapMockDriver): the version the node runs since, or "gone" between an
+// unload and the next install.
 #pragma once
 
 #include "devices/device_lib.h"
@@ -53,6 +58,14 @@ Result<MockLayout> ParseMockLayout(const std::string& name);
 // Paths in a GPU operator node.
 inline constexpr const char* kGpuOperatorDriverRoot = "/run/nvidia/driver";
 inline constexpr const char* kGpuOperatorDriverReady = "/run/nvidia/validations/driver-ready";
+
+// The mock node's driver swap state, relative to the mock's root.
+inline constexpr const char* kMockDriverStateFile = "state/driver-version";
+inline constexpr const char* kMockDriverGone = "gone";
+
+// The driver version the mock node under `root` runs: the swap state's, else
+// `profile_version`; kMockDriverGone while none is loaded.
+std::string MockDriverVersionNow(const std::string& root, const std::string& profile_version);
 
 struct MockNodeOptions {
   MockLayout layout = MockLayout::kPlain;
@@ -92,6 +105,10 @@ class MockDeviceLib final : public DeviceLib {
 
   const MockProfile& profile() const { return profile_; }
   std::string health_events_path() const;
+  // The kernel module's version file and, in the GPU operator's layout, the
+  // validator's driver-ready marker ("" in the plain layout).
+  std::string driver_version_file() const override;
+  std::string driver_ready_marker() const override;
   std::string control_log_path() const;
   std::string control_failures_path() const;
 
@@ -102,6 +119,7 @@ class MockDeviceLib final : public DeviceLib {
  private:
   MockDeviceLib(MockProfile profile, std::string root, DriverRoot driver_root, MockLayout layout, XidPolicy xids);
   Status Build();
+  Status BuildDriver(const std::string& version);
   MockProfile profile_;
   std::string dir_;  // the mock's root: the driver root (plain) or the node's "/"
   DriverRoot root_;
@@ -111,6 +129,16 @@ class MockDeviceLib final : public DeviceLib {
   std::unique_ptr<GpuControl> control_;
   std::unique_ptr<PciDriverControl> pci_;
 };
+
+// Swaps the driver of the mock node under `root` (built with `profile` in
+// `layout`) as a driver upgrade does, while plugins run on it:
+// kMockDriverGone unloads it (the version file and the driver-ready marker
+// go, the driver's versioned files are removed, and discovery answers
+// NVML_ERROR_DRIVER_NOT_LOADED); a version installs that version's files,
+// then writes the version file and the marker, unloading the running one
+// first when it is another.
+Status SwapMockDriver(const std::string& root, MockLayout layout, const MockProfile& profile,
+                      const std::string& version);
 
 // Reads injected events from the mock's health-events file; every line is
 // handled once.

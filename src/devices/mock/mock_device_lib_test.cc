@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "devices/backends/open_device_lib.h"
+#include "devices/mock/mock_driver_install.h"
 #include "devices/nvcaps.h"
 #include "devices/proc_devices.h"
 #include "util/file_util.h"
@@ -28,6 +29,66 @@ Result<std::unique_ptr<DeviceLib>> OpenMock(const std::string& profile, const st
 bool IsNode(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISREG(st.st_mode));
+}
+
+TEST(MockDeviceLibTest, SwapsTheDriverWhileALibIsOpen) {
+  nvdra::testing::TempDir t;
+  const std::string r = t.path() + "/mock";
+  auto lib = OpenMock("h100x8", r);
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  auto profile = LoadMockProfile("h100x8");
+  ASSERT_TRUE(profile.ok());
+  const std::string a = profile->inventory.driver_version;
+  const std::string lib_dir = r + kMockLibDir;
+  EXPECT_TRUE(PathExists(lib_dir + "/libcuda.so." + a));
+  EXPECT_NE(ReadFileToString((*lib)->driver_version_file())->find("Kernel Module  " + a + " "), std::string::npos);
+
+  // Gone: files and version file removed, discovery answers as NVML does,
+  // and a discovery meanwhile puts nothing back.
+  ASSERT_TRUE(SwapMockDriver(r, MockLayout::kPlain, *profile, kMockDriverGone).ok());
+  auto gone = (*lib)->Discover();
+  ASSERT_FALSE(gone.ok());
+  EXPECT_TRUE(gone.status().retryable());
+  EXPECT_NE(gone.status().message().find("NVML_ERROR_DRIVER_NOT_LOADED"), std::string::npos);
+  EXPECT_FALSE(PathExists(lib_dir + "/libcuda.so." + a));
+  EXPECT_FALSE(PathExists(lib_dir + "/libcuda.so.1"));
+  EXPECT_FALSE(PathExists((*lib)->driver_version_file()));
+
+  // Back with another version: its files, its version file, its inventory.
+  ASSERT_TRUE(SwapMockDriver(r, MockLayout::kPlain, *profile, "580.65.06").ok());
+  auto back = (*lib)->Discover();
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->driver_version, "580.65.06");
+  EXPECT_EQ(back->gpus[0].driver_version, "580.65.06");
+  EXPECT_TRUE(PathExists(lib_dir + "/libcuda.so.580.65.06"));
+  EXPECT_FALSE(PathExists(lib_dir + "/libcuda.so." + a));
+  EXPECT_NE(ReadFileToString((*lib)->driver_version_file())->find("580.65.06"), std::string::npos);
+
+  // A direct swap unloads the running version first.
+  ASSERT_TRUE(SwapMockDriver(r, MockLayout::kPlain, *profile, a).ok());
+  EXPECT_EQ((*lib)->Discover()->driver_version, a);
+  EXPECT_FALSE(PathExists(lib_dir + "/libcuda.so.580.65.06"));
+}
+
+TEST(MockDeviceLibTest, SwapInTheGpuOperatorLayoutTakesTheMarkerAway) {
+  nvdra::testing::TempDir t;
+  const std::string r = t.path() + "/node";
+  DeviceLibOptions o;
+  o.mock_hardware = "h100x8";
+  o.mock_root = r;
+  o.mock_layout = "gpu-operator";
+  auto lib = OpenDeviceLib(o);
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  auto profile = LoadMockProfile("h100x8");
+  const std::string marker = (*lib)->driver_ready_marker();
+  ASSERT_EQ(marker, r + kGpuOperatorDriverReady);
+  EXPECT_TRUE(PathExists(marker));
+  ASSERT_TRUE(SwapMockDriver(r, MockLayout::kGpuOperator, *profile, kMockDriverGone).ok());
+  EXPECT_FALSE(PathExists(marker));
+  EXPECT_FALSE(PathExists(r + kGpuOperatorDriverRoot + kMockLibDir + "/libcuda.so." + profile->inventory.driver_version));
+  ASSERT_TRUE(SwapMockDriver(r, MockLayout::kGpuOperator, *profile, "580.65.06").ok());
+  EXPECT_TRUE(PathExists(marker));
+  EXPECT_TRUE(PathExists(r + kGpuOperatorDriverRoot + kMockLibDir + "/libcuda.so.580.65.06"));
 }
 
 TEST(MockDeviceLibTest, BuildsFakeDriverRoot) {

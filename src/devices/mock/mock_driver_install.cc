@@ -184,6 +184,33 @@ std::vector<std::string> MockDriverLibraries(const std::string& version) {
   return out;
 }
 
+std::string MockKernelVersionText(const std::string& version) {
+  // The layout of the real file: the version is the word after "Kernel Module".
+  return "NVRM version: NVIDIA UNIX x86_64 Kernel Module  " + version +
+         "  Release Build  (nvdra mock)\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n";
+}
+
+Status RemoveMockDriverInstall(const std::string& driver_root, const std::string& version) {
+  if (version.empty() || version.find('/') != std::string::npos) return Status::Ok();
+  const std::string lib_dir = JoinPath(driver_root, kMockLibDir);
+  auto remove = [](const std::string& path) -> Status {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Internal("unlink " + path + ": " + ErrnoText(errno));
+    return Status::Ok();
+  };
+  for (const auto& l : Libs(version)) {
+    std::string dir = l.subdir.empty() ? lib_dir : JoinPath(lib_dir, l.subdir);
+    NVDRA_RETURN_IF_ERROR(remove(JoinPath(dir, l.file)));
+    if (l.soname.empty()) continue;
+    NVDRA_RETURN_IF_ERROR(remove(JoinPath(dir, l.soname)));
+    if (l.dev_link) NVDRA_RETURN_IF_ERROR(remove(JoinPath(dir, l.soname.substr(0, l.soname.rfind(".so") + 3))));
+  }
+  NVDRA_RETURN_IF_ERROR(remove(JoinPath(driver_root, "etc/ld.so.cache")));
+  const std::string fw = JoinPath(driver_root, "lib/firmware/nvidia/" + version);
+  for (const char* f : {"gsp_ga10x.bin", "gsp_tu10x.bin"}) NVDRA_RETURN_IF_ERROR(remove(JoinPath(fw, f)));
+  ::rmdir(fw.c_str());
+  return Status::Ok();
+}
+
 Status BuildMockDriverInstall(const std::string& root, const MockProfile& profile) {
   return BuildMockDriverInstall({.driver_root = root, .dev_root = root}, profile);
 }

@@ -41,6 +41,17 @@ Status BuildMockDriverInstall(const std::string& root, const MockProfile& profil
 // Paths inside `root`.
 inline constexpr const char* kMockLibDir = "/usr/lib/x86_64-linux-gnu";
 
+// Removes what BuildMockDriverInstall installed for `version` from the
+// driver root (its libraries with their soname and .so links, its firmware,
+// ld.so.cache), as the driver's uninstaller does before a new version goes
+// in; tools, sockets and DRM nodes stay (the next install rewrites them).
+Status RemoveMockDriverInstall(const std::string& driver_root, const std::string& version);
+
+// The kernel module's version file under the mock's proc/ and its text
+// (/proc/driver/nvidia/version: present while the module is loaded).
+inline constexpr const char* kMockKernelVersionFile = "/proc/driver/nvidia/version";
+std::string MockKernelVersionText(const std::string& version);
+
 // The versioned library names the installation holds for `version`
 // (e.g. "libcuda.so.570.158.01"), for tests.
 std::vector<std::string> MockDriverLibraries(const std::string& version);

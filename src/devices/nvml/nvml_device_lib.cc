@@ -115,6 +115,19 @@ NvmlDeviceLib::NvmlDeviceLib(DriverRoot root, std::unique_ptr<NvmlLibrary> lib, 
                                                      lib_->path()));
 }
 
+void NvmlDeviceLib::ReleaseDriver() {
+  MutexLock l(mu_);
+  lib_->Unload();
+}
+
+Status NvmlDeviceLib::AcquireDriver() {
+  MutexLock l(mu_);
+  if (lib_->loaded()) return Status::Ok();
+  auto path = root_.FindLibrary("libnvidia-ml.so.1");
+  if (!path.ok()) return Unavailable(path.status().message());
+  return lib_->Reload(*path);
+}
+
 Result<std::unique_ptr<FabricManager>> NvmlDeviceLib::OpenFabricManager() {
   // /proc/driver and /sys/class are the kernel's, the same in any container.
   auto fabric = HasFabricManagerFabric("/proc", options_.sysfs_root);

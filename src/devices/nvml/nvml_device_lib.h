@@ -39,7 +39,12 @@ class NvmlDeviceLib final : public DeviceLib {
   std::string proc_devices_path() const override { return proc_devices_; }
   std::string capabilities_dir() const override;
   std::string backend_name() const override { return "nvml"; }
+  std::string driver_version_file() const override { return options_.driver_version_file; }
   const NvmlLibrary& library() const { return *lib_; }
+  // NVML unloaded while the driver is gone, loaded again from the driver
+  // root once it is back (NvmlLibrary::Unload, Reload).
+  void ReleaseDriver() override EXCLUDES(mu_);
+  Status AcquireDriver() override EXCLUDES(mu_);
 
  private:
   NvmlDeviceLib(DriverRoot root, std::unique_ptr<NvmlLibrary> lib, DeviceLibOptions options);

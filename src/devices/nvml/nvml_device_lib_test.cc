@@ -4,6 +4,8 @@
 #include "devices/nvml/nvml_device_lib.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -163,6 +165,42 @@ TEST_F(NvmlDeviceLibTest, MissingRequiredSymbolIsNamed) {
   ASSERT_FALSE(lib.ok());
   EXPECT_EQ(lib.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(lib.status().message().find("nvmlDeviceGetMigMode"), std::string::npos) << lib.status().ToString();
+}
+
+bool Mapped(const std::string& path) {
+  auto maps = ReadFileToString("/proc/self/maps");
+  return maps.ok() && maps->find(path) != std::string::npos;
+}
+
+// A driver upgrade: NVML is unloaded while the driver is gone (nothing of
+// it stays mapped; calls answer as NVML does before nvmlInit), and loaded
+// again from the driver root once it is back.
+TEST_F(NvmlDeviceLibTest, ReleasesTheDriverAndLoadsItAgain) {
+  auto lib = NvmlDeviceLib::Open(Options());
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  ASSERT_TRUE((*lib)->Discover().ok());
+  const std::string file = std::string(NVDRA_FAKE_NVML_ROOT) + "/usr/lib64/libnvidia-ml.so.1";
+  char real[PATH_MAX];
+  ASSERT_NE(::realpath(file.c_str(), real), nullptr);
+  EXPECT_TRUE(Mapped(real));
+
+  (*lib)->ReleaseDriver();
+  EXPECT_FALSE(Mapped(real));
+  auto gone = (*lib)->Discover();
+  ASSERT_FALSE(gone.ok());
+  EXPECT_TRUE(gone.status().retryable());
+  EXPECT_NE(gone.status().message().find("Uninitialized"), std::string::npos) << gone.status().ToString();
+  EXPECT_FALSE((*lib)->control().MigModeEnabled("GPU-11111111-2222-3333-4444-555555555555").ok());
+
+  json cfg = BaseConfig();
+  cfg["driverVersion"] = "580.65.06";
+  Use(cfg);
+  ASSERT_TRUE((*lib)->AcquireDriver().ok());
+  EXPECT_TRUE(Mapped(real));
+  auto back = (*lib)->Discover();
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->driver_version, "580.65.06");
+  EXPECT_EQ(back->gpus.size(), 2u);
 }
 
 TEST_F(NvmlDeviceLibTest, InitFailureIsRetryableNotEmpty) {

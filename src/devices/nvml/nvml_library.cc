@@ -2,7 +2,79 @@
 
 #include <dlfcn.h>
 
+#include <type_traits>
+
 namespace nvdra::devices {
+
+namespace {
+
+// Every symbol we use, with whether it is required: `f(slot, name, required)`.
+template <class F>
+void ForEachSymbol(NvmlApi& a, F&& f) {
+  f(a.Init, "nvmlInit_v2", true);
+  f(a.Shutdown, "nvmlShutdown", true);
+  f(a.ErrorString, "nvmlErrorString", true);
+  f(a.SystemGetDriverVersion, "nvmlSystemGetDriverVersion", true);
+  f(a.SystemGetCudaDriverVersion, "nvmlSystemGetCudaDriverVersion", true);
+  f(a.DeviceGetCount, "nvmlDeviceGetCount_v2", true);
+  f(a.DeviceGetHandleByIndex, "nvmlDeviceGetHandleByIndex_v2", true);
+  f(a.DeviceGetMinorNumber, "nvmlDeviceGetMinorNumber", true);
+  f(a.DeviceGetUUID, "nvmlDeviceGetUUID", true);
+  f(a.DeviceGetName, "nvmlDeviceGetName", true);
+  f(a.DeviceGetBrand, "nvmlDeviceGetBrand", true);
+  f(a.DeviceGetArchitecture, "nvmlDeviceGetArchitecture", true);
+  f(a.DeviceGetCudaComputeCapability, "nvmlDeviceGetCudaComputeCapability", true);
+  f(a.DeviceGetPciInfo, "nvmlDeviceGetPciInfo_v3", true);
+  f(a.DeviceGetMemoryInfo, "nvmlDeviceGetMemoryInfo", true);
+  f(a.DeviceGetMigMode, "nvmlDeviceGetMigMode", true);
+  f(a.DeviceGetMaxMigDeviceCount, "nvmlDeviceGetMaxMigDeviceCount", true);
+  f(a.DeviceGetMigDeviceHandleByIndex, "nvmlDeviceGetMigDeviceHandleByIndex", true);
+  f(a.DeviceGetGpuInstanceId, "nvmlDeviceGetGpuInstanceId", true);
+  f(a.DeviceGetComputeInstanceId, "nvmlDeviceGetComputeInstanceId", true);
+  f(a.DeviceGetGpuInstanceById, "nvmlDeviceGetGpuInstanceById", true);
+  f(a.GpuInstanceGetInfo, "nvmlGpuInstanceGetInfo", true);
+  f(a.GpuInstanceGetComputeInstanceById, "nvmlGpuInstanceGetComputeInstanceById", true);
+  f(a.ComputeInstanceGetInfo, "nvmlComputeInstanceGetInfo_v2", true);
+  f(a.DeviceGetGpuInstanceProfileInfoV, "nvmlDeviceGetGpuInstanceProfileInfoV", true);
+  f(a.DeviceGetHandleByUUID, "nvmlDeviceGetHandleByUUID", true);
+  f(a.DeviceSetMigMode, "nvmlDeviceSetMigMode", true);
+  f(a.DeviceGetGpuInstancePossiblePlacements, "nvmlDeviceGetGpuInstancePossiblePlacements_v2", true);
+  f(a.DeviceCreateGpuInstanceWithPlacement, "nvmlDeviceCreateGpuInstanceWithPlacement", true);
+  f(a.DeviceGetGpuInstances, "nvmlDeviceGetGpuInstances", true);
+  f(a.GpuInstanceGetComputeInstanceProfileInfo, "nvmlGpuInstanceGetComputeInstanceProfileInfo", true);
+  f(a.GpuInstanceCreateComputeInstance, "nvmlGpuInstanceCreateComputeInstance", true);
+  f(a.GpuInstanceGetComputeInstances, "nvmlGpuInstanceGetComputeInstances", true);
+  f(a.ComputeInstanceDestroy, "nvmlComputeInstanceDestroy", true);
+  f(a.GpuInstanceDestroy, "nvmlGpuInstanceDestroy", true);
+  f(a.EventSetCreate, "nvmlEventSetCreate", true);
+  f(a.EventSetFree, "nvmlEventSetFree", true);
+  f(a.EventSetWait, "nvmlEventSetWait_v2", true);
+  f(a.DeviceRegisterEvents, "nvmlDeviceRegisterEvents", true);
+  f(a.DeviceGetSupportedEventTypes, "nvmlDeviceGetSupportedEventTypes", true);
+  f(a.DeviceGetGpuFabricInfo, "nvmlDeviceGetGpuFabricInfo", false);
+  f(a.DeviceGetAddressingMode, "nvmlDeviceGetAddressingMode", false);
+  f(a.DeviceGetPersistenceMode, "nvmlDeviceGetPersistenceMode", false);
+  f(a.DeviceSetPersistenceMode, "nvmlDeviceSetPersistenceMode", false);
+  f(a.DeviceGetModuleId, "nvmlDeviceGetModuleId", false);
+}
+
+// What each call answers while the library is unloaded (ReleaseDriver):
+// NVML's own answer before nvmlInit.
+template <class R, class... A>
+R NotLoaded(A...) {
+  if constexpr (std::is_same_v<R, const char*>) {
+    return "Uninitialized";
+  } else {
+    return NVML_ERROR_UNINITIALIZED;
+  }
+}
+
+template <class R, class... A>
+void StubOut(R (*&fn)(A...)) {
+  fn = &NotLoaded<R, A...>;
+}
+
+}  // namespace
 
 NvmlLibrary::~NvmlLibrary() {
   if (handle_ != nullptr) ::dlclose(handle_);
@@ -23,57 +95,27 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(sym);
     if (sym == nullptr && required) missing += (missing.empty() ? "" : ", ") + std::string(name);
   };
-  NvmlApi& a = lib->api_;
-  resolve(a.Init, "nvmlInit_v2", true);
-  resolve(a.Shutdown, "nvmlShutdown", true);
-  resolve(a.ErrorString, "nvmlErrorString", true);
-  resolve(a.SystemGetDriverVersion, "nvmlSystemGetDriverVersion", true);
-  resolve(a.SystemGetCudaDriverVersion, "nvmlSystemGetCudaDriverVersion", true);
-  resolve(a.DeviceGetCount, "nvmlDeviceGetCount_v2", true);
-  resolve(a.DeviceGetHandleByIndex, "nvmlDeviceGetHandleByIndex_v2", true);
-  resolve(a.DeviceGetMinorNumber, "nvmlDeviceGetMinorNumber", true);
-  resolve(a.DeviceGetUUID, "nvmlDeviceGetUUID", true);
-  resolve(a.DeviceGetName, "nvmlDeviceGetName", true);
-  resolve(a.DeviceGetBrand, "nvmlDeviceGetBrand", true);
-  resolve(a.DeviceGetArchitecture, "nvmlDeviceGetArchitecture", true);
-  resolve(a.DeviceGetCudaComputeCapability, "nvmlDeviceGetCudaComputeCapability", true);
-  resolve(a.DeviceGetPciInfo, "nvmlDeviceGetPciInfo_v3", true);
-  resolve(a.DeviceGetMemoryInfo, "nvmlDeviceGetMemoryInfo", true);
-  resolve(a.DeviceGetMigMode, "nvmlDeviceGetMigMode", true);
-  resolve(a.DeviceGetMaxMigDeviceCount, "nvmlDeviceGetMaxMigDeviceCount", true);
-  resolve(a.DeviceGetMigDeviceHandleByIndex, "nvmlDeviceGetMigDeviceHandleByIndex", true);
-  resolve(a.DeviceGetGpuInstanceId, "nvmlDeviceGetGpuInstanceId", true);
-  resolve(a.DeviceGetComputeInstanceId, "nvmlDeviceGetComputeInstanceId", true);
-  resolve(a.DeviceGetGpuInstanceById, "nvmlDeviceGetGpuInstanceById", true);
-  resolve(a.GpuInstanceGetInfo, "nvmlGpuInstanceGetInfo", true);
-  resolve(a.GpuInstanceGetComputeInstanceById, "nvmlGpuInstanceGetComputeInstanceById", true);
-  resolve(a.ComputeInstanceGetInfo, "nvmlComputeInstanceGetInfo_v2", true);
-  resolve(a.DeviceGetGpuInstanceProfileInfoV, "nvmlDeviceGetGpuInstanceProfileInfoV", true);
-  resolve(a.DeviceGetHandleByUUID, "nvmlDeviceGetHandleByUUID", true);
-  resolve(a.DeviceSetMigMode, "nvmlDeviceSetMigMode", true);
-  resolve(a.DeviceGetGpuInstancePossiblePlacements, "nvmlDeviceGetGpuInstancePossiblePlacements_v2", true);
-  resolve(a.DeviceCreateGpuInstanceWithPlacement, "nvmlDeviceCreateGpuInstanceWithPlacement", true);
-  resolve(a.DeviceGetGpuInstances, "nvmlDeviceGetGpuInstances", true);
-  resolve(a.GpuInstanceGetComputeInstanceProfileInfo, "nvmlGpuInstanceGetComputeInstanceProfileInfo", true);
-  resolve(a.GpuInstanceCreateComputeInstance, "nvmlGpuInstanceCreateComputeInstance", true);
-  resolve(a.GpuInstanceGetComputeInstances, "nvmlGpuInstanceGetComputeInstances", true);
-  resolve(a.ComputeInstanceDestroy, "nvmlComputeInstanceDestroy", true);
-  resolve(a.GpuInstanceDestroy, "nvmlGpuInstanceDestroy", true);
-  resolve(a.EventSetCreate, "nvmlEventSetCreate", true);
-  resolve(a.EventSetFree, "nvmlEventSetFree", true);
-  resolve(a.EventSetWait, "nvmlEventSetWait_v2", true);
-  resolve(a.DeviceRegisterEvents, "nvmlDeviceRegisterEvents", true);
-  resolve(a.DeviceGetSupportedEventTypes, "nvmlDeviceGetSupportedEventTypes", true);
-  resolve(a.DeviceGetGpuFabricInfo, "nvmlDeviceGetGpuFabricInfo", false);
-  resolve(a.DeviceGetAddressingMode, "nvmlDeviceGetAddressingMode", false);
-  resolve(a.DeviceGetPersistenceMode, "nvmlDeviceGetPersistenceMode", false);
-  resolve(a.DeviceSetPersistenceMode, "nvmlDeviceSetPersistenceMode", false);
-  resolve(a.DeviceGetModuleId, "nvmlDeviceGetModuleId", false);
+  ForEachSymbol(lib->api_, resolve);
   if (!missing.empty()) {
     return FailedPrecondition("NVML library " + path + " lacks required symbols: " + missing +
                               " (driver too old, or not libnvidia-ml)");
   }
   return lib;
+}
+
+void NvmlLibrary::Unload() {
+  ForEachSymbol(api_, [](auto& fn, const char*, bool) { StubOut(fn); });
+  if (handle_ != nullptr) ::dlclose(handle_);
+  handle_ = nullptr;
+}
+
+Status NvmlLibrary::Reload(const std::string& path) {
+  if (handle_ != nullptr) return Status::Ok();
+  NVDRA_ASSIGN_OR_RETURN(std::unique_ptr<NvmlLibrary> fresh, Load(path));
+  std::swap(handle_, fresh->handle_);
+  api_ = fresh->api_;
+  path_ = path;
+  return Status::Ok();
 }
 
 std::string NvmlLibrary::ErrorText(const char* call, nvmlReturn_t rc) const {

@@ -20,6 +20,14 @@ class NvmlLibrary {
   static Result<std::unique_ptr<NvmlLibrary>> Load(const std::string& path);
 
   const NvmlApi& api() const { return api_; }
+
+  // The driver is going away: every call answers NVML_ERROR_UNINITIALIZED
+  // from here on and the library is unloaded (dlclose), so nothing of the
+  // old driver stays mapped. Reload loads `path` (the new driver's
+  // library). Neither may run while another thread is inside a call.
+  void Unload();
+  Status Reload(const std::string& path);
+  bool loaded() const { return handle_ != nullptr; }
   const std::string& path() const { return path_; }
 
   // "nvmlDeviceGetName: Not Supported (3)" style text for `rc`.
