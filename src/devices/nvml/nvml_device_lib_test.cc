@@ -2,13 +2,16 @@
 // test tree: dlopen from a driver root, symbol loading, discovery, error
 // handling and XID events.
 #include "devices/nvml/nvml_device_lib.h"
+#include "devices/nvml/nvml_library.h"
 
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "devices/nvidia_smi_control.h"
@@ -201,6 +204,31 @@ TEST_F(NvmlDeviceLibTest, ReleasesTheDriverAndLoadsItAgain) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->driver_version, "580.65.06");
   EXPECT_EQ(back->gpus.size(), 2u);
+}
+
+// A call made inside a Session never meets an unloaded library: Unload on
+// another thread waits until the Session ends.
+TEST_F(NvmlDeviceLibTest, UnloadWaitsForTheSessionsThatAreOpen) {
+  auto lib = NvmlLibrary::Load(std::string(NVDRA_FAKE_NVML_ROOT) + "/usr/lib64/libnvidia-ml.so.1");
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  auto session = (*lib)->Open();
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::atomic<bool> unloading{false};
+  std::thread unloader([&] {
+    unloading = true;
+    (*lib)->Unload();
+  });
+  while (!unloading) std::this_thread::yield();
+  // However far the unloader got, every call of the open session answers.
+  for (int i = 0; i < 2000; ++i) {
+    char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+    ASSERT_EQ((*lib)->api().SystemGetDriverVersion(buf, sizeof buf), NVML_SUCCESS) << "call " << i;
+  }
+  EXPECT_TRUE((*lib)->loaded());
+  { auto done = std::move(session).value(); }
+  unloader.join();
+  EXPECT_FALSE((*lib)->loaded());
+  EXPECT_FALSE((*lib)->Open().ok());
 }
 
 TEST_F(NvmlDeviceLibTest, InitFailureIsRetryableNotEmpty) {

@@ -104,12 +104,14 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
 }
 
 void NvmlLibrary::Unload() {
+  std::unique_lock lock(load_mu_);
   ForEachSymbol(api_, [](auto& fn, const char*, bool) { StubOut(fn); });
   if (handle_ != nullptr) ::dlclose(handle_);
   handle_ = nullptr;
 }
 
 Status NvmlLibrary::Reload(const std::string& path) {
+  std::unique_lock lock(load_mu_);
   if (handle_ != nullptr) return Status::Ok();
   NVDRA_ASSIGN_OR_RETURN(std::unique_ptr<NvmlLibrary> fresh, Load(path));
   std::swap(handle_, fresh->handle_);
@@ -140,13 +142,14 @@ Status NvmlLibrary::Error(const char* call, nvmlReturn_t rc) const {
 }
 
 Result<NvmlLibrary::Session> NvmlLibrary::Open() const {
+  std::shared_lock loaded(load_mu_);
   nvmlReturn_t rc = api_.Init();
   if (rc != NVML_SUCCESS) {
     Status s = Error("nvmlInit_v2", rc);
     // Init failing is almost always the driver not being ready yet.
     return Unavailable(s.message() + " (is the NVIDIA driver loaded? retrying later)");
   }
-  return Session(this);
+  return Session(this, std::move(loaded));
 }
 
 }  // namespace nvdra::devices

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <shared_mutex>
 #include <string>
 
 #include "devices/nvml/nvml_api.h"
@@ -24,7 +25,9 @@ class NvmlLibrary {
   // The driver is going away: every call answers NVML_ERROR_UNINITIALIZED
   // from here on and the library is unloaded (dlclose), so nothing of the
   // old driver stays mapped. Reload loads `path` (the new driver's
-  // library). Neither may run while another thread is inside a call.
+  // library). Both wait until every open Session has ended (a call made
+  // inside a Session never runs into an unloaded library); a thread must
+  // not call them while it holds a Session itself.
   void Unload();
   Status Reload(const std::string& path);
   bool loaded() const { return handle_ != nullptr; }
@@ -36,20 +39,25 @@ class NvmlLibrary {
   // (driver not loaded, uninitialised, RM mismatch, timeout), Internal else.
   Status Error(const char* call, nvmlReturn_t rc) const;
 
-  // nvmlInit for the lifetime of the guard (NVML counts init calls).
+  // nvmlInit for the lifetime of the guard (NVML counts init calls), and
+  // the library kept loaded until it ends.
   class Session {
    public:
-    explicit Session(const NvmlLibrary* lib) : lib_(lib) {}
+    Session(const NvmlLibrary* lib, std::shared_lock<std::shared_mutex> loaded)
+        : lib_(lib), loaded_(std::move(loaded)) {}
     ~Session() { if (lib_) lib_->api().Shutdown(); }
-    Session(Session&& o) noexcept : lib_(o.lib_) { o.lib_ = nullptr; }
+    Session(Session&& o) noexcept : lib_(o.lib_), loaded_(std::move(o.loaded_)) { o.lib_ = nullptr; }
     Session(const Session&) = delete;
    private:
     const NvmlLibrary* lib_;
+    std::shared_lock<std::shared_mutex> loaded_;
   };
   Result<Session> Open() const;
 
  private:
   NvmlLibrary() = default;
+  // Shared by each Session, exclusive for Unload and Reload.
+  mutable std::shared_mutex load_mu_;
   void* handle_ = nullptr;
   std::string path_;
   NvmlApi api_{};
