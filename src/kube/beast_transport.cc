@@ -55,9 +55,10 @@ using boost::system::error_code;
 
 constexpr std::chrono::milliseconds kConnectTimeout{5000};
 // Idle connections kept for reuse; more concurrent requests than this open
-// connections that are closed after their response. As many as claims are
-// prepared at once by default (--claim-workers), so a node starting pods in
-// waves reuses its connections instead of opening a burst of new ones.
+// connections that are closed after their response. Enough for the claims
+// a node with a raised --claim-workers prepares at once, so a node starting
+// pods in waves reuses its connections instead of opening a burst of new
+// ones.
 constexpr size_t kMaxIdle = 32;
 // Go's net/http (the API server) closes a connection idle for longer than
 // its idle timeout; reusing one nearly that old races the server's close.
