@@ -5,7 +5,7 @@
 // Each connection owns an io_context and is used by one thread at a time, so
 // the synchronous calls here run asynchronous operations on it until they
 // complete: the stream's expiry bounds every operation by the request's
-// deadline, and a watch polls its cancel flag between short runs. No thread
+// deadline, and a watch's cancel flag stops the run at once. No thread
 // is started (names are resolved by a blocking lookup, which an IP address,
 // the in-cluster case, answers without a query).
 #include "kube/beast_transport.h"
@@ -55,15 +55,17 @@ using boost::system::error_code;
 
 constexpr std::chrono::milliseconds kConnectTimeout{5000};
 // Idle connections kept for reuse; more concurrent requests than this open
-// connections that are closed after their response. As many as claims are
-// prepared at once by default (--claim-workers), so a node starting pods in
-// waves reuses its connections instead of opening a burst of new ones.
+// connections that are closed after their response. Enough for the claims
+// a node with a raised --claim-workers prepares at once, so a node starting
+// pods in waves reuses its connections instead of opening a burst of new
+// ones.
 constexpr size_t kMaxIdle = 32;
 // Go's net/http (the API server) closes a connection idle for longer than
 // its idle timeout; reusing one nearly that old races the server's close.
 constexpr std::chrono::seconds kMaxIdleAge{50};
-// A watch checks its cancel flag at least this often while it waits.
-constexpr std::chrono::milliseconds kCancelPoll{250};
+// A watch's cancel wakes it at once (CancelFlag); it also checks the flag
+// this often, as a backstop.
+constexpr std::chrono::milliseconds kCancelPoll{2000};
 // An error answer to a watch is kept whole up to this size.
 constexpr size_t kMaxErrorBody = 1u << 20;
 constexpr uint32_t kHeaderLimit = 64 * 1024;
@@ -289,10 +291,10 @@ class Connection {
   // Starts an asynchronous operation with `start(handler)` and runs this
   // connection's io_context until the handler has run; returns its error.
   // The stream's expiry (Tcp().expires_at) ends the operation in time. With
-  // `cancel`, the flag is polled between short runs; when it turns true the
-  // socket is closed, the operation ends, and cancelled() is true.
+  // `cancel`, a cancel stops the io_context's run; the socket is then
+  // closed, the operation ends, and cancelled() is true.
   template <class Start>
-  error_code Run(Start&& start, const std::atomic<bool>* cancel = nullptr) {
+  error_code Run(Start&& start, const CancelFlag* cancel = nullptr) {
     error_code result;
     bool done = false;
     start([&result, &done](error_code ec, auto&&...) {
@@ -304,9 +306,12 @@ class Connection {
       io_.run();
       return result;
     }
+    // A cancel stops the loop at once (stop() is safe from any thread); the
+    // poll is a backstop only.
+    CancelFlag::Registration wake = cancel->OnCancel([this] { io_.stop(); });
     while (!done) {
       io_.run_for(kCancelPoll);
-      if (!done && !cancelled_ && cancel->load()) {
+      if (!done && !cancelled_ && cancel->cancelled()) {
         cancelled_ = true;
         Tcp().close();
       }
@@ -317,7 +322,7 @@ class Connection {
 
   // Run with an operation on the stream: `op(stream, handler)`.
   template <class Op>
-  error_code RunOnStream(Op&& op, const std::atomic<bool>* cancel = nullptr) {
+  error_code RunOnStream(Op&& op, const CancelFlag* cancel = nullptr) {
     return Run([&](auto handler) { WithStream([&](auto& stream) { op(stream, std::move(handler)); }); }, cancel);
   }
 
@@ -399,7 +404,7 @@ class BeastTransport::Impl {
   }
 
   Result<HttpResponse> RoundTrip(const HttpRequest& req);
-  Result<HttpResponse> Stream(const HttpRequest& req, const StreamSink& sink, const std::atomic<bool>* cancel);
+  Result<HttpResponse> Stream(const HttpRequest& req, const StreamSink& sink, const CancelFlag* cancel);
 
   BeastTransportStats stats() const {
     return {connections_.load(), reuses_.load(), retries_.load()};
@@ -408,7 +413,7 @@ class BeastTransport::Impl {
  private:
   Result<std::shared_ptr<asio::ssl::context>> TlsContext() EXCLUDES(mu_);
   Result<std::unique_ptr<Connection>> Connect(const std::string& what, SteadyClock::time_point deadline,
-                                              std::chrono::milliseconds timeout, const std::atomic<bool>* cancel);
+                                              std::chrono::milliseconds timeout, const CancelFlag* cancel);
   std::unique_ptr<Connection> TakeIdle() EXCLUDES(mu_);
   void PutIdle(std::unique_ptr<Connection> c) EXCLUDES(mu_);
 
@@ -443,7 +448,7 @@ Result<std::shared_ptr<asio::ssl::context>> BeastTransport::Impl::TlsContext() {
 
 Result<std::unique_ptr<Connection>> BeastTransport::Impl::Connect(const std::string& what, SteadyClock::time_point deadline,
                                                                   std::chrono::milliseconds timeout,
-                                                                  const std::atomic<bool>* cancel) {
+                                                                  const CancelFlag* cancel) {
   const ServerUrl& url = *url_;
   std::shared_ptr<asio::ssl::context> tls;
   if (url.tls) {
@@ -600,7 +605,7 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
 }
 
 Result<HttpResponse> BeastTransport::Impl::Stream(const HttpRequest& req, const StreamSink& sink,
-                                                  const std::atomic<bool>* cancel) {
+                                                  const CancelFlag* cancel) {
   if (!url_.ok()) return url_.status();
   NVDRA_ASSIGN_OR_RETURN(std::string token, token_.Get());
   const std::string what = "GET " + config_.server + req.path;
@@ -636,7 +641,7 @@ Result<HttpResponse> BeastTransport::Impl::Stream(const HttpRequest& req, const 
   const bool success = resp.status / 100 == 2;
   std::array<char, 16 * 1024> piece;
   while (!parser.is_done()) {
-    if (cancel != nullptr && cancel->load()) return cancelled();
+    if (cancel != nullptr && cancel->cancelled()) return cancelled();
     parser.get().body().data = piece.data();
     parser.get().body().size = piece.size();
     ec = c->RunOnStream(
@@ -662,7 +667,7 @@ BeastTransport::~BeastTransport() = default;
 Result<HttpResponse> BeastTransport::RoundTrip(const HttpRequest& request) { return impl_->RoundTrip(request); }
 
 Result<HttpResponse> BeastTransport::Stream(const HttpRequest& request, const StreamSink& sink,
-                                            const std::atomic<bool>* cancel) {
+                                            const CancelFlag* cancel) {
   return impl_->Stream(request, sink, cancel);
 }
 

@@ -38,7 +38,7 @@ class BeastTransport final : public HttpTransport {
   Result<HttpResponse> RoundTrip(const HttpRequest& request) override;
   // On its own connection, closed at the end (a watch holds it for minutes).
   Result<HttpResponse> Stream(const HttpRequest& request, const StreamSink& sink,
-                              const std::atomic<bool>* cancel) override;
+                              const CancelFlag* cancel) override;
 
   BeastTransportStats stats() const;
 

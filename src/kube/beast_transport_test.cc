@@ -351,7 +351,7 @@ TEST(BeastTransportTest, WatchPiecesArriveAsSentAndCancelEndsTheWait) {
   Mutex mu;
   CondVar cv;
   std::string got;
-  std::atomic<bool> cancel{false};
+  CancelFlag cancel;
   Result<HttpResponse> result = Internal("not run");
   std::thread watcher([&] {
     result = t.Stream({"GET", "/api/v1/nodes?watch=1", "", std::chrono::milliseconds(60'000)},
@@ -367,8 +367,12 @@ TEST(BeastTransportTest, WatchPiecesArriveAsSentAndCancelEndsTheWait) {
     MutexLock l(mu);
     cv.Wait(mu, [&]() REQUIRES(mu) { return got.size() >= event.size(); });
   }
-  cancel = true;
+  // The cancel wakes the watch at once, not at its backstop poll (2 s):
+  // a stopping plugin does not wait on its watches.
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  cancel.Cancel();
   watcher.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - cancelled_at, std::chrono::seconds(1));
   EXPECT_EQ(result.status().code(), StatusCode::kUnavailable) << result.status().ToString();
   EXPECT_NE(result.status().message().find("cancelled"), std::string::npos) << result.status().ToString();
   EXPECT_EQ(got, event);
@@ -383,7 +387,7 @@ TEST(BeastTransportTest, WatchThatBreaksMidBodyIsUnavailable) {
   });
   BeastTransport t(PlainConfig(server));
   std::string got;
-  std::atomic<bool> cancel{false};
+  CancelFlag cancel;
   auto r = t.Stream({"GET", "/w", "", std::chrono::milliseconds(10'000)},
                     [&](std::string_view d) {
                       got.append(d);
@@ -512,12 +516,12 @@ TEST_F(BeastTlsTest, UnusableClientCertificateIsFailedPrecondition) {
 
 TEST_F(BeastTlsTest, WatchOverTlsIsCancelledMidStream) {
   BeastTransport t(server_->Config());
-  std::atomic<bool> cancel{false};
+  CancelFlag cancel;
   std::string got;
   auto r = t.Stream({"GET", "/api/v1/nodes?watch=1", "", std::chrono::milliseconds(60'000)},
                     [&](std::string_view d) {
                       got.append(d);
-                      if (got.find('\n') != std::string::npos) cancel = true;  // the server keeps the watch open
+                      if (got.find('\n') != std::string::npos) cancel.Cancel();  // the server keeps the watch open
                       return true;
                     },
                     &cancel);

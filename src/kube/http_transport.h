@@ -3,6 +3,8 @@
 // response, so tests can script responses without a server.
 #pragma once
 
+#include "util/cancel_flag.h"
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -51,11 +53,11 @@ class HttpTransport {
   // A long-lived GET whose 2xx body goes to `sink` as it arrives (the
   // returned response's body stays empty); a non-2xx body is returned whole.
   // Returns when the server ends the body, the sink returns false, or
-  // `cancel` becomes true (checked at least once a second). A connection that
+  // `cancel` is cancelled (a real transport wakes at once). A connection that
   // breaks mid-body is kUnavailable. The default delivers a RoundTrip's body
   // in one piece, which is all a scripted transport needs.
   virtual Result<HttpResponse> Stream(const HttpRequest& request, const StreamSink& sink,
-                                      const std::atomic<bool>* cancel) {
+                                      const CancelFlag* cancel) {
     (void)cancel;
     NVDRA_ASSIGN_OR_RETURN(HttpResponse r, RoundTrip(request));
     if (r.status / 100 == 2) {

@@ -330,7 +330,7 @@ Result<ResourceClaim> KubeClient::GetResourceClaim(const std::string& ns, const 
 Result<json> KubeClient::GetNode(const std::string& name) { return GetJson("/api/v1/nodes/" + name); }
 
 Result<HttpResponse> KubeClient::Stream(const std::string& path, std::chrono::milliseconds timeout,
-                                        const StreamSink& sink, const std::atomic<bool>* cancel) {
+                                        const StreamSink& sink, const CancelFlag* cancel) {
   auto wait = limiter_.Reserve();
   {
     MutexLock l(mu_);

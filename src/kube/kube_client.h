@@ -115,7 +115,7 @@ class KubeClient {
   // (the watcher decides: resume, relist or back off). `timeout` bounds the
   // whole stream; `cancel` ends it from another thread.
   Result<HttpResponse> Stream(const std::string& path, std::chrono::milliseconds timeout, const StreamSink& sink,
-                              const std::atomic<bool>* cancel);
+                              const CancelFlag* cancel);
 
   // Percent-encodes a query parameter value.
   static std::string QueryEscape(const std::string& s);

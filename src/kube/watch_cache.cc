@@ -68,7 +68,7 @@ WatchCache::~WatchCache() { Stop(); }
 
 void WatchCache::Start() {
   if (thread_.joinable()) return;
-  stop_ = false;
+  stop_.Reset();
   // An exception is logged and ends the watch; lookups then answer from
   // what was cached, and last_error() says why.
   thread_ = std::thread([this] {
@@ -81,7 +81,7 @@ void WatchCache::Start() {
 void WatchCache::Stop() {
   {
     MutexLock l(mu_);
-    stop_ = true;
+    stop_.Cancel();
   }
   cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
@@ -157,7 +157,7 @@ std::string WatchCache::WithSelectors(std::string path, char sep) const {
 
 void WatchCache::SleepInterruptible(std::chrono::milliseconds d) {
   MutexLock l(mu_);
-  cv_.WaitFor(mu_, d, [&]() REQUIRES(mu_) { return stop_.load(); });
+  cv_.WaitFor(mu_, d, [&]() REQUIRES(mu_) { return stop_.cancelled(); });
 }
 
 void WatchCache::SetError(Status s) {
@@ -176,7 +176,7 @@ void WatchCache::BackOff(std::chrono::milliseconds* backoff) {
 void WatchCache::Run() {
   auto backoff = options_.initial_backoff;
   bool need_list = true;
-  while (!stop_) {
+  while (!stop_.cancelled()) {
     if (need_list) {
       Status s = ListOnce();
       SetError(s);
@@ -384,11 +384,11 @@ WatchCache::WatchEnd WatchCache::WatchOnce() {
     });
     if (!s.ok() && !gone) stream_error = s;
     if (changed) notifier_->Bump();
-    return stream_error.ok() && !gone && !stop_;
+    return stream_error.ok() && !gone && !stop_.cancelled();
   };
   auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(watch_timeout) + std::chrono::seconds(30);
   auto r = client_.Stream(path, timeout, sink, &stop_);
-  if (stop_) return WatchEnd::kStopped;
+  if (stop_.cancelled()) return WatchEnd::kStopped;
   if (gone) return WatchEnd::kGone;
   if (!r.ok()) {
     SetError(r.status());

@@ -22,6 +22,7 @@
 
 #include "kube/kube_client.h"
 #include "kube/watch_line_reader.h"
+#include "util/cancel_flag.h"
 #include "util/mutex.h"
 #include "util/status.h"
 
@@ -162,7 +163,7 @@ class WatchCache {
   WatchCacheStats stats_ GUARDED_BY(mu_);
 
   std::mt19937_64 rng_{std::random_device{}()};  // the Run thread's alone
-  std::atomic<bool> stop_{false};
+  CancelFlag stop_;
   std::thread thread_;
 };
 

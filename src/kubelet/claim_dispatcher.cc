@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "util/log.h"
 #include "util/run_guarded.h"
@@ -25,11 +26,74 @@ ClaimDispatcher::ClaimDispatcher(ClaimEngine& engine, DispatcherOptions options)
 
 ClaimDispatcher::~ClaimDispatcher() { Shutdown(); }
 
+// One call in flight. Fields after `answer` belong to the dispatcher's mu_.
+class ClaimDispatcher::Call {
+ public:
+  Op op;
+  Clock::time_point deadline;
+  std::vector<ClaimRef> claims;  // the valid ones, in request order
+  // Builds the answer from `late` (per claim: OK when its task is done,
+  // else the error to report) under mu_; returns what delivers it, to run
+  // outside mu_.
+  std::function<std::function<void()>(Call& self, const std::vector<Status>& late)> answer;
+  std::vector<std::shared_ptr<Task>> tasks;
+  size_t left = 0;  // tasks not done
+  bool answered = false;
+};
+
+ClaimDispatcher::Clock::time_point ClaimDispatcher::Deadline(const CallHandle& call) { return call->deadline; }
+
+void ClaimDispatcher::Answer(std::vector<std::function<void()>> answers) {
+  for (auto& a : answers) a();
+}
+
+std::function<void()> ClaimDispatcher::AnswerLocked(const std::shared_ptr<Call>& call) {
+  call->answered = true;
+  pending_.erase(call);
+  std::vector<Status> late(call->tasks.size());
+  for (size_t i = 0; i < call->tasks.size(); ++i) {
+    const Task& t = *call->tasks[i];
+    if (t.done) continue;
+    late[i] = shutting_down_ ? Unavailable(fmt::format(
+                                   "plugin is shutting down; {} of claim {} was not answered and the kubelet will retry",
+                                   OpName(call->op == Op::kPrepare), t.claim.ToString()))
+                             : TimeoutError(call->op, t.claim);
+  }
+  std::function<void()> deliver = call->answer(*call, late);
+  // A task still running keeps its calls until it is done; the call lets go
+  // of its tasks now, so neither keeps the other alive longer.
+  call->answer = nullptr;
+  call->tasks.clear();
+  return deliver;
+}
+
+void ClaimDispatcher::Expire(const CallHandle& call) {
+  if (!call) return;
+  std::function<void()> answer;
+  {
+    MutexLock lock(mu_);
+    if (call->answered) return;
+    answer = AnswerLocked(call);
+  }
+  answer();
+}
+
+void ClaimDispatcher::TaskDoneLocked(Task& task, std::vector<std::function<void()>>& answers) {
+  for (const auto& call : task.calls) {
+    if (!call->answered && --call->left == 0) answers.push_back(AnswerLocked(call));
+  }
+  task.calls.clear();
+}
+
 void ClaimDispatcher::BeginShutdown() {
-  MutexLock lock(mu_);
-  shutting_down_ = true;
-  // Under mu_: a waiter leaves waiters_ (and its stack) only while holding it.
-  for (Waiter* w : waiters_) w->cv.NotifyOne();
+  std::vector<std::function<void()>> answers;
+  {
+    MutexLock lock(mu_);
+    shutting_down_ = true;
+    std::set<std::shared_ptr<Call>> pending = pending_;
+    for (const auto& call : pending) answers.push_back(AnswerLocked(call));
+  }
+  Answer(std::move(answers));
 }
 
 void ClaimDispatcher::Shutdown() {
@@ -79,7 +143,8 @@ Status ClaimDispatcher::ValidateRequest(const std::vector<ClaimRef>& claims, con
   return Status::Ok();
 }
 
-std::shared_ptr<ClaimDispatcher::Task> ClaimDispatcher::SubmitLocked(Op op, const ClaimRef& claim) {
+std::shared_ptr<ClaimDispatcher::Task> ClaimDispatcher::SubmitLocked(Op op, const ClaimRef& claim,
+                                                                      std::vector<std::function<void()>>& answers) {
   UidChain& chain = chains_[claim.uid];
   const std::shared_ptr<Task>& last = chain.queued.empty() ? chain.running : chain.queued.back();
   if (last && !last->done && last->op == op && last->claim == claim) {
@@ -94,14 +159,14 @@ std::shared_ptr<ClaimDispatcher::Task> ClaimDispatcher::SubmitLocked(Op op, cons
   task->claim = claim;
   if (!chain.running) {
     chain.running = task;
-    StartLocked(task);
+    StartLocked(task, answers);
   } else {
     chain.queued.push_back(task);
   }
   return task;
 }
 
-void ClaimDispatcher::StartLocked(std::shared_ptr<Task> task) {
+void ClaimDispatcher::StartLocked(std::shared_ptr<Task> task, std::vector<std::function<void()>>& answers) {
   if (pool_.Submit([this, task] { RunTask(task); })) return;
   // Only during shutdown: end the claim's chain without calling the engine.
   auto it = chains_.find(task->claim.uid);
@@ -116,14 +181,7 @@ void ClaimDispatcher::StartLocked(std::shared_ptr<Task> task) {
     t->done = true;
     t->prepare = msg;
     t->unprepare = msg;
-    NotifyWaitersLocked(t.get());
-  }
-}
-
-void ClaimDispatcher::NotifyWaitersLocked(const Task* task) {
-  // Under mu_: a waiter leaves waiters_ (and its stack) only while holding it.
-  for (Waiter* w : waiters_) {
-    if (w->task == task) w->cv.NotifyOne();
+    TaskDoneLocked(*t, answers);
   }
 }
 
@@ -156,6 +214,7 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
     worked = std::chrono::nanoseconds(steps.total_nanos());
     engine_.RecordSteps(task->op == Op::kPrepare, steps, false);
   }
+  std::vector<std::function<void()>> answers;
   {
     MutexLock lock(mu_);
     task->worked = worked;
@@ -170,13 +229,14 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
         std::shared_ptr<Task> next = chain.queued.front();
         chain.queued.pop_front();
         chain.running = next;
-        StartLocked(std::move(next));
+        StartLocked(std::move(next), answers);
       } else {
         chains_.erase(it);
       }
     }
-    NotifyWaitersLocked(task.get());
+    TaskDoneLocked(*task, answers);
   }
+  Answer(std::move(answers));
 }
 
 void ClaimDispatcher::CallEngine(const Task& task, Clock::time_point deadline,
@@ -198,117 +258,167 @@ Status ClaimDispatcher::TimeoutError(Op op, const ClaimRef& claim) const {
       OpName(op == Op::kPrepare), claim.ToString(), FormatDuration(options_.claim_timeout)));
 }
 
-std::vector<Status> ClaimDispatcher::Await(const std::vector<std::shared_ptr<Task>>& tasks,
-                                           Op op, Clock::time_point deadline) {
-  std::vector<Status> errors(tasks.size());
-  Waiter self;
-  waiters_.push_back(&self);
-  // Leaves waiters_ however this returns; mu_ is held throughout.
-  struct Leave {
-    std::vector<Waiter*>& waiters;
-    Waiter* self;
-    ~Leave() { waiters.erase(std::find(waiters.begin(), waiters.end(), self)); }
-  } leave{waiters_, &self};
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    const auto& t = tasks[i];
-    self.task = t.get();
-    self.cv.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return t->done || shutting_down_; });
-    if (t->done) continue;
+ClaimDispatcher::CallHandle ClaimDispatcher::Start(
+    Op op, std::vector<ClaimRef> claims, Clock::time_point call_deadline,
+    std::function<std::function<void()>(Call&, const std::vector<Status>&)> answer) {
+  auto call = std::make_shared<Call>();
+  call->op = op;
+  call->deadline = std::min(Clock::now() + options_.claim_timeout, call_deadline);
+  call->claims = std::move(claims);
+  call->answer = std::move(answer);
+  std::vector<std::function<void()>> answers;
+  {
+    MutexLock lock(mu_);
     if (shutting_down_) {
-      errors[i] = Unavailable(fmt::format(
-          "plugin is shutting down; {} of claim {} was not answered and the kubelet will retry",
-          OpName(op == Op::kPrepare), t->claim.ToString()));
+      std::vector<Status> refused;
+      for (const auto& c : call->claims) {
+        refused.push_back(Unavailable(fmt::format("plugin is shutting down; {} of claim {} was refused and the "
+                                                  "kubelet will retry",
+                                                  OpName(op == Op::kPrepare), c.ToString())));
+      }
+      call->answered = true;
+      answers.push_back(call->answer(*call, refused));
+      call->answer = nullptr;
     } else {
-      errors[i] = TimeoutError(op, t->claim);
+      for (const auto& c : call->claims) {
+        std::shared_ptr<Task> task = SubmitLocked(op, c, answers);
+        call->tasks.push_back(task);
+        if (!task->done) {
+          task->calls.push_back(call);
+          ++call->left;
+        }
+      }
+      pending_.insert(call);
+      if (call->left == 0) answers.push_back(AnswerLocked(call));
     }
   }
-  return errors;
+  Answer(std::move(answers));
+  return call;
 }
 
-std::vector<Status> ClaimDispatcher::SubmitAndAwait(Op op, const std::vector<ClaimRef>& claims,
-                                                    Clock::time_point deadline,
-                                                    std::vector<std::shared_ptr<Task>>& tasks) {
-  std::vector<Status> late;
-  {
-    TimedStep step(RequestStep::kDispatch);
-    for (const auto& c : claims) tasks.push_back(SubmitLocked(op, c));
-    late = Await(tasks, op, deadline);
-  }
-  if (RequestSteps* steps = CurrentRequestSteps()) {
-    Clock::duration longest{};
-    for (const auto& t : tasks) longest = std::max(longest, t->worked);
-    steps->Exclude(RequestStep::kDispatch, longest);
-  }
-  return late;
-}
-
-Result<std::map<std::string, PrepareOutcome>> ClaimDispatcher::Prepare(
-    const std::vector<ClaimRef>& claims, Clock::time_point call_deadline) {
+ClaimDispatcher::CallHandle ClaimDispatcher::StartPrepare(const std::vector<ClaimRef>& claims,
+                                                          Clock::time_point call_deadline,
+                                                          Done<PrepareResults> done) {
   std::map<std::string, Status> invalid;
   std::vector<ClaimRef> valid;
-  NVDRA_RETURN_IF_ERROR(ValidateRequest(claims, "prepare", invalid, valid));
-  std::map<std::string, PrepareOutcome> out;
+  if (Status bad = ValidateRequest(claims, "prepare", invalid, valid); !bad.ok()) {
+    done(bad, {});
+    return nullptr;
+  }
+  auto out = std::make_shared<PrepareResults>();
   for (auto& [uid, err] : invalid) {
     NVDRA_ERROR("refusing to prepare claim: {}", err.message());
-    out.insert_or_assign(uid, err);
+    out->insert_or_assign(uid, err);
   }
-  if (valid.empty()) return out;
-
-  const auto deadline = std::min(Clock::now() + options_.claim_timeout, call_deadline);
-  MutexLock lock(mu_);
-  if (shutting_down_) {
-    for (const auto& c : valid) {
-      out.insert_or_assign(c.uid, Unavailable(fmt::format(
-          "plugin is shutting down; prepare of claim {} was refused and the kubelet will retry", c.ToString())));
-    }
-    return out;
-  }
-  std::vector<std::shared_ptr<Task>> tasks;
-  std::vector<Status> late = SubmitAndAwait(Op::kPrepare, valid, deadline, tasks);
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    const PrepareOutcome& r =
-        out.insert_or_assign(valid[i].uid, late[i].ok() ? tasks[i]->prepare : PrepareOutcome(late[i]))
-            .first->second;
-    if (!r.ok()) {
-      // The one line of a failed claim.
-      NVDRA_ERROR_S(r.status().permanent() ? "Permanent error preparing claim" : "Error preparing claim",
-                    {"claim", valid[i].ns + "/" + valid[i].name}, {"uid", valid[i].uid},
-                    {"err", r.status().message()});
-    }
-    // A success is logged once, by the engine.
-  }
-  return out;
+  return Start(Op::kPrepare, std::move(valid), call_deadline,
+               [out, done = std::move(done)](Call& call, const std::vector<Status>& late) mutable
+               -> std::function<void()> {
+                 Clock::duration worked{};
+                 for (size_t i = 0; i < call.claims.size(); ++i) {
+                   const bool ok = late[i].ok();
+                   out->insert_or_assign(call.claims[i].uid, ok ? call.tasks[i]->prepare : PrepareOutcome(late[i]));
+                   if (ok) worked = std::max(worked, call.tasks[i]->worked);
+                 }
+                 return [out, done = std::move(done), claims = call.claims, worked] {
+                   for (const auto& c : claims) {
+                     const PrepareOutcome& r = out->at(c.uid);
+                     if (r.ok()) continue;  // a success is logged once, by the engine
+                     // The one line of a failed claim.
+                     NVDRA_ERROR_S(r.status().permanent() ? "Permanent error preparing claim"
+                                                          : "Error preparing claim",
+                                   {"claim", c.ns + "/" + c.name}, {"uid", c.uid}, {"err", r.status().message()});
+                   }
+                   done(std::move(*out), worked);
+                 };
+               });
 }
 
-Result<std::map<std::string, Status>> ClaimDispatcher::Unprepare(
-    const std::vector<ClaimRef>& claims, Clock::time_point call_deadline) {
-  std::map<std::string, Status> out;
+ClaimDispatcher::CallHandle ClaimDispatcher::StartUnprepare(const std::vector<ClaimRef>& claims,
+                                                            Clock::time_point call_deadline,
+                                                            Done<UnprepareResults> done) {
+  auto out = std::make_shared<UnprepareResults>();
   std::vector<ClaimRef> valid;
-  NVDRA_RETURN_IF_ERROR(ValidateRequest(claims, "unprepare", out, valid));
-  for (auto& [uid, err] : out) NVDRA_ERROR("refusing to unprepare claim: {}", err.message());
-  if (valid.empty()) return out;
+  if (Status bad = ValidateRequest(claims, "unprepare", *out, valid); !bad.ok()) {
+    done(bad, {});
+    return nullptr;
+  }
+  for (auto& [uid, err] : *out) NVDRA_ERROR("refusing to unprepare claim: {}", err.message());
+  return Start(Op::kUnprepare, std::move(valid), call_deadline,
+               [out, done = std::move(done)](Call& call, const std::vector<Status>& late) mutable
+               -> std::function<void()> {
+                 Clock::duration worked{};
+                 for (size_t i = 0; i < call.claims.size(); ++i) {
+                   const bool ok = late[i].ok();
+                   (*out)[call.claims[i].uid] = ok ? call.tasks[i]->unprepare : late[i];
+                   if (ok) worked = std::max(worked, call.tasks[i]->worked);
+                 }
+                 return [out, done = std::move(done), claims = call.claims, worked] {
+                   for (const auto& c : claims) {
+                     const Status& err = out->at(c.uid);
+                     if (err.ok()) continue;  // a success is logged once, by the engine
+                     NVDRA_ERROR_S("Error unpreparing claim", {"claim", c.ns + "/" + c.name}, {"uid", c.uid},
+                                   {"err", err.message()});
+                   }
+                   done(std::move(*out), worked);
+                 };
+               });
+}
 
-  const auto deadline = std::min(Clock::now() + options_.claim_timeout, call_deadline);
-  MutexLock lock(mu_);
-  if (shutting_down_) {
-    for (const auto& c : valid) {
-      out[c.uid] = Unavailable(fmt::format(
-          "plugin is shutting down; unprepare of claim {} was refused and the kubelet will retry", c.ToString()));
+namespace {
+
+// Runs `start` and waits on this thread for its answer, expiring the call
+// at its deadline; timed as the caller's dispatch step less the longest
+// worker's own time.
+template <typename T, typename StartFn>
+Result<T> WaitForAnswer(ClaimDispatcher& dispatcher, StartFn start) {
+  struct Slot {
+    Mutex mu;
+    CondVar cv;
+    std::optional<Result<T>> result GUARDED_BY(mu);
+    ClaimDispatcher::Clock::duration worked GUARDED_BY(mu){};
+  };
+  auto slot = std::make_shared<Slot>();
+  ClaimDispatcher::Clock::duration worked{};
+  std::optional<Result<T>> result;
+  {
+    TimedStep step(RequestStep::kDispatch);
+    ClaimDispatcher::CallHandle call = start([slot](Result<T> r, ClaimDispatcher::Clock::duration w) {
+      MutexLock lock(slot->mu);
+      slot->result = std::move(r);
+      slot->worked = w;
+      slot->cv.NotifyAll();
+    });
+    {
+      MutexLock lock(slot->mu);
+      if (call) {
+        slot->cv.WaitUntil(slot->mu, ClaimDispatcher::Deadline(call),
+                           [&]() REQUIRES(slot->mu) { return slot->result.has_value(); });
+      }
     }
-    return out;
+    dispatcher.Expire(call);
+    MutexLock lock(slot->mu);
+    slot->cv.Wait(slot->mu, [&]() REQUIRES(slot->mu) { return slot->result.has_value(); });
+    result = std::move(slot->result);
+    worked = slot->worked;
   }
-  std::vector<std::shared_ptr<Task>> tasks;
-  std::vector<Status> late = SubmitAndAwait(Op::kUnprepare, valid, deadline, tasks);
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    Status& err = out[valid[i].uid];
-    err = late[i].ok() ? tasks[i]->unprepare : late[i];
-    if (!err.ok()) {
-      NVDRA_ERROR_S("Error unpreparing claim", {"claim", valid[i].ns + "/" + valid[i].name}, {"uid", valid[i].uid},
-                    {"err", err.message()});
-    }
-    // A success is logged once, by the engine.
-  }
-  return out;
+  if (RequestSteps* steps = CurrentRequestSteps()) steps->Exclude(RequestStep::kDispatch, worked);
+  return std::move(*result);
+}
+
+}  // namespace
+
+Result<ClaimDispatcher::PrepareResults> ClaimDispatcher::Prepare(const std::vector<ClaimRef>& claims,
+                                                                 Clock::time_point call_deadline) {
+  return WaitForAnswer<PrepareResults>(*this, [&](Done<PrepareResults> done) {
+    return StartPrepare(claims, call_deadline, std::move(done));
+  });
+}
+
+Result<ClaimDispatcher::UnprepareResults> ClaimDispatcher::Unprepare(const std::vector<ClaimRef>& claims,
+                                                                     Clock::time_point call_deadline) {
+  return WaitForAnswer<UnprepareResults>(*this, [&](Done<UnprepareResults> done) {
+    return StartUnprepare(claims, call_deadline, std::move(done));
+  });
 }
 
 }  // namespace nvdra::kubelet

@@ -253,6 +253,67 @@ TEST(ClaimDispatcherTest, ShutdownAnswersWaitingCallsAndRefusesNewOnes) {
   EXPECT_EQ(engine.Calls(Uid("b")), 0);
 }
 
+// The asynchronous entry the gRPC callback services use: no thread waits
+// for the call; the worker that finishes its last claim answers it.
+TEST(ClaimDispatcherTest, StartPrepareAnswersFromTheWorkerWithoutAWaitingThread) {
+  FakeClaimEngine engine;
+  engine.Set(Uid("a"), Held());
+  engine.Set(Uid("b"), Devices({{{"r"}, "p", "gpu-1", {"cdi=b"}, ""}}));
+  ClaimDispatcher d(engine, Fast());
+  std::promise<Result<ClaimDispatcher::PrepareResults>> answered;
+  std::atomic<std::thread::id> answered_on{};
+  auto call = d.StartPrepare({Claim("a"), Claim("b")}, ClaimDispatcher::Clock::time_point::max(),
+                             [&](Result<ClaimDispatcher::PrepareResults> r, ClaimDispatcher::Clock::duration) {
+                               answered_on = std::this_thread::get_id();
+                               answered.set_value(std::move(r));
+                             });
+  ASSERT_NE(call, nullptr);  // returned while claim a still runs
+  ASSERT_TRUE(engine.WaitStarted(Uid("a"), kLong));
+  auto result = answered.get_future();
+  EXPECT_EQ(result.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  engine.Release(Uid("a"));
+  auto r = result.get();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_TRUE(r->at(Uid("a")).ok());
+  EXPECT_EQ(r->at(Uid("b")).value()[0].device, "gpu-1");
+  EXPECT_NE(answered_on.load(), std::this_thread::get_id());
+  d.Expire(call);  // after the answer: nothing more happens
+}
+
+TEST(ClaimDispatcherTest, ExpireAnswersTheClaimsStillRunningAndTheRetryJoinsThem) {
+  FakeClaimEngine engine;
+  engine.Set(Uid("a"), Held());
+  ClaimDispatcher d(engine, Fast());
+  int answers = 0;
+  Result<ClaimDispatcher::UnprepareResults> got = Internal("not answered");
+  auto call = d.StartUnprepare({Claim("a")}, ClaimDispatcher::Clock::time_point::max(),
+                               [&](Result<ClaimDispatcher::UnprepareResults> r, ClaimDispatcher::Clock::duration) {
+                                 ++answers;
+                                 got = std::move(r);
+                               });
+  ASSERT_TRUE(engine.WaitStarted(Uid("a"), kLong));
+  EXPECT_LE(ClaimDispatcher::Deadline(call), ClaimDispatcher::Clock::now() + std::chrono::seconds(20));
+  d.Expire(call);  // the timer's job: answered on this thread
+  ASSERT_EQ(answers, 1);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->at(Uid("a")).code(), StatusCode::kDeadlineExceeded);
+  d.Expire(call);
+  EXPECT_EQ(answers, 1);
+  // The retry joins the running work instead of starting it again.
+  std::promise<Result<ClaimDispatcher::UnprepareResults>> retried;
+  d.StartUnprepare({Claim("a")}, ClaimDispatcher::Clock::time_point::max(),
+                   [&](Result<ClaimDispatcher::UnprepareResults> r, ClaimDispatcher::Clock::duration) {
+                     retried.set_value(std::move(r));
+                   });
+  engine.Release(Uid("a"));
+  auto r = retried.get_future().get();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->at(Uid("a")).ok()) << r->at(Uid("a")).message();
+  EXPECT_EQ(engine.Calls(Uid("a")), 1);
+  EXPECT_EQ(answers, 1);  // the expired call is not answered twice
+}
+
 TEST(ClaimDispatcherTest, EngineExceptionBecomesAnInternalErrorOfThatClaimAlone) {
   FakeClaimEngine engine;
   FakeClaimBehavior boom;

@@ -68,10 +68,19 @@ DeviceHealthSnapshot DeviceHealthBroadcaster::Current() const {
 std::optional<DeviceHealthSnapshot> DeviceHealthBroadcaster::WaitForChange(
     uint64_t seen_version, std::chrono::steady_clock::time_point deadline) {
   MutexLock lock(mu_);
+  const uint64_t wakes = wakes_;
   changed_.WaitUntil(mu_, deadline,
-                     [&]() REQUIRES(mu_) { return closed_ || version_ != seen_version; });
+                     [&]() REQUIRES(mu_) { return closed_ || version_ != seen_version || wakes_ != wakes; });
   if (closed_ || version_ == seen_version) return std::nullopt;
   return SnapshotLocked();
+}
+
+void DeviceHealthBroadcaster::WakeWaiters() {
+  {
+    MutexLock lock(mu_);
+    ++wakes_;
+  }
+  changed_.NotifyAll();
 }
 
 }  // namespace nvdra::kubelet

@@ -47,6 +47,9 @@ class DeviceHealthSource {
   virtual std::optional<DeviceHealthSnapshot> WaitForChange(
       uint64_t seen_version, std::chrono::steady_clock::time_point deadline) = 0;
   virtual bool Closed() const = 0;
+  // Makes every wait in progress return nullopt now, so that a stream can
+  // see its server stopping without polling.
+  virtual void WakeWaiters() = 0;
 };
 
 class DeviceHealthBroadcaster final : public DeviceHealthSource {
@@ -64,6 +67,7 @@ class DeviceHealthBroadcaster final : public DeviceHealthSource {
   std::optional<DeviceHealthSnapshot> WaitForChange(
       uint64_t seen_version, std::chrono::steady_clock::time_point deadline) override EXCLUDES(mu_);
   bool Closed() const override EXCLUDES(mu_);
+  void WakeWaiters() override EXCLUDES(mu_);
 
  private:
   void PutLocked(DeviceHealth d) REQUIRES(mu_);
@@ -75,6 +79,7 @@ class DeviceHealthBroadcaster final : public DeviceHealthSource {
   // Streams start from 0, so they get the state at once.
   uint64_t version_ GUARDED_BY(mu_) = 1;
   bool closed_ GUARDED_BY(mu_) = false;
+  uint64_t wakes_ GUARDED_BY(mu_) = 0;  // WakeWaiters calls
   std::map<std::pair<std::string, std::string>, DeviceHealth> devices_ GUARDED_BY(mu_);
 };
 

@@ -6,8 +6,8 @@
 namespace nvdra::kubelet {
 namespace {
 
-// How often a stream with nothing to send checks whether its client left or
-// the server is stopping; the source wakes it at once for real changes.
+// How often a stream with nothing to send checks whether its client left;
+// the source wakes it at once for real changes and when the server stops.
 constexpr auto kCancelCheckPeriod = std::chrono::milliseconds(200);
 
 template <typename Response, bool kV1>

@@ -16,7 +16,10 @@ class DeviceHealthV1Service final : public ::v1::DRAResourceHealth::Service {
   grpc::Status NodeWatchResources(grpc::ServerContext* ctx, const ::v1::NodeWatchResourcesRequest* req,
                                   grpc::ServerWriter<::v1::NodeWatchResourcesResponse>* writer) override;
   // Ends open streams (they return OK) so a server can shut down promptly.
-  void Stop() { stopping_ = true; }
+  void Stop() {
+    stopping_ = true;
+    source_.WakeWaiters();
+  }
 
  private:
   DeviceHealthSource& source_;
@@ -29,7 +32,10 @@ class DeviceHealthV1alpha1Service final : public ::v1alpha1::DRAResourceHealth::
   grpc::Status NodeWatchResources(
       grpc::ServerContext* ctx, const ::v1alpha1::NodeWatchResourcesRequest* req,
       grpc::ServerWriter<::v1alpha1::NodeWatchResourcesResponse>* writer) override;
-  void Stop() { stopping_ = true; }
+  void Stop() {
+    stopping_ = true;
+    source_.WakeWaiters();
+  }
 
  private:
   DeviceHealthSource& source_;

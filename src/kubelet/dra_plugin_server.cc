@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
+#include <future>
 #include <thread>
 
 #include "kubelet/device_health_service.h"
@@ -19,16 +20,22 @@ namespace {
 // How long Stop() lets in-flight calls finish before cancelling them.
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 
-// One server answers on both sockets: registration and DRA calls are rare
-// and short, and each server of its own would park its own poller thread.
-// Only Unix sockets are served here: the TCP liveness endpoint is a server
-// of its own (health_server.h), so no DRA call is reachable from the
-// network. (A callback server would park no poller, but gRPC then starts
-// two threads of its own to drive callbacks.)
+// One server answers on both sockets. The DRA and registration services are
+// callback services: gRPC's fixed callback threads run their handlers and no
+// call holds a thread while its claims run (docs/architecture.md, "Threads
+// of the kubelet-facing server"). The synchronous limits below only apply
+// to the device health streams, when served. Only Unix sockets are served
+// here: the TCP liveness endpoint is a server of its own (health_server.h),
+// so no DRA call is reachable from the network.
 Result<std::unique_ptr<grpc::Server>> Serve(const std::vector<const SocketFile*>& sockets,
                                             const std::vector<grpc::Service*>& services) {
   grpc::ServerBuilder builder;
   LimitServerThreads(builder);
+  // No bandwidth-delay probing: its ping timer is the one gRPC timer that
+  // fires while calls flow, and each firing with no spare timer thread
+  // makes gRPC's timer manager start one more, for good. Kubelet messages
+  // are small; a window tuned to the link buys nothing here.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   for (const SocketFile* socket : sockets) {
     builder.AddListeningPort("unix:" + socket->bind_path(), grpc::InsecureServerCredentials());
   }
@@ -92,9 +99,10 @@ Result<std::unique_ptr<DraPluginServer>> DraPluginServer::Start(ClaimEngine& eng
   std::unique_ptr<DraPluginServer> s(new DraPluginServer());
   s->options_ = options;
   s->paths_ = paths;
+  s->timers_ = options.timers ? options.timers : std::make_shared<TimerThread>("call-deadlines");
   s->dispatcher_ = std::make_unique<ClaimDispatcher>(engine, options.dispatcher);
-  s->v1_ = std::make_unique<DraV1Service>(*s->dispatcher_);
-  s->v1beta1_ = std::make_unique<DraV1beta1Service>(*s->dispatcher_);
+  s->v1_ = std::make_unique<DraV1Service>(*s->dispatcher_, *s->timers_);
+  s->v1beta1_ = std::make_unique<DraV1beta1Service>(*s->dispatcher_, *s->timers_);
   std::vector<grpc::Service*> dra_services{s->v1_.get(), s->v1beta1_.get()};
   if (options.health_source) {
     s->health_v1_ = std::make_unique<DeviceHealthV1Service>(*options.health_source);
@@ -147,6 +155,14 @@ void DraPluginServer::Stop() {
   }
   if (dispatcher_stop.joinable()) dispatcher_stop.join();
   if (server_) server_->Wait();
+  // Every call is answered: no deadline of ours may fire on the dispatcher
+  // after this returns, nor still be running.
+  if (timers_ && dispatcher_) {
+    timers_->CancelAll(dispatcher_.get());
+    std::promise<void> drained;
+    timers_->RunAt(TimerThread::Clock::now(), [&drained] { drained.set_value(); });
+    drained.get_future().wait();
+  }
   NVDRA_INFO("DRA driver {} stopped", options_.driver_name);
 }
 

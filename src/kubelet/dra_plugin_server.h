@@ -14,6 +14,7 @@
 #include "kubelet/claim_dispatcher.h"
 #include "kubelet/device_health_broadcaster.h"
 #include "kubelet/socket_file.h"
+#include "kubelet/timer_thread.h"
 #include "util/status.h"
 
 namespace nvdra::kubelet {
@@ -34,6 +35,10 @@ struct DraPluginOptions {
   // Non-null: serve and advertise device health streaming from this source.
   DeviceHealthSource* health_source = nullptr;
   DispatcherOptions dispatcher;
+  // Where the calls' deadlines are kept: the plugin's one timer thread,
+  // which gRPC's EventEngine shares (grpc_event_engine.h). Null: a thread
+  // of the server's own.
+  std::shared_ptr<TimerThread> timers;
 };
 
 struct PluginSocketPaths {
@@ -77,6 +82,7 @@ class DraPluginServer {
 
   DraPluginOptions options_;
   PluginSocketPaths paths_;
+  std::shared_ptr<TimerThread> timers_;
   std::unique_ptr<ClaimDispatcher> dispatcher_;
   std::unique_ptr<DraV1Service> v1_;
   std::unique_ptr<DraV1beta1Service> v1beta1_;

@@ -1,5 +1,6 @@
-// The EventEngine the plugins give gRPC: one thread that runs gRPC's
-// closures and timers in order of their time. gRPC 1.51 serves and dials
+// The EventEngine the plugins give gRPC: one thread (a TimerThread, which
+// the plugin's own timers share) that runs gRPC's closures and timers in
+// order of their time. gRPC 1.51 serves and dials
 // through its older I/O layer and uses an EventEngine only for closures and
 // timers (idle and max-age filters, promise sleeps), yet its default engine
 // keeps a pool of at least two threads, and one per core on a larger node.
@@ -23,15 +24,20 @@
 
 #include <memory>
 
+#include "kubelet/timer_thread.h"
+
 namespace nvdra::kubelet {
 
 #if NVDRA_TIMER_EVENT_ENGINE
 
 class TimerEventEngine final : public grpc_event_engine::experimental::EventEngine {
  public:
+  // On a thread of its own.
   TimerEventEngine();
-  // Stops the thread; closures still waiting are dropped, as gRPC expects
-  // of an engine it no longer holds.
+  // On `timers`, which other engines and the plugin's own timers may share.
+  explicit TimerEventEngine(std::shared_ptr<TimerThread> timers);
+  // Drops its closures still waiting, as gRPC expects of an engine it no
+  // longer holds (and stops its thread, when it has one of its own).
   ~TimerEventEngine() override;
 
   bool IsWorkerThread() override;
@@ -53,17 +59,16 @@ class TimerEventEngine final : public grpc_event_engine::experimental::EventEngi
   bool CancelConnect(ConnectionHandle handle) override;
   std::unique_ptr<DNSResolver> GetDNSResolver(const DNSResolver::ResolverOptions& options) override;
 
-  struct State;
-
  private:
   TaskHandle Schedule(Duration when, absl::AnyInvocable<void()> closure);
-  std::shared_ptr<State> state_;
+  std::shared_ptr<TimerThread> timers_;
 };
 
 #endif  // NVDRA_TIMER_EVENT_ENGINE
 
-// Makes every EventEngine gRPC creates from now on a TimerEventEngine. Call
-// before the first gRPC object. Does nothing on a gRPC it is not pinned to.
-void UseTimerEventEngine();
+// Makes every EventEngine gRPC creates from now on a TimerEventEngine, on
+// `timers` when given (else each on a thread of its own). Call before the
+// first gRPC object. Does nothing on a gRPC it is not pinned to.
+void UseTimerEventEngine(std::shared_ptr<TimerThread> timers = nullptr);
 
 }  // namespace nvdra::kubelet

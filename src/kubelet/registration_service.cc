@@ -34,18 +34,28 @@ RegistrationService::RegistrationService(std::string driver_name, std::string dr
     : info_(MakeInfo(std::move(driver_name), std::move(dra_endpoint),
                      std::move(supported_versions))) {}
 
-grpc::Status RegistrationService::GetInfo(grpc::ServerContext*, const pluginregistration::InfoRequest*,
-                                          pluginregistration::PluginInfo* info) {
-  return GuardedRpc("registration GetInfo", [&] {
+grpc::ServerUnaryReactor* RegistrationService::GetInfo(grpc::CallbackServerContext* ctx,
+                                                       const pluginregistration::InfoRequest*,
+                                                       pluginregistration::PluginInfo* info) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(GuardedRpc("registration GetInfo", [&] {
     NVDRA_VLOG(6, "registration GetInfo for {}", info_.name());
     *info = info_;
     return grpc::Status::OK;
-  });
+  }));
+  return reactor;
 }
 
-grpc::Status RegistrationService::NotifyRegistrationStatus(
-    grpc::ServerContext*, const pluginregistration::RegistrationStatus* status,
+grpc::ServerUnaryReactor* RegistrationService::NotifyRegistrationStatus(
+    grpc::CallbackServerContext* ctx, const pluginregistration::RegistrationStatus* status,
     pluginregistration::RegistrationStatusResponse*) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(Notified(*status));
+  return reactor;
+}
+
+grpc::Status RegistrationService::Notified(const pluginregistration::RegistrationStatus& st) {
+  const auto* status = &st;
   return GuardedRpc("registration NotifyRegistrationStatus", [&] {
     {
       MutexLock lock(mu_);

@@ -24,7 +24,7 @@ inline constexpr const char* kDraPluginType = "DRAPlugin";
 // The advertised services, most preferred first.
 std::vector<std::string> SupportedVersions(bool health_streaming);
 
-class RegistrationService final : public pluginregistration::Registration::Service {
+class RegistrationService final : public pluginregistration::Registration::CallbackService {
  public:
   struct Status {
     bool registered = false;
@@ -34,16 +34,19 @@ class RegistrationService final : public pluginregistration::Registration::Servi
   RegistrationService(std::string driver_name, std::string dra_endpoint,
                       std::vector<std::string> supported_versions);
 
-  grpc::Status GetInfo(grpc::ServerContext* ctx, const pluginregistration::InfoRequest* req,
-                       pluginregistration::PluginInfo* info) override;
-  grpc::Status NotifyRegistrationStatus(grpc::ServerContext* ctx,
-                                        const pluginregistration::RegistrationStatus* status,
-                                        pluginregistration::RegistrationStatusResponse* resp) override;
+  // Both answer at once, on the gRPC thread that took the call.
+  grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* ctx, const pluginregistration::InfoRequest* req,
+                                    pluginregistration::PluginInfo* info) override;
+  grpc::ServerUnaryReactor* NotifyRegistrationStatus(grpc::CallbackServerContext* ctx,
+                                                     const pluginregistration::RegistrationStatus* status,
+                                                     pluginregistration::RegistrationStatusResponse* resp) override;
 
   // The last status the kubelet sent, if any.
   std::optional<Status> LastStatus() const EXCLUDES(mu_);
 
  private:
+  grpc::Status Notified(const pluginregistration::RegistrationStatus& status) EXCLUDES(mu_);
+
   const pluginregistration::PluginInfo info_;
   mutable Mutex mu_;
   std::optional<Status> last_ GUARDED_BY(mu_);

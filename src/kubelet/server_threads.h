@@ -1,5 +1,5 @@
-// How many threads the plugin's sync gRPC server (DRA and registration, on
-// both sockets) may keep. gRPC's defaults (one completion queue per core,
+// How many threads the plugin's synchronous gRPC services (the device health
+// streams on the DRA socket, the liveness server) may keep. gRPC's defaults (one completion queue per core,
 // each with its own pollers) park threads that an idle plugin pays for in
 // memory. One completion queue with one to two pollers: a poller that takes
 // a call hands polling to the other, so calls still run concurrently (the

@@ -1,8 +1,11 @@
 // A bounded set of threads running queued jobs in FIFO order. Bounds how many
 // claims the engine works on at once, independent of how many gRPC calls
 // arrive. Threads start only when a job finds no idle one and leave after
-// they have been idle for a while, so an idle plugin holds none (each parked
-// thread costs a stack and, with glibc, a share of an allocator arena).
+// they have been idle for a while (2 s by default: long enough that a
+// steady stream of calls keeps its threads, short enough that a plugin is
+// back to its idle threads soon after a burst), so an idle plugin holds
+// none (each parked thread costs a stack and, with glibc, a share of an
+// allocator arena).
 #pragma once
 
 #include <chrono>
@@ -18,7 +21,7 @@ namespace nvdra::kubelet {
 
 class WorkerPool {
  public:
-  static constexpr std::chrono::milliseconds kDefaultIdleExit{30000};
+  static constexpr std::chrono::milliseconds kDefaultIdleExit{2000};
 
   // At most `max_threads` jobs run at once; a thread with no job for
   // `idle_exit` ends.

@@ -125,8 +125,10 @@ int Fail(const Status& s, int exit_code) {
 
 int main(int argc, char** argv) {
   ShutdownSignal::Block();
-  // As the plugins do, so that the benchmark's floor runs the same gRPC.
-  UseTimerEventEngine();
+  // As the plugins do, so that the benchmark's floor runs the same gRPC
+  // (signals are blocked first: the timer thread must not take them).
+  auto timers = std::make_shared<TimerThread>("grpc-timers");
+  UseTimerEventEngine(timers);
   CLI::App app{"nvdra-fake-plugin: the kubelet surface over a scripted fake engine (tests only)"};
   FakePluginFlags f;
   AddFakePluginFlags(app, f);
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
   InitLogging(f.verbosity);
   FinishKubeletFlags(f.kubelet);
   DraPluginOptions& opts = f.kubelet.plugin;
+  opts.timers = timers;
   if (f.claim_timeout_ms > 0) opts.dispatcher.claim_timeout = std::chrono::milliseconds(f.claim_timeout_ms);
 
   FakeClaimEngine engine;

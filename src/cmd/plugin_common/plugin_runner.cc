@@ -406,12 +406,14 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
   // which idle plugin threads hold as resident memory; the plugin's work is
   // small and mostly serial, so two arenas suffice. Set before any thread.
   mallopt(M_ARENA_MAX, 2);
-  // gRPC's closures and timers on one thread of ours instead of its pool
-  // of one thread per core (kubelet/grpc_event_engine.h).
-  kubelet::UseTimerEventEngine();
   // Signals are blocked before any thread starts, so only the watch's
   // thread sees them; startup's waits end as soon as one arrives.
   kubelet::ShutdownSignal::Block();
+  // gRPC's closures and timers on one thread of ours instead of its pool
+  // of one thread per core (kubelet/grpc_event_engine.h); the DRA calls'
+  // deadlines share it.
+  auto timers = std::make_shared<kubelet::TimerThread>("grpc-timers");
+  kubelet::UseTimerEventEngine(timers);
   auto config = LoadPluginConfig(program, driver, argc, argv, kind_flags, kind_check);
   if (!config.ok()) {
     if (config.status().code() == StatusCode::kAlreadyExists) return 0;  // --help / --version
@@ -419,6 +421,7 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
     return 2;
   }
   config->follows_driver_reloads = follows_driver_reloads;
+  config->options.kubelet.plugin.timers = timers;
   auto shutdown = kubelet::ShutdownWatch::Start();
   {
     auto plugin = Plugin::Start(program, codec, std::move(config).value(), factory, *shutdown);
