@@ -10,6 +10,7 @@
 
 #include <iostream>
 
+#include "kubelet/abseil_mutex_mode.h"
 #include "kubelet/dra_plugin_server.h"
 #include "kubelet/fake_claim_engine.h"
 #include "kubelet/health_server.h"
@@ -127,6 +128,7 @@ int main(int argc, char** argv) {
   ShutdownSignal::Block();
   // As the plugins do, so that the benchmark's floor runs the same gRPC.
   UseTimerEventEngine();
+  SetReleaseMutexMode();
   CLI::App app{"nvdra-fake-plugin: the kubelet surface over a scripted fake engine (tests only)"};
   FakePluginFlags f;
   AddFakePluginFlags(app, f);

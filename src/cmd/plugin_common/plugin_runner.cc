@@ -8,6 +8,7 @@
 
 #include "cmd/plugin_common/driver_params.h"
 #include "devices/backends/open_device_lib.h"
+#include "kubelet/abseil_mutex_mode.h"
 #include "kubelet/grpc_event_engine.h"
 #include "kubelet/shutdown_signal.h"
 #include "util/failpoint.h"
@@ -391,6 +392,7 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
   // gRPC's closures and timers on one thread of ours instead of its pool
   // of one thread per core (kubelet/grpc_event_engine.h).
   kubelet::UseTimerEventEngine();
+  kubelet::SetReleaseMutexMode();
   // Signals are blocked before any thread starts, so only the watch's
   // thread sees them; startup's waits end as soon as one arrives.
   kubelet::ShutdownSignal::Block();

@@ -340,9 +340,9 @@ TEST(DriverFilesTest, CacheRefreshesWhenTheDriverChanges) {
   version = "570.2";
   auto b = cache.CommonEdits();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
-  EXPECT_TRUE(Has(b->env, "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64"));
-  ASSERT_EQ(b->mounts.size(), 1u);
-  EXPECT_EQ(b->mounts[0].container_path, "/usr/lib64/libcuda.so.570.2");
+  EXPECT_TRUE(Has((*b)->env, "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64"));
+  ASSERT_EQ((*b)->mounts.size(), 1u);
+  EXPECT_EQ((*b)->mounts[0].container_path, "/usr/lib64/libcuda.so.570.2");
   EXPECT_EQ(asked, 2);
 }
 
