@@ -228,17 +228,15 @@ std::string CdiSpecWriter::ClaimRefEnv(const std::string& claim_uid) {
   return out;
 }
 
-Spec CdiSpecWriter::BuildClaimSpec(const std::string& claim_uid,
-                                   const std::vector<SpecDevice>& devices,
-                                   const ContainerEdits& common_edits, const std::string& claim_namespace,
+Spec CdiSpecWriter::BuildClaimSpec(const std::string& claim_uid, std::vector<SpecDevice> devices,
+                                   ContainerEdits common_edits, const std::string& claim_namespace,
                                    const std::string& claim_name) const {
   Spec spec;
   spec.kind = Kind();
-  spec.edits = common_edits;
+  spec.edits = std::move(common_edits);
   if (!claim_name.empty()) spec.edits.env.push_back(ClaimRefEnv(claim_uid) + "=" + claim_namespace + "/" + claim_name);
-  for (const auto& d : devices) {
-    spec.devices.push_back({ClaimDeviceName(claim_uid, d.name), d.edits});
-  }
+  spec.devices = std::move(devices);
+  for (auto& d : spec.devices) d.name = ClaimDeviceName(claim_uid, d.name);
   std::sort(spec.devices.begin(), spec.devices.end(),
             [](const SpecDevice& a, const SpecDevice& b) { return a.name < b.name; });
   return spec;
@@ -257,7 +255,7 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
     }
   }
   NVDRA_RETURN_IF_ERROR(ValidateSpec(spec).Wrap("CDI spec for claim " + claim_uid));
-  std::string content = RenderJson(spec);
+  std::string content = renderer_->Render(spec);
   // The upstream driver wrote the same device names to "<prefix><uid>.yaml".
   // Left next to ours (a claim prepared before an upgrade and prepared again),
   // runtimes see each device in two specs and refuse it as conflicting.

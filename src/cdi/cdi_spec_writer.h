@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,9 +50,8 @@ class CdiSpecWriter {
   // of the request. With the claim's name, the spec-level edits also set
   // ClaimRefEnv(uid)=<namespace>/<name>: a spec outlives a lost ledger, and
   // the entry rebuilt from it can then be checked against the API server.
-  Spec BuildClaimSpec(const std::string& claim_uid,
-                      const std::vector<SpecDevice>& devices,
-                      const ContainerEdits& common_edits = {}, const std::string& claim_namespace = "",
+  Spec BuildClaimSpec(const std::string& claim_uid, std::vector<SpecDevice> devices,
+                      ContainerEdits common_edits = {}, const std::string& claim_namespace = "",
                       const std::string& claim_name = "") const;
   // "NVDRA_CLAIM_<uid with '-' as '_'>": the variable that names the claim
   // in its spec. CDI 0.5.0 readers refuse any field beyond the container
@@ -118,6 +118,8 @@ class CdiSpecWriter {
   std::string root_;
   std::string vendor_;
   std::string cls_;
+  // Shared by copies: it only remembers the last spec-level edits' text.
+  std::shared_ptr<SpecRenderer> renderer_ = std::make_shared<SpecRenderer>();
 };
 
 }  // namespace nvdra::cdi

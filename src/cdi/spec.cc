@@ -208,6 +208,17 @@ namespace {
 class PrettyJson {
  public:
   explicit PrettyJson(std::string& out) : out_(out) {}
+  // Continues where another writer stands (`state`), into `out`.
+  PrettyJson(std::string& out, std::vector<bool> state) : out_(out), first_(std::move(state)) {}
+
+  const std::vector<bool>& state() const { return first_; }
+  // Text another writer wrote from this writer's state: members or items
+  // of the object or array open here, when not empty.
+  void Raw(const std::string& text) {
+    if (text.empty()) return;
+    out_ += text;
+    first_.back() = false;
+  }
 
   void String(const std::string& v) {
     for (unsigned char c : v) {
@@ -298,9 +309,8 @@ void Objects(PrettyJson& w, const char* key, const std::vector<T>& items, F each
   w.Close(']');
 }
 
-void WriteEdits(PrettyJson& w, const ContainerEdits& e) {
-  w.Open('{');
-  Member(w, "env", e.env);
+// Every member of a containerEdits object after its env.
+void WriteEditsAfterEnv(PrettyJson& w, const ContainerEdits& e) {
   Objects(w, "deviceNodes", e.device_nodes, [&](const DeviceNode& n) {
     w.Key("path");
     w.String(n.path);
@@ -328,15 +338,18 @@ void WriteEdits(PrettyJson& w, const ContainerEdits& e) {
     Member(w, "options", m.options);
     Member(w, "type", m.type);
   });
+}
+
+void WriteEdits(PrettyJson& w, const ContainerEdits& e) {
+  w.Open('{');
+  Member(w, "env", e.env);
+  WriteEditsAfterEnv(w, e);
   w.Close('}');
 }
 
-}  // namespace
-
-std::string RenderJson(const Spec& spec) {
-  std::string out;
-  out.reserve(4096);
-  PrettyJson w(out);
+// The spec; its spec-level edits (when not empty) written by `edits`.
+template <typename F>
+void WriteSpec(PrettyJson& w, const Spec& spec, F edits) {
   w.Open('{');
   w.Key("cdiVersion");
   w.String(MinimumVersion(spec));
@@ -356,9 +369,40 @@ std::string RenderJson(const Spec& spec) {
   w.Close(']');
   if (!spec.edits.empty()) {
     w.Key("containerEdits");
-    WriteEdits(w, spec.edits);
+    edits(spec.edits);
   }
   w.Close('}');
+}
+
+}  // namespace
+
+std::string RenderJson(const Spec& spec) {
+  std::string out;
+  out.reserve(4096);
+  PrettyJson w(out);
+  WriteSpec(w, spec, [&](const ContainerEdits& e) { WriteEdits(w, e); });
+  out += '\n';
+  return out;
+}
+
+std::string SpecRenderer::Render(const Spec& spec) const {
+  std::string out;
+  PrettyJson w(out);
+  WriteSpec(w, spec, [&](const ContainerEdits& e) {
+    w.Open('{');
+    Member(w, "env", e.env);
+    MutexLock l(mu_);
+    if (!last_ || last_->state != w.state() || last_->device_nodes != e.device_nodes || last_->hooks != e.hooks ||
+        last_->mounts != e.mounts) {
+      Fragment f{w.state(), e.device_nodes, e.hooks, e.mounts, {}};
+      PrettyJson sub(f.text, w.state());
+      WriteEditsAfterEnv(sub, e);
+      last_ = std::move(f);
+    }
+    out.reserve(out.size() + last_->text.size() + 64);
+    w.Raw(last_->text);
+    w.Close('}');
+  });
   out += '\n';
   return out;
 }

@@ -10,10 +10,12 @@
 // device name that does not start with a letter or a device node hostPath.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cdi/container_edits.h"
+#include "util/mutex.h"
 #include "util/status.h"
 
 namespace nvdra::cdi {
@@ -51,6 +53,27 @@ bool IsValidDeviceName(const std::string& name);
 // Deterministic JSON: fixed key order, two-space indent, trailing newline;
 // the same Spec always renders to the same bytes. Empty fields are omitted.
 std::string RenderJson(const Spec& spec);
+
+// RenderJson for a stream of specs whose spec-level device nodes, hooks and
+// mounts repeat from one spec to the next (every claim spec carries every
+// mount of the driver's files): their text is rendered once and reused
+// while they stay equal; the rest, which names each claim, is rendered
+// every time. The bytes are RenderJson's.
+class SpecRenderer {
+ public:
+  std::string Render(const Spec& spec) const EXCLUDES(mu_);
+
+ private:
+  struct Fragment {
+    std::vector<bool> state;  // the writer's nesting where the text starts
+    std::vector<DeviceNode> device_nodes;
+    std::vector<Hook> hooks;
+    std::vector<Mount> mounts;
+    std::string text;
+  };
+  mutable Mutex mu_;
+  mutable std::optional<Fragment> last_ GUARDED_BY(mu_);
+};
 
 // The same rendering for one containerEdits object (for diagnostics).
 std::string RenderEditsJson(const ContainerEdits& edits);

@@ -94,6 +94,27 @@ TEST(SpecRenderTest, EqualsTheDocumentsDumpForRandomSpecs) {
   }
 }
 
+// One renderer over a run of specs whose spec-level edits repeat, change,
+// lose their env or vanish: its reused text must give the document's bytes
+// for each, never the text of an earlier spec's edits.
+TEST(SpecRenderTest, RendererReusesSpecEditsTextOnlyWhileEqual) {
+  std::mt19937 rng(20261205);
+  SpecRenderer renderer;
+  ContainerEdits shared = RandomEdits(rng);
+  for (int i = 0; i < 300; ++i) {
+    Spec s;
+    s.kind = "k8s.gpu.nvidia.com/claim";
+    s.devices.push_back({"uid" + std::to_string(i) + "-gpu-0", RandomEdits(rng)});
+    int pick = std::uniform_int_distribution<int>(0, 5)(rng);
+    if (pick == 0) shared = RandomEdits(rng);  // the driver changed
+    s.edits = shared;
+    if (pick == 1) s.edits.env.clear();  // the members after env start the object
+    if (pick == 2) s.edits = {};
+    if (pick >= 3) s.edits.env.push_back("NVDRA_CLAIM_" + std::to_string(i) + "=ns/name");
+    ASSERT_EQ(renderer.Render(s), DomRender(s)) << "spec " << i;
+  }
+}
+
 TEST(SpecRenderTest, EmptyContainersAndEscapes) {
   Spec s;
   s.kind = "k8s.gpu.nvidia.com/claim";

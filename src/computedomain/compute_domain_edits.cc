@@ -32,7 +32,7 @@ Result<cdi::Spec> ComputeDomainEdits::BaseSpec(const std::string& vendor) const 
   if (src_.driver_files != nullptr) {
     auto files = src_.driver_files->CommonEdits();
     if (!files.ok()) return files.status().Wrap("driver files");
-    spec.edits = *files;
+    spec.edits = **files;
   }
   spec.edits.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
   return spec;

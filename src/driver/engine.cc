@@ -30,16 +30,17 @@ Status ClaimBusy() {
 }  // namespace
 
 ClaimOutput BuildClaimOutput(const cdi::CdiSpecWriter& cdi, const std::string& claim_uid,
-                             const std::vector<model::AllocationResult>& results, const ClaimEdits& edits,
+                             const std::vector<model::AllocationResult>& results, ClaimEdits edits,
                              const std::string& claim_namespace, const std::string& claim_name) {
   ClaimOutput out;
   std::vector<cdi::SpecDevice> devs;
+  devs.reserve(edits.devices.size());
   std::set<std::string> with_edits;
-  for (const auto& d : edits.devices) {
-    devs.push_back({d.device, d.edits});
+  for (auto& d : edits.devices) {
     with_edits.insert(d.device);
+    devs.push_back({std::move(d.device), std::move(d.edits)});
   }
-  out.spec = cdi.BuildClaimSpec(claim_uid, devs, edits.common, claim_namespace, claim_name);
+  out.spec = cdi.BuildClaimSpec(claim_uid, std::move(devs), std::move(edits.common), claim_namespace, claim_name);
   for (const auto& r : results) {
     model::PreparedDevice d;
     d.requests = {r.request};
@@ -289,7 +290,7 @@ Result<Engine::Devices> Engine::PrepareDevices(const ClaimWork& work, const Clai
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-device-prepare"));
   if (prepared->await_ready) NVDRA_RETURN_IF_ERROR(AwaitWithoutLocks(work, prepared->undo, attempt, lock));
   std::optional<TimedStep> cdi_step(std::in_place, RequestStep::kCdi);
-  ClaimOutput output = BuildClaimOutput(cdi_, work.uid, work.results, prepared->edits, work.ns, work.name);
+  ClaimOutput output = BuildClaimOutput(cdi_, work.uid, work.results, std::move(prepared->edits), work.ns, work.name);
   if (!output.spec.devices.empty()) {
     auto timer = Time(metrics::PrepareStep::kCdiWrite);
     NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(work.uid, output.spec).Wrap("unable to create CDI spec file for claim"));
@@ -333,7 +334,7 @@ Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry,
   for (const auto& d : entry.prepared) names.push_back(d.device);
   auto edits = kind_.Edits(entry.undo, names);
   if (!edits.ok()) return edits.status().Wrap("rebuild CDI spec");
-  ClaimOutput output = BuildClaimOutput(cdi_, entry.uid, entry.allocation, *edits, entry.ns, entry.name);
+  ClaimOutput output = BuildClaimOutput(cdi_, entry.uid, entry.allocation, std::move(edits).value(), entry.ns, entry.name);
   if (!output.spec.devices.empty()) {
     NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(entry.uid, output.spec).Wrap("write CDI spec"));
   }

@@ -61,7 +61,7 @@ struct ClaimOutput {
 // With the claim's namespace and name, the spec names the claim too (see
 // CdiSpecWriter::BuildClaimSpec).
 ClaimOutput BuildClaimOutput(const cdi::CdiSpecWriter& cdi, const std::string& claim_uid,
-                             const std::vector<model::AllocationResult>& results, const ClaimEdits& edits,
+                             const std::vector<model::AllocationResult>& results, ClaimEdits edits,
                              const std::string& claim_namespace = "", const std::string& claim_name = "");
 
 class Engine final : public kubelet::ClaimEngine {

@@ -5,23 +5,33 @@
 namespace nvdra::gpu {
 
 Result<cdi::ContainerEdits> GpuContainerEdits::Common() const {
-  cdi::ContainerEdits e;
+  std::vector<cdi::DeviceNode> nodes;
   NVDRA_ASSIGN_OR_RETURN(auto ctl, src_.nodes.Existing("/dev/nvidiactl"));
-  e.device_nodes.push_back(ctl);
+  nodes.push_back(std::move(ctl));
   for (const char* optional : {"/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}) {
     // nvidia-uvm is loaded on demand; CUDA works without the node at start.
     auto n = src_.nodes.Existing(optional);
-    if (n.ok()) e.device_nodes.push_back(*n);
+    if (n.ok()) nodes.push_back(std::move(n).value());
   }
+  std::shared_ptr<const cdi::ContainerEdits> files;
   if (src_.driver_files != nullptr) {
-    auto files = src_.driver_files->CommonEdits();
-    if (!files.ok()) return files.status().Wrap("driver files");
-    e.Append(*files);
+    auto f = src_.driver_files->CommonEdits();
+    if (!f.ok()) return f.status().Wrap("driver files");
+    files = std::move(f).value();
   }
-  // As the toolkit's common edits end: the NVIDIA container runtime, should
-  // it run beside CDI, then injects nothing of its own.
-  e.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
-  return e;
+  MutexLock l(common_->mu);
+  if (common_->edits == nullptr || common_->files != files || common_->nodes != nodes) {
+    auto e = std::make_shared<cdi::ContainerEdits>();
+    e->device_nodes = nodes;
+    if (files != nullptr) e->Append(*files);
+    // As the toolkit's common edits end: the NVIDIA container runtime, should
+    // it run beside CDI, then injects nothing of its own.
+    e->env.push_back("NVIDIA_VISIBLE_DEVICES=void");
+    common_->edits = std::move(e);
+    common_->files = std::move(files);
+    common_->nodes = std::move(nodes);
+  }
+  return *common_->edits;
 }
 
 Result<cdi::ContainerEdits> GpuContainerEdits::FullGpu(const devices::GpuInfo& gpu) const {

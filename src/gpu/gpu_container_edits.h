@@ -10,6 +10,7 @@
 #include "cdi/container_edits.h"
 #include "devices/device_info.h"
 #include "devices/toolkit/container_sources.h"
+#include "util/mutex.h"
 
 namespace nvdra::gpu {
 
@@ -43,7 +44,19 @@ class GpuContainerEdits {
   devices::DriverFilesCache* driver_files() const { return src_.driver_files.get(); }
 
  private:
+  // The last Common(): a claim spec carries every mount of the driver's
+  // files, too many to rebuild and deduplicate for each claim. Rebuilt
+  // when the device nodes found or the driver's files change; shared by
+  // copies of this object, which share its sources.
+  struct CommonCache {
+    Mutex mu;
+    std::vector<cdi::DeviceNode> nodes GUARDED_BY(mu);
+    std::shared_ptr<const cdi::ContainerEdits> files GUARDED_BY(mu);
+    std::shared_ptr<const cdi::ContainerEdits> edits GUARDED_BY(mu);
+  };
+
   devices::ContainerSources src_;
+  std::shared_ptr<CommonCache> common_ = std::make_shared<CommonCache>();
 };
 
 }  // namespace nvdra::gpu

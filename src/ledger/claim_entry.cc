@@ -133,6 +133,103 @@ json EntryToJson(const ClaimEntry& e) {
   return j;
 }
 
+namespace {
+
+// A string as dump() writes it: plain ASCII as is; anything else (escapes,
+// UTF-8, which dump checks) through the document.
+void AppendJsonString(std::string& out, const std::string& v) {
+  for (unsigned char c : v) {
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+      out += json(v).dump();
+      return;
+    }
+  }
+  out += '"';
+  out += v;
+  out += '"';
+}
+
+void AppendJsonStrings(std::string& out, const std::vector<std::string>& v) {
+  out += '[';
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendJsonString(out, v[i]);
+  }
+  out += ']';
+}
+
+// A member after the first: ,"key":"value".
+void AppendMember(std::string& out, const char* key, const std::string& v) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+  AppendJsonString(out, v);
+}
+
+// The "allocation" and "prepared" arrays, keys in the document's (sorted) order.
+void AppendAllocation(std::string& out, const std::vector<AllocatedDevice>& allocation) {
+  out += "\"allocation\":[";
+  for (size_t i = 0; i < allocation.size(); ++i) {
+    const auto& d = allocation[i];
+    out += i > 0 ? ",{" : "{";
+    if (d.admin_access) out += "\"adminAccess\":true,";
+    out += "\"device\":";
+    AppendJsonString(out, d.device);
+    AppendMember(out, "driver", d.driver);
+    AppendMember(out, "pool", d.pool);
+    AppendMember(out, "request", d.request);
+    if (!d.share_id.empty()) AppendMember(out, "shareID", d.share_id);
+    out += '}';
+  }
+  out += ']';
+}
+
+void AppendPrepared(std::string& out, const std::vector<model::PreparedDevice>& prepared) {
+  out += ",\"prepared\":[";
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    const auto& d = prepared[i];
+    out += i > 0 ? ",{\"cdiDeviceIDs\":" : "{\"cdiDeviceIDs\":";
+    AppendJsonStrings(out, d.cdi_device_ids);
+    AppendMember(out, "device", d.device);
+    AppendMember(out, "pool", d.pool);
+    out += ",\"requests\":";
+    AppendJsonStrings(out, d.requests);
+    if (!d.share_id.empty()) AppendMember(out, "shareID", d.share_id);
+    out += '}';
+  }
+  out += ']';
+}
+
+}  // namespace
+
+std::string EntryJsonText(const ClaimEntry& e) {
+  bool plain = (!e.extra.is_object() || e.extra.empty()) && e.shares.empty();
+  for (const auto& d : e.allocation) plain = plain && d.consumed_capacity.empty();
+  if (!plain) return EntryToJson(e).dump();
+  std::string out = "{";
+  out.reserve(512);
+  AppendAllocation(out, e.allocation);
+  if (!e.attempt.empty()) AppendMember(out, "attempt", e.attempt);
+  AppendMember(out, "bootID", e.boot_id);
+  if (!e.consumers.empty()) {
+    out += ",\"consumers\":";
+    AppendJsonStrings(out, e.consumers);
+  }
+  out += ",\"held\":";
+  AppendJsonStrings(out, e.held);
+  AppendMember(out, "name", e.name);
+  AppendMember(out, "namespace", e.ns);
+  AppendPrepared(out, e.prepared);
+  AppendMember(out, "state", e.unknown_state.empty() ? std::string(ClaimStateName(e.state)) : e.unknown_state);
+  AppendMember(out, "uid", e.uid);
+  out += ",\"undo\":";
+  out += e.undo.dump();
+  out += ",\"updatedUnixMs\":";
+  out += std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(e.updated.time_since_epoch()).count());
+  out += '}';
+  return out;
+}
+
 Result<ClaimEntry> EntryFromJson(const json& j) {
   if (!j.is_object()) return InvalidArgument("claim entry is not a JSON object");
   ClaimEntry e;

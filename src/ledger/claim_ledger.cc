@@ -495,7 +495,7 @@ Status ClaimLedger::CompactLocked() {
   fresh.set_generation(state_.generation());
   fresh.mutable_meta() = m;
   for (const auto& [uid, e] : state_.entries()) {
-    std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryToJson(e).dump());
+    std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryJsonText(e));
     fresh.Put(e, rec.size());
     last_start = data.size();
     data += rec;
@@ -557,7 +557,7 @@ void ClaimLedger::EnsureReserveLocked() {
 Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp) {
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT(before_fp));
   if (file_ == nullptr) return Unavailable("claim ledger " + log_path_ + " is not open");
-  std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryToJson(e).dump());
+  std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryJsonText(e));
   auto fail = [&](Status s) REQUIRES(mu_) {
     // Cut a partial record off and re-read the file before the next transition.
     (void)file_->Truncate(read_offset_);

@@ -10,6 +10,7 @@
 
 #include <iostream>
 
+#include "kubelet/abseil_mutex_mode.h"
 #include "kubelet/dra_plugin_server.h"
 #include "kubelet/fake_claim_engine.h"
 #include "kubelet/health_server.h"
@@ -129,6 +130,7 @@ int main(int argc, char** argv) {
   // (signals are blocked first: the timer thread must not take them).
   auto timers = std::make_shared<TimerThread>("grpc-timers");
   UseTimerEventEngine(timers);
+  SetReleaseMutexMode();
   CLI::App app{"nvdra-fake-plugin: the kubelet surface over a scripted fake engine (tests only)"};
   FakePluginFlags f;
   AddFakePluginFlags(app, f);

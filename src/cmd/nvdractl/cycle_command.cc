@@ -32,6 +32,7 @@ struct CycleArgs {
   bool unprepare_only = false;
   bool samples = false;
   int pause_us = 0;
+  int hold_after = 0;
 };
 
 nlohmann::json Summary(std::vector<double> ms) {
@@ -151,6 +152,15 @@ class Waves {
   bool stop_ = false;  // written before the start barrier, read after it
 };
 
+// Tells the caller on stderr that the warm-up is done and blocks until it
+// writes a line on stdin: a profiler can start counting there, with the
+// connection and the plugin's caches as the measured calls find them.
+void HoldUntilReleased() {
+  std::cerr << "held" << std::endl;
+  std::string line;
+  std::getline(std::cin, line);
+}
+
 int RunCycle(const CycleArgs& args) {
   auto claims = ParseClaimRefs(args.claims);
   if (!claims) return 2;
@@ -174,6 +184,13 @@ int RunCycle(const CycleArgs& args) {
     if (!args.unprepare_only) together.Run(wave, [&](Call& c) { RunPrepare(client, c, pause); });
     if (!args.prepare_only) together.Run(wave, [&](Call& c) { RunUnprepare(client, c, pause); });
     double ms = MsSince(t0);
+    if (i < static_cast<size_t>(args.hold_after)) {
+      // A warm-up wave: checked for errors, left out of the figures.
+      for (const auto& c : wave)
+        for (const auto& e : c.errors) errors.push_back(e);
+      if (i + static_cast<size_t>(args.concurrency) >= static_cast<size_t>(args.hold_after)) HoldUntilReleased();
+      continue;
+    }
     waves.push_back(ms);
     total_ms += ms;
     for (const auto& c : wave) {
@@ -217,6 +234,10 @@ void AddCycleSubcommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--samples", args->samples, "also print every call's latency (ms)");
   cmd->add_option("--pause-us", args->pause_us, "idle before each call, not counted in its latency (wave times include it; default 0)")
       ->check(CLI::Range(0, 10000000));
+  cmd->add_option("--hold-after", args->hold_after,
+                  "warm-up: cycle the first N claims, leave them out of the figures, print \"held\" on "
+                  "stderr and wait for a line on stdin before the rest (default 0: no hold)")
+      ->check(CLI::Range(0, 100000));
   cmd->add_option("claims", args->claims, "claims as namespace/name/uid")->required();
   cmd->callback([args, &exit_code] { exit_code = RunCycle(*args); });
 }

@@ -8,6 +8,7 @@
 
 #include "cmd/plugin_common/driver_params.h"
 #include "devices/backends/open_device_lib.h"
+#include "kubelet/abseil_mutex_mode.h"
 #include "kubelet/grpc_event_engine.h"
 #include "kubelet/shutdown_signal.h"
 #include "util/failpoint.h"
@@ -406,6 +407,7 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
   // which idle plugin threads hold as resident memory; the plugin's work is
   // small and mostly serial, so two arenas suffice. Set before any thread.
   mallopt(M_ARENA_MAX, 2);
+  kubelet::SetReleaseMutexMode();
   // Signals are blocked before any thread starts, so only the watch's
   // thread sees them; startup's waits end as soon as one arrives.
   kubelet::ShutdownSignal::Block();

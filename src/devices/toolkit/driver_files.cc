@@ -545,6 +545,7 @@ Status DriverFilesCache::RefreshLocked() {
                  files->libraries.size());
   }
   files_ = std::move(files).value();
+  edits_ = std::make_shared<const cdi::ContainerEdits>(files_.Edits(hook_path_));
   have_ = true;
   probe_.clear();
   // Probe through the container view of the first library.
@@ -563,10 +564,10 @@ Result<DriverFiles> DriverFilesCache::Files() {
   return files_;
 }
 
-Result<cdi::ContainerEdits> DriverFilesCache::CommonEdits() {
+Result<std::shared_ptr<const cdi::ContainerEdits>> DriverFilesCache::CommonEdits() {
   MutexLock l(mu_);
   NVDRA_RETURN_IF_ERROR(RefreshLocked());
-  return files_.Edits(hook_path_);
+  return edits_;
 }
 
 Result<std::string> InstallCdiHook(const std::string& flag_path, const std::string& source,

@@ -84,8 +84,10 @@ class DriverFilesCache {
   using VersionSource = std::function<Result<std::string>()>;
   DriverFilesCache(DriverRoot root, VersionSource version_source, std::string hook_path);
 
-  // The spec-level edits for GPU containers.
-  Result<cdi::ContainerEdits> CommonEdits() EXCLUDES(mu_);
+  // The spec-level edits for GPU containers: built once per discovery and
+  // shared by every claim's spec until the driver changes, since a claim
+  // spec carries every mount of the driver's files.
+  Result<std::shared_ptr<const cdi::ContainerEdits>> CommonEdits() EXCLUDES(mu_);
   Result<DriverFiles> Files() EXCLUDES(mu_);
   // Host path of nvidia-cdi-hook, or "" when hooks are off.
   const std::string& hook_path() const { return hook_path_; }
@@ -99,6 +101,7 @@ class DriverFilesCache {
   Mutex mu_;
   bool have_ GUARDED_BY(mu_) = false;
   DriverFiles files_ GUARDED_BY(mu_);
+  std::shared_ptr<const cdi::ContainerEdits> edits_ GUARDED_BY(mu_);
   // A cached library (container view) whose absence triggers a refresh.
   std::string probe_ GUARDED_BY(mu_);
 };

@@ -340,10 +340,14 @@ TEST(DriverFilesTest, CacheRefreshesWhenTheDriverChanges) {
   version = "570.2";
   auto b = cache.CommonEdits();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
-  EXPECT_TRUE(Has(b->env, "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64"));
-  ASSERT_EQ(b->mounts.size(), 1u);
-  EXPECT_EQ(b->mounts[0].container_path, "/usr/lib64/libcuda.so.570.2");
+  EXPECT_TRUE(Has((*b)->env, "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64"));
+  ASSERT_EQ((*b)->mounts.size(), 1u);
+  EXPECT_EQ((*b)->mounts[0].container_path, "/usr/lib64/libcuda.so.570.2");
   EXPECT_EQ(asked, 2);
+  // Built once per discovery: the next claim gets the same edits, not a copy.
+  auto c = cache.CommonEdits();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->get(), b->get());
 }
 
 TEST(DriverFilesTest, InstallCdiHook) {
