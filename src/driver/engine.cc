@@ -5,6 +5,7 @@
 
 #include "ledger/claim_transitions.h"
 
+#include "util/blocking_region.h"
 #include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/log.h"
@@ -254,7 +255,12 @@ Result<ClaimPlan> Engine::PlanClaim(ClaimWork& work, const ClaimSnapshot& snap) 
     std::vector<std::string> requested = ledger::DefaultHeld(work.results);
     NVDRA_RETURN_IF_ERROR(RefuseHeldElsewhere(plan->held.empty() ? requested : plan->held, requested, work.uid));
   }
-  NVDRA_RETURN_IF_ERROR(kind_.CheckReady(work, *plan));
+  {
+    // It may wait for a gate (the domain's IMEX daemon): other claims run
+    // meanwhile.
+    BlockingRegion waiting;
+    NVDRA_RETURN_IF_ERROR(kind_.CheckReady(work, *plan));
+  }
   return plan;
 }
 
@@ -311,7 +317,10 @@ Status Engine::AwaitWithoutLocks(const ClaimWork& work, const nlohmann::json& un
   // The entry stays PrepareStarted meanwhile, so an Unprepare (the kubelet
   // gave up, the pod went away) or the reconciler can undo what Prepare did.
   lock.reset();
-  NVDRA_RETURN_IF_ERROR(kind_.AwaitReady(work, undo));
+  {
+    BlockingRegion waiting;  // other claims run meanwhile
+    NVDRA_RETURN_IF_ERROR(kind_.AwaitReady(work, undo));
+  }
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-await-ready"));
   auto locked = LockClaim(work.uid, work.deadline);
   if (!locked.ok()) return locked.status();

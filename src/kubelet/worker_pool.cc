@@ -15,18 +15,34 @@ bool WorkerPool::Submit(std::function<void()> job) {
   MutexLock lock(mu_);
   if (stopping_) return false;
   queue_.push_back(std::move(job));
+  StartThreadIfNeeded();
+  return true;
+}
+
+void WorkerPool::StartThreadIfNeeded() {
   // A thread is started only when none is waiting for work: the queue never
   // holds more jobs than there are busy threads unless the pool is full.
-  if (idle_ < static_cast<int>(queue_.size()) && static_cast<int>(threads_.size()) < max_) {
+  if (idle_ < static_cast<int>(queue_.size()) && static_cast<int>(threads_.size()) - blocked_ < max_) {
     std::thread t([this] {
       SetThreadName("claim-worker");
+      BlockingRegion::SetThreadPool(this);
       Run();
     });
     threads_.emplace(t.get_id(), std::move(t));
   } else {
     cv_.NotifyOne();
   }
-  return true;
+}
+
+void WorkerPool::EnterBlocking() {
+  MutexLock lock(mu_);
+  ++blocked_;
+  if (!stopping_ && !queue_.empty()) StartThreadIfNeeded();
+}
+
+void WorkerPool::LeaveBlocking() {
+  MutexLock lock(mu_);
+  --blocked_;
 }
 
 int WorkerPool::live_threads() {

@@ -15,11 +15,16 @@
 #include <thread>
 #include <vector>
 
+#include "util/blocking_region.h"
 #include "util/mutex.h"
 
 namespace nvdra::kubelet {
 
-class WorkerPool {
+// A job that waits for something other than CPU inside a BlockingRegion
+// does not count against max_threads meanwhile: the pool may start another
+// thread for the queued jobs, so the pool has at most max_threads threads
+// working plus one per job waiting that way.
+class WorkerPool : private BlockingRegion::Pool {
  public:
   static constexpr std::chrono::milliseconds kDefaultIdleExit{2000};
 
@@ -43,6 +48,11 @@ class WorkerPool {
  private:
   void Run() EXCLUDES(mu_);
   void JoinExited() EXCLUDES(mu_);
+  void EnterBlocking() override EXCLUDES(mu_);
+  void LeaveBlocking() override EXCLUDES(mu_);
+  // Starts a thread when a queued job finds none idle and fewer than max_
+  // threads are working (not waiting in a BlockingRegion).
+  void StartThreadIfNeeded() REQUIRES(mu_);
 
   const int max_;
   const std::chrono::milliseconds idle_exit_;
@@ -52,6 +62,7 @@ class WorkerPool {
   std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
   int idle_ GUARDED_BY(mu_) = 0;
+  int blocked_ GUARDED_BY(mu_) = 0;  // threads inside a BlockingRegion
   std::map<std::thread::id, std::thread> threads_ GUARDED_BY(mu_);
   // Ended (or ending) threads not joined yet.
   std::vector<std::thread> exited_ GUARDED_BY(mu_);

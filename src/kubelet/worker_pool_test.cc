@@ -33,6 +33,25 @@ TEST(WorkerPoolTest, JobsRunConcurrently) {
   EXPECT_EQ(first_done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
 }
 
+TEST(WorkerPoolTest, AJobWaitingInABlockingRegionLetsTheQueuedJobsRun) {
+  // One thread: the first job waits for the second (as a channel claim
+  // waits for the IMEX daemon whose claim is queued behind it). Inside a
+  // BlockingRegion the pool starts another thread for the second.
+  WorkerPool pool(1);
+  std::promise<void> second_ran;
+  std::promise<bool> first_done;
+  pool.Submit([&] {
+    BlockingRegion waiting;
+    first_done.set_value(second_ran.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  });
+  pool.Submit([&] { second_ran.set_value(); });
+  auto done = first_done.get_future();
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_TRUE(done.get()) << "the queued job did not run while the first waited";
+  // Outside the pool a BlockingRegion does nothing.
+  { BlockingRegion outside; }
+}
+
 TEST(WorkerPoolTest, ThrowingJobDoesNotEndItsThread) {
   // Without the barrier the exception would end the whole process.
   WorkerPool pool(1);

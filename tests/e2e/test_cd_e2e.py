@@ -166,6 +166,24 @@ class ComputeDomainEndToEnd(ComputeDomainTestCase):
         self.assertOk(self.plugin.unprepare([d]), d[2])
         self.assertTrue(os.path.exists(self.domain_dir(self.domain_uid)))
 
+    def test_more_waiting_channel_claims_than_claim_workers_do_not_hold_up_the_daemons_claim(self):
+        # A job's pods start together: more channel claims wait for the
+        # IMEX daemon than the plugin has claim workers (2 by default), and
+        # the daemon's own claim, which the daemon needs to start, comes
+        # after them. Each waiting claim steps aside for the queued ones.
+        self.set_clique(self.domain_uid, None)
+        waiting = [self.channel_claim("chan-%d" % i, i) for i in range(4)]
+        background = [self.prepare_in_background(c) for c in waiting]
+        for c in waiting:
+            self.wait_until_waiting(c)
+        d = self.daemon_claim("imex-daemon")
+        self.assertOk(self.plugin.prepare([d]), d[2])
+        self.assertTrue(all(t.is_alive() for t, _ in background))
+        self.set_clique(self.domain_uid, "Ready")
+        for (t, out), c in zip(background, waiting):
+            t.join(60)
+            self.assertOk(out["result"], c[2])
+
     def test_daemon_restart_makes_a_new_channel_claim_wait_until_ready_again(self):
         a = self.channel_claim("chan-a", 0)
         self.assertOk(self.plugin.prepare([a]), a[2])
