@@ -251,14 +251,16 @@ Result<ClaimPlan> Engine::PlanClaim(ClaimWork& work, const ClaimSnapshot& snap) 
   work.groups = std::move(groups).value();
   auto plan = kind_.Plan(work);
   if (!plan.ok()) return plan.status().retryable() ? plan.status() : plan.status().AsPermanent();
-  if (kind_.MayWaitUntilReady(work, *plan)) {
+  const bool may_wait = kind_.MayWaitUntilReady(work, *plan);
+  if (may_wait) {
     std::vector<std::string> requested = ledger::DefaultHeld(work.results);
     NVDRA_RETURN_IF_ERROR(RefuseHeldElsewhere(plan->held.empty() ? requested : plan->held, requested, work.uid));
   }
   {
-    // It may wait for a gate (the domain's IMEX daemon): other claims run
-    // meanwhile.
-    BlockingRegion waiting;
+    // A claim that may wait for a gate (the domain's IMEX daemon) lets
+    // other claims run meanwhile.
+    std::optional<BlockingRegion> waiting;
+    if (may_wait) waiting.emplace();
     NVDRA_RETURN_IF_ERROR(kind_.CheckReady(work, *plan));
   }
   return plan;

@@ -57,7 +57,10 @@ Status Plugin::StartDriverWatch() {
   o.period = std::chrono::seconds(1);
   o.run_at_start = false;
   o.name = "driver watch";
-  o.thread_name = "driver-watch";
+  // On the background group's thread, beside the reconciler: no thread of
+  // its own (a reload's work, a few hundred milliseconds, delays the
+  // group's other work that long).
+  o.group = background_.get();
   driver_watcher_ = std::make_unique<PeriodicWorker>(o, [this] { return CheckDriver(); });
   driver_watcher_->Start();
   NVDRA_INFO("watching the NVIDIA driver {}: {}{}; libraries {}", inventory_.driver_version,
