@@ -46,7 +46,7 @@ def stat_node(root, path, fields):
 def nvcap(path, major, minor, mode):
     """internal/common/nvcaps.go CDICharDevNode: type c, major, minor,
     fileMode; no hostPath, which the host-root transform then sets to the
-    path (transform/root/host-root.go transformDeviceNode)."""
+    path (the toolkit's host-root transform, transformDeviceNode)."""
     return {"path": path, "hostPath": path, "type": "c", "major": major, "minor": minor, "fileMode": mode}
 
 
