@@ -5,6 +5,7 @@
 #include "config/config_decoder.h"
 #include "config/opaque_config.h"
 #include "kube/raw_json.h"
+#include "util/json_depth.h"
 #include "util/json_reader.h"
 #include "util/log.h"
 
@@ -23,33 +24,6 @@ constexpr size_t kMaxQuoted = 256;
 // would hold hundreds of MiB. A review of a claim with 32 configs holds a
 // few thousand values.
 constexpr size_t kMaxJsonValues = 200'000;
-
-// How many values `text` holds, counted without parsing: the root, and in
-// each array or object that is not empty, one value (or member) more than
-// the commas between them. Outside strings only; stops counting once past
-// `limit`. Linear, and far cheaper than the parse it guards.
-size_t CountJsonValues(std::string_view text, size_t limit) {
-  size_t n = 1;
-  bool in_string = false;
-  bool just_opened = false;  // the last character was the [ or { of an array or object
-  for (size_t i = 0; i < text.size() && n <= limit; ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;  // the escaped character cannot end the string
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (just_opened && c != ']' && c != '}') ++n;
-    just_opened = c == '[' || c == '{';
-    if (c == '"') in_string = true;
-    if (c == ',') ++n;
-  }
-  return n;
-}
 
 // What the request names: one of the six resources, or neither.
 struct Target {

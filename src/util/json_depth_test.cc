@@ -17,6 +17,18 @@ TEST(JsonDepthTest, CountsBracketsOutsideStrings) {
   EXPECT_EQ(JsonNestingDepth(std::string(1000, '['), 5), 6u);
 }
 
+TEST(JsonDepthTest, CountsValuesWithoutParsing) {
+  EXPECT_EQ(CountJsonValues("1", 100), 1u);
+  EXPECT_EQ(CountJsonValues("[]", 100), 1u);
+  EXPECT_EQ(CountJsonValues("[1, 2, {}]", 100), 4u);
+  EXPECT_EQ(CountJsonValues(R"({"a": [1, {"b": "x,[y"}], "c": {}})", 100), 6u);
+  // Stops once past the limit.
+  std::string many = "[";
+  for (int i = 0; i < 10000; ++i) many += "{},";
+  many += "{}]";
+  EXPECT_EQ(CountJsonValues(many, 50), 51u);
+}
+
 TEST(JsonDepthTest, RefusesDeepDocumentsWithAClearError) {
   std::string deep = std::string(70'000, '[') + std::string(70'000, ']');
   Status s = CheckJsonDepth(deep, "ResourceClaim default/c");
