@@ -297,15 +297,17 @@ def add_claim_env(edits, uid, ns, name):
     edits["env"].append("NVDRA_CLAIM_%s=%s/%s" % (uid.replace("-", "_"), ns, name))
 
 
-class SideBySide(NodeTestCase):
+class DifferencesMatter:
+    def assertDifferencesMatter(self, upstream, nvdra_expected):
+        self.assertNotEqual(upstream, nvdra_expected, "a listed difference no longer changes the spec")
+
+
+class SideBySide(DifferencesMatter, NodeTestCase):
     maxDiff = None
 
     def read_spec(self, vendor, uid):
         with open(os.path.join(self.node.cdi_root, "%s-claim_%s.json" % (vendor, uid))) as f:
             return json.load(f)
-
-    def assertDifferencesMatter(self, upstream, nvdra_expected):
-        self.assertNotEqual(upstream, nvdra_expected, "a listed difference no longer changes the spec")
 
     def gpu_root(self, plugin):
         # The mock state directory is the mock node's driver root.
@@ -376,7 +378,7 @@ class UpstreamComputeDomainSpec:
         return {"env": env, "deviceNodes": [node], "mounts": [mount], "hooks": []}
 
 
-class ComputeDomainSideBySide(ComputeDomainTestCase):
+class ComputeDomainSideBySide(DifferencesMatter, ComputeDomainTestCase):
     maxDiff = None
 
     def check(self, claim, device, upstream_edits):
@@ -393,9 +395,6 @@ class ComputeDomainSideBySide(ComputeDomainTestCase):
         self.assertDifferencesMatter(upstream, expected)
         self.assertEqual(ours, expected)
         return root
-
-    def assertDifferencesMatter(self, upstream, nvdra_expected):
-        self.assertNotEqual(upstream, nvdra_expected, "a listed difference no longer changes the spec")
 
     def test_imex_channel(self):
         c = self.channel_claim("side-channel", 0)
