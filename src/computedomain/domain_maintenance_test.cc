@@ -152,11 +152,17 @@ TEST(DomainMaintenanceTest, OpensTheWatchesWhileTheNodeIsBusyAndClosesThemOnceId
   rep = m.RunOnce();
   EXPECT_TRUE(watch.active());
   EXPECT_TRUE(rep.label.ok()) << rep.label.ToString();
+  // The streams that follow the lists are open, so each request the opening
+  // sent is on the server's record before the record is cleared below.
+  EXPECT_TRUE(server.OpenWatchesReach("computedomains", 1));
+  EXPECT_TRUE(server.OpenWatchesReach("nodes", 1));
   // The last claim went away: the next pass closes them (no linger here).
   busy = false;
   rep = m.RunOnce();
   EXPECT_TRUE(rep.watches_closed);
   EXPECT_FALSE(watch.active());
+  EXPECT_TRUE(server.OpenWatchesReach("computedomains", 0));
+  EXPECT_TRUE(server.OpenWatchesReach("nodes", 0));
   // Idle passes after it make no API call at all.
   ASSERT_TRUE(server.Requests(true).ok());
   rep = m.RunOnce();
