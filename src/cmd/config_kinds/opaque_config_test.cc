@@ -1,11 +1,28 @@
+// The rules, defaults and canonical JSON of nvdra's config kinds.
 #include "config/opaque_config.h"
 
 #include <gtest/gtest.h>
 
+#include "cmd/config_kinds/config_kinds.h"
+#include "computedomain/compute_domain_config_kinds.h"
 #include "config/config_decoder.h"
+#include "gpu/gpu_config_kinds.h"
 
 namespace nvdra::config {
 namespace {
+
+using gpu::GpuConfig;
+using gpu::IommuConfig;
+using gpu::MigDeviceConfig;
+using gpu::MpsConfig;
+using gpu::TimeSliceInterval;
+using gpu::VfioDeviceConfig;
+using computedomain::ComputeDomainChannelConfig;
+using computedomain::ComputeDomainDaemonConfig;
+using gpu::ParseTimeSliceInterval;
+using gpu::TimeSliceIntervalName;
+
+[[maybe_unused]] const bool kOpaqueConfigTestKinds = RegisterNvdraConfigKinds().ok();
 
 const FeatureGates kTimeSlicingGates = FeatureGates().With(Gate::kTimeSlicingSettings, true);
 const FeatureGates kMps = FeatureGates().With(Gate::kMPSSupport, true);
@@ -55,7 +72,7 @@ TEST(OpaqueConfigTest, NormalizeFillsTheTimeSliceIntervalEvenForAnEmptyBlock) {
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     Normalize(*c, kTimeSlicingGates);
     EXPECT_TRUE(Validate(*c, kTimeSlicingGates).ok());
-    const auto& g = std::get<GpuConfig>(*c);
+    const auto& g = c->Get<GpuConfig>();
     ASSERT_TRUE(g.sharing->time_slicing_config.has_value());
     EXPECT_EQ(g.sharing->time_slicing_config->interval, "Default");
     EXPECT_EQ(g.TimeSlice(), TimeSliceInterval::kDefault);
@@ -63,7 +80,7 @@ TEST(OpaqueConfigTest, NormalizeFillsTheTimeSliceIntervalEvenForAnEmptyBlock) {
   // Without the gate Normalize leaves the config alone for Validate to reject.
   Config off = Sharing("TimeSlicing");
   Normalize(off, FeatureGates());
-  EXPECT_FALSE(std::get<GpuConfig>(off).sharing->time_slicing_config.has_value());
+  EXPECT_FALSE(off.Get<GpuConfig>().sharing->time_slicing_config.has_value());
 }
 
 TEST(OpaqueConfigTest, TimeSliceIntervals) {
@@ -125,7 +142,7 @@ TEST(OpaqueConfigTest, MpsLimits) {
 TEST(OpaqueConfigTest, VfioDefaultsAndPolicies) {
   Config c = VfioDeviceConfig{};
   Normalize(c, FeatureGates());
-  const auto& v = std::get<VfioDeviceConfig>(c);
+  const auto& v = c.Get<VfioDeviceConfig>();
   ASSERT_TRUE(v.iommu.has_value());
   EXPECT_EQ(v.iommu->backend_policy, "LegacyOnly");
   EXPECT_EQ(v.iommu->enable_api_device, false);
@@ -141,7 +158,7 @@ TEST(OpaqueConfigTest, ComputeDomainConfigs) {
   EXPECT_EQ(ValidateError(ComputeDomainDaemonConfig{}, FeatureGates()), "domainID cannot be empty");
   Config chan = ComputeDomainChannelConfig{"uid-1", ""};
   Normalize(chan, FeatureGates());
-  EXPECT_EQ(std::get<ComputeDomainChannelConfig>(chan).allocation_mode, "Single");
+  EXPECT_EQ(chan.Get<ComputeDomainChannelConfig>().allocation_mode, "Single");
   EXPECT_EQ(ValidateError(ComputeDomainChannelConfig{"uid-1", "All"}, FeatureGates()), "<ok>");
   EXPECT_EQ(ValidateError(ComputeDomainChannelConfig{"uid-1", "Many"}, FeatureGates()),
             "unknown allocationMode: Many, supported allocation modes: Single, All");
