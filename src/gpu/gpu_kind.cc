@@ -97,6 +97,8 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
   for (const auto& type : types_) {
     for (auto& d : type->Devices(inventory_)) devices_.emplace(d.name, d);
   }
+  // The decoder learns the kind's config kinds with the kind.
+  if (Status st = RegisterGpuConfigKinds(); !st.ok()) NVDRA_ERROR("{}", st.message());
   for (const auto& s : strategies_) {
     if (auto* m = dynamic_cast<MpsStrategy*>(s.get())) mps_ = m;
   }
@@ -203,13 +205,13 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
   // the record carries it, as Unprepare and a repeated Prepare read only that.
   int vfio_groups = 0;
   for (const auto& group : work.groups) {
-    const auto* v = std::get_if<config::VfioDeviceConfig>(&group.config);
+    const auto* v = group.config.As<VfioDeviceConfig>();
     if (v == nullptr) continue;
     ++vfio_groups;
     for (const auto& r : group.results) {
       for (auto& item : undo.vfio) {
         if (item.device != r.device) continue;
-        item.prefer_iommufd = v->iommu && v->iommu->backend_policy == config::kIommuPreferIommuFD;
+        item.prefer_iommufd = v->iommu && v->iommu->backend_policy == kIommuPreferIommuFD;
         item.enable_api_device = v->iommu && v->iommu->enable_api_device.value_or(false);
       }
     }
@@ -222,7 +224,7 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
     std::string name = SharingStrategyOf(group.config);
     if (name.empty()) continue;
     // As upstream (unreachable while the gates exclude each other).
-    if (name == config::kMpsStrategy && options_.gates.Enabled(config::Gate::kDynamicMIG)) {
+    if (name == kMpsStrategy && options_.gates.Enabled(config::Gate::kDynamicMIG)) {
       return FailedPrecondition("MPS is not yet supported when using featureGates.DynamicMIG=true");
     }
     SharingStrategy* strategy = StrategyNamed(name);
