@@ -105,7 +105,7 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
     NVDRA_ASSIGN_OR_RETURN(auto recorded, ledger_.Get(ref.uid));
     if (recorded && recorded->state == ledger::ClaimState::kPrepareCompleted && !recorded->from_earlier_boot &&
         !recorded->allocation.empty() && recorded->ns == ref.ns && recorded->name == ref.name &&
-        !(recorded->undo.is_object() && recorded->undo.contains("rebuilt")) && metadata_.Present(*recorded)) {
+        recorded->origin != ledger::ClaimOrigin::kRebuilt && metadata_.Present(*recorded)) {
       return AlreadyPrepared(*recorded, nullptr);
     }
     was_completed = recorded && recorded->state == ledger::ClaimState::kPrepareCompleted;
@@ -365,7 +365,7 @@ bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::
       // one rebuilt from its CDI spec after the ledger was lost: no kubelet
       // call may ever release it, so check its claim now.
       const bool earlier_boot = h.state == ledger::ClaimState::kPrepareCompleted && h.from_earlier_boot;
-      const bool rebuilt = h.undo.is_object() && h.undo.contains("rebuilt");
+      const bool rebuilt = h.origin == ledger::ClaimOrigin::kRebuilt;
       if ((h.state != ledger::ClaimState::kPrepareStarted && !earlier_boot && !rebuilt) || h.name.empty()) continue;
       Judgement j = JudgeClaim(h, claims_.Get(h.ns, h.name), options_.node_name);
       if (j.standing != ClaimStanding::kGone && j.standing != ClaimStanding::kStale) continue;
