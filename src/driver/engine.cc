@@ -142,10 +142,11 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
     if (!locked.ok()) return locked.status();
     lock.emplace(std::move(*locked));
   }
-  // Another Prepare of this claim may have completed it while we planned.
-  NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work, snap));
-  if (recorded) return std::move(*recorded);
   NVDRA_RETURN_IF_ERROR(CheckDeadline(deadline, "recording the claim"));
+  // Another Prepare of this claim may have completed it while we planned:
+  // BeginPrepare says so (kAlreadyPrepared, having taken the name an
+  // imported or rebuilt entry lacked) in the same read of the ledger that
+  // would record PrepareStarted.
   NVDRA_ASSIGN_OR_RETURN(ledger::BeginResult begin, Begin(work, plan, snap));
   if (begin.outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(begin.entry, &snap);
   if (begin.outcome == ledger::BeginOutcome::kRedoAfterReboot) {
