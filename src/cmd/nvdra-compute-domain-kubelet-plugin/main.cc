@@ -107,14 +107,12 @@ Status OpenWatchesNow(plugin::KindContext& ctx, computedomain::DomainWatch& doma
 // this node's ledger (whichever plugin process prepared it), a label
 // holder, or a daemon directory whose domain may go away. An unreadable
 // ledger counts as work.
-std::function<bool()> HasComputeDomainWork(ledger::ClaimLedger& shared_ledger, computedomain::NodeLabelManager& labels,
+std::function<bool()> HasComputeDomainWork(const driver::ClaimsView& shared_claims,
+                                           computedomain::NodeLabelManager& labels,
                                            const computedomain::DomainDirectories& dirs) {
-  return [entries_of = &shared_ledger, labels = &labels, dirs = &dirs] {
-    auto entries = entries_of->List();
-    if (!entries.ok()) return true;
-    for (const auto& e : *entries) {
-      if (ledger::HoldsResources(e.state)) return true;
-    }
+  return [claims = &shared_claims, labels = &labels, dirs = &dirs] {
+    auto held = claims->HeldClaims();
+    if (!held.ok() || !held->empty()) return true;
     return !labels->HeldDomains().empty() || dirs->HasAny();
   };
 }
@@ -202,14 +200,14 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   // Label ownership follows the ledger every plugin process of this node
   // shares, so a rolling update's old instance never removes the label of
   // a claim the new one prepared (nor the other way round).
-  ledger::ClaimLedger* shared_ledger = &ctx.ledger;
-  labels.SetSharedHolders([shared_ledger]() -> Result<computedomain::LabelHolders> {
-    NVDRA_ASSIGN_OR_RETURN(auto entries, shared_ledger->List());
-    return computedomain::ComputeDomainKind::LabelHoldersOf(entries);
+  const driver::ClaimsView* shared_claims = &ctx.claims;
+  labels.SetSharedHolders([shared_claims]() -> Result<computedomain::LabelHolders> {
+    NVDRA_ASSIGN_OR_RETURN(auto held, shared_claims->HeldClaims());
+    return computedomain::ComputeDomainKind::LabelHoldersOf(held);
   });
   auto& dirs = ctx.companions.Keep(
       std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir, flags.daemon_config_template));
-  auto busy = HasComputeDomainWork(ctx.ledger, labels, dirs);
+  auto busy = HasComputeDomainWork(ctx.claims, labels, dirs);
   if (busy()) NVDRA_RETURN_IF_ERROR(OpenWatchesNow(ctx, domains));
 
   computedomain::ComputeDomainKindOptions ko;
@@ -233,14 +231,11 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   auto kind = std::make_unique<computedomain::ComputeDomainKind>(ko, computedomain::ComputeDomainEdits(devices::ContainerSources::ForLib(ctx.lib)),
                                                                  domains, host_managed ? nullptr : &labels, &dirs);
   // Claims this node held before the restart keep holding the label.
-  NVDRA_ASSIGN_OR_RETURN(auto entries, ctx.ledger.List());
-  for (const auto& e : entries) {
-    if (ledger::HoldsResources(e.state)) {
-      std::vector<std::string> devices;
-      for (const auto& d : e.prepared) devices.push_back(d.device);
-      for (const auto& a : e.allocation) devices.push_back(a.device);
-      kind->Adopt(e.uid, e.undo, devices);
-    }
+  NVDRA_ASSIGN_OR_RETURN(auto held, ctx.claims.HeldClaims());
+  for (const auto& c : held) {
+    std::vector<std::string> devices = c.devices;
+    for (const auto& a : c.allocation) devices.push_back(a.device);
+    kind->Adopt(c.uid, c.undo, devices);
   }
   StartMaintenance(ctx, flags, identify, domains, labels, dirs, busy);
   return std::unique_ptr<driver::DeviceKind>(std::move(kind));

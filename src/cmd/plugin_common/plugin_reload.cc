@@ -152,7 +152,7 @@ Status Plugin::OnDriverBack(const devices::DriverChange& change) {
   inventory_ = std::move(inventory).value();
   NVDRA_RETURN_IF_ERROR(SetUpDriverFiles());
   const long long discovered_ms = MsSince(t0);
-  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_,
+  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *claims_view_,
                   kind_companions_, *background_, shutdown_};
   auto kind = factory_(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind on the new driver");

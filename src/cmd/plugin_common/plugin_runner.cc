@@ -191,6 +191,7 @@ Status Plugin::SetUpCdiAndLedger() {
   auto ledger = ledger::ClaimLedger::Open(lopts);
   if (!ledger.ok()) return ledger.status().Wrap("open ledger");
   ledger_ = std::move(ledger).value();
+  claims_view_ = std::make_unique<driver::LedgerClaimsView>(*ledger_);
   auto report = ledger_->report();
   if (report.clean()) {
     NVDRA_INFO("ledger: {}", report.Summary());
@@ -213,7 +214,7 @@ Status Plugin::SetUpKubeClient() {
 }
 
 Status Plugin::SetUpKind(const KindFactory& factory) {
-  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_, kind_companions_, *background_,
+  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *claims_view_, kind_companions_, *background_,
                   shutdown_};
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");

@@ -21,6 +21,7 @@
 #include "devices/toolkit/driver_files.h"
 #include "driver/device_kind.h"
 #include "driver/engine.h"
+#include "driver/ledger_claims_view.h"
 #include "driver/reconciler.h"
 #include "driver/reloadable_kind.h"
 #include "kube/event_recorder.h"
@@ -46,9 +47,11 @@ struct KindContext {
   kube::KubeClient& kube;
   // The driver's files and hooks for spec-level edits (shared, cached).
   std::shared_ptr<devices::DriverFilesCache> driver_files;
-  // Opened before the kind: a kind may read what this node held before a
-  // restart (claims, not devices: the engine owns the ledger's writes).
-  ledger::ClaimLedger& ledger;
+  // The claims this node holds (every plugin process's), opened before the
+  // kind: a kind may read what this node held before a restart, and who
+  // holds a device now, through this view only (the engine alone reads and
+  // writes the ledger).
+  const driver::ClaimsView& claims;
   // What the kind relies on beside itself (watches, background loops that
   // use the client or the hardware above): the plugin keeps these alive as
   // long as the kind and, right after the kind, stops them (the last added
@@ -162,6 +165,7 @@ class Plugin {
   // CDI and the ledger.
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;
   std::unique_ptr<ledger::ClaimLedger> ledger_;
+  std::unique_ptr<driver::LedgerClaimsView> claims_view_;  // over ledger_, for the kind
   // The device kind, and what it relies on (destroyed after it).
   // Runs the reconciler, the slice sync and the kind's maintenance, one
   // at a time; declared before them so that it outlives them.
