@@ -166,13 +166,27 @@ void StartMaintenance(plugin::KindContext& ctx, const ComputeDomainFlags& flags,
   maintenance.Start();
 }
 
+// Claims this node held before the restart keep holding the label.
+Status AdoptHeldClaims(ledger::ClaimLedger& held, computedomain::ComputeDomainKind& kind) {
+  NVDRA_ASSIGN_OR_RETURN(auto entries, held.List());
+  for (const auto& e : entries) {
+    if (ledger::HoldsResources(e.state)) {
+      std::vector<std::string> devices;
+      for (const auto& d : e.prepared) devices.push_back(d.device);
+      for (const auto& a : e.allocation) devices.push_back(a.device);
+      kind.Adopt(e.uid, e.undo, devices);
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, const ComputeDomainFlags& flags) {
   // What the kind needs beside the engine (the watches, the node label, the
   // domain directories and their upkeep) uses the plugin's client and
   // hardware: each part joins ctx.companions as it is built, so the plugin
   // stops them right after the kind, the last started first (maintenance,
-  // then the watches), and destroys them
-  // before the client and hardware go away.
+  // then the watches), and destroys them before the client and hardware go
+  // away.
   const plugin::PluginOptions& opts = ctx.options;
   NVDRA_ASSIGN_OR_RETURN(config::FeatureGates gates, config::FeatureGates::Parse(opts.feature_gates));
   NVDRA_RETURN_IF_ERROR(computedomain::ValidateImexConfig(flags.imex, gates.Enabled(config::Gate::kHostManagedIMEXDaemon))
@@ -232,16 +246,7 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   }
   auto kind = std::make_unique<computedomain::ComputeDomainKind>(ko, computedomain::ComputeDomainEdits(devices::ContainerSources::ForLib(ctx.lib)),
                                                                  domains, host_managed ? nullptr : &labels, &dirs);
-  // Claims this node held before the restart keep holding the label.
-  NVDRA_ASSIGN_OR_RETURN(auto entries, ctx.ledger.List());
-  for (const auto& e : entries) {
-    if (ledger::HoldsResources(e.state)) {
-      std::vector<std::string> devices;
-      for (const auto& d : e.prepared) devices.push_back(d.device);
-      for (const auto& a : e.allocation) devices.push_back(a.device);
-      kind->Adopt(e.uid, e.undo, devices);
-    }
-  }
+  NVDRA_RETURN_IF_ERROR(AdoptHeldClaims(ctx.ledger, *kind));
   StartMaintenance(ctx, flags, identify, domains, labels, dirs, busy);
   return std::unique_ptr<driver::DeviceKind>(std::move(kind));
 }
