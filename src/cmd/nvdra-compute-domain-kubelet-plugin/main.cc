@@ -223,6 +223,17 @@ void NoteImexChannelsMajor(const computedomain::ComputeDomainEdits& edits, Domai
   parts.imex_major = *major;
 }
 
+// Claims this node held before the restart keep holding the label.
+Status AdoptHeldClaims(const driver::ClaimsView& claims, computedomain::ComputeDomainKind& kind) {
+  NVDRA_ASSIGN_OR_RETURN(auto held, claims.HeldClaims());
+  for (const auto& c : held) {
+    std::vector<std::string> devices = c.devices;
+    for (const auto& a : c.allocation) devices.push_back(a.device);
+    kind.Adopt(c.uid, c.undo, devices);
+  }
+  return Status::Ok();
+}
+
 // Called at start and, after a driver reload, again on the new driver
 // (`parts` then holds what the first call built).
 Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, const ComputeDomainFlags& flags,
@@ -284,12 +295,7 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   if (!first) return std::unique_ptr<driver::DeviceKind>(std::move(kind));
   // Claims this node held before the restart keep holding the label (the
   // label manager outlives a reload, and with it what it was told).
-  NVDRA_ASSIGN_OR_RETURN(auto held, ctx.claims.HeldClaims());
-  for (const auto& c : held) {
-    std::vector<std::string> devices = c.devices;
-    for (const auto& a : c.allocation) devices.push_back(a.device);
-    kind->Adopt(c.uid, c.undo, devices);
-  }
+  NVDRA_RETURN_IF_ERROR(AdoptHeldClaims(ctx.claims, *kind));
   StartMaintenance(ctx, flags, parts.identify, *parts.domains, *parts.labels, *parts.dirs, parts.busy);
   return std::unique_ptr<driver::DeviceKind>(std::move(kind));
 }

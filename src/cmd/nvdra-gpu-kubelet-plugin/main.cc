@@ -194,11 +194,10 @@ int main(int argc, char** argv) {
             ctx.lib.control(), std::move(options));
         if (mps) StartMpsSweep(ctx, *kind);
         StartMigSweep(ctx, *kind);
-        // With PassthroughSupport: GPUs left on vfio-pci by no ledger entry
-        // are bound back to nvidia at start and as often as the reconciler runs.
+        // At start and as often as the reconciler runs, GPUs left on vfio-pci (with PassthroughSupport) are
+        // bound back to nvidia and Fabric Manager partitions left active are deactivated, when no ledger entry
+        // holds them.
         kind->StartVfioSweep(SweepWorker(ctx, "passthrough GPU sweep"), LedgerUndoRecords(ctx));
-        // With Fabric Manager: partitions left active by no ledger entry are
-        // deactivated at start and as often as the reconciler runs.
         kind->StartFabricSweep(SweepWorker(ctx, "Fabric Manager partition sweep"), LedgerUndoRecords(ctx));
         return std::unique_ptr<driver::DeviceKind>(std::move(kind));
       },
