@@ -57,9 +57,9 @@ class TimeSlicingStrategyTest : public ::testing::Test {
     for (const auto& d : devices) g.results.push_back({"gpu", kDriverName, "node-1", d, false, ""});
     return g;
   }
-  static config::GpuConfig TimeSliced(std::optional<std::string> interval) {
-    config::GpuConfig gc;
-    gc.sharing = config::GpuSharing{"TimeSlicing", config::TimeSlicingConfig{std::move(interval)}, std::nullopt};
+  static GpuConfig TimeSliced(std::optional<std::string> interval) {
+    GpuConfig gc;
+    gc.sharing = GpuSharing{"TimeSlicing", TimeSlicingConfig{std::move(interval)}, std::nullopt};
     return gc;
   }
   GpuUndo Planned(const config::ConfigGroup& group) {
@@ -106,12 +106,12 @@ TEST_F(TimeSlicingStrategyTest, PlanSkipsMigDevicesUnknownDevicesAndOtherConfigs
   ASSERT_EQ(undo.time_slicing.size(), 1u);
   EXPECT_EQ(undo.time_slicing[0].device, "gpu-0");
 
-  config::MigDeviceConfig mig_config;
-  mig_config.sharing = config::MigDeviceSharing{"TimeSlicing", std::nullopt};
+  MigDeviceConfig mig_config;
+  mig_config.sharing = MigDeviceSharing{"TimeSlicing", std::nullopt};
   EXPECT_TRUE(Planned(Group(mig_config, {MigName(2, 0)})).time_slicing.empty());
-  EXPECT_TRUE(Planned(Group(config::GpuConfig{}, {"gpu-0"})).time_slicing.empty());
-  config::GpuConfig mps;
-  mps.sharing = config::GpuSharing{"MPS", std::nullopt, config::MpsConfig{}};
+  EXPECT_TRUE(Planned(Group(GpuConfig{}, {"gpu-0"})).time_slicing.empty());
+  GpuConfig mps;
+  mps.sharing = GpuSharing{"MPS", std::nullopt, MpsConfig{}};
   EXPECT_TRUE(Planned(Group(mps, {"gpu-0"})).time_slicing.empty());
 }
 
