@@ -4,6 +4,7 @@
 
 #include "gpu/full_gpu_type.h"
 #include "gpu/gpu_handlers.h"
+#include "gpu/time_slicing_undo.h"
 
 #include <gtest/gtest.h>
 
@@ -192,7 +193,8 @@ TEST_F(GpuKindTest, ATimeSliceTheGoDriverSetIsResetAtUnprepare) {
   ASSERT_EQ(imported->entries.size(), 3u);
   auto undo = DecodeGpuUndo(imported->entries[0].undo);
   ASSERT_TRUE(undo.ok()) << undo.status().ToString();
-  EXPECT_EQ(undo->time_slicing, (std::vector<TimeSliceUndo>{{"gpu-2", u2, 3, nlohmann::json::object()}}));
+  EXPECT_EQ(undo->Of<TimeSlicingUndo>().items,
+            (std::vector<TimeSliceUndo>{{"gpu-2", u2, 3, nlohmann::json::object()}}));
   for (const auto& e : imported->entries) ASSERT_TRUE(kind_->Unprepare(e.uid, e.undo).ok()) << e.uid;
   EXPECT_EQ(ControlLog(), "SetTimeSlice " + u2 + " 0\nSetTimeSlice " + u3 + " 0\n")
       << "the claim without time-slicing leaves its GPU alone";

@@ -33,6 +33,7 @@
 #include "devices/gpu_control.h"
 #include "devices/pci_driver_control.h"
 #include "gpu/gpu_device_type.h"
+#include "gpu/vfio_undo.h"
 #include "ledger/claim_ledger.h"
 
 namespace nvdra::gpu {
