@@ -1,15 +1,14 @@
 // A plug-in of the GPU kind that exists only here, registered only by this
 // test (GpuKindOptions::more_features): proof that a per-claim feature is a
-// file of its own. The "lamp" plug-in lights a lamp (a file) for each full
-// GPU of a claim that asks for it (a device attribute on the request's
-// class is beyond this test: every full GPU of the claim gets one):
-//   publish: every full GPU carries `lamp: true`;
-//   Plan:    the lamps, in its own piece of the undo record ("lamps", at
+// file of its own. The "beacon" plug-in lights a beacon (a file) for each full
+// GPU of a claim:
+//   publish: every full GPU carries `beacon: true`;
+//   Plan:    the beacons, in its own piece of the undo record ("beacons", at
 //            version 2), before anything exists;
-//   Apply:   the lamp files created;
-//   edits:   each device's containers get LAMP=<its lamp file>;
+//   Apply:   the beacon files created;
+//   edits:   each device's containers get BEACON=<its beacon file>;
 //   Undo:    the files removed, from the piece alone;
-//   sweep:   lamp files no record names removed.
+//   sweep:   beacon files no record names removed.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -30,68 +29,68 @@ namespace {
 
 using nlohmann::json;
 
-struct LampUndo final : UndoPieceOf<LampUndo> {
-  static constexpr std::string_view kKey = "lamps";
-  std::map<std::string, std::string> lamps;  // device -> lamp file
-  bool Empty() const override { return lamps.empty(); }
-  json Encode() const override { return {{"byDevice", lamps}}; }
+struct BeaconUndo final : UndoPieceOf<BeaconUndo> {
+  static constexpr std::string_view kKey = "beacons";
+  std::map<std::string, std::string> beacons;  // device -> beacon file
+  bool Empty() const override { return beacons.empty(); }
+  json Encode() const override { return {{"byDevice", beacons}}; }
   int version() const override { return 2; }
-  friend bool operator==(const LampUndo&, const LampUndo&) = default;
+  friend bool operator==(const BeaconUndo&, const BeaconUndo&) = default;
 };
 
-const UndoPieceCodec& LampCodec() {
+const UndoPieceCodec& BeaconCodec() {
   static const UndoPieceCodec codec{
-      std::string(LampUndo::kKey), 2, [](const JsonReader& value, int) -> Result<std::unique_ptr<UndoPiece>> {
-        auto lamps = value.Required<json>("byDevice");
-        if (!lamps.ok() || !lamps->is_object()) return std::unique_ptr<UndoPiece>();
-        auto p = std::make_unique<LampUndo>();
-        for (const auto& [device, file] : lamps->items()) {
+      std::string(BeaconUndo::kKey), 2, [](const JsonReader& value, int) -> Result<std::unique_ptr<UndoPiece>> {
+        auto beacons = value.Required<json>("byDevice");
+        if (!beacons.ok() || !beacons->is_object()) return std::unique_ptr<UndoPiece>();
+        auto p = std::make_unique<BeaconUndo>();
+        for (const auto& [device, file] : beacons->items()) {
           if (!file.is_string()) return std::unique_ptr<UndoPiece>();
-          p->lamps[device] = file.get<std::string>();
+          p->beacons[device] = file.get<std::string>();
         }
         return std::unique_ptr<UndoPiece>(std::move(p));
       }};
   return codec;
 }
 
-class LampFeature final : public ClaimFeature {
+class BeaconFeature final : public ClaimFeature {
  public:
-  explicit LampFeature(std::string dir) : dir_(std::move(dir)) {}
+  explicit BeaconFeature(std::string dir) : dir_(std::move(dir)) {}
 
-  std::string_view name() const override { return "lamp"; }
-  const UndoPieceCodec* undo_piece() const override { return &LampCodec(); }
+  std::string_view name() const override { return "beacon"; }
+  const UndoPieceCodec* undo_piece() const override { return &BeaconCodec(); }
   void Decorate(const GpuDevice& device, model::PublishedDevice& published) const override {
-    if (device.type->name() == kDeviceTypeGpu) published.attributes["lamp"] = true;
+    if (device.type->name() == kDeviceTypeGpu) published.attributes["beacon"] = true;
   }
   Status Plan(const ClaimPlanning& claim, GpuUndo& undo, driver::ClaimPlan&) const override {
     for (const auto& r : claim.work().results) {
       const GpuDevice* d = claim.Find(r.device);
       if (d == nullptr || d->type->name() != kDeviceTypeGpu) continue;
-      undo.Get<LampUndo>().lamps[r.device] = dir_ + "/" + claim.work().uid + "-" + r.device;
+      undo.Get<BeaconUndo>().beacons[r.device] = dir_ + "/" + claim.work().uid + "-" + r.device;
     }
     return Status::Ok();
   }
   Status Apply(const std::string&, GpuUndo& undo) override {
-    for (const auto& [device, file] : undo.Of<LampUndo>().lamps) {
+    for (const auto& [device, file] : undo.Of<BeaconUndo>().beacons) {
       NVDRA_RETURN_IF_ERROR(WriteFileAtomically(file, device + "\n"));
     }
     return Status::Ok();
   }
   Status AddEdits(const GpuUndo& undo, const GpuContainerEdits&, ClaimEditsDraft& draft) const override {
-    const auto& lamps = undo.Of<LampUndo>().lamps;
+    const auto& beacons = undo.Of<BeaconUndo>().beacons;
     for (auto& [device, edits] : draft.devices) {
-      auto it = lamps.find(device->name);
-      if (it != lamps.end()) edits.env.push_back("LAMP=" + it->second);
+      auto it = beacons.find(device->name);
+      if (it != beacons.end()) edits.env.push_back("BEACON=" + it->second);
     }
     return Status::Ok();
   }
   Status Undo(const std::string&, const GpuUndo& undo) override {
     ++undos;
-    for (const auto& [device, file] : undo.Of<LampUndo>().lamps) std::filesystem::remove(file);
+    for (const auto& [device, file] : undo.Of<BeaconUndo>().beacons) std::filesystem::remove(file);
     return Status::Ok();
   }
   std::optional<FeatureSweep> sweep() const override {
-    return FeatureSweep{"lamp sweep", true, std::nullopt};
+    return FeatureSweep{"beacon sweep", true, std::nullopt};
   }
   Result<int> SweepOrphans(const UndoRecords& records, bool) override {
     std::vector<std::string> lit;
@@ -99,9 +98,9 @@ class LampFeature final : public ClaimFeature {
     NVDRA_ASSIGN_OR_RETURN(std::vector<json> all, records());
     std::set<std::string> owned;
     for (const auto& r : all) {
-      auto undo = DecodeGpuUndo(r, {LampCodec()});
+      auto undo = DecodeGpuUndo(r, {BeaconCodec()});
       if (!undo.ok()) continue;
-      for (const auto& [device, file] : undo->Of<LampUndo>().lamps) owned.insert(file);
+      for (const auto& [device, file] : undo->Of<BeaconUndo>().beacons) owned.insert(file);
     }
     int removed = 0;
     for (const auto& file : lit) {
@@ -116,24 +115,24 @@ class LampFeature final : public ClaimFeature {
   const std::string dir_;
 };
 
-class LampFeatureTest : public ::testing::Test {
+class BeaconFeatureTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = tmp_.path();
     Status opened = testing::OpenMockNode("h100x8", dir_, lib_, inventory_);
     ASSERT_TRUE(opened.ok()) << opened.ToString();
-    ASSERT_TRUE(MakeDirectories(dir_ + "/lamps").ok());
+    ASSERT_TRUE(MakeDirectories(dir_ + "/beacons").ok());
     cdi_ = std::make_unique<cdi::CdiSpecWriter>(dir_ + "/cdi", "k8s.gpu.nvidia.com");
     ASSERT_TRUE(cdi_->EnsureRoot().ok());
   }
-  // A kind with the lamp plug-in registered after the built-in ones.
-  std::unique_ptr<GpuKind> NewKind(LampFeature** lamp) {
+  // A kind with the beacon plug-in registered after the built-in ones.
+  std::unique_ptr<GpuKind> NewKind(BeaconFeature** beacon) {
     GpuKindOptions o;
     o.resets.state_path = dir_ + "/time-slice-resets.json";
-    o.more_features = [this, lamp](const FeatureContext&) {
+    o.more_features = [this, beacon](const FeatureContext&) {
       FeatureList list;
-      auto f = std::make_unique<LampFeature>(dir_ + "/lamps");
-      *lamp = f.get();
+      auto f = std::make_unique<BeaconFeature>(dir_ + "/beacons");
+      *beacon = f.get();
       list.push_back({std::move(f), true});
       return list;
     };
@@ -149,20 +148,20 @@ class LampFeatureTest : public ::testing::Test {
     return all;
   }
 
-  ::nvdra::testing::TempDir tmp_{"nvdra-lamp"};
+  ::nvdra::testing::TempDir tmp_{"nvdra-beacon"};
   std::string dir_;
   std::unique_ptr<devices::DeviceLib> lib_;
   devices::NodeInventory inventory_;
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;
 };
 
-TEST_F(LampFeatureTest, APlugInOfItsOwnRunsThroughTheKindAndTheEngine) {
-  LampFeature* lamp = nullptr;
-  auto kind = NewKind(&lamp);
-  ASSERT_NE(lamp, nullptr);
+TEST_F(BeaconFeatureTest, APlugInOfItsOwnRunsThroughTheKindAndTheEngine) {
+  BeaconFeature* beacon = nullptr;
+  auto kind = NewKind(&beacon);
+  ASSERT_NE(beacon, nullptr);
   // Publish.
   int lit_gpus = 0;
-  for (const auto& d : kind->PublishedDevices()) lit_gpus += d.attributes.count("lamp");
+  for (const auto& d : kind->PublishedDevices()) lit_gpus += d.attributes.count("beacon");
   EXPECT_EQ(lit_gpus, 8);
 
   const GpuCheckpointCodec codec;
@@ -174,21 +173,21 @@ TEST_F(LampFeatureTest, APlugInOfItsOwnRunsThroughTheKindAndTheEngine) {
   driver::Engine engine(eo, **ledger, *kind, claims, *cdi_, nullptr);
   const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
   auto claim = driver::testing::PutReservedClaim(claims, "uid-1", kDriverName, "gpu-3");
-  const std::string file = dir_ + "/lamps/uid-1-gpu-3";
+  const std::string file = dir_ + "/beacons/uid-1-gpu-3";
 
   // Plan, apply and edits.
   ASSERT_EQ(engine.PrepareClaim(claim, far).status().message(), "");
   EXPECT_TRUE(PathExists(file));
-  EXPECT_NE(CdiText().find("LAMP=" + file), std::string::npos) << CdiText();
+  EXPECT_NE(CdiText().find("BEACON=" + file), std::string::npos) << CdiText();
   auto entries = (*ledger)->List();
   ASSERT_TRUE(entries.ok());
   ASSERT_EQ(entries->size(), 1u);
   const json& record = entries->at(0).undo;
-  EXPECT_EQ(record["lamps"]["byDevice"]["gpu-3"], file) << record.dump();
-  EXPECT_EQ(record["pieceVersions"]["lamps"], 2) << "the piece carries its own version";
+  EXPECT_EQ(record["beacons"]["byDevice"]["gpu-3"], file) << record.dump();
+  EXPECT_EQ(record["pieceVersions"]["beacons"], 2) << "the piece carries its own version";
 
-  // Sweep: a lamp no record names goes; the claim's stays.
-  ASSERT_TRUE(WriteFileAtomically(dir_ + "/lamps/uid-gone-gpu-0", "gpu-0\n").ok());
+  // Sweep: a beacon no record names goes; the claim's stays.
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/beacons/uid-gone-gpu-0", "gpu-0\n").ok());
   UndoRecords records = [&]() -> Result<std::vector<json>> {
     NVDRA_ASSIGN_OR_RETURN(auto all, (*ledger)->List());
     std::vector<json> out;
@@ -198,19 +197,19 @@ TEST_F(LampFeatureTest, APlugInOfItsOwnRunsThroughTheKindAndTheEngine) {
   auto swept = kind->SweepOrphans(records);
   ASSERT_TRUE(swept.ok()) << swept.status().ToString();
   EXPECT_EQ(*swept, 1);
-  EXPECT_FALSE(PathExists(dir_ + "/lamps/uid-gone-gpu-0"));
+  EXPECT_FALSE(PathExists(dir_ + "/beacons/uid-gone-gpu-0"));
   EXPECT_TRUE(PathExists(file));
 
   // Undo, by a kind that has only the ledger's record (a restart).
   kind.reset();
-  LampFeature* again = nullptr;
+  BeaconFeature* again = nullptr;
   auto restarted = NewKind(&again);
   driver::Engine engine2(eo, **ledger, *restarted, claims, *cdi_, nullptr);
   ASSERT_EQ(engine2.UnprepareClaim(claim, far).message(), "");
   EXPECT_EQ(again->undos, 1);
   EXPECT_FALSE(PathExists(file));
 
-  // A kind without the plug-in keeps the piece verbatim and leaves its lamp.
+  // A kind without the plug-in keeps the piece verbatim and leaves its beacon.
   GpuKindOptions plain;
   plain.resets.state_path = dir_ + "/time-slice-resets.json";
   GpuKind without(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), lib_->control(), plain);
