@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@
 
 #include "cdi/container_edits.h"
 #include "config/config_resolver.h"
+#include "devices/device_health.h"
 #include "driver/device_kind.h"
 #include "gpu/gpu_container_edits.h"
 #include "gpu/gpu_device_type.h"
@@ -86,6 +88,12 @@ class ClaimFeature {
   // Whether the device metadata file of `device` carries its published
   // attributes.
   virtual bool PublishesMetadata(const GpuDevice& device) const { return false; }
+  // Adds to the published list as a whole (after the health taints).
+  virtual void DecoratePublished(std::vector<model::PublishedDevice>& devices) const {}
+  // The plug-in's own reports of device health (null: none).
+  virtual std::unique_ptr<devices::DeviceHealthSource> NewHealthSource() { return nullptr; }
+  // Work the plug-in owes and retries in the background, now (tests).
+  virtual Status RunOwedWork() { return Status::Ok(); }
   // The device types this plug-in serves with their config kinds and
   // defaults (only when enabled), and the types the metrics count (always).
   virtual void AddConfigRules(const config::FeatureGates& gates, config::DriverConfigRules& rules) const {}

@@ -6,17 +6,11 @@
 #include "gpu/gpu_device_types.h"
 #include "gpu/mps_strategy.h"
 #include "gpu/static_mig_type.h"
-#include "gpu/time_slicing_strategy.h"
 #include "gpu/vfio_type.h"
 
 namespace nvdra::gpu {
 
 namespace {
-
-const UndoPieceCodec& TimeSlicingPiece() {
-  static const UndoPieceCodec codec = TimeSlicingUndoCodec();
-  return codec;
-}
 
 // The device types, in the order of RegisteredDeviceTypes. Dynamic MIG and
 // passthrough are registered with their gate off too: a record still
@@ -44,10 +38,7 @@ FeatureList RegisteredFeatures(const FeatureContext& c, std::vector<std::unique_
   } else {
     for (auto& t : types) out.push_back({std::make_unique<DeviceTypeFeature>(std::move(t)), true});
   }
-  out.push_back({std::make_unique<SharingStrategyFeature>(
-                     std::make_unique<TimeSlicingStrategy>(c.resets, c.inventory, shared_with_others),
-                     &TimeSlicingPiece()),
-                 true});
+  out.push_back({NewTimeSlicingFeature(c, shared_with_others), true});
   out.push_back({NewMpsFeature(o.mps, c.control, c.inventory, c.gates.Enabled(config::Gate::kDynamicMIG)), true});
   out.push_back({NewConsumableSharesFeature(o.consumable_shares), shares});
   return out;

@@ -5,6 +5,7 @@
 // undo record, one in gpu_undo_pieces.cc).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -26,6 +27,10 @@ namespace nvdra::gpu {
 
 // What the plug-ins need from the plugin's flags and the node.
 struct GpuFeatureOptions {
+  // Bounded retries of a failing time-slice reset (time_slice_resets.h).
+  TimeSliceResetOptions resets;
+  // How often a GPU that owes a time-slice reset is retried.
+  std::chrono::milliseconds reset_retry_period{30'000};
   // MPS control daemons (mps_strategy.h); without an api, MPS claims fail.
   MpsRuntime mps;
   // --consumable-shares: whether GPUs and MIG devices are published for
@@ -49,7 +54,6 @@ struct FeatureContext {
   const config::FeatureGates& gates;
   const devices::NodeInventory& inventory;
   devices::GpuControl& control;
-  TimeSliceResets& resets;
   const GpuFeatureOptions& options;
   // /dev/iommu exists.
   bool iommufd_enabled = false;
@@ -90,6 +94,8 @@ std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::
 config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates);
 
 // The plug-ins' factories, each in its plug-in's own file.
+std::unique_ptr<ClaimFeature> NewTimeSlicingFeature(const FeatureContext& context,
+                                                    DeviceSharedWithOthers shared_with_others);
 std::unique_ptr<ClaimFeature> NewMpsFeature(const MpsRuntime& runtime, devices::GpuControl& control,
                                             const devices::NodeInventory& inventory, bool dynamic_mig);
 std::unique_ptr<ClaimFeature> NewDynamicMigFeature(devices::GpuControl* control,

@@ -11,39 +11,22 @@ namespace nvdra::gpu {
 
 namespace {
 
-// The background retry of owed time-slice resets, as a health source: the
-// plugin owns its lifetime like the hardware's, so its reports stop before
-// what they feed (the slice publisher, the health stream) is taken down.
-class OwedResetRetry final : public devices::DeviceHealthSource {
+// The health sources of several plug-ins as one.
+class HealthSources final : public devices::DeviceHealthSource {
  public:
-  OwedResetRetry(TimeSliceResets& resets, std::chrono::milliseconds period) : resets_(resets), period_(period) {}
-  ~OwedResetRetry() override { Stop(); }
-
-  Status Start(const devices::NodeInventory&, devices::HealthCallback callback) override {
-    resets_.SetReporter(callback);
-    for (const auto& device : resets_.OwingDevices()) {
-      callback({device, devices::HealthState::kUnhealthy, std::nullopt,
-                "owes a time-slice reset from before the plugin restarted"});
-    }
-    PeriodicWorkerOptions o;
-    o.period = period_;
-    o.jitter = 0.1;
-    o.run_at_start = false;
-    o.name = "time-slice reset retry";
-    o.thread_name = "reset-retry";
-    worker_ = std::make_unique<PeriodicWorker>(o, [this] { return resets_.RetryOwed(); });
-    worker_->Start();
+  explicit HealthSources(std::vector<std::unique_ptr<devices::DeviceHealthSource>> sources)
+      : sources_(std::move(sources)) {}
+  ~HealthSources() override { Stop(); }
+  Status Start(const devices::NodeInventory& inventory, devices::HealthCallback callback) override {
+    for (const auto& s : sources_) NVDRA_RETURN_IF_ERROR(s->Start(inventory, callback));
     return Status::Ok();
   }
   void Stop() override {
-    worker_.reset();
-    resets_.SetReporter(nullptr);
+    for (const auto& s : sources_) s->Stop();
   }
 
  private:
-  TimeSliceResets& resets_;
-  const std::chrono::milliseconds period_;
-  std::unique_ptr<PeriodicWorker> worker_;
+  const std::vector<std::unique_ptr<devices::DeviceHealthSource>> sources_;
 };
 
 // The claim as the plug-ins plan for it: its devices by type, and as the
@@ -94,7 +77,6 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
       edits_(std::move(edits)),
       options_(std::move(options)),
       control_(control),
-      resets_(control, options_.resets),
       features_(Features(std::move(types))) {
   for (const auto& f : features_) {
     if (const UndoPieceCodec* piece = f.plugin->undo_piece()) pieces_.push_back(*piece);
@@ -104,7 +86,7 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
 }
 
 std::vector<GpuKind::Feature> GpuKind::Features(std::vector<std::unique_ptr<GpuDeviceType>> types) {
-  const FeatureContext context{options_.gates, inventory_, control_, resets_, options_, edits_.IommuFdEnabled()};
+  const FeatureContext context{options_.gates, inventory_, control_, options_, edits_.IommuFdEnabled()};
   FeatureList list = RegisteredFeatures(context, std::move(types));
   if (options_.more_features) {
     for (auto& f : options_.more_features(context)) list.push_back(std::move(f));
@@ -172,11 +154,30 @@ std::vector<model::PublishedDevice> GpuKind::PublishedDevices() const {
     out.push_back(Publish(d));
   }
   SortByBusId(out);
-  return resets_.Decorate(taints_.Decorate(std::move(out)));
+  out = taints_.Decorate(std::move(out));
+  for (const auto& f : features_) {
+    if (f.enabled) f.plugin->DecoratePublished(out);
+  }
+  return out;
 }
 
 std::unique_ptr<devices::DeviceHealthSource> GpuKind::NewOwnHealthSource() {
-  return std::make_unique<OwedResetRetry>(resets_, options_.reset_retry_period);
+  std::vector<std::unique_ptr<devices::DeviceHealthSource>> sources;
+  for (const auto& f : features_) {
+    if (!f.enabled) continue;
+    if (auto s = f.plugin->NewHealthSource()) sources.push_back(std::move(s));
+  }
+  if (sources.empty()) return nullptr;
+  if (sources.size() == 1) return std::move(sources.front());
+  return std::make_unique<HealthSources>(std::move(sources));
+}
+
+Status GpuKind::RunOwedWorkForTest() {
+  Status first;
+  for (const auto& f : features_) {
+    if (f.enabled) KeepFirst(first, f.plugin->RunOwedWork());
+  }
+  return first;
 }
 
 Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {

@@ -25,7 +25,6 @@
 #include "gpu/gpu_handlers.h"
 #include "gpu/gpu_undo.h"
 #include "gpu/health_taints.h"
-#include "gpu/time_slice_resets.h"
 #include "util/mutex.h"
 #include "util/periodic_worker.h"
 
@@ -34,10 +33,6 @@ namespace nvdra::gpu {
 struct GpuKindOptions : GpuFeatureOptions {
   // Which plug-ins are enabled (gpu_handlers.cc).
   config::FeatureGates gates;
-  // Bounded retries of a failing time-slice reset (time_slice_resets.h).
-  TimeSliceResetOptions resets;
-  // How often a GPU that owes a time-slice reset is retried.
-  std::chrono::milliseconds reset_retry_period{30'000};
   // Whether a claim in the ledger that is not being unprepared has the
   // device in its allocation. A device whose twin (GpuDevice::twin) is
   // prepared is withdrawn from the slice, as upstream withdraws it; null
@@ -76,11 +71,10 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   bool MonitorsDeviceHealth() const override { return true; }
   bool OnHealthEvent(const devices::DeviceHealthEvent& event) override { return taints_.Apply(event); }
   void SetRepublish(std::function<void()> republish) override EXCLUDES(republish_mu_);
-  // GPUs that owe a time-slice reset: reported unhealthy, retried every
-  // reset_retry_period until the reset succeeds.
+  // The plug-ins' own health reports (ClaimFeature::NewHealthSource).
   std::unique_ptr<devices::DeviceHealthSource> NewOwnHealthSource() override;
-  // One pass of that retry, now (tests).
-  Status RetryOwedResetsForTest() { return resets_.RetryOwed(); }
+  // The work the plug-ins owe and retry in the background, now (tests).
+  Status RunOwedWorkForTest();
   std::vector<std::string> MetricDeviceTypes() const override;
 
   // One pass of every enabled plug-in's orphan sweep (ClaimFeature::
@@ -112,7 +106,6 @@ class GpuKind final : public driver::DeviceKind, private GpuDeviceLookup {
   const GpuContainerEdits edits_;
   const GpuKindOptions options_;
   devices::GpuControl& control_;
-  TimeSliceResets resets_;
   // Registered order; Undo runs them in reverse.
   const std::vector<Feature> features_;
   UndoPieceCodecs pieces_;

@@ -238,10 +238,10 @@ TEST_F(GpuKindTest, AFailingTimeSliceResetReleasesTheClaimAfterBoundedAttemptsAn
     EXPECT_EQ(events[0].state, devices::HealthState::kUnhealthy);
   }
   // The background retry keeps failing while the GPU does.
-  EXPECT_FALSE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_FALSE(kind_->RunOwedWorkForTest().ok());
   EXPECT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
   HealControl();
-  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_TRUE(kind_->RunOwedWorkForTest().ok());
   EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
   EXPECT_NE(ControlLog().find("SetTimeSlice " + uuid + " 0\n"), std::string::npos) << ControlLog();
   {
@@ -275,7 +275,7 @@ TEST_F(GpuKindTest, TimeSliceResetAttemptsAndOwedResetsSurviveARestart) {
   // its health sources before the kind.
   source.reset();
   HealControl();
-  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_TRUE(kind_->RunOwedWorkForTest().ok());
   NewKind();
   EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
 }
@@ -294,7 +294,7 @@ TEST_F(GpuKindTest, ANewClaimSettingTheTimeSliceSettlesTheOwedReset) {
   PrepareTimeSliced("uid-2", "Long");
   EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
   std::string before = ControlLog();
-  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_TRUE(kind_->RunOwedWorkForTest().ok());
   EXPECT_EQ(ControlLog(), before) << "no reset behind the new claim's back";
   EXPECT_EQ(before.substr(before.rfind("SetTimeSlice")), "SetTimeSlice " + uuid + " 3\n");
 }
