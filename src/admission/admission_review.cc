@@ -1,8 +1,11 @@
 #include "admission/admission_review.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "config/config_decoder.h"
+#include "config/config_kind.h"
 #include "config/opaque_config.h"
 #include "kube/raw_json.h"
 #include "util/json_depth.h"
@@ -144,15 +147,14 @@ ConfigCheck CheckConfigs(std::string_view body, const JsonReader& object, const 
   }
 
   RawConfigs raw_configs(body, std::move(raw_path));
+  const std::vector<std::string> checked = CheckedDrivers(scope);
   size_t index = 0;
   out.shape = (*devices)->ForEach("config", [&](const JsonReader& item) -> Status {
     const size_t i = index++;
     NVDRA_ASSIGN_OR_RETURN(auto opaque, item.OptionalObject("opaque"));
     if (!opaque) return Status::Ok();
     NVDRA_ASSIGN_OR_RETURN(std::string driver, opaque->OptionalOr<std::string>("driver", ""));
-    bool checked = false;
-    for (const std::string& d : CheckedDrivers(scope)) checked = checked || d == driver;
-    if (!checked) return Status::Ok();
+    if (std::find(checked.begin(), checked.end(), driver) == checked.end()) return Status::Ok();
 
     const std::string field = spec_path + ".devices.config[" + std::to_string(i) + "].opaque.parameters";
     auto decoded = config::DecodeStrict(raw_configs.Parameters(i));
@@ -179,38 +181,18 @@ std::optional<WebhookScope> ParseWebhookScope(std::string_view text) {
   return std::nullopt;
 }
 
-const std::vector<std::string>& CheckedDrivers(WebhookScope scope) {
-  static const std::vector<std::string> both = {"gpu.nvidia.com", "compute-domain.nvidia.com"};
-  static const std::vector<std::string> gpu = {"gpu.nvidia.com"};
-  return scope == WebhookScope::kUpstream ? gpu : both;
+std::vector<std::string> CheckedDrivers(WebhookScope scope) {
+  std::vector<std::string> drivers;
+  for (const config::ConfigKind* kind : config::RegisteredConfigKinds()) {
+    if (scope == WebhookScope::kUpstream && !kind->upstream_admission_view) continue;
+    if (std::find(drivers.begin(), drivers.end(), kind->driver) == drivers.end()) drivers.push_back(kind->driver);
+  }
+  return drivers;
 }
-
-namespace {
-
-// Pinned memory limits are checked by upstream only when the MPS daemon
-// starts.
-void DropPinnedLimits(std::optional<config::MpsConfig>& mps) {
-  if (!mps) return;
-  mps->default_pinned_device_memory_limit.reset();
-  mps->default_per_device_pinned_memory_limit.clear();
-}
-
-}  // namespace
 
 config::Config UpstreamAdmissionView(config::Config c) {
-  // Upstream's Validate looks only at the settings of the chosen strategy:
-  // the other strategy's settings are refused when Prepare reads them.
-  if (auto* gpu = std::get_if<config::GpuConfig>(&c); gpu && gpu->sharing) {
-    config::GpuSharing& s = *gpu->sharing;
-    if (s.strategy == config::kTimeSlicingStrategy) s.mps_config.reset();
-    if (s.strategy == config::kMpsStrategy) s.time_slicing_config.reset();
-    DropPinnedLimits(s.mps_config);
-  }
-  if (auto* mig = std::get_if<config::MigDeviceConfig>(&c); mig && mig->sharing) {
-    config::MigDeviceSharing& s = *mig->sharing;
-    if (s.strategy == config::kTimeSlicingStrategy) s.mps_config.reset();
-    DropPinnedLimits(s.mps_config);
-  }
+  const config::ConfigKind* kind = c.kind();
+  if (kind != nullptr && kind->upstream_admission_view) kind->upstream_admission_view(c);
   return c;
 }
 

@@ -1,10 +1,11 @@
 // The validating admission webhook's decision, without any transport: an
 // AdmissionReview (admission.k8s.io/v1) for a ResourceClaim or a
 // ResourceClaimTemplate of resource.k8s.io v1, v1beta2 or v1beta1 in, the
-// HTTP answer out. Every opaque config of a driver nvdra serves is decoded
-// strictly, normalized and validated by the same code the kubelet plugins
-// run at prepare (config/config_decoder.h, config/opaque_config.h), so a
-// claim is admitted exactly when its configs would prepare. Paths, status
+// HTTP answer out. Every opaque config of a driver whose config kinds are
+// registered (the program registers them at start) is decoded strictly,
+// normalized and validated by the same code the kubelet plugins run at
+// prepare (config/config_decoder.h, config/opaque_config.h), so a claim is
+// admitted exactly when its configs would prepare. Paths, status
 // codes and messages are upstream's (cmd/webhook of the Go driver), e.g.
 //   2 configs failed to validate: object at spec.devices.config[0].opaque.parameters
 //   is invalid: unknown time-slice interval: ...; object at ... is invalid: ...
@@ -21,23 +22,24 @@
 namespace nvdra::admission {
 
 // What the webhook refuses. kNvdra (the default): every config the plugins
-// would refuse at Prepare, of both drivers. kUpstream: what upstream's
-// webhook refuses, no more: gpu.nvidia.com configs only (strictly decoded,
-// normalized, validated), without the checks upstream makes only at Prepare
-// (an MpsConfig beside the TimeSlicing strategy or a TimeSlicingConfig
-// beside MPS, pinned memory limits); a claim it admits may then fail at
-// Prepare, as with upstream's driver.
+// would refuse at Prepare, of every driver whose config kinds are registered
+// (config/config_kind.h). kUpstream: what upstream's webhook refuses, no
+// more: the configs of the drivers whose kinds carry an upstream admission
+// view (strictly decoded, normalized, validated), without the checks
+// upstream makes only at Prepare, which the view takes out; a claim it
+// admits may then fail at Prepare, as with upstream's driver.
 enum class WebhookScope { kNvdra, kUpstream };
 
 // "nvdra" or "upstream" (the --scope flag); nullopt for anything else.
 std::optional<WebhookScope> ParseWebhookScope(std::string_view text);
 
-// The drivers whose configs are checked in `scope`: both the plugins serve,
-// or gpu.nvidia.com alone (upstream's).
-const std::vector<std::string>& CheckedDrivers(WebhookScope scope = WebhookScope::kNvdra);
+// The drivers whose configs are checked in `scope`, as the registered config
+// kinds name them, in the order their first kinds were registered.
+std::vector<std::string> CheckedDrivers(WebhookScope scope = WebhookScope::kNvdra);
 
-// `config` with what upstream's webhook leaves to Prepare taken out, so that
-// Validate judges only what upstream's Validate judges.
+// `config` with what upstream's webhook leaves to Prepare taken out (its
+// kind's upstream admission view), so that Validate judges only what
+// upstream's Validate judges.
 config::Config UpstreamAdmissionView(config::Config config);
 
 // The API server's limit on spec.devices.config of a claim (and of a

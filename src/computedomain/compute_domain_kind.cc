@@ -26,9 +26,9 @@ bool IsValidDomainId(const std::string& id) {
 config::DriverConfigRules ComputeDomainConfigRules() {
   config::DriverConfigRules rules;
   rules.driver = kDriverName;
-  rules.device_types = {{std::string(kDeviceTypeChannel), "ComputeDomainChannelConfig"},
-                        {std::string(kDeviceTypeDaemon), "ComputeDomainDaemonConfig"}};
-  rules.defaults = {config::ComputeDomainDaemonConfig{}, config::ComputeDomainChannelConfig{}};
+  rules.device_types = {{std::string(kDeviceTypeChannel), std::string(kComputeDomainChannelConfigKind)},
+                        {std::string(kDeviceTypeDaemon), std::string(kComputeDomainDaemonConfigKind)}};
+  rules.defaults = {ComputeDomainDaemonConfig{}, ComputeDomainChannelConfig{}};
   return rules;
 }
 
@@ -40,7 +40,10 @@ ComputeDomainKind::ComputeDomainKind(ComputeDomainKindOptions options, ComputeDo
       domains_(domains),
       labels_(labels),
       dirs_(dirs),
-      clique_id_(options_.clique_id) {}
+      clique_id_(options_.clique_id) {
+  // The decoder learns the kind's config kinds with the kind.
+  if (Status st = RegisterComputeDomainConfigKinds(); !st.ok()) NVDRA_ERROR("{}", st.message());
+}
 
 void ComputeDomainKind::SetCliqueId(const std::string& clique_id) {
   MutexLock l(clique_mu_);
@@ -132,7 +135,7 @@ Status JoinDomain(std::string& domain, const std::string& config_domain) {
   return Status::Ok();
 }
 
-Status PlanChannel(const config::ComputeDomainChannelConfig& ch, const config::ConfigGroup& group,
+Status PlanChannel(const ComputeDomainChannelConfig& ch, const config::ConfigGroup& group,
                    bool host_managed, driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
   if (group.results.size() != 1) {
     return InvalidArgument("a ComputeDomainChannelConfig applies to exactly one channel, got " +
@@ -144,14 +147,14 @@ Status PlanChannel(const config::ComputeDomainChannelConfig& ch, const config::C
   if (!id) return InvalidArgument("requested device is not allocatable: " + device);
   // Host-managed IMEX hands out the allocated channel alone, whatever the
   // config's allocationMode says (upstream).
-  const bool all = !host_managed && ch.allocation_mode == config::kAllocationModeAll;
+  const bool all = !host_managed && ch.allocation_mode == kAllocationModeAll;
   if (all) undo.all_channels = true;
   for (auto& r : HeldChannels(*id, all)) plan.held.push_back(std::move(r));
   undo.channels.push_back({device, *id, nlohmann::json::object()});
   return Status::Ok();
 }
 
-Status PlanDaemon(const config::ComputeDomainDaemonConfig& d, const config::ConfigGroup& group,
+Status PlanDaemon(const ComputeDomainDaemonConfig& d, const config::ConfigGroup& group,
                   const std::string& claim_uid, driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
   if (group.results.size() != 1) return InvalidArgument("only expected 1 device for requests in claim " + claim_uid);
   NVDRA_RETURN_IF_ERROR(JoinDomain(undo.domain_id, d.domain_id));
@@ -166,9 +169,9 @@ Result<driver::ClaimPlan> ComputeDomainKind::Plan(const driver::ClaimWork& work)
   driver::ClaimPlan plan;
   ComputeDomainUndo undo;
   for (const auto& group : work.groups) {
-    if (const auto* ch = std::get_if<config::ComputeDomainChannelConfig>(&group.config)) {
+    if (const auto* ch = group.config.As<ComputeDomainChannelConfig>()) {
       NVDRA_RETURN_IF_ERROR(PlanChannel(*ch, group, options_.host_managed_imex, plan, undo));
-    } else if (const auto* d = std::get_if<config::ComputeDomainDaemonConfig>(&group.config)) {
+    } else if (const auto* d = group.config.As<ComputeDomainDaemonConfig>()) {
       // No daemon runs for a domain when the host runs nvidia-imex: a
       // daemon claim is a stale or hand-made object (upstream).
       if (options_.host_managed_imex) return InvalidArgument(kDaemonClaimsNotSupportedHostManaged).AsPermanent();

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "computedomain/compute_domain_checkpoint_codec.h"
+#include "computedomain/compute_domain_config_kinds.h"
 #include "computedomain/compute_domain_source.h"
 #include "computedomain/compute_domain_undo.h"
 #include "ledger/claim_entry.h"

@@ -54,7 +54,7 @@ class ComputeDomainKindTest : public ::testing::Test {
                                 const std::string& domain = "cd-1") {
     driver::ClaimWork w{"uid-1", "default", "c", {}, {}};
     w.results.push_back({"channel", kDriverName, "node-1", device, false, ""});
-    config::ComputeDomainChannelConfig cc{domain, mode};
+    ComputeDomainChannelConfig cc{domain, mode};
     w.groups.push_back({cc, {}, {w.results.back()}});
     return w;
   }
@@ -155,7 +155,7 @@ TEST_F(ComputeDomainKindTest, ClaimsImportedFromTheGoDriverGetTheirEditsBack) {
 TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareLeavesIt) {
   driver::ClaimWork w{"uid-d", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
+  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->held, std::vector<std::string>{"daemon-0"});
@@ -181,7 +181,7 @@ TEST_F(ComputeDomainKindTest, WithoutACliqueDaemonsStillGetTheirDirectoryAndEnvB
   kind_->SetCliqueId("");
   driver::ClaimWork w{"uid-d", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
+  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok());
   auto p = kind_->Prepare(w, *plan);
@@ -207,7 +207,7 @@ TEST_F(ComputeDomainKindTest, DaemonClaimGetsTheBaseDeviceNextToItsOwn) {
   ComputeDomainKind kind(ko, ComputeDomainEdits(devices::ContainerSources::ForLib(*lib_)), domains_);
   driver::ClaimWork w{"uid-b", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
+  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   auto plan = kind.Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto p = kind.Prepare(w, *plan);
@@ -236,7 +236,7 @@ TEST_F(ComputeDomainKindTest, DaemonClaimsMayLiveOutsideTheDomainsNamespace) {
   // namespace, not in the ComputeDomain's.
   driver::ClaimWork w{"uid-d", "nvidia-dra-driver", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
+  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   domains_.domains["cd-1"].node_ready = false;  // the daemon is what makes the node ready
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -307,7 +307,7 @@ TEST_F(ComputeDomainKindTest, HostManagedImexServesChannelsFromTheHostDaemonAndR
 
   driver::ClaimWork d{"uid-d", "default", "d", {}, {}};
   d.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  d.groups.push_back({config::ComputeDomainDaemonConfig{"cd-1"}, {}, {d.results.back()}});
+  d.groups.push_back({ComputeDomainDaemonConfig{"cd-1"}, {}, {d.results.back()}});
   auto refused = hm.Plan(d);
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(refused.status().permanent());

@@ -1,7 +1,7 @@
 // Decoding of opaque config parameters (the raw JSON bytes of
 // `opaque.parameters`) into config values, with the behaviour of the
-// Kubernetes JSON serializer that upstream uses: apiVersion/kind select the
-// type, keys are case-sensitive, and in strict mode unknown and duplicate
+// Kubernetes JSON serializer that upstream uses: apiVersion/kind select one of
+// the registered kinds (config/config_kind.h), keys are case-sensitive, and in strict mode unknown and duplicate
 // fields are reported with their path, e.g.
 //   strict decoding error: unknown field "sharing.foo", duplicate field "kind"
 #pragma once
@@ -14,7 +14,7 @@
 namespace nvdra::config {
 
 // For user input (claims, classes). Any unknown or duplicate field, wrong
-// JSON type, bad quantity, missing or unknown apiVersion/kind is an
+// JSON type, bad quantity, missing or unregistered apiVersion/kind is an
 // InvalidArgument error whose message names the field.
 Result<Config> DecodeStrict(std::string_view json);
 

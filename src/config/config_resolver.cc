@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "config/config_decoder.h"
+#include "config/config_kind.h"
 
 namespace nvdra::config {
 namespace {
@@ -13,13 +14,6 @@ struct Candidate {
   Config config;
   ConfigOrigin origin;
 };
-
-// Upstream words errors about its GPU config kinds differently (they name
-// the device and its type).
-bool IsGpuKind(const Config& c) {
-  return std::holds_alternative<GpuConfig>(c) || std::holds_alternative<MigDeviceConfig>(c) ||
-         std::holds_alternative<VfioDeviceConfig>(c);
-}
 
 const DeviceTypeRule* RuleFor(const DriverConfigRules& rules, std::string_view type) {
   for (const auto& r : rules.device_types) {
@@ -36,7 +30,11 @@ bool Matches(const DriverConfigRules& rules, const Config& c, std::string_view d
 Status TypeMismatch(const DriverConfigRules& rules, const Config& c, const model::AllocationResult& r,
                     const std::string& type) {
   std::string kind(KindOf(c));
-  if (!IsGpuKind(c)) return InvalidArgument("cannot apply " + kind + " to request: " + r.request);
+  // Upstream words this differently for some kinds (its GPU config kinds
+  // name the device and its type); the kind says which.
+  if (c.kind() == nullptr || !c.kind()->mismatch_names_device) {
+    return InvalidArgument("cannot apply " + kind + " to request: " + r.request);
+  }
   return InvalidArgument("cannot apply " + kind + " to device \"" + r.device + "\" of type \"" + type +
                          "\" (request: " + r.request + ")");
 }
@@ -165,7 +163,7 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, 
   for (ConfigGroup& g : groups) {
     Normalize(g.config, gates);
     Status st = Validate(g.config, gates);
-    if (!st.ok()) return st.Wrap(IsGpuKind(g.config) ? "error validating GPU config" : "error validating config");
+    if (!st.ok()) return st.Wrap(g.config.kind()->validation_error);
   }
   return groups;
 }

@@ -40,7 +40,7 @@ struct ClaimConfig {
 using DeviceTypeOf = std::function<std::string(const model::AllocationResult& result)>;
 
 // One device type a driver serves and the config kind that applies to its
-// devices (KindOf: "GpuConfig", "ComputeDomainChannelConfig", ...).
+// devices (KindOf: the name of a registered kind, config/config_kind.h).
 struct DeviceTypeRule {
   std::string type;
   std::string config_kind;
@@ -80,8 +80,8 @@ struct ConfigGroup {
 //   error getting opaque device configs: invalid config source: FromElsewhere
 //   error getting opaque device configs: error decoding config parameters:
 //       strict decoding error: unknown field "unexpectedField"
-//   cannot apply GpuConfig to device "gpu-0" of type "mig" (request: r0)
-//   error validating GPU config: unknown time-slice interval: ...
+//   cannot apply <kind> to device "gpu-0" of type "mig" (request: r0)
+//   <the kind's validation context>: <the kind's message>
 //   only opaque parameters are supported by this driver
 // Whether a sharing strategy is served is the device kind's decision
 // (ClaimKind::Plan), not the resolver's.

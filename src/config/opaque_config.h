@@ -1,141 +1,83 @@
-// The opaque device configuration API, group/version
-// `resource.nvidia.com/v1beta1`: the config kinds users put into
-// ResourceClaims and DeviceClasses, their implied defaults (Normalize), their
-// rules (Validate, with upstream's messages) and a canonical JSON form that the
-// ledger keeps as the undo record of a prepared claim.
+// An opaque device config as a value, whatever its kind: the config kinds
+// users put into ResourceClaims and DeviceClasses are defined by the device
+// kinds that serve them (config/config_kind.h), so this layer holds one of
+// them without knowing which. It applies a kind's implied defaults
+// (Normalize), its rules (Validate) and writes the canonical JSON form that
+// the ledger keeps as the undo record of a prepared claim.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <optional>
+#include <any>
+#include <concepts>
 #include <string>
 #include <string_view>
-#include <variant>
-#include <vector>
 
 #include "config/feature_gates.h"
-#include "config/quantity.h"
 #include "util/status.h"
 
 namespace nvdra::config {
 
+// The group/version of nvdra's opaque config API, under which its device
+// kinds register their config kinds.
 inline constexpr std::string_view kApiVersion = "resource.nvidia.com/v1beta1";
-inline constexpr std::string_view kGpuConfigKind = "GpuConfig";
-inline constexpr std::string_view kMigDeviceConfigKind = "MigDeviceConfig";
-inline constexpr std::string_view kVfioDeviceConfigKind = "VfioDeviceConfig";
-inline constexpr std::string_view kComputeDomainChannelConfigKind = "ComputeDomainChannelConfig";
-inline constexpr std::string_view kComputeDomainDaemonConfigKind = "ComputeDomainDaemonConfig";
 
-inline constexpr std::string_view kTimeSlicingStrategy = "TimeSlicing";
-inline constexpr std::string_view kMpsStrategy = "MPS";
+class ConfigKind;
 
-// `nvidia-smi compute-policy --set-timeslice` takes the interval as 0..3.
-enum class TimeSliceInterval { kDefault = 0, kShort = 1, kMedium = 2, kLong = 3 };
-std::optional<TimeSliceInterval> ParseTimeSliceInterval(std::string_view name);
-std::string_view TimeSliceIntervalName(TimeSliceInterval interval);
+// A type that is a config kind's value: a plain struct that names its kind
+// with `static const ConfigKind& Kind()` (made with DefineConfigKind).
+template <class T>
+concept ConfigKindValue = requires {
+  { T::Kind() } -> std::same_as<const ConfigKind&>;
+} && std::copy_constructible<T> && std::equality_comparable<T>;
 
-// Decoded values keep what the user wrote (strings stay strings) so that
-// validation, not decoding, reports an unknown strategy or interval with
-// upstream's message.
-struct TimeSlicingConfig {
-  std::optional<std::string> interval;
-  friend bool operator==(const TimeSlicingConfig&, const TimeSlicingConfig&) = default;
+// One opaque config of any kind, as a value (copies are deep). An empty
+// Config (default-constructed) has no kind.
+class Config {
+ public:
+  Config() = default;
+  template <ConfigKindValue T>
+  Config(T value) : kind_(&T::Kind()), value_(std::move(value)) {}  // NOLINT: implicit by design
+
+  // The kind of the value; null for an empty Config.
+  const ConfigKind* kind() const { return kind_; }
+
+  // The value when it is a T, else null.
+  template <ConfigKindValue T>
+  const T* As() const {
+    return std::any_cast<T>(&value_);
+  }
+  template <ConfigKindValue T>
+  T* As() {
+    return std::any_cast<T>(&value_);
+  }
+  template <ConfigKindValue T>
+  bool Is() const {
+    return As<T>() != nullptr;
+  }
+  // The value as a T; throws std::bad_any_cast when it is another kind.
+  template <ConfigKindValue T>
+  const T& Get() const {
+    return std::any_cast<const T&>(value_);
+  }
+
+  friend bool operator==(const Config& a, const Config& b);
+
+ private:
+  const ConfigKind* kind_ = nullptr;
+  std::any value_;
 };
 
-struct MpsConfig {
-  std::optional<int64_t> default_active_thread_percentage;
-  std::optional<Quantity> default_pinned_device_memory_limit;
-  // Keyed by device UUID or by index into the claim's sorted GPU UUIDs.
-  std::map<std::string, Quantity> default_per_device_pinned_memory_limit;
-  // The control daemon in multi-user mode (-M); Volta or newer only.
-  std::optional<bool> multi_user;
-
-  // Upstream's per-device limits for the given (sorted) UUIDs: the default
-  // limit for every device, overridden per key; values as "<n>M".
-  Result<std::map<std::string, std::string>> PinnedLimitsFor(const std::vector<std::string>& uuids) const;
-
-  friend bool operator==(const MpsConfig&, const MpsConfig&) = default;
-};
-
-struct GpuSharing {
-  std::string strategy;
-  std::optional<TimeSlicingConfig> time_slicing_config;
-  std::optional<MpsConfig> mps_config;
-  friend bool operator==(const GpuSharing&, const GpuSharing&) = default;
-};
-
-struct GpuConfig {
-  std::optional<GpuSharing> sharing;
-
-  bool IsTimeSlicing() const { return sharing && sharing->strategy == kTimeSlicingStrategy; }
-  bool IsMps() const { return sharing && sharing->strategy == kMpsStrategy; }
-  // The interval to program, for a normalized time-slicing config.
-  std::optional<TimeSliceInterval> TimeSlice() const;
-
-  friend bool operator==(const GpuConfig&, const GpuConfig&) = default;
-};
-
-// MIG devices cannot be time-sliced individually, so there is no
-// timeSlicingConfig here (a strict decode rejects one).
-struct MigDeviceSharing {
-  std::string strategy;
-  std::optional<MpsConfig> mps_config;
-  friend bool operator==(const MigDeviceSharing&, const MigDeviceSharing&) = default;
-};
-
-struct MigDeviceConfig {
-  std::optional<MigDeviceSharing> sharing;
-  bool IsTimeSlicing() const { return sharing && sharing->strategy == kTimeSlicingStrategy; }
-  bool IsMps() const { return sharing && sharing->strategy == kMpsStrategy; }
-  friend bool operator==(const MigDeviceConfig&, const MigDeviceConfig&) = default;
-};
-
-inline constexpr std::string_view kIommuLegacyOnly = "LegacyOnly";
-inline constexpr std::string_view kIommuPreferIommuFD = "PreferIommuFD";
-
-struct IommuConfig {
-  std::string backend_policy;
-  std::optional<bool> enable_api_device;
-  friend bool operator==(const IommuConfig&, const IommuConfig&) = default;
-};
-
-struct VfioDeviceConfig {
-  std::optional<IommuConfig> iommu;
-  friend bool operator==(const VfioDeviceConfig&, const VfioDeviceConfig&) = default;
-};
-
-inline constexpr std::string_view kAllocationModeSingle = "Single";
-inline constexpr std::string_view kAllocationModeAll = "All";
-
-struct ComputeDomainChannelConfig {
-  std::string domain_id;  // the ComputeDomain's UID
-  std::string allocation_mode;  // "Single" (one channel) or "All"
-  friend bool operator==(const ComputeDomainChannelConfig&, const ComputeDomainChannelConfig&) = default;
-};
-
-struct ComputeDomainDaemonConfig {
-  std::string domain_id;
-  friend bool operator==(const ComputeDomainDaemonConfig&, const ComputeDomainDaemonConfig&) = default;
-};
-
-using Config = std::variant<GpuConfig, MigDeviceConfig, VfioDeviceConfig, ComputeDomainChannelConfig,
-                            ComputeDomainDaemonConfig>;
-
+// The kind's name, as documents write it; empty for an empty Config.
 std::string_view KindOf(const Config& config);
 
-// Fills in implied defaults (upstream's Normalize, plus: a timeSlicingConfig
-// without an interval means "Default", and an empty allocationMode "Single").
-// Gate-dependent like upstream: with a gate off, the config is left for
-// Validate to reject.
+// Fills in the kind's implied defaults. Gate-dependent like upstream: with a
+// gate off, the config is left for Validate to reject.
 void Normalize(Config& config, const FeatureGates& gates);
 
-// Upstream's Validate with upstream's messages, e.g.
-// `"TimeSlicing" is selected as the GPU sharing strategy, but the
-// "TimeSlicingSettings" feature gate is not enabled`, "domainID cannot be empty".
+// The kind's rules, with upstream's messages where upstream has the kind.
 Status Validate(const Config& config, const FeatureGates& gates);
 
-// Compact JSON with a fixed member order (kind, apiVersion, then fields in
-// declaration order; map keys sorted). DecodeLenient(ToCanonicalJson(c)) == c.
+// Compact JSON with a fixed member order (kind, apiVersion, then the kind's
+// fields in its own fixed order). DecodeLenient(ToCanonicalJson(c)) == c.
 std::string ToCanonicalJson(const Config& config);
 
 }  // namespace nvdra::config

@@ -239,7 +239,7 @@ TEST_F(EngineTest, UnknownConfigFieldIsAPermanentErrorBeforeAnyDurableWrite) {
   bad.source = config::ConfigSource::kFromClaim;
   bad.driver = kDriver;
   bad.parameters_json =
-      R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","unexpectedField":"foo"})";
+      R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"FakeConfig","unexpectedField":"foo"})";
   auto c = Claim("uid-a", "a", {"gpu-0"}, {bad});
   claims_.Put(c);
   auto r = engine_->PrepareClaim(Ref(c), kFar);

@@ -10,7 +10,10 @@
 #include <set>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "cdi/container_edits.h"
+#include "config/config_kind.h"
 #include "driver/claim_source.h"
 #include "driver/device_kind.h"
 #include "ledger/claim_ledger.h"
@@ -104,10 +107,29 @@ class FakeCodec final : public ledger::KindCodec {
   std::string driver_;
 };
 
+// The config kind of FakeKind's devices: strictly decoded, no fields of its
+// own, nothing to default or check.
+struct FakeConfig {
+  static const config::ConfigKind& Kind() {
+    static const config::ConfigKind kind = config::DefineConfigKind<FakeConfig>({
+        .api_version = std::string(config::kApiVersion),
+        .kind = "FakeConfig",
+        .driver = kDriver,
+        .decode = [](config::ConfigWalker& w, const config::JsonValue& root, FakeConfig&) {
+          w.Struct(root, "FakeConfig", config::fields::TypeMetaFields(w));
+        },
+    });
+    return kind;
+  }
+  friend bool operator==(const FakeConfig&, const FakeConfig&) = default;
+};
+
 // Devices "gpu-0".."gpu-7" of type "gpu". Records what it prepared and undid.
 class FakeKind final : public DeviceKind {
  public:
-  explicit FakeKind(std::string driver = "gpu.nvidia.com") : driver_(driver), codec_(std::move(driver)) {}
+  explicit FakeKind(std::string driver = "gpu.nvidia.com") : driver_(driver), codec_(std::move(driver)) {
+    EXPECT_TRUE(config::RegisterConfigKind(FakeConfig::Kind()).ok());
+  }
   const ledger::KindCodec& codec() const override { return codec_; }
 
   std::string driver_name() const override { return driver_; }
@@ -118,7 +140,7 @@ class FakeKind final : public DeviceKind {
     return "";
   }
   config::DriverConfigRules ConfigRules(const config::FeatureGates&) const override {
-    return {driver_, {{"gpu", "GpuConfig"}}, {config::GpuConfig{}}, ""};
+    return {driver_, {{"gpu", "FakeConfig"}}, {FakeConfig{}}, ""};
   }
   std::vector<std::string> MetricDeviceTypes() const override { return {"gpu", "unknown"}; }
   std::vector<model::PublishedDevice> PublishedDevices() const override { return {}; }

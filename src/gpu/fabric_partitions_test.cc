@@ -56,7 +56,7 @@ class FabricPartitionsTest : public ::testing::Test {
   driver::ClaimWork Work(const std::string& uid, const std::vector<std::string>& devices, bool admin = false) {
     driver::ClaimWork w{uid, "default", "c-" + uid, {}, {}};
     for (const auto& d : devices) w.results.push_back({"gpus", kDriverName, "node-1", d, admin, ""});
-    w.groups.push_back({config::GpuConfig{}, {}, w.results});
+    w.groups.push_back({GpuConfig{}, {}, w.results});
     return w;
   }
   // The mock Fabric Manager's active partitions and its log of changes.

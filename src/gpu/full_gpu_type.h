@@ -19,7 +19,7 @@ class FullGpuType final : public GpuDeviceType {
   std::string_view name() const override;
   std::string_view config_kind() const override { return "GpuConfig"; }
   std::optional<config::Config> DefaultConfig(const config::FeatureGates&) const override {
-    return config::GpuConfig{};
+    return GpuConfig{};
   }
   std::vector<GpuDevice> Devices(const devices::NodeInventory& inventory) const override;
   model::PublishedDevice Publish(const GpuDevice& device) const override;

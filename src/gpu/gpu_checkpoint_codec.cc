@@ -4,8 +4,8 @@
 #include <limits>
 #include <map>
 
-#include "config/opaque_config.h"
 #include "config/quantity.h"
+#include "gpu/gpu_config_kinds.h"
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_undo.h"
 #include "gpu/mps_undo.h"
@@ -24,14 +24,14 @@ std::optional<int> TimeSliceOf(const std::vector<nlohmann::json>& config_paramet
   for (const auto& p : config_parameters) {
     if (ledger::GoStr(p, {"kind"}) != "GpuConfig") continue;
     const nlohmann::json* sharing = ledger::GoField(p, {"sharing"});
-    if (sharing == nullptr || ledger::GoStr(*sharing, {"strategy"}) != config::kTimeSlicingStrategy) {
+    if (sharing == nullptr || ledger::GoStr(*sharing, {"strategy"}) != kTimeSlicingStrategy) {
       interval.reset();
       continue;
     }
     const nlohmann::json* ts = ledger::GoField(*sharing, {"timeSlicingConfig"});
     std::string name = ts != nullptr ? ledger::GoStr(*ts, {"interval"}) : "";
-    auto parsed = config::ParseTimeSliceInterval(name.empty() ? "Default" : name);
-    interval = static_cast<int>(parsed.value_or(config::TimeSliceInterval::kDefault));
+    auto parsed = ParseTimeSliceInterval(name.empty() ? "Default" : name);
+    interval = static_cast<int>(parsed.value_or(TimeSliceInterval::kDefault));
   }
   return interval;
 }

@@ -17,6 +17,7 @@
 #include "config/feature_gates.h"
 #include "config/opaque_config.h"
 #include "devices/device_info.h"
+#include "gpu/gpu_config_kinds.h"
 #include "gpu/gpu_container_edits.h"
 #include "gpu/gpu_undo.h"
 #include "model/published_device.h"

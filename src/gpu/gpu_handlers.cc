@@ -79,8 +79,8 @@ config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates) {
 }
 
 std::string SharingStrategyOf(const config::Config& config) {
-  if (const auto* g = std::get_if<config::GpuConfig>(&config)) return g->sharing ? g->sharing->strategy : "";
-  if (const auto* m = std::get_if<config::MigDeviceConfig>(&config)) return m->sharing ? m->sharing->strategy : "";
+  if (const auto* g = config.As<GpuConfig>()) return g->sharing ? g->sharing->strategy : "";
+  if (const auto* m = config.As<MigDeviceConfig>()) return m->sharing ? m->sharing->strategy : "";
   return "";
 }
 

@@ -83,6 +83,8 @@ GpuKind::GpuKind(devices::NodeInventory inventory, GpuContainerEdits edits, devi
     if (!f.enabled) continue;
     for (auto& d : f.plugin->Devices(inventory_)) devices_.emplace(d.name, d);
   }
+  // The decoder learns the kind's config kinds with the kind.
+  if (Status st = RegisterGpuConfigKinds(); !st.ok()) NVDRA_ERROR("{}", st.message());
 }
 
 std::vector<GpuKind::Feature> GpuKind::Features(std::vector<std::unique_ptr<GpuDeviceType>> types) {

@@ -57,8 +57,8 @@ class GpuKindTest : public ::testing::Test {
   nlohmann::json PrepareTimeSliced(const std::string& uid, const std::string& interval = "Medium") {
     auto w = Work({"gpu-2"});
     w.uid = uid;
-    config::GpuConfig gc;
-    gc.sharing = config::GpuSharing{"TimeSlicing", config::TimeSlicingConfig{interval}, std::nullopt};
+    GpuConfig gc;
+    gc.sharing = GpuSharing{"TimeSlicing", TimeSlicingConfig{interval}, std::nullopt};
     w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-2", false, ""}}});
     auto plan = kind_->Plan(w);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
@@ -148,8 +148,8 @@ TEST_F(GpuKindTest, PrepareBuildsDeviceNodesAndCdiIds) {
 TEST_F(GpuKindTest, TimeSlicingIsAppliedAndResetFromTheUndoRecord) {
   Open("h100x8");
   auto w = Work({"gpu-2"});
-  config::GpuConfig gc;
-  gc.sharing = config::GpuSharing{"TimeSlicing", config::TimeSlicingConfig{"Medium"}, std::nullopt};
+  GpuConfig gc;
+  gc.sharing = GpuSharing{"TimeSlicing", TimeSlicingConfig{"Medium"}, std::nullopt};
   w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-2", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -359,8 +359,8 @@ TEST_F(GpuKindTest, UnprepareToleratesRecordsItDoesNotUnderstand) {
 TEST_F(GpuKindTest, MpsWithoutItsDaemonsSetUpIsRefusedClearly) {
   Open("h100x8");
   auto w = Work({"gpu-0"});
-  config::GpuConfig gc;
-  gc.sharing = config::GpuSharing{"MPS", std::nullopt, config::MpsConfig{}};
+  GpuConfig gc;
+  gc.sharing = GpuSharing{"MPS", std::nullopt, MpsConfig{}};
   w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-0", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_FALSE(plan.ok());
@@ -409,15 +409,15 @@ TEST_F(GpuKindTest, EveryValidatedStrategyHasAHandler) {
   Open("h100x8");
   for (const char* strategy : {"TimeSlicing", "MPS"}) {
     auto w = Work({"gpu-0"});
-    config::GpuConfig gc;
-    gc.sharing = config::GpuSharing{strategy, std::nullopt, std::nullopt};
+    GpuConfig gc;
+    gc.sharing = GpuSharing{strategy, std::nullopt, std::nullopt};
     w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-0", false, ""}}});
     auto plan = kind_->Plan(w);
     EXPECT_NE(plan.status().code(), StatusCode::kInternal) << strategy;
   }
   auto w = Work({"gpu-0"});
-  config::GpuConfig gc;
-  gc.sharing = config::GpuSharing{"Telepathy", std::nullopt, std::nullopt};
+  GpuConfig gc;
+  gc.sharing = GpuSharing{"Telepathy", std::nullopt, std::nullopt};
   w.groups.push_back({gc, {}, {{"gpu", kDriverName, "node-1", "gpu-0", false, ""}}});
   EXPECT_EQ(kind_->Plan(w).status().code(), StatusCode::kInternal);
 }

@@ -25,7 +25,7 @@ class MpsFeature final : public SharingStrategyFeature {
   Status Plan(const ClaimPlanning& claim, GpuUndo& undo, driver::ClaimPlan& plan) const override {
     // As upstream (unreachable while the gates exclude each other).
     for (const auto& group : claim.work().groups) {
-      if (dynamic_mig_ && SharingStrategyOf(group.config) == config::kMpsStrategy) {
+      if (dynamic_mig_ && SharingStrategyOf(group.config) == kMpsStrategy) {
         return FailedPrecondition("MPS is not yet supported when using featureGates.DynamicMIG=true");
       }
     }

@@ -46,11 +46,11 @@ Status EnsureVolta(const devices::NodeInventory& inventory, const std::vector<st
   return errors.empty() ? Status::Ok() : FailedPrecondition(errors);
 }
 
-const config::MpsConfig* MpsConfigOf(const config::Config& c) {
-  if (const auto* g = std::get_if<config::GpuConfig>(&c)) {
+const MpsConfig* MpsConfigOf(const config::Config& c) {
+  if (const auto* g = c.As<GpuConfig>()) {
     return g->sharing && g->sharing->mps_config ? &*g->sharing->mps_config : nullptr;
   }
-  if (const auto* m = std::get_if<config::MigDeviceConfig>(&c)) {
+  if (const auto* m = c.As<MigDeviceConfig>()) {
     return m->sharing && m->sharing->mps_config ? &*m->sharing->mps_config : nullptr;
   }
   return nullptr;
@@ -66,7 +66,7 @@ cdi::ContainerEdits MpsContainerEdits(const MpsDaemonUndo& daemon) {
   return e;
 }
 
-std::string_view MpsStrategy::name() const { return config::kMpsStrategy; }
+std::string_view MpsStrategy::name() const { return kMpsStrategy; }
 
 Status MpsStrategy::Plan(const std::string& claim_uid, const config::ConfigGroup& group,
                          const GpuDeviceLookup& devices, GpuUndo& undo) const {
@@ -85,8 +85,8 @@ Status MpsStrategy::Plan(const std::string& claim_uid, const config::ConfigGroup
     std::sort(v->begin(), v->end());
     v->erase(std::unique(v->begin(), v->end()), v->end());
   }
-  config::MpsConfig none;
-  const config::MpsConfig& c = MpsConfigOf(group.config) ? *MpsConfigOf(group.config) : none;
+  MpsConfig none;
+  const MpsConfig& c = MpsConfigOf(group.config) ? *MpsConfigOf(group.config) : none;
   d.active_thread_percentage = c.default_active_thread_percentage;
   auto limits = c.PinnedLimitsFor(d.uuids);
   if (!limits.ok()) {

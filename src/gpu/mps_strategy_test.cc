@@ -100,13 +100,13 @@ class MpsStrategyTest : public ::testing::Test {
     kind_ = std::make_unique<GpuKind>(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)),
                                       lib_->control(), std::move(o));
   }
-  driver::ClaimWork Work(const std::vector<std::string>& devices, config::MpsConfig mps = {}) {
+  driver::ClaimWork Work(const std::vector<std::string>& devices, MpsConfig mps = {}) {
     driver::ClaimWork w;
     w.uid = "uid-1";
     w.ns = "default";
     w.name = "c";
-    config::GpuConfig gc;
-    gc.sharing = config::GpuSharing{"MPS", std::nullopt, mps};
+    GpuConfig gc;
+    gc.sharing = GpuSharing{"MPS", std::nullopt, mps};
     config::ConfigGroup g{gc, {}, {}};
     for (const auto& d : devices) {
       model::AllocationResult r{"req", kDriverName, "node-1", d, false, ""};
@@ -142,7 +142,7 @@ TEST(MpsDaemonIdTest, ShmSizeIsHalfOfMemTotalOrUpstreamsFallback) {
 }
 
 TEST_F(MpsStrategyTest, PlanRecordsTheWholeDaemonBeforeAnythingExists) {
-  config::MpsConfig mps;
+  MpsConfig mps;
   mps.default_active_thread_percentage = 50;
   mps.default_pinned_device_memory_limit = *config::Quantity::Parse("10Gi");
   mps.default_per_device_pinned_memory_limit["1"] = *config::Quantity::Parse("2Gi");
@@ -262,7 +262,7 @@ TEST_F(MpsStrategyTest, RefusalsUseUpstreamsWords) {
   EXPECT_EQ(kind_->Plan(Work({"gpu-0"})).status().message(),
             "MPS sharing is not supported when consumable shares is enabled");
   NewKind();
-  config::MpsConfig bad_index;
+  MpsConfig bad_index;
   bad_index.default_per_device_pinned_memory_limit["5"] = *config::Quantity::Parse("1Gi");
   EXPECT_EQ(kind_->Plan(Work({"gpu-0"}, bad_index)).status().message(),
             "error starting MPS control daemon: error transforming DefaultPerDevicePinnedMemoryLimit into string: "
@@ -270,7 +270,7 @@ TEST_F(MpsStrategyTest, RefusalsUseUpstreamsWords) {
   // Multi-user mode needs Volta or newer.
   inventory_.gpus[0].cuda_compute_capability = "6.1";
   NewKind();
-  config::MpsConfig multi;
+  MpsConfig multi;
   multi.multi_user = true;
   EXPECT_EQ(kind_->Plan(Work({"gpu-0"}, multi)).status().message(),
             "error starting MPS control daemon: multiuser mode was requested but is not supported: " + Uuid(0) +

@@ -29,13 +29,13 @@ class PassthroughFeature final : public DeviceTypeFeature {
     const driver::ClaimWork& work = claim.work();
     int vfio_groups = 0;
     for (const auto& group : work.groups) {
-      const auto* v = std::get_if<config::VfioDeviceConfig>(&group.config);
+      const auto* v = group.config.As<VfioDeviceConfig>();
       if (v == nullptr) continue;
       ++vfio_groups;
       for (const auto& r : group.results) {
         for (auto& item : undo.Get<PassthroughUndo>().gpus) {
           if (item.device != r.device) continue;
-          item.prefer_iommufd = v->iommu && v->iommu->backend_policy == config::kIommuPreferIommuFD;
+          item.prefer_iommufd = v->iommu && v->iommu->backend_policy == kIommuPreferIommuFD;
           item.enable_api_device = v->iommu && v->iommu->enable_api_device.value_or(false);
         }
       }

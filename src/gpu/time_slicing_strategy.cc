@@ -7,11 +7,11 @@
 
 namespace nvdra::gpu {
 
-std::string_view TimeSlicingStrategy::name() const { return config::kTimeSlicingStrategy; }
+std::string_view TimeSlicingStrategy::name() const { return kTimeSlicingStrategy; }
 
 Status TimeSlicingStrategy::Plan(const std::string&, const config::ConfigGroup& group,
                                  const GpuDeviceLookup& devices, GpuUndo& undo) const {
-  const auto* gc = std::get_if<config::GpuConfig>(&group.config);
+  const auto* gc = group.config.As<GpuConfig>();
   if (gc == nullptr) return Status::Ok();  // a MigDeviceConfig: nothing to program
   auto interval = gc->TimeSlice();
   if (!interval) return Status::Ok();

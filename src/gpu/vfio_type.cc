@@ -66,8 +66,8 @@ std::string VfioDeviceUuid(const std::string& pci_bus_id) {
 std::string_view VfioType::name() const { return kDeviceTypeVfio; }
 
 std::optional<config::Config> VfioType::DefaultConfig(const config::FeatureGates&) const {
-  config::VfioDeviceConfig c;
-  c.iommu = config::IommuConfig{std::string(config::kIommuLegacyOnly), false};
+  VfioDeviceConfig c;
+  c.iommu = IommuConfig{std::string(kIommuLegacyOnly), false};
   return c;
 }
 

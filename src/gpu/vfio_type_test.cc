@@ -85,10 +85,10 @@ class VfioTypeTest : public ::testing::Test {
     return text.ok() ? *text : "";
   }
   void TearDown() override { FailPoints::Process().Clear(); }
-  driver::ClaimWork Work(const std::string& uid, const std::string& device, config::VfioDeviceConfig c = {}) {
+  driver::ClaimWork Work(const std::string& uid, const std::string& device, VfioDeviceConfig c = {}) {
     driver::ClaimWork w{uid, "default", "c-" + uid, {}, {}};
     w.results.push_back({"vm", kDriverName, "node-1", device, false, ""});
-    if (!c.iommu) c.iommu = config::IommuConfig{std::string(config::kIommuLegacyOnly), false};
+    if (!c.iommu) c.iommu = IommuConfig{std::string(kIommuLegacyOnly), false};
     w.groups.push_back({c, {}, w.results});
     return w;
   }
@@ -178,8 +178,8 @@ TEST_F(VfioTypeTest, PlanHoldsThePciDeviceForTheTwinAndThePlainGpu) {
   // Two VfioDeviceConfig groups in one claim are refused, as upstream.
   driver::ClaimWork two = Work("uid-2", "gpu-vfio-0");
   two.results.push_back({"vm2", kDriverName, "node-1", "gpu-vfio-1", false, ""});
-  config::VfioDeviceConfig c;
-  c.iommu = config::IommuConfig{std::string(config::kIommuLegacyOnly), true};
+  VfioDeviceConfig c;
+  c.iommu = IommuConfig{std::string(kIommuLegacyOnly), true};
   two.groups.push_back({c, {}, {two.results[1]}});
   auto refused = kind_->Plan(two);
   ASSERT_FALSE(refused.ok());
@@ -189,8 +189,8 @@ TEST_F(VfioTypeTest, PlanHoldsThePciDeviceForTheTwinAndThePlainGpu) {
 }
 
 TEST_F(VfioTypeTest, PrepareBindsToVfioPciAndUnprepareBindsBackFromTheRecord) {
-  config::VfioDeviceConfig c;
-  c.iommu = config::IommuConfig{std::string(config::kIommuLegacyOnly), true};
+  VfioDeviceConfig c;
+  c.iommu = IommuConfig{std::string(kIommuLegacyOnly), true};
   driver::ClaimWork w = Work("uid-v", "gpu-vfio-0", c);
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "kubelet/worker_pool.h"
 #include "util/status.h"
 
 namespace nvdra::kubelet {
@@ -29,11 +30,14 @@ class HealthServer {
 
   int port() const { return port_; }
   void Stop();
+  // Threads running probes now: one while checks come, none when idle.
+  int probe_threads();
 
  private:
   class Service;
   HealthServer() = default;
 
+  std::unique_ptr<WorkerPool> worker_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

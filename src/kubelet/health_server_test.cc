@@ -6,6 +6,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "kubelet/dra_plugin_server.h"
 #include "kubelet/fake_claim_engine.h"
@@ -64,6 +67,46 @@ TEST(HealthServerTest, ReadinessNeedsLivenessAndTheReadinessProbe) {
   alive = false;
   EXPECT_EQ(Check(port, "readiness"), HealthCheckResponse::NOT_SERVING);
   EXPECT_EQ(Check(port, "other"), -1 - static_cast<int>(grpc::StatusCode::NOT_FOUND));
+}
+
+// A probe that hangs holds its own worker only: other checks are still
+// answered, and the worker ends once checks stop coming.
+TEST(HealthServerTest, AProbeThatHangsHoldsNoGrpcThreadAndItsWorkerEndsWhenIdle) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false, entered = false;
+  auto h = HealthServer::Start("127.0.0.1", 0, [&] {
+    std::unique_lock l(mu);
+    entered = true;
+    cv.notify_all();
+    cv.wait(l, [&] { return release; });
+    return Status::Ok();
+  });
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  const int port = (*h)->port();
+  EXPECT_EQ((*h)->probe_threads(), 0);
+  std::thread blocked([&] { EXPECT_EQ(Check(port, "liveness"), HealthCheckResponse::SERVING); });
+  {
+    std::unique_lock l(mu);
+    cv.wait(l, [&] { return entered; });
+  }
+  EXPECT_EQ((*h)->probe_threads(), 1);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(Check(port, "other"), -1 - static_cast<int>(grpc::StatusCode::NOT_FOUND));
+  }
+  {
+    std::lock_guard l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  blocked.join();
+  EXPECT_EQ(Check(port, ""), HealthCheckResponse::SERVING);
+  // The worker's idle exit is two seconds; bounded wait for it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while ((*h)->probe_threads() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // nothing signals a thread's end
+  }
+  EXPECT_EQ((*h)->probe_threads(), 0);
 }
 
 TEST(HealthServerTest, NotServingWhenThePluginSocketsBreak) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "util/test_paths.h"
+#include "cmd/config_kinds/config_kinds.h"
 #include "config/config_decoder.h"
 #include "computedomain/compute_domain_kind.h"
 #include "config/config_resolver.h"
@@ -23,8 +24,16 @@ namespace nvdra::config {
 namespace {
 
 namespace fs = std::filesystem;
+using computedomain::ComputeDomainChannelConfig;
+using gpu::GpuConfig;
+using gpu::MpsConfig;
+using gpu::TimeSliceInterval;
+using gpu::VfioDeviceConfig;
 using testing::ManifestConfig;
 using testing::OpaqueConfigsInManifest;
+
+// nvdra's config kinds, registered as the programs register them at start.
+[[maybe_unused]] const bool kKindsRegistered = RegisterNvdraConfigKinds().ok();
 
 const fs::path kSpecs = fs::path(NVDRA_SHARED_DIR) / "fixtures" / "upstream-user-specs";
 const FeatureGates kSharingGates =
@@ -151,7 +160,7 @@ TEST(UpstreamSpecsTest, MpsSpec) {
   EXPECT_EQ(configs[0].config.driver, "gpu.nvidia.com");
   EXPECT_EQ(configs[0].config.requests, std::vector<std::string>{"mps-gpu"});
   Config c = DecodeOrDie(configs[0]);
-  const auto& gpu = std::get<GpuConfig>(c);
+  const auto& gpu = c.Get<GpuConfig>();
   ASSERT_TRUE(gpu.IsMps());
   const MpsConfig& mps = *gpu.sharing->mps_config;
   EXPECT_EQ(mps.default_active_thread_percentage, 50);
@@ -179,16 +188,16 @@ TEST(UpstreamSpecsTest, TimeSlicingAndMpsPerRequest) {
   EXPECT_EQ(configs[0].config.requests, std::vector<std::string>{"ts-gpu"});
   EXPECT_EQ(configs[1].config.requests, std::vector<std::string>{"mps-gpu"});
   Config ts = DecodeOrDie(configs[0]);
-  EXPECT_EQ(std::get<GpuConfig>(ts).TimeSlice(), TimeSliceInterval::kLong);
+  EXPECT_EQ(ts.Get<GpuConfig>().TimeSlice(), TimeSliceInterval::kLong);
   Config mps = DecodeOrDie(configs[1]);
-  EXPECT_EQ(std::get<GpuConfig>(mps).sharing->mps_config->default_active_thread_percentage, 50);
+  EXPECT_EQ(mps.Get<GpuConfig>().sharing->mps_config->default_active_thread_percentage, 50);
 
   std::vector<ClaimConfig> claim = {configs[0].config, configs[1].config};
   // Only the time-sliced request allocated: one group, interval Long.
   auto ts_only = ResolveConfigs(kGpuDriverName, claim, {{"ts-gpu", "gpu-0", "gpu", "gpu.nvidia.com"}}, kSharingGates);
   ASSERT_TRUE(ts_only.ok()) << ts_only.status().ToString();
   ASSERT_EQ(ts_only->size(), 1u);
-  EXPECT_EQ(std::get<GpuConfig>((*ts_only)[0].config).TimeSlice(), TimeSliceInterval::kLong);
+  EXPECT_EQ((*ts_only)[0].config.Get<GpuConfig>().TimeSlice(), TimeSliceInterval::kLong);
   EXPECT_EQ((*ts_only)[0].origin, (ConfigOrigin{ConfigOrigin::Kind::kClaim, 0}));
   // Both: gpu-0 time-sliced, an MPS daemon for gpu-1 only.
   auto both = ResolveConfigs(kGpuDriverName, claim, {{"ts-gpu", "gpu-0", "gpu", ""}, {"mps-gpu", "gpu-1", "gpu", ""}},
@@ -216,7 +225,7 @@ TEST(UpstreamSpecsTest, TimeSlicingOnSelectedGpus) {
   ASSERT_EQ(configs.size(), 1u);
   EXPECT_EQ(configs[0].object_name, "a100");
   Config c = DecodeOrDie(configs[0]);
-  EXPECT_EQ(std::get<GpuConfig>(c).TimeSlice(), TimeSliceInterval::kLong);
+  EXPECT_EQ(c.Get<GpuConfig>().TimeSlice(), TimeSliceInterval::kLong);
   auto resolved = ResolveConfigs(kGpuDriverName, {configs[0].config},
                                  {{"gpu", "gpu-2", "gpu", ""}, {"gpu", "gpu-0", "gpu", ""}}, kSharingGates);
   ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
@@ -232,7 +241,7 @@ TEST(UpstreamSpecsTest, VfioConfig) {
   ASSERT_EQ(configs.size(), 1u);
   EXPECT_EQ(configs[0].config.requests, std::vector<std::string>{"gpu"});
   Config c = DecodeOrDie(configs[0]);
-  const auto& vfio = std::get<VfioDeviceConfig>(c);
+  const auto& vfio = c.Get<VfioDeviceConfig>();
   ASSERT_TRUE(vfio.iommu.has_value());
   EXPECT_EQ(vfio.iommu->backend_policy, "LegacyOnly");
   EXPECT_EQ(vfio.iommu->enable_api_device, true);
@@ -244,8 +253,8 @@ TEST(UpstreamSpecsTest, VfioConfig) {
                                  FeatureGates().With(Gate::kPassthroughSupport, true));
   ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
   ASSERT_EQ(resolved->size(), 1u);
-  ASSERT_TRUE(std::holds_alternative<VfioDeviceConfig>((*resolved)[0].config));
-  EXPECT_EQ(std::get<VfioDeviceConfig>((*resolved)[0].config).iommu->backend_policy, "LegacyOnly");
+  ASSERT_TRUE((*resolved)[0].config.Is<VfioDeviceConfig>());
+  EXPECT_EQ((*resolved)[0].config.Get<VfioDeviceConfig>().iommu->backend_policy, "LegacyOnly");
 }
 
 TEST(UpstreamSpecsTest, UnknownFieldIsRejectedWithUpstreamWording) {
@@ -265,7 +274,7 @@ TEST(UpstreamSpecsTest, UnknownFieldIsRejectedWithUpstreamWording) {
   // The same document without the stray field is a valid channel config.
   auto lenient = DecodeLenient(configs[0].config.parameters_json);
   ASSERT_TRUE(lenient.ok());
-  EXPECT_EQ(std::get<ComputeDomainChannelConfig>(*lenient).domain_id, "not-needed-for-test");
+  EXPECT_EQ(lenient->Get<ComputeDomainChannelConfig>().domain_id, "not-needed-for-test");
 }
 
 TEST(UpstreamSpecsTest, YamlScalarsBecomeTheJsonTheApiServerStores) {

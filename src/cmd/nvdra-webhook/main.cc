@@ -18,6 +18,7 @@
 
 #include "admission/webhook_routes.h"
 #include "admission/webhook_server.h"
+#include "cmd/config_kinds/config_kinds.h"
 #include "config/feature_gates.h"
 #include "util/build_info.h"
 #include "util/go_flag_args.h"
@@ -148,6 +149,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return Fail(e.what());
   }
+  // The config kinds of both kubelet plugins: the webhook judges configs as
+  // they do, and asks the registry which drivers' configs it judges.
+  if (Status st = RegisterNvdraConfigKinds(); !st.ok()) return Fail(st.message());
   auto gates = config::FeatureGates::Parse(flags.feature_gates);
   if (!gates.ok()) return Fail(gates.status().Wrap("--feature-gates").message());
   if (Status st = gates->Validate(); !st.ok()) return Fail(st.Wrap("--feature-gates").message());

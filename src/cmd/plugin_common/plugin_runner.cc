@@ -6,6 +6,7 @@
 #include <iostream>
 #include <utility>
 
+#include "cmd/config_kinds/config_kinds.h"
 #include "cmd/plugin_common/driver_params.h"
 #include "devices/backends/open_device_lib.h"
 #include "kubelet/abseil_mutex_mode.h"
@@ -416,6 +417,12 @@ int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const 
   // deadlines share it.
   auto timers = std::make_shared<kubelet::TimerThread>("grpc-timers");
   kubelet::UseTimerEventEngine(timers);
+  // Every kind's config kinds, in both plugins: each decodes and words
+  // configs alike (the resolver refuses the other driver's kinds).
+  if (Status st = RegisterNvdraConfigKinds(); !st.ok()) {
+    std::cerr << program << ": " << st.message() << "\n";
+    return 2;
+  }
   auto config = LoadPluginConfig(program, driver, argc, argv, kind_flags, kind_check);
   if (!config.ok()) {
     if (config.status().code() == StatusCode::kAlreadyExists) return 0;  // --help / --version

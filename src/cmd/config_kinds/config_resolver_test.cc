@@ -1,10 +1,26 @@
+// The config resolver with nvdra's config kinds.
 #include "config/config_resolver.h"
 
 #include <map>
 #include <gtest/gtest.h>
 
+#include "cmd/config_kinds/config_kinds.h"
+#include "computedomain/compute_domain_config_kinds.h"
+#include "gpu/gpu_config_kinds.h"
+
 namespace nvdra::config {
 namespace {
+
+using gpu::GpuConfig;
+using gpu::IommuConfig;
+using gpu::MigDeviceConfig;
+using gpu::MpsConfig;
+using gpu::TimeSliceInterval;
+using gpu::VfioDeviceConfig;
+using computedomain::ComputeDomainChannelConfig;
+using computedomain::ComputeDomainDaemonConfig;
+
+[[maybe_unused]] const bool kResolverTestKinds = RegisterNvdraConfigKinds().ok();
 
 // Two drivers shaped like the ones the device kinds declare: the resolver
 // itself knows no driver, only the rules it is given.
@@ -74,7 +90,7 @@ std::map<std::string, std::string> Intervals(const std::vector<ConfigGroup>& gro
   std::map<std::string, std::string> out;
   for (const auto& g : groups) {
     std::string v = "none";
-    if (const auto* gpu = std::get_if<GpuConfig>(&g.config); gpu && gpu->TimeSlice()) {
+    if (const auto* gpu = g.config.As<GpuConfig>(); gpu && gpu->TimeSlice()) {
       v = std::string(TimeSliceIntervalName(*gpu->TimeSlice()));
     }
     for (const auto& r : g.results) out[r.request + "/" + r.device] = v;
@@ -138,7 +154,7 @@ TEST(ConfigResolverTest, GroupsAreDeterministicAndCarryTheirOrigin) {
   EXPECT_EQ((*groups)[0].origin, (ConfigOrigin{ConfigOrigin::Kind::kClass, 0}));
   EXPECT_EQ((*groups)[0].results, (std::vector<model::AllocationResult>{Res("a", "gpu-0"), Res("b", "gpu-2")}));
   EXPECT_EQ((*groups)[1].origin.kind, ConfigOrigin::Kind::kDefault);
-  EXPECT_TRUE(std::holds_alternative<MigDeviceConfig>((*groups)[1].config));
+  EXPECT_TRUE((*groups)[1].config.Is<MigDeviceConfig>());
   EXPECT_EQ((*groups)[2].origin.ToString(), "claim config #1");
   EXPECT_EQ((*groups)[2].results, (std::vector<model::AllocationResult>{Res("z", "gpu-1"), Res("z", "gpu-3")}));
 
@@ -224,7 +240,7 @@ TEST(ConfigResolverTest, MpsIsGatedAndThenResolvedForTheKindToDecide) {
   // Whether MPS is served is the device kind's decision (gpu/mps_strategy.h).
   ASSERT_TRUE(on.ok()) << on.status().ToString();
   ASSERT_EQ(on->size(), 1u);
-  EXPECT_TRUE(std::get<GpuConfig>((*on)[0].config).IsMps());
+  EXPECT_TRUE((*on)[0].config.Get<GpuConfig>().IsMps());
   EXPECT_EQ((*on)[0].results.size(), 2u);
 }
 
@@ -241,7 +257,7 @@ TEST(ConfigResolverTest, ComputeDomainClaimsNeedADomainId) {
       {Res("chan", "channel-0", "channel"), {"x", "gpu-0", "gpu", kGpu}}, FeatureGates());
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   ASSERT_EQ(ok->size(), 1u);
-  const auto& chan = std::get<ComputeDomainChannelConfig>((*ok)[0].config);
+  const auto& chan = (*ok)[0].config.Get<ComputeDomainChannelConfig>();
   EXPECT_EQ(chan.domain_id, "cd-1");
   EXPECT_EQ(chan.allocation_mode, "Single");  // normalized
 }
@@ -253,7 +269,7 @@ TEST(ConfigResolverTest, VfioNeedsPassthroughSupport) {
   auto on = ResolveConfigs(kGpu, {}, {Res("v", "gpu-0-vfio", "vfio")}, FeatureGates().With(Gate::kPassthroughSupport, true));
   ASSERT_TRUE(on.ok()) << on.status().ToString();
   ASSERT_EQ(on->size(), 1u);
-  const auto& vfio = std::get<VfioDeviceConfig>((*on)[0].config);
+  const auto& vfio = (*on)[0].config.Get<VfioDeviceConfig>();
   EXPECT_EQ(vfio.iommu->backend_policy, "LegacyOnly");
 }
 

@@ -13,11 +13,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include "admission/webhook_routes.h"
+#include "cmd/config_kinds/config_kinds.h"
 #include "kube/yaml_json.h"
 #include "util/test_paths.h"
 
 namespace nvdra::admission {
 namespace {
+
+// nvdra's config kinds, registered as nvdra-webhook registers them at start.
+[[maybe_unused]] const bool kReviewTestKinds = RegisterNvdraConfigKinds().ok();
 
 namespace fs = std::filesystem;
 using config::FeatureGates;

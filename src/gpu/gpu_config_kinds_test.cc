@@ -1,11 +1,21 @@
-#include "config/opaque_config.h"
+// The GPU config kinds' defaults and rules, with upstream's messages.
+#include "gpu/gpu_config_kinds.h"
 
 #include <gtest/gtest.h>
 
 #include "config/config_decoder.h"
+#include "config/feature_gates.h"
 
-namespace nvdra::config {
+namespace nvdra::gpu {
 namespace {
+
+using config::Config;
+using config::DecodeStrict;
+using config::FeatureGates;
+using config::Gate;
+using config::Quantity;
+
+[[maybe_unused]] const bool kGpuConfigKindsRegistered = RegisterGpuConfigKinds().ok();
 
 const FeatureGates kTimeSlicingGates = FeatureGates().With(Gate::kTimeSlicingSettings, true);
 const FeatureGates kMps = FeatureGates().With(Gate::kMPSSupport, true);
@@ -55,7 +65,7 @@ TEST(OpaqueConfigTest, NormalizeFillsTheTimeSliceIntervalEvenForAnEmptyBlock) {
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     Normalize(*c, kTimeSlicingGates);
     EXPECT_TRUE(Validate(*c, kTimeSlicingGates).ok());
-    const auto& g = std::get<GpuConfig>(*c);
+    const auto& g = c->Get<GpuConfig>();
     ASSERT_TRUE(g.sharing->time_slicing_config.has_value());
     EXPECT_EQ(g.sharing->time_slicing_config->interval, "Default");
     EXPECT_EQ(g.TimeSlice(), TimeSliceInterval::kDefault);
@@ -63,7 +73,7 @@ TEST(OpaqueConfigTest, NormalizeFillsTheTimeSliceIntervalEvenForAnEmptyBlock) {
   // Without the gate Normalize leaves the config alone for Validate to reject.
   Config off = Sharing("TimeSlicing");
   Normalize(off, FeatureGates());
-  EXPECT_FALSE(std::get<GpuConfig>(off).sharing->time_slicing_config.has_value());
+  EXPECT_FALSE(off.Get<GpuConfig>().sharing->time_slicing_config.has_value());
 }
 
 TEST(OpaqueConfigTest, TimeSliceIntervals) {
@@ -125,7 +135,7 @@ TEST(OpaqueConfigTest, MpsLimits) {
 TEST(OpaqueConfigTest, VfioDefaultsAndPolicies) {
   Config c = VfioDeviceConfig{};
   Normalize(c, FeatureGates());
-  const auto& v = std::get<VfioDeviceConfig>(c);
+  const auto& v = c.Get<VfioDeviceConfig>();
   ASSERT_TRUE(v.iommu.has_value());
   EXPECT_EQ(v.iommu->backend_policy, "LegacyOnly");
   EXPECT_EQ(v.iommu->enable_api_device, false);
@@ -136,52 +146,5 @@ TEST(OpaqueConfigTest, VfioDefaultsAndPolicies) {
             "unknown IOMMU backend policy: IommuFDOnly, supported IOMMU backend policies: LegacyOnly, PreferIommuFD");
 }
 
-TEST(OpaqueConfigTest, ComputeDomainConfigs) {
-  EXPECT_EQ(ValidateError(ComputeDomainChannelConfig{}, FeatureGates()), "domainID cannot be empty");
-  EXPECT_EQ(ValidateError(ComputeDomainDaemonConfig{}, FeatureGates()), "domainID cannot be empty");
-  Config chan = ComputeDomainChannelConfig{"uid-1", ""};
-  Normalize(chan, FeatureGates());
-  EXPECT_EQ(std::get<ComputeDomainChannelConfig>(chan).allocation_mode, "Single");
-  EXPECT_EQ(ValidateError(ComputeDomainChannelConfig{"uid-1", "All"}, FeatureGates()), "<ok>");
-  EXPECT_EQ(ValidateError(ComputeDomainChannelConfig{"uid-1", "Many"}, FeatureGates()),
-            "unknown allocationMode: Many, supported allocation modes: Single, All");
-}
-
-TEST(OpaqueConfigTest, CanonicalJsonIsStableAndRoundTrips) {
-  GpuConfig mps = Sharing("MPS");
-  mps.sharing->mps_config.emplace();
-  mps.sharing->mps_config->default_active_thread_percentage = 50;
-  mps.sharing->mps_config->default_pinned_device_memory_limit = *Quantity::Parse("10Gi");
-  mps.sharing->mps_config->default_per_device_pinned_memory_limit["1"] = *Quantity::Parse("1Gi");
-  mps.sharing->mps_config->default_per_device_pinned_memory_limit["0"] = *Quantity::Parse("2Gi");
-  EXPECT_EQ(ToCanonicalJson(mps),
-            R"({"kind":"GpuConfig","apiVersion":"resource.nvidia.com/v1beta1","sharing":{"strategy":"MPS",)"
-            R"("mpsConfig":{"defaultActiveThreadPercentage":50,"defaultPinnedDeviceMemoryLimit":"10Gi",)"
-            R"("defaultPerDevicePinnedMemoryLimit":{"0":"2Gi","1":"1Gi"}}}})");
-
-  GpuConfig ts = Sharing("TimeSlicing");
-  ts.sharing->time_slicing_config.emplace();
-  MigDeviceConfig mig;
-  mig.sharing.emplace();
-  mig.sharing->strategy = "TimeSlicing";
-  VfioDeviceConfig vfio;
-  vfio.iommu = IommuConfig{"PreferIommuFD", true};
-  const Config all[] = {GpuConfig{}, mps, ts, mig, MigDeviceConfig{}, vfio, VfioDeviceConfig{},
-                        ComputeDomainChannelConfig{"uid", "All"}, ComputeDomainChannelConfig{"uid", ""},
-                        ComputeDomainDaemonConfig{"uid"}};
-  for (const Config& c : all) {
-    std::string json = ToCanonicalJson(c);
-    auto strict = DecodeStrict(json);
-    ASSERT_TRUE(strict.ok()) << json << ": " << strict.status().ToString();
-    EXPECT_EQ(*strict, c) << json;
-    auto lenient = DecodeLenient(json);
-    ASSERT_TRUE(lenient.ok()) << json;
-    EXPECT_EQ(*lenient, c) << json;
-    EXPECT_EQ(ToCanonicalJson(*lenient), json);
-  }
-  EXPECT_EQ(ToCanonicalJson(ComputeDomainDaemonConfig{"uid"}),
-            R"({"kind":"ComputeDomainDaemonConfig","apiVersion":"resource.nvidia.com/v1beta1","domainID":"uid"})");
-}
-
 }  // namespace
-}  // namespace nvdra::config
+}  // namespace nvdra::gpu

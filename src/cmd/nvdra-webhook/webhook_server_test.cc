@@ -31,11 +31,15 @@
 
 #include "admission/certificate_reloader.h"
 #include "admission/webhook_routes.h"
+#include "cmd/config_kinds/config_kinds.h"
 #include "util/mutex.h"
 #include "util/test_temp_dir.h"
 
 namespace nvdra::admission {
 namespace {
+
+// nvdra's config kinds, registered as nvdra-webhook registers them at start.
+[[maybe_unused]] const bool kServerTestKinds = RegisterNvdraConfigKinds().ok();
 
 using nlohmann::json;
 

@@ -1,11 +1,28 @@
+// The config decoder with nvdra's config kinds, registered as the programs
+// register them.
 #include "config/config_decoder.h"
 
 #include <random>
-
 #include <gtest/gtest.h>
+
+#include "cmd/config_kinds/config_kinds.h"
+#include "computedomain/compute_domain_config_kinds.h"
+#include "gpu/gpu_config_kinds.h"
 
 namespace nvdra::config {
 namespace {
+
+using gpu::GpuConfig;
+using gpu::IommuConfig;
+using gpu::MigDeviceConfig;
+using gpu::MpsConfig;
+using gpu::TimeSliceInterval;
+using gpu::VfioDeviceConfig;
+using computedomain::ComputeDomainChannelConfig;
+using computedomain::ComputeDomainDaemonConfig;
+using gpu::GpuSharing;
+
+[[maybe_unused]] const bool kDecoderTestKinds = RegisterNvdraConfigKinds().ok();
 
 std::string ErrorOf(std::string_view json) {
   auto c = DecodeStrict(json);
@@ -25,7 +42,7 @@ std::string Doc(std::string_view kind, std::string_view rest) {
 TEST(ConfigDecoderTest, DecodesGpuConfigWithTimeSlicing) {
   auto c = DecodeStrict(Doc("GpuConfig", R"("sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Long"}})"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const auto& g = std::get<GpuConfig>(*c);
+  const auto& g = c->Get<GpuConfig>();
   ASSERT_TRUE(g.sharing.has_value());
   EXPECT_EQ(g.sharing->strategy, "TimeSlicing");
   ASSERT_TRUE(g.sharing->time_slicing_config.has_value());
@@ -39,7 +56,7 @@ TEST(ConfigDecoderTest, DecodesMpsConfigWithQuantities) {
       "defaultActiveThreadPercentage":50,"defaultPinnedDeviceMemoryLimit":"10Gi",
       "defaultPerDevicePinnedMemoryLimit":{"0":"1Gi","GPU-abc":2048}}})"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const auto& mps = *std::get<GpuConfig>(*c).sharing->mps_config;
+  const auto& mps = *c->Get<GpuConfig>().sharing->mps_config;
   EXPECT_EQ(mps.default_active_thread_percentage, 50);
   ASSERT_TRUE(mps.default_pinned_device_memory_limit.has_value());
   EXPECT_EQ(mps.default_pinned_device_memory_limit->value(), 10LL << 30);
@@ -49,32 +66,32 @@ TEST(ConfigDecoderTest, DecodesMpsConfigWithQuantities) {
   EXPECT_FALSE(mps.multi_user.has_value());
   auto multi = DecodeStrict(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"multiUser":true}})"));
   ASSERT_TRUE(multi.ok()) << multi.status().message();
-  EXPECT_EQ(std::get<GpuConfig>(*multi).sharing->mps_config->multi_user, true);
+  EXPECT_EQ(multi->Get<GpuConfig>().sharing->mps_config->multi_user, true);
 }
 
 TEST(ConfigDecoderTest, DecodesEveryKind) {
   auto mig = DecodeStrict(Doc("MigDeviceConfig", R"("sharing":{"strategy":"TimeSlicing"})"));
   ASSERT_TRUE(mig.ok()) << mig.status().ToString();
-  EXPECT_TRUE(std::get<MigDeviceConfig>(*mig).IsTimeSlicing());
+  EXPECT_TRUE(mig->Get<MigDeviceConfig>().IsTimeSlicing());
 
   auto vfio = DecodeStrict(Doc("VfioDeviceConfig", R"("iommu":{"backendPolicy":"PreferIommuFD","enableAPIDevice":true})"));
   ASSERT_TRUE(vfio.ok()) << vfio.status().ToString();
-  EXPECT_EQ(std::get<VfioDeviceConfig>(*vfio).iommu->backend_policy, "PreferIommuFD");
-  EXPECT_EQ(std::get<VfioDeviceConfig>(*vfio).iommu->enable_api_device, true);
+  EXPECT_EQ(vfio->Get<VfioDeviceConfig>().iommu->backend_policy, "PreferIommuFD");
+  EXPECT_EQ(vfio->Get<VfioDeviceConfig>().iommu->enable_api_device, true);
 
   auto chan = DecodeStrict(Doc("ComputeDomainChannelConfig", R"("domainID":"cd-uid","allocationMode":"All")"));
   ASSERT_TRUE(chan.ok());
-  EXPECT_EQ(std::get<ComputeDomainChannelConfig>(*chan).domain_id, "cd-uid");
-  EXPECT_EQ(std::get<ComputeDomainChannelConfig>(*chan).allocation_mode, "All");
+  EXPECT_EQ(chan->Get<ComputeDomainChannelConfig>().domain_id, "cd-uid");
+  EXPECT_EQ(chan->Get<ComputeDomainChannelConfig>().allocation_mode, "All");
 
   auto daemon = DecodeStrict(Doc("ComputeDomainDaemonConfig", R"("domainID":"cd-uid")"));
   ASSERT_TRUE(daemon.ok());
-  EXPECT_EQ(std::get<ComputeDomainDaemonConfig>(*daemon).domain_id, "cd-uid");
+  EXPECT_EQ(daemon->Get<ComputeDomainDaemonConfig>().domain_id, "cd-uid");
   EXPECT_EQ(KindOf(*daemon), "ComputeDomainDaemonConfig");
 
   auto bare = DecodeStrict(Doc("GpuConfig", ""));
   ASSERT_TRUE(bare.ok());
-  EXPECT_FALSE(std::get<GpuConfig>(*bare).sharing.has_value());
+  EXPECT_FALSE(bare->Get<GpuConfig>().sharing.has_value());
 }
 
 TEST(ConfigDecoderTest, UnknownFieldsAreNamedWithTheirPath) {
@@ -146,10 +163,10 @@ TEST(ConfigDecoderTest, BadQuantitiesNameTheField) {
 TEST(ConfigDecoderTest, NullLeavesFieldsUnset) {
   auto c = DecodeStrict(Doc("GpuConfig", R"("sharing":{"strategy":"TimeSlicing","timeSlicingConfig":null,"mpsConfig":null})"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_FALSE(std::get<GpuConfig>(*c).sharing->time_slicing_config.has_value());
+  EXPECT_FALSE(c->Get<GpuConfig>().sharing->time_slicing_config.has_value());
   auto d = DecodeStrict(Doc("ComputeDomainDaemonConfig", R"("domainID":null)"));
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(std::get<ComputeDomainDaemonConfig>(*d).domain_id, "");
+  EXPECT_EQ(d->Get<ComputeDomainDaemonConfig>().domain_id, "");
 }
 
 TEST(ConfigDecoderTest, TypeMetaErrorsLikeTheKubernetesSerializer) {
@@ -188,14 +205,14 @@ TEST(ConfigDecoderTest, LenientDecodingIgnoresWhatItDoesNotKnow) {
   auto c = DecodeLenient(Doc("ComputeDomainChannelConfig",
                              R"("domainID":"a","fieldFromTheFuture":{"x":1},"domainID":"b","allocationMode":5)"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const auto& chan = std::get<ComputeDomainChannelConfig>(*c);
+  const auto& chan = c->Get<ComputeDomainChannelConfig>();
   EXPECT_EQ(chan.domain_id, "b");  // last duplicate wins, as in encoding/json
   EXPECT_EQ(chan.allocation_mode, "");  // wrong type skipped, not fatal
   auto q = DecodeLenient(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPinnedDeviceMemoryLimit":"bogus"}}})"));
   EXPECT_FALSE(q.ok());  // not JSON (extra brace)
   auto q2 = DecodeLenient(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPinnedDeviceMemoryLimit":"bogus"}})"));
   ASSERT_TRUE(q2.ok()) << q2.status().ToString();
-  EXPECT_FALSE(std::get<GpuConfig>(*q2).sharing->mps_config->default_pinned_device_memory_limit.has_value());
+  EXPECT_FALSE(q2->Get<GpuConfig>().sharing->mps_config->default_pinned_device_memory_limit.has_value());
   EXPECT_FALSE(DecodeLenient(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"FutureConfig"})").ok());
 }
 

@@ -2,12 +2,14 @@
 // ResourceClaims and DeviceClasses: any bytes must decode or fail cleanly
 // (no crash, no unbounded recursion), and whatever decodes must survive the
 // canonical form the ledger keeps. Also built as a plain replay test (see
-// config_decoder_fuzz_replay_test.cc) so every CI run exercises it.
+// config_decoder_fuzz_replay_test.cc) so every CI run exercises it. It
+// decodes with every config kind nvdra's device kinds register.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "cmd/config_kinds/config_kinds.h"
 #include "config/config_decoder.h"
 #include "config/feature_gates.h"
 #include "config/opaque_config.h"
@@ -17,6 +19,9 @@ namespace {
 void Check(bool ok) {
   if (!ok) std::abort();
 }
+
+// nvdra's config kinds, registered as the programs register them at start.
+const bool kKindsRegistered = nvdra::RegisterNvdraConfigKinds().ok();
 
 void Exercise(const nvdra::config::Config& decoded) {
   using namespace nvdra::config;
@@ -37,6 +42,7 @@ void Exercise(const nvdra::config::Config& decoded) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nvdra::config;
+  Check(kKindsRegistered);
   std::string_view text(reinterpret_cast<const char*>(data), size);
   auto strict = DecodeStrict(text);
   auto lenient = DecodeLenient(text);
