@@ -72,20 +72,20 @@ void ComputeDomainKind::Adopt(const std::string& claim_uid, const nlohmann::json
   }
 }
 
-LabelHolders ComputeDomainKind::LabelHoldersOf(const std::vector<ledger::ClaimEntry>& entries) {
+LabelHolders ComputeDomainKind::LabelHoldersOf(const std::vector<driver::HeldClaim>& claims) {
   LabelHolders out;
-  for (const auto& e : entries) {
+  for (const auto& e : claims) {
     // A claim whose Unprepare has begun is on its way out: it no longer
     // keeps the label, so the last of several channel claims unprepared
     // together (by any plugin process of the node) removes it.
-    if (e.state != ledger::ClaimState::kPrepareStarted && e.state != ledger::ClaimState::kPrepareCompleted) continue;
+    if (e.state == driver::HoldState::kUnpreparing) continue;
     auto undo = DecodeComputeDomainUndo(e.undo);
     if (undo.ok() && !undo->domain_id.empty()) {
       if (!undo->channels.empty()) out.by_domain[undo->domain_id].insert(e.uid);
       continue;
     }
     bool channel = false;
-    for (const auto& d : e.prepared) channel = channel || ChannelId(d.device).has_value();
+    for (const auto& d : e.devices) channel = channel || ChannelId(d).has_value();
     for (const auto& a : e.allocation) channel = channel || ChannelId(a.device).has_value();
     if (channel) out.unknown_domain.insert(e.uid);
   }

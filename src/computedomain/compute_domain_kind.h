@@ -27,6 +27,7 @@
 #include "computedomain/compute_domain_edits.h"
 #include "computedomain/compute_domain_published_devices.h"
 #include "devices/device_info.h"
+#include "driver/claims_view.h"
 #include "driver/device_kind.h"
 #include "util/mutex.h"
 
@@ -96,12 +97,12 @@ class ComputeDomainKind final : public driver::DeviceKind {
   std::vector<std::string> MetricDeviceTypes() const override;
   std::vector<model::PublishedDevice> PublishedDevices() const override;
 
-  // The channel claims among ledger entries being or done being prepared,
-  // not yet unprepared (what NodeLabelManager::SetSharedHolders reads;
-  // UnprepareStarted entries hold no label): by their undo record's
+  // The channel claims among the node's claims being or done being
+  // prepared, not yet unprepared (what NodeLabelManager::SetSharedHolders
+  // reads; a claim being unprepared holds no label): by their undo record's
   // domain, or, for a record that names none, as holders of an unknown
   // domain when a channel is among their devices.
-  static LabelHolders LabelHoldersOf(const std::vector<ledger::ClaimEntry>& entries);
+  static LabelHolders LabelHoldersOf(const std::vector<driver::HeldClaim>& claims);
 
   // "channel-7" -> 7; nullopt for anything else.
   static std::optional<int> ChannelId(const std::string& device);

@@ -9,6 +9,7 @@
 #include "computedomain/compute_domain_kind.h"
 #include "computedomain/testdata/upstream_checkpoint.h"
 #include "kube/node_labels.h"
+#include "driver/ledger_claims_view.h"
 #include "ledger/claim_ledger.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
@@ -294,9 +295,9 @@ TEST_F(NodeLabelManagerTest, DuringARollingUpdateTheLabelFollowsTheSharedLedgerN
   auto new_ledger = ledger::ClaimLedger::Open(lo);
   ASSERT_TRUE(old_ledger.ok() && new_ledger.ok());
   auto shared = [](ledger::ClaimLedger* l) {
-    return [l]() -> Result<LabelHolders> {
-      NVDRA_ASSIGN_OR_RETURN(auto entries, l->List());
-      return ComputeDomainKind::LabelHoldersOf(entries);
+    return [view = std::make_shared<driver::LedgerClaimsView>(*l)]() -> Result<LabelHolders> {
+      NVDRA_ASSIGN_OR_RETURN(auto held, view->HeldClaims());
+      return ComputeDomainKind::LabelHoldersOf(held);
     };
   };
   NodeLabelManager old_instance(*client_, "n1");

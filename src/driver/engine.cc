@@ -24,38 +24,7 @@ Status CheckDeadline(Steady::time_point deadline, const std::string& step) {
   return Status::Ok();
 }
 
-Status ClaimBusy() {
-  return DeadlineExceeded("another operation on this claim is still running; the kubelet will retry");
-}
-
 }  // namespace
-
-ClaimOutput BuildClaimOutput(const cdi::CdiSpecWriter& cdi, const std::string& claim_uid,
-                             const std::vector<model::AllocationResult>& results, ClaimEdits edits,
-                             const std::string& claim_namespace, const std::string& claim_name) {
-  ClaimOutput out;
-  std::vector<cdi::SpecDevice> devs;
-  devs.reserve(edits.devices.size());
-  std::set<std::string> with_edits;
-  for (auto& d : edits.devices) {
-    with_edits.insert(d.device);
-    devs.push_back({std::move(d.device), std::move(d.edits)});
-  }
-  out.spec = cdi.BuildClaimSpec(claim_uid, std::move(devs), std::move(edits.common), claim_namespace, claim_name);
-  for (const auto& r : results) {
-    model::PreparedDevice d;
-    d.requests = {r.request};
-    d.pool = r.pool;
-    d.device = r.device;
-    if (with_edits.count(r.device)) d.cdi_device_ids = {cdi.DeviceId(claim_uid, r.device)};
-    if (auto shared = edits.shared_cdi_ids.find(r.device); shared != edits.shared_cdi_ids.end()) {
-      d.cdi_device_ids.insert(d.cdi_device_ids.end(), shared->second.begin(), shared->second.end());
-    }
-    d.share_id = r.share_id;
-    out.devices.push_back(std::move(d));
-  }
-  return out;
-}
 
 Engine::Engine(EngineOptions options, ledger::ClaimLedger& ledger, ClaimKind& kind, ClaimSource& claims,
                const cdi::CdiSpecWriter& cdi, metrics::DraMetrics* metrics)
@@ -66,7 +35,12 @@ Engine::Engine(EngineOptions options, ledger::ClaimLedger& ledger, ClaimKind& ki
       claims_(claims),
       cdi_(cdi),
       metrics_(metrics),
-      op_locks_(ledger.dir()) {
+      locks_(ledger.dir()),
+      metadata_(options_.metadata, kind),
+      sweeper_(ledger, cdi, options_.metadata, locks_),
+      recovery_(ledger, kind, cdi, locks_, [this](const std::vector<std::string>& held, const std::string& self_uid) {
+        return ClearStaleHolders(held, self_uid);
+      }) {
   // The ledger counts prepared devices by type as it applies records, so
   // the gauges cost the number of types per request.
   ledger_.SetDeviceClassifier([&kind](const std::string& device) {
@@ -115,20 +89,23 @@ void Engine::RecordSteps(bool prepare, const RequestSteps& steps, bool whole_req
 }
 
 Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time_point deadline) {
-  bool was_completed = false;
-  {
-    // A claim this process or another completed in this boot, under this
-    // UID and name: the UID pins the object, and its allocation changes only
-    // after every consumer is gone (then the kubelet unprepares it, or the
-    // reconciler does once the API server shows it deallocated). A repeated
-    // Prepare (another pod sharing the claim, a kubelet retry or restart)
-    // is answered from the ledger without asking the API server
-    // (docs/ledger-format.md, "Repeated Prepare").
+  // A claim this process or another completed in this boot, under this
+  // UID and name: the UID pins the object, and its allocation changes only
+  // after every consumer is gone (then the kubelet unprepares it, or the
+  // reconciler does once the API server shows it deallocated). A repeated
+  // Prepare (another pod sharing the claim, a kubelet retry or restart)
+  // is answered from the ledger without asking the API server
+  // (docs/ledger-format.md, "Repeated Prepare"). The look without the
+  // claim's locks (ClaimLedger::PeekState) only picks the path: a first
+  // Prepare takes the locks once, below, where the ledger is read again.
+  NVDRA_ASSIGN_OR_RETURN(std::optional<ledger::ClaimState> seen, ledger_.PeekState(ref.uid));
+  bool was_completed = seen == ledger::ClaimState::kPrepareCompleted;
+  if (was_completed) {
     NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(ref.uid, deadline));
     NVDRA_ASSIGN_OR_RETURN(auto recorded, ledger_.Get(ref.uid));
     if (recorded && recorded->state == ledger::ClaimState::kPrepareCompleted && !recorded->from_earlier_boot &&
         !recorded->allocation.empty() && recorded->ns == ref.ns && recorded->name == ref.name &&
-        !(recorded->undo.is_object() && recorded->undo.contains("rebuilt")) && MetadataPresent(*recorded)) {
+        recorded->origin != ledger::ClaimOrigin::kRebuilt && metadata_.Present(*recorded)) {
       return AlreadyPrepared(*recorded, nullptr);
     }
     was_completed = recorded && recorded->state == ledger::ClaimState::kPrepareCompleted;
@@ -144,7 +121,8 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
     // ComputeDomain's daemon is restarting or a feature gate changed since.
     // A claim that was not completed a moment ago (a first Prepare) skips
     // this look: only another process can have completed it since, and the
-    // look under the claim's locks below answers that case.
+    // look under the claim's locks below answers that case (after the
+    // configs and the gate, which a first Prepare checks anyway).
     NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(ref.uid, deadline));
     NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work, snap));
     if (recorded) return std::move(*recorded);
@@ -164,24 +142,17 @@ Result<Engine::Devices> Engine::Prepare(const model::ClaimRef& ref, Steady::time
     if (!locked.ok()) return locked.status();
     lock.emplace(std::move(*locked));
   }
-  // Another Prepare of this claim may have completed it while we planned.
-  NVDRA_ASSIGN_OR_RETURN(std::optional<Devices> recorded, CompletedThisBoot(work, snap));
-  if (recorded) return std::move(*recorded);
   NVDRA_RETURN_IF_ERROR(CheckDeadline(deadline, "recording the claim"));
+  // Another Prepare of this claim may have completed it while we planned:
+  // BeginPrepare says so (kAlreadyPrepared, having taken the name an
+  // imported or rebuilt entry lacked) in the same read of the ledger that
+  // would record PrepareStarted.
   NVDRA_ASSIGN_OR_RETURN(ledger::BeginResult begin, Begin(work, plan, snap));
   if (begin.outcome == ledger::BeginOutcome::kAlreadyPrepared) return AlreadyPrepared(begin.entry, &snap);
   if (begin.outcome == ledger::BeginOutcome::kRedoAfterReboot) {
     NVDRA_INFO("Claim {} was prepared before the node rebooted; redoing its node-side work", ref.ToString());
   }
   return PrepareDevices(work, plan, snap, begin.entry.attempt, lock);
-}
-
-Result<Engine::ClaimLock> Engine::LockClaim(const std::string& uid, Steady::time_point deadline) {
-  TimedStep step(RequestStep::kClaimLock);
-  auto in_process = locks_.LockUntil(uid, deadline);
-  if (!in_process) return ClaimBusy();
-  NVDRA_ASSIGN_OR_RETURN(ledger::ClaimOperationLock across, op_locks_.Acquire(uid, deadline));
-  return ClaimLock{std::move(*in_process), std::move(across)};
 }
 
 // Step 1: the claim as the API server has it now.
@@ -305,8 +276,8 @@ Result<Engine::Devices> Engine::PrepareDevices(const ClaimWork& work, const Clai
   }
   cdi_step.reset();
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-cdi-write"));
-  if (options_.metadata != nullptr && options_.gates.Enabled(config::Gate::kDeviceMetadata)) {
-    NVDRA_RETURN_IF_ERROR(WriteMetadata(snap, work.results, &output.devices));
+  if (metadata_.enabled() && options_.gates.Enabled(config::Gate::kDeviceMetadata)) {
+    NVDRA_RETURN_IF_ERROR(metadata_.Write(snap, work.results, &output.devices));
     NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-metadata-write"));
   }
   auto timer = Time(metrics::PrepareStep::kLedgerComplete);
@@ -351,111 +322,12 @@ Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry,
   }
   // The recorded devices say whether the claim has metadata (the gate may
   // have changed since): the answer stays the recorded one either way.
-  const bool has_metadata =
-      options_.metadata != nullptr &&
-      std::any_of(entry.prepared.begin(), entry.prepared.end(), [this](const model::PreparedDevice& d) {
-        return std::any_of(d.cdi_device_ids.begin(), d.cdi_device_ids.end(),
-                           [this](const std::string& id) { return options_.metadata->IsDeviceId(id); });
-      });
-  if (has_metadata && snap != nullptr) NVDRA_RETURN_IF_ERROR(WriteMetadata(*snap, entry.allocation, nullptr));
+  if (snap != nullptr && metadata_.Recorded(entry)) {
+    NVDRA_RETURN_IF_ERROR(metadata_.Write(*snap, entry.allocation, nullptr));
+  }
   NVDRA_VLOG(2, "Prepare of claim {} already completed; returning the recorded devices",
              model::ClaimRef{entry.ns, entry.uid, entry.name}.ToString());
   return entry.prepared;
-}
-
-Status Engine::WriteMetadata(const ClaimSnapshot& snap, const std::vector<model::AllocationResult>& results,
-                             Devices* devices) const {
-  MetadataClaim claim{snap.uid, snap.ns, snap.name, snap.pod_claim_name};
-  // Requests in the order of their first result, with their devices.
-  std::vector<std::pair<std::string, std::vector<MetadataDevice>>> requests;
-  for (const auto& r : results) {
-    auto it = std::find_if(requests.begin(), requests.end(), [&](const auto& q) { return q.first == r.request; });
-    if (it == requests.end()) it = requests.insert(requests.end(), {r.request, {}});
-    it->second.push_back({r.pool, r.device, kind_.MetadataAttributes(r.device)});
-  }
-  for (const auto& [request, devs] : requests) {
-    auto id = options_.metadata->Write(claim, request, devs);
-    if (!id.ok()) return id.status().Wrap("unable to write device metadata for request " + request);
-    if (devices == nullptr) continue;
-    // As upstream: the id goes to the request's first device only; one
-    // mount per container is enough.
-    const std::string base = BaseRequest(request);
-    for (size_t i = 0; i < results.size() && i < devices->size(); ++i) {
-      if (BaseRequest(results[i].request) != base) continue;
-      auto& ids = (*devices)[i].cdi_device_ids;
-      if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
-      break;
-    }
-  }
-  return Status::Ok();
-}
-
-bool Engine::MetadataPresent(const ledger::ClaimEntry& entry) const {
-  if (options_.metadata == nullptr) return true;
-  const std::string kind_prefix = options_.metadata->driver() + "/metadata=" + entry.uid + "_";
-  for (const auto& d : entry.prepared) {
-    for (const auto& id : d.cdi_device_ids) {
-      if (id.rfind(kind_prefix, 0) != 0) continue;
-      const std::string base = id.substr(kind_prefix.size());
-      if (!PathExists(options_.metadata->SpecPath(entry.uid, base)) ||
-          !PathExists(options_.metadata->FilePath(entry.ns, entry.name, base))) {
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
-Status Engine::RemoveMetadata(const ledger::ClaimEntry& entry) const {
-  if (options_.metadata == nullptr) return Status::Ok();
-  // An entry rebuilt from a CDI spec or imported from the Go driver's
-  // checkpoint may lack its name or allocation: then the directories are
-  // searched for the claim's UID.
-  if (entry.name.empty() || entry.allocation.empty()) {
-    return options_.metadata->RemoveAllOf(entry.uid).Wrap("remove device metadata");
-  }
-  std::set<std::string> bases;
-  for (const auto& a : entry.allocation) bases.insert(BaseRequest(a.request));
-  for (const auto& d : entry.prepared) {
-    for (const auto& r : d.requests) bases.insert(BaseRequest(r));
-  }
-  return options_.metadata->Remove(entry.uid, entry.ns, entry.name, bases).Wrap("remove device metadata");
-}
-
-int Engine::SweepOrphanMetadata(const std::set<std::string>& live, int* errors) {
-  if (options_.metadata == nullptr) return 0;
-  std::vector<std::string> stale;
-  auto uids = options_.metadata->ListUids(&stale);
-  if (!uids.ok()) {
-    NVDRA_WARN("reconcile: list device metadata: {}", uids.status().message());
-    (*errors)++;
-    return 0;
-  }
-  int removed = 0;
-  for (const auto& uid : *uids) {
-    if (live.count(uid)) continue;
-    // Check and delete as one step against every process, as for the
-    // claim's CDI spec: a claim being prepared is not an orphan.
-    auto claim_lock = locks_.Lock(uid);
-    auto op_lock = op_locks_.TryAcquire(uid);
-    if (!op_lock.ok() || !op_lock->has_value()) continue;
-    auto entry = ledger_.Get(uid);
-    if (!entry.ok() || (entry->has_value() && ledger::HoldsResources((*entry)->state))) continue;
-    Status s = options_.metadata->RemoveAllOf(uid);
-    if (!s.ok()) {
-      NVDRA_WARN("reconcile: remove device metadata of claim {}: {}", uid, s.message());
-      (*errors)++;
-      continue;
-    }
-    NVDRA_INFO("removed orphan device metadata of claim {} (no live ledger entry)", uid);
-    removed++;
-  }
-  // A request directory whose file never got written (a crash between its
-  // mkdir and the rename), long enough ago that no write is in flight.
-  for (const auto& dir : stale) {
-    if (!options_.metadata->RemoveRequestDir(dir).ok()) (*errors)++;
-  }
-  return removed;
 }
 
 Status Engine::RefuseHeldElsewhere(const std::vector<std::string>& held, const std::vector<std::string>& requested,
@@ -494,7 +366,7 @@ bool Engine::ClearStaleHolders(const std::vector<std::string>& held, const std::
       // one rebuilt from its CDI spec after the ledger was lost: no kubelet
       // call may ever release it, so check its claim now.
       const bool earlier_boot = h.state == ledger::ClaimState::kPrepareCompleted && h.from_earlier_boot;
-      const bool rebuilt = h.undo.is_object() && h.undo.contains("rebuilt");
+      const bool rebuilt = h.origin == ledger::ClaimOrigin::kRebuilt;
       if ((h.state != ledger::ClaimState::kPrepareStarted && !earlier_boot && !rebuilt) || h.name.empty()) continue;
       Judgement j = JudgeClaim(h, claims_.Get(h.ns, h.name), options_.node_name);
       if (j.standing != ClaimStanding::kGone && j.standing != ClaimStanding::kStale) continue;
@@ -545,7 +417,7 @@ Status Engine::UnprepareLocked(const ledger::ClaimEntry& entry) {
     TimedStep step(RequestStep::kCdi);
     NVDRA_RETURN_IF_ERROR(cdi_.RemoveClaimSpec(entry.uid).Wrap("remove CDI spec"));
   }
-  NVDRA_RETURN_IF_ERROR(RemoveMetadata(entry));
+  NVDRA_RETURN_IF_ERROR(metadata_.Remove(entry));
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-metadata-remove"));
   return ledger_.FinishUnprepare(entry.uid);
 }
@@ -581,133 +453,6 @@ Status Engine::Carry(const ledger::ClaimEntry& entry, const Decision& decision) 
 }
 
 Status Engine::CollectGarbage() { return ledger_.CollectGarbage(); }
-
-Result<bool> Engine::RecoverLostClaims() {
-  NVDRA_ASSIGN_OR_RETURN(bool missing, ledger_.ClaimsMayBeMissing());
-  if (!missing) return true;
-  NVDRA_ASSIGN_OR_RETURN(std::vector<std::string> uids, cdi_.ListClaimSpecUids());
-  // Specs that name their claim first: when two specs name one device (a
-  // spec copied under another UID, a claim deleted and its device given to
-  // the next), the one the API server can vouch for wins, and the other is
-  // an orphan the sweep removes once the recovery is over.
-  std::vector<std::pair<std::string, Result<cdi::CdiSpecWriter::ClaimSpecContents>>> specs;
-  for (const auto& uid : uids) specs.emplace_back(uid, cdi_.ReadClaimSpec(uid));
-  std::stable_partition(specs.begin(), specs.end(), [](const auto& s) { return s.second.ok() && !s.second->name.empty(); });
-  int failed = 0;
-  for (const auto& [uid, contents] : specs) {
-    Status s = RebuildFromSpec(uid);
-    if (!s.ok()) {
-      NVDRA_WARN("ledger recovery: claim {}: {}", uid, s.message());
-      failed++;
-    }
-  }
-  if (failed > 0) return false;  // the next pass tries again; no spec is swept meanwhile
-  NVDRA_RETURN_IF_ERROR(ledger_.FinishRecovery());
-  NVDRA_INFO("ledger recovery finished: {} claim spec(s) checked; the ledger is the truth again", uids.size());
-  return true;
-}
-
-Status Engine::RebuildFromSpec(const std::string& uid) {
-  NVDRA_ASSIGN_OR_RETURN(ClaimLock lock, LockClaim(uid, Steady::now() + std::chrono::seconds(10)));
-  NVDRA_ASSIGN_OR_RETURN(auto entry, ledger_.Get(uid));
-  if (entry && ledger::HoldsResources(entry->state)) return Status::Ok();
-  auto spec = cdi_.ReadClaimSpec(uid);
-  if (!spec.ok() && spec.status().code() == StatusCode::kNotFound) return Status::Ok();  // removed meanwhile
-  if (!spec.ok() && spec.status().code() == StatusCode::kInvalidArgument) {
-    // No claim can be read out of it, now or later: it holds nothing, and
-    // the sweep removes it once the recovery is over.
-    NVDRA_WARN("ledger recovery: skipping claim {}: {}", uid, spec.status().message());
-    return Status::Ok();
-  }
-  NVDRA_RETURN_IF_ERROR(spec.status());
-  const std::vector<std::string>& devices = spec->devices;
-  if (devices.empty()) return Status::Ok();  // names no device of the claim: nothing it could hold
-  ledger::RebuiltClaim c;
-  c.uid = uid;
-  c.ns = spec->ns;
-  c.name = spec->name;
-  c.devices = devices;
-  for (const auto& d : devices) c.cdi_device_ids.push_back(cdi_.DeviceId(uid, d));
-  c.held = ledger::HeldByDevices(&kind_.codec(), devices);
-  c.source = "cdi spec";
-  Status rebuilt = ledger_.RebuildEntry(c);
-  if (rebuilt.code() == StatusCode::kConflict && !c.name.empty()) {
-    // Rebuilt before from a spec whose claim the API server no longer has
-    // (a copy made under another UID, a deleted claim): that holder goes.
-    if (ClearStaleHolders(ledger::RebuiltHeld(c), uid)) rebuilt = ledger_.RebuildEntry(c);
-  }
-  if (rebuilt.code() == StatusCode::kConflict) {
-    // A claim prepared since (or rebuilt before, from a spec that names its
-    // claim) holds its device: that one is the truth, and this spec an
-    // orphan the sweep removes once the recovery is over.
-    NVDRA_WARN("ledger recovery: not rebuilding claim {}: {}", uid, rebuilt.message());
-    return Status::Ok();
-  }
-  NVDRA_RETURN_IF_ERROR(rebuilt);
-  if (c.name.empty()) {
-    NVDRA_WARN("ledger recovery: rebuilt claim {} from its CDI spec ({} device(s)); the spec does not name the "
-               "claim, so the reconciler releases it after the grace period (--completed-claim-grace) unless a "
-               "Prepare or Unprepare of it comes first",
-               uid, devices.size());
-  } else {
-    NVDRA_WARN("ledger recovery: rebuilt claim {}/{} ({}) from its CDI spec ({} device(s)); its next Prepare or "
-               "Unprepare completes the entry, and the reconciler checks it meanwhile",
-               c.ns, c.name, uid, devices.size());
-  }
-  return Status::Ok();
-}
-
-Result<bool> Engine::RemoveOrphanSpec(const std::string& uid) {
-  auto claim_lock = locks_.Lock(uid);
-  // Check and delete as one step against every process: a claim another
-  // operation is working on is not an orphan now (its spec may be the one
-  // being written); a later pass looks again.
-  auto op_lock = op_locks_.TryAcquire(uid);
-  if (!op_lock.ok()) return op_lock.status();
-  if (!op_lock->has_value()) return false;
-  auto entry = ledger_.Get(uid);
-  if (!entry.ok()) return entry.status();
-  if (entry->has_value() && ledger::HoldsResources((*entry)->state)) return false;
-  NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-before-orphan-spec-remove"));
-  NVDRA_RETURN_IF_ERROR(cdi_.RemoveClaimSpec(uid));
-  NVDRA_INFO("removed orphan CDI spec of claim {} (no live ledger entry)", uid);
-  return true;
-}
-
-int Engine::SweepOrphanSpecs(const std::set<std::string>& live, int* errors) {
-  int removed = 0;
-  auto uids = cdi_.ListClaimSpecUids();
-  if (!uids.ok()) {
-    NVDRA_WARN("reconcile: list CDI specs: {}", uids.status().message());
-    (*errors)++;
-    return 0;
-  }
-  for (const auto& uid : *uids) {
-    if (live.count(uid)) continue;
-    auto r = RemoveOrphanSpec(uid);
-    if (!r.ok()) {
-      (*errors)++;
-    } else if (*r) {
-      removed++;
-    }
-  }
-  removed += SweepOrphanMetadata(live, errors);
-  // Then temp files a crashed write left behind. The ledger records a claim
-  // before its spec is written, so a write in flight belongs to a claim the
-  // ledger knows (in any state): its files stay. The specs left are those of
-  // live claims (or ones that became live since): all known, all kept.
-  auto swept = cdi_.SweepOrphanClaimSpecs([this](const std::string& uid) {
-    auto e = ledger_.Get(uid);
-    return !e.ok() || e->has_value();
-  });
-  if (!swept.ok()) {
-    NVDRA_WARN("reconcile: sweep CDI temp files: {}", swept.status().message());
-    (*errors)++;
-  } else {
-    removed += static_cast<int>(swept->size());
-  }
-  return removed;
-}
 
 void Engine::RefreshGauges() {
   if (metrics_ == nullptr) return;

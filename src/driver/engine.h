@@ -6,7 +6,11 @@
 // (ClaimOutput, the one place that does), writes the spec, and answers with
 // the devices. Unprepare runs from the ledger alone. It also carries out what
 // the reconciler decides. GPU- or IMEX-specific behaviour lives behind the
-// ClaimKind port.
+// ClaimKind port. Beside it, each with a job of its own: the claims' device
+// metadata (ClaimMetadata), the sweep of orphan files (OrphanSweeper), and
+// claims rebuilt after a lost ledger or a driver reload (ClaimRecovery). All
+// take a claim's locks through one ClaimLockSet, whose header gives the
+// order in which the plugin takes its locks.
 #pragma once
 
 #include <chrono>
@@ -21,13 +25,16 @@
 #include "cdi/cdi_spec_writer.h"
 #include "config/feature_gates.h"
 #include "driver/claim_decision.h"
+#include "driver/claim_lock_set.h"
+#include "driver/claim_metadata.h"
+#include "driver/claim_output.h"
+#include "driver/claim_recovery.h"
 #include "driver/claim_source.h"
 #include "driver/device_kind.h"
 #include "driver/device_metadata_files.h"
+#include "driver/orphan_sweeper.h"
 #include "kubelet/claim_engine.h"
 #include "ledger/claim_ledger.h"
-#include "ledger/claim_locks.h"
-#include "ledger/claim_operation_lock.h"
 #include "metrics/dra_metrics.h"
 #include "metrics/step_timer.h"
 #include "util/clock.h"
@@ -49,20 +56,6 @@ struct EngineOptions {
   // kind has none. Must outlive the engine.
   const DeviceMetadataFiles* metadata = nullptr;
 };
-
-// What the claim's containers get, derived from a kind's ClaimEdits.
-struct ClaimOutput {
-  cdi::Spec spec;                              // no devices: no file
-  std::vector<model::PreparedDevice> devices;  // one per result, CDI ids where the kind gave edits
-};
-
-// The one place that turns a kind's edits into the CDI spec and the prepared
-// devices: devices with edits get the CDI id "<vendor>/<class>=<uid>-<device>".
-// With the claim's namespace and name, the spec names the claim too (see
-// CdiSpecWriter::BuildClaimSpec).
-ClaimOutput BuildClaimOutput(const cdi::CdiSpecWriter& cdi, const std::string& claim_uid,
-                             const std::vector<model::AllocationResult>& results, ClaimEdits edits,
-                             const std::string& claim_namespace = "", const std::string& claim_name = "");
 
 class Engine final : public kubelet::ClaimEngine {
  public:
@@ -95,13 +88,13 @@ class Engine final : public kubelet::ClaimEngine {
   // (`live`: UIDs the caller saw live; each other one is checked again under
   // its claim's lock) and temp files a crashed write left behind. Returns how
   // many spec files were removed; `errors` counts failures.
-  int SweepOrphanSpecs(const std::set<std::string>& live, int* errors);
+  int SweepOrphanSpecs(const std::set<std::string>& live, int* errors) { return sweeper_.Sweep(live, errors); }
   // While the ledger says claims may be missing (an unreadable ledger was
   // set aside): rebuilds an entry for every claim CDI spec the ledger lacks
   // (ClaimLedger::RebuildEntry; the claim's next Prepare brings its name and
   // allocation), then ends the recovery. Returns whether the ledger is the
   // truth again; until then no CDI spec may be swept as an orphan.
-  Result<bool> RecoverLostClaims();
+  Result<bool> RecoverLostClaims() { return recovery_.RecoverLostClaims(); }
   // Drops expired tombstones and compacts the ledger when worthwhile.
   Status CollectGarbage();
   // After the hardware's driver was replaced: rewrites the CDI spec of every
@@ -110,7 +103,7 @@ class Engine final : public kubelet::ClaimEngine {
   // CDI device ids, so a container started from it afterwards gets the new
   // driver. Returns how many specs were rewritten; a claim whose spec cannot
   // be rebuilt is logged and counted in `errors`, its spec left as it was.
-  int RewriteClaimSpecs(int* errors);
+  int RewriteClaimSpecs(int* errors) { return recovery_.RewriteClaimSpecs(errors); }
   // Sets the prepared-devices and ledger gauges from the counts the ledger
   // keeps as records are applied: O(1) in the number of ledger entries.
   void RefreshGauges();
@@ -133,7 +126,6 @@ class Engine final : public kubelet::ClaimEngine {
   // another process began or unprepared the claim in between.
   // `lock` is released during the kind's AwaitReady, if it asks for one, and
   // taken again before the CDI write.
-  struct ClaimLock;
   Result<Devices> PrepareDevices(const ClaimWork& work, const ClaimPlan& plan, const ClaimSnapshot& snap,
                                  const std::string& attempt, std::optional<ClaimLock>& lock);
   // The wait for readiness without the claim's locks, then the locks again
@@ -145,20 +137,6 @@ class Engine final : public kubelet::ClaimEngine {
   // written again too.
   Result<Devices> AlreadyPrepared(const ledger::ClaimEntry& entry, const ClaimSnapshot* snap);
 
-  // Device metadata (device_metadata_files.h), between the CDI spec and
-  // PrepareCompleted: the PrepareStarted entry already names the claim and
-  // its allocation, from which Unprepare finds the files again. Adds each
-  // request's CDI id to its first device of `devices` (one per result, in
-  // order); null `devices` only writes the files again.
-  Status WriteMetadata(const ClaimSnapshot& snap, const std::vector<model::AllocationResult>& results,
-                       Devices* devices) const;
-  // Whether every metadata file and spec that the recorded devices' CDI ids
-  // name is on disk (the fast path of a repeated Prepare needs no rewrite).
-  bool MetadataPresent(const ledger::ClaimEntry& entry) const;
-  Status RemoveMetadata(const ledger::ClaimEntry& entry) const;
-  // Removes the metadata of claims without a live ledger entry.
-  int SweepOrphanMetadata(const std::set<std::string>& live, int* errors);
-
   Status Unprepare(const model::ClaimRef& ref, std::chrono::steady_clock::time_point deadline);
   Status UnprepareLocked(const ledger::ClaimEntry& entry);
   // After a Conflict: if a PrepareStarted holder's claim is gone or stale,
@@ -169,18 +147,12 @@ class Engine final : public kubelet::ClaimEngine {
   // a read of the ledger only, for a claim about to wait for readiness.
   Status RefuseHeldElsewhere(const std::vector<std::string>& held, const std::vector<std::string>& requested,
                              const std::string& self_uid);
-  Result<bool> RemoveOrphanSpec(const std::string& uid);
-  Status RebuildFromSpec(const std::string& uid);
 
   std::optional<metrics::StepTimer> Time(metrics::PrepareStep step) const;
 
-  // A claim's two locks: this process's per-UID lock, then the cross-process
-  // one (ledger::ClaimOperationLocks).
-  struct ClaimLock {
-    ledger::ClaimLocks::Guard in_process;
-    ledger::ClaimOperationLock across;
-  };
-  Result<ClaimLock> LockClaim(const std::string& uid, std::chrono::steady_clock::time_point deadline);
+  Result<ClaimLock> LockClaim(const std::string& uid, std::chrono::steady_clock::time_point deadline) {
+    return locks_.Lock(uid, deadline);
+  }
 
   EngineOptions options_;
   std::string driver_;
@@ -190,14 +162,12 @@ class Engine final : public kubelet::ClaimEngine {
   const cdi::CdiSpecWriter& cdi_;
   metrics::DraMetrics* metrics_;
 
-  // Serialises all work on one claim UID inside this process (the kubelet's
-  // calls, the reconciler, a conflict check); other claims run in parallel.
-  ledger::ClaimLocks locks_;
-  // The same across processes on one ledger directory, taken after locks_
-  // (so one process waits on the file lock with one thread per claim): held
-  // from the ledger check through the device work, the CDI write and the
-  // ledger's last transition, and by the orphan sweep's check-and-delete.
-  ledger::ClaimOperationLocks op_locks_;
+  // Serialises all work on one claim UID, in this process and across the
+  // processes on one ledger directory (see claim_lock_set.h for the order).
+  ClaimLockSet locks_;
+  ClaimMetadata metadata_;
+  OrphanSweeper sweeper_;
+  ClaimRecovery recovery_;
 };
 
 }  // namespace nvdra::driver

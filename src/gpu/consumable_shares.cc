@@ -63,14 +63,9 @@ Status CheckShareRange(const std::string& uid, const ledger::HeldShare& share, c
 
 }  // namespace
 
-DeviceSharedWithOthers SharedWithOthersIn(ledger::ClaimLedger& ledger) {
-  return [&ledger](const std::string& device, const std::string& claim_uid) {
-    auto holders = ledger.HoldersOf(device, claim_uid);
-    if (!holders.ok()) return true;
-    for (const auto& h : *holders) {
-      if (h.state != ledger::ClaimState::kUnprepareStarted) return true;
-    }
-    return false;
+DeviceSharedWithOthers SharedWithOthersIn(const driver::ClaimsView& claims) {
+  return [&claims](const std::string& device, const std::string& claim_uid) {
+    return claims.SharedWithOthers(device, claim_uid);
   };
 }
 

@@ -16,7 +16,7 @@
 #include "config/feature_gates.h"
 #include "driver/device_kind.h"
 #include "ledger/claim_entry.h"
-#include "ledger/claim_ledger.h"
+#include "driver/claims_view.h"
 #include "model/published_device.h"
 #include "util/status.h"
 
@@ -42,11 +42,12 @@ struct ConsumableShares {
 // (the time slice) alone, as upstream does.
 using DeviceSharedWithOthers = std::function<bool(const std::string& device, const std::string& claim_uid)>;
 
-// The answer from `ledger` (which must outlive it): another live claim holds
-// the device and its Unprepare has not begun, so two sharers released
-// together both reset (each one's reset is the same). A ledger that cannot be
-// read counts as in use: the setting the sharers agreed on is left alone.
-DeviceSharedWithOthers SharedWithOthersIn(ledger::ClaimLedger& ledger);
+// The answer from the node's claims (`claims` must outlive it): another
+// claim holds the device and its Unprepare has not begun, so two sharers
+// released together both reset (each one's reset is the same). Claims that
+// cannot be read count as in use: the setting the sharers agreed on is left
+// alone (ClaimsView::SharedWithOthers).
+DeviceSharedWithOthers SharedWithOthersIn(const driver::ClaimsView& claims);
 
 // The --consumable-shares (CONSUMABLE_SHARES) value: "disabled", "memory",
 // "unlimited" or a positive integer. Errors in upstream's words:

@@ -7,6 +7,7 @@
 #include "devices/backends/open_device_lib.h"
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
+#include "driver/ledger_claims_view.h"
 #include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_kind.h"
 #include "kube/slice_builder.h"
@@ -90,7 +91,8 @@ class ConsumableSharesKindTest : public ::testing::Test {
     GpuKindOptions ko;
     ko.gates = kGateOn;
     ko.consumable_shares = shares;
-    ko.shared_with_others = SharedWithOthersIn(*ledger_);
+    view_ = std::make_unique<driver::LedgerClaimsView>(*ledger_);
+    ko.shared_with_others = SharedWithOthersIn(*view_);
     ko.resets.state_path = dir_ + "/time-slice-resets.json";
     kind_ = std::make_unique<GpuKind>(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)),
                                       lib_->control(), ko);
@@ -150,6 +152,7 @@ class ConsumableSharesKindTest : public ::testing::Test {
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;
   GpuCheckpointCodec codec_;
   std::unique_ptr<ledger::ClaimLedger> ledger_;
+  std::unique_ptr<driver::LedgerClaimsView> view_;
   driver::testing::FakeClaimSource claims_;
   std::unique_ptr<GpuKind> kind_;
   std::unique_ptr<driver::Engine> engine_;

@@ -347,18 +347,8 @@ Status VfioType::AddGpusOnVfio(devices::PciDriverControl& pci, devices::NodeInve
   return Status::Ok();
 }
 
-std::function<bool(const std::string& device)> DevicePreparedIn(ledger::ClaimLedger& ledger) {
-  return [&ledger](const std::string& device) {
-    auto holders = ledger.HoldersOf(device);
-    if (!holders.ok()) return false;
-    for (const auto& h : *holders) {
-      if (h.state == ledger::ClaimState::kUnprepareStarted) continue;
-      for (const auto& a : h.allocation) {
-        if (a.device == device && a.driver == kDriverName) return true;
-      }
-    }
-    return false;
-  };
+std::function<bool(const std::string& device)> DevicePreparedIn(const driver::ClaimsView& claims) {
+  return [&claims](const std::string& device) { return claims.PreparedByLiveClaim(device, kDriverName); };
 }
 
 Result<PassthroughHost> PassthroughHostAt(const std::string& host_root, const std::string& container_driver_root) {

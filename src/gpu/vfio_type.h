@@ -32,9 +32,9 @@
 
 #include "devices/gpu_control.h"
 #include "devices/pci_driver_control.h"
+#include "driver/claims_view.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/vfio_undo.h"
-#include "ledger/claim_ledger.h"
 
 namespace nvdra::gpu {
 
@@ -121,10 +121,10 @@ class VfioType final : public GpuDeviceType {
   devices::GpuControl* control_;
 };
 
-// GpuKindOptions::device_prepared from the ledger both plugin processes
-// share: an entry holding the device, with it in its allocation, that is not
-// being unprepared.
-std::function<bool(const std::string& device)> DevicePreparedIn(ledger::ClaimLedger& ledger);
+// GpuKindOptions::device_prepared from the claims both plugin processes
+// share (`claims` must outlive it): a claim holding the device, with it in
+// its allocation, that is not being unprepared.
+std::function<bool(const std::string& device)> DevicePreparedIn(const driver::ClaimsView& claims);
 
 // Upstream's --host-root rule: it must exist when passthrough is on. Fills
 // proc_root from it.

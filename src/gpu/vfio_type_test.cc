@@ -15,6 +15,7 @@
 #include "devices/mock/mock_pci_sysfs.h"
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
+#include "driver/ledger_claims_view.h"
 #include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_kind.h"
 #include "gpu/gpu_test_util.h"
@@ -104,6 +105,7 @@ class VfioTypeTest : public ::testing::Test {
   const devices::GpuInfo* first_ = nullptr;
   config::FeatureGates gates_;
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;
+  std::unique_ptr<driver::LedgerClaimsView> view_;  // before kind_: outlives it
   std::unique_ptr<GpuKind> kind_;
   std::vector<std::string> loaded_;
   bool module_loads_ = true;
@@ -589,7 +591,8 @@ TEST_F(VfioTypeTest, TheLedgerRefusesThePlainGpuWhileItsTwinIsPrepared) {
   eo.node_name = "node-1";
   eo.gates = gates_;
   // The slice withdraws a GPU while its twin is prepared, from the ledger.
-  kind_ = MakeKind(inventory_, DevicePreparedIn(**ledger));
+  view_ = std::make_unique<driver::LedgerClaimsView>(**ledger);
+  kind_ = MakeKind(inventory_, DevicePreparedIn(*view_));
   int republished = 0;
   kind_->SetRepublish([&] { ++republished; });
   auto published = [&](const std::string& name) {

@@ -24,7 +24,7 @@ namespace nvdra::kubelet {
 // does not count against max_threads meanwhile: the pool may start another
 // thread for the queued jobs, so the pool has at most max_threads threads
 // working plus one per job waiting that way.
-class WorkerPool : private BlockingRegion::Pool {
+class WorkerPool final : private BlockingRegion::Pool {
  public:
   static constexpr std::chrono::milliseconds kDefaultIdleExit{2000};
 

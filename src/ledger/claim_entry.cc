@@ -12,7 +12,7 @@ using nlohmann::json;
 
 constexpr const char* kKnownKeys[] = {"uid",      "namespace", "name", "state",  "allocation",
                                       "held",     "prepared",  "undo", "bootID", "updatedUnixMs", "consumers",
-                                      "attempt",  "shares"};
+                                      "attempt",  "shares",    "origin"};
 
 bool IsKnownKey(const std::string& k) {
   return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), k) != std::end(kKnownKeys);
@@ -74,6 +74,41 @@ HeldShare ShareFromJson(const json& j) {
 
 }  // namespace
 
+const char* ClaimOriginName(ClaimOrigin o) {
+  switch (o) {
+    case ClaimOrigin::kPrepare: return "";
+    case ClaimOrigin::kRebuilt: return "rebuilt";
+    case ClaimOrigin::kLegacyCheckpoint: return "legacyCheckpoint";
+  }
+  return "";
+}
+
+namespace {
+
+// The "origin" key, or for an entry written before it existed, the marker
+// its undo record carries. An origin this version does not know is kept in
+// `extra` (written back as it was) and counts as kPrepare.
+void DecodeOrigin(const json& j, ClaimEntry& e) {
+  if (auto it = j.find("origin"); it != j.end()) {
+    for (ClaimOrigin o : {ClaimOrigin::kRebuilt, ClaimOrigin::kLegacyCheckpoint}) {
+      if (it->is_string() && it->get<std::string>() == ClaimOriginName(o)) {
+        e.origin = o;
+        return;
+      }
+    }
+    e.extra["origin"] = *it;
+    return;
+  }
+  if (!e.undo.is_object()) return;
+  if (e.undo.contains("rebuilt")) {
+    e.origin = ClaimOrigin::kRebuilt;
+  } else if (e.undo.contains("legacyCheckpoint")) {
+    e.origin = ClaimOrigin::kLegacyCheckpoint;
+  }
+}
+
+}  // namespace
+
 const char* ClaimStateName(ClaimState s) {
   switch (s) {
     case ClaimState::kPrepareStarted: return "PrepareStarted";
@@ -126,6 +161,7 @@ json EntryToJson(const ClaimEntry& e) {
   }
   j["prepared"] = std::move(prep);
   j["undo"] = e.undo;
+  if (e.origin != ClaimOrigin::kPrepare) j["origin"] = ClaimOriginName(e.origin);
   j["bootID"] = e.boot_id;
   j["updatedUnixMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                            e.updated.time_since_epoch())
@@ -219,6 +255,7 @@ std::string EntryJsonText(const ClaimEntry& e) {
   AppendJsonStrings(out, e.held);
   AppendMember(out, "name", e.name);
   AppendMember(out, "namespace", e.ns);
+  if (e.origin != ClaimOrigin::kPrepare) AppendMember(out, "origin", ClaimOriginName(e.origin));
   AppendPrepared(out, e.prepared);
   AppendMember(out, "state", e.unknown_state.empty() ? std::string(ClaimStateName(e.state)) : e.unknown_state);
   AppendMember(out, "uid", e.uid);
@@ -294,6 +331,7 @@ Result<ClaimEntry> EntryFromJson(const json& j) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!IsKnownKey(it.key())) e.extra[it.key()] = it.value();
   }
+  DecodeOrigin(j, e);
   return e;
 }
 

@@ -32,6 +32,18 @@ std::optional<ClaimState> ParseClaimState(std::string_view s);
 // Live states hold their resources; a tombstone holds nothing.
 inline bool HoldsResources(ClaimState s) { return s != ClaimState::kTombstone; }
 
+// Where a live entry's undo record came from. Persisted as the entry's
+// "origin" (omitted for kPrepare). Entries written before the key existed
+// carry the marker inside their undo record instead ({"rebuilt": ...},
+// {"legacyCheckpoint": ...}); they decode to the same origin.
+enum class ClaimOrigin {
+  kPrepare,           // the kind's own record, from a Prepare of this plugin
+  kRebuilt,           // rebuilt from the claim's CDI spec after the ledger was lost
+  kLegacyCheckpoint,  // imported from the Go driver's checkpoint.json
+};
+// "rebuilt", "legacyCheckpoint"; "" for kPrepare.
+const char* ClaimOriginName(ClaimOrigin o);
+
 // One share of a device that allows multiple allocations (consumable
 // shares): the device is in the claim's `held` too, and other live claims
 // may hold it at the same time, each with a share of its own, while their
@@ -75,6 +87,8 @@ struct ClaimEntry {
   std::string attempt;
   // Opaque record of the device kind: enough to undo without the API server.
   nlohmann::json undo;
+  // Where `undo` came from: a transition that replaces the record resets it.
+  ClaimOrigin origin = ClaimOrigin::kPrepare;
   // Boot in which the node-side work was last done.
   std::string boot_id;
   std::chrono::system_clock::time_point updated;

@@ -54,6 +54,7 @@ ClaimEntry RandomEntry(std::mt19937& rng) {
     e.prepared.push_back(p);
   }
   if (coin()) e.undo = {{"devices", RandomStrings(rng)}, {"v", 1}, {"x", {{"y", RandomString(rng)}}}};
+  e.origin = static_cast<ClaimOrigin>(std::uniform_int_distribution<int>(0, 2)(rng));
   e.boot_id = RandomString(rng);
   e.updated = std::chrono::system_clock::time_point(
       std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(-5, int64_t{1} << 42)(rng)));
@@ -87,6 +88,59 @@ TEST(ClaimEntryTest, InvalidUtf8IsRefusedAsBefore) {
   e.name = "bad\xff";
   EXPECT_THROW(EntryToJson(e).dump(), nlohmann::json::exception);
   EXPECT_THROW(EntryJsonText(e), nlohmann::json::exception);
+}
+
+// Records as the ledger wrote them before the origin was a field of its own:
+// the marker was a key of the undo record. Captured from that version's
+// RebuildTransition and ParseLegacyCheckpoint (EntryJsonText of each).
+constexpr const char* kRebuiltRecordBeforeOrigin =
+    R"({"allocation":[],"bootID":"boot-1","held":["gpu-0"],"name":"gpu-claim","namespace":"default","prepared":[{"cdiDeviceIDs":["k8s.gpu.nvidia.com/claim=0b8e5a2c-1111-4c3e-9d7a-2f6e8b9c0d11-gpu-0"],"device":"gpu-0","pool":"","requests":[]}],"state":"PrepareCompleted","uid":"0b8e5a2c-1111-4c3e-9d7a-2f6e8b9c0d11","undo":{"rebuilt":{"from":"cdi spec","unixMs":1764950400000}},"updatedUnixMs":1764950400000})";
+constexpr const char* kImportedRecordBeforeOrigin =
+    R"({"allocation":[{"device":"gpu-1","driver":"gpu.nvidia.com","pool":"node-1","request":"gpu"}],"bootID":"boot-1","held":["gpu-1"],"name":"legacy-claim","namespace":"default","prepared":[],"state":"PrepareCompleted","uid":"7f3c9b1e-2222-4a5d-8e6f-3a7b8c9d0e22","undo":{"legacyCheckpoint":{"checkpointState":"PrepareCompleted","name":"legacy-claim","namespace":"default","status":{"allocation":{"devices":{"results":[{"device":"gpu-1","driver":"gpu.nvidia.com","pool":"node-1","request":"gpu"}]}}}},"legacyCheckpointJson":"{\"checkpointState\":\"PrepareCompleted\",\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"node-1\",\"device\":\"gpu-1\"}]}}},\"name\":\"legacy-claim\",\"namespace\":\"default\"}"},"updatedUnixMs":0})";
+
+ClaimEntry Decode(const std::string& text) {
+  auto e = EntryFromJson(ParsePersistedJson(text));
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? *e : ClaimEntry{};
+}
+
+TEST(ClaimEntryTest, RecordsWrittenBeforeTheOriginFieldDecodeToTheirOrigin) {
+  ClaimEntry rebuilt = Decode(kRebuiltRecordBeforeOrigin);
+  EXPECT_EQ(rebuilt.origin, ClaimOrigin::kRebuilt);
+  EXPECT_TRUE(rebuilt.extra.empty()) << rebuilt.extra.dump();
+  ClaimEntry imported = Decode(kImportedRecordBeforeOrigin);
+  EXPECT_EQ(imported.origin, ClaimOrigin::kLegacyCheckpoint);
+  // The undo records stay as they were: the export to the Go driver reads
+  // the checkpoint's exact text from there.
+  EXPECT_EQ(imported.undo.value("legacyCheckpointJson", ""),
+            R"({"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-1","device":"gpu-1"}]}}},"name":"legacy-claim","namespace":"default"})");
+  // Written again, each names its origin, and reads back the same.
+  for (const ClaimEntry* e : {&rebuilt, &imported}) {
+    const std::string text = EntryJsonText(*e);
+    EXPECT_NE(text.find(std::string("\"origin\":\"") + ClaimOriginName(e->origin) + "\""), std::string::npos) << text;
+    ClaimEntry again = Decode(text);
+    EXPECT_EQ(again.origin, e->origin);
+    EXPECT_EQ(again.undo, e->undo);
+    EXPECT_EQ(EntryJsonText(again), text);
+  }
+}
+
+TEST(ClaimEntryTest, AnEntryOfThePluginsOwnPrepareNamesNoOrigin) {
+  ClaimEntry e = Decode(kRebuiltRecordBeforeOrigin);
+  e.origin = ClaimOrigin::kPrepare;
+  e.undo = {{"devices", {"gpu-0"}}};
+  const std::string text = EntryJsonText(e);
+  EXPECT_EQ(text.find("\"origin\""), std::string::npos) << text;
+  EXPECT_EQ(Decode(text).origin, ClaimOrigin::kPrepare);
+}
+
+TEST(ClaimEntryTest, AnOriginOfANewerVersionIsKeptAndWrittenBack) {
+  std::string text = kRebuiltRecordBeforeOrigin;
+  text.replace(text.find("\"prepared\""), 0, R"("origin":"someFutureOrigin",)");
+  ClaimEntry e = Decode(text);
+  EXPECT_EQ(e.origin, ClaimOrigin::kPrepare) << "an origin this version does not know is no marker it acts on";
+  EXPECT_EQ(e.extra.value("origin", ""), "someFutureOrigin");
+  EXPECT_NE(EntryJsonText(e).find(R"("origin":"someFutureOrigin")"), std::string::npos);
 }
 
 }  // namespace

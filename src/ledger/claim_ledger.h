@@ -7,6 +7,11 @@
 // then, outside the locks, wait until an fdatasync covers the record
 // (concurrent transitions share one: group commit). See
 // docs/ledger-format.md for the file format and the rules.
+//
+// One class, one concept per source file: opening and the transitions
+// (claim_ledger.cc), the file and its appends (claim_ledger_files.cc), group
+// commit (claim_ledger_group_commit.cc), compaction
+// (claim_ledger_compaction.cc) and the reads (claim_ledger_queries.cc).
 #pragma once
 
 #include <array>
@@ -134,6 +139,12 @@ class ClaimLedger {
   // A fresh view, including writes by other processes. Tombstones included.
   Result<std::vector<ClaimEntry>> List();
   Result<std::optional<ClaimEntry>> Get(const std::string& uid);
+  // The state of `uid`'s live entry (nullopt: none), without the
+  // cross-process lock when the file shows no record appended by another
+  // process since this one last read it (one stat); otherwise as Get. A
+  // hint for a caller that decides again under the claim's locks: a record
+  // another process appends right after the stat is not seen.
+  Result<std::optional<ClaimState>> PeekState(const std::string& uid);
   // The live claim holding `resource` (for a Conflict: check that holder).
   Result<std::optional<ClaimEntry>> HolderOf(const std::string& resource);
   // Every live claim holding `resource` other than `except`, in record order

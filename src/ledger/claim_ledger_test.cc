@@ -76,6 +76,27 @@ TEST_F(ClaimLedgerTest, FreshBeginRecordsPrepareStartedDurably) {
   EXPECT_EQ(e.boot_id, "boot-1");
 }
 
+// PeekState answers from memory while nobody else appended, and reads the
+// file again once another process (here a second ledger on the directory)
+// did: it never misses a record that was appended before it was called.
+TEST_F(ClaimLedgerTest, PeekStateSeesWhatAnotherProcessAppended) {
+  auto l = OpenLedger();
+  auto other = OpenLedger();
+  auto state = [](ClaimLedger& ledger, const std::string& uid) {
+    auto s = ledger.PeekState(uid);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? *s : std::nullopt;
+  };
+  EXPECT_EQ(state(*l, "uid-a"), std::nullopt);
+  PrepareFully(*other, "uid-a", {"gpu-0"});
+  EXPECT_EQ(state(*l, "uid-a"), ClaimState::kPrepareCompleted);
+  ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
+  EXPECT_EQ(state(*l, "uid-a"), ClaimState::kUnprepareStarted);
+  EXPECT_EQ(state(*other, "uid-a"), ClaimState::kUnprepareStarted);
+  ASSERT_TRUE(other->FinishUnprepare("uid-a").ok());
+  EXPECT_EQ(state(*l, "uid-a"), ClaimState::kTombstone);
+}
+
 TEST_F(ClaimLedgerTest, CompletedClaimIsReturnedAsIsAndNothingIsWritten) {
   auto l = OpenLedger();
   PrepareFully(*l, "uid-a", {"gpu-0"});

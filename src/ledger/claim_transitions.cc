@@ -14,7 +14,7 @@ namespace {
 // An entry rebuilt from a CDI spec alone: the first Prepare of the claim
 // brings its allocation.
 bool IsRebuiltWithoutAllocation(const ClaimEntry& e) {
-  return e.allocation.empty() && e.undo.is_object() && e.undo.contains("rebuilt");
+  return e.allocation.empty() && e.origin == ClaimOrigin::kRebuilt;
 }
 
 Transition Write(ClaimEntry e, BeginOutcome outcome = BeginOutcome::kStarted) {
@@ -269,7 +269,10 @@ Result<Transition> BeginPrepare(const ClaimEntry* cur, const BeginPrepareRequest
     // the allocation the kubelet brings, with what was recorded as undo.
     if (e.ns.empty()) e.ns = cur->ns;
     if (e.name.empty()) e.name = cur->name;
-    if (e.undo.is_null()) e.undo = cur->undo;
+    if (e.undo.is_null()) {
+      e.undo = cur->undo;
+      e.origin = cur->origin;
+    }
   }
   return Write(std::move(e), adopt ? BeginOutcome::kRetry : BeginOutcome::kStarted);
 }
@@ -301,7 +304,10 @@ Result<Transition> CompletePrepare(const ClaimEntry* cur, const std::string& uid
   e.state = ClaimState::kPrepareCompleted;
   e.unknown_state.clear();
   e.prepared = std::move(prepared);
-  if (!undo.is_null()) e.undo = std::move(undo);
+  if (!undo.is_null()) {
+    e.undo = std::move(undo);
+    e.origin = ClaimOrigin::kPrepare;
+  }
   e.boot_id = ctx.boot_id;
   e.updated = ctx.now;
   return Write(std::move(e));

@@ -112,6 +112,7 @@ States AllStates() {
   s.rebuilt = Entry(ClaimState::kPrepareCompleted, {});
   s.rebuilt->name = "";
   s.rebuilt->undo = {{"rebuilt", {{"from", "cdi spec"}}}};
+  s.rebuilt->origin = ClaimOrigin::kRebuilt;
   return s;
 }
 
@@ -247,6 +248,41 @@ TEST(ClaimTransitionsTest, WhatTheRecordsSay) {
   EXPECT_EQ(r->entry->prepared[0].cdi_device_ids, std::vector<std::string>{c.cdi_device_ids[0]});
   EXPECT_EQ(r->entry->undo["rebuilt"]["from"], "cdi");
   EXPECT_EQ(r->entry->boot_id, "boot-now");
+}
+
+// The origin follows the undo record: a Prepare that adopts a rebuilt
+// entry without a record of its own keeps it, and a completion with the
+// kind's record makes the entry the plugin's own.
+TEST(ClaimTransitionsTest, TheOriginFollowsTheUndoRecord) {
+  TransitionContext ctx;
+  ctx.boot_id = "boot-now";
+  ctx.now = kT0;
+  ctx.new_attempt = "attempt-new";
+  RebuiltClaim c;
+  c.uid = kUid;
+  c.devices = {"gpu-0"};
+  c.source = "cdi spec";
+  auto rebuilt = RebuildTransition(nullptr, c, ctx);
+  ASSERT_TRUE(rebuilt.ok());
+  EXPECT_EQ(rebuilt->entry->origin, ClaimOrigin::kRebuilt);
+  // The first Prepare brings the allocation; without a record of its own
+  // the rebuilt one stays, and with it the origin.
+  BeginPrepareRequest req{kUid, "default", "a", {Res("gpu-0")}, std::nullopt, nullptr, {}};
+  auto adopted = transition::BeginPrepare(&*rebuilt->entry, req, ctx);
+  ASSERT_TRUE(adopted.ok()) << adopted.status().ToString();
+  EXPECT_EQ(adopted->outcome, BeginOutcome::kRetry);
+  EXPECT_EQ(adopted->entry->origin, ClaimOrigin::kRebuilt);
+  auto kept = transition::CompletePrepare(&*adopted->entry, kUid, {}, nullptr, std::nullopt, ctx);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->entry->origin, ClaimOrigin::kRebuilt);
+  auto own = transition::CompletePrepare(&*adopted->entry, kUid, {}, {{"devices", {"gpu-0"}}}, std::nullopt, ctx);
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  EXPECT_EQ(own->entry->origin, ClaimOrigin::kPrepare);
+  // A Prepare with the kind's record starts the plugin's own entry.
+  req.undo = {{"devices", {"gpu-0"}}};
+  auto fresh = transition::BeginPrepare(&*rebuilt->entry, req, ctx);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_EQ(fresh->entry->origin, ClaimOrigin::kPrepare);
 }
 
 // The rule of shared devices as a pure function: what one claim consumes of

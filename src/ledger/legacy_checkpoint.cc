@@ -424,6 +424,9 @@ ClaimEntry ImportClaim(const std::string& uid, const json& c, std::string_view r
     e.shares = codec->ImportShares(e);
   }
   if (!e.undo.is_object()) e.undo = json::object();
+  e.origin = ClaimOrigin::kLegacyCheckpoint;
+  // The upstream claim as read, for inspection and for older versions
+  // (which read the origin from this key), and its exact text for an export.
   e.undo["legacyCheckpoint"] = c;
   if (!raw.empty()) e.undo["legacyCheckpointJson"] = std::string(raw);
   return e;

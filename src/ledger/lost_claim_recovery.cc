@@ -48,6 +48,9 @@ Result<Transition> RebuildTransition(const ClaimEntry* cur, const RebuiltClaim& 
   e.allocation = c.allocation;
   e.held = std::move(held);
   for (const auto& device : c.devices) e.prepared.push_back(RebuiltDevice(c, device));
+  e.origin = ClaimOrigin::kRebuilt;
+  // Where it was rebuilt from, for inspection, under the key that older
+  // versions read as the origin.
   e.undo = {{"rebuilt", {{"from", c.source}, {"unixMs", UnixMs(ctx.now)}}}};
   // The CDI spec it was rebuilt from lives on tmpfs: it is of this boot.
   e.boot_id = ctx.boot_id;

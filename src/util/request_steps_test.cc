@@ -38,14 +38,24 @@ TEST(RequestStepsTest, ExcludeTakesTimeAnotherRecordAccountsFor) {
   EXPECT_EQ(steps.total_nanos(), nanoseconds(microseconds(45)).count());
 }
 
+// Runs on the steady clock (what TimedStep reads) for at least `d`.
+void Spend(Clock::duration d) {
+  const Clock::time_point until = Clock::now() + d;
+  while (Clock::now() < until) {
+  }
+}
+
 TEST(RequestStepsTest, TimedStepMarksTheInstalledRecordAndRestoresTheStepBefore) {
+  const Clock::time_point before = Clock::now();
   RequestSteps steps(RequestStep::kEngineOther);
+  constexpr auto kInner = std::chrono::milliseconds(2);
   {
     ScopedSteps scope(&steps);
     ASSERT_EQ(CurrentRequestSteps(), &steps);
     TimedStep outer(RequestStep::kCdi);
     {
       TimedStep inner(RequestStep::kLogging);
+      Spend(kInner);
       // The running step is the inner one: switching reports it.
       EXPECT_EQ(steps.Switch(RequestStep::kLogging), RequestStep::kLogging);
     }
@@ -54,10 +64,19 @@ TEST(RequestStepsTest, TimedStepMarksTheInstalledRecordAndRestoresTheStepBefore)
   EXPECT_EQ(CurrentRequestSteps(), nullptr);
   EXPECT_EQ(steps.Switch(RequestStep::kEngineOther), RequestStep::kEngineOther);
   steps.Finish();
+  const int64_t wall = nanoseconds(Clock::now() - before).count();
+  // The time spent inside the inner step is its own, not the outer one's,
+  // and no step is charged more than the record lived.
+  EXPECT_GE(steps.nanos(RequestStep::kLogging), nanoseconds(kInner).count());
+  EXPECT_LT(steps.nanos(RequestStep::kCdi), nanoseconds(kInner).count());
+  EXPECT_LE(steps.total_nanos(), wall);
   int64_t sum = 0;
   for (size_t i = 0; i < kRequestStepCount; ++i) {
-    EXPECT_GE(steps.nanos(static_cast<RequestStep>(i)), 0);
-    sum += steps.nanos(static_cast<RequestStep>(i));
+    const auto step = static_cast<RequestStep>(i);
+    if (step != RequestStep::kEngineOther && step != RequestStep::kCdi && step != RequestStep::kLogging) {
+      EXPECT_EQ(steps.nanos(step), 0) << RequestStepName(step) << " never ran";
+    }
+    sum += steps.nanos(step);
   }
   EXPECT_EQ(sum, steps.total_nanos());
 }

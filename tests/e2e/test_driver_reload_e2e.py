@@ -183,6 +183,38 @@ class DriverReloadEndToEnd(NodeTestCase):
         self.assertIn("libcuda.so." + self.old, self.spec_text(a[2]))
         self.assertOk(self.plugin.unprepare([a]), a[2])
 
+    def test_files_replaced_under_a_steady_driver(self):
+        """A library of the driver removed and the plugin's copy of the CDI
+        hook gone (as when the toolkit's or the driver's files are replaced
+        without a reload): the claims' specs are written again without the
+        library, a Warning names the file and the claim, and the hook the
+        specs name is put back."""
+        a = self.gpu_claim("steady", ["gpu-0"])
+        self.assertOk(self.plugin.prepare([a]), a[2])
+        lib = os.path.join(self.root, "usr/lib/x86_64-linux-gnu", "libnvidia-gpucomp.so." + self.old)
+        self.assertIn('"%s"' % lib, self.spec_text(a[2]))
+        hook = os.path.join(self.plugin.plugin_dir, "nvidia-cdi-hook")
+        self.assertIn('"%s"' % hook, self.spec_text(a[2]))
+        log_start = len(self.plugin.read_log())
+        os.remove(lib)
+        try:
+            wait_for(lambda: '"%s"' % lib not in self.spec_text(a[2]), 10, "spec written again")
+        except TimeoutError:
+            self.fail("spec still names %s; plugin log:\n%s" % (lib, self.plugin.read_log()[log_start:][-5000:]))
+        self.wait_log("%s is gone" % lib, log_start, "the file that is gone named")
+        log = self.plugin.read_log()[log_start:]
+        line = [l for l in log.splitlines() if "%s is gone" % lib in l][0]
+        self.assertIn("claim default/steady " + a[2], line)
+        self.assertNotIn("does not exist, and a CDI spec still names it", log)
+        self.assertIn("libcuda.so." + self.old, self.spec_text(a[2]))
+
+        log_start = len(self.plugin.read_log())
+        os.remove(hook)
+        self.wait_log("the CDI hook %s was gone: installed it again" % hook, log_start, "hook put back")
+        self.assertTrue(os.access(hook, os.X_OK))
+        self.assertIn('"%s"' % hook, self.spec_text(a[2]))
+        self.assertOk(self.plugin.unprepare([a]), a[2])
+
 
 class OperatorMarkerEndToEnd(NodeTestCase):
     """The GPU operator's layout: the driver manager takes the validator's

@@ -107,14 +107,12 @@ Status OpenWatchesNow(plugin::KindContext& ctx, computedomain::DomainWatch& doma
 // this node's ledger (whichever plugin process prepared it), a label
 // holder, or a daemon directory whose domain may go away. An unreadable
 // ledger counts as work.
-std::function<bool()> HasComputeDomainWork(ledger::ClaimLedger& shared_ledger, computedomain::NodeLabelManager& labels,
+std::function<bool()> HasComputeDomainWork(const driver::ClaimsView& shared_claims,
+                                           computedomain::NodeLabelManager& labels,
                                            const computedomain::DomainDirectories& dirs) {
-  return [entries_of = &shared_ledger, labels = &labels, dirs = &dirs] {
-    auto entries = entries_of->List();
-    if (!entries.ok()) return true;
-    for (const auto& e : *entries) {
-      if (ledger::HoldsResources(e.state)) return true;
-    }
+  return [claims = &shared_claims, labels = &labels, dirs = &dirs] {
+    auto held = claims->HeldClaims();
+    if (!held.ok() || !held->empty()) return true;
     return !labels->HeldDomains().empty() || dirs->HasAny();
   };
 }
@@ -166,25 +164,84 @@ void StartMaintenance(plugin::KindContext& ctx, const ComputeDomainFlags& flags,
   maintenance.Start();
 }
 
-Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, const ComputeDomainFlags& flags) {
-  // What the kind needs beside the engine (the watches, the node label, the
-  // domain directories and their upkeep) uses the plugin's client and
-  // hardware: each part joins ctx.companions as it is built, so the plugin
-  // stops them right after the kind, the last started first (maintenance,
-  // then the watches), and destroys them
-  // before the client and hardware go away.
+// What the kind relies on beside the engine (the watches, the node label,
+// the domain directories and their upkeep): built with the first kind and
+// kept by every kind built on a new driver after a reload, so that a reload
+// neither reopens the watches nor forgets which claims hold the label.
+struct DomainParts {
+  CliqueOf identify;
+  computedomain::DomainWatch* domains = nullptr;
+  computedomain::NodeLabelManager* labels = nullptr;
+  computedomain::DomainDirectories* dirs = nullptr;
+  std::function<bool()> busy;
+  int imex_major = 0;  // the channels' major the last kind was built with; 0: none read
+};
+
+// Each part joins ctx.companions as it is built, so the plugin stops them
+// right after the kind, the last started first (maintenance, then the
+// watches), and destroys them before the client and hardware go away.
+Status SetUpDomainParts(plugin::KindContext& ctx, const ComputeDomainFlags& flags, const config::FeatureGates& gates,
+                        const std::string& clique_id, DomainParts& parts) {
   const plugin::PluginOptions& opts = ctx.options;
+  computedomain::DomainWatch& domains = MakeWatches(ctx, gates, clique_id, flags.clique_namespace);
+  auto& labels = ctx.companions.Keep(std::make_unique<computedomain::NodeLabelManager>(
+      ctx.kube, opts.node_name, domains.node(), opts.completed_claim_grace));
+  // Label ownership follows the ledger every plugin process of this node
+  // shares, so a rolling update's old instance never removes the label of
+  // a claim the new one prepared (nor the other way round).
+  const driver::ClaimsView* shared_claims = &ctx.claims;
+  labels.SetSharedHolders([shared_claims]() -> Result<computedomain::LabelHolders> {
+    NVDRA_ASSIGN_OR_RETURN(auto held, shared_claims->HeldClaims());
+    return computedomain::ComputeDomainKind::LabelHoldersOf(held);
+  });
+  auto& dirs = ctx.companions.Keep(
+      std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir, flags.daemon_config_template));
+  parts.domains = &domains;
+  parts.labels = &labels;
+  parts.dirs = &dirs;
+  parts.busy = HasComputeDomainWork(ctx.claims, labels, dirs);
+  if (parts.busy()) NVDRA_RETURN_IF_ERROR(OpenWatchesNow(ctx, domains));
+  return Status::Ok();
+}
+
+// The major nvidia-caps-imex-channels has in /proc/devices now: read again
+// for every kind, as a driver reload may give it another one (the channel
+// nodes are then re-created with it as the claims' specs are rewritten).
+void NoteImexChannelsMajor(const computedomain::ComputeDomainEdits& edits, DomainParts& parts) {
+  auto major = edits.imex_channels().Major();
+  if (!major.ok()) {
+    NVDRA_VLOG(2, "IMEX channels: {}", major.status().message());
+    return;
+  }
+  if (parts.imex_major != 0 && parts.imex_major != *major) {
+    NVDRA_INFO("IMEX channels: nvidia-caps-imex-channels has major {} now (was {}); channel nodes and claim specs "
+               "follow it",
+               *major, parts.imex_major);
+  } else if (parts.imex_major == 0) {
+    NVDRA_INFO("IMEX channels: nvidia-caps-imex-channels has major {}", *major);
+  }
+  parts.imex_major = *major;
+}
+
+// Called at start and, after a driver reload, again on the new driver
+// (`parts` then holds what the first call built).
+Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, const ComputeDomainFlags& flags,
+                                                     DomainParts& parts) {
+  const plugin::PluginOptions& opts = ctx.options;
+  const bool first = parts.domains == nullptr;
   NVDRA_ASSIGN_OR_RETURN(config::FeatureGates gates, config::FeatureGates::Parse(opts.feature_gates));
   NVDRA_RETURN_IF_ERROR(computedomain::ValidateImexConfig(flags.imex, gates.Enabled(config::Gate::kHostManagedIMEXDaemon))
                             .Wrap("imex configuration validation failed"));
   const bool host_managed = flags.imex.host_managed();
-  if (host_managed) {
+  if (host_managed && first) {
     NVDRA_INFO("IMEX is host-managed: channel claims wait for the host's nvidia-imex ({}), the node gets no "
                "ComputeDomain label, and daemon claims are refused",
                flags.imex.host_socket_path);
   }
-  NVDRA_ASSIGN_OR_RETURN(CliqueOf identify, CliquePolicy(gates));
-  NVDRA_ASSIGN_OR_RETURN(computedomain::CliqueIdentity clique, identify(ctx.inventory));
+  if (first) {
+    NVDRA_ASSIGN_OR_RETURN(parts.identify, CliquePolicy(gates));
+  }
+  NVDRA_ASSIGN_OR_RETURN(computedomain::CliqueIdentity clique, parts.identify(ctx.inventory));
   if (!clique.warning.empty()) NVDRA_WARN("{}", clique.warning);
   NVDRA_INFO("{}", computedomain::CliqueLogLine(clique));
   // DNS-named IMEX daemons are the driver's own daemons: no check when the
@@ -194,35 +251,25 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
                              ctx.inventory.driver_version,
                              !host_managed && gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
   NVDRA_INFO("{}", validated);
-
-  computedomain::DomainWatch& domains = MakeWatches(ctx, gates, clique.clique_id, flags.clique_namespace);
-  computedomain::DomainWatch* watch = &domains;
-  auto& labels = ctx.companions.Keep(std::make_unique<computedomain::NodeLabelManager>(
-      ctx.kube, opts.node_name, domains.node(), opts.completed_claim_grace));
-  // Label ownership follows the ledger every plugin process of this node
-  // shares, so a rolling update's old instance never removes the label of
-  // a claim the new one prepared (nor the other way round).
-  ledger::ClaimLedger* shared_ledger = &ctx.ledger;
-  labels.SetSharedHolders([shared_ledger]() -> Result<computedomain::LabelHolders> {
-    NVDRA_ASSIGN_OR_RETURN(auto entries, shared_ledger->List());
-    return computedomain::ComputeDomainKind::LabelHoldersOf(entries);
-  });
-  auto& dirs = ctx.companions.Keep(
-      std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir, flags.daemon_config_template));
-  auto busy = HasComputeDomainWork(ctx.ledger, labels, dirs);
-  if (busy()) NVDRA_RETURN_IF_ERROR(OpenWatchesNow(ctx, domains));
+  if (first) NVDRA_RETURN_IF_ERROR(SetUpDomainParts(ctx, flags, gates, clique.clique_id, parts));
 
   computedomain::ComputeDomainKindOptions ko;
   ko.plugin_dir = ctx.plugin_dir;
   ko.clique_id = clique.clique_id;
   // The base spec (k8s.compute-domain.nvidia.com-device_base) daemon claims
-  // get next to their own device, rewritten at every start.
+  // get next to their own device, rewritten at every start, on every new
+  // driver and when the driver's or the toolkit's files change.
   const std::string vendor = std::string("k8s.") + computedomain::kDriverName;
-  NVDRA_ASSIGN_OR_RETURN(auto base, computedomain::ComputeDomainEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)).BaseSpec(vendor));
-  NVDRA_RETURN_IF_ERROR(cdi::WriteStaticSpec(ctx.cdi.root(), vendor + "-device_base", base).Wrap("CDI base spec"));
+  ctx.static_specs = [root = ctx.cdi.root(), vendor,
+                      sources = devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)]() -> Status {
+    NVDRA_ASSIGN_OR_RETURN(auto base, computedomain::ComputeDomainEdits(sources).BaseSpec(vendor));
+    return cdi::WriteStaticSpec(root, vendor + "-device_base", base).Wrap("CDI base spec");
+  };
+  NVDRA_RETURN_IF_ERROR(ctx.static_specs());
   ko.base_device_id = vendor + "/device=all";
   // The maintenance pass follows a repartitioned fabric in the watch; the
   // kind reads it from there (the watch outlives the kind).
+  computedomain::DomainWatch* watch = parts.domains;
   ko.clique_source = [watch] { return watch->clique_id(); };
   if (host_managed) {
     ko.host_managed_imex = true;
@@ -230,19 +277,20 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
                                                                 flags.imex.host_socket_path);
     ko.host_imex_ready = [probe] { return probe->CheckReady(); };
   }
-  auto kind = std::make_unique<computedomain::ComputeDomainKind>(ko, computedomain::ComputeDomainEdits(devices::ContainerSources::ForLib(ctx.lib)),
-                                                                 domains, host_managed ? nullptr : &labels, &dirs);
-  // Claims this node held before the restart keep holding the label.
-  NVDRA_ASSIGN_OR_RETURN(auto entries, ctx.ledger.List());
-  for (const auto& e : entries) {
-    if (ledger::HoldsResources(e.state)) {
-      std::vector<std::string> devices;
-      for (const auto& d : e.prepared) devices.push_back(d.device);
-      for (const auto& a : e.allocation) devices.push_back(a.device);
-      kind->Adopt(e.uid, e.undo, devices);
-    }
+  computedomain::ComputeDomainEdits edits(devices::ContainerSources::ForLib(ctx.lib));
+  NoteImexChannelsMajor(edits, parts);
+  auto kind = std::make_unique<computedomain::ComputeDomainKind>(ko, std::move(edits), *parts.domains,
+                                                                 host_managed ? nullptr : parts.labels, parts.dirs);
+  if (!first) return std::unique_ptr<driver::DeviceKind>(std::move(kind));
+  // Claims this node held before the restart keep holding the label (the
+  // label manager outlives a reload, and with it what it was told).
+  NVDRA_ASSIGN_OR_RETURN(auto held, ctx.claims.HeldClaims());
+  for (const auto& c : held) {
+    std::vector<std::string> devices = c.devices;
+    for (const auto& a : c.allocation) devices.push_back(a.device);
+    kind->Adopt(c.uid, c.undo, devices);
   }
-  StartMaintenance(ctx, flags, identify, domains, labels, dirs, busy);
+  StartMaintenance(ctx, flags, parts.identify, *parts.domains, *parts.labels, *parts.dirs, parts.busy);
   return std::unique_ptr<driver::DeviceKind>(std::move(kind));
 }
 
@@ -250,14 +298,18 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
 
 int main(int argc, char** argv) {
   ComputeDomainFlags flags;
+  DomainParts parts;
   static const computedomain::ComputeDomainCheckpointCodec codec;
   return plugin::RunPlugin(
       "nvdra-compute-domain-kubelet-plugin", codec,
-      [&](plugin::KindContext& ctx) { return MakeKind(ctx, flags); }, argc, argv,
+      [&](plugin::KindContext& ctx) { return MakeKind(ctx, flags, parts); }, argc, argv,
       [&flags](CLI::App& app) { flags.Add(app); },
       // Before anything is written to disk (MakeKind checks it again).
       [&flags](const plugin::PluginConfig& config) {
         return computedomain::ValidateImexConfig(flags.imex, config.gates.Enabled(config::Gate::kHostManagedIMEXDaemon))
             .Wrap("imex configuration validation failed");
-      });
+      },
+      // The channels, the base spec and the claims' specs follow a reload
+      // of the NVIDIA driver (--driver-watch).
+      /*follows_driver_reloads=*/true);
 }

@@ -59,7 +59,13 @@ Result<cdi::Spec> AllDevicesSpec(const DeviceLib& lib, const NodeInventory& inv,
   return spec;
 }
 
-void AddMockFlags(CLI::App& app, DeviceLibOptions& o, std::string& swap_driver) {
+// What --mock-swap-driver does.
+struct MockSwap {
+  std::string version;
+  int imex_channels_major = 0;
+};
+
+void AddMockFlags(CLI::App& app, DeviceLibOptions& o, MockSwap& swap) {
   app.add_option("--mock-hardware", o.mock_hardware,
                  "built-in mock profile (h100x8, a100-mig, gb200x4) or profile file; empty uses NVML");
   app.add_option("--mock-root", o.mock_root, "directory for the mock driver root (default: a new temporary one)");
@@ -67,20 +73,24 @@ void AddMockFlags(CLI::App& app, DeviceLibOptions& o, std::string& swap_driver) 
                  "mock node layout: plain (the mock root is the driver root) or gpu-operator (the mock root is the "
                  "node's root, the driver under run/nvidia/driver)")
       ->check(CLI::IsMember({"plain", "gpu-operator"}));
-  app.add_option("--mock-swap-driver", swap_driver,
+  app.add_option("--mock-swap-driver", swap.version,
                  "swap the mock node's driver under --mock-root, as an upgrade does while the plugins run: "
                  "'gone' unloads it (files and version file removed, discovery answers driver not loaded), a "
                  "version installs that one (unloading the running one first); then prints the discovery")
       ->needs("--mock-root");
+  app.add_option("--mock-imex-channels-major", swap.imex_channels_major,
+                 "with --mock-swap-driver <version>: the major the new module gives nvidia-caps-imex-channels in "
+                 "the mock's /proc/devices (0: keep the current one)")
+      ->needs("--mock-swap-driver");
 }
 
 // --mock-swap-driver: the mock node's driver unloaded ("gone") or replaced.
-Status SwapDriver(const DeviceLibOptions& o, const std::string& version) {
-  if (version.empty()) return Status::Ok();
+Status SwapDriver(const DeviceLibOptions& o, const MockSwap& swap) {
+  if (swap.version.empty()) return Status::Ok();
   if (o.mock_hardware.empty()) return InvalidArgument("--mock-swap-driver needs --mock-hardware");
   NVDRA_ASSIGN_OR_RETURN(MockProfile profile, LoadMockProfile(o.mock_hardware));
   NVDRA_ASSIGN_OR_RETURN(MockLayout layout, ParseMockLayout(o.mock_layout));
-  return SwapMockDriver(o.mock_root, layout, profile, version);
+  return SwapMockDriver(o.mock_root, layout, profile, swap.version, swap.imex_channels_major);
 }
 
 }  // namespace
@@ -96,8 +106,8 @@ int main(int argc, char** argv) {
   bool cdi_spec = false;
   bool common_edits = false;
   std::string hook_flag;
-  std::string swap_driver;
-  AddMockFlags(app, o, swap_driver);
+  MockSwap swap;
+  AddMockFlags(app, o, swap);
   app.add_option("--container-driver-root", o.container_driver_root, "driver root as this process sees it")
       ->capture_default_str();
   app.add_option("--nvidia-driver-root", o.host_driver_root, "driver root as the host sees it")->capture_default_str();
@@ -113,7 +123,7 @@ int main(int argc, char** argv) {
   app.add_option("-v", verbosity, "log verbosity");
   CLI11_PARSE(app, argc, argv);
   InitLogging(verbosity);
-  if (Status s = SwapDriver(o, swap_driver); !s.ok() || swap_driver == kMockDriverGone) {
+  if (Status s = SwapDriver(o, swap); !s.ok() || swap.version == kMockDriverGone) {
     if (!s.ok()) std::cerr << "error: " << s.ToString() << "\n";
     return s.ok() ? 0 : 1;
   }

@@ -84,11 +84,11 @@ Result<gpu::MpsRuntime> MakeMpsRuntime(plugin::KindContext& ctx, const MpsFlags&
 
 // The ledger's undo records, which the plug-ins' orphan sweeps read.
 gpu::UndoRecords LedgerUndoRecords(plugin::KindContext& ctx) {
-  ledger::ClaimLedger* ledger = &ctx.ledger;
-  return [ledger]() -> Result<std::vector<nlohmann::json>> {
-    NVDRA_ASSIGN_OR_RETURN(auto entries, ledger->List());
+  const driver::ClaimsView* claims = &ctx.claims;
+  return [claims]() -> Result<std::vector<nlohmann::json>> {
+    NVDRA_ASSIGN_OR_RETURN(auto held, claims->HeldClaims());
     std::vector<nlohmann::json> out;
-    for (const auto& e : entries) out.push_back(e.undo);
+    for (const auto& c : held) out.push_back(c.undo);
     return out;
   };
 }
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
         options.reset_retry_period = std::chrono::seconds(reset_retry_seconds);
         options.gates = ctx.gates;
         NVDRA_ASSIGN_OR_RETURN(options.consumable_shares, gpu::ParseConsumableShares(consumable_shares, ctx.gates));
-        options.shared_with_others = gpu::SharedWithOthersIn(ctx.ledger);
+        options.shared_with_others = gpu::SharedWithOthersIn(ctx.claims);
         // Beside the ledger: owed resets must outlive a restart of the plugin.
         options.resets.state_path = JoinPath(ctx.plugin_dir, "time-slice-resets.json");
         NVDRA_ASSIGN_OR_RETURN(options.mps, MakeMpsRuntime(ctx, mps_flags));
@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
           NVDRA_ASSIGN_OR_RETURN(options.passthrough,
                                  gpu::PassthroughHostAt(host_root, ctx.lib.driver_root().container_root()));
           options.passthrough.gpu_free_timeout = std::chrono::seconds(gpu_free_seconds);
-          options.device_prepared = gpu::DevicePreparedIn(ctx.ledger);
+          options.device_prepared = gpu::DevicePreparedIn(ctx.claims);
         }
         NVDRA_ASSIGN_OR_RETURN(options.fabric, OpenFabricPartitions(ctx));
         auto kind = std::make_unique<gpu::GpuKind>(

@@ -10,6 +10,7 @@
 // on them, rewrites the prepared claims' CDI specs, republishes its slices
 // and resumes health monitoring. Each step's time is logged, from the moment
 // the change was seen.
+#include <algorithm>
 #include <chrono>
 
 #include "cmd/plugin_common/plugin_runner.h"
@@ -53,6 +54,7 @@ Status Plugin::StartDriverWatch() {
   if (reloadable_ == nullptr) return Status::Ok();
   driver_watch_ = std::make_unique<devices::DriverWatch>(inventory_.driver_version);
   WatchDriverLibraries();
+  files_generation_ = driver_files_->generation();
   PeriodicWorkerOptions o;
   o.period = std::chrono::seconds(1);
   o.run_at_start = false;
@@ -87,7 +89,7 @@ Status Plugin::CheckDriver() {
   if (!nvml.empty()) change = driver_watch_->ObserveNvml(Unavailable(nvml));
   if (change.what == devices::DriverTransition::kNone) change = driver_watch_->Observe(devices::ProbeDriver(DriverPaths()));
   switch (change.what) {
-    case devices::DriverTransition::kNone: return Status::Ok();
+    case devices::DriverTransition::kNone: CheckDriverFiles(); return Status::Ok();
     case devices::DriverTransition::kGone: OnDriverGone(change); return Status::Ok();
     case devices::DriverTransition::kBack: break;
   }
@@ -152,8 +154,8 @@ Status Plugin::OnDriverBack(const devices::DriverChange& change) {
   inventory_ = std::move(inventory).value();
   NVDRA_RETURN_IF_ERROR(SetUpDriverFiles());
   const long long discovered_ms = MsSince(t0);
-  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_,
-                  kind_companions_, *background_, shutdown_};
+  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *claims_view_,
+                  kind_companions_, *background_, shutdown_, static_specs_};
   auto kind = factory_(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind on the new driver");
   std::shared_ptr<driver::DeviceKind> old = reloadable_->Replace(std::move(kind).value());
@@ -164,6 +166,7 @@ Status Plugin::OnDriverBack(const devices::DriverChange& change) {
   publisher_->Update(kind_->PublishedDevices());
   const long long published_ms = MsSince(t0);
   WatchDriverLibraries();
+  files_generation_ = driver_files_->generation();  // the specs were just written from these
   (void)StartHealthMonitoring(false);  // a failure there is logged, and claims go on without it
   MarkAllDevices(kubelet::DeviceHealthStatus::kHealthy, "");
   const std::string what = "NVIDIA driver " + old_version + " replaced by " + inventory_.driver_version + ": " +
@@ -177,6 +180,68 @@ Status Plugin::OnDriverBack(const devices::DriverChange& change) {
              "rewritten at {} ms, slices handed to the publisher at {} ms, health monitoring resumed at {} ms",
              discovered_ms, specs_ms, published_ms, MsSince(t0));
   return Status::Ok();
+}
+
+// Under a steady driver, its files or the container toolkit's can change
+// (the toolkit's DaemonSet replaced: a new hook binary; a library removed).
+// The cache of the driver's files notices it when a Prepare or this look
+// asks for them; the specs written before are then written again with the
+// files there now, and each file that is gone is logged with the specs that
+// named it, and again if a spec still names it after.
+void Plugin::CheckDriverFiles() {
+  if (!driver_watch_->loaded() || reloadable_->gone()) return;
+  if (!driver_files_->CommonEdits().ok()) return;  // the driver going: the next look at it tells
+  const uint64_t generation = driver_files_->generation();
+  if (generation == files_generation_) return;
+  files_generation_ = generation;
+  const Steady::time_point t0 = Steady::now();
+  std::vector<std::string> gone = driver_files_->TakeGoneFiles();
+  WarnSpecsNaming(gone, "is gone; the specs that name it are written again with the files there now");
+  int errors = 0;
+  const int rewritten = engine_->RewriteClaimSpecs(&errors);
+  if (static_specs_) {
+    if (Status s = static_specs_(); !s.ok()) {
+      NVDRA_ERROR("static CDI specs not written again: {}", s.message());
+      ++errors;
+    }
+  }
+  for (const auto& f : driver_files_->MissingFiles()) {
+    if (std::find(gone.begin(), gone.end(), f) == gone.end()) gone.push_back(f);
+  }
+  WarnSpecsNaming(gone, "does not exist, and a CDI spec still names it (its containers fail to start)");
+  NVDRA_INFO("the NVIDIA driver's or the container toolkit's files changed: {} claim CDI spec(s) written again{} "
+             "in {} ms",
+             rewritten, errors > 0 ? ", " + std::to_string(errors) + " not" : "", MsSince(t0));
+}
+
+// One Warning per file: the file and the specs (claims by namespace, name
+// and UID) of this driver that name it.
+void Plugin::WarnSpecsNaming(const std::vector<std::string>& files, const std::string& why) {
+  if (files.empty()) return;
+  auto names = ListDirectory(options_.cdi_root);
+  if (!names.ok()) return;
+  const std::string prefix = "k8s." + driver_ + "-";
+  const std::string claim_prefix = prefix + "claim_";
+  std::vector<std::pair<std::string, std::string>> specs;  // who, text
+  for (const auto& n : *names) {
+    if (n.rfind(prefix, 0) != 0 || n.size() < 5 || n.compare(n.size() - 5, 5, ".json") != 0) continue;
+    auto text = ReadFileToString(JoinPath(options_.cdi_root, n));
+    if (!text.ok()) continue;
+    std::string who = "CDI spec " + n;
+    if (n.rfind(claim_prefix, 0) == 0) {
+      const std::string uid = n.substr(claim_prefix.size(), n.size() - 5 - claim_prefix.size());
+      auto claim = cdi_->ReadClaimSpec(uid);
+      who = "claim " + (claim.ok() && !claim->name.empty() ? claim->ns + "/" + claim->name + " " : "") + uid;
+    }
+    specs.emplace_back(std::move(who), std::move(text).value());
+  }
+  for (const auto& f : files) {
+    std::vector<std::string> naming;
+    for (const auto& [who, text] : specs) {
+      if (text.find("\"" + f + "\"") != std::string::npos) naming.push_back(who);
+    }
+    if (!naming.empty()) NVDRA_WARN("{} {} (named by {})", f, why, Join(naming));
+  }
 }
 
 }  // namespace nvdra::plugin

@@ -158,6 +158,14 @@ Status Plugin::SetUpDriverFiles() {
   auto hook_path = devices::InstallCdiHook(options_.nvidia_cdi_hook_path, lib_->cdi_hook_source(), plugin_dir_);
   if (!hook_path.ok()) return hook_path.status().Wrap("set up the CDI hook");
   devices::DeviceLib* lib = lib_.get();
+  // The plugin's own copy of the hook is put back when it is gone; a hook
+  // the flag names is the toolkit's (its DaemonSet installs it again).
+  devices::DriverFilesCache::HookInstaller reinstall;
+  if (options_.nvidia_cdi_hook_path.empty()) {
+    reinstall = [source = lib_->cdi_hook_source(), dir = plugin_dir_] {
+      return devices::InstallCdiHook("", source, dir).status();
+    };
+  }
   driver_files_ = std::make_shared<devices::DriverFilesCache>(
       lib_->driver_root(),
       [lib, version = inventory_.driver_version, first = true]() mutable -> Result<std::string> {
@@ -169,7 +177,7 @@ Status Plugin::SetUpDriverFiles() {
         if (!inv.ok()) return inv.status();
         return inv->driver_version;
       },
-      *hook_path);
+      *hook_path, std::move(reinstall));
   if (auto files = driver_files_->Files(); files.ok()) {
     NVDRA_INFO("driver {} files: {} libraries, {} binaries, {} firmware files, {} IPC sockets; hooks: {}",
                  files->driver_version, files->libraries.size(), files->binaries.size(), files->firmware.size(),
@@ -191,6 +199,7 @@ Status Plugin::SetUpCdiAndLedger() {
   auto ledger = ledger::ClaimLedger::Open(lopts);
   if (!ledger.ok()) return ledger.status().Wrap("open ledger");
   ledger_ = std::move(ledger).value();
+  claims_view_ = std::make_unique<driver::LedgerClaimsView>(*ledger_);
   auto report = ledger_->report();
   if (report.clean()) {
     NVDRA_INFO("ledger: {}", report.Summary());
@@ -213,8 +222,8 @@ Status Plugin::SetUpKubeClient() {
 }
 
 Status Plugin::SetUpKind(const KindFactory& factory) {
-  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *ledger_, kind_companions_, *background_,
-                  shutdown_};
+  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *claims_view_, kind_companions_, *background_,
+                  shutdown_, static_specs_};
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");
   kind_ = std::move(kind).value();

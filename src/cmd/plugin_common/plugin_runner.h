@@ -21,6 +21,7 @@
 #include "devices/toolkit/driver_files.h"
 #include "driver/device_kind.h"
 #include "driver/engine.h"
+#include "driver/ledger_claims_view.h"
 #include "driver/reconciler.h"
 #include "driver/reloadable_kind.h"
 #include "kube/event_recorder.h"
@@ -46,9 +47,11 @@ struct KindContext {
   kube::KubeClient& kube;
   // The driver's files and hooks for spec-level edits (shared, cached).
   std::shared_ptr<devices::DriverFilesCache> driver_files;
-  // Opened before the kind: a kind may read what this node held before a
-  // restart (claims, not devices: the engine owns the ledger's writes).
-  ledger::ClaimLedger& ledger;
+  // The claims this node holds (every plugin process's), opened before the
+  // kind: a kind may read what this node held before a restart, and who
+  // holds a device now, through this view only (the engine alone reads and
+  // writes the ledger).
+  const driver::ClaimsView& claims;
   // What the kind relies on beside itself (watches, background loops that
   // use the client or the hardware above): the plugin keeps these alive as
   // long as the kind and, right after the kind, stops them (the last added
@@ -61,6 +64,11 @@ struct KindContext {
   // Set once a shutdown signal arrived: a factory that waits (for watches to
   // sync) checks it so a signal during startup is acted on at once.
   const kubelet::ShutdownWatch& shutdown;
+  // Where a kind that writes static CDI specs (the compute-domain plugin's
+  // base spec, which names the driver's files) leaves what writes them
+  // again: the plugin calls it when the driver's or the toolkit's files
+  // changed under a steady driver. Each build of the kind sets it anew.
+  std::function<Status()>& static_specs;
 };
 
 using KindFactory = std::function<Result<std::unique_ptr<driver::DeviceKind>>(KindContext&)>;
@@ -131,6 +139,11 @@ class Plugin {
   devices::DriverWatchPaths DriverPaths() const;
   void WatchDriverLibraries();
   void StopHealthMonitoring();
+  // The driver's and the toolkit's files the specs name (plugin_reload.cc):
+  // after a change under a steady driver, the specs are written again and
+  // every spec that still names a file that is gone is logged.
+  void CheckDriverFiles();
+  void WarnSpecsNaming(const std::vector<std::string>& files, const std::string& why);
   void MarkAllDevices(kubelet::DeviceHealthStatus status, const std::string& message);
 
   void OnHealthEvent(const devices::DeviceHealthEvent& event);
@@ -162,11 +175,13 @@ class Plugin {
   // CDI and the ledger.
   std::unique_ptr<cdi::CdiSpecWriter> cdi_;
   std::unique_ptr<ledger::ClaimLedger> ledger_;
+  std::unique_ptr<driver::LedgerClaimsView> claims_view_;  // over ledger_, for the kind
   // The device kind, and what it relies on (destroyed after it).
   // Runs the reconciler, the slice sync and the kind's maintenance, one
   // at a time; declared before them so that it outlives them.
   std::unique_ptr<PeriodicGroup> background_ = std::make_unique<PeriodicGroup>("background");
   CompanionList kind_companions_;
+  std::function<Status()> static_specs_;  // KindContext::static_specs
   std::unique_ptr<driver::DeviceKind> kind_;
   // kind_ when the plugin follows driver reloads, and what rebuilds it.
   driver::ReloadableKind* reloadable_ = nullptr;
@@ -194,6 +209,7 @@ class Plugin {
   // The driver watch: last, so it stops before anything it uses.
   std::unique_ptr<devices::DriverWatch> driver_watch_;
   std::vector<std::string> watched_libraries_;  // of the driver now loaded
+  uint64_t files_generation_ = 0;  // of driver_files_, when the specs were last written
   // An NVML answer that the driver is not loaded, from a health event.
   Mutex nvml_gone_mu_;
   std::string nvml_gone_ GUARDED_BY(nvml_gone_mu_);

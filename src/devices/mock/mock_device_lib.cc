@@ -189,11 +189,15 @@ Status MockDeviceLib::Build() {
   NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidiactl"), kMockNvidiaMajor, 255, 0666));
   NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-uvm"), kMockUvmMajor, 0, 0666));
   NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-uvm-tools"), kMockUvmMajor, 1, 0666));
+  // The channels' major as the module now loaded registered it; none while
+  // the driver is unloaded.
+  const bool loaded = MockDriverVersionNow(dir_, profile_.inventory.driver_version) != kMockDriverGone;
+  const int imex_major = MockImexChannelsMajorNow(dir_);
   std::string procdev =
       "Character devices:\n"
       "  1 mem\n"
       "195 nvidia-frontend\n" +
-      std::to_string(kMockImexChannelsMajor) + " nvidia-caps-imex-channels\n" +
+      (loaded ? std::to_string(imex_major) + " nvidia-caps-imex-channels\n" : std::string()) +
       std::to_string(kMockCapsMajor) + " nvidia-caps\n" +
       std::to_string(kMockUvmMajor) + " nvidia-uvm\n"
       "\nBlock devices:\n  8 sd\n";
@@ -227,7 +231,7 @@ Status MockDeviceLib::Build() {
   }
   for (int c = 0; c < profile_.imex_channels; ++c) {
     NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
-                                   kMockImexChannelsMajor, c, 0666));
+                                   imex_major, c, 0666));
   }
   NVDRA_RETURN_IF_ERROR(BuildDriver(MockDriverVersionNow(dir_, profile_.inventory.driver_version)));
   if (!PathExists(health_events_path())) {
@@ -264,6 +268,15 @@ Status MockDeviceLib::BuildDriver(const std::string& version) {
   return Status::Ok();
 }
 
+int MockImexChannelsMajorNow(const std::string& root) {
+  auto text = ReadFileToString(JoinPath(root, kMockImexChannelsMajorFile));
+  if (!text.ok()) return kMockImexChannelsMajor;
+  std::string t = *text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  auto major = ParseInt32(t);
+  return major.ok() && *major > 0 ? *major : kMockImexChannelsMajor;
+}
+
 std::string MockDriverVersionNow(const std::string& root, const std::string& profile_version) {
   auto state = ReadFileToString(JoinPath(root, kMockDriverStateFile));
   if (!state.ok()) return profile_version;
@@ -277,8 +290,24 @@ std::string MockDeviceLib::driver_ready_marker() const {
   return layout_ == MockLayout::kGpuOperator ? JoinPath(dir_, kGpuOperatorDriverReady) : "";
 }
 
+namespace {
+
+// The module unloaded: /proc/devices no longer lists the channels.
+Status DropImexChannelsMajor(const std::string& proc_devices) {
+  auto text = ReadFileToString(proc_devices);
+  if (!text.ok()) return Status::Ok();
+  std::string kept;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" nvidia-caps-imex-channels") == std::string::npos) kept += line + "\n";
+  }
+  return WriteFileAtomically(proc_devices, kept, 0644, false);
+}
+
+}  // namespace
+
 Status SwapMockDriver(const std::string& root, MockLayout layout, const MockProfile& profile,
-                      const std::string& version) {
+                      const std::string& version, int imex_channels_major) {
   if (version.empty() || version.find('/') != std::string::npos || version.find('\n') != std::string::npos) {
     return InvalidArgument("mock driver version \"" + version + "\" is not usable");
   }
@@ -293,8 +322,13 @@ Status SwapMockDriver(const std::string& root, MockLayout layout, const MockProf
     if (layout == MockLayout::kGpuOperator) ::unlink(JoinPath(root, kGpuOperatorDriverReady).c_str());
     const std::string drv = layout == MockLayout::kGpuOperator ? JoinPath(root, kGpuOperatorDriverRoot) : root;
     NVDRA_RETURN_IF_ERROR(RemoveMockDriverInstall(drv, now).Wrap("removing mock driver " + now));
+    NVDRA_RETURN_IF_ERROR(DropImexChannelsMajor(JoinPath(root, "proc/devices")));
   }
   if (version == kMockDriverGone) return Status::Ok();
+  if (imex_channels_major > 0) {
+    NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(root, kMockImexChannelsMajorFile),
+                                              std::to_string(imex_channels_major) + "\n", 0644, true));
+  }
   NVDRA_RETURN_IF_ERROR(WriteFileAtomically(state, version + "\n", 0644, true));
   // Building the node installs the new version's files, then its version
   // file and marker.

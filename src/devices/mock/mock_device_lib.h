@@ -62,10 +62,15 @@ inline constexpr const char* kGpuOperatorDriverReady = "/run/nvidia/validations/
 // The mock node's driver swap state, relative to the mock's root.
 inline constexpr const char* kMockDriverStateFile = "state/driver-version";
 inline constexpr const char* kMockDriverGone = "gone";
+// The major the loaded module gave nvidia-caps-imex-channels, once a swap
+// set one (kMockImexChannelsMajor before).
+inline constexpr const char* kMockImexChannelsMajorFile = "state/imex-channels-major";
 
 // The driver version the mock node under `root` runs: the swap state's, else
 // `profile_version`; kMockDriverGone while none is loaded.
 std::string MockDriverVersionNow(const std::string& root, const std::string& profile_version);
+// The nvidia-caps-imex-channels major of the mock node under `root`.
+int MockImexChannelsMajorNow(const std::string& root);
 
 struct MockNodeOptions {
   MockLayout layout = MockLayout::kPlain;
@@ -136,9 +141,12 @@ class MockDeviceLib final : public DeviceLib {
 // go, the driver's versioned files are removed, and discovery answers
 // NVML_ERROR_DRIVER_NOT_LOADED); a version installs that version's files,
 // then writes the version file and the marker, unloading the running one
-// first when it is another.
+// first when it is another. While the driver is gone /proc/devices lists no
+// nvidia-caps-imex-channels; `imex_channels_major` > 0 is the major the new
+// module registers it with (a module load may assign another one; the
+// channel nodes already under dev/ keep the old one, as on a real node).
 Status SwapMockDriver(const std::string& root, MockLayout layout, const MockProfile& profile,
-                      const std::string& version);
+                      const std::string& version, int imex_channels_major = 0);
 
 // Reads injected events from the mock's health-events file; every line is
 // handled once.

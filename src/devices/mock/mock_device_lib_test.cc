@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -89,6 +90,33 @@ TEST(MockDeviceLibTest, SwapInTheGpuOperatorLayoutTakesTheMarkerAway) {
   ASSERT_TRUE(SwapMockDriver(r, MockLayout::kGpuOperator, *profile, "580.65.06").ok());
   EXPECT_TRUE(PathExists(marker));
   EXPECT_TRUE(PathExists(r + kGpuOperatorDriverRoot + kMockLibDir + "/libcuda.so.580.65.06"));
+}
+
+// The channels' major goes with the module: none listed while the driver is
+// gone, the one the new module registered after; the node under dev/ stays.
+TEST(MockDeviceLibTest, SwapMayGiveTheImexChannelsAnotherMajor) {
+  nvdra::testing::TempDir t;
+  const std::string r = t.path() + "/mock";
+  auto lib = OpenMock("gb200x4", r);
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  auto profile = LoadMockProfile("gb200x4");
+  ASSERT_TRUE(profile.ok());
+  const std::string proc = (*lib)->proc_devices_path();
+  ASSERT_TRUE(SwapMockDriver(r, MockLayout::kPlain, *profile, kMockDriverGone).ok());
+  EXPECT_EQ(ReadCharDeviceMajor(proc, "nvidia-caps-imex-channels").status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE((*lib)->Discover().ok());
+  EXPECT_EQ(ReadCharDeviceMajor(proc, "nvidia-caps-imex-channels").status().code(), StatusCode::kNotFound)
+      << "a discovery while the driver is gone lists no channels";
+  ASSERT_TRUE(SwapMockDriver(r, MockLayout::kPlain, *profile, "580.65.06", 241).ok());
+  ASSERT_TRUE((*lib)->Discover().ok());
+  EXPECT_EQ(*ReadCharDeviceMajor(proc, "nvidia-caps-imex-channels"), 241);
+  EXPECT_EQ(MockImexChannelsMajorNow(r), 241);
+  EXPECT_TRUE(IsNode(r + "/dev/nvidia-caps-imex-channels/channel0"));
+  if (::geteuid() == 0) {
+    struct stat st;
+    ASSERT_EQ(::stat((r + "/dev/nvidia-caps-imex-channels/channel0").c_str(), &st), 0);
+    EXPECT_EQ(major(st.st_rdev), static_cast<unsigned>(kMockImexChannelsMajor)) << "the old node is stale now";
+  }
 }
 
 TEST(MockDeviceLibTest, BuildsFakeDriverRoot) {

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -530,32 +531,143 @@ DrmNodes FindDrmNodes(const DriverRoot& root, const std::string& pci_bus_id) {
   return out;
 }
 
-DriverFilesCache::DriverFilesCache(DriverRoot root, VersionSource version_source, std::string hook_path)
-    : root_(std::move(root)), version_source_(std::move(version_source)), hook_path_(std::move(hook_path)) {}
+DriverFilesCache::DriverFilesCache(DriverRoot root, VersionSource version_source, std::string hook_path,
+                                   HookInstaller reinstall_hook)
+    : root_(std::move(root)),
+      version_source_(std::move(version_source)),
+      hook_path_(std::move(hook_path)),
+      reinstall_hook_(std::move(reinstall_hook)) {}
+
+DriverFilesCache::Stamp DriverFilesCache::Look(const std::string& path) {
+  Stamp s;
+  s.path = path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return s;
+  s.exists = true;
+  s.dev = st.st_dev;
+  s.ino = st.st_ino;
+  s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  s.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return s;
+}
+
+std::string DriverFilesCache::InRoot(const std::string& container_path) const {
+  return base_ == "/" ? container_path : base_ + container_path;
+}
+
+// The directories holding the named files (a file removed, added or
+// renamed there changes the directory's mtime) and the hook itself (a new
+// binary is a new inode or ctime). A stamp of "" that exists never matches
+// a look: discovery again at the next call.
+std::vector<DriverFilesCache::Stamp> DriverFilesCache::StampsLocked() const {
+  std::set<std::string> dirs;
+  for (const auto* list : {&files_.libraries, &files_.ipc, &files_.firmware, &files_.binaries}) {
+    for (const auto& m : *list) dirs.insert(InRoot(Dirname(m.container_path)));
+  }
+  std::vector<Stamp> out;
+  for (const auto& d : dirs) out.push_back(Look(d));
+  if (!hook_path_.empty()) out.push_back(Look(hook_path_));
+  return out;
+}
+
+std::vector<std::string> DriverFilesCache::MissingLocked() const {
+  std::vector<std::string> out;
+  if (!have_) return out;
+  for (const auto* list : {&files_.libraries, &files_.ipc, &files_.firmware, &files_.binaries}) {
+    for (const auto& m : *list) {
+      if (!PathExists(InRoot(m.container_path))) out.push_back(m.host_path);
+    }
+  }
+  if (hook_seen_ && !PathExists(hook_path_)) out.push_back(hook_path_);
+  return out;
+}
 
 Status DriverFilesCache::RefreshLocked() {
-  if (have_ && !probe_.empty() && PathExists(probe_)) return Status::Ok();
-  auto version = version_source_();
-  if (!version.ok()) return version.status().Wrap("driver version");
-  if (have_ && *version == files_.driver_version && (probe_.empty() || PathExists(probe_))) return Status::Ok();
-  auto files = DiscoverDriverFiles(root_, *version);
-  if (!files.ok()) return files.status().Wrap("discover driver files");
   if (have_) {
-    NVDRA_INFO("driver files: driver {} replaced {}; {} libraries", *version, files_.driver_version,
-                 files->libraries.size());
+    bool same = true;
+    for (const auto& s : stamps_) same = same && Look(s.path) == s;
+    if (same) return Status::Ok();
   }
-  files_ = std::move(files).value();
-  edits_ = std::make_shared<const cdi::ContainerEdits>(files_.Edits(hook_path_));
-  have_ = true;
-  probe_.clear();
-  // Probe through the container view of the first library.
-  if (!files_.libraries.empty()) {
-    char resolved[PATH_MAX];
-    std::string base = ::realpath(root_.container_root().c_str(), resolved) ? resolved : root_.container_root();
-    const std::string& in_root = files_.libraries.front().container_path;
-    probe_ = base == "/" ? in_root : base + in_root;
+  if (reinstall_hook_ && !hook_path_.empty() && !PathExists(hook_path_)) {
+    Status put = reinstall_hook_();
+    if (put.ok()) NVDRA_WARN("the CDI hook {} was gone: installed it again", hook_path_);
+    if (!put.ok()) NVDRA_WARN("the CDI hook {} is gone and cannot be installed again: {}", hook_path_, put.message());
   }
+  std::string version = files_.driver_version;
+  if (!have_ || probe_.empty() || !PathExists(probe_)) {
+    auto asked = version_source_();
+    if (!asked.ok()) return asked.status().Wrap("driver version");
+    version = *asked;
+  }
+  auto files = DiscoverDriverFiles(root_, version);
+  if (!files.ok()) return files.status().Wrap("discover driver files");
+  Replace(std::move(files).value());
   return Status::Ok();
+}
+
+// The generation moves when the edits changed or a file they named is gone
+// (a hook that is not ours to put back leaves the same edits).
+void DriverFilesCache::Replace(DriverFiles files) {
+  const size_t gone_before = gone_.size();
+  for (const auto& path : MissingLocked()) {
+    if (std::find(missing_.begin(), missing_.end(), path) != missing_.end()) continue;  // told already
+    if (std::find(gone_.begin(), gone_.end(), path) == gone_.end()) gone_.push_back(path);
+  }
+  cdi::ContainerEdits edits = files.Edits(hook_path_);
+  const bool changed = edits_ == nullptr || !(edits == *edits_);
+  if (have_ && files.driver_version != files_.driver_version) {
+    NVDRA_INFO("driver files: driver {} replaced {}; {} libraries", files.driver_version, files_.driver_version,
+               files.libraries.size());
+  } else if (have_ && changed) {
+    NVDRA_INFO("driver files of driver {} changed (the driver's or the container toolkit's files replaced): {} "
+               "libraries, hook {}",
+               files.driver_version, files.libraries.size(), hook_path_.empty() ? "none" : hook_path_);
+  }
+  files_ = std::move(files);
+  if (changed) edits_ = std::make_shared<const cdi::ContainerEdits>(std::move(edits));
+  if (changed || gone_.size() > gone_before) generation_++;
+  have_ = true;
+  char resolved[PATH_MAX];
+  base_ = ::realpath(root_.container_root().c_str(), resolved) ? resolved : root_.container_root();
+  // Probe through the container view of the first library.
+  probe_ = files_.libraries.empty() ? "" : InRoot(files_.libraries.front().container_path);
+  hook_seen_ = hook_seen_ || (!hook_path_.empty() && PathExists(hook_path_));
+  stamps_ = StampsLocked();
+  missing_ = MissingLocked();
+  if (LookAgainLocked()) stamps_.push_back(Stamp{"", true});
+}
+
+// Whether the stamps may miss a change: a file named is gone already (it
+// went while it was discovered; a hook that is gone is in the stamps, and
+// its return changes them), or a path changed within the last second (an
+// mtime moves in clock ticks: a second change in the same tick would not
+// show). Then the next call discovers again.
+bool DriverFilesCache::LookAgainLocked() const {
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  for (const auto& s : stamps_) {
+    if (s.exists && now_ns - std::max(s.mtime_ns, s.ctime_ns) < 1000000000) return true;
+  }
+  const bool hook_gone = hook_seen_ && !PathExists(hook_path_);
+  return missing_.size() > (hook_gone ? 1u : 0u);
+}
+
+uint64_t DriverFilesCache::generation() {
+  MutexLock l(mu_);
+  return generation_;
+}
+
+std::vector<std::string> DriverFilesCache::TakeGoneFiles() {
+  MutexLock l(mu_);
+  std::vector<std::string> out;
+  out.swap(gone_);
+  return out;
+}
+
+std::vector<std::string> DriverFilesCache::MissingFiles() {
+  MutexLock l(mu_);
+  return MissingLocked();
 }
 
 Result<DriverFiles> DriverFilesCache::Files() {

@@ -78,14 +78,23 @@ Result<std::string> ResolveInRoot(const std::string& root, const std::string& pa
 // Discovered once, kept while the driver stays: Get() re-discovers when
 // `version_source` reports another version than the cached one. The version
 // is only asked again when a cached library disappeared (an upgrade removes
-// the old files), so a steady node costs one stat per call.
+// the old files). The files can also change under a steady driver: the
+// NVIDIA Container Toolkit's DaemonSet replaced (a new hook binary), a
+// library or firmware file removed or added. So each call stats the
+// directories that hold the named files and the hook (a few stats: a
+// removal or rename in a directory changes its mtime), and discovers again
+// when one changed, so the next claim's spec names the files there now.
 class DriverFilesCache {
  public:
   using VersionSource = std::function<Result<std::string>()>;
-  DriverFilesCache(DriverRoot root, VersionSource version_source, std::string hook_path);
+  // Puts the hook back where the specs name it when it is gone (the
+  // plugin's own copy); null when the hook is not the plugin's to install.
+  using HookInstaller = std::function<Status()>;
+  DriverFilesCache(DriverRoot root, VersionSource version_source, std::string hook_path,
+                   HookInstaller reinstall_hook = nullptr);
 
   // The spec-level edits for GPU containers: built once per discovery and
-  // shared by every claim's spec until the driver changes, since a claim
+  // shared by every claim's spec until the files change, since a claim
   // spec carries every mount of the driver's files.
   Result<std::shared_ptr<const cdi::ContainerEdits>> CommonEdits() EXCLUDES(mu_);
   Result<DriverFiles> Files() EXCLUDES(mu_);
@@ -93,17 +102,53 @@ class DriverFilesCache {
   const std::string& hook_path() const { return hook_path_; }
   const DriverRoot& root() const { return root_; }
 
+  // Moves when the edits changed or a file they named is gone: specs
+  // written before may name files that are gone.
+  uint64_t generation() EXCLUDES(mu_);
+  // The host paths that specs built before the last discoveries named and
+  // that were gone when the files were discovered again (the hook
+  // included), since the previous call.
+  std::vector<std::string> TakeGoneFiles() EXCLUDES(mu_);
+  // The host paths the current edits name that do not exist now: the
+  // files (through this process's view of the driver root) and the hook
+  // once this process has seen it (a hook the flag names on the host may
+  // not be visible here). A stat per file: for a check after a change.
+  std::vector<std::string> MissingFiles() EXCLUDES(mu_);
+
  private:
+  // What a watched path was at the last look.
+  struct Stamp {
+    std::string path;
+    bool exists = false;
+    uint64_t dev = 0, ino = 0;
+    int64_t mtime_ns = 0, ctime_ns = 0;
+    bool operator==(const Stamp&) const = default;
+  };
+  static Stamp Look(const std::string& path);
+  std::vector<Stamp> StampsLocked() const REQUIRES(mu_);
+  // The container view of a file's path inside the driver root.
+  std::string InRoot(const std::string& container_path) const REQUIRES(mu_);
+  std::vector<std::string> MissingLocked() const REQUIRES(mu_);
   Status RefreshLocked() REQUIRES(mu_);
+  void Replace(DriverFiles files) REQUIRES(mu_);
+  bool LookAgainLocked() const REQUIRES(mu_);
   DriverRoot root_;
   VersionSource version_source_;
   std::string hook_path_;
+  HookInstaller reinstall_hook_;
   Mutex mu_;
   bool have_ GUARDED_BY(mu_) = false;
   DriverFiles files_ GUARDED_BY(mu_);
   std::shared_ptr<const cdi::ContainerEdits> edits_ GUARDED_BY(mu_);
-  // A cached library (container view) whose absence triggers a refresh.
+  // A cached library (container view) whose absence means another driver.
   std::string probe_ GUARDED_BY(mu_);
+  // The driver root as this process sees it, symlinks resolved.
+  std::string base_ GUARDED_BY(mu_);
+  std::vector<Stamp> stamps_ GUARDED_BY(mu_);
+  bool hook_seen_ GUARDED_BY(mu_) = false;
+  uint64_t generation_ GUARDED_BY(mu_) = 0;
+  std::vector<std::string> gone_ GUARDED_BY(mu_);
+  std::vector<std::string> missing_ GUARDED_BY(mu_);  // named and missing after the last discovery
 };
 
 // Sets up the hook binary the specs name, as upstream does with its own: a

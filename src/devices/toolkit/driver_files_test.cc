@@ -350,6 +350,105 @@ TEST(DriverFilesTest, CacheRefreshesWhenTheDriverChanges) {
   EXPECT_EQ(c->get(), b->get());
 }
 
+std::vector<std::string> MountedPaths(const cdi::ContainerEdits& e) {
+  std::vector<std::string> out;
+  for (const auto& m : e.mounts) out.push_back(m.container_path);
+  return out;
+}
+
+// Under a steady driver the toolkit's DaemonSet may replace the hook, and a
+// library may go or come: the next edits name what is there now, without
+// asking the driver's version again, and what specs named and is gone is
+// told once.
+TEST(DriverFilesTest, CacheFollowsTheFilesAndTheHookUnderASteadyDriver) {
+  nvdra::testing::TempDir tmp;
+  Tree t(tmp.path() + "/root");
+  t.Lib("/usr/lib64", "libcuda", "1", "550.1");
+  t.Lib("/usr/lib64", "libnvidia-ptxjitcompiler", "1", "550.1");
+  const std::string hook = tmp.path() + "/plugin/nvidia-cdi-hook";
+  ASSERT_TRUE(MakeDirectories(tmp.path() + "/plugin", 0755).ok());
+  ASSERT_TRUE(WriteFileAtomically(hook, "#!/bin/sh\nexit 0\n", 0755, false).ok());
+  int asked = 0, installs = 0;
+  DriverFilesCache cache(
+      DriverRoot(t.root(), "/"), [&]() -> Result<std::string> { return ++asked, std::string("550.1"); }, hook,
+      [&] {
+        installs++;
+        return WriteFileAtomically(hook, "#!/bin/sh\nexit 0\n", 0755, false);
+      });
+  auto a = cache.CommonEdits();
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(Has(MountedPaths(**a), "/usr/lib64/libnvidia-ptxjitcompiler.so.550.1"));
+  const uint64_t first = cache.generation();
+  ASSERT_TRUE(cache.CommonEdits().ok());
+  EXPECT_EQ(cache.generation(), first) << "nothing changed: nothing discovered again";
+  EXPECT_TRUE(cache.MissingFiles().empty());
+
+  // A library removed: gone from the next edits, and told once.
+  std::string ptx_host;
+  for (const auto& m : (*a)->mounts) {
+    if (m.container_path == "/usr/lib64/libnvidia-ptxjitcompiler.so.550.1") ptx_host = m.host_path;
+  }
+  ASSERT_EQ(::unlink((t.root() + "/usr/lib64/libnvidia-ptxjitcompiler.so.550.1").c_str()), 0);
+  EXPECT_EQ(cache.MissingFiles(), std::vector<std::string>{ptx_host}) << "the edits held still name it";
+  auto b = cache.CommonEdits();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_FALSE(Has(MountedPaths(**b), "/usr/lib64/libnvidia-ptxjitcompiler.so.550.1"));
+  EXPECT_TRUE(Has(MountedPaths(**b), "/usr/lib64/libcuda.so.550.1"));
+  EXPECT_GT(cache.generation(), first);
+  EXPECT_EQ(cache.TakeGoneFiles(), std::vector<std::string>{ptx_host});
+  EXPECT_TRUE(cache.TakeGoneFiles().empty());
+  EXPECT_TRUE(cache.MissingFiles().empty());
+  EXPECT_EQ(asked, 1) << "the driver's libcuda is still there: the same driver";
+
+  // A library added comes with the next edits.
+  t.Lib("/usr/lib64", "libnvidia-encode", "1", "550.1");
+  auto c = cache.CommonEdits();
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(Has(MountedPaths(**c), "/usr/lib64/libnvidia-encode.so.550.1"));
+
+  // The hook replaced (a new inode, as a new toolkit installs it): the
+  // specs name its path, which holds the new binary; nothing is gone.
+  uint64_t before = cache.generation();
+  ASSERT_TRUE(WriteFileAtomically(hook, "#!/bin/sh\nexit 0 # v2\n", 0755, false).ok());
+  auto d = cache.CommonEdits();
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(cache.generation(), before);
+  ASSERT_FALSE((*d)->hooks.empty());
+  EXPECT_EQ((*d)->hooks[0].path, hook);
+  EXPECT_TRUE(cache.MissingFiles().empty());
+  // The hook removed: put back before the edits name it again.
+  ASSERT_EQ(::unlink(hook.c_str()), 0);
+  ASSERT_TRUE(cache.CommonEdits().ok());
+  EXPECT_EQ(installs, 1);
+  EXPECT_TRUE(PathExists(hook));
+  EXPECT_TRUE(cache.TakeGoneFiles().empty());
+}
+
+// A hook that is not the plugin's to install (the toolkit's, by the flag)
+// and is gone is told, and named by the missing files until it is back.
+TEST(DriverFilesTest, CacheTellsOfAToolkitHookThatIsGone) {
+  nvdra::testing::TempDir tmp;
+  Tree t(tmp.path() + "/root");
+  t.Lib("/usr/lib64", "libcuda", "1", "550.1");
+  const std::string hook = tmp.path() + "/toolkit/nvidia-cdi-hook";
+  ASSERT_TRUE(MakeDirectories(tmp.path() + "/toolkit", 0755).ok());
+  ASSERT_TRUE(WriteFileAtomically(hook, "#!/bin/sh\n", 0755, false).ok());
+  DriverFilesCache cache(DriverRoot(t.root(), "/"), [] { return Result<std::string>(std::string("550.1")); }, hook);
+  ASSERT_TRUE(cache.CommonEdits().ok());
+  ASSERT_EQ(::unlink(hook.c_str()), 0);
+  ASSERT_TRUE(cache.CommonEdits().ok());
+  EXPECT_EQ(cache.TakeGoneFiles(), std::vector<std::string>{hook});
+  EXPECT_EQ(cache.MissingFiles(), std::vector<std::string>{hook});
+  const uint64_t gone = cache.generation();
+  EXPECT_GT(gone, 1u) << "a file named is gone: the specs need a look";
+  ASSERT_TRUE(cache.CommonEdits().ok());
+  EXPECT_EQ(cache.generation(), gone) << "a hook that stays gone is no change";
+  ASSERT_TRUE(WriteFileAtomically(hook, "#!/bin/sh\n", 0755, false).ok());
+  ASSERT_TRUE(cache.CommonEdits().ok());
+  EXPECT_TRUE(cache.MissingFiles().empty());
+  EXPECT_TRUE(cache.TakeGoneFiles().empty());
+}
+
 TEST(DriverFilesTest, InstallCdiHook) {
   nvdra::testing::TempDir tmp;
   auto flag = InstallCdiHook("/host/bin/nvidia-cdi-hook", "/nonexistent", tmp.path());
