@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "computedomain/compute_domain_undo.h"
-#include "gpu/gpu_undo.h"
+#include "gpu/gpu_undo_pieces.h"
 #include "util/json_depth.h"
 #include "util/json_reader.h"
 
@@ -76,7 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!nvdra::CheckJsonDepth(text, "undo record").ok()) return 0;
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return 0;
-  RoundTrip<nvdra::gpu::GpuUndo>(j, nvdra::gpu::DecodeGpuUndo, nvdra::gpu::EncodeGpuUndo);
+  RoundTrip<nvdra::gpu::GpuUndo>(
+      j, [](const json& x) { return nvdra::gpu::DecodeGpuUndo(x); }, nvdra::gpu::EncodeGpuUndo);
   RoundTrip<nvdra::computedomain::ComputeDomainUndo>(j, nvdra::computedomain::DecodeComputeDomainUndo,
                                                      nvdra::computedomain::EncodeComputeDomainUndo);
   Reader(j);

@@ -75,7 +75,7 @@ Result<cdi::ContainerEdits> DynamicMigType::Edits(const GpuDevice& device, const
 
 Result<cdi::ContainerEdits> DynamicMigType::Edits(const GpuDevice& device, const GpuUndo& undo,
                                                   const GpuContainerEdits& edits) const {
-  for (const auto& m : undo.mig) {
+  for (const auto& m : undo.Of<MigUndo>().devices) {
     if (m.device != device.name) continue;
     if (!m.gi_id || !m.ci_id) return FailedPrecondition("MIG device " + PlacementName(m) + " was not created");
     devices::MigDeviceInfo info;
@@ -100,7 +100,7 @@ Status DynamicMigType::Plan(const std::vector<const GpuDevice*>& devices, GpuUnd
     m.ci_profile_id = d->profile->ci_profile_id;
     m.placement_start = d->placement->start;
     m.placement_size = d->placement->size;
-    undo.mig.push_back(std::move(m));
+    undo.Get<MigUndo>().devices.push_back(std::move(m));
   }
   return Status::Ok();
 }
@@ -144,8 +144,8 @@ Status DynamicMigType::CheckWired() const {
 }
 
 Status DynamicMigType::Apply(GpuUndo& undo) {
-  if (!undo.mig.empty()) NVDRA_RETURN_IF_ERROR(CheckWired());
-  for (auto& m : undo.mig) NVDRA_RETURN_IF_ERROR(ApplyOne(m));
+  if (!undo.Of<MigUndo>().devices.empty()) NVDRA_RETURN_IF_ERROR(CheckWired());
+  for (auto& m : undo.Get<MigUndo>().devices) NVDRA_RETURN_IF_ERROR(ApplyOne(m));
   return Status::Ok();
 }
 
@@ -177,13 +177,13 @@ Status DynamicMigType::UndoOne(const MigDeviceUndo& m) {
 }
 
 Status DynamicMigType::Undo(const std::string& claim_uid, const GpuUndo& undo) {
-  if (!undo.mig.empty()) NVDRA_RETURN_IF_ERROR(CheckWired());
+  if (!undo.Of<MigUndo>().devices.empty()) NVDRA_RETURN_IF_ERROR(CheckWired());
   Status first;
-  for (const auto& m : undo.mig) {
+  for (const auto& m : undo.Of<MigUndo>().devices) {
     Status s = UndoOne(m);
     if (!s.ok() && first.ok()) first = s;
   }
-  for (const auto& raw : undo.unreadable_mig) {
+  for (const auto& raw : undo.Of<MigUndo>().unreadable) {
     NVDRA_WARN("claim {}: skipping a MIG item of its undo record this version cannot read: {}", claim_uid, raw.dump());
   }
   return first;
@@ -203,12 +203,14 @@ Result<int> DynamicMigType::SweepOrphans(const UndoRecords& undo_records, bool d
   int destroyed = 0;
   std::set<std::string> in_use;  // GPUs with a MIG device that stays, or a record naming them
   for (const auto& r : records) {
-    for (const auto& m : r.mig) in_use.insert(m.parent_uuid);
+    for (const auto& m : r.Of<MigUndo>().devices) in_use.insert(m.parent_uuid);
   }
   for (const auto& i : found) {
     bool owned = false;
     for (const auto& r : records) {
-      for (const auto& m : r.mig) owned = owned || (m.parent_uuid == i.parent_uuid && SamePlacement(i, m));
+      for (const auto& m : r.Of<MigUndo>().devices) {
+        owned = owned || (m.parent_uuid == i.parent_uuid && SamePlacement(i, m));
+      }
     }
     if (owned) {
       in_use.insert(i.parent_uuid);

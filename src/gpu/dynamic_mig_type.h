@@ -21,6 +21,7 @@
 
 #include "devices/gpu_control.h"
 #include "gpu/gpu_device_type.h"
+#include "gpu/mig_undo.h"
 
 namespace nvdra::gpu {
 

@@ -157,10 +157,10 @@ TEST_F(DynamicMigTest, ClaimsHoldTheirMemorySlices) {
   // The record names the placement before anything is created.
   auto undo = DecodeGpuUndo(mig->undo);
   ASSERT_TRUE(undo.ok());
-  ASSERT_EQ(undo->mig.size(), 1u);
-  EXPECT_EQ(undo->mig[0].gi_profile_id, 9);
-  EXPECT_EQ(undo->mig[0].placement_start, 4);
-  EXPECT_FALSE(undo->mig[0].gi_id.has_value());
+  ASSERT_EQ(undo->Of<MigUndo>().devices.size(), 1u);
+  EXPECT_EQ(undo->Of<MigUndo>().devices[0].gi_profile_id, 9);
+  EXPECT_EQ(undo->Of<MigUndo>().devices[0].placement_start, 4);
+  EXPECT_FALSE(undo->Of<MigUndo>().devices[0].gi_id.has_value());
   EXPECT_TRUE(Instances(0).empty());
 }
 
@@ -178,8 +178,8 @@ TEST_F(DynamicMigTest, PrepareCreatesTheMigDeviceAndUnprepareDestroysIt) {
   EXPECT_EQ(instances[0].placement_start, 2);
   auto undo = DecodeGpuUndo(p->undo);
   ASSERT_TRUE(undo.ok());
-  EXPECT_EQ(undo->mig[0].gi_id, instances[0].gi_id);
-  EXPECT_EQ(undo->mig[0].uuid, instances[0].uuid);
+  EXPECT_EQ(undo->Of<MigUndo>().devices[0].gi_id, instances[0].gi_id);
+  EXPECT_EQ(undo->Of<MigUndo>().devices[0].uuid, instances[0].uuid);
   // The container gets the parent's nodes and the MIG device's caps nodes.
   auto out = driver::BuildClaimOutput(*cdi_, w.uid, w.results, p->edits);
   std::string json = cdi::RenderJson(out.spec);
@@ -283,8 +283,9 @@ TEST_F(DynamicMigTest, AGpuInstanceWithoutComputeInstanceIsReplacedAtPrepare) {
   ASSERT_EQ(instances.size(), 1u);
   auto undo = DecodeGpuUndo(p->undo);
   ASSERT_TRUE(undo.ok());
-  EXPECT_EQ(undo->mig[0].uuid, instances[0].uuid) << "the claim has a complete MIG device, not the remnant";
-  EXPECT_FALSE(undo->mig[0].uuid.empty());
+  EXPECT_EQ(undo->Of<MigUndo>().devices[0].uuid, instances[0].uuid)
+      << "the claim has a complete MIG device, not the remnant";
+  EXPECT_FALSE(undo->Of<MigUndo>().devices[0].uuid.empty());
 }
 
 TEST_F(DynamicMigTest, TheSweepDestroysMigDevicesNoRecordOwns) {
@@ -296,14 +297,14 @@ TEST_F(DynamicMigTest, TheSweepDestroysMigDevicesNoRecordOwns) {
   ASSERT_TRUE(lib_->control().CreateMigInstance(inventory_.gpus[0].uuid, 9, 2, 4).ok());  // leaked
   ASSERT_TRUE(lib_->control().CreateMigInstance(inventory_.gpus[3].uuid, 0, 4, 0).ok());  // leaked
   std::vector<nlohmann::json> records = {p->undo, nlohmann::json::parse(R"({"version": 99, "mig": 3})")};
-  auto swept = kind_->SweepOrphanMigDevices([&]() -> Result<std::vector<nlohmann::json>> { return records; });
+  auto swept = kind_->SweepOrphans([&]() -> Result<std::vector<nlohmann::json>> { return records; });
   ASSERT_TRUE(swept.ok()) << swept.status().ToString();
   EXPECT_EQ(*swept, 2);
   auto left = Instances(0);
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].placement_start, 0);
   EXPECT_TRUE(Instances(3).empty());
-  auto none = kind_->SweepOrphanMigDevices([&]() -> Result<std::vector<nlohmann::json>> { return records; });
+  auto none = kind_->SweepOrphans([&]() -> Result<std::vector<nlohmann::json>> { return records; });
   EXPECT_EQ(*none, 0);
 }
 
@@ -311,7 +312,7 @@ TEST_F(DynamicMigTest, TheSweepAtStartTurnsIdleMigModeOffAsUpstream) {
   ASSERT_TRUE(MigMode(1));
   ASSERT_TRUE(MigMode(3));
   std::vector<nlohmann::json> records;
-  auto periodic = kind_->SweepOrphanMigDevices([&]() -> Result<std::vector<nlohmann::json>> { return records; });
+  auto periodic = kind_->SweepOrphans([&]() -> Result<std::vector<nlohmann::json>> { return records; });
   ASSERT_TRUE(periodic.ok()) << periodic.status().ToString();
   EXPECT_TRUE(MigMode(1)) << "only the pass at start turns MIG mode off";
   // A claim planned on gpu-0 (MIG mode on for it, its device not yet made)
@@ -321,7 +322,7 @@ TEST_F(DynamicMigTest, TheSweepAtStartTurnsIdleMigModeOffAsUpstream) {
   ASSERT_TRUE(plan.ok());
   ASSERT_TRUE(lib_->control().SetMigMode(inventory_.gpus[0].uuid, true).ok());
   records = {plan->undo};
-  auto at_start = kind_->SweepOrphanMigDevices([&]() -> Result<std::vector<nlohmann::json>> { return records; },
+  auto at_start = kind_->SweepOrphans([&]() -> Result<std::vector<nlohmann::json>> { return records; },
                                                /*disable_idle_mig_mode=*/true);
   ASSERT_TRUE(at_start.ok()) << at_start.status().ToString();
   EXPECT_TRUE(MigMode(0)) << "a record names a placement on it";
@@ -394,7 +395,7 @@ class DynamicMigNvmlTest : public ::testing::Test {
     for (const auto& d : devices_) {
       if (d.name == name) EXPECT_TRUE(type_->Plan({&d}, undo).ok());
     }
-    EXPECT_EQ(undo.mig.size(), 1u) << name;
+    EXPECT_EQ(undo.Of<MigUndo>().devices.size(), 1u) << name;
     return undo;
   }
   std::vector<devices::MigInstance> Instances() {
@@ -427,13 +428,13 @@ TEST_F(DynamicMigNvmlTest, PublishesNvmlsPlacementsAndCreatesAndDestroysThroughI
   ASSERT_EQ(made.size(), 1u);
   EXPECT_EQ(made[0].placement_start, 2);
   EXPECT_EQ(made[0].placement_size, 2);
-  ASSERT_TRUE(undo.mig[0].gi_id && undo.mig[0].ci_id);
-  EXPECT_EQ(*undo.mig[0].gi_id, made[0].gi_id);
-  EXPECT_EQ(undo.mig[0].uuid, made[0].uuid);
+  ASSERT_TRUE(undo.Of<MigUndo>().devices[0].gi_id && undo.Of<MigUndo>().devices[0].ci_id);
+  EXPECT_EQ(*undo.Of<MigUndo>().devices[0].gi_id, made[0].gi_id);
+  EXPECT_EQ(undo.Of<MigUndo>().devices[0].uuid, made[0].uuid);
   // A retry of the planned record takes the device at the placement.
   GpuUndo again = Planned("gpu-0-mig-2g20gb-14-2");
   ASSERT_TRUE(type_->Apply(again).ok());
-  EXPECT_EQ(again.mig[0].uuid, made[0].uuid);
+  EXPECT_EQ(again.Of<MigUndo>().devices[0].uuid, made[0].uuid);
   EXPECT_EQ(Instances().size(), 1u);
   // The full GPU's placement overlaps it: NVML refuses.
   GpuUndo full = Planned("gpu-0-mig-7g80gb-0-0");

@@ -25,7 +25,7 @@
 
 #include "devices/device_info.h"
 #include "devices/fabric_manager.h"
-#include "gpu/gpu_undo.h"
+#include "gpu/fabric_partition_undo.h"
 #include "model/published_device.h"
 #include "util/mutex.h"
 

@@ -232,7 +232,7 @@ TEST_F(FabricPartitionsTest, SweepDeactivatesOnlyPartitionsNoRecordNames) {
   // cannot otherwise read still owns the partition it names.
   json newer = {{"version", 9}, {"devices", "not a list"}, {"fabricPartition", {{"id", 5}}}};
   int asked = 0;
-  auto swept = kind_->SweepOrphanFabricPartitions([&]() -> Result<std::vector<json>> {
+  auto swept = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
     ++asked;
     return std::vector<json>{newer};
   });
@@ -246,14 +246,14 @@ TEST_F(FabricPartitionsTest, SweepDeactivatesOnlyPartitionsNoRecordNames) {
   ASSERT_TRUE(kind_->Prepare(gone, *gone_plan).ok());
   for (const json& foreign : {json{{"version", 1}, {"devices", json::array()}, {"legacyCheckpoint", {{"x", 1}}}},
                               json{{"rebuilt", {{"from", "spec"}}}}}) {
-    auto kept_by_import = kind_->SweepOrphanFabricPartitions([&]() -> Result<std::vector<json>> {
+    auto kept_by_import = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
       return std::vector<json>{kept_plan->undo, foreign, json()};
     });
     ASSERT_TRUE(kept_by_import.ok());
     EXPECT_EQ(*kept_by_import, 0) << foreign.dump();
     EXPECT_EQ(Active(), (std::vector<int>{5, 6}));
   }
-  auto tombstone = kind_->SweepOrphanFabricPartitions([&]() -> Result<std::vector<json>> {
+  auto tombstone = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
     return std::vector<json>{kept_plan->undo, json()};
   });
   ASSERT_TRUE(tombstone.ok());
@@ -262,7 +262,7 @@ TEST_F(FabricPartitionsTest, SweepDeactivatesOnlyPartitionsNoRecordNames) {
   asked = 0;
   // Once nothing is active, the sweep does not even read the records.
   ASSERT_TRUE(kind_->Unprepare("uid-k", kept_plan->undo).ok());
-  auto none = kind_->SweepOrphanFabricPartitions([&]() -> Result<std::vector<json>> {
+  auto none = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
     ++asked;
     return std::vector<json>{};
   });
@@ -280,7 +280,7 @@ TEST_F(FabricPartitionsTest, ActivationOutlivesThePluginAndAKindWithoutTheGateLe
   kind_.reset();
   // A new plugin on the same node sees the partition active and owned.
   auto again = NewKind(gates_, true);
-  auto swept = again->SweepOrphanFabricPartitions([&]() -> Result<std::vector<json>> {
+  auto swept = again->SweepOrphans([&]() -> Result<std::vector<json>> {
     return std::vector<json>{prepared->undo};
   });
   ASSERT_TRUE(swept.ok());
@@ -317,7 +317,7 @@ TEST_F(FabricPartitionsTest, WithConsumableSharesThePartitionStaysWhileAnotherCl
 TEST(FabricPartitionUndoTest, RoundTripsAndKeepsWhatItCannotRead) {
   GpuUndo u;
   u.devices = {"gpu-0", "gpu-1"};
-  u.fabric_partition = FabricPartitionUndo{3, {1, 2}, json::object()};
+  u.Get<FabricUndo>().partition = FabricPartitionUndo{3, {1, 2}, json::object()};
   json j = EncodeGpuUndo(u);
   EXPECT_EQ(j["fabricPartition"], json::parse(R"({"id": 3, "gpuModuleIDs": [1, 2]})"));
   auto back = DecodeGpuUndo(j);
@@ -332,12 +332,12 @@ TEST(FabricPartitionUndoTest, RoundTripsAndKeepsWhatItCannotRead) {
   json odd = {{"version", 1}, {"devices", json::array()}, {"fabricPartition", "3"}};
   back = DecodeGpuUndo(odd);
   ASSERT_TRUE(back.ok());
-  EXPECT_FALSE(back->fabric_partition.has_value());
+  EXPECT_EQ(back->Find<FabricUndo>(), nullptr);
   EXPECT_EQ(EncodeGpuUndo(*back)["fabricPartition"], "3");
   // Older records have none.
   back = DecodeGpuUndo(json{{"version", 1}, {"devices", {"gpu-0"}}});
   ASSERT_TRUE(back.ok());
-  EXPECT_FALSE(back->fabric_partition.has_value());
+  EXPECT_EQ(back->Find<FabricUndo>(), nullptr);
   EXPECT_FALSE(EncodeGpuUndo(*back).contains("fabricPartition"));
 }
 

@@ -8,6 +8,8 @@
 #include "gpu/gpu_config_kinds.h"
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_undo.h"
+#include "gpu/mps_undo.h"
+#include "gpu/time_slicing_undo.h"
 #include "ledger/go_json.h"
 #include "ledger/legacy_checkpoint.h"
 
@@ -129,7 +131,7 @@ nlohmann::json GpuCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e, const
       }
       std::sort(d.uuids.begin(), d.uuids.end());
       std::sort(d.exclusive_process.begin(), d.exclusive_process.end());
-      undo.mps.push_back(std::move(d));
+      undo.Get<MpsUndo>().daemons.push_back(std::move(d));
     }
     std::optional<int> interval;
     if (!TimeSliceApplied(g, claim, interval)) continue;
@@ -139,7 +141,8 @@ nlohmann::json GpuCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e, const
       const nlohmann::json* info = ledger::GoField(d.member, {"info"});
       std::string uuid = info != nullptr ? ledger::GoStr(*info, {"uuid"}) : "";
       if (uuid.empty()) continue;
-      undo.time_slicing.push_back({d.device.device, uuid, interval.value_or(0), nlohmann::json::object()});
+      undo.Get<TimeSlicingUndo>().items.push_back(
+          {d.device.device, uuid, interval.value_or(0), nlohmann::json::object()});
     }
   }
   return EncodeGpuUndo(undo);

@@ -1,10 +1,10 @@
-// One type of device the GPU kind serves: full GPUs, static MIG devices,
-// dynamic MIG devices and VFIO passthrough GPUs. A type says
+// One type of device the GPU kind serves (the types are listed in
+// gpu_handlers.cc). A type says
 // which of the node's hardware it publishes under which names, how it is
 // published, which opaque config kind applies to it, and what a container
 // of a claim on one of its devices gets, and, for a type with node-side
-// work (dynamic MIG creates its MIG device, passthrough binds the GPU to
-// vfio-pci), what Prepare does and Unprepare reverses. GpuKind holds no
+// work (one that creates its device, or moves the GPU to another driver),
+// what Prepare does and Unprepare reverses. GpuKind holds no
 // per-type code: a new type is a new file plus one line in gpu_handlers.cc.
 #pragma once
 
@@ -41,6 +41,13 @@ struct GpuDevice {
   // only the other name (one imported from the Go driver's checkpoint)
   // still refuses it. Empty without a twin.
   std::string twin = {};
+};
+
+// The claim's devices by name, as Plan sees them.
+class GpuDeviceLookup {
+ public:
+  virtual ~GpuDeviceLookup() = default;
+  virtual const GpuDevice* Find(const std::string& name) const = 0;
 };
 
 class GpuDeviceType {
@@ -80,7 +87,7 @@ class GpuDeviceType {
   // type, recorded in `undo` (so that a crash at any later step leaves a
   // record Unprepare can act on); at Prepare, doing it (idempotent: it runs
   // again after a failure, a crash or a reboot); at Unprepare, reversing it
-  // from the record alone. Full GPUs and static MIG devices have none.
+  // from the record alone. Most types have none.
   virtual Status Plan(const std::vector<const GpuDevice*>& devices, GpuUndo& undo) const { return Status::Ok(); }
   // Apply may complete the record (what it created); the record is written
   // again with PrepareCompleted.

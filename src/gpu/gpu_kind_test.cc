@@ -4,6 +4,7 @@
 
 #include "gpu/full_gpu_type.h"
 #include "gpu/gpu_handlers.h"
+#include "gpu/time_slicing_undo.h"
 
 #include <gtest/gtest.h>
 
@@ -192,7 +193,8 @@ TEST_F(GpuKindTest, ATimeSliceTheGoDriverSetIsResetAtUnprepare) {
   ASSERT_EQ(imported->entries.size(), 3u);
   auto undo = DecodeGpuUndo(imported->entries[0].undo);
   ASSERT_TRUE(undo.ok()) << undo.status().ToString();
-  EXPECT_EQ(undo->time_slicing, (std::vector<TimeSliceUndo>{{"gpu-2", u2, 3, nlohmann::json::object()}}));
+  EXPECT_EQ(undo->Of<TimeSlicingUndo>().items,
+            (std::vector<TimeSliceUndo>{{"gpu-2", u2, 3, nlohmann::json::object()}}));
   for (const auto& e : imported->entries) ASSERT_TRUE(kind_->Unprepare(e.uid, e.undo).ok()) << e.uid;
   EXPECT_EQ(ControlLog(), "SetTimeSlice " + u2 + " 0\nSetTimeSlice " + u3 + " 0\n")
       << "the claim without time-slicing leaves its GPU alone";
@@ -236,10 +238,10 @@ TEST_F(GpuKindTest, AFailingTimeSliceResetReleasesTheClaimAfterBoundedAttemptsAn
     EXPECT_EQ(events[0].state, devices::HealthState::kUnhealthy);
   }
   // The background retry keeps failing while the GPU does.
-  EXPECT_FALSE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_FALSE(kind_->RunOwedWorkForTest().ok());
   EXPECT_EQ(Tainted(kTimeSliceResetTaintKey), std::vector<std::string>{"gpu-2"});
   HealControl();
-  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_TRUE(kind_->RunOwedWorkForTest().ok());
   EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
   EXPECT_NE(ControlLog().find("SetTimeSlice " + uuid + " 0\n"), std::string::npos) << ControlLog();
   {
@@ -273,7 +275,7 @@ TEST_F(GpuKindTest, TimeSliceResetAttemptsAndOwedResetsSurviveARestart) {
   // its health sources before the kind.
   source.reset();
   HealControl();
-  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_TRUE(kind_->RunOwedWorkForTest().ok());
   NewKind();
   EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
 }
@@ -292,7 +294,7 @@ TEST_F(GpuKindTest, ANewClaimSettingTheTimeSliceSettlesTheOwedReset) {
   PrepareTimeSliced("uid-2", "Long");
   EXPECT_TRUE(Tainted(kTimeSliceResetTaintKey).empty());
   std::string before = ControlLog();
-  EXPECT_TRUE(kind_->RetryOwedResetsForTest().ok());
+  EXPECT_TRUE(kind_->RunOwedWorkForTest().ok());
   EXPECT_EQ(ControlLog(), before) << "no reset behind the new claim's back";
   EXPECT_EQ(before.substr(before.rfind("SetTimeSlice")), "SetTimeSlice " + uuid + " 3\n");
 }

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpu/gpu_undo.h"
+#include "gpu/mps_undo.h"
 #include "kube/kube_client.h"
 #include "util/status.h"
 

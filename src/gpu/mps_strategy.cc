@@ -104,7 +104,7 @@ Status MpsStrategy::Plan(const std::string& claim_uid, const config::ConfigGroup
   d.ns = rt_.settings.ns;
   d.deployment = "mps-control-daemon-" + d.id;
   d.root = JoinPath(JoinPath(rt_.settings.plugin_dir, "mps"), d.id);
-  undo.mps.push_back(std::move(d));
+  undo.Get<MpsUndo>().daemons.push_back(std::move(d));
   return Status::Ok();
 }
 
@@ -131,7 +131,9 @@ Status MpsStrategy::ApplyOne(const MpsDaemonUndo& d) {
 }
 
 Status MpsStrategy::Apply(const GpuUndo& undo) {
-  for (const auto& d : undo.mps) NVDRA_RETURN_IF_ERROR(ApplyOne(d).Wrap("error starting MPS control daemon"));
+  for (const auto& d : undo.Of<MpsUndo>().daemons) {
+    NVDRA_RETURN_IF_ERROR(ApplyOne(d).Wrap("error starting MPS control daemon"));
+  }
   return Status::Ok();
 }
 
@@ -139,7 +141,7 @@ Status MpsStrategy::AwaitReady(const GpuUndo& undo, std::chrono::steady_clock::t
   using Clock = std::chrono::steady_clock;
   // Leave time to complete the claim and answer before the kubelet's deadline.
   deadline -= std::chrono::milliseconds(500);
-  for (const auto& d : undo.mps) {
+  for (const auto& d : undo.Of<MpsUndo>().daemons) {
     auto wait = rt_.first_poll;
     for (;;) {
       Status ready = rt_.api->CheckReady(d.ns, d.deployment, deadline);
@@ -189,11 +191,11 @@ Status MpsStrategy::UndoOne(const std::string& claim_uid, const MpsDaemonUndo& d
 }
 
 Status MpsStrategy::Undo(const std::string& claim_uid, const GpuUndo& undo) {
-  for (const auto& item : undo.unreadable_mps) {
+  for (const auto& item : undo.Of<MpsUndo>().unreadable) {
     NVDRA_WARN("claim {}: skipping an MPS undo item this version does not understand: {}", claim_uid, item.dump());
   }
   Status first;
-  for (const auto& d : undo.mps) {
+  for (const auto& d : undo.Of<MpsUndo>().daemons) {
     Status s = UndoOne(claim_uid, d).Wrap("error stopping MPS control daemon");
     if (!s.ok() && first.ok()) first = s;
   }

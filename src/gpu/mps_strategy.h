@@ -19,6 +19,7 @@
 #include "devices/device_info.h"
 #include "devices/gpu_control.h"
 #include "gpu/mps_daemon.h"
+#include "gpu/mps_undo.h"
 #include "gpu/sharing_strategy.h"
 
 namespace nvdra::gpu {
@@ -46,7 +47,7 @@ class MpsStrategy final : public SharingStrategy {
   Status Plan(const std::string& claim_uid, const config::ConfigGroup& group, const GpuDeviceLookup& devices,
               GpuUndo& undo) const override;
   Status Apply(const GpuUndo& undo) override;
-  bool HasWait(const GpuUndo& undo) const override { return !undo.mps.empty(); }
+  bool HasWait(const GpuUndo& undo) const override { return !undo.Of<MpsUndo>().daemons.empty(); }
   Status AwaitReady(const GpuUndo& undo, std::chrono::steady_clock::time_point deadline) override;
   Status Undo(const std::string& claim_uid, const GpuUndo& undo) override;
 

@@ -150,8 +150,8 @@ TEST_F(MpsStrategyTest, PlanRecordsTheWholeDaemonBeforeAnythingExists) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto undo = DecodeGpuUndo(plan->undo);
   ASSERT_TRUE(undo.ok());
-  ASSERT_EQ(undo->mps.size(), 1u);
-  const MpsDaemonUndo& d = undo->mps[0];
+  ASSERT_EQ(undo->Of<MpsUndo>().daemons.size(), 1u);
+  const MpsDaemonUndo& d = undo->Of<MpsUndo>().daemons[0];
   std::vector<std::string> uuids = {Uuid(1), Uuid(3)};
   std::sort(uuids.begin(), uuids.end());
   EXPECT_EQ(d.uuids, uuids);
@@ -179,7 +179,7 @@ TEST_F(MpsStrategyTest, PrepareStartsTheDaemonWaitsForItAndGivesEveryDeviceThePi
   auto prepared = kind_->Prepare(w, *plan);
   ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
   EXPECT_TRUE(prepared->await_ready);
-  const MpsDaemonUndo d = DecodeGpuUndo(prepared->undo)->mps.at(0);
+  const MpsDaemonUndo d = DecodeGpuUndo(prepared->undo)->Of<MpsUndo>().daemons.at(0);
   for (const char* sub : {"/shm", "/pipe", "/log"}) EXPECT_TRUE(PathExists(d.root + sub)) << sub;
   EXPECT_EQ(mounter_->mounted, std::set<std::string>{d.root + "/shm"});
   EXPECT_EQ(mounter_->sizes, std::vector<std::string>{"1024k"});
@@ -227,7 +227,7 @@ TEST_F(MpsStrategyTest, ADaemonThatStaysUnreadyFailsTheWaitRetryablyNamingItsDep
   Status s = kind_->AwaitReady(w, prepared->undo);
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_FALSE(s.permanent());
-  const std::string name = DecodeGpuUndo(prepared->undo)->mps.at(0).deployment;
+  const std::string name = DecodeGpuUndo(prepared->undo)->Of<MpsUndo>().daemons.at(0).deployment;
   EXPECT_EQ(s.message(), "MPS control daemon is not yet ready: Deployment nvdra/" + name +
                              ": control daemon not yet ready");
 }
@@ -237,7 +237,7 @@ TEST_F(MpsStrategyTest, UnprepareDeletesTheDaemonFirstThenResetsUnmountsAndRemov
   auto plan = kind_->Plan(w);
   auto prepared = kind_->Prepare(w, *plan);
   ASSERT_TRUE(prepared.ok());
-  const MpsDaemonUndo d = DecodeGpuUndo(prepared->undo)->mps.at(0);
+  const MpsDaemonUndo d = DecodeGpuUndo(prepared->undo)->Of<MpsUndo>().daemons.at(0);
   // A failing delete leaves everything for the retry: the daemon still uses
   // the GPU.
   api_->fail_delete = Unavailable("the API server is down");
@@ -286,14 +286,14 @@ TEST_F(MpsStrategyTest, TheSweepDeletesOnlyDaemonsAndDirectoriesNoRecordOwnsAski
   api_->objects["mps-control-daemon-orphan"] = json::object();
   ASSERT_TRUE(MakeDirectories(dir_ + "/plugin/mps/orphan-id/shm").ok());
   std::vector<std::string> calls_when_asked;
-  auto removed = kind_->SweepOrphanMpsDaemons([&]() -> Result<std::vector<json>> {
+  auto removed = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
     calls_when_asked = api_->calls;
     return std::vector<json>{prepared->undo, json{{"channel", 3}}, nullptr};
   });
   ASSERT_TRUE(removed.ok()) << removed.status().ToString();
   EXPECT_EQ(*removed, 2);
   EXPECT_EQ(calls_when_asked.back(), "list nvdra node-1");
-  const MpsDaemonUndo d = DecodeGpuUndo(prepared->undo)->mps.at(0);
+  const MpsDaemonUndo d = DecodeGpuUndo(prepared->undo)->Of<MpsUndo>().daemons.at(0);
   EXPECT_EQ(api_->objects.count(d.deployment), 1u);
   EXPECT_EQ(api_->objects.count("mps-control-daemon-orphan"), 0u);
   EXPECT_TRUE(PathExists(d.root));
@@ -301,7 +301,7 @@ TEST_F(MpsStrategyTest, TheSweepDeletesOnlyDaemonsAndDirectoriesNoRecordOwnsAski
   // A record this version cannot read still owns the daemon it names.
   api_->objects["mps-control-daemon-newer"] = json::object();
   json newer = {{"mps", {{{"id", "newer"}, {"deployment", "mps-control-daemon-newer"}, {"root", 7}}}}};
-  removed = kind_->SweepOrphanMpsDaemons([&]() -> Result<std::vector<json>> {
+  removed = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
     return std::vector<json>{prepared->undo, newer};
   });
   ASSERT_TRUE(removed.ok());

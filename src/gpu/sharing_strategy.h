@@ -1,5 +1,5 @@
-// One way several containers share a GPU (a config's sharing.strategy):
-// time-slicing and MPS control daemons. A strategy decides at Plan, before
+// One way several containers use one GPU (a config's sharing.strategy;
+// the strategies are listed in gpu_handlers.cc). A strategy decides at Plan, before
 // anything durable, what it will do to the claim's devices and writes that
 // into the undo record; Apply does it at Prepare; AwaitReady waits, without
 // the claim's locks, for what Apply started to become ready; Undo reverses
@@ -18,18 +18,11 @@
 
 namespace nvdra::gpu {
 
-// The claim's devices by name, as Plan sees them.
-class GpuDeviceLookup {
- public:
-  virtual ~GpuDeviceLookup() = default;
-  virtual const GpuDevice* Find(const std::string& name) const = 0;
-};
-
 class SharingStrategy {
  public:
   virtual ~SharingStrategy() = default;
 
-  // As a config names it in sharing.strategy ("TimeSlicing", "MPS").
+  // As a config names it in sharing.strategy ("TimeSlicing").
   virtual std::string_view name() const = 0;
   // What the strategy will do for `group`'s devices, recorded in `undo`.
   // An error refuses the claim (permanent unless retryable).

@@ -18,26 +18,27 @@ Status TimeSlicingStrategy::Plan(const std::string&, const config::ConfigGroup& 
   for (const auto& r : group.results) {
     const GpuDevice* d = devices.Find(r.device);
     if (d == nullptr || d->mig != nullptr) continue;
-    undo.time_slicing.push_back({r.device, d->gpu->uuid, static_cast<int>(*interval), nlohmann::json::object()});
+    undo.Get<TimeSlicingUndo>().items.push_back(
+        {r.device, d->gpu->uuid, static_cast<int>(*interval), nlohmann::json::object()});
   }
   return Status::Ok();
 }
 
 Status TimeSlicingStrategy::Apply(const GpuUndo& undo) {
-  for (const auto& ts : undo.time_slicing) {
+  for (const auto& ts : undo.Of<TimeSlicingUndo>().items) {
     NVDRA_RETURN_IF_ERROR(resets_.Apply(ts.device, ts.uuid, ts.interval).Wrap("error applying config"));
   }
   return Status::Ok();
 }
 
 Status TimeSlicingStrategy::Undo(const std::string& claim_uid, const GpuUndo& undo) {
-  for (const auto& item : undo.unreadable_time_slicing) {
+  for (const auto& item : undo.Of<TimeSlicingUndo>().unreadable) {
     NVDRA_WARN("claim {}: skipping an undo item this version does not understand: {}", claim_uid, item.dump());
   }
   // Every GPU's reset is tried, so each one's attempts count, even when an
   // earlier one failed.
   Status first;
-  for (const auto& ts : undo.time_slicing) {
+  for (const auto& ts : undo.Of<TimeSlicingUndo>().items) {
     auto gpu = std::find_if(inventory_.gpus.begin(), inventory_.gpus.end(),
                             [&](const devices::GpuInfo& g) { return g.uuid == ts.uuid; });
     if (gpu == inventory_.gpus.end()) {

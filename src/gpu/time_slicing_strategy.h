@@ -11,6 +11,7 @@
 #include "gpu/consumable_shares.h"
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
+#include "gpu/time_slicing_undo.h"
 
 namespace nvdra::gpu {
 

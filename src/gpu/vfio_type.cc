@@ -35,7 +35,7 @@ std::vector<const devices::GpuInfo*> ByBusId(const devices::NodeInventory& inven
 }
 
 const VfioUndo* FindItem(const GpuUndo& undo, const std::string& device) {
-  for (const auto& v : undo.vfio) {
+  for (const auto& v : undo.Of<PassthroughUndo>().gpus) {
     if (v.device == device) return &v;
   }
   return nullptr;
@@ -173,7 +173,7 @@ Status VfioType::Plan(const std::vector<const GpuDevice*>& devices, GpuUndo& und
       v.restore_persistence = control_ != nullptr && from_nvidia && !host_.persistenced_socket.empty() &&
                               PathExists(host_.persistenced_socket);
     }
-    undo.vfio.push_back(std::move(v));
+    undo.Get<PassthroughUndo>().gpus.push_back(std::move(v));
   }
   return Status::Ok();
 }
@@ -232,17 +232,17 @@ Status VfioType::ApplyOne(const VfioUndo& v) {
 }
 
 Status VfioType::Apply(GpuUndo& undo) {
-  if (undo.vfio.empty()) return Status::Ok();
+  if (undo.Of<PassthroughUndo>().gpus.empty()) return Status::Ok();
   NVDRA_RETURN_IF_ERROR(CheckWired());
-  for (const auto& v : undo.vfio) NVDRA_RETURN_IF_ERROR(ApplyOne(v));
+  for (const auto& v : undo.Of<PassthroughUndo>().gpus) NVDRA_RETURN_IF_ERROR(ApplyOne(v));
   return Status::Ok();
 }
 
 Status VfioType::Undo(const std::string& claim_uid, const GpuUndo& undo) {
-  if (undo.vfio.empty()) return Status::Ok();
+  if (undo.Of<PassthroughUndo>().gpus.empty()) return Status::Ok();
   NVDRA_RETURN_IF_ERROR(CheckWired());
   Status first;
-  for (const auto& v : undo.vfio) {
+  for (const auto& v : undo.Of<PassthroughUndo>().gpus) {
     Status s = devices::ChangePciDriver(*pci_, v.pci_bus_id, devices::kNvidiaPciDriver);
     if (s.code() == StatusCode::kNotFound) {
       NVDRA_WARN("claim {}: GPU {} is gone from sysfs; nothing to bind back", claim_uid, v.pci_bus_id);
@@ -276,7 +276,7 @@ Result<int> VfioType::SweepOrphans(const devices::NodeInventory& inventory, cons
   NVDRA_ASSIGN_OR_RETURN(std::vector<GpuUndo> records, undo_records());
   std::set<std::string> owned;
   for (const auto& r : records) {
-    for (const auto& v : r.vfio) owned.insert(v.pci_bus_id);
+    for (const auto& v : r.Of<PassthroughUndo>().gpus) owned.insert(v.pci_bus_id);
   }
   int n = 0;
   Status first;

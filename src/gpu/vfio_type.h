@@ -32,8 +32,9 @@
 
 #include "devices/gpu_control.h"
 #include "devices/pci_driver_control.h"
-#include "gpu/gpu_device_type.h"
 #include "driver/claims_view.h"
+#include "gpu/gpu_device_type.h"
+#include "gpu/vfio_undo.h"
 
 namespace nvdra::gpu {
 

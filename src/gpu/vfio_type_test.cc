@@ -173,9 +173,9 @@ TEST_F(VfioTypeTest, PlanHoldsThePciDeviceForTheTwinAndThePlainGpu) {
   // The record says what to bind back, before anything changed.
   auto undo = DecodeGpuUndo(vfio->undo);
   ASSERT_TRUE(undo.ok());
-  ASSERT_EQ(undo->vfio.size(), 1u);
-  EXPECT_EQ(undo->vfio[0].pci_bus_id, first_->pci_bus_id);
-  EXPECT_EQ(undo->vfio[0].iommu_group, std::optional<int>(devices::MockIommuGroup(first_->minor)));
+  ASSERT_EQ(undo->Of<PassthroughUndo>().gpus.size(), 1u);
+  EXPECT_EQ(undo->Of<PassthroughUndo>().gpus[0].pci_bus_id, first_->pci_bus_id);
+  EXPECT_EQ(undo->Of<PassthroughUndo>().gpus[0].iommu_group, std::optional<int>(devices::MockIommuGroup(first_->minor)));
   EXPECT_EQ(Driver(*first_), "nvidia");
   // Two VfioDeviceConfig groups in one claim are refused, as upstream.
   driver::ClaimWork two = Work("uid-2", "gpu-vfio-0");
@@ -272,7 +272,8 @@ TEST_F(VfioTypeTest, APrepareCutShortAtEveryStepOfTheBindIsFinishedByTheRetry) {
     ASSERT_TRUE(retry_plan.ok()) << retry_plan.status().ToString();
     auto undo = DecodeGpuUndo(retry_plan->undo);
     ASSERT_TRUE(undo.ok());
-    EXPECT_TRUE(undo->vfio[0].restore_persistence) << "persistence mode went off in the first attempt";
+    EXPECT_TRUE(undo->Of<PassthroughUndo>().gpus[0].restore_persistence)
+        << "persistence mode went off in the first attempt";
     auto retried = kind_->Prepare(w, *retry_plan);
     ASSERT_TRUE(retried.ok()) << retried.status().ToString();
     EXPECT_EQ(Driver(*first_), "vfio-pci");
@@ -404,16 +405,16 @@ TEST_F(VfioTypeTest, TheSweepBindsBackWhatNoRecordOwns) {
   ASSERT_TRUE(devices::ChangePciDriver(lib_->pci(), owned.pci_bus_id, devices::kVfioPciDriver).ok());
   ASSERT_TRUE(devices::ChangePciDriver(lib_->pci(), orphan.pci_bus_id, devices::kVfioPciDriver).ok());
   GpuUndo record;
-  record.vfio.push_back({"gpu-vfio-x", owned.pci_bus_id, std::nullopt, false, false});
+  record.Get<PassthroughUndo>().gpus.push_back({"gpu-vfio-x", owned.pci_bus_id, std::nullopt, false, false});
   auto records = [&]() -> Result<std::vector<nlohmann::json>> {
     return std::vector<nlohmann::json>{EncodeGpuUndo(record), nlohmann::json::object()};
   };
-  auto n = kind_->SweepOrphanVfioDevices(records);
+  auto n = kind_->SweepOrphans(records);
   ASSERT_TRUE(n.ok()) << n.status().ToString();
   EXPECT_EQ(*n, 1);
   EXPECT_EQ(Driver(orphan), "nvidia");
   EXPECT_EQ(Driver(owned), "vfio-pci") << "its claim's record owns it";
-  EXPECT_EQ(*kind_->SweepOrphanVfioDevices(records), 0);
+  EXPECT_EQ(*kind_->SweepOrphans(records), 0);
 }
 
 TEST_F(VfioTypeTest, UnprepareBindsBackWithTheGateOff) {
@@ -458,7 +459,7 @@ TEST_F(VfioTypeTest, WhereNvidiaPersistencedRunsPersistenceModeGoesOffBeforeTheU
   // Without nvidia-persistenced nothing is toggled.
   auto quiet = kind_->Plan(w);
   ASSERT_TRUE(quiet.ok());
-  EXPECT_FALSE(DecodeGpuUndo(quiet->undo)->vfio[0].restore_persistence);
+  EXPECT_FALSE(DecodeGpuUndo(quiet->undo)->Of<PassthroughUndo>().gpus[0].restore_persistence);
   ASSERT_TRUE(kind_->Prepare(w, *quiet).ok());
   ASSERT_TRUE(kind_->Unprepare("uid-v", quiet->undo).ok());
   EXPECT_EQ(ControlLog().find("SetPersistenceMode"), std::string::npos) << ControlLog();
@@ -469,9 +470,9 @@ TEST_F(VfioTypeTest, WhereNvidiaPersistencedRunsPersistenceModeGoesOffBeforeTheU
   ASSERT_TRUE(plan.ok());
   auto undo = DecodeGpuUndo(plan->undo);
   ASSERT_TRUE(undo.ok());
-  EXPECT_TRUE(undo->vfio[0].restore_persistence);
-  EXPECT_EQ(undo->vfio[0].gpu_uuid, first_->uuid);
-  EXPECT_EQ(undo->vfio[0].gpu_minor, std::optional<int>(first_->minor));
+  EXPECT_TRUE(undo->Of<PassthroughUndo>().gpus[0].restore_persistence);
+  EXPECT_EQ(undo->Of<PassthroughUndo>().gpus[0].gpu_uuid, first_->uuid);
+  EXPECT_EQ(undo->Of<PassthroughUndo>().gpus[0].gpu_minor, std::optional<int>(first_->minor));
   ASSERT_TRUE(kind_->Prepare(w, *plan).ok());
   EXPECT_NE(ControlLog().find("SetPersistenceMode " + first_->uuid + " 0"), std::string::npos) << ControlLog();
   EXPECT_EQ(ControlLog().find("SetPersistenceMode " + first_->uuid + " 1"), std::string::npos);
@@ -529,13 +530,13 @@ TEST_F(VfioTypeTest, AGpuAlreadyOnVfioPciAtStartIsPublishedForPassthroughOnlyUnd
   // A claim prepared before the start owns it; once it is gone, the sweep
   // binds the GPU back.
   GpuUndo record;
-  record.vfio.push_back({"gpu-vfio-0", first_->pci_bus_id, std::nullopt, false, false});
+  record.Get<PassthroughUndo>().gpus.push_back({"gpu-vfio-0", first_->pci_bus_id, std::nullopt, false, false});
   std::vector<nlohmann::json> records = {EncodeGpuUndo(record)};
   auto list = [&]() -> Result<std::vector<nlohmann::json>> { return records; };
-  EXPECT_EQ(*kind->SweepOrphanVfioDevices(list), 0);
+  EXPECT_EQ(*kind->SweepOrphans(list), 0);
   EXPECT_EQ(Driver(*first_), "vfio-pci");
   records.clear();
-  EXPECT_EQ(*kind->SweepOrphanVfioDevices(list), 1);
+  EXPECT_EQ(*kind->SweepOrphans(list), 1);
   EXPECT_EQ(Driver(*first_), "nvidia");
 }
 
@@ -561,14 +562,14 @@ TEST(PassthroughHostTest, TheHostRootMustBeMountedAndLendsItsProc) {
 TEST(GpuUndoVfioTest, RoundTripsAndKeepsWhatItCannotRead) {
   GpuUndo u;
   u.devices = {"gpu-vfio-0"};
-  u.vfio.push_back({"gpu-vfio-0", "0000:3b:00.0", 40, true, true});
+  u.Get<PassthroughUndo>().gpus.push_back({"gpu-vfio-0", "0000:3b:00.0", 40, true, true});
   auto back = DecodeGpuUndo(EncodeGpuUndo(u));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, u);
   auto odd = DecodeGpuUndo(nlohmann::json{{"vfio", {{{"device", "gpu-vfio-0"}}}}});
   ASSERT_TRUE(odd.ok());
-  EXPECT_TRUE(odd->vfio.empty());
-  ASSERT_EQ(odd->unreadable_vfio.size(), 1u);
+  EXPECT_TRUE(odd->Of<PassthroughUndo>().gpus.empty());
+  ASSERT_EQ(odd->Of<PassthroughUndo>().unreadable.size(), 1u);
   EXPECT_EQ(EncodeGpuUndo(*odd)["vfio"][0]["device"], "gpu-vfio-0");
   auto other_shape = DecodeGpuUndo(nlohmann::json{{"vfio", "newer"}});
   ASSERT_TRUE(other_shape.ok());

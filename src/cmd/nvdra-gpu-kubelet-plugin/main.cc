@@ -82,9 +82,8 @@ Result<gpu::MpsRuntime> MakeMpsRuntime(plugin::KindContext& ctx, const MpsFlags&
   return rt;
 }
 
-// The sweep of MPS control daemons and directories no ledger entry owns, on
-// the plugin's background group, as often as the reconciler runs.
-gpu::GpuKind::UndoRecords LedgerUndoRecords(plugin::KindContext& ctx) {
+// The ledger's undo records, which the plug-ins' orphan sweeps read.
+gpu::UndoRecords LedgerUndoRecords(plugin::KindContext& ctx) {
   const driver::ClaimsView* claims = &ctx.claims;
   return [claims]() -> Result<std::vector<nlohmann::json>> {
     NVDRA_ASSIGN_OR_RETURN(auto held, claims->HeldClaims());
@@ -94,23 +93,15 @@ gpu::GpuKind::UndoRecords LedgerUndoRecords(plugin::KindContext& ctx) {
   };
 }
 
-PeriodicWorkerOptions SweepWorker(plugin::KindContext& ctx, const char* name) {
+// The plug-ins' orphan sweeps (MPS control daemons, dynamic MIG devices,
+// GPUs left on vfio-pci, Fabric Manager partitions: each where its gate is
+// on) on the plugin's background group, as often as the reconciler runs.
+PeriodicWorkerOptions SweepWorker(plugin::KindContext& ctx) {
   PeriodicWorkerOptions o;
   o.period = std::chrono::duration_cast<std::chrono::milliseconds>(ctx.options.reconcile_period);
   o.jitter = 0.1;
-  o.name = name;
   o.group = &ctx.background;
   return o;
-}
-
-void StartMpsSweep(plugin::KindContext& ctx, gpu::GpuKind& kind) {
-  kind.StartMpsSweep(SweepWorker(ctx, "MPS control daemon sweep"), LedgerUndoRecords(ctx));
-}
-
-// With dynamic MIG: the MIG devices no ledger entry owns are destroyed at
-// start and as often as the reconciler runs.
-void StartMigSweep(plugin::KindContext& ctx, gpu::GpuKind& kind) {
-  kind.StartMigSweep(SweepWorker(ctx, "MIG device sweep"), LedgerUndoRecords(ctx));
 }
 
 // With FabricManagerPartitioning: Fabric Manager, where the node has a
@@ -180,7 +171,6 @@ int main(int argc, char** argv) {
         NVDRA_ASSIGN_OR_RETURN(options.mps, MakeMpsRuntime(ctx, mps_flags));
         // MPS is refused while consumable shares are on, as upstream does.
         options.mps.consumable_shares = options.consumable_shares.enabled();
-        const bool mps = options.mps.api != nullptr;
         options.pci = &ctx.lib.pci();
         if (ctx.gates.Enabled(config::Gate::kPassthroughSupport)) {
           NVDRA_ASSIGN_OR_RETURN(options.passthrough,
@@ -192,13 +182,7 @@ int main(int argc, char** argv) {
         auto kind = std::make_unique<gpu::GpuKind>(
             ctx.inventory, gpu::GpuContainerEdits(devices::ContainerSources::ForLib(ctx.lib, ctx.driver_files)),
             ctx.lib.control(), std::move(options));
-        if (mps) StartMpsSweep(ctx, *kind);
-        StartMigSweep(ctx, *kind);
-        // At start and as often as the reconciler runs, GPUs left on vfio-pci (with PassthroughSupport) are
-        // bound back to nvidia and Fabric Manager partitions left active are deactivated, when no ledger entry
-        // holds them.
-        kind->StartVfioSweep(SweepWorker(ctx, "passthrough GPU sweep"), LedgerUndoRecords(ctx));
-        kind->StartFabricSweep(SweepWorker(ctx, "Fabric Manager partition sweep"), LedgerUndoRecords(ctx));
+        kind->StartSweeps(SweepWorker(ctx), LedgerUndoRecords(ctx));
         return std::unique_ptr<driver::DeviceKind>(std::move(kind));
       },
       argc, argv, kind_flags,
