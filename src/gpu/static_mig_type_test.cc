@@ -39,9 +39,9 @@ TEST_F(StaticMigTypeTest, NamesItsTypeAndConfig) {
   EXPECT_EQ(type_.config_kind(), "MigDeviceConfig");
   auto defaults = type_.DefaultConfig(config::FeatureGates());
   ASSERT_TRUE(defaults.has_value());
-  ASSERT_TRUE(std::holds_alternative<MigDeviceConfig>(*defaults));
+  ASSERT_TRUE(defaults->Is<MigDeviceConfig>());
   // No sharing unless a config asks for it.
-  EXPECT_FALSE(std::get<MigDeviceConfig>(*defaults).sharing.has_value());
+  EXPECT_FALSE(defaults->Get<MigDeviceConfig>().sharing.has_value());
 }
 
 TEST_F(StaticMigTypeTest, DevicesAreTheMigDevicesOfGpusInMigModeOnly) {

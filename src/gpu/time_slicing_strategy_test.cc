@@ -2,6 +2,7 @@
 // devices Plan records and at which interval, what Apply programs, how Undo
 // resets from the record alone, and how failures come back.
 #include "gpu/time_slicing_strategy.h"
+#include "gpu/time_slicing_undo.h"
 
 #include <gtest/gtest.h>
 
@@ -90,29 +91,29 @@ TEST_F(TimeSlicingStrategyTest, IsNamedAsConfigsNameIt) { EXPECT_EQ(strategy_->n
 
 TEST_F(TimeSlicingStrategyTest, PlanRecordsEachFullGpuAtTheConfigsIntervalAndTouchesNothing) {
   GpuUndo undo = Planned(Group(TimeSliced("Long"), {"gpu-1", "gpu-0"}));
-  EXPECT_EQ(undo.time_slicing, (std::vector<TimeSliceUndo>{{"gpu-1", Uuid(1), 3, nlohmann::json::object()},
+  EXPECT_EQ(undo.Of<TimeSlicingUndo>().items, (std::vector<TimeSliceUndo>{{"gpu-1", Uuid(1), 3, nlohmann::json::object()},
                                                            {"gpu-0", Uuid(0), 3, nlohmann::json::object()}}));
   // Only the record: the GPUs are programmed at Apply.
   EXPECT_EQ(ControlLog(), "");
-  EXPECT_EQ(Planned(Group(TimeSliced("Short"), {"gpu-0"})).time_slicing[0].interval, 1);
-  EXPECT_EQ(Planned(Group(TimeSliced("Medium"), {"gpu-0"})).time_slicing[0].interval, 2);
+  EXPECT_EQ(Planned(Group(TimeSliced("Short"), {"gpu-0"})).Of<TimeSlicingUndo>().items[0].interval, 1);
+  EXPECT_EQ(Planned(Group(TimeSliced("Medium"), {"gpu-0"})).Of<TimeSlicingUndo>().items[0].interval, 2);
   // No interval: the driver's default, 0.
-  EXPECT_EQ(Planned(Group(TimeSliced(std::nullopt), {"gpu-0"})).time_slicing[0].interval, 0);
+  EXPECT_EQ(Planned(Group(TimeSliced(std::nullopt), {"gpu-0"})).Of<TimeSlicingUndo>().items[0].interval, 0);
 }
 
 TEST_F(TimeSlicingStrategyTest, PlanSkipsMigDevicesUnknownDevicesAndOtherConfigs) {
   // MIG devices cannot be time-sliced one by one; an unknown name has no GPU.
   GpuUndo undo = Planned(Group(TimeSliced("Long"), {MigName(2, 0), "gpu-0", "gpu-9"}));
-  ASSERT_EQ(undo.time_slicing.size(), 1u);
-  EXPECT_EQ(undo.time_slicing[0].device, "gpu-0");
+  ASSERT_EQ(undo.Of<TimeSlicingUndo>().items.size(), 1u);
+  EXPECT_EQ(undo.Of<TimeSlicingUndo>().items[0].device, "gpu-0");
 
   MigDeviceConfig mig_config;
   mig_config.sharing = MigDeviceSharing{"TimeSlicing", std::nullopt};
-  EXPECT_TRUE(Planned(Group(mig_config, {MigName(2, 0)})).time_slicing.empty());
-  EXPECT_TRUE(Planned(Group(GpuConfig{}, {"gpu-0"})).time_slicing.empty());
+  EXPECT_TRUE(Planned(Group(mig_config, {MigName(2, 0)})).Of<TimeSlicingUndo>().items.empty());
+  EXPECT_TRUE(Planned(Group(GpuConfig{}, {"gpu-0"})).Of<TimeSlicingUndo>().items.empty());
   GpuConfig mps;
   mps.sharing = GpuSharing{"MPS", std::nullopt, MpsConfig{}};
-  EXPECT_TRUE(Planned(Group(mps, {"gpu-0"})).time_slicing.empty());
+  EXPECT_TRUE(Planned(Group(mps, {"gpu-0"})).Of<TimeSlicingUndo>().items.empty());
 }
 
 TEST_F(TimeSlicingStrategyTest, ApplySetsComputeModeThenTimeSliceOnEveryRecordedGpu) {
@@ -141,7 +142,7 @@ TEST_F(TimeSlicingStrategyTest, ApplyStopsAtAGpuThatFailsWithItsError) {
 TEST_F(TimeSlicingStrategyTest, UndoResetsEveryRecordedGpuFromTheRecordAlone) {
   // A record as the ledger keeps it; no Plan or Apply in this process.
   GpuUndo undo;
-  undo.time_slicing = {{"gpu-0", Uuid(0), 3, nlohmann::json::object()},
+  undo.Get<TimeSlicingUndo>().items = {{"gpu-0", Uuid(0), 3, nlohmann::json::object()},
                        {"gpu-1", Uuid(1), 1, nlohmann::json::object()}};
   ASSERT_TRUE(strategy_->Undo("uid-1", undo).ok());
   EXPECT_EQ(ControlLog(), "SetTimeSlice " + Uuid(0) + " 0\nSetTimeSlice " + Uuid(1) + " 0\n");
@@ -150,10 +151,10 @@ TEST_F(TimeSlicingStrategyTest, UndoResetsEveryRecordedGpuFromTheRecordAlone) {
 
 TEST_F(TimeSlicingStrategyTest, UndoLeavesGpusOthersShareOrThatAreGone) {
   GpuUndo undo;
-  undo.time_slicing = {{"gpu-0", Uuid(0), 3, nlohmann::json::object()},
+  undo.Get<TimeSlicingUndo>().items = {{"gpu-0", Uuid(0), 3, nlohmann::json::object()},
                        {"gpu-1", Uuid(1), 3, nlohmann::json::object()},
                        {"gpu-7", "GPU-no-longer-here", 3, nlohmann::json::object()}};
-  undo.unreadable_time_slicing = {nlohmann::json{{"fromANewerVersion", true}}};
+  undo.Get<TimeSlicingUndo>().unreadable = {nlohmann::json{{"fromANewerVersion", true}}};
   shared_ = {"gpu-0"};
   ASSERT_TRUE(strategy_->Undo("uid-1", undo).ok());
   // gpu-0's other sharer resets it; the GPU that left the node has nothing
@@ -167,7 +168,7 @@ TEST_F(TimeSlicingStrategyTest, UndoLeavesGpusOthersShareOrThatAreGone) {
 
 TEST_F(TimeSlicingStrategyTest, UndoTriesEveryGpuAndAnswersTheFirstFailure) {
   GpuUndo undo;
-  undo.time_slicing = {{"gpu-0", Uuid(0), 3, nlohmann::json::object()},
+  undo.Get<TimeSlicingUndo>().items = {{"gpu-0", Uuid(0), 3, nlohmann::json::object()},
                        {"gpu-1", Uuid(1), 3, nlohmann::json::object()}};
   FailControlOf(Uuid(0));
   Status s = strategy_->Undo("uid-1", undo);
@@ -181,7 +182,7 @@ TEST_F(TimeSlicingStrategyTest, UndoTriesEveryGpuAndAnswersTheFirstFailure) {
 TEST_F(TimeSlicingStrategyTest, UndoReleasesTheClaimAfterItsAttemptsAndTheGpuOwesTheReset) {
   NewStrategy(/*max_attempts=*/2);
   GpuUndo undo;
-  undo.time_slicing = {{"gpu-1", Uuid(1), 3, nlohmann::json::object()}};
+  undo.Get<TimeSlicingUndo>().items = {{"gpu-1", Uuid(1), 3, nlohmann::json::object()}};
   FailControlOf(Uuid(1));
   EXPECT_FALSE(strategy_->Undo("uid-3", undo).ok());
   EXPECT_TRUE(resets_->OwingDevices().empty());
