@@ -32,10 +32,12 @@ std::string Uid(int i) {
 
 std::string Claim(int i, int gpus) {
   const std::string uid = Uid(i), dev = "gpu-" + std::to_string(i % gpus);
-  return "\"" + uid + R"(":{"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":")" +
-         dev + R"("}]}}},"preparedDevices":[{"devices":[{"gpu":{"device":{"requests":["gpu"],"poolName":"node-a","deviceName":")" +
-         dev + R"(","cdiDeviceIDs":["k8s.gpu.nvidia.com/claim=)" + uid + "-" + dev +
-         R"("]}}}]}],"name":"claim-)" + std::to_string(i) + R"(","namespace":"default"})";
+  return "\"" + uid +
+         R"(":{"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":")" +
+         dev +
+         R"("}]}}},"preparedDevices":[{"devices":[{"gpu":{"device":{"requests":["gpu"],"poolName":"node-a","deviceName":")" +
+         dev + R"(","cdiDeviceIDs":["k8s.gpu.nvidia.com/claim=)" + uid + "-" + dev + R"("]}}}]}],"name":"claim-)" +
+         std::to_string(i) + R"(","namespace":"default"})";
 }
 
 std::string Checkpoint(int claims, int gpus) {
@@ -44,8 +46,7 @@ std::string Checkpoint(int claims, int gpus) {
   std::string rest = ",\"preparedClaims\":{" + body + "},\"nodeBootID\":\"boot-1\"";
   uint32_t c2 = GoChecksum("{\"checksum\":0" + rest + "}");
   uint32_t c1 = GoChecksum("{\"checksum\":0,\"v1\":{}}");
-  return "{\"checksum\":" + std::to_string(c1) + ",\"v1\":{},\"v2\":{\"checksum\":" + std::to_string(c2) + rest +
-         "}}";
+  return "{\"checksum\":" + std::to_string(c1) + ",\"v1\":{},\"v2\":{\"checksum\":" + std::to_string(c2) + rest + "}}";
 }
 
 int Main(int argc, char** argv) {

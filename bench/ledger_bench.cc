@@ -40,8 +40,7 @@ std::vector<PreparedDevice> Prep(const std::string& uid, const std::string& dev)
 
 std::string Uid(const char* prefix, int64_t i) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%s-%08lld-0000-4000-8000-000000000000", prefix,
-                static_cast<long long>(i));
+  std::snprintf(buf, sizeof buf, "%s-%08lld-0000-4000-8000-000000000000", prefix, static_cast<long long>(i));
   return buf;
 }
 
@@ -92,7 +91,8 @@ void BM_LedgerCycle(benchmark::State& state) {
   state.counters["held"] = static_cast<double>(state.range(0));
   state.counters["file_bytes_growth_per_cycle"] =
       (static_cast<double>(std::filesystem::file_size(JoinPath(dir, kLogFileName))) -
-       static_cast<double>(size_before)) / static_cast<double>(std::max<int64_t>(i, 1));
+       static_cast<double>(size_before)) /
+      static_cast<double>(std::max<int64_t>(i, 1));
   l.reset();
   std::filesystem::remove_all(dir);
 }
@@ -121,8 +121,7 @@ class JsonCheckpoint {
     doc["checksum"] = Crc32c(doc.dump());
     std::string data = doc.dump();
     int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || ::write(fd, data.data(), data.size()) != static_cast<ssize_t>(data.size()) ||
-        ::fsync(fd) != 0) {
+    if (fd < 0 || ::write(fd, data.data(), data.size()) != static_cast<ssize_t>(data.size()) || ::fsync(fd) != 0) {
       std::abort();
     }
     ::close(fd);
@@ -170,7 +169,13 @@ void BM_JsonCheckpointCycle(benchmark::State& state) {
 }
 
 BENCHMARK(BM_LedgerCycle)->Arg(1)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_JsonCheckpointCycle)->Arg(1)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_JsonCheckpointCycle)
+    ->Arg(1)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace nvdra::ledger

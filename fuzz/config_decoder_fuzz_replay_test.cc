@@ -23,7 +23,8 @@ void Feed(const std::string& s) { LLVMFuzzerTestOneInput(reinterpret_cast<const 
 
 std::vector<std::string> Seeds() {
   std::vector<std::string> out;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(NVDRA_SHARED_DIR) + "/fixtures/upstream-user-specs")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(NVDRA_SHARED_DIR) + "/fixtures/upstream-user-specs")) {
     if (entry.path().extension() != ".yaml") continue;
     auto text = ReadFileToString(entry.path().string());
     EXPECT_TRUE(text.ok());

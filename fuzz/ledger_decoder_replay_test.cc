@@ -35,9 +35,7 @@ std::string Seed() {
   return s;
 }
 
-void Feed(const std::string& s) {
-  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-}
+void Feed(const std::string& s) { LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size()); }
 
 TEST(LedgerDecoderReplayTest, SeedsAndTruncations) {
   std::string seed = Seed();

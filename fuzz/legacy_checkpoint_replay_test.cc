@@ -15,15 +15,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 namespace nvdra::ledger {
 namespace {
 
-void Feed(const std::string& s) {
-  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-}
+void Feed(const std::string& s) { LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size()); }
 
 std::string Sealed(const std::string& claims, bool v1_only = false) {
   if (v1_only) {
     std::string v1 = R"({"preparedClaims":)" + claims + "}";
-    return R"({"checksum":)" + std::to_string(GoChecksum(R"({"checksum":0,"v1":)" + v1 + "}")) + R"(,"v1":)" +
-           v1 + "}";
+    return R"({"checksum":)" + std::to_string(GoChecksum(R"({"checksum":0,"v1":)" + v1 + "}")) + R"(,"v1":)" + v1 + "}";
   }
   std::string v2 = R"({"checksum":0,"preparedClaims":)" + claims + R"(,"nodeBootID":"b"})";
   std::string sum = std::to_string(GoChecksum(v2));
@@ -36,7 +33,8 @@ std::vector<std::string> Seeds() {
       R"({"7a4e1a8e-0000-4000-8000-000000000001":{"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"n","device":"gpu-0"}]}}},"preparedDevices":[{"devices":[{"gpu":{"info":{"uuid":"GPU-1"},"device":{"Requests":["gpu"],"PoolName":"n","DeviceName":"gpu-0","CDIDeviceIDs":["x"]}},"mig":null}],"configState":{"mpsControlDaemonID":""}}],"name":"c","namespace":"d"}})";
   const std::string cd =
       R"({"uid-2":{"checkpointState":"PrepareStarted","status":{"allocation":{"devices":{"results":[{"request":"c","driver":"compute-domain.nvidia.com","pool":"n","device":"channel-0"}],"config":[{"source":"FromClaim","opaque":{"driver":"compute-domain.nvidia.com","parameters":{"kind":"ComputeDomainChannelConfig","domainID":"x","allocationMode":"All"}}}]}}}}})";
-  const std::string legacy = R"({"uid-3":[{"devices":[{"request_names":["r"],"pool_name":"p","device_name":"channel-0"}]}]})";
+  const std::string legacy =
+      R"({"uid-3":[{"devices":[{"request_names":["r"],"pool_name":"p","device_name":"channel-0"}]}]})";
   return {Sealed(gpu), Sealed(cd), Sealed(legacy, true), Sealed("{}"), R"({"checksum":1083090442,"v1":{}})"};
 }
 

@@ -22,9 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-void Feed(const std::string& s) {
-  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-}
+void Feed(const std::string& s) { LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size()); }
 
 std::vector<std::string> Seeds() {
   gpu::GpuUndo g;
@@ -65,9 +63,23 @@ TEST(UndoRecordReplayTest, SeedsDecodeAndTruncationsNeverCrash) {
 TEST(UndoRecordReplayTest, DeterministicMutations) {
   std::mt19937 rng(777);
   auto seeds = Seeds();
-  const std::vector<std::string> tokens = {"{", "}", "[", "]", "\"", ",", ":", "null", "true", "-1", "2147483648",
-                                          "9223372036854775808", "1e400", "\"id\":", "\"interval\":", "\"uuid\":",
-                                          "\"gpuModuleIDs\":"};
+  const std::vector<std::string> tokens = {"{",
+                                           "}",
+                                           "[",
+                                           "]",
+                                           "\"",
+                                           ",",
+                                           ":",
+                                           "null",
+                                           "true",
+                                           "-1",
+                                           "2147483648",
+                                           "9223372036854775808",
+                                           "1e400",
+                                           "\"id\":",
+                                           "\"interval\":",
+                                           "\"uuid\":",
+                                           "\"gpuModuleIDs\":"};
   for (int i = 0; i < 20000; ++i) {
     std::string s = seeds[rng() % seeds.size()];
     s = fuzz::Mutate(std::move(s), rng, tokens);
@@ -80,8 +92,8 @@ TEST(UndoRecordReplayTest, DeterministicMutations) {
 // re-encode as another number (a channel id then read as negative and the
 // record refused): such records are refused, or their item kept verbatim.
 TEST(UndoRecordReplayTest, OutOfRangeNumbersAreRefusedOrKeptVerbatim) {
-  auto cd = computedomain::DecodeComputeDomainUndo(
-      json::parse(R"({"channels":[{"device":"channel-0","id":2147483648}]})"));
+  auto cd =
+      computedomain::DecodeComputeDomainUndo(json::parse(R"({"channels":[{"device":"channel-0","id":2147483648}]})"));
   EXPECT_EQ(cd.status().code(), StatusCode::kInvalidArgument);
   auto g = gpu::DecodeGpuUndo(json::parse(R"({"timeSlicing":[{"uuid":"GPU-1","interval":4294967298}]})"));
   ASSERT_TRUE(g.ok()) << g.status().ToString();

@@ -84,7 +84,7 @@ bool IsJsonContentType(std::string_view content_type) {
 
 // The configs of one object, checked; the messages of those that fail.
 struct ConfigCheck {
-  Status shape;  // the object itself cannot be read (BadRequest)
+  Status shape;          // the object itself cannot be read (BadRequest)
   std::string too_many;  // more configs than the API server allows (Invalid)
   std::vector<std::string> failures;
 };
@@ -140,8 +140,8 @@ ConfigCheck CheckConfigs(std::string_view body, const JsonReader& object, const 
   if (!devices->has_value()) return out;
   // Refused before any config is looked at, so that a review of thousands
   // costs no more than its parse.
-  if (const auto* configs = (*devices)->Find("config"); configs && configs->is_array() &&
-                                                        configs->size() > kMaxConfigsPerClaim) {
+  if (const auto* configs = (*devices)->Find("config");
+      configs && configs->is_array() && configs->size() > kMaxConfigsPerClaim) {
     out.too_many = TooMany(spec_path + ".devices.config", configs->size());
     return out;
   }
@@ -217,7 +217,8 @@ HttpAnswer Judge(std::string_view body, const JsonReader& req, const std::string
   const Target target = TargetOf(gvr);
   if (!target.known) {
     return refuse("expected resource to be one of the supported versions for resourceclaims or "
-                  "resourceclaimtemplates, got " + GvrText(gvr),
+                  "resourceclaimtemplates, got " +
+                      GvrText(gvr),
                   "BadRequest");
   }
   const std::string expected_kind = target.is_template ? "ResourceClaimTemplate" : "ResourceClaim";
@@ -273,7 +274,8 @@ HttpAnswer ReadAndJudge(std::string_view body, const config::FeatureGates& gates
   }
   std::string api_version = review.ValueOr<std::string>("apiVersion", "");
   std::string kind = review.ValueOr<std::string>("kind", "");
-  if (kind.empty()) return bad_request("request could not be decoded: Object 'Kind' is missing in '" + Quoted(body) + "'");
+  if (kind.empty())
+    return bad_request("request could not be decoded: Object 'Kind' is missing in '" + Quoted(body) + "'");
   if (api_version.empty()) {
     return bad_request("request could not be decoded: Object 'apiVersion' is missing in '" + Quoted(body) + "'");
   }

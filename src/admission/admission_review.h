@@ -66,7 +66,6 @@ HttpAnswer TextError(int status, std::string_view message);
 // whose response allows the object, or refuses it with reason BadRequest (an
 // object of another resource or shape) or Invalid (configs that fail).
 HttpAnswer ReviewResourceClaimParameters(std::string_view content_type, std::string_view body,
-                                         const config::FeatureGates& gates,
-                                         WebhookScope scope = WebhookScope::kNvdra);
+                                         const config::FeatureGates& gates, WebhookScope scope = WebhookScope::kNvdra);
 
 }  // namespace nvdra::admission

@@ -168,8 +168,7 @@ Result<std::shared_ptr<ssl::context>> LoadServerTls(const std::string& cert_file
   }
   if (Status st = UsePrivateKey(native, key.text); !st.ok()) {
     if (st.code() == StatusCode::kFailedPrecondition) {
-      return InvalidArgument("--tls-private-key-file " + key_file + " does not match the certificate in " +
-                             cert_file);
+      return InvalidArgument("--tls-private-key-file " + key_file + " does not match the certificate in " + cert_file);
     }
     return InvalidArgument("--tls-private-key-file " + key_file + ": " + st.message());
   }
@@ -274,8 +273,7 @@ void CertificateReloader::Stop() {
   if (ended) {
     thread_.join();
   } else {
-    NVDRA_ERROR("webhook: reading {} or {} does not return; stopping without waiting for it", s.cert_file,
-                s.key_file);
+    NVDRA_ERROR("webhook: reading {} or {} does not return; stopping without waiting for it", s.cert_file, s.key_file);
     thread_.detach();
   }
 }

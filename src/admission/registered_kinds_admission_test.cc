@@ -45,10 +45,10 @@ struct WidgetConfig {
         .api_version = kWidgetApi,
         .kind = "WidgetConfig",
         .driver = kWidgetDriver,
-        .decode = [](ConfigWalker& w, const JsonValue& root, WidgetConfig& c) {
-          DecodeModeAndCount(w, root, "WidgetConfig", c.mode, c.count);
-        },
-        .validate = [](const WidgetConfig& c, const FeatureGates&) { return ValidateMode(c.mode, c.count.value_or(0)); },
+        .decode = [](ConfigWalker& w, const JsonValue& root,
+                     WidgetConfig& c) { DecodeModeAndCount(w, root, "WidgetConfig", c.mode, c.count); },
+        .validate = [](const WidgetConfig& c,
+                       const FeatureGates&) { return ValidateMode(c.mode, c.count.value_or(0)); },
     });
     return kind;
   }
@@ -65,10 +65,10 @@ struct GadgetConfig {
         .api_version = kWidgetApi,
         .kind = "GadgetConfig",
         .driver = kGadgetDriver,
-        .decode = [](ConfigWalker& w, const JsonValue& root, GadgetConfig& c) {
-          DecodeModeAndCount(w, root, "GadgetConfig", c.mode, c.count);
-        },
-        .validate = [](const GadgetConfig& c, const FeatureGates&) { return ValidateMode(c.mode, c.count.value_or(0)); },
+        .decode = [](ConfigWalker& w, const JsonValue& root,
+                     GadgetConfig& c) { DecodeModeAndCount(w, root, "GadgetConfig", c.mode, c.count); },
+        .validate = [](const GadgetConfig& c,
+                       const FeatureGates&) { return ValidateMode(c.mode, c.count.value_or(0)); },
         .upstream_admission_view = [](GadgetConfig& c) { c.count.reset(); },
     });
     return kind;
@@ -78,13 +78,14 @@ struct GadgetConfig {
 
 // The answer to a review of a v1 claim with one opaque config.
 json Review(const std::string& driver, const json& parameters, WebhookScope scope = WebhookScope::kNvdra) {
-  json claim = {{"apiVersion", "resource.k8s.io/v1"},
-                {"kind", "ResourceClaim"},
-                {"metadata", {{"name", "c"}, {"namespace", "default"}}},
-                {"spec",
-                 {{"devices",
-                   {{"requests", {{{"name", "w"}, {"exactly", {{"deviceClassName", "widgets"}}}}}},
-                    {"config", {{{"requests", {"w"}}, {"opaque", {{"driver", driver}, {"parameters", parameters}}}}}}}}}}};
+  json claim = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", "c"}, {"namespace", "default"}}},
+      {"spec",
+       {{"devices",
+         {{"requests", {{{"name", "w"}, {"exactly", {{"deviceClassName", "widgets"}}}}}},
+          {"config", {{{"requests", {"w"}}, {"opaque", {{"driver", driver}, {"parameters", parameters}}}}}}}}}}};
   json review = {{"apiVersion", "admission.k8s.io/v1"},
                  {"kind", "AdmissionReview"},
                  {"request",

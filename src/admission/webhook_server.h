@@ -43,8 +43,8 @@ struct HttpRequest {
 using HttpHandler = std::function<HttpAnswer(const HttpRequest& request)>;
 
 struct WebhookServerOptions {
-  std::string host;  // empty: all interfaces (IPv6 and IPv4); "127.0.0.1" in tests
-  int port = 443;    // 0: the kernel picks a free port (see WebhookServer::port)
+  std::string host;       // empty: all interfaces (IPv6 and IPv4); "127.0.0.1" in tests
+  int port = 443;         // 0: the kernel picks a free port (see WebhookServer::port)
   std::string cert_file;  // PEM: the certificate, then any intermediate CAs
   std::string key_file;   // PEM: its private key
   // The API server refuses request bodies over 3 MiB, so no AdmissionReview

@@ -22,8 +22,13 @@ TEST(CdiSpecFuzzReplayTest, SeedsAndMutations) {
       "---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n- name: " + uid +
           "-gpu-1\n  containerEdits:\n    env:\n    - NVIDIA_VISIBLE_DEVICES=void\ncontainerEdits:\n  deviceNodes:\n"
           "  - path: /dev/nvidiactl\n",
-      R"({"devices":[null,7,{"name":5},{"name":""},{"name":")" + uid + R"(-"}],"containerEdits":{"env":[1,"NVDRA_CLAIM_x=/","NVDRA_CLAIM_0b1c2d3e_4f50_4617_8899_aabbccddeeff=/n"]}})",
-      "[a, b", "- just\n- a list\n", "{}", "", "gpu0"};
+      R"({"devices":[null,7,{"name":5},{"name":""},{"name":")" + uid +
+          R"(-"}],"containerEdits":{"env":[1,"NVDRA_CLAIM_x=/","NVDRA_CLAIM_0b1c2d3e_4f50_4617_8899_aabbccddeeff=/n"]}})",
+      "[a, b",
+      "- just\n- a list\n",
+      "{}",
+      "",
+      "gpu0"};
   std::mt19937 rng(7);
   size_t runs = 0;
   for (const auto& seed : seeds) {

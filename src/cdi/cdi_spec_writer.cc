@@ -39,7 +39,8 @@ Status CheckYamlNesting(const std::string& text, const std::string& what) {
       line_start = true;
       indent = 0;
     } else if (line_start && (c == ' ' || c == '-')) {
-      if (++indent > kMaxIndent) return InvalidArgument(what + " is indented deeper than " + std::to_string(kMaxIndent));
+      if (++indent > kMaxIndent)
+        return InvalidArgument(what + " is indented deeper than " + std::to_string(kMaxIndent));
     } else {
       line_start = false;
     }
@@ -146,16 +147,17 @@ Status CdiSpecWriter::EnsureDirectory() const {
   struct stat st;
   if (::stat(root_.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return Status::Ok();
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
                   .count();
     std::string aside = root_ + ".not-a-directory-" + std::to_string(ms);
     if (::rename(root_.c_str(), aside.c_str()) != 0) {
-      return FailedPrecondition("CDI root " + root_ + " exists but is not a directory, and it cannot be moved "
-                                "aside (" + ErrnoText(errno) + "); remove it so CDI specs can be written");
+      return FailedPrecondition("CDI root " + root_ +
+                                " exists but is not a directory, and it cannot be moved "
+                                "aside (" +
+                                ErrnoText(errno) + "); remove it so CDI specs can be written");
     }
-    NVDRA_ERROR("CDI root {} existed but was not a directory; it was renamed to {} and the directory created",
-                  root_, aside);
+    NVDRA_ERROR("CDI root {} existed but was not a directory; it was renamed to {} and the directory created", root_,
+                aside);
   }
   return MakeDirectories(root_, 0755).Wrap("creating CDI root");
 }
@@ -212,13 +214,11 @@ Result<std::string> CdiSpecWriter::ClaimSpecPath(const std::string& claim_uid) c
   return JoinPath(root_, FilePrefix() + claim_uid + ".json");
 }
 
-std::string CdiSpecWriter::ClaimDeviceName(const std::string& claim_uid,
-                                           const std::string& device_name) {
+std::string CdiSpecWriter::ClaimDeviceName(const std::string& claim_uid, const std::string& device_name) {
   return claim_uid + "-" + device_name;
 }
 
-std::string CdiSpecWriter::DeviceId(const std::string& claim_uid,
-                                    const std::string& device_name) const {
+std::string CdiSpecWriter::DeviceId(const std::string& claim_uid, const std::string& device_name) const {
   return Kind() + "=" + ClaimDeviceName(claim_uid, device_name);
 }
 
@@ -245,13 +245,11 @@ Spec CdiSpecWriter::BuildClaimSpec(const std::string& claim_uid, std::vector<Spe
 Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& spec) const {
   NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
   if (spec.kind != Kind()) {
-    return InvalidArgument("CDI spec for claim " + claim_uid + " has kind " + spec.kind +
-                           ", want " + Kind());
+    return InvalidArgument("CDI spec for claim " + claim_uid + " has kind " + spec.kind + ", want " + Kind());
   }
   for (const auto& d : spec.devices) {
     if (d.name.rfind(claim_uid + "-", 0) != 0) {
-      return InvalidArgument("CDI device " + d.name + " of claim " + claim_uid +
-                             " does not start with the claim UID");
+      return InvalidArgument("CDI device " + d.name + " of claim " + claim_uid + " does not start with the claim UID");
     }
   }
   NVDRA_RETURN_IF_ERROR(ValidateSpec(spec).Wrap("CDI spec for claim " + claim_uid));
@@ -273,8 +271,8 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
   // ledger does not hold. See docs/ledger-format.md, "Durable writes".
   // Runtimes read specs as root, but tools run by users should too, whatever
   // our umask was: the temp file gets its mode with fchmod before the rename.
-  NVDRA_RETURN_IF_ERROR(WriteFileAtomically(path, content, 0644, /*sync=*/false)
-                            .Wrap("writing CDI spec for claim " + claim_uid));
+  NVDRA_RETURN_IF_ERROR(
+      WriteFileAtomically(path, content, 0644, /*sync=*/false).Wrap("writing CDI spec for claim " + claim_uid));
   return RemoveFileIfExists(legacy).Wrap("removing the upstream CDI spec of claim " + claim_uid);
 }
 
@@ -313,8 +311,8 @@ Result<std::vector<std::string>> CdiSpecWriter::ClaimSpecDevices(const std::stri
 }
 
 Result<CdiSpecWriter::ClaimSpecContents> CdiSpecWriter::ParseClaimSpec(std::string_view text, bool yaml,
-                                                                        const std::string& claim_uid,
-                                                                        const std::string& path) {
+                                                                       const std::string& claim_uid,
+                                                                       const std::string& path) {
   ClaimSpecContents read;
   if (yaml) {
     NVDRA_ASSIGN_OR_RETURN(read.devices, YamlDeviceNames(std::string(text), path));

@@ -50,9 +50,8 @@ class CdiSpecWriter {
   // of the request. With the claim's name, the spec-level edits also set
   // ClaimRefEnv(uid)=<namespace>/<name>: a spec outlives a lost ledger, and
   // the entry rebuilt from it can then be checked against the API server.
-  Spec BuildClaimSpec(const std::string& claim_uid, std::vector<SpecDevice> devices,
-                      ContainerEdits common_edits = {}, const std::string& claim_namespace = "",
-                      const std::string& claim_name = "") const;
+  Spec BuildClaimSpec(const std::string& claim_uid, std::vector<SpecDevice> devices, ContainerEdits common_edits = {},
+                      const std::string& claim_namespace = "", const std::string& claim_name = "") const;
   // "NVDRA_CLAIM_<uid with '-' as '_'>": the variable that names the claim
   // in its spec. CDI 0.5.0 readers refuse any field beyond the container
   // edits, so the name travels as an environment variable of its own per

@@ -1,5 +1,5 @@
-#include "util/test_paths.h"
 #include "cdi/cdi_spec_writer.h"
+#include "util/test_paths.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -23,7 +23,6 @@ const std::string kUid = "0f3a7c2e-5b1d-4e8f-9a6b-1c2d3e4f5a6b";
 
 class CdiSpecWriterTest : public ::testing::Test {
  protected:
-
   Spec GpuSpec(const CdiSpecWriter& w, const std::string& uid, int n) {
     std::vector<SpecDevice> devs;
     for (int i = n - 1; i >= 0; --i) {
@@ -48,13 +47,13 @@ TEST_F(CdiSpecWriterTest, NamesFollowUpstreamConvention) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(*p, root_ + "/k8s.gpu.nvidia.com-claim_" + kUid + ".json");
   CdiSpecWriter cd(root_, "k8s.compute-domain.nvidia.com");
-  EXPECT_EQ(cd.DeviceId(kUid, "channel-0"),
-            "k8s.compute-domain.nvidia.com/claim=" + kUid + "-channel-0");
+  EXPECT_EQ(cd.DeviceId(kUid, "channel-0"), "k8s.compute-domain.nvidia.com/claim=" + kUid + "-channel-0");
 }
 
 TEST_F(CdiSpecWriterTest, RejectsUnsafeUids) {
   CdiSpecWriter w(root_, "k8s.gpu.nvidia.com");
-  for (const std::string& uid : std::vector<std::string>{"", "../etc", "a/b", "..", ".hidden", "a b", std::string(200, 'a')}) {
+  for (const std::string& uid :
+       std::vector<std::string>{"", "../etc", "a/b", "..", ".hidden", "a b", std::string(200, 'a')}) {
     EXPECT_FALSE(w.ClaimSpecPath(uid).ok()) << uid;
     EXPECT_FALSE(w.WriteClaimSpec(uid, GpuSpec(w, "x", 1)).ok()) << uid;
     EXPECT_FALSE(w.RemoveClaimSpec(uid).ok()) << uid;
@@ -71,7 +70,7 @@ TEST_F(CdiSpecWriterTest, WritesGoldenFileWithMode0644AndSortedDevices) {
   auto content = ReadFileToString(path);
   ASSERT_TRUE(content.ok());
   nvdra::testing::ExpectMatchesGolden(std::string(NVDRA_SOURCE_DIR) + "/src/cdi/testdata/claim_two_gpus.json",
-                               *content);
+                                      *content);
   struct stat st;
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u);
@@ -120,9 +119,13 @@ TEST_F(CdiSpecWriterTest, WritingAClaimSpecReplacesTheUpstreamYamlOfThatClaim) {
 // As the Go driver writes a claim's spec (CDI's WriteSpec: YAML, "---" first).
 std::string GoClaimSpec(const std::string& uid) {
   return "---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n"
-         "- name: " + uid + "-gpu-1\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia1\n"
+         "- name: " +
+         uid +
+         "-gpu-1\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia1\n"
          "- name: 7\n"
-         "- name: " + uid + "-gpu-0\n  containerEdits:\n    env:\n    - NVIDIA_VISIBLE_DEVICES=void\n"
+         "- name: " +
+         uid +
+         "-gpu-0\n  containerEdits:\n    env:\n    - NVIDIA_VISIBLE_DEVICES=void\n"
          "containerEdits:\n  deviceNodes:\n  - path: /dev/nvidiactl\n";
 }
 
@@ -157,11 +160,13 @@ TEST_F(CdiSpecWriterTest, ClaimSpecDevicesReadsOursAndTheGoDriversYamlSpec) {
   EXPECT_EQ(*devices, (std::vector<std::string>{"gpu-1", "gpu-0"})) << "file order; a number is no device name";
   // Ours wins when both are there.
   ASSERT_TRUE(WriteFileAtomically(*w.ClaimSpecPath(kUid),
-                                  nlohmann::json{{"devices", {{{"name", kUid + "-gpu-5"}}}}}.dump()).ok());
+                                  nlohmann::json{{"devices", {{{"name", kUid + "-gpu-5"}}}}}.dump())
+                  .ok());
   EXPECT_EQ(*w.ClaimSpecDevices(kUid), std::vector<std::string>{"gpu-5"});
   ASSERT_TRUE(RemoveFileIfExists(*w.ClaimSpecPath(kUid)).ok());
   // What is not a spec is an error that says so, never a crash.
-  for (const std::string& bad : std::vector<std::string>{"[a, b", "- just\n- a list\n", std::string(5000, '['), std::string(5000, ' ') + "x"}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"[a, b", "- just\n- a list\n", std::string(5000, '['), std::string(5000, ' ') + "x"}) {
     ASSERT_TRUE(WriteFileAtomically(legacy, bad).ok());
     auto r = w.ClaimSpecDevices(kUid);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad.substr(0, 20);

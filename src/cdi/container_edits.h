@@ -11,13 +11,13 @@
 namespace nvdra::cdi {
 
 struct DeviceNode {
-  std::string path;                  // path inside the container, e.g. "/dev/nvidia0"
-  std::string host_path;             // path on the host when it differs from `path` (needs 0.5.0)
-  std::string type;                  // "c", "b" or "" (runtime stats the node)
+  std::string path;       // path inside the container, e.g. "/dev/nvidia0"
+  std::string host_path;  // path on the host when it differs from `path` (needs 0.5.0)
+  std::string type;       // "c", "b" or "" (runtime stats the node)
   std::optional<int64_t> major;
   std::optional<int64_t> minor;
-  std::optional<uint32_t> file_mode; // e.g. 0666
-  std::string permissions;           // cgroup access, e.g. "rw"; "" means the runtime default
+  std::optional<uint32_t> file_mode;  // e.g. 0666
+  std::string permissions;            // cgroup access, e.g. "rw"; "" means the runtime default
   friend bool operator==(const DeviceNode&, const DeviceNode&) = default;
 };
 

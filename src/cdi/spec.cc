@@ -57,8 +57,8 @@ Status ValidateEdits(const ContainerEdits& e, const std::string& where) {
     }
     for (char c : n.permissions) {
       if (c != 'r' && c != 'w' && c != 'm') {
-        return InvalidArgument(where + ": device node " + n.path + " has invalid permissions \"" +
-                               n.permissions + "\"");
+        return InvalidArgument(where + ": device node " + n.path + " has invalid permissions \"" + n.permissions +
+                               "\"");
       }
     }
   }
@@ -74,8 +74,8 @@ Status ValidateEdits(const ContainerEdits& e, const std::string& where) {
     }
     // The OCI lifecycle names every CDI version knows (hooks need no
     // version above the 0.3.0 baseline).
-    static const char* const kHookNames[] = {"prestart", "createRuntime", "createContainer", "startContainer",
-                                             "poststart", "poststop"};
+    static const char* const kHookNames[] = {"prestart",       "createRuntime", "createContainer",
+                                             "startContainer", "poststart",     "poststop"};
     bool known = false;
     for (const char* n : kHookNames) known = known || h.hook_name == n;
     if (!known) return InvalidArgument(where + ": hook " + h.path + " has invalid hookName \"" + h.hook_name + "\"");

@@ -39,8 +39,9 @@ std::string DomRender(const Spec& spec) {
 // Strings from a small alphabet that includes what JSON escapes, DEL and
 // UTF-8, so every path of the writer's string handling is taken.
 std::string RandomString(std::mt19937& rng) {
-  static const std::vector<std::string> parts = {"/usr/lib", "x", "-", ".so.1", " ", "\"", "\\", "\n", "\t",
-                                                 "\x01", "\x1f", "\x7f", "\xc3\xbc", "\xe2\x82\xac", "=", ""};
+  static const std::vector<std::string> parts = {"/usr/lib", "x",  "-",    ".so.1", " ",    "\"",       "\\",
+                                                 "\n",       "\t", "\x01", "\x1f",  "\x7f", "\xc3\xbc", "\xe2\x82\xac",
+                                                 "=",        ""};
   std::string s;
   int n = std::uniform_int_distribution<int>(0, 4)(rng);
   for (int i = 0; i < n; ++i) s += parts[std::uniform_int_distribution<size_t>(0, parts.size() - 1)(rng)];
@@ -68,7 +69,9 @@ ContainerEdits RandomEdits(std::mt19937& rng) {
     e.device_nodes.push_back(n);
   }
   for (int i = std::uniform_int_distribution<int>(0, 2)(rng); i > 0; --i) {
-    Hook h{.hook_name = "createContainer", .path = RandomString(rng), .args = RandomStrings(rng),
+    Hook h{.hook_name = "createContainer",
+           .path = RandomString(rng),
+           .args = RandomStrings(rng),
            .env = RandomStrings(rng)};
     if (coin()) h.timeout = std::uniform_int_distribution<int>(-1, 100)(rng);
     e.hooks.push_back(h);

@@ -1,5 +1,5 @@
-#include "util/test_paths.h"
 #include "cdi/spec.h"
+#include "util/test_paths.h"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -27,15 +27,17 @@ Spec SampleSpec() {
   ContainerEdits gpu;
   gpu.device_nodes.push_back({.path = "/dev/nvidia0", .host_path = "/run/nvidia/driver/dev/nvidia0"});
   ContainerEdits mig;
-  mig.device_nodes.push_back({.path = "/dev/nvidia-caps/nvidia-cap21",
-                              .type = "c", .major = 236, .minor = 21, .file_mode = 0444});
+  mig.device_nodes.push_back(
+      {.path = "/dev/nvidia-caps/nvidia-cap21", .type = "c", .major = 236, .minor = 21, .file_mode = 0444});
   s.devices.push_back({"3a1b2c3d-0000-4000-8000-000000000001-gpu-0", gpu});
   s.devices.push_back({"3a1b2c3d-0000-4000-8000-000000000001-gpu-1-mig-1g10gb-19-0", mig});
   s.edits.env = {"NVIDIA_VISIBLE_DEVICES=void"};
   s.edits.device_nodes.push_back({.path = "/dev/nvidiactl"});
-  s.edits.mounts.push_back({.host_path = "/var/lib/x", .container_path = "/x",
+  s.edits.mounts.push_back({.host_path = "/var/lib/x",
+                            .container_path = "/x",
                             .options = {"ro", "nosuid", "nodev", "bind"}});
-  s.edits.hooks.push_back({.hook_name = "createContainer", .path = "/usr/bin/nvidia-cdi-hook",
+  s.edits.hooks.push_back({.hook_name = "createContainer",
+                           .path = "/usr/bin/nvidia-cdi-hook",
                            .args = {"nvidia-cdi-hook", "update-ldcache"}});
   return s;
 }
@@ -134,7 +136,8 @@ TEST(CdiSpecTest, HooksNeedNoNewerVersionAndAreValidated) {
   Spec s;
   s.kind = "k8s.gpu.nvidia.com/claim";
   s.devices.push_back({"gpu-0", {.device_nodes = {{.path = "/dev/nvidia0"}}}});
-  s.edits.hooks.push_back({.hook_name = "createContainer", .path = "/usr/bin/nvidia-cdi-hook",
+  s.edits.hooks.push_back({.hook_name = "createContainer",
+                           .path = "/usr/bin/nvidia-cdi-hook",
                            .args = {"nvidia-cdi-hook", "disable-device-node-modification"},
                            .env = {"NVIDIA_CTK_DEBUG=false"}});
   EXPECT_TRUE(ValidateSpec(s).ok());
@@ -150,16 +153,14 @@ TEST(CdiSpecTest, HooksNeedNoNewerVersionAndAreValidated) {
   EXPECT_NE(ValidateSpec(bad).message().find("KEY=VALUE"), std::string::npos);
 }
 
-TEST(CdiSpecTest, RenderIsByteStable) {
-  EXPECT_EQ(RenderJson(SampleSpec()), RenderJson(SampleSpec()));
-}
+TEST(CdiSpecTest, RenderIsByteStable) { EXPECT_EQ(RenderJson(SampleSpec()), RenderJson(SampleSpec())); }
 
 TEST(CdiSpecTest, RenderUsesOnlyFieldsA050ReaderKnows) {
   // The field sets of specs-go v0.5.0; anything else makes strict readers fail.
   const std::set<std::string> spec_keys = {"cdiVersion", "kind", "devices", "containerEdits"};
   const std::set<std::string> edit_keys = {"env", "deviceNodes", "hooks", "mounts"};
-  const std::set<std::string> node_keys = {"path", "hostPath", "type", "major", "minor",
-                                           "fileMode", "permissions", "uid", "gid"};
+  const std::set<std::string> node_keys = {"path",     "hostPath",    "type", "major", "minor",
+                                           "fileMode", "permissions", "uid",  "gid"};
   auto j = nlohmann::json::parse(RenderJson(SampleSpec()));
   for (auto& [k, v] : j.items()) EXPECT_TRUE(spec_keys.count(k)) << k;
   auto check_edits = [&](const nlohmann::json& e) {

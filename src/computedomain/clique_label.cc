@@ -24,9 +24,8 @@ Result<bool> RemoveOwnedCliqueLabel(kube::KubeClient& client, const nlohmann::js
   if (!Marked(node)) return false;
   const std::string name = NameOf(node);
   if (name.empty()) return InvalidArgument("a Node without metadata.name");
-  nlohmann::json patch = {{"metadata",
-                           {{"labels", {{kGpuCliqueLabel, nullptr}}},
-                            {"annotations", {{kGpuCliqueLabelOwner, nullptr}}}}}};
+  nlohmann::json patch = {
+      {"metadata", {{"labels", {{kGpuCliqueLabel, nullptr}}}, {"annotations", {{kGpuCliqueLabelOwner, nullptr}}}}}};
   NVDRA_RETURN_IF_ERROR(client.MergePatchJson("/api/v1/nodes/" + name, patch).status());
   return true;
 }

@@ -117,12 +117,13 @@ std::optional<std::string> ComputeDomainCheckpointCodec::UpstreamPreparedDevices
   for (size_t i = 0; i < e.prepared.size(); ++i) {
     const auto& d = e.prepared[i];
     auto ch = ComputeDomainKind::ChannelId(d.device);
-    std::string dev = ch ? "{\"channel\":{\"info\":{\"id\":" + std::to_string(*ch) + "},\"device\":" +
-                               GoCheckpointedDevice(d) + "},\"daemon\":null}"
+    std::string dev = ch ? "{\"channel\":{\"info\":{\"id\":" + std::to_string(*ch) +
+                               "},\"device\":" + GoCheckpointedDevice(d) + "},\"daemon\":null}"
                          : "{\"channel\":null,\"daemon\":{\"info\":{\"id\":0},\"device\":" + GoCheckpointedDevice(d) +
                                "}}";
-    out += (i ? "," : "") + std::string("{\"devices\":[") + dev + "],\"configState\":{\"Type\":" +
-           GoString(ch ? "channel" : "daemon") + ",\"ComputeDomain\":" + GoString(domain) + "}}";
+    out += (i ? "," : "") + std::string("{\"devices\":[") + dev +
+           "],\"configState\":{\"Type\":" + GoString(ch ? "channel" : "daemon") +
+           ",\"ComputeDomain\":" + GoString(domain) + "}}";
   }
   return out + "]";
 }

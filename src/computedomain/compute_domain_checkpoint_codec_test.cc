@@ -80,7 +80,8 @@ TEST(ComputeDomainCheckpointCodecTest, ImportTranslatesUpstreamClaimsIntoTheKind
   EXPECT_TRUE(daemon->channels.empty());
   // The export gives the Go driver's claims back byte for byte.
   std::string back = ledger::WriteLegacyCheckpoint(imported->entries, "boot", &codec);
-  EXPECT_EQ(nlohmann::ordered_json::parse(back)["v2"], nlohmann::ordered_json::parse(testing::UpstreamCdCheckpoint())["v2"]);
+  EXPECT_EQ(nlohmann::ordered_json::parse(back)["v2"],
+            nlohmann::ordered_json::parse(testing::UpstreamCdCheckpoint())["v2"]);
 }
 
 }  // namespace

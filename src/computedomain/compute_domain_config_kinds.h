@@ -20,7 +20,7 @@ inline constexpr std::string_view kAllocationModeSingle = "Single";
 inline constexpr std::string_view kAllocationModeAll = "All";
 
 struct ComputeDomainChannelConfig {
-  std::string domain_id;  // the ComputeDomain's UID
+  std::string domain_id;        // the ComputeDomain's UID
   std::string allocation_mode;  // "Single" (one channel) or "All"
   static const config::ConfigKind& Kind();
   friend bool operator==(const ComputeDomainChannelConfig&, const ComputeDomainChannelConfig&) = default;

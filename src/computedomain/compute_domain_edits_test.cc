@@ -15,11 +15,11 @@
 #include "cdi/cdi_spec_writer.h"
 #include "cdi/testdata/claim_spec_golden.h"
 #include "cdi/testdata/golden.h"
+#include "computedomain/compute_domain_published_devices.h"
 #include "devices/device_names.h"
 #include "devices/mock/mock_node_fixture.h"
 #include "util/file_util.h"
 #include "util/test_paths.h"
-#include "computedomain/compute_domain_published_devices.h"
 
 namespace nvdra::computedomain {
 namespace {

@@ -110,9 +110,7 @@ std::string ComputeDomainKind::DeviceType(const std::string& device) const {
   return "";
 }
 
-std::vector<std::string> ComputeDomainKind::MetricDeviceTypes() const {
-  return {"channel", "daemon", "unknown"};
-}
+std::vector<std::string> ComputeDomainKind::MetricDeviceTypes() const { return {"channel", "daemon", "unknown"}; }
 
 std::vector<model::PublishedDevice> ComputeDomainKind::PublishedDevices() const {
   return ComputeDomainPublishedDevices(options_.channels_to_publish, !options_.host_managed_imex);
@@ -135,8 +133,8 @@ Status JoinDomain(std::string& domain, const std::string& config_domain) {
   return Status::Ok();
 }
 
-Status PlanChannel(const ComputeDomainChannelConfig& ch, const config::ConfigGroup& group,
-                   bool host_managed, driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
+Status PlanChannel(const ComputeDomainChannelConfig& ch, const config::ConfigGroup& group, bool host_managed,
+                   driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
   if (group.results.size() != 1) {
     return InvalidArgument("a ComputeDomainChannelConfig applies to exactly one channel, got " +
                            std::to_string(group.results.size()) + " results");
@@ -154,8 +152,8 @@ Status PlanChannel(const ComputeDomainChannelConfig& ch, const config::ConfigGro
   return Status::Ok();
 }
 
-Status PlanDaemon(const ComputeDomainDaemonConfig& d, const config::ConfigGroup& group,
-                  const std::string& claim_uid, driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
+Status PlanDaemon(const ComputeDomainDaemonConfig& d, const config::ConfigGroup& group, const std::string& claim_uid,
+                  driver::ClaimPlan& plan, ComputeDomainUndo& undo) {
   if (group.results.size() != 1) return InvalidArgument("only expected 1 device for requests in claim " + claim_uid);
   NVDRA_RETURN_IF_ERROR(JoinDomain(undo.domain_id, d.domain_id));
   undo.daemon = true;
@@ -239,14 +237,14 @@ Status ComputeDomainKind::CheckChannelReady(const driver::ClaimWork& work, const
   if (labels_ != nullptr) NVDRA_RETURN_IF_ERROR(labels_->Acquire(domain, work.uid));
   if (cd->node_ready) return Status::Ok();
   auto start = Steady::now();
-  NVDRA_INFO("claim {}: waiting for this node to become ready in ComputeDomain {}/{}: {}", work.uid, cd->ns,
-               cd->name, cd->not_ready);
+  NVDRA_INFO("claim {}: waiting for this node to become ready in ComputeDomain {}/{}: {}", work.uid, cd->ns, cd->name,
+             cd->not_ready);
   cd = domains_.WaitReady(domain, deadline);
   if (!cd.ok()) return cd.status().Wrap("wait for ComputeDomain " + domain);
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start);
   if (cd->node_ready) {
     NVDRA_INFO("claim {}: this node is ready in ComputeDomain {}/{} after {} ms", work.uid, cd->ns, cd->name,
-                 waited.count());
+               waited.count());
     return Status::Ok();
   }
   return Unavailable("current node not ready in ComputeDomain " + cd->ns + "/" + cd->name + ": " +

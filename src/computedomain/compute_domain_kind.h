@@ -18,17 +18,17 @@
 
 #include "computedomain/compute_domain_checkpoint_codec.h"
 #include "computedomain/compute_domain_config_kinds.h"
+#include "computedomain/compute_domain_edits.h"
+#include "computedomain/compute_domain_published_devices.h"
 #include "computedomain/compute_domain_source.h"
 #include "computedomain/compute_domain_undo.h"
-#include "ledger/claim_entry.h"
 #include "computedomain/domain_directory.h"
 #include "computedomain/imex_mode.h"
 #include "computedomain/node_label_manager.h"
-#include "computedomain/compute_domain_edits.h"
-#include "computedomain/compute_domain_published_devices.h"
 #include "devices/device_info.h"
 #include "driver/claims_view.h"
 #include "driver/device_kind.h"
+#include "ledger/claim_entry.h"
 #include "util/mutex.h"
 
 namespace nvdra::computedomain {
@@ -36,12 +36,12 @@ namespace nvdra::computedomain {
 inline constexpr const char* kDriverName = "compute-domain.nvidia.com";
 
 struct ComputeDomainKindOptions {
-  std::string plugin_dir;        // <plugins dir>/compute-domain.nvidia.com (domains/ lives below)
-  std::string clique_id;         // "<clusterUUID>.<cliqueId>" or "" without NVLink fabric
+  std::string plugin_dir;  // <plugins dir>/compute-domain.nvidia.com (domains/ lives below)
+  std::string clique_id;   // "<clusterUUID>.<cliqueId>" or "" without NVLink fabric
   // When set, the current clique (it changes when the fabric is
   // repartitioned); clique_id is then only the first value.
   std::function<std::string()> clique_source;
-  int channels_to_publish = 1;   // upstream publishes channel-0 only
+  int channels_to_publish = 1;  // upstream publishes channel-0 only
   // CDI id of the base spec's management device, returned for daemon
   // claims next to the claim's own device ("" when there is no base spec).
   std::string base_device_id;

@@ -6,10 +6,10 @@
 
 #include <map>
 
-#include "devices/backends/open_device_lib.h"
-#include "driver/engine.h"
 #include "computedomain/compute_domain_checkpoint_codec.h"
 #include "computedomain/testdata/upstream_checkpoint.h"
+#include "devices/backends/open_device_lib.h"
+#include "driver/engine.h"
 #include "ledger/legacy_checkpoint.h"
 #include "util/file_util.h"
 
@@ -44,7 +44,8 @@ class ComputeDomainKindTest : public ::testing::Test {
     ko.plugin_dir = dir_ + "/plugin";
     ko.clique_id = inv->clique_id;
     domains_.domains["cd-1"] = {"cd-1", "default", "my-domain", true, ""};
-    kind_ = std::make_unique<ComputeDomainKind>(ko, ComputeDomainEdits(devices::ContainerSources::ForLib(*lib_)), domains_);
+    kind_ = std::make_unique<ComputeDomainKind>(ko, ComputeDomainEdits(devices::ContainerSources::ForLib(*lib_)),
+                                                domains_);
   }
   void TearDown() override {
     kind_.reset();
@@ -155,7 +156,9 @@ TEST_F(ComputeDomainKindTest, ClaimsImportedFromTheGoDriverGetTheirEditsBack) {
 TEST_F(ComputeDomainKindTest, DaemonPrepareMountsTheDomainDirectoryAndUnprepareLeavesIt) {
   driver::ClaimWork w{"uid-d", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
+  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"},
+                      {},
+                      {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->held, std::vector<std::string>{"daemon-0"});
@@ -181,7 +184,9 @@ TEST_F(ComputeDomainKindTest, WithoutACliqueDaemonsStillGetTheirDirectoryAndEnvB
   kind_->SetCliqueId("");
   driver::ClaimWork w{"uid-d", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
+  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"},
+                      {},
+                      {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok());
   auto p = kind_->Prepare(w, *plan);
@@ -207,7 +212,9 @@ TEST_F(ComputeDomainKindTest, DaemonClaimGetsTheBaseDeviceNextToItsOwn) {
   ComputeDomainKind kind(ko, ComputeDomainEdits(devices::ContainerSources::ForLib(*lib_)), domains_);
   driver::ClaimWork w{"uid-b", "default", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
+  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"},
+                      {},
+                      {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   auto plan = kind.Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto p = kind.Prepare(w, *plan);
@@ -236,7 +243,9 @@ TEST_F(ComputeDomainKindTest, DaemonClaimsMayLiveOutsideTheDomainsNamespace) {
   // namespace, not in the ComputeDomain's.
   driver::ClaimWork w{"uid-d", "nvidia-dra-driver", "d", {}, {}};
   w.results.push_back({"daemon", kDriverName, "node-1", "daemon-0", false, ""});
-  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"}, {}, {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
+  w.groups.push_back({ComputeDomainDaemonConfig{"cd-1"},
+                      {},
+                      {{"daemon", kDriverName, "node-1", "daemon-0", false, ""}}});
   domains_.domains["cd-1"].node_ready = false;  // the daemon is what makes the node ready
   auto plan = kind_->Plan(w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -352,7 +361,7 @@ TEST(HostImexProbeTest, RunsTheDriverRootsToolAgainstTheSocketUnderTheRoot) {
   EXPECT_TRUE(probe.CheckReady().ok());
   ASSERT_EQ(ran.size(), 1u);
   EXPECT_EQ(ran[0], (std::vector<std::string>{root.path() + "/usr/sbin/nvidia-imex-ctl", "-q",
-                                               "--u=" + root.path() + "/etc/nvidia-imex/imex_ctrl.sock"}));
+                                              "--u=" + root.path() + "/etc/nvidia-imex/imex_ctrl.sock"}));
   for (const std::string& no : {"NOT READY\n", "UNAVAILABLE\n", "READYING\n", ""}) {
     answer = no;
     Status s = probe.CheckReady();

@@ -84,7 +84,10 @@ class ComputeDomainReloadTest : public ::testing::Test {
     c.allocated = true;
     const std::string request = daemon ? "daemon" : "channel";
     c.results = {{request, kDriverName, "node-1", device, false, ""}};
-    c.configs = {{config::ConfigSource::kFromClaim, "", {request}, kDriverName,
+    c.configs = {{config::ConfigSource::kFromClaim,
+                  "",
+                  {request},
+                  kDriverName,
                   std::string(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":")") +
                       (daemon ? "ComputeDomainDaemonConfig" : "ComputeDomainChannelConfig") +
                       R"(","domainID":"cd-1"})"}};

@@ -15,8 +15,11 @@ json EncodeComputeDomainUndo(const ComputeDomainUndo& undo) {
     MergeUnknownMembers(item, c.unknown);
     channels.push_back(std::move(item));
   }
-  json j = {{"version", undo.version}, {"domainID", undo.domain_id}, {"channels", std::move(channels)},
-            {"daemon", undo.daemon},   {"allChannels", undo.all_channels}};
+  json j = {{"version", undo.version},
+            {"domainID", undo.domain_id},
+            {"channels", std::move(channels)},
+            {"daemon", undo.daemon},
+            {"allChannels", undo.all_channels}};
   if (undo.domain_name) j["domainName"] = *undo.domain_name;
   if (undo.domain_namespace) j["domainNamespace"] = *undo.domain_namespace;
   MergeUnknownMembers(j, undo.unknown);
@@ -47,7 +50,8 @@ Status DecodeInto(const JsonReader& r, ComputeDomainUndo& out) {
   NVDRA_ASSIGN_OR_RETURN(out.domain_name, r.Optional<std::string>("domainName"));
   NVDRA_ASSIGN_OR_RETURN(out.domain_namespace, r.Optional<std::string>("domainNamespace"));
   NVDRA_RETURN_IF_ERROR(r.ForEach("channels", [&](const JsonReader& c) { return DecodeChannel(c, out); }));
-  out.unknown = r.Unknown({"version", "domainID", "channels", "daemon", "allChannels", "domainName", "domainNamespace"});
+  out.unknown = r.Unknown({"version", "domainID", "channels", "daemon", "allChannels", "domainName",
+                           "domainNamespace"});
   return Status::Ok();
 }
 

@@ -42,9 +42,16 @@ TEST(ComputeDomainUndoTest, KeepsFieldsOfANewerVersion) {
 
 TEST(ComputeDomainUndoTest, OddShapesAreErrorValuesNotExceptions) {
   const char* bad[] = {
-      R"([])", R"("x")", R"({"daemon": "yes"})", R"({"daemon": 1})", R"({"domainID": 7})",
-      R"({"channels": {}})", R"({"channels": [7]})", R"({"channels": [{"device": "channel-0"}]})",
-      R"({"channels": [{"device": "channel-0", "id": -1}]})", R"({"allChannels": "true"})",
+      R"([])",
+      R"("x")",
+      R"({"daemon": "yes"})",
+      R"({"daemon": 1})",
+      R"({"domainID": 7})",
+      R"({"channels": {}})",
+      R"({"channels": [7]})",
+      R"({"channels": [{"device": "channel-0"}]})",
+      R"({"channels": [{"device": "channel-0", "id": -1}]})",
+      R"({"allChannels": "true"})",
   };
   for (const char* text : bad) {
     Result<ComputeDomainUndo> u = Internal("not run");
@@ -57,15 +64,13 @@ TEST(ComputeDomainUndoTest, OddShapesAreErrorValuesNotExceptions) {
 TEST(ComputeDomainUndoTest, ErrorsNameTheRecordAndTheField) {
   EXPECT_EQ(DecodeComputeDomainUndo(json::parse(R"({"daemon": "yes"})")).status().message(),
             "ComputeDomain undo record: daemon: expected a boolean, got a string");
-  EXPECT_EQ(DecodeComputeDomainUndo(json::parse(R"({"channels": [{"device": "channel-0", "id": 0}, 7]})"))
-                .status()
-                .message(),
-            "ComputeDomain undo record: channels[1]: expected an object, got a number (7)");
-  EXPECT_EQ(DecodeComputeDomainUndo(json::parse(R"({"channels": [{"device": "channel-0", "id": -1}]})"))
-                .status()
-                .message(),
-            "ComputeDomain undo record: channels[0]: a channel needs a device and an id in 0..2147483647: "
-            R"({"device":"channel-0","id":-1})");
+  EXPECT_EQ(
+      DecodeComputeDomainUndo(json::parse(R"({"channels": [{"device": "channel-0", "id": 0}, 7]})")).status().message(),
+      "ComputeDomain undo record: channels[1]: expected an object, got a number (7)");
+  EXPECT_EQ(
+      DecodeComputeDomainUndo(json::parse(R"({"channels": [{"device": "channel-0", "id": -1}]})")).status().message(),
+      "ComputeDomain undo record: channels[0]: a channel needs a device and an id in 0..2147483647: "
+      R"({"device":"channel-0","id":-1})");
   EXPECT_EQ(DecodeComputeDomainUndo(json::parse("[]")).status().message(),
             "ComputeDomain undo record: expected an object, got an array");
   // An id past 64 bits is refused, not wrapped to a negative one.

@@ -13,10 +13,14 @@ DomainMaintenance::DomainMaintenance(kube::KubeClient& client, DomainWatch& watc
       labels_(labels),
       dirs_(dirs),
       options_(std::move(options)),
-      worker_({.period = options_.period, .name = "the ComputeDomain maintenance pass", .thread_name = "cd-maintenance", .group = options_.group}, [this] {
-        RunOnce();
-        return Status::Ok();  // problems are logged by the pass; the next one comes a period later
-      }) {}
+      worker_({.period = options_.period,
+               .name = "the ComputeDomain maintenance pass",
+               .thread_name = "cd-maintenance",
+               .group = options_.group},
+              [this] {
+                RunOnce();
+                return Status::Ok();  // problems are logged by the pass; the next one comes a period later
+              }) {}
 
 DomainMaintenance::~DomainMaintenance() { Stop(); }
 

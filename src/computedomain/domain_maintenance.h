@@ -50,11 +50,11 @@ struct DomainMaintenanceOptions {
 };
 
 struct MaintenanceReport {
-  Status label;                        // what Repair could not fix
+  Status label;  // what Repair could not fix
   std::vector<std::string> removed_dirs;
   bool clique_changed = false;
-  Status clique;                       // reading the clique or writing its label
-  bool watches_closed = false;         // this pass closed the idle watches
+  Status clique;                // reading the clique or writing its label
+  bool watches_closed = false;  // this pass closed the idle watches
 };
 
 class DomainMaintenance {
@@ -78,7 +78,7 @@ class DomainMaintenance {
   const DomainDirectories& dirs_;
   DomainMaintenanceOptions options_;
 
-  Mutex run_mu_;  // one pass at a time
+  Mutex run_mu_;                                          // one pass at a time
   std::string clique_label_written_ GUARDED_BY(run_mu_);  // last value written (or checked)
   bool clique_label_known_ GUARDED_BY(run_mu_) = false;
   bool clique_label_owned_ GUARDED_BY(run_mu_) = false;  // the annotation is written (or was removed)

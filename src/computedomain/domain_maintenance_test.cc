@@ -21,9 +21,10 @@ TEST(DomainMaintenanceTest, RemovesGoneDomainsFollowsTheCliqueAndLabelsIt) {
   TestApiServer server;
   ASSERT_TRUE(server.ok()) << server.error();
   ASSERT_TRUE(server.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}).ok());
-  ASSERT_TRUE(server.LoadObject({{"apiVersion", "resource.nvidia.com/v1beta1"},
-                                 {"kind", "ComputeDomain"},
-                                 {"metadata", {{"name", "live"}, {"namespace", "ns"}, {"uid", "live-uid"}}}})
+  ASSERT_TRUE(server
+                  .LoadObject({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                               {"kind", "ComputeDomain"},
+                               {"metadata", {{"name", "live"}, {"namespace", "ns"}, {"uid", "live-uid"}}}})
                   .ok());
   kube::KubeClientOptions ko;
   ko.qps = 0;
@@ -80,9 +81,10 @@ TEST(DomainMaintenanceTest, TurningTheCliqueLabelOffRemovesTheLabelNvdraSetAndNo
   ASSERT_TRUE(server.ok()) << server.error();
   // n2's label comes from someone else (gpu-feature-discovery).
   ASSERT_TRUE(server.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}).ok());
-  ASSERT_TRUE(server.LoadObject({{"apiVersion", "v1"},
-                                 {"kind", "Node"},
-                                 {"metadata", {{"name", "n2"}, {"labels", {{kGpuCliqueLabel, "gfd.7"}}}}}})
+  ASSERT_TRUE(server
+                  .LoadObject({{"apiVersion", "v1"},
+                               {"kind", "Node"},
+                               {"metadata", {{"name", "n2"}, {"labels", {{kGpuCliqueLabel, "gfd.7"}}}}}})
                   .ok());
   kube::KubeClientOptions ko;
   ko.qps = 0;

@@ -55,7 +55,8 @@ DomainWatch::DomainWatch(kube::KubeClient& client, DomainWatchOptions options)
     o.max_backoff = options_.max_backoff;
     return o;
   };
-  kube::WatchCacheOptions d = watch_of(std::string(kGroupVersion) + "/computedomains", "ComputeDomains", "ComputeDomain");
+  kube::WatchCacheOptions d = watch_of(std::string(kGroupVersion) + "/computedomains", "ComputeDomains",
+                                       "ComputeDomain");
   d.notifier = notifier_;
   d.project = [node](const json& cd) {
     const json* status = Member(cd, "status");
@@ -68,11 +69,14 @@ DomainWatch::DomainWatch(kube::KubeClient& client, DomainWatchOptions options)
   };
   domains_ = std::make_unique<kube::WatchCache>(client, std::move(d));
   if (options_.cliques) {
-    kube::WatchCacheOptions c =
-        watch_of(std::string(kGroupVersion) + "/namespaces/" + options_.clique_namespace + "/computedomaincliques",
-                 "ComputeDomainCliques in namespace " + options_.clique_namespace, "ComputeDomainClique");
+    kube::WatchCacheOptions c = watch_of(std::string(kGroupVersion) + "/namespaces/" + options_.clique_namespace +
+                                             "/computedomaincliques",
+                                         "ComputeDomainCliques in namespace " + options_.clique_namespace,
+                                         "ComputeDomainClique");
     c.notifier = notifier_;
-    c.project = [node](const json& clique) { return json{{"daemons", OnlyNode(Member(clique, "daemons"), "nodeName", node)}}; };
+    c.project = [node](const json& clique) {
+      return json{{"daemons", OnlyNode(Member(clique, "daemons"), "nodeName", node)}};
+    };
     cliques_ = std::make_unique<kube::WatchCache>(client, std::move(c));
   }
   if (options_.watch_node) {
@@ -200,7 +204,8 @@ Result<ComputeDomainInfo> DomainWatch::Lookup(const std::string& domain_uid) con
     }
     std::string status = Str((*daemons)[0], "status");
     st.node_ready = status == "Ready";
-    if (!st.node_ready) st.not_ready = "the daemon for node " + node + " in " + where + " is " + (status.empty() ? "NotReady" : status);
+    if (!st.node_ready)
+      st.not_ready = "the daemon for node " + node + " in " + where + " is " + (status.empty() ? "NotReady" : status);
     return st;
   }
   std::string where = "ComputeDomain " + st.ns + "/" + st.name;
@@ -212,7 +217,8 @@ Result<ComputeDomainInfo> DomainWatch::Lookup(const std::string& domain_uid) con
   }
   std::string s = Str((*nodes)[0], "status");
   st.node_ready = s == "Ready";
-  if (!st.node_ready) st.not_ready = "node " + node + " is " + (s.empty() ? "NotReady" : s) + " in " + where + " status.nodes";
+  if (!st.node_ready)
+    st.not_ready = "node " + node + " is " + (s.empty() ? "NotReady" : s) + " in " + where + " status.nodes";
   return st;
 }
 

@@ -43,8 +43,8 @@ struct DomainWatchOptions {
   std::string node_name;
   // Where the ComputeDomainCliques live: --clique-namespace, else --namespace.
   std::string clique_namespace = "default";
-  bool cliques = true;                       // the ComputeDomainCliques gate
-  std::string clique_id;                     // "<clusterUUID>.<cliqueId>" or ""
+  bool cliques = true;    // the ComputeDomainCliques gate
+  std::string clique_id;  // "<clusterUUID>.<cliqueId>" or ""
   std::chrono::seconds watch_timeout{300};
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{15'000};

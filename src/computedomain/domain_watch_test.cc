@@ -35,11 +35,11 @@ json Domain(const std::string& uid, const std::string& node_status) {
              {"spec", {{"numNodes", 0}, {"channel", {{"resourceClaimTemplate", {{"name", "ch"}}}}}}},
              {"status", {{"status", "NotReady"}, {"nodes", json::array()}}}};
   if (!node_status.empty()) {
-    cd["status"]["nodes"].push_back({{"name", kNode}, {"cliqueID", kClique}, {"ipAddress", "10.0.0.1"}, {"index", 0},
-                                     {"status", node_status}});
+    cd["status"]["nodes"].push_back(
+        {{"name", kNode}, {"cliqueID", kClique}, {"ipAddress", "10.0.0.1"}, {"index", 0}, {"status", node_status}});
   }
-  cd["status"]["nodes"].push_back({{"name", "other-node"}, {"cliqueID", kClique}, {"ipAddress", "10.0.0.2"},
-                                   {"index", 1}, {"status", "Ready"}});
+  cd["status"]["nodes"].push_back(
+      {{"name", "other-node"}, {"cliqueID", kClique}, {"ipAddress", "10.0.0.2"}, {"index", 1}, {"status", "Ready"}});
   return cd;
 }
 
@@ -47,11 +47,14 @@ json Clique(const std::string& uid, const std::string& node_status) {
   json c = {{"apiVersion", "resource.nvidia.com/v1beta1"},
             {"kind", "ComputeDomainClique"},
             {"metadata", {{"name", uid + "." + kClique}, {"namespace", kDriverNs}}},
-            {"daemons", json::array({{{"nodeName", "other-node"}, {"cliqueID", kClique}, {"ipAddress", "10.0.0.2"},
-                                      {"index", 1}, {"status", "Ready"}}})}};
+            {"daemons", json::array({{{"nodeName", "other-node"},
+                                      {"cliqueID", kClique},
+                                      {"ipAddress", "10.0.0.2"},
+                                      {"index", 1},
+                                      {"status", "Ready"}}})}};
   if (!node_status.empty()) {
-    c["daemons"].push_back({{"nodeName", kNode}, {"cliqueID", kClique}, {"ipAddress", "10.0.0.1"}, {"index", 0},
-                            {"status", node_status}});
+    c["daemons"].push_back(
+        {{"nodeName", kNode}, {"cliqueID", kClique}, {"ipAddress", "10.0.0.1"}, {"index", 0}, {"status", node_status}});
   }
   return c;
 }
@@ -123,7 +126,8 @@ TEST_F(DomainWatchTest, WithCliquesTheNodesDaemonInTheCliqueDecides) {
   EXPECT_FALSE(timed_out->node_ready);
 
   // A waiter wakes on the watch event, well before its deadline.
-  auto waiter = std::async(std::launch::async, [&] { return w->WaitReady("d1", Steady::now() + std::chrono::seconds(60)); });
+  auto waiter = std::async(std::launch::async,
+                           [&] { return w->WaitReady("d1", Steady::now() + std::chrono::seconds(60)); });
   ASSERT_TRUE(server_.LoadObject(Clique("d1", "Ready")).ok());
   auto ready = waiter.get();
   ASSERT_TRUE(ready.ok());
@@ -223,8 +227,11 @@ TEST_F(DomainWatchTest, OnlyThisNodesEntriesAreKept) {
 
 TEST_F(DomainWatchTest, WhereListingCliquesIsForbiddenTheOneCliqueIsRead) {
   // Upstream's Role grants only get on cliques.
-  ASSERT_TRUE(server_.InjectFault({{"status", 403}, {"verb", "list"},
-                                   {"path_prefix", "/apis/resource.nvidia.com/v1beta1/namespaces"}, {"count", -1}})
+  ASSERT_TRUE(server_
+                  .InjectFault({{"status", 403},
+                                {"verb", "list"},
+                                {"path_prefix", "/apis/resource.nvidia.com/v1beta1/namespaces"},
+                                {"count", -1}})
                   .ok());
   ASSERT_TRUE(server_.LoadObject(Domain("d1", "")).ok());
   ASSERT_TRUE(server_.LoadObject(Clique("d1", "Ready")).ok());
@@ -233,7 +240,8 @@ TEST_F(DomainWatchTest, WhereListingCliquesIsForbiddenTheOneCliqueIsRead) {
   ASSERT_TRUE(w.domains().WaitSynced(Steady::now() + std::chrono::seconds(15)));
   auto deadline = Steady::now() + std::chrono::seconds(15);
   while (w.cliques()->last_error().code() != StatusCode::kPermissionDenied && Steady::now() < deadline) {
-    w.domains().notifier().WaitForChange(w.domains().notifier().version(), Steady::now() + std::chrono::milliseconds(20));
+    w.domains().notifier().WaitForChange(w.domains().notifier().version(),
+                                         Steady::now() + std::chrono::milliseconds(20));
   }
   auto st = w.WaitReady("d1", Steady::now() + std::chrono::seconds(15));
   ASSERT_TRUE(st.ok());

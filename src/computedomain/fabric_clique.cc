@@ -23,10 +23,9 @@ Result<CliqueIdentity> IdentifyClique(const std::vector<GpuFabricReading>& gpus,
       // Pending until Fabric Manager activates a partition holding the GPU.
       const bool awaiting_partition = fabric_manager_partitions && !g.completed;
       if (crash_on_fabric_errors && multi_node && !awaiting_partition) {
-        return FailedPrecondition(what +
-                                  "; with the CrashOnNVLinkFabricErrors feature gate this is fatal: check the "
-                                  "fabric manager and the NVLink switches, or disable the gate to run without a "
-                                  "clique");
+        return FailedPrecondition(what + "; with the CrashOnNVLinkFabricErrors feature gate this is fatal: check the "
+                                         "fabric manager and the NVLink switches, or disable the gate to run without a "
+                                         "clique");
       }
       if (out.warning.empty()) {
         out.warning = what + (awaiting_partition

@@ -15,7 +15,7 @@ void NodeLabelManager::DropExpiredLocked() {
     for (auto c = d->second.begin(); c != d->second.end();) {
       if (!c->second.confirmed && now - c->second.last_attempt > pending_ttl_) {
         NVDRA_INFO("claim {} never completed its Prepare in ComputeDomain {}; it no longer holds the node label",
-                     c->first, d->first);
+                   c->first, d->first);
         c = d->second.erase(c);
       } else {
         ++c;
@@ -42,8 +42,8 @@ Status NodeLabelManager::SetLabel(const std::string& domain_uid) {
   const nlohmann::json* cached = CachedNode(keep);
   auto rule = [&](const std::optional<std::string>& cur) -> Result<std::optional<std::string>> {
     if (cur && !cur->empty() && *cur != domain_uid) {
-      return Conflict(std::string(kLabelForOtherDomain) + " (node " + node_name_ + " has " + kComputeDomainLabel +
-                      "=" + *cur + ", this claim's domain is " + domain_uid +
+      return Conflict(std::string(kLabelForOtherDomain) + " (node " + node_name_ + " has " + kComputeDomainLabel + "=" +
+                      *cur + ", this claim's domain is " + domain_uid +
                       "; one node serves one ComputeDomain at a time)");
     }
     return std::optional<std::string>(domain_uid);
@@ -86,9 +86,8 @@ Status NodeLabelManager::Acquire(const std::string& domain_uid, const std::strin
     DropExpiredLocked();
     for (const auto& [domain, claims] : holders_) {
       if (domain != domain_uid && !claims.empty()) {
-        return Conflict(std::string(kLabelForOtherDomain) + " (node " + node_name_ + " serves ComputeDomain " +
-                        domain + " for claim " + claims.begin()->first + "; this claim's domain is " + domain_uid +
-                        ")");
+        return Conflict(std::string(kLabelForOtherDomain) + " (node " + node_name_ + " serves ComputeDomain " + domain +
+                        " for claim " + claims.begin()->first + "; this claim's domain is " + domain_uid + ")");
       }
     }
   }
@@ -112,7 +111,9 @@ void NodeLabelManager::Confirm(const std::string& domain_uid, const std::string&
   holders_[domain_uid][claim_uid].confirmed = true;
 }
 
-void NodeLabelManager::Adopt(const std::string& domain_uid, const std::string& claim_uid) { Confirm(domain_uid, claim_uid); }
+void NodeLabelManager::Adopt(const std::string& domain_uid, const std::string& claim_uid) {
+  Confirm(domain_uid, claim_uid);
+}
 
 void NodeLabelManager::AdoptUnknownDomain(const std::string& claim_uid) {
   MutexLock l(mu_);
@@ -168,7 +169,7 @@ void NodeLabelManager::Release(const std::string& domain_uid, const std::string&
   Status s = RemoveLabel(domain_uid);
   if (!s.ok()) {
     NVDRA_WARN("claim {}: could not remove node label {}={} ({}); the reconciler retries", claim_uid,
-                 kComputeDomainLabel, domain_uid, s.ToString());
+               kComputeDomainLabel, domain_uid, s.ToString());
   }
 }
 
@@ -242,14 +243,14 @@ Status NodeLabelManager::Repair() {
                  kComputeDomainLabel, *cur, *shared_unknown);
       return Status::Ok();
     }
-    NVDRA_INFO("node {} is labelled {}={} but no claim of that domain is prepared here; removing the label",
-                 node_name_, kComputeDomainLabel, *cur);
+    NVDRA_INFO("node {} is labelled {}={} but no claim of that domain is prepared here; removing the label", node_name_,
+               kComputeDomainLabel, *cur);
     return RemoveLabel(*cur);
   }
   const std::string& want = *held.begin();
   if (cur == want) return Status::Ok();
   NVDRA_WARN("node {}: label {} is {} while a claim of ComputeDomain {} is prepared; repairing", node_name_,
-               kComputeDomainLabel, cur ? "\"" + *cur + "\"" : "missing", want);
+             kComputeDomainLabel, cur ? "\"" + *cur + "\"" : "missing", want);
   return SetLabel(want);
 }
 

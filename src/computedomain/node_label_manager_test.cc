@@ -8,12 +8,12 @@
 #include "computedomain/compute_domain_checkpoint_codec.h"
 #include "computedomain/compute_domain_kind.h"
 #include "computedomain/testdata/upstream_checkpoint.h"
-#include "kube/node_labels.h"
 #include "driver/ledger_claims_view.h"
+#include "kube/node_labels.h"
 #include "ledger/claim_ledger.h"
+#include "test_apiserver.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
-#include "test_apiserver.h"
 
 namespace nvdra::computedomain {
 namespace {
@@ -166,9 +166,10 @@ TEST_F(NodeLabelManagerTest, WithAWatchedNodeASetLabelCostsNothingAndAMissingOne
 }
 
 TEST_F(NodeLabelManagerTest, ANodeWatchThatLagsBehindTheLabelsOwnWritesDecidesNothing) {
-  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"},
-                                  {"kind", "Node"},
-                                  {"metadata", {{"name", "n1"}, {"labels", {{kComputeDomainLabel, "d1"}}}}}})
+  ASSERT_TRUE(server_
+                  .LoadObject({{"apiVersion", "v1"},
+                               {"kind", "Node"},
+                               {"metadata", {{"name", "n1"}, {"labels", {{kComputeDomainLabel, "d1"}}}}}})
                   .ok());
   kube::WatchCacheOptions o;
   o.path = "/api/v1/nodes";
@@ -179,7 +180,8 @@ TEST_F(NodeLabelManagerTest, ANodeWatchThatLagsBehindTheLabelsOwnWritesDecidesNo
   node.Start();
   ASSERT_TRUE(node.WaitSynced(Steady::now() + std::chrono::seconds(15)));
   // The watch breaks and cannot resume: its copy (labelled d1) stays.
-  ASSERT_TRUE(server_.InjectFault({{"verb", "watch"}, {"path_prefix", "/api/v1/nodes"}, {"status", 500}, {"count", -1}}).ok());
+  ASSERT_TRUE(
+      server_.InjectFault({{"verb", "watch"}, {"path_prefix", "/api/v1/nodes"}, {"status", 500}, {"count", -1}}).ok());
   ASSERT_TRUE(server_.WatchAction("drop", "nodes").ok());
   ASSERT_TRUE(server_.OpenWatchesReach("nodes", 0));
   ASSERT_TRUE(node.synced());
@@ -231,7 +233,8 @@ TEST_F(NodeLabelManagerTest, AChannelClaimImportedFromTheGoDriverKeepsTheLabelTh
   ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", node).ok());
   nvdra::testing::TempDir dir{"nvdra-cd-import"};
   ASSERT_TRUE(WriteFileAtomically(JoinPath(dir.path(), ledger::kLegacyCheckpointFileName),
-                                  testing::UpstreamCdCheckpoint()).ok());
+                                  testing::UpstreamCdCheckpoint())
+                  .ok());
   const ComputeDomainCheckpointCodec codec;
   ledger::LedgerOptions lo;
   lo.dir = dir.path();
@@ -243,8 +246,9 @@ TEST_F(NodeLabelManagerTest, AChannelClaimImportedFromTheGoDriverKeepsTheLabelTh
 
   NodeLabelManager m(*client_, "n1");
   NoDomains domains;
-  ComputeDomainKind kind({}, ComputeDomainEdits(devices::ContainerSources{
-                                 devices::DeviceNodes(devices::DriverRoot("/", "/"), "", ""), nullptr}),
+  ComputeDomainKind kind({},
+                         ComputeDomainEdits(devices::ContainerSources{
+                             devices::DeviceNodes(devices::DriverRoot("/", "/"), "", ""), nullptr}),
                          domains, &m);
   auto entries = (*ledger)->List();
   ASSERT_TRUE(entries.ok());
@@ -266,8 +270,9 @@ TEST_F(NodeLabelManagerTest, AChannelClaimRebuiltWithoutItsDomainKeepsTheLabelUn
   ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", node).ok());
   NodeLabelManager m(*client_, "n1");
   NoDomains domains;
-  ComputeDomainKind kind({}, ComputeDomainEdits(devices::ContainerSources{
-                                 devices::DeviceNodes(devices::DriverRoot("/", "/"), "", ""), nullptr}),
+  ComputeDomainKind kind({},
+                         ComputeDomainEdits(devices::ContainerSources{
+                             devices::DeviceNodes(devices::DriverRoot("/", "/"), "", ""), nullptr}),
                          domains, &m);
   kind.Adopt("uid-rebuilt", nullptr, {"channel-3"});
   kind.Adopt("uid-daemon", nullptr, {"daemon"});
@@ -313,8 +318,8 @@ TEST_F(NodeLabelManagerTest, DuringARollingUpdateTheLabelFollowsTheSharedLedgerN
     req.uid = uid;
     req.ns = "default";
     req.name = "claim-" + uid;
-    req.allocation.push_back({.request = "channel", .driver = kDriverName, .pool = "n1",
-                              .device = "channel-" + std::to_string(channel)});
+    req.allocation.push_back(
+        {.request = "channel", .driver = kDriverName, .pool = "n1", .device = "channel-" + std::to_string(channel)});
     req.undo = EncodeComputeDomainUndo(undo);
     auto r = l.BeginPrepare(req);
     ASSERT_TRUE(r.ok()) << r.status().ToString();

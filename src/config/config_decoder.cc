@@ -29,7 +29,9 @@ struct TypeMeta {
 Result<TypeMeta> Interpret(const JsonValue& root) {
   if (root.type != Type::kObject) {
     return InvalidArgument("couldn't get version/kind; json parse error: json: cannot unmarshal " +
-                           std::string(root.TypeName()) + " into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }");
+                           std::string(root.TypeName()) +
+                           " into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; "
+                           "Kind string \"json:\\\"kind,omitempty\\\"\" }");
   }
   TypeMeta meta;
   for (const auto& [key, value] : root.members) {
@@ -66,7 +68,8 @@ Status Unregistered(const TypeMeta& meta) {
   }
   std::string msg = "no kind \"" + meta.kind + "\" is registered for version \"" + meta.api_version + "\"; ";
   if (versions.empty()) return InvalidArgument(msg + "no config kinds are registered");
-  if (kinds.empty()) return InvalidArgument(msg + "opaque configs of this driver use apiVersion " + JoinOnce(versions, "\""));
+  if (kinds.empty())
+    return InvalidArgument(msg + "opaque configs of this driver use apiVersion " + JoinOnce(versions, "\""));
   return InvalidArgument(msg + "known kinds: " + JoinOnce(kinds, ""));
 }
 

@@ -39,9 +39,8 @@ Status RegisterConfigKind(const ConfigKind& kind) {
 const ConfigKind* FindConfigKind(std::string_view api_version, std::string_view kind) {
   Registry& r = TheRegistry();
   ReaderMutexLock lock(r.mu);
-  auto it = std::find_if(r.kinds.begin(), r.kinds.end(), [&](const ConfigKind* k) {
-    return k->api_version == api_version && k->kind == kind;
-  });
+  auto it = std::find_if(r.kinds.begin(), r.kinds.end(),
+                         [&](const ConfigKind* k) { return k->api_version == api_version && k->kind == kind; });
   return it == r.kinds.end() ? nullptr : *it;
 }
 

@@ -36,17 +36,20 @@ const ConfigKind& WidgetConfig::Kind() {
       .driver = kWidgetDriver,
       .validation_error = "error validating widget config",
       .decode = DecodeWidget,
-      .normalize = [](WidgetConfig& c, const FeatureGates&) {
-        if (!c.mode) c.mode = "Auto";
-      },
-      .validate = [](const WidgetConfig& c, const FeatureGates&) {
-        if (!c.mode || *c.mode == "Auto" || *c.mode == "Manual") return Status::Ok();
-        return InvalidArgument("unknown widget mode: " + *c.mode);
-      },
-      .write_fields = [](const WidgetConfig& c, nlohmann::ordered_json& j) {
-        if (c.mode) j["mode"] = *c.mode;
-        if (c.count) j["count"] = *c.count;
-      },
+      .normalize =
+          [](WidgetConfig& c, const FeatureGates&) {
+            if (!c.mode) c.mode = "Auto";
+          },
+      .validate =
+          [](const WidgetConfig& c, const FeatureGates&) {
+            if (!c.mode || *c.mode == "Auto" || *c.mode == "Manual") return Status::Ok();
+            return InvalidArgument("unknown widget mode: " + *c.mode);
+          },
+      .write_fields =
+          [](const WidgetConfig& c, nlohmann::ordered_json& j) {
+            if (c.mode) j["mode"] = *c.mode;
+            if (c.count) j["count"] = *c.count;
+          },
   });
   return kind;
 }
@@ -66,8 +69,8 @@ struct ImpostorConfig {
 };
 
 std::string Widget(std::string_view rest) {
-  return std::string(R"({"apiVersion":"widgets.example.com/v1","kind":"WidgetConfig")") +
-         (rest.empty() ? "" : ",") + std::string(rest) + "}";
+  return std::string(R"({"apiVersion":"widgets.example.com/v1","kind":"WidgetConfig")") + (rest.empty() ? "" : ",") +
+         std::string(rest) + "}";
 }
 
 TEST(ConfigKindTest, AKindIsDecodedOnlyOnceRegistered) {

@@ -45,7 +45,6 @@ std::vector<Candidate> Defaults(const DriverConfigRules& rules) {
   return out;
 }
 
-
 // DeviceClaimConfiguration.requests may name a main request, which then
 // covers all of its subrequests ("gpu" matches the result request
 // "gpu/large"), or one subrequest exactly. Upstream compares whole strings
@@ -114,7 +113,8 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, 
       if (!decoded.ok()) {
         return decoded.status().Wrap("error getting opaque device configs: error decoding config parameters");
       }
-      ConfigOrigin origin{source == ConfigSource::kFromClass ? ConfigOrigin::Kind::kClass : ConfigOrigin::Kind::kClaim, i};
+      ConfigOrigin origin{source == ConfigSource::kFromClass ? ConfigOrigin::Kind::kClass : ConfigOrigin::Kind::kClaim,
+                          i};
       candidates.push_back({cc.requests, std::move(decoded).value(), origin});
     }
   }
@@ -157,8 +157,9 @@ Result<std::vector<ConfigGroup>> ResolveConfigs(const DriverConfigRules& rules, 
     std::sort(assigned[i].begin(), assigned[i].end(), ResultLess);
     groups.push_back({std::move(candidates[i].config), candidates[i].origin, std::move(assigned[i])});
   }
-  std::sort(groups.begin(), groups.end(),
-            [](const ConfigGroup& a, const ConfigGroup& b) { return ResultLess(a.results.front(), b.results.front()); });
+  std::sort(groups.begin(), groups.end(), [](const ConfigGroup& a, const ConfigGroup& b) {
+    return ResultLess(a.results.front(), b.results.front());
+  });
 
   for (ConfigGroup& g : groups) {
     Normalize(g.config, gates);

@@ -35,9 +35,8 @@ void OptInt(ConfigWalker& w, const JsonValue& v, std::optional<int64_t>& out) {
     out.reset();
     return;
   }
-  Result<int64_t> n = v.type == Type::kNumber && v.is_integer
-                          ? ParseInt64(v.text)
-                          : Result<int64_t>(InvalidArgument("not an integer"));
+  Result<int64_t> n = v.type == Type::kNumber && v.is_integer ? ParseInt64(v.text)
+                                                              : Result<int64_t>(InvalidArgument("not an integer"));
   if (!n.ok()) {
     // Beyond int64 too: Go reports an overflow with the same message.
     w.TypeError(v, "int");
@@ -61,7 +60,9 @@ void OptBool(ConfigWalker& w, const JsonValue& v, std::optional<bool>& out) {
 // resource.Quantity accepts a JSON string or a bare number.
 std::optional<Quantity> ParseQuantityValue(ConfigWalker& w, const JsonValue& v) {
   if (v.type != Type::kString && v.type != Type::kNumber) {
-    if (w.strict()) w.Fatal("invalid quantity at \"" + w.Path() + "\": expected a string such as \"10Gi\", got " + std::string(v.TypeName()));
+    if (w.strict())
+      w.Fatal("invalid quantity at \"" + w.Path() + "\": expected a string such as \"10Gi\", got " +
+              std::string(v.TypeName()));
     return std::nullopt;
   }
   auto q = Quantity::Parse(v.text);
@@ -87,7 +88,8 @@ bool ExpectObject(ConfigWalker& w, const JsonValue& v, std::string_view go_type)
 }
 
 std::vector<ConfigWalker::Field> TypeMetaFields(ConfigWalker& w) {
-  return {{"apiVersion", [&w](const JsonValue& x) {
+  return {{"apiVersion",
+           [&w](const JsonValue& x) {
              std::string ignored;
              String(w, x, ignored);
            }},

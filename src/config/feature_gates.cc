@@ -54,8 +54,8 @@ std::span<const GateSpec> FeatureGates::Known() { return kGates; }
 
 std::vector<std::string> FeatureGates::KnownFeatures() {
   auto line = [](std::string_view name, std::string_view stage, bool default_enabled) {
-    return std::string(name) + "=true|false (" + std::string(stage) + " - default=" +
-           (default_enabled ? "true" : "false") + ")";
+    return std::string(name) + "=true|false (" + std::string(stage) +
+           " - default=" + (default_enabled ? "true" : "false") + ")";
   };
   std::vector<std::string> known = {line("AllAlpha", "ALPHA", false), line("AllBeta", "BETA", false)};
   for (const GateSpec& s : kGates) {
@@ -100,8 +100,7 @@ Result<FeatureGates> FeatureGates::Parse(std::string_view spec) {
     std::optional<bool> b = ParseGoBool(value);
     if (!b) {
       return InvalidArgument("invalid value of " + key + "=" + std::string(value) +
-                             ", err: strconv.ParseBool: parsing \"" + std::string(value) +
-                             "\": invalid syntax");
+                             ", err: strconv.ParseBool: parsing \"" + std::string(value) + "\": invalid syntax");
     }
     auto it = std::find_if(items.begin(), items.end(), [&](const auto& p) { return p.first == key; });
     if (it != items.end()) {
@@ -149,15 +148,15 @@ FeatureGates FeatureGates::With(Gate gate, bool enabled) const {
 Status FeatureGates::Validate() const {
   auto requires_gate = [&](Gate a, Gate b) -> Status {
     if (Enabled(a) && !Enabled(b)) {
-      return InvalidArgument("feature gate " + std::string(Name(a)) + " requires " +
-                             std::string(Name(b)) + " to also be enabled");
+      return InvalidArgument("feature gate " + std::string(Name(a)) + " requires " + std::string(Name(b)) +
+                             " to also be enabled");
     }
     return Status::Ok();
   };
   auto exclusive = [&](Gate a, Gate b) -> Status {
     if (Enabled(a) && Enabled(b)) {
-      return InvalidArgument("feature gate " + std::string(Name(a)) +
-                             " is currently mutually exclusive with " + std::string(Name(b)));
+      return InvalidArgument("feature gate " + std::string(Name(a)) + " is currently mutually exclusive with " +
+                             std::string(Name(b)));
     }
     return Status::Ok();
   };
@@ -182,8 +181,8 @@ Status FeatureGates::RefuseUnimplemented() const {
   }
   if (count == 0) return Status::Ok();
   return FailedPrecondition(std::string(count == 1 ? "feature gate " : "feature gates ") + names +
-                            (count == 1 ? " is" : " are") +
-                            " not implemented by nvdra yet; disable " + (count == 1 ? "it" : "them") +
+                            (count == 1 ? " is" : " are") + " not implemented by nvdra yet; disable " +
+                            (count == 1 ? "it" : "them") +
                             " (nvdra refuses to start rather than run without what a gate promises)");
 }
 

@@ -104,10 +104,10 @@ TEST(FeatureGatesTest, FabricManagerPartitioningHasNoCrossGateRule) {
 // upstream gate works.
 TEST(FeatureGatesTest, EveryUpstreamGateStarts) {
   EXPECT_TRUE(FeatureGates().RefuseUnimplemented().ok());
-  for (const char* gates : {"TimeSlicingSettings=true,MPSSupport=true,NVMLDeviceHealthCheck=true,ConsumableShares=true",
-                            "DynamicMIG=true,DRAListTypeAttributes=true,HostManagedIMEXDaemon=true",
-                            "PassthroughSupport=true,DeviceMetadata=true,FabricManagerPartitioning=true",
-                            "AllAlpha=true"}) {
+  for (const char* gates :
+       {"TimeSlicingSettings=true,MPSSupport=true,NVMLDeviceHealthCheck=true,ConsumableShares=true",
+        "DynamicMIG=true,DRAListTypeAttributes=true,HostManagedIMEXDaemon=true",
+        "PassthroughSupport=true,DeviceMetadata=true,FabricManagerPartitioning=true", "AllAlpha=true"}) {
     auto g = FeatureGates::Parse(gates);
     ASSERT_TRUE(g.ok()) << gates;
     EXPECT_TRUE(g->RefuseUnimplemented().ok()) << gates;
@@ -140,9 +140,9 @@ TEST(FeatureGatesTest, ValidateAppliesUpstreamRulesInOrder) {
     EXPECT_FALSE(st.ok()) << c.spec;
     EXPECT_EQ(st.message(), c.error) << c.spec;
   }
-  for (const char* ok : {"IMEXDaemonsWithDNSNames=false,ComputeDomainCliques=false",
-                         "DeviceMetadata=true,PassthroughSupport=true", "DynamicMIG=true",
-                         "TimeSlicingSettings=true,MPSSupport=true"}) {
+  for (const char* ok :
+       {"IMEXDaemonsWithDNSNames=false,ComputeDomainCliques=false", "DeviceMetadata=true,PassthroughSupport=true",
+        "DynamicMIG=true", "TimeSlicingSettings=true,MPSSupport=true"}) {
     auto g = FeatureGates::Parse(ok);
     ASSERT_TRUE(g.ok());
     EXPECT_TRUE(g->Validate().ok()) << ok << ": " << g->Validate().message();
@@ -157,10 +157,9 @@ TEST(FeatureGatesTest, HelpListsEveryGateWithItsStageAndDefault) {
   EXPECT_EQ(known.front(), "AllAlpha=true|false (ALPHA - default=false)");
   EXPECT_EQ(known[1], "AllBeta=true|false (BETA - default=false)");
   EXPECT_TRUE(std::is_sorted(known.begin(), known.end()));
-  for (const char* want : {"ComputeDomainCliques=true|false (BETA - default=true)",
-                           "ContextualLogging=true|false (BETA - default=true)",
-                           "DynamicMIG=true|false (ALPHA - default=false)",
-                           "TimeSlicingSettings=true|false (ALPHA - default=false)"}) {
+  for (const char* want :
+       {"ComputeDomainCliques=true|false (BETA - default=true)", "ContextualLogging=true|false (BETA - default=true)",
+        "DynamicMIG=true|false (ALPHA - default=false)", "TimeSlicingSettings=true|false (ALPHA - default=false)"}) {
     EXPECT_NE(std::find(known.begin(), known.end(), want), known.end()) << want;
   }
   const std::string help = FeatureGates::FlagHelp();

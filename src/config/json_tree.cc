@@ -121,9 +121,8 @@ std::string_view JsonValue::TypeName() const {
 
 Result<JsonValue> ParseJson(std::string_view text, const JsonParseLimits& limits) {
   if (text.size() > limits.max_bytes) {
-    return InvalidArgument("json parse error: document is " + std::to_string(text.size()) +
-                           " bytes, more than the " + std::to_string(limits.max_bytes) +
-                           " bytes accepted");
+    return InvalidArgument("json parse error: document is " + std::to_string(text.size()) + " bytes, more than the " +
+                           std::to_string(limits.max_bytes) + " bytes accepted");
   }
   TreeBuilder builder(limits.max_depth);
   bool ok = nlohmann::json::sax_parse(text.begin(), text.end(), &builder);

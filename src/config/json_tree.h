@@ -35,8 +35,8 @@ struct JsonValue {
 };
 
 struct JsonMember {
-  std::string first;   // the key
-  JsonValue second;    // the value
+  std::string first;  // the key
+  JsonValue second;   // the value
 };
 
 struct JsonParseLimits {

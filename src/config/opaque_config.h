@@ -27,7 +27,8 @@ class ConfigKind;
 template <class T>
 concept ConfigKindValue = requires {
   { T::Kind() } -> std::same_as<const ConfigKind&>;
-} && std::copy_constructible<T> && std::equality_comparable<T>;
+}
+&&std::copy_constructible<T>&& std::equality_comparable<T>;
 
 // One opaque config of any kind, as a value (copies are deep). An empty
 // Config (default-constructed) has no kind.

@@ -5,9 +5,8 @@
 namespace nvdra::config {
 namespace {
 
-constexpr char kFormatWrong[] =
-    "quantities must match the regular expression "
-    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+constexpr char kFormatWrong[] = "quantities must match the regular expression "
+                                "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 constexpr char kSuffixWrong[] = "unable to parse quantity's suffix";
 
 using i128 = __int128;
@@ -16,8 +15,10 @@ constexpr i128 kCap = static_cast<i128>(1) << 100;  // far above int64, far belo
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -66,10 +67,9 @@ struct Scale {
 
 Result<Scale> InterpretSuffix(std::string_view s) {
   static constexpr std::pair<std::string_view, Scale> kSuffixes[] = {
-      {"", {10, 0}},   {"n", {10, -9}}, {"u", {10, -6}},  {"m", {10, -3}},  {"k", {10, 3}},
-      {"M", {10, 6}},  {"G", {10, 9}},  {"T", {10, 12}},  {"P", {10, 15}},  {"E", {10, 18}},
-      {"Ki", {2, 10}}, {"Mi", {2, 20}}, {"Gi", {2, 30}},  {"Ti", {2, 40}},  {"Pi", {2, 50}},
-      {"Ei", {2, 60}},
+      {"", {10, 0}},   {"n", {10, -9}}, {"u", {10, -6}}, {"m", {10, -3}}, {"k", {10, 3}},  {"M", {10, 6}},
+      {"G", {10, 9}},  {"T", {10, 12}}, {"P", {10, 15}}, {"E", {10, 18}}, {"Ki", {2, 10}}, {"Mi", {2, 20}},
+      {"Gi", {2, 30}}, {"Ti", {2, 40}}, {"Pi", {2, 50}}, {"Ei", {2, 60}},
   };
   for (const auto& [name, scale] : kSuffixes) {
     if (s == name) return scale;

@@ -40,8 +40,7 @@ Result<XidPolicy> XidPolicy::WithAdditional(const std::string& comma_list) {
   return p;
 }
 
-std::vector<std::string> AffectedDevices(const GpuInfo& gpu, std::optional<int> gi,
-                                         std::optional<int> ci) {
+std::vector<std::string> AffectedDevices(const GpuInfo& gpu, std::optional<int> gi, std::optional<int> ci) {
   if (!gpu.mig_enabled) return {GpuDeviceName(gpu.minor)};
   std::vector<std::string> out;
   for (const auto& m : gpu.migs) {

@@ -51,8 +51,7 @@ class XidPolicy {
 // The devices an event on a GPU affects: the full GPU when MIG is off; for a
 // MIG-enabled GPU the MIG device (gi, ci) or, for a GPU-wide event (no gi),
 // every MIG device of it.
-std::vector<std::string> AffectedDevices(const GpuInfo& gpu, std::optional<int> gi,
-                                         std::optional<int> ci);
+std::vector<std::string> AffectedDevices(const GpuInfo& gpu, std::optional<int> gi, std::optional<int> ci);
 
 class DeviceHealthSource {
  public:

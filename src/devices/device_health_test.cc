@@ -9,10 +9,20 @@ GpuInfo MigGpu() {
   GpuInfo g;
   g.minor = 1;
   g.mig_enabled = true;
-  g.migs.push_back(MigDeviceInfo{.parent_minor = 1, .profile = "1g.10gb", .gi_profile_id = 19, .gi_id = 9,
-                                 .ci_id = 0, .placement_start = 6, .placement_size = 1});
-  g.migs.push_back(MigDeviceInfo{.parent_minor = 1, .profile = "3g.40gb", .gi_profile_id = 9, .gi_id = 2,
-                                 .ci_id = 0, .placement_start = 0, .placement_size = 4});
+  g.migs.push_back(MigDeviceInfo{.parent_minor = 1,
+                                 .profile = "1g.10gb",
+                                 .gi_profile_id = 19,
+                                 .gi_id = 9,
+                                 .ci_id = 0,
+                                 .placement_start = 6,
+                                 .placement_size = 1});
+  g.migs.push_back(MigDeviceInfo{.parent_minor = 1,
+                                 .profile = "3g.40gb",
+                                 .gi_profile_id = 9,
+                                 .gi_id = 2,
+                                 .ci_id = 0,
+                                 .placement_start = 0,
+                                 .placement_size = 4});
   return g;
 }
 

@@ -13,9 +13,9 @@ namespace nvdra::devices {
 struct MigDeviceInfo {
   int parent_minor = 0;
   std::string parent_uuid;
-  std::string uuid;         // "MIG-..."
-  std::string profile;      // "1g.10gb", "1c.2g.20gb", "1g.10gb+me"
-  int gi_profile_id = 0;    // NVML GPU-instance profile id (e.g. 19)
+  std::string uuid;       // "MIG-..."
+  std::string profile;    // "1g.10gb", "1c.2g.20gb", "1g.10gb+me"
+  int gi_profile_id = 0;  // NVML GPU-instance profile id (e.g. 19)
   int ci_profile_id = 0;
   int gi_id = 0;
   int ci_id = 0;
@@ -62,24 +62,24 @@ struct FabricReading {
   bool supported = true;     // false: NVML_ERROR_NOT_SUPPORTED (no NVLink fabric)
   std::string cluster_uuid;  // formatted; "" when NVML reports all zeroes
   unsigned clique_id = 0;
-  bool completed = true;     // state == NVML_GPU_FABRIC_STATE_COMPLETED
-  bool healthy = true;       // status == NVML_SUCCESS
-  std::string detail;        // state and status as text, for messages
+  bool completed = true;  // state == NVML_GPU_FABRIC_STATE_COMPLETED
+  bool healthy = true;    // status == NVML_SUCCESS
+  std::string detail;     // state and status as text, for messages
   friend bool operator==(const FabricReading&, const FabricReading&) = default;
 };
 
 struct GpuInfo {
   int minor = 0;
-  std::string uuid;                     // "GPU-..."
-  std::string product_name;             // "NVIDIA H100 80GB HBM3"
-  std::string brand;                    // "Nvidia", "Tesla", ...
-  std::string architecture;             // "Hopper", "Ada Lovelace", ...
-  std::string cuda_compute_capability;  // "9.0"
-  std::string driver_version;           // "570.158.01"
-  std::string cuda_driver_version;      // "12.8"
-  std::string pci_bus_id;               // "0000:3b:00.0"
-  std::optional<std::string> pcie_root; // "pci0000:3a"
-  std::optional<int> numa_node;         // sysfs numa_node; nullopt when absent or negative
+  std::string uuid;                      // "GPU-..."
+  std::string product_name;              // "NVIDIA H100 80GB HBM3"
+  std::string brand;                     // "Nvidia", "Tesla", ...
+  std::string architecture;              // "Hopper", "Ada Lovelace", ...
+  std::string cuda_compute_capability;   // "9.0"
+  std::string driver_version;            // "570.158.01"
+  std::string cuda_driver_version;       // "12.8"
+  std::string pci_bus_id;                // "0000:3b:00.0"
+  std::optional<std::string> pcie_root;  // "pci0000:3a"
+  std::optional<int> numa_node;          // sysfs numa_node; nullopt when absent or negative
   std::optional<uint64_t> memory_bytes;
   std::optional<std::string> addressing_mode;  // "HMM", "ATS", "None"
   // NVML's module id (Fabric Manager's physical id of the GPU); nullopt

@@ -12,7 +12,9 @@ namespace nvdra::devices {
 
 DeviceNodes::DeviceNodes(DriverRoot root, std::string proc_devices_path, std::string capabilities_dir,
                          bool allow_regular_files)
-    : root_(root), proc_devices_(proc_devices_path), caps_dir_(std::move(capabilities_dir)),
+    : root_(root),
+      proc_devices_(proc_devices_path),
+      caps_dir_(std::move(capabilities_dir)),
       allow_regular_files_(allow_regular_files),
       channels_(root, std::move(proc_devices_path), allow_regular_files) {}
 
@@ -59,8 +61,8 @@ Result<std::vector<cdi::DeviceNode>> DeviceNodes::AllNvidiaNodes() const {
     if (!names.ok()) return;
     for (const auto& n : *names) {
       if (n.rfind(prefix, 0) != 0) continue;
-      if (dir == "/dev" && (n.rfind("nvidia-fs", 0) == 0 || n.rfind("nvidia-nvswitch", 0) == 0 ||
-                            n.rfind("nvidia-nvlink", 0) == 0)) {
+      if (dir == "/dev" &&
+          (n.rfind("nvidia-fs", 0) == 0 || n.rfind("nvidia-nvswitch", 0) == 0 || n.rfind("nvidia-nvlink", 0) == 0)) {
         continue;
       }
       paths.push_back(dir + "/" + n);

@@ -49,8 +49,9 @@ class ImexChannelsTest : public ::testing::Test {
     SetMajor(235);
   }
   void SetMajor(int major) {
-    ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/devices", "Character devices:\n" + std::to_string(major) +
-                                                                  " nvidia-caps-imex-channels\n").ok());
+    ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/devices",
+                                    "Character devices:\n" + std::to_string(major) + " nvidia-caps-imex-channels\n")
+                    .ok());
   }
   bool CanMknod() {
     std::string p = dir_.path() + "/probe";

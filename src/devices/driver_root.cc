@@ -59,9 +59,7 @@ std::string DriverRoot::ContainerDevPath(const std::string& dev_path) const {
   return LookUpDevRoot().ContainerPath(dev_path);
 }
 
-std::string DriverRoot::HostDevPath(const std::string& dev_path) const {
-  return LookUpDevRoot().HostPath(dev_path);
-}
+std::string DriverRoot::HostDevPath(const std::string& dev_path) const { return LookUpDevRoot().HostPath(dev_path); }
 
 std::string DriverRoot::MissingRootHint() const {
   struct stat st;
@@ -72,9 +70,13 @@ std::string DriverRoot::MissingRootHint() const {
 }
 
 const std::vector<std::string>& DriverRoot::LibrarySearchDirs() {
-  static const std::vector<std::string> dirs = {
-      "/", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-      "/lib64", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu"};
+  static const std::vector<std::string> dirs = {"/",
+                                                "/usr/lib64",
+                                                "/usr/lib/x86_64-linux-gnu",
+                                                "/usr/lib/aarch64-linux-gnu",
+                                                "/lib64",
+                                                "/lib/x86_64-linux-gnu",
+                                                "/lib/aarch64-linux-gnu"};
   return dirs;
 }
 

@@ -27,8 +27,8 @@ Result<std::string> ParseKernelModuleVersion(const std::string& text) {
 bool IsDriverNotLoaded(const Status& status) {
   if (status.ok()) return false;
   const std::string& m = status.message();
-  for (const char* s : {"NVML_ERROR_DRIVER_NOT_LOADED", "NVML_ERROR_UNINITIALIZED", "Driver Not Loaded",
-                        "Uninitialized"}) {
+  for (const char* s :
+       {"NVML_ERROR_DRIVER_NOT_LOADED", "NVML_ERROR_UNINITIALIZED", "Driver Not Loaded", "Uninitialized"}) {
     if (m.find(s) != std::string::npos) return true;
   }
   return false;

@@ -9,7 +9,8 @@ namespace nvdra::devices {
 namespace {
 
 std::string VersionText(const std::string& v) {
-  return "NVRM version: NVIDIA UNIX x86_64 Kernel Module  " + v + "  Wed Jul  2 00:29:46 UTC 2025\n"
+  return "NVRM version: NVIDIA UNIX x86_64 Kernel Module  " + v +
+         "  Wed Jul  2 00:29:46 UTC 2025\n"
          "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n";
 }
 
@@ -31,7 +32,9 @@ TEST(DriverWatchTest, KnowsNvmlsDriverNotLoadedAnswers) {
 struct Node {
   nvdra::testing::TempDir t;
   DriverWatchPaths paths{t.path() + "/version", "", {t.path() + "/libcuda.so.570.158.01"}};
-  void Load(const std::string& v) { ASSERT_TRUE(WriteFileAtomically(paths.version_file, VersionText(v), 0444, false).ok()); }
+  void Load(const std::string& v) {
+    ASSERT_TRUE(WriteFileAtomically(paths.version_file, VersionText(v), 0444, false).ok());
+  }
   void Unload() { ::unlink(paths.version_file.c_str()); }
   void Library(bool there) {
     if (there) {

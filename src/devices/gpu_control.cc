@@ -12,8 +12,7 @@ Status ValidateTimeSlice(int interval) {
 
 Status ValidateComputeMode(const std::string& mode) {
   if (mode == "DEFAULT" || mode == "EXCLUSIVE_PROCESS" || mode == "PROHIBITED") return Status::Ok();
-  return InvalidArgument("compute mode \"" + mode +
-                         "\" is not one of DEFAULT, EXCLUSIVE_PROCESS, PROHIBITED");
+  return InvalidArgument("compute mode \"" + mode + "\" is not one of DEFAULT, EXCLUSIVE_PROCESS, PROHIBITED");
 }
 
 namespace {

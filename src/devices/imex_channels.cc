@@ -5,8 +5,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "devices/proc_devices.h"
 #include "devices/device_names.h"
+#include "devices/proc_devices.h"
 #include "util/file_util.h"
 
 namespace nvdra::devices {
@@ -16,12 +16,9 @@ constexpr const char* kImexChannelsDevice = "nvidia-caps-imex-channels";
 }
 
 ImexChannels::ImexChannels(DriverRoot root, std::string proc_devices_path, bool allow_regular_files)
-    : root_(std::move(root)), proc_devices_(std::move(proc_devices_path)),
-      allow_regular_files_(allow_regular_files) {}
+    : root_(std::move(root)), proc_devices_(std::move(proc_devices_path)), allow_regular_files_(allow_regular_files) {}
 
-std::string ImexChannels::ChannelPath(int id) {
-  return "/dev/nvidia-caps-imex-channels/channel" + std::to_string(id);
-}
+std::string ImexChannels::ChannelPath(int id) { return "/dev/nvidia-caps-imex-channels/channel" + std::to_string(id); }
 
 Result<int> ImexChannels::Major() const {
   auto major = ReadCharDeviceMajor(proc_devices_, kImexChannelsDevice);

@@ -82,8 +82,7 @@ ordered_json DevicesJson(const std::vector<model::PublishedDevice>& devices) {
 
 }  // namespace
 
-std::string RenderDiscoveryJson(const NodeInventory& inventory,
-                                const std::vector<model::PublishedDevice>& gpu_devices,
+std::string RenderDiscoveryJson(const NodeInventory& inventory, const std::vector<model::PublishedDevice>& gpu_devices,
                                 const std::vector<model::PublishedDevice>& compute_domain_devices) {
   ordered_json inv;
   inv["driverVersion"] = inventory.driver_version;

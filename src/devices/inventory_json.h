@@ -12,8 +12,7 @@ namespace nvdra::devices {
 
 // {"inventory": {...}, "gpuDevices": [...], "computeDomainDevices": [...]},
 // two-space indent, keys in a fixed order, trailing newline.
-std::string RenderDiscoveryJson(const NodeInventory& inventory,
-                                const std::vector<model::PublishedDevice>& gpu_devices,
+std::string RenderDiscoveryJson(const NodeInventory& inventory, const std::vector<model::PublishedDevice>& gpu_devices,
                                 const std::vector<model::PublishedDevice>& compute_domain_devices);
 
 // Published devices alone, in ResourceSlice "devices" shape (attributes as

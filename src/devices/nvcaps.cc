@@ -50,8 +50,7 @@ std::string MigGiAccessPath(int gpu_minor, int gi) {
 }
 
 std::string MigCiAccessPath(int gpu_minor, int gi, int ci) {
-  return "gpu" + std::to_string(gpu_minor) + "/mig/gi" + std::to_string(gi) + "/ci" +
-         std::to_string(ci) + "/access";
+  return "gpu" + std::to_string(gpu_minor) + "/mig/gi" + std::to_string(gi) + "/ci" + std::to_string(ci) + "/access";
 }
 
 }  // namespace nvdra::devices

@@ -15,8 +15,7 @@ namespace nvdra::devices {
 
 // Runs argv[0] with argv and extra environment entries ("K=V"); returns an
 // error with the command's output when it fails.
-using CommandRunner =
-    std::function<Status(const std::vector<std::string>& argv, const std::vector<std::string>& env)>;
+using CommandRunner = std::function<Status(const std::vector<std::string>& argv, const std::vector<std::string>& env)>;
 
 // How long an external command may run before it is killed: nvidia-smi can
 // hang on a GPU that stopped answering, and a Prepare or Unprepare waiting on

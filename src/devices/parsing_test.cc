@@ -2,13 +2,13 @@
 #include <unistd.h>
 
 #include "devices/device_health.h"
+#include "devices/device_names.h"
 #include "devices/driver_root.h"
 #include "devices/nvcaps.h"
 #include "devices/pcie_root.h"
 #include "devices/proc_devices.h"
-#include "devices/device_names.h"
-#include "util/test_temp_dir.h"
 #include "util/file_util.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::devices {
 namespace {
@@ -21,7 +21,8 @@ TEST(PcieTopologyTest, PcieRootAndNumaNodeFromSysfs) {
   ASSERT_TRUE(MakeDirectories(dev).ok());
   ASSERT_TRUE(MakeDirectories(sys + "/bus/pci/devices").ok());
   ASSERT_EQ(::symlink("../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0",
-                      (sys + "/bus/pci/devices/0000:3b:00.0").c_str()), 0);
+                      (sys + "/bus/pci/devices/0000:3b:00.0").c_str()),
+            0);
   EXPECT_EQ(PcieRootForBusId(sys, "0000:3b:00.0"), std::optional<std::string>("pci0000:3a"));
   EXPECT_EQ(NumaNodeForBusId(sys, "0000:3b:00.0"), std::nullopt) << "no numa_node file";
   ASSERT_TRUE(WriteFileAtomically(dev + "/numa_node", "1\n").ok());
@@ -37,9 +38,8 @@ TEST(PcieTopologyTest, PcieRootAndNumaNodeFromSysfs) {
 }
 
 TEST(ProcDevicesTest, ParsesCharacterSectionOnly) {
-  auto m = ParseCharDeviceMajors(
-      "Character devices:\n  1 mem\n195 nvidia-frontend\n234 nvidia-caps-imex-channels\n"
-      "\nBlock devices:\n  7 nvidia-caps-imex-channels\n");
+  auto m = ParseCharDeviceMajors("Character devices:\n  1 mem\n195 nvidia-frontend\n234 nvidia-caps-imex-channels\n"
+                                 "\nBlock devices:\n  7 nvidia-caps-imex-channels\n");
   EXPECT_EQ(m.at("nvidia-frontend"), 195);
   EXPECT_EQ(m.at("nvidia-caps-imex-channels"), 234);
   EXPECT_EQ(m.at("mem"), 1);
@@ -173,16 +173,15 @@ TEST(DriverRootTest, MissingContainerRootNamesTheFlagAndSlash) {
   DriverRoot missing(t.path() + "/driver-root", "/");
   const std::string hint = missing.MissingRootHint();
   EXPECT_NE(hint.find("--container-driver-root (DRIVER_ROOT_CTR_PATH) is " + t.path() + "/driver-root"),
-            std::string::npos) << hint;
+            std::string::npos)
+      << hint;
   EXPECT_NE(hint.find("running on the host, pass --container-driver-root /"), std::string::npos) << hint;
   auto lib = missing.FindLibrary("libnvidia-ml.so.1");
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.status().message().find("pass --container-driver-root /"), std::string::npos)
-      << lib.status().message();
+  EXPECT_NE(lib.status().message().find("pass --container-driver-root /"), std::string::npos) << lib.status().message();
   auto smi = missing.FindBinary("nvidia-smi");
   ASSERT_FALSE(smi.ok());
-  EXPECT_NE(smi.status().message().find("pass --container-driver-root /"), std::string::npos)
-      << smi.status().message();
+  EXPECT_NE(smi.status().message().find("pass --container-driver-root /"), std::string::npos) << smi.status().message();
   // A root that exists but holds no driver keeps the plain message.
   DriverRoot empty(t.path(), "/");
   EXPECT_EQ(empty.MissingRootHint(), "");

@@ -12,8 +12,14 @@ std::map<std::string, int> ParseCharDeviceMajors(const std::string& text) {
   std::string line;
   bool in_char = false;
   while (std::getline(in, line)) {
-    if (line.rfind("Character devices:", 0) == 0) { in_char = true; continue; }
-    if (line.rfind("Block devices:", 0) == 0) { in_char = false; continue; }
+    if (line.rfind("Character devices:", 0) == 0) {
+      in_char = true;
+      continue;
+    }
+    if (line.rfind("Block devices:", 0) == 0) {
+      in_char = false;
+      continue;
+    }
     if (!in_char) continue;
     std::istringstream fields(line);
     int major;

@@ -11,8 +11,7 @@ std::string DriverOf(const ledger::ClaimEntry& entry) {
 
 }  // namespace
 
-Judgement JudgeClaim(const ledger::ClaimEntry& entry, const Result<ClaimSnapshot>& current,
-                     const std::string& node) {
+Judgement JudgeClaim(const ledger::ClaimEntry& entry, const Result<ClaimSnapshot>& current, const std::string& node) {
   if (entry.name.empty()) return {ClaimStanding::kUnnamed, "the ledger records no claim name"};
   if (!current.ok()) {
     if (current.status().code() == StatusCode::kNotFound) {

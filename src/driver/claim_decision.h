@@ -32,8 +32,7 @@ struct Judgement {
 // `current` is the API server's answer for the entry's namespace and name
 // (NotFound when there is none). `node`: this node's name, which is also the
 // pool name of its devices; "" skips the node check.
-Judgement JudgeClaim(const ledger::ClaimEntry& entry, const Result<ClaimSnapshot>& current,
-                     const std::string& node);
+Judgement JudgeClaim(const ledger::ClaimEntry& entry, const Result<ClaimSnapshot>& current, const std::string& node);
 
 enum class Action {
   kKeep,         // the claim is current (or the entry holds nothing): nothing to do

@@ -26,7 +26,8 @@ ledger::ClaimEntry Entry(ClaimState state, std::vector<model::AllocationResult> 
   return e;
 }
 
-ClaimSnapshot Snapshot(std::vector<model::AllocationResult> results = {Res("gpu-0")}, const std::string& uid = "uid-a") {
+ClaimSnapshot Snapshot(std::vector<model::AllocationResult> results = {Res("gpu-0")},
+                       const std::string& uid = "uid-a") {
   ClaimSnapshot c;
   c.uid = uid;
   c.ns = "default";
@@ -72,8 +73,8 @@ TEST(JudgeClaimTest, Table) {
     EXPECT_EQ(JudgeClaim(c.entry, c.current, "node-a").standing, c.want) << c.name;
   }
   // Without a node name the node is not checked.
-  EXPECT_EQ(JudgeClaim(Entry(ClaimState::kPrepareCompleted, {Res("gpu-0", "node-b")}), Snapshot({Res("gpu-0", "node-b")}),
-                       "")
+  EXPECT_EQ(JudgeClaim(Entry(ClaimState::kPrepareCompleted, {Res("gpu-0", "node-b")}),
+                       Snapshot({Res("gpu-0", "node-b")}), "")
                 .standing,
             ClaimStanding::kCurrent);
 }
@@ -121,7 +122,8 @@ TEST(DecideTest, APreparedClaimOfAnEarlierBootWhoseClaimIsGoneOrStaleIsReleasedA
   EXPECT_EQ(gone.action, Action::kUnprepare);
   EXPECT_EQ(gone.judgement.why, "its ResourceClaim no longer exists (prepared before the node rebooted)");
   EXPECT_EQ(Decide(e, Snapshot({Res("gpu-0", "node-b")}), in).action, Action::kUnprepare);
-  EXPECT_EQ(Decide(e, Snapshot(), in).action, Action::kKeep) << "still this node's claim: the kubelet prepares it again";
+  EXPECT_EQ(Decide(e, Snapshot(), in).action, Action::kKeep)
+      << "still this node's claim: the kubelet prepares it again";
   EXPECT_EQ(Decide(e, Unavailable("down"), in).action, Action::kRetryLater);
   e.from_earlier_boot = false;
   EXPECT_EQ(Decide(e, NotFound("x"), in).action, Action::kWaitGrace) << "this boot's: the kubelet may still come";

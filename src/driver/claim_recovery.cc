@@ -20,7 +20,8 @@ Result<bool> ClaimRecovery::RecoverLostClaims() {
   // an orphan the sweep removes once the recovery is over.
   std::vector<std::pair<std::string, Result<cdi::CdiSpecWriter::ClaimSpecContents>>> specs;
   for (const auto& uid : uids) specs.emplace_back(uid, cdi_.ReadClaimSpec(uid));
-  std::stable_partition(specs.begin(), specs.end(), [](const auto& s) { return s.second.ok() && !s.second->name.empty(); });
+  std::stable_partition(specs.begin(), specs.end(),
+                        [](const auto& s) { return s.second.ok() && !s.second->name.empty(); });
   int failed = 0;
   for (const auto& [uid, contents] : specs) {
     Status s = RebuildFromSpec(uid);

@@ -18,8 +18,8 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -135,8 +135,7 @@ class ClaimKind {
   // directory is often tmpfs: a repeated Prepare re-ensures the spec).
   // `prepared_devices` are the device names the ledger recorded, for records
   // that predate the kind's own list (an imported checkpoint).
-  virtual Result<ClaimEdits> Edits(const nlohmann::json& undo,
-                                   const std::vector<std::string>& prepared_devices) = 0;
+  virtual Result<ClaimEdits> Edits(const nlohmann::json& undo, const std::vector<std::string>& prepared_devices) = 0;
 
   // How the ledger names what this kind's devices hold (a claim whose entry
   // was lost is rebuilt from the device names its CDI spec still lists, see

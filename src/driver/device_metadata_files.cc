@@ -291,7 +291,7 @@ Result<std::set<std::string>> DeviceMetadataFiles::ListUids(std::vector<std::str
   if (!specs.ok() && specs.status().code() != StatusCode::kNotFound) return specs.status();
   if (specs.ok()) {
     for (const auto& n : *specs) {
-      std::string rest = n.rfind(prefix, 0) == 0 ? n.substr(prefix.size())
+      std::string rest = n.rfind(prefix, 0) == 0         ? n.substr(prefix.size())
                          : n.rfind("." + prefix, 0) == 0 ? n.substr(prefix.size() + 1)
                                                          : "";
       std::string uid = rest.substr(0, rest.find('_'));

@@ -191,8 +191,8 @@ TEST_F(DeviceMetadataFilesTest, RemoveAllOfFindsTheClaimByUid) {
   MetadataClaim other{kOtherUid, "team-b", "other", std::nullopt};
   ASSERT_TRUE(files_->Write(Plain(), "gpu", {{"node-1", "gpu-0", {}}}).ok());
   ASSERT_TRUE(files_->Write(other, "gpu", {{"node-1", "gpu-1", {}}}).ok());
-  ASSERT_TRUE(WriteFileAtomically(dir_ + "/cdi/.gpu.nvidia.com_metadata_" + std::string(kUid) + "_gpu.json.tmp-3",
-                                  "{").ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(dir_ + "/cdi/.gpu.nvidia.com_metadata_" + std::string(kUid) + "_gpu.json.tmp-3", "{").ok());
   auto uids = files_->ListUids();
   ASSERT_TRUE(uids.ok());
   EXPECT_EQ(*uids, (std::set<std::string>{kUid, kOtherUid}));

@@ -67,8 +67,7 @@ kubelet::PrepareOutcome Engine::PrepareClaim(const model::ClaimRef& claim, Stead
   kubelet::PrepareOutcome out = Prepare(claim, deadline);
   if (out.ok()) {
     ok = true;
-    NVDRA_INFO("Returning newly prepared devices for claim '{}': {} device(s)", claim.ToString(),
-                 out->size());
+    NVDRA_INFO("Returning newly prepared devices for claim '{}': {} device(s)", claim.ToString(), out->size());
   } else {
     const Status s = out.status();  // a copy: `out` is replaced next
     out = s.Wrap("error preparing devices for claim " + claim.ToString());
@@ -181,8 +180,8 @@ Result<ClaimWork> Engine::OurResults(const model::ClaimRef& ref, const ClaimSnap
     // behind the scheduler's back.
     if (!options_.node_name.empty() && r.pool != options_.node_name) {
       return FailedPrecondition("claim " + ref.ObjectName() + " is allocated to node " + r.pool + " (device " +
-                                r.device + ", request " + r.request + "), not to this node " +
-                                options_.node_name + "; it cannot be prepared here")
+                                r.device + ", request " + r.request + "), not to this node " + options_.node_name +
+                                "; it cannot be prepared here")
           .AsPermanent();
     }
     if (kind_.DeviceType(r.device).empty()) {
@@ -216,8 +215,8 @@ Result<std::optional<Engine::Devices>> Engine::CompletedThisBoot(const ClaimWork
 Result<ClaimPlan> Engine::PlanClaim(ClaimWork& work, const ClaimSnapshot& snap) {
   TimedStep step(RequestStep::kConfig);
   auto type_of = [this](const model::AllocationResult& r) { return kind_.DeviceType(r.device); };
-  auto groups =
-      config::ResolveConfigs(kind_.ConfigRules(options_.gates), snap.configs, work.results, type_of, options_.gates);
+  auto groups = config::ResolveConfigs(kind_.ConfigRules(options_.gates), snap.configs, work.results, type_of,
+                                       options_.gates);
   if (!groups.ok()) return groups.status().AsPermanent();
   work.groups = std::move(groups).value();
   auto plan = kind_.Plan(work);
@@ -316,7 +315,8 @@ Result<Engine::Devices> Engine::AlreadyPrepared(const ledger::ClaimEntry& entry,
   for (const auto& d : entry.prepared) names.push_back(d.device);
   auto edits = kind_.Edits(entry.undo, names);
   if (!edits.ok()) return edits.status().Wrap("rebuild CDI spec");
-  ClaimOutput output = BuildClaimOutput(cdi_, entry.uid, entry.allocation, std::move(edits).value(), entry.ns, entry.name);
+  ClaimOutput output = BuildClaimOutput(cdi_, entry.uid, entry.allocation, std::move(edits).value(), entry.ns,
+                                        entry.name);
   if (!output.spec.devices.empty()) {
     NVDRA_RETURN_IF_ERROR(cdi_.WriteClaimSpec(entry.uid, output.spec).Wrap("write CDI spec"));
   }
@@ -435,8 +435,8 @@ Status Engine::UnprepareEntry(const ledger::ClaimEntry& stale, const std::string
     NVDRA_WARN("released claim {}, whose name is unknown so its ResourceClaim cannot be checked: {}", stale.uid, why);
   } else if (s.ok()) {
     // Upstream's words, which operators grep for.
-    NVDRA_INFO("Checkpointed RC cleanup: unprepared stale claim: {}/{} (claim {}: {})", stale.ns, stale.name,
-                 stale.uid, why);
+    NVDRA_INFO("Checkpointed RC cleanup: unprepared stale claim: {}/{} (claim {}: {})", stale.ns, stale.name, stale.uid,
+               why);
   } else {
     NVDRA_WARN("unprepare of stale claim {} failed, will retry: {}", ref, s.message());
   }

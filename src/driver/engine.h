@@ -71,8 +71,7 @@ class Engine final : public kubelet::ClaimEngine {
   kubelet::PrepareOutcome PrepareClaim(const model::ClaimRef& claim,
                                        std::chrono::steady_clock::time_point deadline) override;
   // "error unpreparing devices for claim <ns/name:uid>: <why>" on failure.
-  Status UnprepareClaim(const model::ClaimRef& claim,
-                        std::chrono::steady_clock::time_point deadline) override;
+  Status UnprepareClaim(const model::ClaimRef& claim, std::chrono::steady_clock::time_point deadline) override;
   // Adds the steps to nvdra_request_step_seconds_total.
   void RecordSteps(bool prepare, const RequestSteps& steps, bool whole_request) override;
 

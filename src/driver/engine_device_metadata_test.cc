@@ -36,7 +36,6 @@ ClaimSnapshot PassthroughClaim(const std::string& uid, const std::string& name) 
   return c;
 }
 
-
 class EngineDeviceMetadataTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -119,7 +118,8 @@ TEST_F(EngineDeviceMetadataTest, PrepareWritesAFilePerRequestAndAnswersItsCdiId)
   EXPECT_EQ(*gpus, files_->RenderFile(claim, "gpus", {{"node-1", "gpu-0", {}}, {"node-1", "gpu-1", {}}}));
   auto vm = ReadFileToString(files_->FilePath("default", "pod-gpu-x7", "vm"));
   ASSERT_TRUE(vm.ok());
-  EXPECT_EQ(*vm, files_->RenderFile(claim, "vm/passthrough", {{"node-1", "gpu-2", kind_.metadata_attributes["gpu-2"]}}));
+  EXPECT_EQ(*vm,
+            files_->RenderFile(claim, "vm/passthrough", {{"node-1", "gpu-2", kind_.metadata_attributes["gpu-2"]}}));
   EXPECT_NE(vm->find("\"index\": {\n"), std::string::npos) << *vm;
   EXPECT_TRUE(PathExists(files_->SpecPath("uid-a", "gpus")));
   EXPECT_TRUE(PathExists(files_->SpecPath("uid-a", "vm")));

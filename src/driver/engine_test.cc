@@ -7,10 +7,10 @@
 
 #include <sstream>
 
-#include "util/test_temp_dir.h"
 #include "driver/engine_test_util.h"
 #include "driver/reconciler.h"
 #include "util/file_util.h"
+#include "util/test_temp_dir.h"
 
 namespace nvdra::driver {
 namespace {
@@ -36,7 +36,6 @@ ClaimSnapshot Claim(const std::string& uid, const std::string& name, std::vector
   c.configs = std::move(configs);
   return c;
 }
-
 
 class EngineTest : public ::testing::Test {
  protected:
@@ -198,18 +197,21 @@ TEST_F(EngineTest, RepeatedPrepareReturnsTheRecordedDevicesWhenTheReadinessGateN
 
 TEST_F(EngineTest, ClaimLookupErrorsArePerClaimAndLeaveNoEntry) {
   auto missing = engine_->PrepareClaim({"default", "uid-x", "x"}, kFar);
-  EXPECT_NE(missing.status().message().find("retrieve claim default/x"), std::string::npos) << missing.status().message();
+  EXPECT_NE(missing.status().message().find("retrieve claim default/x"), std::string::npos)
+      << missing.status().message();
 
   auto c = Claim("uid-new", "b", {"gpu-0"});
   claims_.Put(c);
   auto replaced = engine_->PrepareClaim({"default", "uid-old", "b"}, kFar);
-  EXPECT_NE(replaced.status().message().find("claim default/b got replaced"), std::string::npos) << replaced.status().message();
+  EXPECT_NE(replaced.status().message().find("claim default/b got replaced"), std::string::npos)
+      << replaced.status().message();
 
   auto na = Claim("uid-na", "na", {"gpu-0"});
   na.allocated = false;
   claims_.Put(na);
   auto not_alloc = engine_->PrepareClaim(Ref(na), kFar);
-  EXPECT_NE(not_alloc.status().message().find("claim default/na not allocated"), std::string::npos) << not_alloc.status().message();
+  EXPECT_NE(not_alloc.status().message().find("claim default/na not allocated"), std::string::npos)
+      << not_alloc.status().message();
 
   EXPECT_FALSE(Entry("uid-x"));
   EXPECT_FALSE(Entry("uid-old"));
@@ -238,12 +240,12 @@ TEST_F(EngineTest, UnknownConfigFieldIsAPermanentErrorBeforeAnyDurableWrite) {
   config::ClaimConfig bad;
   bad.source = config::ConfigSource::kFromClaim;
   bad.driver = kDriver;
-  bad.parameters_json =
-      R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"FakeConfig","unexpectedField":"foo"})";
+  bad.parameters_json = R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"FakeConfig","unexpectedField":"foo"})";
   auto c = Claim("uid-a", "a", {"gpu-0"}, {bad});
   claims_.Put(c);
   auto r = engine_->PrepareClaim(Ref(c), kFar);
-  EXPECT_NE(r.status().message().find("strict decoding error: unknown field \"unexpectedField\""), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("strict decoding error: unknown field \"unexpectedField\""), std::string::npos)
+      << r.status().message();
   EXPECT_FALSE(Entry("uid-a"));
   EXPECT_EQ(kind_->prepares.load(), 0);
   EXPECT_FALSE(PathExists(SpecPath("uid-a")));
@@ -271,8 +273,9 @@ TEST_F(EngineTest, AClaimAllocatedToAnotherNodeIsRefusedPermanently) {
   c.consumers = {"pod-1"};
   claims_.Put(c);
   auto r = engine_->PrepareClaim(Ref(c), kFar);
-  EXPECT_NE(r.status().message().find("is allocated to node node-2 (device gpu-0, request req0), not to this node node-1"),
-            std::string::npos)
+  EXPECT_NE(
+      r.status().message().find("is allocated to node node-2 (device gpu-0, request req0), not to this node node-1"),
+      std::string::npos)
       << r.status().message();
   EXPECT_EQ(reported, std::vector<std::string>{"uid-a"}) << "a permanent error";
   EXPECT_FALSE(Entry("uid-a"));
@@ -297,7 +300,8 @@ TEST_F(EngineTest, HeldDeviceIsRefusedBeforeTheReadinessWait) {
   kind_->not_ready = Unavailable("the domain is not ready on this node");
   const int checks = kind_->ready_checks.load();
   auto r = engine_->PrepareClaim(Ref(b), kFar);
-  EXPECT_NE(r.status().message().find("gpu-0 already allocated by claim uid-a (according to checkpoint)"), std::string::npos)
+  EXPECT_NE(r.status().message().find("gpu-0 already allocated by claim uid-a (according to checkpoint)"),
+            std::string::npos)
       << r.status().message();
   EXPECT_EQ(kind_->ready_checks.load(), checks) << "refused before the readiness gate";
   EXPECT_FALSE(Entry("uid-b"));
@@ -325,10 +329,9 @@ TEST_F(EngineTest, AWaitAfterPrepareHoldsNoLockAndCompletesTheClaimOnceReady) {
     auto b = Claim("uid-b", "b", {"gpu-1"});
     claims_.Put(b);
     kind_->await_ready = false;
-    EXPECT_EQ(engine_->PrepareClaim(Ref(b), std::chrono::steady_clock::now() + std::chrono::seconds(5))
-                  .status()
-                  .message(),
-              "");
+    EXPECT_EQ(
+        engine_->PrepareClaim(Ref(b), std::chrono::steady_clock::now() + std::chrono::seconds(5)).status().message(),
+        "");
     return Status::Ok();
   };
   auto r = engine_->PrepareClaim(Ref(a), kFar);
@@ -387,7 +390,8 @@ TEST_F(EngineTest, DeviceHeldByAnotherClaimIsRefusedNamingTheHolder) {
   claims_.Put(b);
   ASSERT_EQ(engine_->PrepareClaim(Ref(a), kFar).status().message(), "");
   auto r = engine_->PrepareClaim(Ref(b), kFar);
-  EXPECT_NE(r.status().message().find("gpu-0 already allocated by claim uid-a (according to checkpoint)"), std::string::npos)
+  EXPECT_NE(r.status().message().find("gpu-0 already allocated by claim uid-a (according to checkpoint)"),
+            std::string::npos)
       << r.status().message();
   EXPECT_FALSE(Entry("uid-b"));
   // Once A is unprepared, B gets the device.
@@ -457,7 +461,7 @@ TEST_F(EngineTest, AClaimStillReservedForAPodIsPreparedAgainAfterAnUnprepare) {
   auto first = engine_->PrepareClaim(Ref(a), kFar);
   ASSERT_EQ(first.status().message(), "");
   ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");  // pod 1 ended
-  a.consumers = {"pod-2"};                                 // pod 2 starts
+  a.consumers = {"pod-2"};                                         // pod 2 starts
   claims_.Put(a);
   auto second = engine_->PrepareClaim(Ref(a), kFar);
   EXPECT_EQ(second.status().message(), "");
@@ -532,8 +536,7 @@ TEST_F(EngineTest, GaugesFollowEveryTransitionIncludingAnotherProcesssAndTombsto
   EXPECT_EQ(gpus(), "3");
   EXPECT_EQ(claims("PrepareCompleted"), "2");
   EXPECT_EQ(claims("Tombstone"), "0");
-  EXPECT_EQ(Sample(registry.Render(), "nvdra_ledger_bytes{driver=\"gpu.nvidia.com\"}"),
-            std::to_string(LedgerSize()));
+  EXPECT_EQ(Sample(registry.Render(), "nvdra_ledger_bytes{driver=\"gpu.nvidia.com\"}"), std::to_string(LedgerSize()));
 
   ASSERT_EQ(engine_->UnprepareClaim(Ref(a), kFar).message(), "");
   EXPECT_EQ(gpus(), "2");
@@ -548,14 +551,18 @@ TEST_F(EngineTest, GaugesFollowEveryTransitionIncludingAnotherProcesssAndTombsto
   o.clock = &clock_;
   auto other = ledger::ClaimLedger::Open(o);
   ASSERT_TRUE(other.ok());
-  ledger::BeginPrepareRequest c{.uid = "uid-c", .ns = "default", .name = "c",
+  ledger::BeginPrepareRequest c{.uid = "uid-c",
+                                .ns = "default",
+                                .name = "c",
                                 .allocation = {{"req0", kDriver, "node-1", "gpu-3", false, ""}}};
   auto begun = (*other)->BeginPrepare(c);
   ASSERT_TRUE(begun.ok());
   ledger::PreparedDevice dev;
   dev.device = "gpu-3";
   ASSERT_TRUE((*other)->CompletePrepare("uid-c", {dev}, nullptr, begun->entry.attempt).ok());
-  ledger::BeginPrepareRequest d{.uid = "uid-d", .ns = "default", .name = "d",
+  ledger::BeginPrepareRequest d{.uid = "uid-d",
+                                .ns = "default",
+                                .name = "d",
                                 .allocation = {{"req0", kDriver, "node-1", "gpu-4", false, ""}}};
   ASSERT_TRUE((*other)->BeginPrepare(d).ok());
   EXPECT_EQ(gpus(), "2");  // not read yet
@@ -837,7 +844,8 @@ TEST_F(EngineTest, ALostLedgerKeepsAndRebuildsAClaimFromTheGoDriversYamlSpec) {
   const std::string go_spec = dir_ + "/cdi/k8s.gpu.nvidia.com-claim_uid-go.yaml";
   ASSERT_TRUE(WriteFileAtomically(go_spec, "---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n"
                                            "- name: uid-go-gpu-2\n  containerEdits:\n    deviceNodes:\n"
-                                           "    - path: /dev/nvidia2\n").ok());
+                                           "    - path: /dev/nvidia2\n")
+                  .ok());
 
   auto rep = reconciler_->RunOnce();
   EXPECT_EQ(rep.errors, 0);

@@ -115,9 +115,8 @@ struct FakeConfig {
         .api_version = std::string(config::kApiVersion),
         .kind = "FakeConfig",
         .driver = kDriver,
-        .decode = [](config::ConfigWalker& w, const config::JsonValue& root, FakeConfig&) {
-          w.Struct(root, "FakeConfig", config::fields::TypeMetaFields(w));
-        },
+        .decode = [](config::ConfigWalker& w, const config::JsonValue& root,
+                     FakeConfig&) { w.Struct(root, "FakeConfig", config::fields::TypeMetaFields(w)); },
     });
     return kind;
   }
@@ -201,8 +200,8 @@ class FakeKind final : public DeviceKind {
   bool may_wait = false;  // what MayWaitUntilReady answers
   Status fail_prepare;
   Status fail_unprepare;
-  bool await_ready = false;           // Prepare asks for AwaitReady
-  std::function<Status()> on_await;   // what AwaitReady does (unset: ready)
+  bool await_ready = false;          // Prepare asks for AwaitReady
+  std::function<Status()> on_await;  // what AwaitReady does (unset: ready)
   std::atomic<int> awaits{0};
   Mutex mu_;  // Unprepare may run on several engine threads
   // Written under mu_; tests read it once the engine calls have returned.

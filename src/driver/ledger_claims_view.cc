@@ -7,14 +7,9 @@ namespace nvdra::driver {
 std::optional<HeldClaim> LedgerClaimsView::ViewOf(const ledger::ClaimEntry& e) {
   HeldClaim c;
   switch (e.state) {
-    case ledger::ClaimState::kTombstone:
-      return std::nullopt;
-    case ledger::ClaimState::kPrepareCompleted:
-      c.state = HoldState::kPrepared;
-      break;
-    case ledger::ClaimState::kUnprepareStarted:
-      c.state = HoldState::kUnpreparing;
-      break;
+    case ledger::ClaimState::kTombstone: return std::nullopt;
+    case ledger::ClaimState::kPrepareCompleted: c.state = HoldState::kPrepared; break;
+    case ledger::ClaimState::kUnprepareStarted: c.state = HoldState::kUnpreparing; break;
     case ledger::ClaimState::kPrepareStarted:
       // An entry of a state a newer version wrote acts as PrepareStarted.
       c.state = HoldState::kPreparing;
@@ -40,7 +35,7 @@ Result<std::vector<HeldClaim>> LedgerClaimsView::HeldClaims() const {
 }
 
 Result<std::vector<HeldClaim>> LedgerClaimsView::HoldersOf(const std::string& resource,
-                                                          const std::string& except_uid) const {
+                                                           const std::string& except_uid) const {
   NVDRA_ASSIGN_OR_RETURN(std::vector<ledger::ClaimEntry> entries, ledger_.HoldersOf(resource, except_uid));
   std::vector<HeldClaim> out;
   for (const auto& e : entries) {

@@ -12,7 +12,12 @@ Reconciler::Reconciler(Engine& engine, ClaimSource& claims, metrics::DraMetrics*
       claims_(claims),
       metrics_(metrics),
       options_(options),
-      worker_({.period = options.period, .jitter = options.jitter, .clock = options.clock, .name = "the reconciler pass", .thread_name = "reconciler", .group = options.group},
+      worker_({.period = options.period,
+               .jitter = options.jitter,
+               .clock = options.clock,
+               .name = "the reconciler pass",
+               .thread_name = "reconciler",
+               .group = options.group},
               [this] { return Pass(); }) {}
 
 Reconciler::~Reconciler() { Stop(); }
@@ -120,12 +125,11 @@ void Reconciler::Record(const ledger::ClaimEntry& e, const Decision& d, Reconcil
     case Action::kWaitGrace:
       rep.stale_completed++;
       if (d.grace_started) {
-        NVDRA_WARN("prepared claim {}: {}; unpreparing it after the grace period unless the kubelet does first",
-                     ref, d.judgement.why);
+        NVDRA_WARN("prepared claim {}: {}; unpreparing it after the grace period unless the kubelet does first", ref,
+                   d.judgement.why);
       }
       break;
-    case Action::kUnprepare:
-      break;
+    case Action::kUnprepare: break;
   }
 }
 

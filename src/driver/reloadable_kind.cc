@@ -1,6 +1,5 @@
 #include "driver/reloadable_kind.h"
 
-
 namespace nvdra::driver {
 
 ReloadableKind::ReloadableKind(std::unique_ptr<DeviceKind> kind, const ledger::KindCodec& codec)
@@ -36,12 +35,8 @@ Status ReloadableKind::Refused() const {
   return Unavailable(gone_);
 }
 
-std::string ReloadableKind::driver_name() const {
-  return Current()->driver_name();
-}
-std::string ReloadableKind::DeviceType(const std::string& device) const {
-  return Current()->DeviceType(device);
-}
+std::string ReloadableKind::driver_name() const { return Current()->driver_name(); }
+std::string ReloadableKind::DeviceType(const std::string& device) const { return Current()->DeviceType(device); }
 config::DriverConfigRules ReloadableKind::ConfigRules(const config::FeatureGates& gates) const {
   return Current()->ConfigRules(gates);
 }
@@ -64,8 +59,7 @@ Status ReloadableKind::AwaitReady(const ClaimWork& work, const nlohmann::json& u
   return Current()->AwaitReady(work, undo);
 }
 // The edits name the driver's files: none while it is gone.
-Result<ClaimEdits> ReloadableKind::Edits(const nlohmann::json& undo,
-                                         const std::vector<std::string>& prepared_devices) {
+Result<ClaimEdits> ReloadableKind::Edits(const nlohmann::json& undo, const std::vector<std::string>& prepared_devices) {
   NVDRA_RETURN_IF_ERROR(Refused());
   return Current()->Edits(undo, prepared_devices);
 }
@@ -73,9 +67,7 @@ Result<ClaimEdits> ReloadableKind::Edits(const nlohmann::json& undo,
 Status ReloadableKind::Unprepare(const std::string& claim_uid, const nlohmann::json& undo) {
   return Current()->Unprepare(claim_uid, undo);
 }
-bool ReloadableKind::HasDeviceMetadata() const {
-  return Current()->HasDeviceMetadata();
-}
+bool ReloadableKind::HasDeviceMetadata() const { return Current()->HasDeviceMetadata(); }
 std::map<std::string, model::AttributeValue> ReloadableKind::MetadataAttributes(const std::string& device) const {
   return Current()->MetadataAttributes(device);
 }
@@ -88,18 +80,12 @@ std::vector<model::PublishedDevice> ReloadableKind::PublishedDevices() const {
   for (auto& d : devices) d.taints.push_back({key, "true", "NoSchedule"});
   return devices;
 }
-bool ReloadableKind::MonitorsDeviceHealth() const {
-  return Current()->MonitorsDeviceHealth();
-}
-bool ReloadableKind::OnHealthEvent(const devices::DeviceHealthEvent& event) {
-  return Current()->OnHealthEvent(event);
-}
+bool ReloadableKind::MonitorsDeviceHealth() const { return Current()->MonitorsDeviceHealth(); }
+bool ReloadableKind::OnHealthEvent(const devices::DeviceHealthEvent& event) { return Current()->OnHealthEvent(event); }
 std::unique_ptr<devices::DeviceHealthSource> ReloadableKind::NewOwnHealthSource() {
   return Current()->NewOwnHealthSource();
 }
-std::vector<std::string> ReloadableKind::MetricDeviceTypes() const {
-  return Current()->MetricDeviceTypes();
-}
+std::vector<std::string> ReloadableKind::MetricDeviceTypes() const { return Current()->MetricDeviceTypes(); }
 void ReloadableKind::SetRepublish(std::function<void()> republish) {
   {
     MutexLock l(mu_);

@@ -39,17 +39,17 @@ struct BeaconUndo final : UndoPieceOf<BeaconUndo> {
 };
 
 const UndoPieceCodec& BeaconCodec() {
-  static const UndoPieceCodec codec{
-      std::string(BeaconUndo::kKey), 2, [](const JsonReader& value, int) -> Result<std::unique_ptr<UndoPiece>> {
-        auto beacons = value.Required<json>("byDevice");
-        if (!beacons.ok() || !beacons->is_object()) return std::unique_ptr<UndoPiece>();
-        auto p = std::make_unique<BeaconUndo>();
-        for (const auto& [device, file] : beacons->items()) {
-          if (!file.is_string()) return std::unique_ptr<UndoPiece>();
-          p->beacons[device] = file.get<std::string>();
-        }
-        return std::unique_ptr<UndoPiece>(std::move(p));
-      }};
+  static const UndoPieceCodec codec{std::string(BeaconUndo::kKey), 2,
+                                    [](const JsonReader& value, int) -> Result<std::unique_ptr<UndoPiece>> {
+                                      auto beacons = value.Required<json>("byDevice");
+                                      if (!beacons.ok() || !beacons->is_object()) return std::unique_ptr<UndoPiece>();
+                                      auto p = std::make_unique<BeaconUndo>();
+                                      for (const auto& [device, file] : beacons->items()) {
+                                        if (!file.is_string()) return std::unique_ptr<UndoPiece>();
+                                        p->beacons[device] = file.get<std::string>();
+                                      }
+                                      return std::unique_ptr<UndoPiece>(std::move(p));
+                                    }};
   return codec;
 }
 
@@ -89,9 +89,7 @@ class BeaconFeature final : public ClaimFeature {
     for (const auto& [device, file] : undo.Of<BeaconUndo>().beacons) std::filesystem::remove(file);
     return Status::Ok();
   }
-  std::optional<FeatureSweep> sweep() const override {
-    return FeatureSweep{"beacon sweep", true, std::nullopt};
-  }
+  std::optional<FeatureSweep> sweep() const override { return FeatureSweep{"beacon sweep", true, std::nullopt}; }
   Result<int> SweepOrphans(const UndoRecords& records, bool) override {
     std::vector<std::string> lit;
     for (const auto& e : std::filesystem::directory_iterator(dir_)) lit.push_back(e.path().string());

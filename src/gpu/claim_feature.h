@@ -111,9 +111,7 @@ class ClaimFeature {
 
   // A claim's steps (see above). An error from Plan refuses the claim
   // (permanent unless retryable); Plan may add to the ledger's `plan` too.
-  virtual Status Plan(const ClaimPlanning& claim, GpuUndo& undo, driver::ClaimPlan& plan) const {
-    return Status::Ok();
-  }
+  virtual Status Plan(const ClaimPlanning& claim, GpuUndo& undo, driver::ClaimPlan& plan) const { return Status::Ok(); }
   virtual Status Apply(const std::string& claim_uid, GpuUndo& undo) { return Status::Ok(); }
   // Whether AwaitReady has something to wait for in `undo`.
   virtual bool HasWait(const GpuUndo& undo) const { return false; }

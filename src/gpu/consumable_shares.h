@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "config/feature_gates.h"
+#include "driver/claims_view.h"
 #include "driver/device_kind.h"
 #include "ledger/claim_entry.h"
-#include "driver/claims_view.h"
 #include "model/published_device.h"
 #include "util/status.h"
 

@@ -24,9 +24,8 @@ class ConsumableSharesFeature final : public ClaimFeature {
   }
 
   Status Plan(const ClaimPlanning& claim, GpuUndo&, driver::ClaimPlan& plan) const override {
-    NVDRA_ASSIGN_OR_RETURN(plan.shares, PlanShares(claim.work(), [&](const std::string& name) {
-                             return claim.Published(name);
-                           }));
+    NVDRA_ASSIGN_OR_RETURN(plan.shares,
+                           PlanShares(claim.work(), [&](const std::string& name) { return claim.Published(name); }));
     return Status::Ok();
   }
 

@@ -116,8 +116,8 @@ class ConsumableSharesKindTest : public ::testing::Test {
     return nullptr;
   }
   // A claim the scheduler gave a share of `device`, consuming `consumed`.
-  model::ClaimRef Share(const std::string& uid, const std::string& device,
-                        std::map<std::string, std::string> consumed, const std::string& interval = "") {
+  model::ClaimRef Share(const std::string& uid, const std::string& device, std::map<std::string, std::string> consumed,
+                        const std::string& interval = "") {
     driver::ClaimSnapshot c;
     c.uid = uid;
     c.ns = "default";
@@ -343,8 +343,10 @@ TEST_F(ConsumableSharesKindTest, SharesSurviveAnExportToTheGoDriverAndTheImportB
     // 79Gi of 81559Mi are taken: 1Gi more does not fit; 1Mi less does.
     auto pc = engine_->PrepareClaim(Share(c, "gpu-0", {{"memory", "1Gi"}}), far_);
     ASSERT_FALSE(pc.ok());
-    EXPECT_NE(pc.status().message().find("requested device gpu-0 has no room for claim " + c + ": it publishes memory "
-                                         "85520809984, claims " + a + ", " + b + " already consume 84825604096"),
+    EXPECT_NE(pc.status().message().find("requested device gpu-0 has no room for claim " + c +
+                                         ": it publishes memory "
+                                         "85520809984, claims " +
+                                         a + ", " + b + " already consume 84825604096"),
               std::string::npos)
         << pc.status().message();
     const std::string d = "5d2e0000-0000-4000-8000-0000000000" + std::to_string(10 + round);
@@ -386,7 +388,8 @@ TEST_F(ConsumableSharesKindTest, SharesNeedEqualConfigAndLeaveTheTimeSliceToTheL
   auto pc = engine_->PrepareClaim(rc, far_);
   ASSERT_FALSE(pc.ok());
   EXPECT_NE(pc.status().message().find("requested device gpu-2 has conflicting configuration with already "
-                                       "prepared claim " + a),
+                                       "prepared claim " +
+                                       a),
             std::string::npos)
       << pc.status().message();
   // The first sharer's release leaves the time slice the second still uses.

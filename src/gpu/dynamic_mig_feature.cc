@@ -19,9 +19,7 @@ class DynamicMigFeature final : public DeviceTypeFeature {
   DynamicMigFeature(devices::GpuControl* control, const devices::NodeInventory* inventory)
       : DeviceTypeFeature(std::make_unique<DynamicMigType>(control, inventory), &MigPieceCodec()) {}
 
-  std::optional<FeatureSweep> sweep() const override {
-    return FeatureSweep{"MIG device sweep", true, std::nullopt};
-  }
+  std::optional<FeatureSweep> sweep() const override { return FeatureSweep{"MIG device sweep", true, std::nullopt}; }
 
   Result<int> SweepOrphans(const UndoRecords& records, bool at_start) override {
     return static_cast<DynamicMigType&>(type()).SweepOrphans(

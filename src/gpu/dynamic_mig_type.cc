@@ -160,8 +160,8 @@ Status DynamicMigType::UndoOne(const MigDeviceUndo& m) {
   NVDRA_ASSIGN_OR_RETURN(auto existing, control_->ListMigInstances(m.parent_uuid));
   for (const auto& i : existing) {
     if (!SamePlacement(i, m)) continue;
-    NVDRA_RETURN_IF_ERROR(control_->DestroyMigInstance(m.parent_uuid, i.gi_id, i.ci_id)
-                              .Wrap("destroy MIG device " + PlacementName(m)));
+    NVDRA_RETURN_IF_ERROR(
+        control_->DestroyMigInstance(m.parent_uuid, i.gi_id, i.ci_id).Wrap("destroy MIG device " + PlacementName(m)));
     NVDRA_INFO("Destroyed MIG device {} ({})", m.device, i.uuid);
   }
   NVDRA_ASSIGN_OR_RETURN(auto left, control_->ListMigInstances(m.parent_uuid));

@@ -34,9 +34,7 @@ class DynamicMigType final : public GpuDeviceType {
 
   std::string_view name() const override;
   std::string_view config_kind() const override { return "MigDeviceConfig"; }
-  std::optional<config::Config> DefaultConfig(const config::FeatureGates&) const override {
-    return MigDeviceConfig{};
-  }
+  std::optional<config::Config> DefaultConfig(const config::FeatureGates&) const override { return MigDeviceConfig{}; }
   std::vector<GpuDevice> Devices(const devices::NodeInventory& inventory) const override;
   model::PublishedDevice Publish(const GpuDevice& device) const override;
   std::vector<std::string> Held(const GpuDevice& device) const override;

@@ -104,9 +104,9 @@ TEST_F(DynamicMigTest, CountersAndConsumptionAreUpstreams) {
   ASSERT_EQ(full->counter_sets.size(), 1u);
   const model::CounterSet& set = full->counter_sets[0];
   EXPECT_EQ(set.name, "gpu-0-counter-set");
-  std::map<std::string, std::string> want = {
-      {"multiprocessors", "132"}, {"copy-engines", "8"}, {"decoders", "7"},  {"encoders", "0"},
-      {"jpeg-engines", "7"},      {"ofa-engines", "1"},  {"memory", "79Gi"}};
+  std::map<std::string, std::string> want = {{"multiprocessors", "132"}, {"copy-engines", "8"}, {"decoders", "7"},
+                                             {"encoders", "0"},          {"jpeg-engines", "7"}, {"ofa-engines", "1"},
+                                             {"memory", "79Gi"}};
   for (int i = 0; i < 8; ++i) want["memory-slice-" + std::to_string(i)] = "1";
   EXPECT_EQ(set.counters, want);
   ASSERT_EQ(full->consumes_counters.size(), 1u);
@@ -122,19 +122,24 @@ TEST_F(DynamicMigTest, CountersAndConsumptionAreUpstreams) {
   EXPECT_EQ(std::get<std::string>(mig->attributes.at("resource.kubernetes.io/pciBusID")), "0000:18:00.0");
   EXPECT_EQ(mig->attributes.count("uuid"), 0u) << "the MIG device does not exist yet";
   EXPECT_EQ(mig->capacity, (std::map<std::string, std::string>{{"multiprocessors", "60"},
-                                                                {"copyEngines", "3"},
-                                                                {"decoders", "3"},
-                                                                {"encoders", "0"},
-                                                                {"jpegEngines", "3"},
-                                                                {"ofaEngines", "0"},
-                                                                {"memory", "40320Mi"}}));
+                                                               {"copyEngines", "3"},
+                                                               {"decoders", "3"},
+                                                               {"encoders", "0"},
+                                                               {"jpegEngines", "3"},
+                                                               {"ofaEngines", "0"},
+                                                               {"memory", "40320Mi"}}));
   ASSERT_EQ(mig->consumes_counters.size(), 1u);
-  EXPECT_EQ(mig->consumes_counters[0].counters,
-            (std::map<std::string, std::string>{{"multiprocessors", "60"}, {"copy-engines", "3"}, {"decoders", "3"},
-                                                {"encoders", "0"}, {"jpeg-engines", "3"}, {"ofa-engines", "0"},
-                                                {"memory", "40320Mi"}, {"memory-slice-4", "1"},
-                                                {"memory-slice-5", "1"}, {"memory-slice-6", "1"},
-                                                {"memory-slice-7", "1"}}));
+  EXPECT_EQ(mig->consumes_counters[0].counters, (std::map<std::string, std::string>{{"multiprocessors", "60"},
+                                                                                    {"copy-engines", "3"},
+                                                                                    {"decoders", "3"},
+                                                                                    {"encoders", "0"},
+                                                                                    {"jpeg-engines", "3"},
+                                                                                    {"ofa-engines", "0"},
+                                                                                    {"memory", "40320Mi"},
+                                                                                    {"memory-slice-4", "1"},
+                                                                                    {"memory-slice-5", "1"},
+                                                                                    {"memory-slice-6", "1"},
+                                                                                    {"memory-slice-7", "1"}}));
   const model::PublishedDevice* plain = Published("gpu-2");
   ASSERT_NE(plain, nullptr);
   EXPECT_TRUE(plain->consumes_counters.empty());
@@ -323,7 +328,7 @@ TEST_F(DynamicMigTest, TheSweepAtStartTurnsIdleMigModeOffAsUpstream) {
   ASSERT_TRUE(lib_->control().SetMigMode(inventory_.gpus[0].uuid, true).ok());
   records = {plan->undo};
   auto at_start = kind_->SweepOrphans([&]() -> Result<std::vector<nlohmann::json>> { return records; },
-                                               /*disable_idle_mig_mode=*/true);
+                                      /*disable_idle_mig_mode=*/true);
   ASSERT_TRUE(at_start.ok()) << at_start.status().ToString();
   EXPECT_TRUE(MigMode(0)) << "a record names a placement on it";
   EXPECT_FALSE(MigMode(1)) << "an H100 without MIG devices leaves MIG mode";
@@ -351,7 +356,6 @@ TEST_F(DynamicMigTest, WithoutTheGateMigDevicesAreStatic) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"gpu-0", "gpu-2"}));
 }
-
 
 // The dynamic MIG type on the NVML backend, against the fake
 // libnvidia-ml.so.1: an H100 with MIG mode off, its placements discovered
@@ -483,10 +487,10 @@ TEST_F(DynamicMigTest, TheLedgerRefusesOverlappingPlacementsAndTheFullGpu) {
   eo.gates = gates_;
   driver::Engine engine(eo, **ledger, *kind_, claims, *cdi_, nullptr);
   const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
-  auto a = put("uid-a", "gpu-0-mig-3g40gb-9-0");     // slices 0-3
-  auto b = put("uid-b", "gpu-0-mig-2g20gb-14-2");    // slices 2-3
-  auto full = put("uid-full", "gpu-0");              // all slices
-  auto d = put("uid-d", "gpu-0-mig-3g40gb-9-4");     // slices 4-7
+  auto a = put("uid-a", "gpu-0-mig-3g40gb-9-0");   // slices 0-3
+  auto b = put("uid-b", "gpu-0-mig-2g20gb-14-2");  // slices 2-3
+  auto full = put("uid-full", "gpu-0");            // all slices
+  auto d = put("uid-d", "gpu-0-mig-3g40gb-9-4");   // slices 4-7
   ASSERT_EQ(engine.PrepareClaim(a, far).status().message(), "");
   std::string refused = engine.PrepareClaim(b, far).status().message();
   EXPECT_NE(refused.find("gpu-0 memory-slice-2"), std::string::npos) << refused;

@@ -65,8 +65,7 @@ class FabricFeature final : public ClaimFeature {
     const FabricUndo* f = undo.Find<FabricUndo>();
     if (f == nullptr) return Status::Ok();
     if (fabric_ == nullptr) {
-      return FailedPrecondition("the claim's record names Fabric Manager partition " +
-                                std::to_string(f->partition.id) +
+      return FailedPrecondition("the claim's record names Fabric Manager partition " + std::to_string(f->partition.id) +
                                 ", but this plugin runs without FabricManagerPartitioning");
     }
     return fabric_->Activate(claim_uid, f->partition);

@@ -33,8 +33,7 @@ json FabricUndo::Encode() const {
 }
 
 UndoPieceCodec FabricPartitionUndoCodec() {
-  return {std::string(FabricUndo::kKey), 1,
-          [](const JsonReader& value, int) -> Result<std::unique_ptr<UndoPiece>> {
+  return {std::string(FabricUndo::kKey), 1, [](const JsonReader& value, int) -> Result<std::unique_ptr<UndoPiece>> {
             auto f = DecodeFabricPartition(value);
             if (!f) return std::unique_ptr<UndoPiece>();
             return std::unique_ptr<UndoPiece>(std::make_unique<FabricUndo>(std::move(*f)));

@@ -34,8 +34,8 @@ Result<std::unique_ptr<FabricPartitions>> FabricPartitions::Open(std::unique_ptr
   NVDRA_RETURN_IF_ERROR(devices::ValidateFabricPartitions(*partitions));
   NVDRA_ASSIGN_OR_RETURN(auto by_size, devices::PartitionsBySizeByModuleId(*partitions));
   NVDRA_INFO("Fabric Manager offers {} partitions; FM partition attributes enabled", partitions->size());
-  return std::unique_ptr<FabricPartitions>(
-      new FabricPartitions(std::move(fm), std::move(partitions).value(), std::move(by_size)));
+  return std::unique_ptr<FabricPartitions>(new FabricPartitions(std::move(fm), std::move(partitions).value(),
+                                                                std::move(by_size)));
 }
 
 void FabricPartitions::PutAttributes(const devices::GpuInfo& gpu, model::PublishedDevice& d) const {
@@ -100,11 +100,11 @@ Status FabricPartitions::Deactivate(const std::string& claim_uid, const FabricPa
   if (!active.ok()) return active.status().Wrap(what);
   if (!*active) {
     NVDRA_VLOG(4, "claim {}: Fabric Manager partition {} already inactive; skipping deactivation", claim_uid,
-                partition.id);
+               partition.id);
     return Status::Ok();
   }
-  NVDRA_INFO("Fabric Manager: deactivating partition {} for {}-GPU claim {}", partition.id,
-             partition.module_ids.size(), claim_uid);
+  NVDRA_INFO("Fabric Manager: deactivating partition {} for {}-GPU claim {}", partition.id, partition.module_ids.size(),
+             claim_uid);
   return fm_->Deactivate(partition.id)
       .Wrap("fabricmanager: fmDeactivateFabricPartition(" + std::to_string(partition.id) + ")")
       .Wrap(what);

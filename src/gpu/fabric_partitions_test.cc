@@ -207,11 +207,11 @@ TEST_F(FabricPartitionsTest, AFabricManagerFailureFailsThePrepareWithItsReason) 
   ASSERT_TRUE(plan.ok());
   auto prepared = kind_->Prepare(w, *plan);
   ASSERT_FALSE(prepared.ok());
-  EXPECT_EQ(prepared.status().message().rfind(
-                "activating fabric partition 3: fabricmanager: fmActivateFabricPartition(3): "
-                "fmActivateFabricPartition: GENERIC_ERROR",
-                0),
-            0u)
+  EXPECT_EQ(
+      prepared.status().message().rfind("activating fabric partition 3: fabricmanager: fmActivateFabricPartition(3): "
+                                        "fmActivateFabricPartition: GENERIC_ERROR",
+                                        0),
+      0u)
       << prepared.status().message();
   EXPECT_EQ(Active(), std::vector<int>{});
   // Unprepare of the failed claim: nothing active, nothing to do.
@@ -280,9 +280,7 @@ TEST_F(FabricPartitionsTest, ActivationOutlivesThePluginAndAKindWithoutTheGateLe
   kind_.reset();
   // A new plugin on the same node sees the partition active and owned.
   auto again = NewKind(gates_, true);
-  auto swept = again->SweepOrphans([&]() -> Result<std::vector<json>> {
-    return std::vector<json>{prepared->undo};
-  });
+  auto swept = again->SweepOrphans([&]() -> Result<std::vector<json>> { return std::vector<json>{prepared->undo}; });
   ASSERT_TRUE(swept.ok());
   EXPECT_EQ(*swept, 0);
   EXPECT_EQ(Active(), std::vector<int>{7});

@@ -56,9 +56,7 @@ class SharingStrategyFeature : public ClaimFeature {
   Status AwaitReady(const GpuUndo& undo, std::chrono::steady_clock::time_point deadline) override {
     return strategy_->AwaitReady(undo, deadline);
   }
-  Status Undo(const std::string& claim_uid, const GpuUndo& undo) override {
-    return strategy_->Undo(claim_uid, undo);
-  }
+  Status Undo(const std::string& claim_uid, const GpuUndo& undo) override { return strategy_->Undo(claim_uid, undo); }
 
  protected:
   SharingStrategy& strategy() const { return *strategy_; }

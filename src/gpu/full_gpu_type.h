@@ -18,9 +18,7 @@ class FullGpuType final : public GpuDeviceType {
       : partitionable_(partitionable), passthrough_(passthrough) {}
   std::string_view name() const override;
   std::string_view config_kind() const override { return "GpuConfig"; }
-  std::optional<config::Config> DefaultConfig(const config::FeatureGates&) const override {
-    return GpuConfig{};
-  }
+  std::optional<config::Config> DefaultConfig(const config::FeatureGates&) const override { return GpuConfig{}; }
   std::vector<GpuDevice> Devices(const devices::NodeInventory& inventory) const override;
   model::PublishedDevice Publish(const GpuDevice& device) const override;
   Result<cdi::ContainerEdits> Edits(const GpuDevice& device, const GpuContainerEdits& edits) const override {

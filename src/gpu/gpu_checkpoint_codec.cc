@@ -46,8 +46,8 @@ bool TimeSliceApplied(const ledger::UpstreamPreparedGroup& g, const ledger::Upst
       if (auto i = TimeSliceOf(claim.ParametersFor(r))) interval = i;
     }
   }
-  const nlohmann::json* applied =
-      g.config_state.is_object() ? ledger::GoField(g.config_state, {"timeSliceApplied"}) : nullptr;
+  const nlohmann::json* applied = g.config_state.is_object() ? ledger::GoField(g.config_state, {"timeSliceApplied"})
+                                                             : nullptr;
   if (applied != nullptr && applied->is_boolean()) return applied->get<bool>();
   return interval.has_value();
 }
@@ -141,8 +141,8 @@ nlohmann::json GpuCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e, const
       const nlohmann::json* info = ledger::GoField(d.member, {"info"});
       std::string uuid = info != nullptr ? ledger::GoStr(*info, {"uuid"}) : "";
       if (uuid.empty()) continue;
-      undo.Get<TimeSlicingUndo>().items.push_back(
-          {d.device.device, uuid, interval.value_or(0), nlohmann::json::object()});
+      undo.Get<TimeSlicingUndo>().items.push_back({d.device.device, uuid, interval.value_or(0),
+                                                   nlohmann::json::object()});
     }
   }
   return EncodeGpuUndo(undo);

@@ -33,8 +33,7 @@ Status ValidateSharingStrategy(const std::string& s, const FeatureGates& gates) 
   if (s == kMpsStrategy) {
     return gates.Enabled(Gate::kMPSSupport) ? Status::Ok() : gate_off(kMpsStrategy, Gate::kMPSSupport);
   }
-  return InvalidArgument("unknown GPU sharing strategy: " + s +
-                         ", supported GPU sharing strategies: TimeSlicing, MPS");
+  return InvalidArgument("unknown GPU sharing strategy: " + s + ", supported GPU sharing strategies: TimeSlicing, MPS");
 }
 
 Status ValidateInterval(const std::optional<std::string>& interval) {
@@ -89,7 +88,8 @@ Status ValidateMigSharing(const MigDeviceSharing& s, const FeatureGates& gates) 
 nlohmann::ordered_json MpsToJson(const MpsConfig& c) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (c.default_active_thread_percentage) j["defaultActiveThreadPercentage"] = *c.default_active_thread_percentage;
-  if (c.default_pinned_device_memory_limit) j["defaultPinnedDeviceMemoryLimit"] = c.default_pinned_device_memory_limit->text();
+  if (c.default_pinned_device_memory_limit)
+    j["defaultPinnedDeviceMemoryLimit"] = c.default_pinned_device_memory_limit->text();
   if (!c.default_per_device_pinned_memory_limit.empty()) {
     nlohmann::ordered_json m = nlohmann::ordered_json::object();
     for (const auto& [k, q] : c.default_per_device_pinned_memory_limit) m[k] = q.text();
@@ -187,8 +187,10 @@ void DecodeMps(ConfigWalker& w, const JsonValue& v, std::optional<MpsConfig>& ou
   MpsConfig c;
   w.Struct(v, "MpsConfig",
            {
-               {"defaultActiveThreadPercentage", [&](const JsonValue& x) { OptInt(w, x, c.default_active_thread_percentage); }},
-               {"defaultPinnedDeviceMemoryLimit", [&](const JsonValue& x) { OptQuantity(w, x, c.default_pinned_device_memory_limit); }},
+               {"defaultActiveThreadPercentage",
+                [&](const JsonValue& x) { OptInt(w, x, c.default_active_thread_percentage); }},
+               {"defaultPinnedDeviceMemoryLimit",
+                [&](const JsonValue& x) { OptQuantity(w, x, c.default_pinned_device_memory_limit); }},
                {"defaultPerDevicePinnedMemoryLimit",
                 [&](const JsonValue& x) {
                   c.default_per_device_pinned_memory_limit.clear();
@@ -222,7 +224,8 @@ void DecodeGpuConfig(ConfigWalker& w, const JsonValue& root, GpuConfig& c) {
                   GpuSharing s;
                   w.Struct(x, "GpuSharing",
                            {
-                               {"strategy", [&](const JsonValue& y) { String(w, y, s.strategy, "v1beta1.GpuSharingStrategy"); }},
+                               {"strategy",
+                                [&](const JsonValue& y) { String(w, y, s.strategy, "v1beta1.GpuSharingStrategy"); }},
                                {"timeSlicingConfig",
                                 [&](const JsonValue& y) {
                                   if (y.type == Type::kNull) {
@@ -231,8 +234,10 @@ void DecodeGpuConfig(ConfigWalker& w, const JsonValue& root, GpuConfig& c) {
                                   }
                                   if (!ExpectObject(w, y, "v1beta1.TimeSlicingConfig")) return;
                                   TimeSlicingConfig t;
-                                  w.Struct(y, "TimeSlicingConfig",
-                                           {{"interval", [&](const JsonValue& z) { OptString(w, z, t.interval, "v1beta1.TimeSliceInterval"); }}});
+                                  w.Struct(y, "TimeSlicingConfig", {{"interval", [&](const JsonValue& z) {
+                                                                       OptString(w, z, t.interval,
+                                                                                 "v1beta1.TimeSliceInterval");
+                                                                     }}});
                                   s.time_slicing_config = std::move(t);
                                 }},
                                {"mpsConfig", [&](const JsonValue& y) { DecodeMps(w, y, s.mps_config); }},
@@ -258,7 +263,8 @@ void DecodeMigDeviceConfig(ConfigWalker& w, const JsonValue& root, MigDeviceConf
                   MigDeviceSharing s;
                   w.Struct(x, "MigDeviceSharing",
                            {
-                               {"strategy", [&](const JsonValue& y) { String(w, y, s.strategy, "v1beta1.GpuSharingStrategy"); }},
+                               {"strategy",
+                                [&](const JsonValue& y) { String(w, y, s.strategy, "v1beta1.GpuSharingStrategy"); }},
                                {"mpsConfig", [&](const JsonValue& y) { DecodeMps(w, y, s.mps_config); }},
                            });
                   c.sharing = std::move(s);
@@ -282,14 +288,16 @@ void DecodeVfioDeviceConfig(ConfigWalker& w, const JsonValue& root, VfioDeviceCo
                   IommuConfig i;
                   w.Struct(x, "IOMMUConfig",
                            {
-                               {"backendPolicy", [&](const JsonValue& y) { String(w, y, i.backend_policy, "v1beta1.IOMMUBackendPolicy"); }},
+                               {"backendPolicy",
+                                [&](const JsonValue& y) {
+                                  String(w, y, i.backend_policy, "v1beta1.IOMMUBackendPolicy");
+                                }},
                                {"enableAPIDevice", [&](const JsonValue& y) { OptBool(w, y, i.enable_api_device); }},
                            });
                   c.iommu = std::move(i);
                 }},
            });
 }
-
 
 // What upstream's webhook leaves to Prepare, taken out so that Validate
 // judges only what upstream's Validate judges: upstream's Validate looks

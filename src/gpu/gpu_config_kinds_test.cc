@@ -51,16 +51,18 @@ TEST(OpaqueConfigTest, SharingStrategiesNeedTheirGates) {
   MigDeviceConfig mig;
   mig.sharing.emplace();
   mig.sharing->strategy = "TimeSlicing";
-  EXPECT_NE(ValidateError(mig, FeatureGates()).find("\"TimeSlicingSettings\" feature gate is not enabled"), std::string::npos);
+  EXPECT_NE(ValidateError(mig, FeatureGates()).find("\"TimeSlicingSettings\" feature gate is not enabled"),
+            std::string::npos);
   EXPECT_EQ(ValidateError(mig, kTimeSlicingGates), "<ok>");
 }
 
 TEST(OpaqueConfigTest, NormalizeFillsTheTimeSliceIntervalEvenForAnEmptyBlock) {
   // `timeSlicingConfig: {}` crashes the Go driver; here it means Default.
-  for (const char* json : {
-           R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{}}})",
-           R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing"}})",
-       }) {
+  for (
+      const char* json : {
+          R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{}}})",
+          R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing"}})",
+      }) {
     auto c = DecodeStrict(json);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     Normalize(*c, kTimeSlicingGates);

@@ -48,8 +48,7 @@ TEST(GpuContainerEditsTest, FullGpuClaimSpec) {
   // Last, as the toolkit's common edits end.
   ASSERT_FALSE(common->env.empty());
   EXPECT_EQ(common->env.back(), "NVIDIA_VISIBLE_DEVICES=void");
-  EXPECT_EQ(common->mounts.front().host_path,
-            "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01");
+  EXPECT_EQ(common->mounts.front().host_path, "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01");
   EXPECT_EQ(common->device_nodes[0].host_path, "/run/nvidia/driver/dev/nvidiactl");
   auto g0 = f.edits.FullGpu(f.inv.gpus[0]);
   auto g5 = f.edits.FullGpu(f.inv.gpus[5]);

@@ -64,8 +64,7 @@ struct FeatureContext {
 // deactivated after they are back), the device types (a MIG device exists
 // before it is shared), the sharing strategies, then consumable shares.
 // `types`, when not empty, replaces the registered device types (tests).
-FeatureList RegisteredFeatures(const FeatureContext& context,
-                               std::vector<std::unique_ptr<GpuDeviceType>> types = {});
+FeatureList RegisteredFeatures(const FeatureContext& context, std::vector<std::unique_ptr<GpuDeviceType>> types = {});
 
 // The inventory the plug-ins serve: with passthrough, the GPUs NVML cannot
 // see because they are on vfio-pci are added.

@@ -340,12 +340,13 @@ void GpuKind::StartSweeps(PeriodicWorkerOptions worker, UndoRecords undo_records
     o.run_at_start = sweep->run_at_start;
     if (sweep->period) o.period = *sweep->period;
     ClaimFeature* plugin = f.plugin.get();
-    sweeps_.push_back(std::make_unique<PeriodicWorker>(
-        o, [plugin, records = undo_records, at_start = sweep->run_at_start]() mutable -> Status {
-          Status s = plugin->SweepOrphans(records, at_start).status();
-          if (s.ok()) at_start = false;
-          return s;
-        }));
+    sweeps_.push_back(std::make_unique<PeriodicWorker>(o,
+                                                       [plugin, records = undo_records,
+                                                        at_start = sweep->run_at_start]() mutable -> Status {
+                                                         Status s = plugin->SweepOrphans(records, at_start).status();
+                                                         if (s.ok()) at_start = false;
+                                                         return s;
+                                                       }));
     sweeps_.back()->Start();
   }
 }

@@ -10,7 +10,6 @@
 
 #include "util/test_temp_dir.h"
 
-
 #include "devices/backends/open_device_lib.h"
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
@@ -25,9 +24,7 @@ namespace {
 
 class GpuKindTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = tmp_.path();
-  }
+  void SetUp() override { dir_ = tmp_.path(); }
   void TearDown() override {
     kind_.reset();
     lib_.reset();
@@ -51,7 +48,8 @@ class GpuKindTest : public ::testing::Test {
     kind_.reset();
     GpuKindOptions o;
     o.resets.state_path = dir_ + "/time-slice-resets.json";
-    kind_ = std::make_unique<GpuKind>(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)), lib_->control(), o);
+    kind_ = std::make_unique<GpuKind>(inventory_, GpuContainerEdits(devices::ContainerSources::ForLib(*lib_)),
+                                      lib_->control(), o);
   }
   // A prepared claim on gpu-2 with a time slice: its undo record.
   nlohmann::json PrepareTimeSliced(const std::string& uid, const std::string& interval = "Medium") {
@@ -158,15 +156,19 @@ TEST_F(GpuKindTest, TimeSlicingIsAppliedAndResetFromTheUndoRecord) {
   const std::string uuid = inventory_.gpus[2].uuid;
   EXPECT_EQ(ControlLog(), "SetComputeMode " + uuid + " DEFAULT\nSetTimeSlice " + uuid + " 2\n");
   ASSERT_TRUE(kind_->Unprepare("uid-1", p->undo).ok());
-  EXPECT_EQ(ControlLog(), "SetComputeMode " + uuid + " DEFAULT\nSetTimeSlice " + uuid + " 2\nSetTimeSlice " +
-                              uuid + " 0\n");
+  EXPECT_EQ(ControlLog(),
+            "SetComputeMode " + uuid + " DEFAULT\nSetTimeSlice " + uuid + " 2\nSetTimeSlice " + uuid + " 0\n");
 }
 
 // A GPU claim as the Go driver checkpoints it: `config_state` is its group's,
 // `sharing` the GpuConfig's sharing ("" for no config).
 std::string UpstreamGpuClaim(const std::string& device, const std::string& uuid, const std::string& config_state,
                              const std::string& sharing) {
-  std::string config = sharing.empty() ? "" : R"(,"config":[{"source":"FromClaim","requests":["gpu"],"opaque":{"driver":"gpu.nvidia.com","parameters":{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":)" + sharing + "}}}]";
+  std::string config =
+      sharing.empty()
+          ? ""
+          : R"(,"config":[{"source":"FromClaim","requests":["gpu"],"opaque":{"driver":"gpu.nvidia.com","parameters":{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":)" +
+                sharing + "}}}]";
   return R"({"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-1","device":")" +
          device + R"("}])" + config + R"(}}},"preparedDevices":[{"devices":[{"gpu":{"info":{"uuid":")" + uuid +
          R"("},"device":{"Requests":["gpu"],"PoolName":"node-1","DeviceName":")" + device +
@@ -183,8 +185,9 @@ TEST_F(GpuKindTest, ATimeSliceTheGoDriverSetIsResetAtUnprepare) {
   const std::string a = "7a4e1a8e-0000-4000-8000-00000000000a", b = "7a4e1a8e-0000-4000-8000-00000000000b",
                     c = "7a4e1a8e-0000-4000-8000-00000000000c";
   std::string file = ledger::testing::GoCheckpointFile(
-      "{\"" + a + "\":" + UpstreamGpuClaim("gpu-2", u2, R"({"mpsControlDaemonID":"","timeSliceApplied":true})", time_slicing) +
-          ",\"" + b + "\":" + UpstreamGpuClaim("gpu-3", u3, R"({"mpsControlDaemonID":""})", R"({"strategy":"TimeSlicing"})") +
+      "{\"" + a + "\":" +
+          UpstreamGpuClaim("gpu-2", u2, R"({"mpsControlDaemonID":"","timeSliceApplied":true})", time_slicing) + ",\"" +
+          b + "\":" + UpstreamGpuClaim("gpu-3", u3, R"({"mpsControlDaemonID":""})", R"({"strategy":"TimeSlicing"})") +
           ",\"" + c + "\":" + UpstreamGpuClaim("gpu-4", u4, R"({"mpsControlDaemonID":""})", "") + "}",
       "boot");
   GpuCheckpointCodec codec;
@@ -215,10 +218,13 @@ TEST_F(GpuKindTest, AFailingTimeSliceResetReleasesTheClaimAfterBoundedAttemptsAn
   ASSERT_NE(source, nullptr);
   std::vector<devices::DeviceHealthEvent> events;
   Mutex mu;
-  ASSERT_TRUE(source->Start(inventory_, [&](const devices::DeviceHealthEvent& e) {
-    MutexLock l(mu);
-    events.push_back(e);
-  }).ok());
+  ASSERT_TRUE(source
+                  ->Start(inventory_,
+                          [&](const devices::DeviceHealthEvent& e) {
+                            MutexLock l(mu);
+                            events.push_back(e);
+                          })
+                  .ok());
   auto undo = PrepareTimeSliced("uid-1");
   const std::string uuid = inventory_.gpus[2].uuid;
   FailControlOf(uuid);

@@ -79,9 +79,8 @@ std::vector<model::PublishedDevice> GpuPublishedDevices(const devices::NodeInven
 }
 
 void SortByBusId(std::vector<model::PublishedDevice>& devices) {
-  std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.sort_key, a.name) < std::tie(b.sort_key, b.name);
-  });
+  std::sort(devices.begin(), devices.end(),
+            [](const auto& a, const auto& b) { return std::tie(a.sort_key, a.name) < std::tie(b.sort_key, b.name); });
 }
 
 }  // namespace nvdra::gpu

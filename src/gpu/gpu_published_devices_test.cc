@@ -54,9 +54,9 @@ TEST(GpuPublishedDevicesTest, MigEnabledGpusPublishOnlyTheirMigDevices) {
   auto devs = GpuPublishedDevices(*inv);
   std::vector<std::string> names;
   for (const auto& d : devs) names.push_back(d.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"gpu-0", "gpu-1", "gpu-2-mig-1g5gb-19-6", "gpu-2-mig-2g10gb-14-4",
-                                             "gpu-2-mig-3g20gb-9-0", "gpu-3-mig-1c3g20gb-9-4",
-                                             "gpu-3-mig-1g5gb-me-20-0"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"gpu-0", "gpu-1", "gpu-2-mig-1g5gb-19-6", "gpu-2-mig-2g10gb-14-4",
+                                      "gpu-2-mig-3g20gb-9-0", "gpu-3-mig-1c3g20gb-9-4", "gpu-3-mig-1g5gb-me-20-0"}));
   const auto& mig = devs[2];
   EXPECT_EQ(std::get<std::string>(mig.attributes.at("type")), "mig");
   EXPECT_EQ(std::get<std::string>(mig.attributes.at("profile")), "1g.5gb");
@@ -71,8 +71,12 @@ TEST(GpuPublishedDevicesTest, MigEnabledGpusPublishOnlyTheirMigDevices) {
 
 TEST(GpuPublishedDevicesTest, BadVersionIsLeftOutNotPublishedWrong) {
   devices::NodeInventory inv;
-  devices::GpuInfo g{.minor = 0, .uuid = "GPU-x", .cuda_compute_capability = "9.0", .driver_version = "abc",
-            .cuda_driver_version = "12.8", .pci_bus_id = "0000:01:00.0"};
+  devices::GpuInfo g{.minor = 0,
+                     .uuid = "GPU-x",
+                     .cuda_compute_capability = "9.0",
+                     .driver_version = "abc",
+                     .cuda_driver_version = "12.8",
+                     .pci_bus_id = "0000:01:00.0"};
   inv.gpus.push_back(g);
   auto devs = GpuPublishedDevices(inv);
   ASSERT_EQ(devs.size(), 1u);

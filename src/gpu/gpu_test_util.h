@@ -11,8 +11,8 @@ namespace nvdra::gpu::testing {
 
 // The built-in mock `profile` with its root at <dir>/mock, opened through
 // OpenDeviceLib and discovered into `inventory`.
-inline Status OpenMockNode(const std::string& profile, const std::string& dir,
-                           std::unique_ptr<devices::DeviceLib>& lib, devices::NodeInventory& inventory) {
+inline Status OpenMockNode(const std::string& profile, const std::string& dir, std::unique_ptr<devices::DeviceLib>& lib,
+                           devices::NodeInventory& inventory) {
   devices::DeviceLibOptions o;
   o.mock_hardware = profile;
   o.mock_root = dir + "/mock";

@@ -72,8 +72,8 @@ Status DecodeInto(const JsonReader& r, const UndoPieceCodecs& codecs, GpuUndo& o
 }  // namespace
 
 bool operator==(const GpuUndo& a, const GpuUndo& b) {
-  return a.version == b.version && a.devices == b.devices && a.unreadable == b.unreadable &&
-         a.unknown == b.unknown && a.unknown_piece_versions == b.unknown_piece_versions && Same(a.pieces, b.pieces);
+  return a.version == b.version && a.devices == b.devices && a.unreadable == b.unreadable && a.unknown == b.unknown &&
+         a.unknown_piece_versions == b.unknown_piece_versions && Same(a.pieces, b.pieces);
 }
 
 json EncodeGpuUndo(const GpuUndo& undo) {

@@ -49,9 +49,7 @@ class UndoPiece {
 template <typename Self>
 class UndoPieceOf : public UndoPiece {
  public:
-  std::unique_ptr<UndoPiece> Clone() const override {
-    return std::make_unique<Self>(static_cast<const Self&>(*this));
-  }
+  std::unique_ptr<UndoPiece> Clone() const override { return std::make_unique<Self>(static_cast<const Self&>(*this)); }
   bool Equals(const UndoPiece& other) const override {
     const auto* o = dynamic_cast<const Self*>(&other);
     return o != nullptr && *o == static_cast<const Self&>(*this);

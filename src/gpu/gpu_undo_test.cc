@@ -55,8 +55,10 @@ TEST(GpuUndoTest, MpsDaemonsRoundTripAndUnreadableOnesAreKeptVerbatim) {
 
 TEST(GpuUndoTest, OddShapesAreErrorValuesNotExceptions) {
   const char* bad[] = {
-      R"("a string")", R"(42)", R"([1, 2])", R"({"devices": "gpu-0"})", R"({"devices": [0]})",
-      R"({"timeSlicing": {"uuid": "x"}})", R"({"version": "1"})",
+      R"("a string")",       R"(42)",
+      R"([1, 2])",           R"({"devices": "gpu-0"})",
+      R"({"devices": [0]})", R"({"timeSlicing": {"uuid": "x"}})",
+      R"({"version": "1"})",
   };
   for (const char* text : bad) {
     Result<GpuUndo> u = Internal("not run");
@@ -71,7 +73,8 @@ TEST(GpuUndoTest, ErrorsNameTheRecordAndTheField) {
             "GPU undo record: devices[1]: expected a string, got a number (0)");
   EXPECT_EQ(DecodeGpuUndo(json::parse(R"({"version": "1"})")).status().message(),
             "GPU undo record: version: expected an integer, got a string");
-  EXPECT_EQ(DecodeGpuUndo(json::parse("42")).status().message(), "GPU undo record: expected an object, got a number (42)");
+  EXPECT_EQ(DecodeGpuUndo(json::parse("42")).status().message(),
+            "GPU undo record: expected an object, got a number (42)");
   // A version past int64 is refused rather than wrapped to -1.
   EXPECT_FALSE(DecodeGpuUndo(json::parse(R"({"version": 18446744073709551615})")).ok());
 }

@@ -12,13 +12,11 @@ constexpr const char* kNoSchedule = "NoSchedule";
 // The taint an event asks for; none for a recovery or an event without one.
 std::optional<model::DeviceTaint> WantedTaint(const devices::DeviceHealthEvent& event) {
   switch (event.state) {
-    case devices::HealthState::kHealthy:
-      return std::nullopt;
+    case devices::HealthState::kHealthy: return std::nullopt;
     case devices::HealthState::kUnhealthy:
       if (event.xid) return model::DeviceTaint{kXidKey, std::to_string(*event.xid), kNoSchedule};
       return model::DeviceTaint{"gpu.nvidia.com/gpu-lost", "", kNoSchedule};
-    case devices::HealthState::kUnmonitored:
-      return model::DeviceTaint{"gpu.nvidia.com/unmonitored", "", "None"};
+    case devices::HealthState::kUnmonitored: return model::DeviceTaint{"gpu.nvidia.com/unmonitored", "", "None"};
     case devices::HealthState::kNotice:
       if (event.xid) return model::DeviceTaint{kXidKey, std::to_string(*event.xid), "None"};
       return std::nullopt;

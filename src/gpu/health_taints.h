@@ -26,8 +26,7 @@ class HealthTaints {
   bool Apply(const devices::DeviceHealthEvent& event) EXCLUDES(mu_);
 
   // `devices` with the current taints attached (others' taints untouched).
-  std::vector<model::PublishedDevice> Decorate(std::vector<model::PublishedDevice> devices) const
-      EXCLUDES(mu_);
+  std::vector<model::PublishedDevice> Decorate(std::vector<model::PublishedDevice> devices) const EXCLUDES(mu_);
 
  private:
   using TaintsByKey = std::map<std::string, model::DeviceTaint>;

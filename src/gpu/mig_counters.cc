@@ -21,8 +21,12 @@ std::string CounterName(const std::string& capacity) {
 }
 
 std::map<std::string, uint64_t> RawCapacities(const devices::MigProfileInfo& p) {
-  return {{"multiprocessors", p.multiprocessors}, {"copyEngines", p.copy_engines}, {"decoders", p.decoders},
-          {"encoders", p.encoders},               {"jpegEngines", p.jpeg_engines}, {"ofaEngines", p.ofa_engines},
+  return {{"multiprocessors", p.multiprocessors},
+          {"copyEngines", p.copy_engines},
+          {"decoders", p.decoders},
+          {"encoders", p.encoders},
+          {"jpegEngines", p.jpeg_engines},
+          {"ofaEngines", p.ofa_engines},
           {"memory", p.memory_bytes}};
 }
 

@@ -1,9 +1,9 @@
 #include "gpu/mps_daemon.h"
 
+#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <linux/magic.h>
 
 #include <cerrno>
 #include <sstream>
@@ -106,7 +106,7 @@ Result<json> RenderMpsDeployment(const std::string& template_text, const MpsSett
   json& meta = d["metadata"];
   if (At(meta, "name") != daemon.deployment || At(meta, "namespace") != daemon.ns) {
     return InvalidArgument(what + " must name the Deployment {{ .MpsControlDaemonName }} in namespace "
-                           "{{ .MpsControlDaemonNamespace }} (it rendered another name or namespace)");
+                                  "{{ .MpsControlDaemonNamespace }} (it rendered another name or namespace)");
   }
   if (!meta.contains("labels") || !meta["labels"].is_object()) meta["labels"] = json::object();
   meta["labels"][kMpsNodeLabel] = settings.node_name;
@@ -140,7 +140,8 @@ class KubeMpsDaemonApi final : public MpsDaemonApi {
     std::string selector;
     if (labels.is_object()) {
       for (const auto& [k, v] : labels.items()) {
-        if (!v.is_string()) return InvalidArgument("Deployment " + ns + "/" + name + " has a non-string matchLabels value");
+        if (!v.is_string())
+          return InvalidArgument("Deployment " + ns + "/" + name + " has a non-string matchLabels value");
         selector += (selector.empty() ? "" : ",") + k + "=" + v.get<std::string>();
       }
     }
@@ -149,7 +150,8 @@ class KubeMpsDaemonApi final : public MpsDaemonApi {
     if (!pods.ok()) return pods.status().Wrap("error listing pods from deployment");
     const json& items = At(*pods, "items");
     if (!items.is_array() || items.size() != 1) {
-      return Unavailable("unexpected number of pods in deployment: " + std::to_string(items.is_array() ? items.size() : 0));
+      return Unavailable("unexpected number of pods in deployment: " +
+                         std::to_string(items.is_array() ? items.size() : 0));
     }
     const json& cs = At(At(items[0], "status"), "containerStatuses");
     if (!cs.is_array() || cs.size() != 1) return Unavailable("unexpected number of container statuses in pod");

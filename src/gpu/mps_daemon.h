@@ -36,7 +36,7 @@ struct MpsSettings {
   std::string service_account;
   std::string host_driver_root = "/";  // the driver root as the host sees it
   std::map<std::string, bool> feature_gates;
-  std::string shm_size = "65536k";         // tmpfs size=, from /proc/meminfo
+  std::string shm_size = "65536k";          // tmpfs size=, from /proc/meminfo
   std::string shm_mount_path = "/dev/shm";  // where the daemon's container sees shm
 };
 

@@ -68,9 +68,10 @@ cdi::ContainerEdits MpsContainerEdits(const MpsDaemonUndo& daemon) {
 
 std::string_view MpsStrategy::name() const { return kMpsStrategy; }
 
-Status MpsStrategy::Plan(const std::string& claim_uid, const config::ConfigGroup& group,
-                         const GpuDeviceLookup& devices, GpuUndo& undo) const {
-  if (rt_.consumable_shares) return FailedPrecondition("MPS sharing is not supported when consumable shares is enabled");
+Status MpsStrategy::Plan(const std::string& claim_uid, const config::ConfigGroup& group, const GpuDeviceLookup& devices,
+                         GpuUndo& undo) const {
+  if (rt_.consumable_shares)
+    return FailedPrecondition("MPS sharing is not supported when consumable shares is enabled");
   if (!rt_.api || !rt_.mounter) {
     return FailedPrecondition("MPS sharing needs the MPSSupport feature gate and --image-name (IMAGE_NAME)");
   }

@@ -228,8 +228,8 @@ TEST_F(MpsStrategyTest, ADaemonThatStaysUnreadyFailsTheWaitRetryablyNamingItsDep
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_FALSE(s.permanent());
   const std::string name = DecodeGpuUndo(prepared->undo)->Of<MpsUndo>().daemons.at(0).deployment;
-  EXPECT_EQ(s.message(), "MPS control daemon is not yet ready: Deployment nvdra/" + name +
-                             ": control daemon not yet ready");
+  EXPECT_EQ(s.message(),
+            "MPS control daemon is not yet ready: Deployment nvdra/" + name + ": control daemon not yet ready");
 }
 
 TEST_F(MpsStrategyTest, UnprepareDeletesTheDaemonFirstThenResetsUnmountsAndRemovesFromTheRecordAlone) {
@@ -390,8 +390,8 @@ TEST(MpsDeploymentTest, TheShippedTemplateRendersUpstreamsDeployment) {
   EXPECT_FALSE((*dep)["spec"]["template"]["spec"].contains("imagePullSecrets"));
   EXPECT_FALSE((*dep)["spec"]["template"]["spec"]["containers"][0].contains("imagePullPolicy"));
   // A template of another shape is refused, never thrown on.
-  for (const char* odd : {"kind: 5\napiVersion: apps/v1\n", "- a list\n",
-                          "apiVersion: apps/v1\nkind: Deployment\nmetadata: [1]\n"}) {
+  for (const char* odd :
+       {"kind: 5\napiVersion: apps/v1\n", "- a list\n", "apiVersion: apps/v1\nkind: Deployment\nmetadata: [1]\n"}) {
     EXPECT_EQ(RenderMpsDeployment(odd, s, d).status().code(), StatusCode::kInvalidArgument) << odd;
   }
   // A template that names another Deployment is refused.

@@ -40,9 +40,14 @@ std::optional<MpsDaemonUndo> DecodeMps(const JsonReader& item) {
 }
 
 json EncodeMps(const MpsDaemonUndo& m) {
-  json item = {{"id", m.id},       {"namespace", m.ns},          {"deployment", m.deployment},
-               {"root", m.root},   {"uuids", m.uuids},           {"exclusiveProcess", m.exclusive_process},
-               {"multiUser", m.multi_user}, {"pinnedLimits", m.pinned_limits}};
+  json item = {{"id", m.id},
+               {"namespace", m.ns},
+               {"deployment", m.deployment},
+               {"root", m.root},
+               {"uuids", m.uuids},
+               {"exclusiveProcess", m.exclusive_process},
+               {"multiUser", m.multi_user},
+               {"pinnedLimits", m.pinned_limits}};
   if (m.active_thread_percentage) item["activeThreadPercentage"] = *m.active_thread_percentage;
   MergeUnknownMembers(item, m.unknown);
   return item;

@@ -20,11 +20,11 @@
 namespace nvdra::gpu {
 
 struct MpsDaemonUndo {
-  std::string id;          // "<claim uid>-<first 5 hex of sha256 of the UUIDs>"
-  std::string ns;          // the Deployment's namespace
-  std::string deployment;  // "mps-control-daemon-<id>"
-  std::string root;        // <plugin dir>/mps/<id>, holding shm/, pipe/, log/
-  std::vector<std::string> uuids;             // the daemon's devices, sorted (CUDA_VISIBLE_DEVICES)
+  std::string id;                              // "<claim uid>-<first 5 hex of sha256 of the UUIDs>"
+  std::string ns;                              // the Deployment's namespace
+  std::string deployment;                      // "mps-control-daemon-<id>"
+  std::string root;                            // <plugin dir>/mps/<id>, holding shm/, pipe/, log/
+  std::vector<std::string> uuids;              // the daemon's devices, sorted (CUDA_VISIBLE_DEVICES)
   std::vector<std::string> exclusive_process;  // full GPUs set to EXCLUSIVE_PROCESS
   std::optional<int64_t> active_thread_percentage;
   std::map<std::string, std::string> pinned_limits;  // UUID -> "<n>M"

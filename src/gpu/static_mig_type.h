@@ -13,9 +13,7 @@ class StaticMigType final : public GpuDeviceType {
  public:
   std::string_view name() const override;
   std::string_view config_kind() const override { return "MigDeviceConfig"; }
-  std::optional<config::Config> DefaultConfig(const config::FeatureGates&) const override {
-    return MigDeviceConfig{};
-  }
+  std::optional<config::Config> DefaultConfig(const config::FeatureGates&) const override { return MigDeviceConfig{}; }
   std::vector<GpuDevice> Devices(const devices::NodeInventory& inventory) const override;
   model::PublishedDevice Publish(const GpuDevice& device) const override;
   Result<cdi::ContainerEdits> Edits(const GpuDevice& device, const GpuContainerEdits& edits) const override {

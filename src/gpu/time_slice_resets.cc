@@ -80,8 +80,8 @@ Status TimeSliceResets::ResetForClaim(const std::string& claim_uid, const std::s
   }
   if (failures < options_.max_attempts) {
     return s.Wrap("reset time-slice of " + uuid + " (attempt " + std::to_string(failures) + " of " +
-                  std::to_string(options_.max_attempts) + "; after the last one the claim is released and " +
-                  device + " is marked unhealthy until a reset succeeds)");
+                  std::to_string(options_.max_attempts) + "; after the last one the claim is released and " + device +
+                  " is marked unhealthy until a reset succeeds)");
   }
   NVDRA_ERROR("claim {}: the time-slice reset of {} ({}) failed {} times; releasing the claim and marking the "
               "GPU unhealthy until a reset succeeds: {}",

@@ -61,9 +61,9 @@ class TimeSlicingFeature final : private ResetsHolder, public SharingStrategyFea
  public:
   TimeSlicingFeature(const FeatureContext& c, DeviceSharedWithOthers shared_with_others)
       : ResetsHolder(c.control, c.options.resets),
-        SharingStrategyFeature(
-            std::make_unique<TimeSlicingStrategy>(resets, c.inventory, std::move(shared_with_others)),
-            &TimeSlicingPieceCodec()),
+        SharingStrategyFeature(std::make_unique<TimeSlicingStrategy>(resets, c.inventory,
+                                                                     std::move(shared_with_others)),
+                               &TimeSlicingPieceCodec()),
         period_(c.options.reset_retry_period) {}
 
   void DecoratePublished(std::vector<model::PublishedDevice>& devices) const override {

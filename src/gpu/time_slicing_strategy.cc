@@ -9,8 +9,8 @@ namespace nvdra::gpu {
 
 std::string_view TimeSlicingStrategy::name() const { return kTimeSlicingStrategy; }
 
-Status TimeSlicingStrategy::Plan(const std::string&, const config::ConfigGroup& group,
-                                 const GpuDeviceLookup& devices, GpuUndo& undo) const {
+Status TimeSlicingStrategy::Plan(const std::string&, const config::ConfigGroup& group, const GpuDeviceLookup& devices,
+                                 GpuUndo& undo) const {
   const auto* gc = group.config.As<GpuConfig>();
   if (gc == nullptr) return Status::Ok();  // a MigDeviceConfig: nothing to program
   auto interval = gc->TimeSlice();
@@ -18,8 +18,8 @@ Status TimeSlicingStrategy::Plan(const std::string&, const config::ConfigGroup& 
   for (const auto& r : group.results) {
     const GpuDevice* d = devices.Find(r.device);
     if (d == nullptr || d->mig != nullptr) continue;
-    undo.Get<TimeSlicingUndo>().items.push_back(
-        {r.device, d->gpu->uuid, static_cast<int>(*interval), nlohmann::json::object()});
+    undo.Get<TimeSlicingUndo>().items.push_back({r.device, d->gpu->uuid, static_cast<int>(*interval),
+                                                 nlohmann::json::object()});
   }
   return Status::Ok();
 }

@@ -48,10 +48,10 @@ class TimeSlicingStrategyTest : public ::testing::Test {
     TimeSliceResetOptions o;
     o.max_attempts = max_attempts;
     resets_ = std::make_unique<TimeSliceResets>(node_.lib->control(), o);
-    strategy_ = std::make_unique<TimeSlicingStrategy>(*resets_, node_.inv, [this](const std::string& device,
-                                                                                   const std::string& claim_uid) {
-      return shared_.count(device) > 0 && claim_uid == "uid-1";
-    });
+    strategy_ = std::make_unique<TimeSlicingStrategy>(*resets_, node_.inv,
+                                                      [this](const std::string& device, const std::string& claim_uid) {
+                                                        return shared_.count(device) > 0 && claim_uid == "uid-1";
+                                                      });
   }
   static config::ConfigGroup Group(config::Config c, const std::vector<std::string>& devices) {
     config::ConfigGroup g{std::move(c), {}, {}};
@@ -91,8 +91,9 @@ TEST_F(TimeSlicingStrategyTest, IsNamedAsConfigsNameIt) { EXPECT_EQ(strategy_->n
 
 TEST_F(TimeSlicingStrategyTest, PlanRecordsEachFullGpuAtTheConfigsIntervalAndTouchesNothing) {
   GpuUndo undo = Planned(Group(TimeSliced("Long"), {"gpu-1", "gpu-0"}));
-  EXPECT_EQ(undo.Of<TimeSlicingUndo>().items, (std::vector<TimeSliceUndo>{{"gpu-1", Uuid(1), 3, nlohmann::json::object()},
-                                                           {"gpu-0", Uuid(0), 3, nlohmann::json::object()}}));
+  EXPECT_EQ(undo.Of<TimeSlicingUndo>().items,
+            (std::vector<TimeSliceUndo>{{"gpu-1", Uuid(1), 3, nlohmann::json::object()},
+                                        {"gpu-0", Uuid(0), 3, nlohmann::json::object()}}));
   // Only the record: the GPUs are programmed at Apply.
   EXPECT_EQ(ControlLog(), "");
   EXPECT_EQ(Planned(Group(TimeSliced("Short"), {"gpu-0"})).Of<TimeSlicingUndo>().items[0].interval, 1);
@@ -143,7 +144,7 @@ TEST_F(TimeSlicingStrategyTest, UndoResetsEveryRecordedGpuFromTheRecordAlone) {
   // A record as the ledger keeps it; no Plan or Apply in this process.
   GpuUndo undo;
   undo.Get<TimeSlicingUndo>().items = {{"gpu-0", Uuid(0), 3, nlohmann::json::object()},
-                       {"gpu-1", Uuid(1), 1, nlohmann::json::object()}};
+                                       {"gpu-1", Uuid(1), 1, nlohmann::json::object()}};
   ASSERT_TRUE(strategy_->Undo("uid-1", undo).ok());
   EXPECT_EQ(ControlLog(), "SetTimeSlice " + Uuid(0) + " 0\nSetTimeSlice " + Uuid(1) + " 0\n");
   EXPECT_TRUE(resets_->OwingDevices().empty());
@@ -152,8 +153,8 @@ TEST_F(TimeSlicingStrategyTest, UndoResetsEveryRecordedGpuFromTheRecordAlone) {
 TEST_F(TimeSlicingStrategyTest, UndoLeavesGpusOthersShareOrThatAreGone) {
   GpuUndo undo;
   undo.Get<TimeSlicingUndo>().items = {{"gpu-0", Uuid(0), 3, nlohmann::json::object()},
-                       {"gpu-1", Uuid(1), 3, nlohmann::json::object()},
-                       {"gpu-7", "GPU-no-longer-here", 3, nlohmann::json::object()}};
+                                       {"gpu-1", Uuid(1), 3, nlohmann::json::object()},
+                                       {"gpu-7", "GPU-no-longer-here", 3, nlohmann::json::object()}};
   undo.Get<TimeSlicingUndo>().unreadable = {nlohmann::json{{"fromANewerVersion", true}}};
   shared_ = {"gpu-0"};
   ASSERT_TRUE(strategy_->Undo("uid-1", undo).ok());
@@ -162,14 +163,14 @@ TEST_F(TimeSlicingStrategyTest, UndoLeavesGpusOthersShareOrThatAreGone) {
   EXPECT_EQ(ControlLog(), "SetTimeSlice " + Uuid(1) + " 0\n");
   // The last sharer resets it.
   ASSERT_TRUE(strategy_->Undo("uid-2", undo).ok());
-  EXPECT_EQ(ControlLog(), "SetTimeSlice " + Uuid(1) + " 0\nSetTimeSlice " + Uuid(0) + " 0\nSetTimeSlice " +
-                              Uuid(1) + " 0\n");
+  EXPECT_EQ(ControlLog(),
+            "SetTimeSlice " + Uuid(1) + " 0\nSetTimeSlice " + Uuid(0) + " 0\nSetTimeSlice " + Uuid(1) + " 0\n");
 }
 
 TEST_F(TimeSlicingStrategyTest, UndoTriesEveryGpuAndAnswersTheFirstFailure) {
   GpuUndo undo;
   undo.Get<TimeSlicingUndo>().items = {{"gpu-0", Uuid(0), 3, nlohmann::json::object()},
-                       {"gpu-1", Uuid(1), 3, nlohmann::json::object()}};
+                                       {"gpu-1", Uuid(1), 3, nlohmann::json::object()}};
   FailControlOf(Uuid(0));
   Status s = strategy_->Undo("uid-1", undo);
   ASSERT_FALSE(s.ok());

@@ -254,8 +254,8 @@ Status VfioType::Undo(const std::string& claim_uid, const GpuUndo& undo) {
       // keep the claim (and its GPU) from being released.
       Status p = control_->SetPersistenceMode(v.gpu_uuid, true);
       if (!p.ok()) {
-        NVDRA_WARN("claim {}: GPU {} is back on nvidia, but persistence mode could not be enabled again: {}",
-                   claim_uid, v.pci_bus_id, p.ToString());
+        NVDRA_WARN("claim {}: GPU {} is back on nvidia, but persistence mode could not be enabled again: {}", claim_uid,
+                   v.pci_bus_id, p.ToString());
       }
     }
   }
@@ -297,9 +297,8 @@ Result<int> VfioType::SweepOrphans(const devices::NodeInventory& inventory, cons
 Status VfioType::EnsureModule() {
   NVDRA_ASSIGN_OR_RETURN(bool loaded, pci_->ModuleLoaded(kVfioPciModule));
   if (loaded) return Status::Ok();
-  Status s = host_.load_module
-                 ? host_.load_module(kVfioPciModule)
-                 : devices::RunCommand({"chroot", host_.host_root, "modprobe", kVfioPciModule}, {});
+  Status s = host_.load_module ? host_.load_module(kVfioPciModule)
+                               : devices::RunCommand({"chroot", host_.host_root, "modprobe", kVfioPciModule}, {});
   if (!s.ok()) return s.Wrap(std::string("failed to load module \"") + kVfioPciModule + "\"");
   NVDRA_ASSIGN_OR_RETURN(loaded, pci_->ModuleLoaded(kVfioPciModule));
   if (!loaded) return FailedPrecondition(std::string("module \"") + kVfioPciModule + "\" is not loaded after modprobe");
@@ -317,9 +316,9 @@ Status VfioType::AwaitGpuFree(const VfioUndo& v) const {
     NVDRA_RETURN_IF_ERROR(holders.status());
     if (holders->empty()) return Status::Ok();
     if (std::chrono::steady_clock::now() >= deadline) {
-      return FailedPrecondition("gpu device \"" + v.pci_bus_id + "\" has open fds by process(es): " +
-                                devices::DescribeHolders(*holders) + " (" + node + ", waited " +
-                                std::to_string(host_.gpu_free_timeout.count() / 1000) + " s)");
+      return FailedPrecondition("gpu device \"" + v.pci_bus_id +
+                                "\" has open fds by process(es): " + devices::DescribeHolders(*holders) + " (" + node +
+                                ", waited " + std::to_string(host_.gpu_free_timeout.count() / 1000) + " s)");
     }
     std::this_thread::sleep_for(host_.gpu_free_poll);
   }
@@ -352,7 +351,8 @@ std::function<bool(const std::string& device)> DevicePreparedIn(const driver::Cl
 }
 
 Result<PassthroughHost> PassthroughHostAt(const std::string& host_root, const std::string& container_driver_root) {
-  if (host_root.empty()) return InvalidArgument("host root is required when PassthroughSupport feature gate is enabled");
+  if (host_root.empty())
+    return InvalidArgument("host root is required when PassthroughSupport feature gate is enabled");
   struct stat st;
   if (::stat(host_root.c_str(), &st) != 0) {
     if (errno == ENOENT) return FailedPrecondition("host root is not mounted at \"" + host_root + "\"");

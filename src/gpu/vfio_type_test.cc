@@ -158,8 +158,11 @@ TEST_F(VfioTypeTest, PlanHoldsThePciDeviceForTheTwinAndThePlainGpu) {
   auto vfio = kind_->Plan(Work("uid-v", "gpu-vfio-0"));
   ASSERT_TRUE(vfio.ok()) << vfio.status().ToString();
   EXPECT_NE(std::find(vfio->held.begin(), vfio->held.end(), PciResource(first_->pci_bus_id)), vfio->held.end());
-  driver::ClaimWork plain{"uid-g", "default", "c-g", {{"gpu", kDriverName, "node-1",
-                                                       "gpu-" + std::to_string(first_->minor), false, ""}}, {}};
+  driver::ClaimWork plain{"uid-g",
+                          "default",
+                          "c-g",
+                          {{"gpu", kDriverName, "node-1", "gpu-" + std::to_string(first_->minor), false, ""}},
+                          {}};
   auto gpu = kind_->Plan(plain);
   ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
   EXPECT_NE(std::find(gpu->held.begin(), gpu->held.end(), PciResource(first_->pci_bus_id)), gpu->held.end());
@@ -175,7 +178,8 @@ TEST_F(VfioTypeTest, PlanHoldsThePciDeviceForTheTwinAndThePlainGpu) {
   ASSERT_TRUE(undo.ok());
   ASSERT_EQ(undo->Of<PassthroughUndo>().gpus.size(), 1u);
   EXPECT_EQ(undo->Of<PassthroughUndo>().gpus[0].pci_bus_id, first_->pci_bus_id);
-  EXPECT_EQ(undo->Of<PassthroughUndo>().gpus[0].iommu_group, std::optional<int>(devices::MockIommuGroup(first_->minor)));
+  EXPECT_EQ(undo->Of<PassthroughUndo>().gpus[0].iommu_group,
+            std::optional<int>(devices::MockIommuGroup(first_->minor)));
   EXPECT_EQ(Driver(*first_), "nvidia");
   // Two VfioDeviceConfig groups in one claim are refused, as upstream.
   driver::ClaimWork two = Work("uid-2", "gpu-vfio-0");
@@ -254,8 +258,9 @@ TEST_F(VfioTypeTest, APrepareCutShortAtEveryStepOfTheBindIsFinishedByTheRetry) {
   const std::string override_file = dir_ + "/mock/sys/bus/pci/devices/" + first_->pci_bus_id + "/driver_override";
   ASSERT_TRUE(MakeDirectories(dir_ + "/nvidia-persistenced").ok());
   ASSERT_TRUE(WriteFileAtomically(dir_ + "/nvidia-persistenced/socket", "").ok());
-  const std::vector<std::pair<std::string, std::string>> points = {
-      {"vfio-before-unbind", "nvidia"}, {"vfio-after-unbind", ""}, {"pci-after-driver-override", ""}};
+  const std::vector<std::pair<std::string, std::string>> points = {{"vfio-before-unbind", "nvidia"},
+                                                                   {"vfio-after-unbind", ""},
+                                                                   {"pci-after-driver-override", ""}};
   for (const auto& [point, left_on] : points) {
     SCOPED_TRACE(point);
     driver::ClaimWork w = Work("uid-" + point, "gpu-vfio-0");
@@ -289,8 +294,9 @@ TEST_F(VfioTypeTest, APrepareCutShortAtEveryStepOfTheBindIsFinishedByTheRetry) {
 // repeated Unprepare finishes it, driver_override cleared included.
 TEST_F(VfioTypeTest, AnUnprepareCutShortAtEveryStepOfTheBindBackIsFinishedByTheRetry) {
   const std::string override_file = dir_ + "/mock/sys/bus/pci/devices/" + first_->pci_bus_id + "/driver_override";
-  const std::vector<std::pair<std::string, std::string>> points = {
-      {"pci-after-unbind", ""}, {"pci-after-driver-override", ""}, {"pci-before-override-clear", "nvidia"}};
+  const std::vector<std::pair<std::string, std::string>> points = {{"pci-after-unbind", ""},
+                                                                   {"pci-after-driver-override", ""},
+                                                                   {"pci-before-override-clear", "nvidia"}};
   for (const auto& [point, left_on] : points) {
     SCOPED_TRACE(point);
     driver::ClaimWork w = Work("uid-" + point, "gpu-vfio-0");
@@ -371,15 +377,17 @@ TEST_F(VfioTypeTest, ChecksRefuseBeforeAnythingChanges) {
   EXPECT_EQ(Driver(*first_), "nvidia");
   ASSERT_TRUE(RemoveFileIfExists(dev + "/sriov_numvfs").ok());
   // Another device of the IOMMU group on a host driver.
-  const std::string group_dir =
-      dir_ + "/mock/sys/kernel/iommu_groups/" + std::to_string(devices::MockIommuGroup(first_->minor)) + "/devices";
+  const std::string group_dir = dir_ + "/mock/sys/kernel/iommu_groups/" +
+                                std::to_string(devices::MockIommuGroup(first_->minor)) + "/devices";
   const std::string audio = first_->pci_bus_id.substr(0, first_->pci_bus_id.size() - 1) + "1";
   ASSERT_TRUE(MakeDirectories(dir_ + "/mock/sys/devices/platform/" + audio, 0755).ok());
   ASSERT_EQ(::symlink(("../../../devices/platform/" + audio).c_str(),
-                      (dir_ + "/mock/sys/bus/pci/devices/" + audio).c_str()), 0);
+                      (dir_ + "/mock/sys/bus/pci/devices/" + audio).c_str()),
+            0);
   ASSERT_TRUE(MakeDirectories(dir_ + "/mock/sys/bus/pci/drivers/snd_hda_intel", 0755).ok());
   ASSERT_EQ(::symlink("../../../bus/pci/drivers/snd_hda_intel",
-                      (dir_ + "/mock/sys/devices/platform/" + audio + "/driver").c_str()), 0);
+                      (dir_ + "/mock/sys/devices/platform/" + audio + "/driver").c_str()),
+            0);
   ASSERT_EQ(::symlink(("../../../../devices/platform/" + audio).c_str(), (group_dir + "/" + audio).c_str()), 0);
   auto group = kind_->Prepare(w, *plan);
   ASSERT_FALSE(group.ok());

@@ -51,7 +51,7 @@ json PassthroughUndo::Encode() const { return EncodeListPiece(gpus, unreadable, 
 UndoPieceCodec VfioUndoCodec() {
   return {std::string(PassthroughUndo::kKey), 1, [](const JsonReader& value, int) {
             return DecodeListPiece<PassthroughUndo>(value, /*lenient_shape=*/true, &PassthroughUndo::gpus,
-                                                  &PassthroughUndo::unreadable, DecodeVfio);
+                                                    &PassthroughUndo::unreadable, DecodeVfio);
           }};
 }
 

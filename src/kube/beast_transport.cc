@@ -82,7 +82,7 @@ std::string Lower(std::string s) {
 // The parts of the kubeconfig's server URL a connection needs.
 struct ServerUrl {
   bool tls = false;
-  std::string host;         // without IPv6 brackets: resolver, SNI, certificate check
+  std::string host;  // without IPv6 brackets: resolver, SNI, certificate check
   std::string port;
   std::string authority;    // as the URL spells it, for the Host header
   std::string base_path;    // a path prefix of the server URL, without a trailing '/'
@@ -134,7 +134,8 @@ Result<ServerUrl> ParseServerUrl(const std::string& server) {
   if (u.host.empty()) return bad("it names no host");
   if (port.empty()) {
     port = u.tls ? "443" : "80";
-  } else if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); }) ||
+  } else if (port.size() > 5 ||
+             !std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); }) ||
              std::stoi(port) < 1 || std::stoi(port) > 65535) {
     return bad("the port is not a number from 1 to 65535");
   }
@@ -175,8 +176,8 @@ struct FileStamp {
 FileStamp Stamp(const std::string& path) {
   struct stat st {};
   if (path.empty() || ::stat(path.c_str(), &st) != 0) return {};
-  return {static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, static_cast<int64_t>(st.st_size),
-          static_cast<int64_t>(st.st_ino)};
+  return {static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+          static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_ino)};
 }
 
 // A key with a passphrase cannot be used unattended; without this, OpenSSL
@@ -253,7 +254,9 @@ Result<std::shared_ptr<asio::ssl::context>> BuildTlsContext(const KubeConfig& c,
     } else {
       ctx->use_private_key_file(key_file, asio::ssl::context::pem, ec);
     }
-    if (ec) return ClientCertFailure("client key " + (key_pem.empty() ? key_file : std::string("data")) + ": " + ec.message());
+    if (ec)
+      return ClientCertFailure("client key " + (key_pem.empty() ? key_file : std::string("data")) + ": " +
+                               ec.message());
     if (SSL_CTX_check_private_key(native) != 1) {
       return ClientCertFailure("the client key does not belong to the certificate: " + OpenSslErrors());
     }
@@ -396,7 +399,8 @@ std::string Millis(std::chrono::milliseconds d) { return std::to_string(d.count(
 
 class BeastTransport::Impl {
  public:
-  explicit Impl(KubeConfig config) : config_(std::move(config)), token_(config_), url_(ParseServerUrl(config_.server)) {}
+  explicit Impl(KubeConfig config)
+      : config_(std::move(config)), token_(config_), url_(ParseServerUrl(config_.server)) {}
 
   ~Impl() {
     MutexLock l(mu_);
@@ -406,9 +410,7 @@ class BeastTransport::Impl {
   Result<HttpResponse> RoundTrip(const HttpRequest& req);
   Result<HttpResponse> Stream(const HttpRequest& req, const StreamSink& sink, const CancelFlag* cancel);
 
-  BeastTransportStats stats() const {
-    return {connections_.load(), reuses_.load(), retries_.load()};
-  }
+  BeastTransportStats stats() const { return {connections_.load(), reuses_.load(), retries_.load()}; }
 
  private:
   Result<std::shared_ptr<asio::ssl::context>> TlsContext() EXCLUDES(mu_);
@@ -446,7 +448,8 @@ Result<std::shared_ptr<asio::ssl::context>> BeastTransport::Impl::TlsContext() {
   return ctx;
 }
 
-Result<std::unique_ptr<Connection>> BeastTransport::Impl::Connect(const std::string& what, SteadyClock::time_point deadline,
+Result<std::unique_ptr<Connection>> BeastTransport::Impl::Connect(const std::string& what,
+                                                                  SteadyClock::time_point deadline,
                                                                   std::chrono::milliseconds timeout,
                                                                   const CancelFlag* cancel) {
   const ServerUrl& url = *url_;
@@ -492,7 +495,8 @@ Result<std::unique_ptr<Connection>> BeastTransport::Impl::Connect(const std::str
       if (!config_.insecure_skip_tls_verify && verify != X509_V_OK) {
         return CaFailure(X509_verify_cert_error_string(verify)).Wrap(what);
       }
-      if (ec == beast::error::timeout) return DeadlineExceeded(what + ": TLS handshake timed out after " + Millis(timeout));
+      if (ec == beast::error::timeout)
+        return DeadlineExceeded(what + ": TLS handshake timed out after " + Millis(timeout));
       return Unavailable(what + ": TLS handshake with " + url.authority + " failed: " + ec.message());
     }
   }
@@ -546,8 +550,9 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
       NVDRA_ASSIGN_OR_RETURN(c, Connect(what, deadline, req.timeout, nullptr));
     }
     c->Tcp().expires_at(deadline);
-    error_code ec = c->RunOnStream(
-        [&](auto& stream, auto handler) { http::async_write(stream, message, std::move(handler)); });
+    error_code ec = c->RunOnStream([&](auto& stream, auto handler) {
+      http::async_write(stream, message, std::move(handler));
+    });
     if (ec) {
       if (ec == beast::error::timeout) return timed_out("sending the request");
       // The request did not get through: the server had closed this
@@ -559,20 +564,22 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
       return Unavailable(what + ": sending the request failed: " + ec.message());
     }
 
-    const uint64_t limit =
-        req.max_body_bytes == 0 ? kMaxResponseBytes : std::min<uint64_t>(req.max_body_bytes, kMaxResponseBytes);
+    const uint64_t limit = req.max_body_bytes == 0 ? kMaxResponseBytes
+                                                   : std::min<uint64_t>(req.max_body_bytes, kMaxResponseBytes);
     http::response_parser<http::string_body> parser;
     parser.body_limit(limit);
     parser.header_limit(kHeaderLimit);
     // The header first: Boost 1.74's string body reserves the announced
     // Content-Length before the body limit is looked at, so an answer
     // announcing more than the limit is refused here.
-    ec = c->RunOnStream(
-        [&](auto& stream, auto handler) { http::async_read_header(stream, c->buffer(), parser, std::move(handler)); });
+    ec = c->RunOnStream([&](auto& stream, auto handler) {
+      http::async_read_header(stream, c->buffer(), parser, std::move(handler));
+    });
     if (!ec && parser.content_length().value_or(0) > limit) ec = http::error::body_limit;
     if (!ec) {
-      ec = c->RunOnStream(
-          [&](auto& stream, auto handler) { http::async_read(stream, c->buffer(), parser, std::move(handler)); });
+      ec = c->RunOnStream([&](auto& stream, auto handler) {
+        http::async_read(stream, c->buffer(), parser, std::move(handler));
+      });
     }
     if (ec) {
       if (ec == beast::error::timeout) return timed_out("waiting for the response");
@@ -585,7 +592,8 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
       }
       if (ec == http::error::body_limit) {
         return Unavailable(what + ": the answer is larger than " +
-                           (limit >= (1u << 20) ? std::to_string(limit >> 20) + " MiB" : std::to_string(limit) + " bytes") +
+                           (limit >= (1u << 20) ? std::to_string(limit >> 20) + " MiB"
+                                                : std::to_string(limit) + " bytes") +
                            ", the most this request reads; refused");
       }
       if (!parser.got_some() && ClosedByPeer(ec)) {
@@ -622,16 +630,18 @@ Result<HttpResponse> BeastTransport::Impl::Stream(const HttpRequest& req, const 
   get.body.clear();
   auto message = BuildRequest(*url_, get, token, /*sends_json=*/false);
   c->Tcp().expires_at(deadline);
-  error_code ec = c->RunOnStream(
-      [&](auto& stream, auto handler) { http::async_write(stream, message, std::move(handler)); }, cancel);
+  error_code ec = c->RunOnStream([&](auto& stream,
+                                     auto handler) { http::async_write(stream, message, std::move(handler)); },
+                                 cancel);
   if (c->cancelled()) return cancelled();
   if (ec) return failed("sending the request failed", ec);
 
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(kNoBodyLimit);
   parser.header_limit(kHeaderLimit);
-  ec = c->RunOnStream(
-      [&](auto& stream, auto handler) { http::async_read_header(stream, c->buffer(), parser, std::move(handler)); }, cancel);
+  ec = c->RunOnStream([&](auto& stream,
+                          auto handler) { http::async_read_header(stream, c->buffer(), parser, std::move(handler)); },
+                      cancel);
   if (c->cancelled()) return cancelled();
   if (ec) return failed("reading the response failed", ec);
 
@@ -644,8 +654,9 @@ Result<HttpResponse> BeastTransport::Impl::Stream(const HttpRequest& req, const 
     if (cancel != nullptr && cancel->cancelled()) return cancelled();
     parser.get().body().data = piece.data();
     parser.get().body().size = piece.size();
-    ec = c->RunOnStream(
-        [&](auto& stream, auto handler) { http::async_read_some(stream, c->buffer(), parser, std::move(handler)); }, cancel);
+    ec = c->RunOnStream([&](auto& stream,
+                            auto handler) { http::async_read_some(stream, c->buffer(), parser, std::move(handler)); },
+                        cancel);
     if (c->cancelled()) return cancelled();
     if (ec == http::error::need_buffer) ec = {};  // the piece is full
     if (ec) return failed("stream broke", ec);

@@ -37,8 +37,7 @@ class BeastTransport final : public HttpTransport {
   // Thread-safe; concurrent calls use separate connections.
   Result<HttpResponse> RoundTrip(const HttpRequest& request) override;
   // On its own connection, closed at the end (a watch holds it for minutes).
-  Result<HttpResponse> Stream(const HttpRequest& request, const StreamSink& sink,
-                              const CancelFlag* cancel) override;
+  Result<HttpResponse> Stream(const HttpRequest& request, const StreamSink& sink, const CancelFlag* cancel) override;
 
   BeastTransportStats stats() const;
 

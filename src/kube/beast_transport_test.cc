@@ -177,7 +177,8 @@ std::string Chunk(const std::string& data) {
   std::snprintf(size, sizeof(size), "%zx", data.size());
   return std::string(size) + "\r\n" + data + "\r\n";
 }
-const std::string kChunkedHead = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+const std::string kChunkedHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
 
 KubeConfig PlainConfig(const ScriptedServer& s) {
   KubeConfig c;
@@ -304,14 +305,13 @@ TEST(BeastTransportTest, AnAnswerPastTheRequestsOwnBoundIsRefused) {
   const std::string big(5u << 20, ' ');
   ScriptedServer server([&](int conn, int, const std::string&) {
     if (conn == 1) {
-      return ScriptedServer::Action{"HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(big.size() + 2) +
-                                        "\r\n\r\n{}" + big,
-                                    true};
+      return ScriptedServer::Action{
+          "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(big.size() + 2) + "\r\n\r\n{}" + big, true};
     }
     char head[64];
     std::snprintf(head, sizeof head, "%zx\r\n", big.size() + 2);
-    return ScriptedServer::Action{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(head) +
-                                      "{}" + big + "\r\n0\r\n\r\n",
+    return ScriptedServer::Action{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(head) + "{}" +
+                                      big + "\r\n0\r\n\r\n",
                                   true};
   });
   KubeConfig c;
@@ -354,14 +354,15 @@ TEST(BeastTransportTest, WatchPiecesArriveAsSentAndCancelEndsTheWait) {
   CancelFlag cancel;
   Result<HttpResponse> result = Internal("not run");
   std::thread watcher([&] {
-    result = t.Stream({"GET", "/api/v1/nodes?watch=1", "", std::chrono::milliseconds(60'000)},
-                      [&](std::string_view data) {
-                        MutexLock l(mu);
-                        got.append(data);
-                        cv.NotifyAll();
-                        return true;
-                      },
-                      &cancel);
+    result = t.Stream(
+        {"GET", "/api/v1/nodes?watch=1", "", std::chrono::milliseconds(60'000)},
+        [&](std::string_view data) {
+          MutexLock l(mu);
+          got.append(data);
+          cv.NotifyAll();
+          return true;
+        },
+        &cancel);
   });
   {
     MutexLock l(mu);
@@ -388,12 +389,13 @@ TEST(BeastTransportTest, WatchThatBreaksMidBodyIsUnavailable) {
   BeastTransport t(PlainConfig(server));
   std::string got;
   CancelFlag cancel;
-  auto r = t.Stream({"GET", "/w", "", std::chrono::milliseconds(10'000)},
-                    [&](std::string_view d) {
-                      got.append(d);
-                      return true;
-                    },
-                    &cancel);
+  auto r = t.Stream(
+      {"GET", "/w", "", std::chrono::milliseconds(10'000)},
+      [&](std::string_view d) {
+        got.append(d);
+        return true;
+      },
+      &cancel);
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
   EXPECT_NE(r.status().message().find("stream broke"), std::string::npos) << r.status().ToString();
   EXPECT_EQ(got, "{\"type\":\"ADDED\"}\n");
@@ -518,13 +520,14 @@ TEST_F(BeastTlsTest, WatchOverTlsIsCancelledMidStream) {
   BeastTransport t(server_->Config());
   CancelFlag cancel;
   std::string got;
-  auto r = t.Stream({"GET", "/api/v1/nodes?watch=1", "", std::chrono::milliseconds(60'000)},
-                    [&](std::string_view d) {
-                      got.append(d);
-                      if (got.find('\n') != std::string::npos) cancel.Cancel();  // the server keeps the watch open
-                      return true;
-                    },
-                    &cancel);
+  auto r = t.Stream(
+      {"GET", "/api/v1/nodes?watch=1", "", std::chrono::milliseconds(60'000)},
+      [&](std::string_view d) {
+        got.append(d);
+        if (got.find('\n') != std::string::npos) cancel.Cancel();  // the server keeps the watch open
+        return true;
+      },
+      &cancel);
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
   EXPECT_NE(r.status().message().find("cancelled"), std::string::npos) << r.status().ToString();
   EXPECT_NE(got.find("\"type\": \"ADDED\""), std::string::npos) << got;

@@ -16,8 +16,8 @@
 namespace nvdra::kube {
 
 struct ObjectReference {
-  std::string api_version;  // "resource.k8s.io/v1", "v1"
-  std::string kind;         // "ResourceClaim", "Node"
+  std::string api_version;     // "resource.k8s.io/v1", "v1"
+  std::string kind;            // "ResourceClaim", "Node"
   std::string namespace_name;  // empty for cluster-scoped objects
   std::string name;
   std::string uid;

@@ -56,8 +56,7 @@ class HttpTransport {
   // `cancel` is cancelled (a real transport wakes at once). A connection that
   // breaks mid-body is kUnavailable. The default delivers a RoundTrip's body
   // in one piece, which is all a scripted transport needs.
-  virtual Result<HttpResponse> Stream(const HttpRequest& request, const StreamSink& sink,
-                                      const CancelFlag* cancel) {
+  virtual Result<HttpResponse> Stream(const HttpRequest& request, const StreamSink& sink, const CancelFlag* cancel) {
     (void)cancel;
     NVDRA_ASSIGN_OR_RETURN(HttpResponse r, RoundTrip(request));
     if (r.status / 100 == 2) {

@@ -17,9 +17,7 @@ namespace {
 
 // Device names and attributes come from the driver; a string that is not
 // UTF-8 is sent with replacement characters instead of throwing.
-std::string DumpForRequest(const json& object) {
-  return object.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string DumpForRequest(const json& object) { return object.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 bool Retryable(long status) { return status == 429 || (status >= 500 && status != 501); }
 
@@ -142,9 +140,9 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
   for (int attempt = 1;; ++attempt) {
     auto wait = limiter_.Reserve();
     if (deadline != kNoDeadline && clock_.SteadyNow() + wait >= deadline) {
-      return past_deadline("the deadline passed" + std::string(attempt > 1 ? " after " + std::to_string(attempt - 1) +
-                                                                                 " attempts"
-                                                                           : " before the request could be sent"));
+      return past_deadline("the deadline passed" +
+                           std::string(attempt > 1 ? " after " + std::to_string(attempt - 1) + " attempts"
+                                                   : " before the request could be sent"));
     }
     {
       MutexLock l(mu_);
@@ -234,8 +232,7 @@ Result<json> KubeClient::UpdateJson(const std::string& path, const json& object)
 }
 
 Result<json> KubeClient::MergePatchJson(const std::string& path, const json& patch) {
-  NVDRA_ASSIGN_OR_RETURN(HttpResponse r,
-                         Do("PATCH", path, DumpForRequest(patch)));
+  NVDRA_ASSIGN_OR_RETURN(HttpResponse r, Do("PATCH", path, DumpForRequest(patch)));
   if (r.status / 100 != 2) return StatusFromResponse("PATCH", path, r);
   return ParseJsonBody(r.body, "PATCH " + path);
 }
@@ -290,9 +287,8 @@ void KubeClient::ForgetResourceApiVersion() {
   resource_version_.clear();
 }
 
-Result<HttpResponse> KubeClient::DoResource(const std::string& method, const std::string& rest,
-                                            const std::string& body, std::string* version_used,
-                                            Deadline deadline) {
+Result<HttpResponse> KubeClient::DoResource(const std::string& method, const std::string& rest, const std::string& body,
+                                            std::string* version_used, Deadline deadline) {
   for (int round = 0;; ++round) {
     NVDRA_ASSIGN_OR_RETURN(std::string v, ResourceApiVersion(deadline));
     std::string path = "/apis/resource.k8s.io/" + v + rest;
@@ -313,8 +309,7 @@ Result<HttpResponse> KubeClient::DoResource(const std::string& method, const std
   }
 }
 
-Result<ResourceClaim> KubeClient::GetResourceClaim(const std::string& ns, const std::string& name,
-                                                   Deadline deadline) {
+Result<ResourceClaim> KubeClient::GetResourceClaim(const std::string& ns, const std::string& name, Deadline deadline) {
   std::string rest = "/namespaces/" + ns + "/resourceclaims/" + name;
   std::string v;
   NVDRA_ASSIGN_OR_RETURN(HttpResponse r, DoResource("GET", rest, "", &v, deadline));

@@ -47,9 +47,9 @@ struct KubeClientOptions {
 };
 
 struct KubeClientStats {
-  uint64_t requests = 0;       // round trips attempted
-  uint64_t retries = 0;        // of which were retries
-  uint64_t rate_limited = 0;   // requests that waited for the rate limiter
+  uint64_t requests = 0;      // round trips attempted
+  uint64_t retries = 0;       // of which were retries
+  uint64_t rate_limited = 0;  // requests that waited for the rate limiter
 };
 
 // The largest answers the client reads, by what a request asks for: one

@@ -5,17 +5,17 @@
 #include <filesystem>
 #include <thread>
 
-#include "util/test_paths.h"
 #include "kube/kube_client.h"
 #include "test_apiserver.h"
 #include "util/file_util.h"
+#include "util/test_paths.h"
 
 namespace nvdra::kube {
 namespace {
 
+using nlohmann::json;
 using nvdra::testing::TestApiServer;
 using nvdra::testing::TestApiServerOptions;
-using nlohmann::json;
 
 const std::string kFixtures = std::string(NVDRA_SHARED_DIR) + "/fixtures/kubernetes-api";
 
@@ -34,13 +34,14 @@ json Claim(const std::string& ns, const std::string& name, bool allocated) {
             {"metadata", {{"name", name}, {"namespace", ns}}},
             {"spec", json::object()}};
   if (allocated) {
-    c["status"] = {{"allocation",
-                    {{"devices",
-                      {{"results", json::array({{{"request", "gpu"}, {"driver", "gpu.nvidia.com"}, {"pool", "node1"},
-                                                 {"device", "gpu-0"}}})},
-                       {"config", json::array({{{"source", "FromClaim"},
-                                                {"opaque", {{"driver", "gpu.nvidia.com"},
-                                                            {"parameters", {{"kind", "GpuConfig"}}}}}}})}}}}}};
+    c["status"] = {
+        {"allocation",
+         {{"devices",
+           {{"results",
+             json::array({{{"request", "gpu"}, {"driver", "gpu.nvidia.com"}, {"pool", "node1"}, {"device", "gpu-0"}}})},
+            {"config",
+             json::array({{{"source", "FromClaim"},
+                           {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", {{"kind", "GpuConfig"}}}}}}})}}}}}};
   }
   return c;
 }
@@ -70,7 +71,8 @@ TEST(KubeClientApiServerTest, EveryFixtureLoadsAndReadsBack) {
     fixture["metadata"]["name"] = "fx-" + std::to_string(seen);
     ASSERT_TRUE(server.LoadObject(fixture).ok()) << file;
     std::string path = kind == "ResourceClaim"
-                           ? gv + "/namespaces/" + fixture["metadata"]["namespace"].get<std::string>() + "/resourceclaims/"
+                           ? gv + "/namespaces/" + fixture["metadata"]["namespace"].get<std::string>() +
+                                 "/resourceclaims/"
                            : gv + (kind == "Node" ? "/nodes/" : "/resourceslices/");
     auto got = client->GetJson(path + fixture["metadata"]["name"].get<std::string>());
     ASSERT_TRUE(got.ok()) << file << ": " << got.status().ToString();
@@ -211,7 +213,8 @@ TEST(KubeClientApiServerTest, AnyRetryAfterIsSurvivedAndClamped) {
   auto client = KubeClient::FromConfig(server.Config(), o);
   ASSERT_TRUE(client->ResourceApiVersion().ok());
   ASSERT_TRUE(server.InjectFault({{"status", 429}, {"retry_after", "99999999999999999999"}, {"count", 1}}).ok());
-  ASSERT_TRUE(server.InjectFault({{"status", 503}, {"retry_after", "Fri, 31 Dec 9999 23:59:59 GMT"}, {"count", 1}}).ok());
+  ASSERT_TRUE(
+      server.InjectFault({{"status", 503}, {"retry_after", "Fri, 31 Dec 9999 23:59:59 GMT"}, {"count", 1}}).ok());
   ASSERT_TRUE(server.InjectFault({{"status", 429}, {"retry_after", "later"}, {"count", 1}}).ok());
   auto slices = client->ListJson("/apis/resource.k8s.io/v1/resourceslices", "", "spec.nodeName=n1");
   ASSERT_TRUE(slices.ok()) << slices.status().ToString();
@@ -232,7 +235,8 @@ TEST(KubeClientApiServerTest, MalformedAndDeepClaimsAreErrors) {
   const std::string path = "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c";
   auto served = [](const std::string& results) {
     return R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1","metadata":{"name":"c","namespace":"ns",)"
-           R"("uid":"u","resourceVersion":"5"},"status":{"allocation":{"devices":{"results":)" + results + "}}}}";
+           R"("uid":"u","resourceVersion":"5"},"status":{"allocation":{"devices":{"results":)" +
+           results + "}}}}";
   };
   for (const std::string& results : {std::string("{}"), std::string("[null]"), std::string("[7]")}) {
     ASSERT_TRUE(server.InjectFault({{"raw_body", served(results)}, {"path_prefix", path}}).ok());
@@ -241,8 +245,8 @@ TEST(KubeClientApiServerTest, MalformedAndDeepClaimsAreErrors) {
     EXPECT_NE(c.status().message().find("unexpected shape"), std::string::npos) << c.status().message();
   }
   const std::string deep = std::string(70'000, '[') + std::string(70'000, ']');
-  ASSERT_TRUE(server.InjectFault({{"raw_body", served("[]").insert(1, R"("x":)" + deep + ",")}, {"path_prefix", path}})
-                  .ok());
+  ASSERT_TRUE(
+      server.InjectFault({{"raw_body", served("[]").insert(1, R"("x":)" + deep + ",")}, {"path_prefix", path}}).ok());
   auto c = client->GetResourceClaim("ns", "c");
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(c.status().message().find("deeper than"), std::string::npos) << c.status().ToString();
@@ -349,11 +353,14 @@ TEST(KubeClientApiServerTest, ResourceSliceRestSemantics) {
   ASSERT_TRUE(server.ok()) << server.error();
   auto client = KubeClient::FromConfig(server.Config(), Fast());
   const std::string base = "/apis/resource.k8s.io/v1/resourceslices";
-  json slice = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
+  json slice = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceSlice"},
                 {"metadata", {{"generateName", "00000-gpu.nvidia.com-n1-"}}},
-                {"spec", {{"driver", "gpu.nvidia.com"}, {"nodeName", "n1"},
-                          {"pool", {{"name", "n1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
-                          {"devices", json::array()}}}};
+                {"spec",
+                 {{"driver", "gpu.nvidia.com"},
+                  {"nodeName", "n1"},
+                  {"pool", {{"name", "n1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                  {"devices", json::array()}}}};
   auto created = client->CreateJson(base, slice);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   std::string name = (*created)["metadata"]["name"];
@@ -401,12 +408,16 @@ TEST(KubeClientApiServerTest, ResourceSliceRestSemantics) {
 TEST(KubeClientApiServerTest, ComputeDomainCustomResources) {
   TestApiServer server;
   ASSERT_TRUE(server.ok()) << server.error();
-  json cd = {{"apiVersion", "resource.nvidia.com/v1beta1"}, {"kind", "ComputeDomain"},
+  json cd = {{"apiVersion", "resource.nvidia.com/v1beta1"},
+             {"kind", "ComputeDomain"},
              {"metadata", {{"name", "cd1"}, {"namespace", "team"}, {"uid", "cd-uid"}, {"labels", {{"app", "a"}}}}},
              {"spec", {{"numNodes", 2}, {"channel", {{"resourceClaimTemplate", {{"name", "t"}}}}}}}};
-  json clique = {{"apiVersion", "resource.nvidia.com/v1beta1"}, {"kind", "ComputeDomainClique"},
-                 {"metadata", {{"name", "cd-uid.clique-1"}, {"namespace", "team"},
-                               {"labels", {{"resource.nvidia.com/computeDomain", "cd-uid"}}}}}};
+  json clique = {{"apiVersion", "resource.nvidia.com/v1beta1"},
+                 {"kind", "ComputeDomainClique"},
+                 {"metadata",
+                  {{"name", "cd-uid.clique-1"},
+                   {"namespace", "team"},
+                   {"labels", {{"resource.nvidia.com/computeDomain", "cd-uid"}}}}}};
   ASSERT_TRUE(server.LoadObject(cd).ok());
   ASSERT_TRUE(server.LoadObject(clique).ok());
   auto client = KubeClient::FromConfig(server.Config(), Fast());
@@ -414,13 +425,17 @@ TEST(KubeClientApiServerTest, ComputeDomainCustomResources) {
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ((*got)["metadata"]["uid"], "cd-uid");
   EXPECT_EQ((*got)["spec"]["numNodes"], 2);
-  auto list = client->ListJson("/apis/resource.nvidia.com/v1beta1/computedomaincliques", 
+  auto list = client->ListJson("/apis/resource.nvidia.com/v1beta1/computedomaincliques",
                                "resource.nvidia.com/computeDomain=cd-uid");
   ASSERT_TRUE(list.ok()) << list.status().ToString();
   EXPECT_EQ((*list)["items"].size(), 1u);
   EXPECT_EQ((*list)["kind"], "ComputeDomainCliqueList");
-  EXPECT_EQ(client->ListJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains", "app=b")->at("items").size(), 0u);
-  EXPECT_EQ(client->ListJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains", "app")->at("items").size(), 1u);
+  EXPECT_EQ(
+      client->ListJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains", "app=b")->at("items").size(),
+      0u);
+  EXPECT_EQ(
+      client->ListJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains", "app")->at("items").size(),
+      1u);
   EXPECT_EQ(client->GetJson("/apis/resource.nvidia.com/v1beta1/namespaces/other/computedomains/cd1").status().code(),
             StatusCode::kNotFound);
 
@@ -445,9 +460,12 @@ status:
     devices:
       results:
       - {request: channel, driver: compute-domain.nvidia.com, pool: node1, device: channel-0}
-)").ok());
+)")
+                  .ok());
   ASSERT_TRUE(server.LoadFile(yaml_path).ok());
-  EXPECT_EQ((*client->GetJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains/cd2"))["spec"]["numNodes"], 4);
+  EXPECT_EQ(
+      (*client->GetJson("/apis/resource.nvidia.com/v1beta1/namespaces/team/computedomains/cd2"))["spec"]["numNodes"],
+      4);
   auto claim = client->GetResourceClaim("team", "imex");
   ASSERT_TRUE(claim.ok()) << claim.status().ToString();
   EXPECT_EQ(claim->uid, "11111111-2222-3333-4444-555555555555");

@@ -111,9 +111,10 @@ TEST(KubeClientTest, GivesUpAfterMaxAttempts) {
 TEST(KubeClientTest, NeverRetries4xx) {
   for (long code : {400L, 401L, 403L, 404L, 409L, 422L}) {
     Harness h;
-    h.transport->answers = {Resp(code, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"m","reason":"R","code":)" +
-                                           std::to_string(code) + "}"),
-                            Resp(200)};
+    h.transport->answers = {
+        Resp(code, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"m","reason":"R","code":)" +
+                       std::to_string(code) + "}"),
+        Resp(200)};
     auto r = h.client->GetJson("/x");
     EXPECT_FALSE(r.ok()) << code;
     EXPECT_EQ(h.transport->seen.size(), 1u) << code;
@@ -143,7 +144,9 @@ TEST(KubeClientTest, RateLimitBoundsRequests) {
 
 TEST(KubeClientTest, StatusMapping) {
   auto st = [](long code, const std::string& reason) {
-    return StatusFromResponse("GET", "/p", Resp(code, R"({"kind":"Status","reason":")" + reason + R"(","message":"x"})")).code();
+    return StatusFromResponse("GET", "/p",
+                              Resp(code, R"({"kind":"Status","reason":")" + reason + R"(","message":"x"})"))
+        .code();
   };
   EXPECT_EQ(st(404, "NotFound"), StatusCode::kNotFound);
   EXPECT_EQ(st(409, "AlreadyExists"), StatusCode::kAlreadyExists);
@@ -158,8 +161,12 @@ TEST(KubeClientTest, DiscoveryPicksPreferredServedVersion) {
   Harness h;
   h.transport->answers = {
       Resp(200, R"({"kind":"APIGroup","versions":[{"version":"v1beta2"},{"version":"v1beta1"}]})"),
-      Resp(200, R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1beta2","metadata":{"name":"c","namespace":"ns","uid":"u"}})"),
-      Resp(200, R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1beta2","metadata":{"name":"c","namespace":"ns","uid":"u"}})")};
+      Resp(
+          200,
+          R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1beta2","metadata":{"name":"c","namespace":"ns","uid":"u"}})"),
+      Resp(
+          200,
+          R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1beta2","metadata":{"name":"c","namespace":"ns","uid":"u"}})")};
   auto c = h.client->GetResourceClaim("ns", "c");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(h.transport->seen[1].path, "/apis/resource.k8s.io/v1beta2/namespaces/ns/resourceclaims/c");
@@ -172,7 +179,9 @@ TEST(KubeClientTest, ObjectNotFoundDoesNotTriggerFallback) {
   Harness h;
   h.transport->answers = {
       Resp(200, R"({"versions":[{"version":"v1"},{"version":"v1beta1"}]})"),
-      Resp(404, R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","message":"not found","code":404})")};
+      Resp(
+          404,
+          R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","message":"not found","code":404})")};
   auto r = h.client->GetResourceClaim("ns", "c");
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(h.transport->seen.size(), 2u);
@@ -218,8 +227,8 @@ TEST(KubeClientTest, RetryAfterAsHttpDateAndGarbage) {
   Harness h(o);
   // The fake clock starts at 2023-11-14 22:13:20 UTC.
   h.transport->answers = {Resp(503, "{}", {{"retry-after", "Tue, 14 Nov 2023 22:13:50 GMT"}}),
-                          Resp(503, "{}", {{"retry-after", "soon"}}),
-                          Resp(503, "{}", {{"retry-after", "-5"}}), Resp(200)};
+                          Resp(503, "{}", {{"retry-after", "soon"}}), Resp(503, "{}", {{"retry-after", "-5"}}),
+                          Resp(200)};
   ASSERT_TRUE(h.client->GetJson("/x").ok());
   // 30 s from the date; garbage and negative numbers fall back to backoff.
   EXPECT_EQ(h.sleeps, (std::vector<std::chrono::nanoseconds>{30s, 200ms, 400ms}));

@@ -13,8 +13,7 @@ namespace nvdra::kube {
 namespace {
 
 Result<std::string> Base64Decode(const std::string& in, const std::string& what) {
-  static const std::string kChars =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const std::string kChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   unsigned int acc = 0;
   int bits = 0;
@@ -46,9 +45,7 @@ YAML::Node FindNamed(const YAML::Node& list, const std::string& name) {
   return YAML::Node();
 }
 
-std::string Str(const YAML::Node& n, const char* key) {
-  return n && n[key] ? n[key].as<std::string>() : std::string();
-}
+std::string Str(const YAML::Node& n, const char* key) { return n && n[key] ? n[key].as<std::string>() : std::string(); }
 
 }  // namespace
 
@@ -73,8 +70,8 @@ Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& co
     std::string cluster_name = Str(context, "cluster");
     YAML::Node cluster = FindNamed(root["clusters"], cluster_name)["cluster"];
     if (!cluster) {
-      return InvalidArgument("kubeconfig " + path + ": cluster \"" + cluster_name + "\" of context \"" +
-                             ctx + "\" not found");
+      return InvalidArgument("kubeconfig " + path + ": cluster \"" + cluster_name + "\" of context \"" + ctx +
+                             "\" not found");
     }
     std::string user_name = Str(context, "user");
     YAML::Node user = FindNamed(root["users"], user_name)["user"];
@@ -85,9 +82,11 @@ Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& co
     auto base = std::filesystem::path(path).parent_path();
     KubeConfig c;
     c.server = Str(cluster, "server");
-    if (c.server.empty()) return InvalidArgument("kubeconfig " + path + ": cluster \"" + cluster_name + "\" has no server");
+    if (c.server.empty())
+      return InvalidArgument("kubeconfig " + path + ": cluster \"" + cluster_name + "\" has no server");
     while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
-    if (cluster["insecure-skip-tls-verify"]) c.insecure_skip_tls_verify = cluster["insecure-skip-tls-verify"].as<bool>();
+    if (cluster["insecure-skip-tls-verify"])
+      c.insecure_skip_tls_verify = cluster["insecure-skip-tls-verify"].as<bool>();
     if (auto d = Str(cluster, "certificate-authority-data"); !d.empty()) {
       NVDRA_ASSIGN_OR_RETURN(c.ca_pem, Base64Decode(d, "certificate-authority-data"));
     }
@@ -125,9 +124,8 @@ Result<KubeConfig> LoadInClusterConfig(const GetEnvFn& getenv, const std::string
   std::string host = getenv("KUBERNETES_SERVICE_HOST");
   std::string port = getenv("KUBERNETES_SERVICE_PORT");
   if (host.empty() || port.empty()) {
-    return FailedPrecondition(
-        "no kubeconfig given (--kubeconfig or KUBECONFIG) and not running in a cluster "
-        "(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)");
+    return FailedPrecondition("no kubeconfig given (--kubeconfig or KUBECONFIG) and not running in a cluster "
+                              "(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)");
   }
   KubeConfig c;
   // IPv6 literals need brackets in a URL.

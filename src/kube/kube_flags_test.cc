@@ -27,7 +27,8 @@ TEST(KubeFlagsTest, ParsesFlags) {
   EXPECT_EQ(f.qps, 20);
   EXPECT_EQ(f.burst, 40);
   EXPECT_EQ(f.kubeconfig, "/k");
-  auto c = NewKubeClient(KubeFlags{}, [](const std::string&) { return std::string(); }, "/nonexistent");
+  auto c = NewKubeClient(
+      KubeFlags{}, [](const std::string&) { return std::string(); }, "/nonexistent");
   EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition);
 }
 

@@ -66,9 +66,9 @@ Result<NodeLabelUpdate> UpdateNodeLabel(KubeClient& client, const std::string& n
     if (want == current) return out;
     // Only this label changes, and only if the Node is still the one the
     // rule decided on: the patch carries its resourceVersion.
-    json patch = {{"metadata",
-                   {{"resourceVersion", ResourceVersionOf(out.node)},
-                    {"labels", {{key, want ? json(*want) : json(nullptr)}}}}}};
+    json patch = {
+        {"metadata",
+         {{"resourceVersion", ResourceVersionOf(out.node)}, {"labels", {{key, want ? json(*want) : json(nullptr)}}}}}};
     ++out.requests;
     auto r = client.MergePatchJson(path, patch);
     if (r.ok()) {
@@ -76,7 +76,8 @@ Result<NodeLabelUpdate> UpdateNodeLabel(KubeClient& client, const std::string& n
       out.written = true;
       return out;
     }
-    if (r.status().code() != StatusCode::kConflict) return r.status().Wrap("update label " + key + " of Node " + node_name);
+    if (r.status().code() != StatusCode::kConflict)
+      return r.status().Wrap("update label " + key + " of Node " + node_name);
     if (attempt >= max_attempts) {
       return r.status().Wrap("update label " + key + " of Node " + node_name + " (still conflicting after " +
                              std::to_string(attempt) + " attempts)");

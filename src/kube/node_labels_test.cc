@@ -34,8 +34,10 @@ class NodeLabelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.ok()) << server_.error();
-    ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"},
-                                    {"metadata", {{"name", "n1"}, {"labels", {{"kubernetes.io/hostname", "n1"}}}}}})
+    ASSERT_TRUE(server_
+                    .LoadObject({{"apiVersion", "v1"},
+                                 {"kind", "Node"},
+                                 {"metadata", {{"name", "n1"}, {"labels", {{"kubernetes.io/hostname", "n1"}}}}}})
                     .ok());
     client_ = KubeClient::FromConfig(server_.Config(), NodeLabelsClientOptions());
   }
@@ -121,7 +123,9 @@ TEST_F(NodeLabelsTest, ACachedObjectOfAnotherKindIsNeverWrittenAsTheNode) {
   ASSERT_TRUE(client_->UpdateJson("/api/v1/nodes/n1", node).ok());
   // What a hostile watch answered for this Node: a Pod of its name, no
   // resourceVersion, no labels.
-  json pod = {{"kind", "Pod"}, {"metadata", {{"name", "n1"}, {"uid", "zzz"}}}, {"spec", {{"containers", json::array()}}}};
+  json pod = {{"kind", "Pod"},
+              {"metadata", {{"name", "n1"}, {"uid", "zzz"}}},
+              {"spec", {{"containers", json::array()}}}};
   auto r = UpdateNodeLabel(*client_, "n1", kKey, SetTo("uid-1"), &pod);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->requests, 2);  // the copy is unusable: GET + PATCH

@@ -55,8 +55,8 @@ class Scanner {
       }
       return false;
     }
-    while (pos < s_.size() && s_[pos] != ',' && s_[pos] != '}' && s_[pos] != ']' && s_[pos] != ' ' &&
-           s_[pos] != '\n' && s_[pos] != '\r' && s_[pos] != '\t') {
+    while (pos < s_.size() && s_[pos] != ',' && s_[pos] != '}' && s_[pos] != ']' && s_[pos] != ' ' && s_[pos] != '\n' &&
+           s_[pos] != '\r' && s_[pos] != '\t') {
       ++pos;
     }
     return true;

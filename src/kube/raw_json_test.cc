@@ -6,7 +6,8 @@ namespace nvdra::kube {
 namespace {
 
 TEST(RawJsonTest, FindsNestedValueVerbatim) {
-  std::string doc = R"({"a": {"skip": [1, "x]}", {"y": "}"}], "b" : [ {"c":1}, { "p" :  {"z":  1.50, "u":"\u00e9"} } ]}})";
+  std::string doc =
+      R"({"a": {"skip": [1, "x]}", {"y": "}"}], "b" : [ {"c":1}, { "p" :  {"z":  1.50, "u":"\u00e9"} } ]}})";
   auto v = FindRawJson(doc, {"a", "b", size_t{1}, "p"});
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(*v, R"({"z":  1.50, "u":"\u00e9"})");

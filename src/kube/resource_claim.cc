@@ -109,8 +109,8 @@ Status DecodeStatus(const JsonReader& r, std::string_view text, ResourceClaim& c
 Result<ResourceClaim> DecodeResourceClaim(std::string_view text) {
   // The kind, read off the text before it is parsed: an answer of another
   // kind costs one scan, not a parse of all it holds.
-  if (auto raw = FindRawJson(text, {std::string("kind")}); raw && raw->size() >= 2 && raw->front() == '"' &&
-                                                            *raw != "\"ResourceClaim\"") {
+  if (auto raw = FindRawJson(text, {std::string("kind")});
+      raw && raw->size() >= 2 && raw->front() == '"' && *raw != "\"ResourceClaim\"") {
     return InvalidArgument("expected kind ResourceClaim, got " + std::string(raw->substr(0, 100)));
   }
   NVDRA_ASSIGN_OR_RETURN(json j, ParseJsonText(text, "ResourceClaim"));

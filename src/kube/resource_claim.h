@@ -24,7 +24,7 @@ struct OpaqueDeviceConfig {
 };
 
 struct DeviceAllocationConfiguration {
-  std::string source;  // "FromClass" | "FromClaim"
+  std::string source;                 // "FromClass" | "FromClaim"
   std::vector<std::string> requests;  // empty: applies to all requests
   std::optional<OpaqueDeviceConfig> opaque;
   friend bool operator==(const DeviceAllocationConfiguration&, const DeviceAllocationConfiguration&) = default;

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "util/test_paths.h"
 #include "util/file_util.h"
+#include "util/test_paths.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -24,7 +24,8 @@ std::vector<std::string> Seeds() {
     EXPECT_TRUE(t.ok());
     if (t.ok()) out.push_back(*t);
   }
-  out.push_back(R"({"kind":"ResourceClaim","status":{"allocation":{"devices":{"config":[{"opaque":{"driver":"d","parameters":{"a\"b":[1,{"}":"]"}], "e":"\u00e9"}}}]}}}})");
+  out.push_back(
+      R"({"kind":"ResourceClaim","status":{"allocation":{"devices":{"config":[{"opaque":{"driver":"d","parameters":{"a\"b":[1,{"}":"]"}], "e":"\u00e9"}}}]}}}})");
   out.push_back(R"({"kind":"ResourceClaim","status":{"allocation":{"devices":{"results":[null,7,{}]}}}})");
   return out;
 }

@@ -1,5 +1,5 @@
-#include "util/test_paths.h"
 #include "kube/resource_claim.h"
+#include "util/test_paths.h"
 
 #include <map>
 
@@ -73,7 +73,8 @@ TEST(ResourceClaimTest, PodClaimNameFromTheAnnotation) {
 }
 
 TEST(ResourceClaimTest, ParametersKeptByteExact) {
-  std::string text = R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1","metadata":{"name":"c","namespace":"n","uid":"u"},
+  std::string text =
+      R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1","metadata":{"name":"c","namespace":"n","uid":"u"},
     "status":{"allocation":{"devices":{"results":[{"request":"r","driver":"gpu.nvidia.com","pool":"p","device":"gpu-0"}],
     "config":[{"source":"FromClaim","opaque":{"driver":"gpu.nvidia.com","parameters":{ "kind" : "GpuConfig","x":1.0e2 }}}]}}}})";
   auto c = DecodeResourceClaim(text);
@@ -102,7 +103,8 @@ TEST(ResourceClaimTest, NotAllocatedAndErrors) {
   EXPECT_FALSE(c->allocated);
   EXPECT_FALSE(DecodeResourceClaim("{not json").ok());
   EXPECT_EQ(DecodeResourceClaim(R"({"kind":"Pod"})").status().code(), StatusCode::kInvalidArgument);
-  auto bad = DecodeResourceClaim(R"({"kind":"ResourceClaim","metadata":{"name":"c"},"status":{"allocation":{"devices":{"results":[{"adminAccess":"yes"}]}}}})");
+  auto bad = DecodeResourceClaim(
+      R"({"kind":"ResourceClaim","metadata":{"name":"c"},"status":{"allocation":{"devices":{"results":[{"adminAccess":"yes"}]}}}})");
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
 }
 
@@ -123,10 +125,12 @@ TEST(ResourceClaimTest, ShapeErrorsNameTheOffendingField) {
                           R"("reservedFor":[{"name":"p"},"pod"]}})");
   EXPECT_EQ(c.status().message(),
             "ResourceClaim n/c has an unexpected shape: status.reservedFor[1]: expected an object, got a string");
-  c = DecodeResourceClaim(R"({"kind":"ResourceClaim","metadata":{"name":"c","namespace":"n"},"status":{)"
-                          R"("allocation":{"devices":{"results":[{"request":"r","driver":"","pool":"p","device":"g"}]}}}})");
-  EXPECT_EQ(c.status().message(),
-            "ResourceClaim n/c has an unexpected shape: status.allocation.devices.results[0].driver: must not be empty");
+  c = DecodeResourceClaim(
+      R"({"kind":"ResourceClaim","metadata":{"name":"c","namespace":"n"},"status":{)"
+      R"("allocation":{"devices":{"results":[{"request":"r","driver":"","pool":"p","device":"g"}]}}}})");
+  EXPECT_EQ(
+      c.status().message(),
+      "ResourceClaim n/c has an unexpected shape: status.allocation.devices.results[0].driver: must not be empty");
   EXPECT_EQ(DecodeResourceClaim(R"({"kind":5})").status().message(),
             "ResourceClaim / has an unexpected shape: kind: expected a string, got a number (5)");
 }
@@ -136,7 +140,8 @@ TEST(ResourceClaimTest, ShapeErrorsNameTheOffendingField) {
 TEST(ResourceClaimTest, MalformedResultsAreErrorsNotZeroDevices) {
   auto with_devices = [](const std::string& devices) {
     return R"({"kind":"ResourceClaim","metadata":{"name":"c","namespace":"n","uid":"u"},)"
-           R"("status":{"allocation":{"devices":)" + devices + "}}}";
+           R"("status":{"allocation":{"devices":)" +
+           devices + "}}}";
   };
   for (const std::string& devices :
        {std::string(R"({"results":{}})"), std::string(R"({"results":{"request":"r"}})"),
@@ -168,7 +173,8 @@ TEST(ResourceClaimTest, DeepNestingIsAnErrorNotACrash) {
         where == "metadata"
             ? R"({"kind":"ResourceClaim","metadata":{"name":"c","managedFields":)" + deep + "}}"
             : R"({"kind":"ResourceClaim","metadata":{"name":"c"},"status":{"allocation":{"devices":{"results":[],)"
-              R"("config":[{"source":"FromClaim","opaque":{"driver":"d","parameters":{"a":)" + deep + "}}}]}}}}";
+              R"("config":[{"source":"FromClaim","opaque":{"driver":"d","parameters":{"a":)" +
+                  deep + "}}}]}}}}";
     auto c = DecodeResourceClaim(text);
     EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << where;
     EXPECT_NE(c.status().message().find("deeper than"), std::string::npos) << c.status().message();
@@ -176,7 +182,8 @@ TEST(ResourceClaimTest, DeepNestingIsAnErrorNotACrash) {
 }
 
 TEST(ResourceClaimTest, ConsumedCapacityOfAShare) {
-  std::string text = R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1","metadata":{"name":"c","namespace":"n","uid":"u"},
+  std::string text =
+      R"({"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1","metadata":{"name":"c","namespace":"n","uid":"u"},
     "status":{"allocation":{"devices":{"results":[
       {"request":"gpu","driver":"gpu.nvidia.com","pool":"node-1","device":"gpu-0",
        "shareID":"7a3c1e52-9d1b-4c8e-a0f3-2b6d5e4f1a90","consumedCapacity":{"memory":"4Gi","shares":"1"}},
@@ -192,8 +199,9 @@ TEST(ResourceClaimTest, ConsumedCapacityOfAShare) {
   bad.replace(bad.find(R"("shares":"1")"), 12, R"("shares":1)");
   auto b = DecodeResourceClaim(bad);
   ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("status.allocation.devices.results[0].consumedCapacity.shares: expected a string"),
-            std::string::npos)
+  EXPECT_NE(
+      b.status().message().find("status.allocation.devices.results[0].consumedCapacity.shares: expected a string"),
+      std::string::npos)
       << b.status().message();
 }
 

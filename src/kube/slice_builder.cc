@@ -35,8 +35,8 @@ std::vector<std::vector<model::PublishedDevice>> ChunkDevices(std::vector<model:
 
 std::vector<SliceContent> ChunkSlices(std::vector<model::PublishedDevice> devices, bool counters_in_own_slice) {
   std::vector<SliceContent> out;
-  bool partitionable =
-      std::any_of(devices.begin(), devices.end(), [](const auto& d) { return !d.consumes_counters.empty(); });
+  bool partitionable = std::any_of(devices.begin(), devices.end(),
+                                   [](const auto& d) { return !d.consumes_counters.empty(); });
   if (!partitionable) {
     for (auto& chunk : ChunkDevices(std::move(devices))) out.push_back({{}, std::move(chunk)});
     return out;
@@ -92,7 +92,8 @@ json EncodeDevice(const model::PublishedDevice& d, const std::string& api_versio
     json cap = json::object();
     for (const auto& [k, v] : d.capacity) {
       cap[k] = {{"value", v}};
-      if (auto p = d.capacity_policies.find(k); p != d.capacity_policies.end()) cap[k]["requestPolicy"] = Encode(p->second);
+      if (auto p = d.capacity_policies.find(k); p != d.capacity_policies.end())
+        cap[k]["requestPolicy"] = Encode(p->second);
     }
     fields["capacity"] = std::move(cap);
   }

@@ -120,8 +120,7 @@ Result<Listed> ParseListed(const json& list, const std::string& driver, const st
     out.slices.push_back(std::move(e));
     return Status::Ok();
   }));
-  std::sort(out.slices.begin(), out.slices.end(),
-            [](const Existing& a, const Existing& b) { return a.name < b.name; });
+  std::sort(out.slices.begin(), out.slices.end(), [](const Existing& a, const Existing& b) { return a.name < b.name; });
   return out;
 }
 
@@ -130,7 +129,10 @@ class DesiredPool {
  public:
   DesiredPool(const std::string& driver, const std::string& node, const std::string& version,
               std::vector<model::PublishedDevice> devices, bool counters_in_own_slice)
-      : driver_(driver), node_(node), version_(version), chunks_(ChunkSlices(std::move(devices), counters_in_own_slice)) {
+      : driver_(driver),
+        node_(node),
+        version_(version),
+        chunks_(ChunkSlices(std::move(devices), counters_in_own_slice)) {
     // An empty inventory is still a pool: one slice without devices tells
     // the scheduler the node has nothing, rather than "not published yet".
     if (chunks_.empty()) chunks_.emplace_back();
@@ -246,14 +248,17 @@ Status WriteSlices(const Target& t, const Plan& plan, const DesiredPool& desired
 
 }  // namespace
 
-SlicePublisher::SlicePublisher(KubeClient& client, std::string driver, std::string node,
-                               SlicePublisherOptions options)
+SlicePublisher::SlicePublisher(KubeClient& client, std::string driver, std::string node, SlicePublisherOptions options)
     : client_(client),
       driver_(std::move(driver)),
       node_(std::move(node)),
       options_(std::move(options)),
       node_uid_(options_.node_uid),
-      worker_({.period = options_.resync_period, .retry_period = options_.retry_period, .name = "the ResourceSlice sync", .thread_name = "slice-sync", .group = options_.group},
+      worker_({.period = options_.resync_period,
+               .retry_period = options_.retry_period,
+               .name = "the ResourceSlice sync",
+               .thread_name = "slice-sync",
+               .group = options_.group},
               [this] { return SyncOnce(); }) {}
 
 SlicePublisher::~SlicePublisher() { Stop(); }
@@ -399,20 +404,17 @@ Status SlicePublisher::Publish(std::vector<model::PublishedDevice> devices, Slic
   NVDRA_RETURN_IF_ERROR(ServerAnswers());
   NVDRA_ASSIGN_OR_RETURN(std::string version, client_.ResourceApiVersion());
   NVDRA_ASSIGN_OR_RETURN(std::string node_uid, NodeUid());
-  Target target{client_,
-                version,
-                "/apis/resource.k8s.io/" + version + "/resourceslices",
-                node_,
-                driver_,
-                json::array({{{"apiVersion", "v1"},
-                              {"kind", "Node"},
-                              {"name", node_},
-                              {"uid", node_uid},
-                              {"controller", true}}}),
-                [this](size_t index, const std::string& name) {
-                  MutexLock l(mu_);
-                  if (index < written_names_.size()) written_names_[index] = name;
-                }};
+  Target target{
+      client_,
+      version,
+      "/apis/resource.k8s.io/" + version + "/resourceslices",
+      node_,
+      driver_,
+      json::array({{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node_}, {"uid", node_uid}, {"controller", true}}}),
+      [this](size_t index, const std::string& name) {
+        MutexLock l(mu_);
+        if (index < written_names_.size()) written_names_[index] = name;
+      }};
   if (options_.watch) WatchSlices(version);
 
   auto list = client_.ListJson(target.base, "", NodeSlicesSelector(node_, driver_));

@@ -77,16 +77,16 @@ struct SlicePublisherOptions {
 };
 
 struct SlicePublisherStats {
-  uint64_t syncs = 0;         // completed SyncOnce calls, successful or not
+  uint64_t syncs = 0;  // completed SyncOnce calls, successful or not
   uint64_t failed_syncs = 0;
   uint64_t creates = 0;
   uint64_t updates = 0;
   uint64_t deletes = 0;
-  int64_t generation = 0;     // pool generation of the last successful sync
-  size_t slices = 0;          // slices in the pool after the last successful sync
+  int64_t generation = 0;  // pool generation of the last successful sync
+  size_t slices = 0;       // slices in the pool after the last successful sync
   uint64_t syncs_started = 0;
-  uint64_t watch_events = 0;   // changes of the node's slices seen on the watch
-  uint64_t watch_triggers = 0; // syncs the watch asked for (relists included)
+  uint64_t watch_events = 0;    // changes of the node's slices seen on the watch
+  uint64_t watch_triggers = 0;  // syncs the watch asked for (relists included)
   // syncs_started when the watch last asked for a sync: it is served once
   // syncs passes this (syncs run one at a time).
   uint64_t watch_trigger_after = 0;
@@ -126,8 +126,7 @@ class SlicePublisher {
 
  private:
   // Brings the pool in line with `devices`, counting its writes in `result`.
-  Status Publish(std::vector<model::PublishedDevice> devices, SliceSyncResult& result)
-      REQUIRES(sync_mu_) EXCLUDES(mu_);
+  Status Publish(std::vector<model::PublishedDevice> devices, SliceSyncResult& result) REQUIRES(sync_mu_) EXCLUDES(mu_);
   Result<std::string> NodeUid() EXCLUDES(mu_);
   // Until a sync has published, and after one failed: whether the API server
   // answers now (one request, no retries), so that a sync during an outage

@@ -23,9 +23,7 @@ using namespace std::chrono_literals;
 constexpr const char* kDriver = "gpu.nvidia.com";
 constexpr const char* kNode = "node1";
 
-json Node() {
-  return {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}, {"uid", "node-uid-1"}}}};
-}
+json Node() { return {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}, {"uid", "node-uid-1"}}}}; }
 
 std::vector<model::PublishedDevice> Devices(int n, const std::string& product = "H100") {
   std::vector<model::PublishedDevice> out;
@@ -162,16 +160,23 @@ TEST_F(SlicePublisherTest, RepairsThirdPartyDeleteAndEdit) {
   s["spec"]["devices"][0]["attributes"]["productName"] = {{"string", "tampered"}};
   s["apiVersion"] = "resource.k8s.io/v1";
   s["kind"] = "ResourceSlice";
-  ASSERT_TRUE(client_->UpdateJson("/apis/resource.k8s.io/v1/resourceslices/" + s["metadata"]["name"].get<std::string>(), s).ok());
+  ASSERT_TRUE(client_
+                  ->UpdateJson("/apis/resource.k8s.io/v1/resourceslices/" + s["metadata"]["name"].get<std::string>(), s)
+                  .ok());
   ASSERT_TRUE(pub.SyncOnce().ok());
   EXPECT_EQ(CheckPool(2, 200), 2);
   for (const auto& sl : Slices()) {
     for (const auto& d : sl["spec"]["devices"]) EXPECT_EQ(d["attributes"]["productName"]["string"], "H100");
   }
   // A foreign pool of ours on this node (an older plugin's) is removed.
-  json stray = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
+  json stray = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceSlice"},
                 {"metadata", {{"name", "stray"}}},
-                {"spec", {{"driver", kDriver}, {"nodeName", kNode}, {"pool", {{"name", "old"}, {"generation", 9}, {"resourceSliceCount", 1}}}, {"devices", json::array()}}}};
+                {"spec",
+                 {{"driver", kDriver},
+                  {"nodeName", kNode},
+                  {"pool", {{"name", "old"}, {"generation", 9}, {"resourceSliceCount", 1}}},
+                  {"devices", json::array()}}}};
   json other_driver = stray;
   other_driver["metadata"]["name"] = "other";
   other_driver["spec"]["driver"] = "compute-domain.nvidia.com";
@@ -208,15 +213,20 @@ TEST_F(SlicePublisherTest, ConvergesAfterRealConflict) {
     ASSERT_TRUE(first.SyncOnce().ok());
   }
   auto other = KubeClient::FromConfig(server_->Config(), PublisherClientOptions());
-  KubeClient racing(std::make_unique<RacingTransport>(server_->Config(), [&] {
-                      json s = Slices()[0];
-                      s["apiVersion"] = "resource.k8s.io/v1";
-                      s["kind"] = "ResourceSlice";
-                      s["metadata"]["labels"] = {{"touched", "yes"}};
-                      ASSERT_TRUE(other->UpdateJson("/apis/resource.k8s.io/v1/resourceslices/" +
-                                                        s["metadata"]["name"].get<std::string>(), s).ok());
-                    }),
-                    PublisherClientOptions());
+  KubeClient racing(
+      std::make_unique<RacingTransport>(server_->Config(),
+                                        [&] {
+                                          json s = Slices()[0];
+                                          s["apiVersion"] = "resource.k8s.io/v1";
+                                          s["kind"] = "ResourceSlice";
+                                          s["metadata"]["labels"] = {{"touched", "yes"}};
+                                          ASSERT_TRUE(other
+                                                          ->UpdateJson("/apis/resource.k8s.io/v1/resourceslices/" +
+                                                                           s["metadata"]["name"].get<std::string>(),
+                                                                       s)
+                                                          .ok());
+                                        }),
+      PublisherClientOptions());
   SlicePublisher pub(racing, kDriver, kNode);
   pub.Update(Devices(10, "H200"));
   Status s = pub.SyncOnce();
@@ -277,14 +287,20 @@ TEST_F(SlicePublisherTest, AFailingSyncWarnsOnceUntilItFailsDifferentlyOrSucceed
   InitLoggingTo(std::make_shared<spdlog::sinks::ostream_sink_mt>(out), 0);
   SlicePublisher pub(*client_, kDriver, kNode);
   pub.Update(Devices(2));
-  ASSERT_TRUE(server_->InjectFault({{"status", 403}, {"method", "POST"},
-                                    {"path_prefix", "/apis/resource.k8s.io/"}, {"count", 3}}).ok());
+  ASSERT_TRUE(
+      server_
+          ->InjectFault({{"status", 403}, {"method", "POST"}, {"path_prefix", "/apis/resource.k8s.io/"}, {"count", 3}})
+          .ok());
   for (int i = 0; i < 3; i++) EXPECT_FALSE(pub.SyncOnce().ok());
   ASSERT_TRUE(pub.SyncOnce().ok());
   ASSERT_TRUE(server_->ClearFaults().ok());
   ASSERT_TRUE(server_->InjectFault({{"status", 403}, {"method", "PUT"}, {"count", 1}}).ok());
-  ASSERT_TRUE(server_->InjectFault({{"status", 403}, {"method", "GET"},
-                                    {"path_prefix", "/apis/resource.k8s.io/v1/resourceslices"}, {"count", 1}}).ok());
+  ASSERT_TRUE(server_
+                  ->InjectFault({{"status", 403},
+                                 {"method", "GET"},
+                                 {"path_prefix", "/apis/resource.k8s.io/v1/resourceslices"},
+                                 {"count", 1}})
+                  .ok());
   EXPECT_FALSE(pub.SyncOnce().ok());
   InitLogging(0);
   std::istringstream in(out.str());
@@ -343,8 +359,10 @@ TEST_F(SlicePublisherTest, PermanentFailureBecomesNodeEvent) {
   o.events = &events;
   SlicePublisher pub(*client_, kDriver, kNode, o);
   pub.Update(Devices(2));
-  ASSERT_TRUE(server_->InjectFault({{"status", 403}, {"method", "POST"},
-                                    {"path_prefix", "/apis/resource.k8s.io/"}, {"count", 2}}).ok());
+  ASSERT_TRUE(
+      server_
+          ->InjectFault({{"status", 403}, {"method", "POST"}, {"path_prefix", "/apis/resource.k8s.io/"}, {"count", 2}})
+          .ok());
   EXPECT_EQ(pub.SyncOnce().code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(pub.SyncOnce().code(), StatusCode::kPermissionDenied);
   auto evs = server_->Objects("events");
@@ -432,8 +450,11 @@ TEST_F(SlicePublisherTest, AWatchedPoolIsRepairedWhenSomeoneElseDeletesEditsOrAd
   edited["spec"]["devices"][0]["attributes"]["productName"] = {{"string", "tampered"}};
   edited["apiVersion"] = "resource.k8s.io/v1";
   edited["kind"] = "ResourceSlice";
-  ASSERT_TRUE(client_->UpdateJson("/apis/resource.k8s.io/v1/resourceslices/" +
-                                      edited["metadata"]["name"].get<std::string>(), edited).ok());
+  ASSERT_TRUE(client_
+                  ->UpdateJson("/apis/resource.k8s.io/v1/resourceslices/" +
+                                   edited["metadata"]["name"].get<std::string>(),
+                               edited)
+                  .ok());
   ASSERT_TRUE(pub.WaitForStats([&](const auto& s) { return s.generation == 2 && Served(s); }, 10s));
   EXPECT_EQ(CheckPool(2, 200), 2);
   for (const auto& sl : Slices()) {
@@ -442,9 +463,14 @@ TEST_F(SlicePublisherTest, AWatchedPoolIsRepairedWhenSomeoneElseDeletesEditsOrAd
 
   // A stray pool of this driver on this node appears: deleted.
   before = pub.stats();
-  json stray = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
+  json stray = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceSlice"},
                 {"metadata", {{"name", "stray"}}},
-                {"spec", {{"driver", kDriver}, {"nodeName", kNode}, {"pool", {{"name", "old"}, {"generation", 9}, {"resourceSliceCount", 1}}}, {"devices", json::array()}}}};
+                {"spec",
+                 {{"driver", kDriver},
+                  {"nodeName", kNode},
+                  {"pool", {{"name", "old"}, {"generation", 9}, {"resourceSliceCount", 1}}},
+                  {"devices", json::array()}}}};
   ASSERT_TRUE(server_->LoadObject(stray).ok());
   ASSERT_TRUE(pub.WaitForStats([&](const auto& s) { return s.deletes > before.deletes && Served(s); }, 10s));
   EXPECT_EQ(CheckPool(2, 200), 2);

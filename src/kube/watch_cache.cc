@@ -257,7 +257,8 @@ Status WatchCache::ListOnce() {
 
 std::string WatchCache::Foreign(const json& object, const std::string& type) const {
   std::string kind = Str(object, "kind");  // LIST items may omit it
-  if (!options_.kind.empty() && !kind.empty() && kind != options_.kind) return "it is a " + kind + ", not a " + options_.kind;
+  if (!options_.kind.empty() && !kind.empty() && kind != options_.kind)
+    return "it is a " + kind + ", not a " + options_.kind;
   std::string name = Str(Meta(object), "name");
   std::string uid = Str(Meta(object), "uid");
   if (name.empty() || uid.empty()) return "it has no metadata.name or metadata.uid";
@@ -368,8 +369,9 @@ WatchCache::WatchEnd WatchCache::WatchOnce() {
   // started together spread out instead of reconnecting all at once.
   const int64_t min_s = std::max<int64_t>(1, options_.watch_timeout.count());
   const auto watch_timeout = std::chrono::seconds(std::uniform_int_distribution<int64_t>(min_s, 2 * min_s - 1)(rng_));
-  std::string path = options_.path + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
-                     KubeClient::QueryEscape(rv) + "&timeoutSeconds=" + std::to_string(watch_timeout.count());
+  std::string path = options_.path +
+                     "?watch=1&allowWatchBookmarks=true&resourceVersion=" + KubeClient::QueryEscape(rv) +
+                     "&timeoutSeconds=" + std::to_string(watch_timeout.count());
   path = WithSelectors(path, '&');
   WatchLineReader lines("watch " + options_.what, options_.max_event_bytes);
   bool gone = false;

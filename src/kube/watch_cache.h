@@ -90,8 +90,8 @@ struct WatchCacheStats {
   uint64_t resumes = 0;             // watches resumed after a drop or an end
   uint64_t events = 0;              // ADDED/MODIFIED/DELETED applied
   uint64_t bookmarks = 0;
-  uint64_t rejected = 0;            // objects not of this collection, ignored
-  std::string resource_version;     // where the next watch resumes
+  uint64_t rejected = 0;         // objects not of this collection, ignored
+  std::string resource_version;  // where the next watch resumes
   size_t objects = 0;
 };
 
@@ -155,8 +155,8 @@ class WatchCache {
   std::shared_ptr<ChangeNotifier> notifier_;
 
   mutable Mutex mu_;
-  mutable CondVar cv_;  // synced_ and stop_ changes
-  std::map<std::string, ObjectPtr> objects_ GUARDED_BY(mu_);  // "<ns>/<name>"
+  mutable CondVar cv_;                                         // synced_ and stop_ changes
+  std::map<std::string, ObjectPtr> objects_ GUARDED_BY(mu_);   // "<ns>/<name>"
   std::map<std::string, std::string> by_uid_ GUARDED_BY(mu_);  // uid -> key
   bool synced_ GUARDED_BY(mu_) = false;
   Status last_error_ GUARDED_BY(mu_);

@@ -57,9 +57,7 @@ bool WaitFor(const WatchCache& cache, const std::function<bool()>& pred) {
   return true;
 }
 
-std::string Status(const WatchCache::ObjectPtr& o) {
-  return o ? (*o)["status"].value("status", "") : "<absent>";
-}
+std::string Status(const WatchCache::ObjectPtr& o) { return o ? (*o)["status"].value("status", "") : "<absent>"; }
 
 class WatchCacheTest : public ::testing::Test {
  protected:
@@ -148,9 +146,11 @@ TEST_F(WatchCacheTest, HostileWatchEventsAreErrorsAndTheWatchGoesOn) {
   // parser, then with events whose object is not an object.
   std::string deep = "{\"type\":\"ADDED\",\"object\":" + std::string(100000, '[') + "\n";
   ASSERT_TRUE(server_.InjectFault({{"verb", "watch"}, {"raw_body", deep}}).ok());
-  ASSERT_TRUE(server_.InjectFault({{"verb", "watch"},
-                                   {"raw_body", "{\"type\":\"ADDED\",\"object\":\"x\"}\n"
-                                                "{\"type\":\"DELETED\",\"object\":[1]}\n"}}).ok());
+  ASSERT_TRUE(server_
+                  .InjectFault({{"verb", "watch"},
+                                {"raw_body", "{\"type\":\"ADDED\",\"object\":\"x\"}\n"
+                                             "{\"type\":\"DELETED\",\"object\":[1]}\n"}})
+                  .ok());
   ASSERT_EQ(*server_.WatchAction("drop", "computedomains"), 1);
   ASSERT_TRUE(WaitFor(cache, [&] { return *server_.Count("watch", "computedomains") >= 4; }));
   // Still alive, still following the domain.
@@ -341,10 +341,16 @@ TEST_F(WatchCacheTest, FieldSelectorsApplyToTheListAndTheWatch) {
   ASSERT_TRUE(cache.WaitSynced(Steady::now() + std::chrono::seconds(15)));
   EXPECT_TRUE(cache.Get("", "n1"));
   EXPECT_FALSE(cache.Get("", "n2"));
-  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"},
-                                  {"metadata", {{"name", "n2"}, {"labels", {{"a", "b"}}}}}}).ok());
-  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"},
-                                  {"metadata", {{"name", "n1"}, {"labels", {{"a", "b"}}}}}}).ok());
+  ASSERT_TRUE(server_
+                  .LoadObject({{"apiVersion", "v1"},
+                               {"kind", "Node"},
+                               {"metadata", {{"name", "n2"}, {"labels", {{"a", "b"}}}}}})
+                  .ok());
+  ASSERT_TRUE(server_
+                  .LoadObject({{"apiVersion", "v1"},
+                               {"kind", "Node"},
+                               {"metadata", {{"name", "n1"}, {"labels", {{"a", "b"}}}}}})
+                  .ok());
   ASSERT_TRUE(WaitFor(cache, [&] {
     auto n = cache.Get("", "n1");
     return n && n->contains("metadata") && (*n)["metadata"].contains("labels");
@@ -354,8 +360,11 @@ TEST_F(WatchCacheTest, FieldSelectorsApplyToTheListAndTheWatch) {
 }
 
 TEST_F(WatchCacheTest, ObjectsOfAnotherKindNameOrUidAreRejected) {
-  ASSERT_TRUE(server_.LoadObject({{"apiVersion", "v1"}, {"kind", "Node"},
-                                  {"metadata", {{"name", "node-a"}, {"labels", {{"a", "b"}}}}}}).ok());
+  ASSERT_TRUE(server_
+                  .LoadObject({{"apiVersion", "v1"},
+                               {"kind", "Node"},
+                               {"metadata", {{"name", "node-a"}, {"labels", {{"a", "b"}}}}}})
+                  .ok());
   WatchCacheOptions o;
   o.path = "/api/v1/nodes";
   o.field_selector = "metadata.name=node-a";
@@ -368,15 +377,21 @@ TEST_F(WatchCacheTest, ObjectsOfAnotherKindNameOrUidAreRejected) {
   const std::string uid = (*cache.Get("", "node-a"))["metadata"]["uid"];
   // The resumed watch answers a Pod of the Node's name, a Node of another
   // name, a Node of the right name with another UID, and a deletion of one.
-  ASSERT_TRUE(server_.InjectFault(
-      {{"verb", "watch"},
-       {"raw_body",
-        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"},"
-        "\"spec\":{\"containers\":[]}}}\n"
-        "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-b\",\"uid\":\"b\"}}}\n"
-        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"}}}\n"
-        "{\"type\":\"DELETED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"}}}\n"
-        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\"}}}\n"}}).ok());
+  ASSERT_TRUE(
+      server_
+          .InjectFault(
+              {{"verb", "watch"},
+               {"raw_body",
+                "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"}"
+                ","
+                "\"spec\":{\"containers\":[]}}}\n"
+                "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-b\",\"uid\":\"b\"}}}\n"
+                "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\",\"uid\":"
+                "\"zzz\"}}}\n"
+                "{\"type\":\"DELETED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\",\"uid\":\"zzz\"}"
+                "}}\n"
+                "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"node-a\"}}}\n"}})
+          .ok());
   ASSERT_EQ(*server_.WatchAction("drop", "nodes"), 1);
   ASSERT_TRUE(WaitFor(cache, [&] { return cache.stats().rejected >= 5; }));
   EXPECT_EQ(cache.stats().rejected, 5u);

@@ -41,9 +41,7 @@ namespace {
 // Never asked: the cache is not started, lines are fed by hand.
 class NoTransport final : public nvdra::kube::HttpTransport {
  public:
-  nvdra::Result<nvdra::kube::HttpResponse> RoundTrip(const nvdra::kube::HttpRequest&) override {
-    std::abort();
-  }
+  nvdra::Result<nvdra::kube::HttpResponse> RoundTrip(const nvdra::kube::HttpRequest&) override { std::abort(); }
 };
 
 }  // namespace

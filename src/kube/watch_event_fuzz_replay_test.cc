@@ -32,12 +32,22 @@ std::vector<std::string> Seeds() {
   other_uid["metadata"]["uid"] = "u-2";
   out.push_back(" " + added + "\n" + nlohmann::json{{"type", "MODIFIED"}, {"object", other_uid}}.dump() + "\n" +
                 nlohmann::json{{"type", "DELETED"}, {"object", n}}.dump() + "\n" + added + "\n");
-  out.push_back(R"({"type":"MODIFIED","object":{"kind":"Pod","metadata":{"name":"node-a","uid":"zzz"},"spec":{"containers":[]}}})"
-                "\n" R"({"type":"ADDED","object":{"kind":"Node","metadata":{"name":"node-b","uid":"u-3"}}})" "\n"
-                R"({"type":"BOOKMARK","object":{"kind":"Node","metadata":{"resourceVersion":"12"}}})" "\n"
-                R"({"type":"ERROR","object":{"kind":"Status","code":410}})" "\n"
-                R"({"type":"ERROR","object":{"kind":"Status","code":500,"message":"x"}})" "\n"
-                R"({"type":"ADDED","object":[1,2]})" "\n" R"({"type":7})" "\n" "null\n\n\n");
+  out.push_back(
+      R"({"type":"MODIFIED","object":{"kind":"Pod","metadata":{"name":"node-a","uid":"zzz"},"spec":{"containers":[]}}})"
+      "\n"
+      R"({"type":"ADDED","object":{"kind":"Node","metadata":{"name":"node-b","uid":"u-3"}}})"
+      "\n"
+      R"({"type":"BOOKMARK","object":{"kind":"Node","metadata":{"resourceVersion":"12"}}})"
+      "\n"
+      R"({"type":"ERROR","object":{"kind":"Status","code":410}})"
+      "\n"
+      R"({"type":"ERROR","object":{"kind":"Status","code":500,"message":"x"}})"
+      "\n"
+      R"({"type":"ADDED","object":[1,2]})"
+      "\n"
+      R"({"type":7})"
+      "\n"
+      "null\n\n\n");
   return out;
 }
 

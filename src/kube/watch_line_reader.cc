@@ -26,7 +26,7 @@ Status WatchLineReader::Feed(std::string_view data, const LineSink& sink) {
   scanned_ = buffer_.size();
   if (buffer_.size() > max_line_bytes_) {
     error_ = InvalidArgument(what_ + ": an event is longer than " + std::to_string(max_line_bytes_) +
-                               " bytes; ending the watch");
+                             " bytes; ending the watch");
     buffer_.clear();
     buffer_.shrink_to_fit();
     return error_;

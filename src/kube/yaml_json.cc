@@ -37,8 +37,7 @@ nlohmann::ordered_json Convert(const YAML::Node& node, int depth) {
   }
   switch (node.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
+    case YAML::NodeType::Undefined: return nullptr;
     case YAML::NodeType::Sequence: {
       nlohmann::ordered_json arr = nlohmann::ordered_json::array();
       for (const auto& item : node) arr.push_back(Convert(item, depth + 1));
@@ -49,8 +48,7 @@ nlohmann::ordered_json Convert(const YAML::Node& node, int depth) {
       for (const auto& kv : node) obj[kv.first.as<std::string>()] = Convert(kv.second, depth + 1);
       return obj;
     }
-    case YAML::NodeType::Scalar:
-      return Scalar(node);
+    case YAML::NodeType::Scalar: return Scalar(node);
   }
   return nullptr;
 }

@@ -54,10 +54,11 @@ std::function<void()> ClaimDispatcher::AnswerLocked(const std::shared_ptr<Call>&
   for (size_t i = 0; i < call->tasks.size(); ++i) {
     const Task& t = *call->tasks[i];
     if (t.done) continue;
-    late[i] = shutting_down_ ? Unavailable(fmt::format(
-                                   "plugin is shutting down; {} of claim {} was not answered and the kubelet will retry",
-                                   OpName(call->op == Op::kPrepare), t.claim.ToString()))
-                             : TimeoutError(call->op, t.claim);
+    late[i] = shutting_down_
+                  ? Unavailable(fmt::format(
+                        "plugin is shutting down; {} of claim {} was not answered and the kubelet will retry",
+                        OpName(call->op == Op::kPrepare), t.claim.ToString()))
+                  : TimeoutError(call->op, t.claim);
   }
   std::function<void()> deliver = call->answer(*call, late);
   // A task still running keeps its calls until it is done; the call lets go
@@ -102,14 +103,12 @@ void ClaimDispatcher::Shutdown() {
 }
 
 Status ClaimDispatcher::ValidateRequest(const std::vector<ClaimRef>& claims, const char* op,
-                                        std::map<std::string, Status>& errors,
-                                        std::vector<ClaimRef>& valid) const {
+                                        std::map<std::string, Status>& errors, std::vector<ClaimRef>& valid) const {
   for (size_t i = 0; i < claims.size(); ++i) {
     if (claims[i].uid.empty()) {
       // The response is keyed by UID: such a claim cannot get its own answer.
-      return InvalidArgument(fmt::format(
-          "{} request is malformed: claim #{} ({}/{}) has an empty UID", op, i + 1,
-          claims[i].ns, claims[i].name));
+      return InvalidArgument(fmt::format("{} request is malformed: claim #{} ({}/{}) has an empty UID", op, i + 1,
+                                         claims[i].ns, claims[i].name));
     }
   }
   std::map<std::string, int> count;
@@ -118,9 +117,9 @@ Status ClaimDispatcher::ValidateRequest(const std::vector<ClaimRef>& claims, con
   for (const auto& c : claims) {
     if (errors.count(c.uid)) continue;
     if (static_cast<int>(claims.size()) > limit) {
-      errors[c.uid] = InvalidArgument(fmt::format(
-          "{} request has {} claims, more than the limit of {} per call; claim {} was not {}d",
-          op, claims.size(), limit, c.ToString(), op));
+      errors[c.uid] = InvalidArgument(
+          fmt::format("{} request has {} claims, more than the limit of {} per call; claim {} was not {}d", op,
+                      claims.size(), limit, c.ToString(), op));
       continue;
     }
     if (Status s = ValidateClaimUid(c.uid); !s.ok()) {
@@ -128,14 +127,13 @@ Status ClaimDispatcher::ValidateRequest(const std::vector<ClaimRef>& claims, con
       continue;
     }
     if (!IsValidObjectName(c.ns) || !IsValidObjectName(c.name)) {
-      errors[c.uid] = InvalidArgument(fmt::format(
-          "claim {}: namespace and name must be valid Kubernetes object names", c.ToString()));
+      errors[c.uid] = InvalidArgument(fmt::format("claim {}: namespace and name must be valid Kubernetes object names",
+                                                  c.ToString()));
       continue;
     }
     if (count[c.uid] > 1) {
       errors[c.uid] = InvalidArgument(fmt::format(
-          "claim UID {} appears {} times in one {} request; each claim must be listed once",
-          c.uid, count[c.uid], op));
+          "claim UID {} appears {} times in one {} request; each claim must be listed once", c.uid, count[c.uid], op));
       continue;
     }
     valid.push_back(c);
@@ -144,14 +142,13 @@ Status ClaimDispatcher::ValidateRequest(const std::vector<ClaimRef>& claims, con
 }
 
 std::shared_ptr<ClaimDispatcher::Task> ClaimDispatcher::SubmitLocked(Op op, const ClaimRef& claim,
-                                                                      std::vector<std::function<void()>>& answers) {
+                                                                     std::vector<std::function<void()>>& answers) {
   UidChain& chain = chains_[claim.uid];
   const std::shared_ptr<Task>& last = chain.queued.empty() ? chain.running : chain.queued.back();
   if (last && !last->done && last->op == op && last->claim == claim) {
     // A retry of a call that timed out: wait for the same work instead of
     // running the claim twice.
-    NVDRA_VLOG(2, "{} of claim {} is already in progress; joining it", OpName(op == Op::kPrepare),
-               claim.ToString());
+    NVDRA_VLOG(2, "{} of claim {} is already in progress; joining it", OpName(op == Op::kPrepare), claim.ToString());
     return last;
   }
   auto task = std::make_shared<Task>();
@@ -199,9 +196,8 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
   }
   if (stopping) {
     // Queued before shutdown began: do not start new device work now.
-    unprepare = Unavailable(fmt::format(
-        "plugin is shutting down; {} of claim {} did not run", OpName(task->op == Op::kPrepare),
-        task->claim.ToString()));
+    unprepare = Unavailable(fmt::format("plugin is shutting down; {} of claim {} did not run",
+                                        OpName(task->op == Op::kPrepare), task->claim.ToString()));
     prepare = unprepare;
   } else {
     // The claim's own record; the engine's steps mark it.
@@ -239,12 +235,11 @@ void ClaimDispatcher::RunTask(const std::shared_ptr<Task>& task) {
   Answer(std::move(answers));
 }
 
-void ClaimDispatcher::CallEngine(const Task& task, Clock::time_point deadline,
-                                 PrepareOutcome& prepare, Status& unprepare) {
+void ClaimDispatcher::CallEngine(const Task& task, Clock::time_point deadline, PrepareOutcome& prepare,
+                                 Status& unprepare) {
   // An exception must not end the worker thread (and with it the process);
   // it fails this claim alone and the kubelet retries.
-  const std::string what =
-      fmt::format("{} of claim {}", OpName(task.op == Op::kPrepare), task.claim.ToString());
+  const std::string what = fmt::format("{} of claim {}", OpName(task.op == Op::kPrepare), task.claim.ToString());
   if (task.op == Op::kPrepare) {
     prepare = RunGuarded(what, [&] { return engine_.PrepareClaim(task.claim, deadline); });
   } else {
@@ -253,9 +248,9 @@ void ClaimDispatcher::CallEngine(const Task& task, Clock::time_point deadline,
 }
 
 Status ClaimDispatcher::TimeoutError(Op op, const ClaimRef& claim) const {
-  return DeadlineExceeded(fmt::format(
-      "{} of claim {} did not finish within {}; it goes on in the background and the kubelet will retry",
-      OpName(op == Op::kPrepare), claim.ToString(), FormatDuration(options_.claim_timeout)));
+  return DeadlineExceeded(
+      fmt::format("{} of claim {} did not finish within {}; it goes on in the background and the kubelet will retry",
+                  OpName(op == Op::kPrepare), claim.ToString(), FormatDuration(options_.claim_timeout)));
 }
 
 ClaimDispatcher::CallHandle ClaimDispatcher::Start(
@@ -297,8 +292,7 @@ ClaimDispatcher::CallHandle ClaimDispatcher::Start(
 }
 
 ClaimDispatcher::CallHandle ClaimDispatcher::StartPrepare(const std::vector<ClaimRef>& claims,
-                                                          Clock::time_point call_deadline,
-                                                          Done<PrepareResults> done) {
+                                                          Clock::time_point call_deadline, Done<PrepareResults> done) {
   std::map<std::string, Status> invalid;
   std::vector<ClaimRef> valid;
   if (Status bad = ValidateRequest(claims, "prepare", invalid, valid); !bad.ok()) {
@@ -311,8 +305,8 @@ ClaimDispatcher::CallHandle ClaimDispatcher::StartPrepare(const std::vector<Clai
     out->insert_or_assign(uid, err);
   }
   return Start(Op::kPrepare, std::move(valid), call_deadline,
-               [out, done = std::move(done)](Call& call, const std::vector<Status>& late) mutable
-               -> std::function<void()> {
+               [out, done = std::move(done)](Call& call,
+                                             const std::vector<Status>& late) mutable -> std::function<void()> {
                  Clock::duration worked{};
                  for (size_t i = 0; i < call.claims.size(); ++i) {
                    const bool ok = late[i].ok();
@@ -324,8 +318,7 @@ ClaimDispatcher::CallHandle ClaimDispatcher::StartPrepare(const std::vector<Clai
                      const PrepareOutcome& r = out->at(c.uid);
                      if (r.ok()) continue;  // a success is logged once, by the engine
                      // The one line of a failed claim.
-                     NVDRA_ERROR_S(r.status().permanent() ? "Permanent error preparing claim"
-                                                          : "Error preparing claim",
+                     NVDRA_ERROR_S(r.status().permanent() ? "Permanent error preparing claim" : "Error preparing claim",
                                    {"claim", c.ns + "/" + c.name}, {"uid", c.uid}, {"err", r.status().message()});
                    }
                    done(std::move(*out), worked);
@@ -344,8 +337,8 @@ ClaimDispatcher::CallHandle ClaimDispatcher::StartUnprepare(const std::vector<Cl
   }
   for (auto& [uid, err] : *out) NVDRA_ERROR("refusing to unprepare claim: {}", err.message());
   return Start(Op::kUnprepare, std::move(valid), call_deadline,
-               [out, done = std::move(done)](Call& call, const std::vector<Status>& late) mutable
-               -> std::function<void()> {
+               [out, done = std::move(done)](Call& call,
+                                             const std::vector<Status>& late) mutable -> std::function<void()> {
                  Clock::duration worked{};
                  for (size_t i = 0; i < call.claims.size(); ++i) {
                    const bool ok = late[i].ok();

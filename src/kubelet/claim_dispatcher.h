@@ -121,8 +121,7 @@ class ClaimDispatcher {
   };
 
   // Per-claim validation; on failure every such claim gets `errors[uid]`.
-  Status ValidateRequest(const std::vector<ClaimRef>& claims, const char* op,
-                         std::map<std::string, Status>& errors,
+  Status ValidateRequest(const std::vector<ClaimRef>& claims, const char* op, std::map<std::string, Status>& errors,
                          std::vector<ClaimRef>& valid) const;
   std::shared_ptr<Task> SubmitLocked(Op op, const ClaimRef& claim, std::vector<std::function<void()>>& answers)
       REQUIRES(mu_);
@@ -133,8 +132,8 @@ class ClaimDispatcher {
   void TaskDoneLocked(Task& task, std::vector<std::function<void()>>& answers) REQUIRES(mu_);
   // Calls the engine behind the exception barrier: whatever escapes it
   // becomes this claim's internal error.
-  void CallEngine(const Task& task, Clock::time_point deadline, PrepareOutcome& prepare,
-                  Status& unprepare) EXCLUDES(mu_);
+  void CallEngine(const Task& task, Clock::time_point deadline, PrepareOutcome& prepare, Status& unprepare)
+      EXCLUDES(mu_);
   // Submits the valid claims of one call; `answer` builds the call's answer
   // (see Call). Answered before this returns when there is nothing to wait
   // for (no claims, or shutting down).

@@ -15,8 +15,8 @@
 namespace nvdra::kubelet {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Claim;
+using ::testing::HasSubstr;
 using testing::Uid;
 constexpr auto kLong = std::chrono::seconds(20);
 
@@ -84,8 +84,7 @@ TEST(ClaimDispatcherTest, EmptyUidFailsTheWholeRequest) {
 TEST(ClaimDispatcherTest, MalformedUidsAndNamesArePerClaimErrors) {
   FakeClaimEngine engine;
   ClaimDispatcher d(engine, Fast());
-  auto r = d.Prepare({Claim("a"), {"default", "../../etc", "x"}, {"default", "a/b", "x"},
-                      {"Bad_NS", Uid("n"), "x"}});
+  auto r = d.Prepare({Claim("a"), {"default", "../../etc", "x"}, {"default", "a/b", "x"}, {"Bad_NS", Uid("n"), "x"}});
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 4u);
   EXPECT_EQ(r->at(Uid("a")).status().message(), "");
@@ -206,8 +205,7 @@ TEST(ClaimDispatcherTest, CallersOwnDeadlineCutsTheWaitShort) {
   FakeClaimEngine engine;
   engine.Set(Uid("a"), Held());
   ClaimDispatcher d(engine, Fast(60000));
-  auto r = d.Prepare({Claim("a"), Claim("b")},
-                     ClaimDispatcher::Clock::now() + std::chrono::milliseconds(50));
+  auto r = d.Prepare({Claim("a"), Claim("b")}, ClaimDispatcher::Clock::now() + std::chrono::milliseconds(50));
   ASSERT_TRUE(r.ok());
   EXPECT_THAT(r->at(Uid("a")).status().message(), HasSubstr("kubelet will retry"));
   EXPECT_EQ(r->at(Uid("a")).status().code(), StatusCode::kDeadlineExceeded);
@@ -229,8 +227,7 @@ TEST(ClaimDispatcherTest, OperationsOnOneClaimRunInArrivalOrder) {
   engine.Set(Uid("a"), FakeClaimBehavior{});
   engine.Release(Uid("a"));
   ASSERT_TRUE(engine.WaitCompleted(2, kLong));
-  EXPECT_EQ(engine.Completed(),
-            std::vector<std::string>({"prepare:" + Uid("a"), "unprepare:" + Uid("a")}));
+  EXPECT_EQ(engine.Completed(), std::vector<std::string>({"prepare:" + Uid("a"), "unprepare:" + Uid("a")}));
   EXPECT_TRUE(engine.Prepared().empty());
 }
 

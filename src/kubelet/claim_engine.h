@@ -32,11 +32,9 @@ class ClaimEngine {
   // per-claim deadline; the engine should give up cleanly when it passes.
   // A non-OK Status should carry a message: the kubelet reads an empty
   // error as success (the surface reports the code's name instead).
-  virtual PrepareOutcome PrepareClaim(const ClaimRef& claim,
-                                      std::chrono::steady_clock::time_point deadline) = 0;
+  virtual PrepareOutcome PrepareClaim(const ClaimRef& claim, std::chrono::steady_clock::time_point deadline) = 0;
   // OK on success. An unknown claim is a success.
-  virtual Status UnprepareClaim(const ClaimRef& claim,
-                                std::chrono::steady_clock::time_point deadline) = 0;
+  virtual Status UnprepareClaim(const ClaimRef& claim, std::chrono::steady_clock::time_point deadline) = 0;
   // Where a call's time went (util/request_steps.h), for the engine's
   // metrics: the gRPC thread's record once per call (`whole_request`), and
   // each claim's record from its worker. Called after the work is done.

@@ -13,8 +13,7 @@ const char* DeviceHealthStatusName(DeviceHealthStatus s) {
 
 void DeviceHealthBroadcaster::PutLocked(DeviceHealth d) {
   if (d.last_updated_unix == 0) {
-    d.last_updated_unix =
-        std::chrono::duration_cast<std::chrono::seconds>(clock_.Now().time_since_epoch()).count();
+    d.last_updated_unix = std::chrono::duration_cast<std::chrono::seconds>(clock_.Now().time_since_epoch()).count();
   }
   auto key = std::make_pair(d.pool, d.device);
   devices_[key] = std::move(d);

@@ -25,7 +25,7 @@ struct DeviceHealth {
   std::string pool;
   std::string device;
   DeviceHealthStatus health = DeviceHealthStatus::kUnknown;
-  int64_t last_updated_unix = 0;  // 0: stamped with the broadcaster's clock
+  int64_t last_updated_unix = 0;             // 0: stamped with the broadcaster's clock
   int64_t health_check_timeout_seconds = 0;  // 0: the kubelet's default
   std::string message;
 
@@ -44,8 +44,8 @@ class DeviceHealthSource {
   virtual ~DeviceHealthSource() = default;
   // The current state once its version differs from `seen_version`; nullopt
   // when `deadline` passes first or the source is closed (see Closed()).
-  virtual std::optional<DeviceHealthSnapshot> WaitForChange(
-      uint64_t seen_version, std::chrono::steady_clock::time_point deadline) = 0;
+  virtual std::optional<DeviceHealthSnapshot> WaitForChange(uint64_t seen_version,
+                                                            std::chrono::steady_clock::time_point deadline) = 0;
   virtual bool Closed() const = 0;
   // Makes every wait in progress return nullopt now, so that a stream can
   // see its server stopping without polling.
@@ -64,8 +64,9 @@ class DeviceHealthBroadcaster final : public DeviceHealthSource {
   void Close() EXCLUDES(mu_);
 
   DeviceHealthSnapshot Current() const EXCLUDES(mu_);
-  std::optional<DeviceHealthSnapshot> WaitForChange(
-      uint64_t seen_version, std::chrono::steady_clock::time_point deadline) override EXCLUDES(mu_);
+  std::optional<DeviceHealthSnapshot> WaitForChange(uint64_t seen_version,
+                                                    std::chrono::steady_clock::time_point deadline) override
+      EXCLUDES(mu_);
   bool Closed() const override EXCLUDES(mu_);
   void WakeWaiters() override EXCLUDES(mu_);
 

@@ -11,8 +11,8 @@ namespace {
 constexpr auto kCancelCheckPeriod = std::chrono::milliseconds(200);
 
 template <typename Response, bool kV1>
-grpc::Status Stream(DeviceHealthSource& source, const std::atomic<bool>& stopping,
-                    grpc::ServerContext* ctx, grpc::ServerWriter<Response>* writer) {
+grpc::Status Stream(DeviceHealthSource& source, const std::atomic<bool>& stopping, grpc::ServerContext* ctx,
+                    grpc::ServerWriter<Response>* writer) {
   uint64_t seen = 0;
   while (!ctx->IsCancelled() && !stopping && !source.Closed()) {
     auto snap = source.WaitForChange(seen, std::chrono::steady_clock::now() + kCancelCheckPeriod);
@@ -38,12 +38,10 @@ grpc::Status Stream(DeviceHealthSource& source, const std::atomic<bool>& stoppin
 
 }  // namespace
 
-grpc::Status DeviceHealthV1Service::NodeWatchResources(
-    grpc::ServerContext* ctx, const ::v1::NodeWatchResourcesRequest*,
-    grpc::ServerWriter<::v1::NodeWatchResourcesResponse>* writer) {
-  return GuardedRpc("v1 NodeWatchResources", [&] {
-    return Stream<::v1::NodeWatchResourcesResponse, true>(source_, stopping_, ctx, writer);
-  });
+grpc::Status DeviceHealthV1Service::NodeWatchResources(grpc::ServerContext* ctx, const ::v1::NodeWatchResourcesRequest*,
+                                                       grpc::ServerWriter<::v1::NodeWatchResourcesResponse>* writer) {
+  return GuardedRpc("v1 NodeWatchResources",
+                    [&] { return Stream<::v1::NodeWatchResourcesResponse, true>(source_, stopping_, ctx, writer); });
 }
 
 grpc::Status DeviceHealthV1alpha1Service::NodeWatchResources(

@@ -29,9 +29,8 @@ class DeviceHealthV1Service final : public ::v1::DRAResourceHealth::Service {
 class DeviceHealthV1alpha1Service final : public ::v1alpha1::DRAResourceHealth::Service {
  public:
   explicit DeviceHealthV1alpha1Service(DeviceHealthSource& source) : source_(source) {}
-  grpc::Status NodeWatchResources(
-      grpc::ServerContext* ctx, const ::v1alpha1::NodeWatchResourcesRequest* req,
-      grpc::ServerWriter<::v1alpha1::NodeWatchResourcesResponse>* writer) override;
+  grpc::Status NodeWatchResources(grpc::ServerContext* ctx, const ::v1alpha1::NodeWatchResourcesRequest* req,
+                                  grpc::ServerWriter<::v1alpha1::NodeWatchResourcesResponse>* writer) override;
   void Stop() {
     stopping_ = true;
     source_.WakeWaiters();

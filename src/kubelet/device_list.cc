@@ -11,8 +11,7 @@ std::string BaseRequestName(std::string_view request_name) {
   return std::string(request_name.substr(0, request_name.find('/')));
 }
 
-std::vector<PreparedDevice> NormalizeDevices(std::vector<PreparedDevice> devices,
-                                             bool keep_share_id) {
+std::vector<PreparedDevice> NormalizeDevices(std::vector<PreparedDevice> devices, bool keep_share_id) {
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, PreparedDevice> merged;
   for (auto& d : devices) {
@@ -27,8 +26,7 @@ std::vector<PreparedDevice> NormalizeDevices(std::vector<PreparedDevice> devices
     }
     for (const auto& r : d.requests) out.requests.push_back(BaseRequestName(r));
     for (auto& id : d.cdi_device_ids) {
-      if (std::find(out.cdi_device_ids.begin(), out.cdi_device_ids.end(), id) ==
-          out.cdi_device_ids.end()) {
+      if (std::find(out.cdi_device_ids.begin(), out.cdi_device_ids.end(), id) == out.cdi_device_ids.end()) {
         out.cdi_device_ids.push_back(std::move(id));
       }
     }

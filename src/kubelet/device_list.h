@@ -19,7 +19,6 @@ std::string BaseRequestName(std::string_view request_name);
 // has no such field), merges entries naming the same (pool, device, share_id):
 // their request names become one sorted set, their CDI IDs keep first-seen
 // order without repeats. The result is sorted by (pool, device, share_id).
-std::vector<PreparedDevice> NormalizeDevices(std::vector<PreparedDevice> devices,
-                                             bool keep_share_id);
+std::vector<PreparedDevice> NormalizeDevices(std::vector<PreparedDevice> devices, bool keep_share_id);
 
 }  // namespace nvdra::kubelet

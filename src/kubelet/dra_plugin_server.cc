@@ -9,8 +9,8 @@
 #include "kubelet/device_health_service.h"
 #include "kubelet/dra_service.h"
 #include "kubelet/plugin_client.h"
-#include "kubelet/server_threads.h"
 #include "kubelet/registration_service.h"
+#include "kubelet/server_threads.h"
 #include "util/log.h"
 #include "util/uid.h"
 
@@ -53,19 +53,18 @@ Result<std::unique_ptr<grpc::Server>> Serve(const std::vector<const SocketFile*>
 
 Result<PluginSocketPaths> SocketPathsFor(const DraPluginOptions& o) {
   if (!IsValidObjectName(o.driver_name)) {
-    return InvalidArgument(fmt::format(
-        "driver name \"{}\" is not a valid DNS subdomain (like gpu.nvidia.com)", o.driver_name));
+    return InvalidArgument(fmt::format("driver name \"{}\" is not a valid DNS subdomain (like gpu.nvidia.com)",
+                                       o.driver_name));
   }
   if (!o.rolling_update_id.empty() && !IsValidClaimUid(o.rolling_update_id)) {
     return InvalidArgument(fmt::format(
-        "rolling-update id \"{}\" must be letters, digits and '-' (for example the pod UID)",
-        o.rolling_update_id));
+        "rolling-update id \"{}\" must be letters, digits and '-' (for example the pod UID)", o.rolling_update_id));
   }
   if (o.plugins_dir.empty() || o.plugins_dir.front() != '/' || o.registrar_dir.empty() ||
       o.registrar_dir.front() != '/') {
-    return InvalidArgument(fmt::format(
-        "kubelet plugins directory \"{}\" and registrar directory \"{}\" must be absolute paths",
-        o.plugins_dir, o.registrar_dir));
+    return InvalidArgument(
+        fmt::format("kubelet plugins directory \"{}\" and registrar directory \"{}\" must be absolute paths",
+                    o.plugins_dir, o.registrar_dir));
   }
   PluginSocketPaths p;
   p.plugin_dir = o.plugins_dir + "/" + o.driver_name;
@@ -83,17 +82,16 @@ Status CheckNoLiveInstance(const DraPluginOptions& options) {
   NVDRA_ASSIGN_OR_RETURN(PluginSocketPaths paths, SocketPathsFor(options));
   for (const std::string& path : {paths.registration, paths.dra}) {
     if (SocketAnswers(path)) {
-      return FailedPrecondition(fmt::format(
-          "another {} plugin is running and serving {}; refusing to start a second instance on the "
-          "same sockets (stop the other one first, or give each instance its own --rolling-update-id)",
-          options.driver_name, path));
+      return FailedPrecondition(
+          fmt::format("another {} plugin is running and serving {}; refusing to start a second instance on the "
+                      "same sockets (stop the other one first, or give each instance its own --rolling-update-id)",
+                      options.driver_name, path));
     }
   }
   return Status::Ok();
 }
 
-Result<std::unique_ptr<DraPluginServer>> DraPluginServer::Start(ClaimEngine& engine,
-                                                                DraPluginOptions options) {
+Result<std::unique_ptr<DraPluginServer>> DraPluginServer::Start(ClaimEngine& engine, DraPluginOptions options) {
   NVDRA_ASSIGN_OR_RETURN(PluginSocketPaths paths, SocketPathsFor(options));
   NVDRA_RETURN_IF_ERROR(CheckNoLiveInstance(options));
   std::unique_ptr<DraPluginServer> s(new DraPluginServer());
@@ -110,8 +108,8 @@ Result<std::unique_ptr<DraPluginServer>> DraPluginServer::Start(ClaimEngine& eng
     dra_services.push_back(s->health_v1_.get());
     dra_services.push_back(s->health_v1alpha1_.get());
   }
-  s->registration_ = std::make_unique<RegistrationService>(
-      options.driver_name, paths.dra, SupportedVersions(options.health_source != nullptr));
+  s->registration_ = std::make_unique<RegistrationService>(options.driver_name, paths.dra,
+                                                           SupportedVersions(options.health_source != nullptr));
 
   NVDRA_ASSIGN_OR_RETURN(SocketFile dra_socket, SocketFile::Prepare(paths.dra));
   s->dra_socket_ = std::make_unique<SocketFile>(std::move(dra_socket));
@@ -124,8 +122,7 @@ Result<std::unique_ptr<DraPluginServer>> DraPluginServer::Start(ClaimEngine& eng
   // does not answer yet.
   NVDRA_RETURN_IF_ERROR(s->dra_socket_->Publish());
   NVDRA_RETURN_IF_ERROR(s->registration_socket_->Publish());
-  NVDRA_INFO("DRA driver {} serving {} and registration socket {}", options.driver_name,
-               paths.dra, paths.registration);
+  NVDRA_INFO("DRA driver {} serving {} and registration socket {}", options.driver_name, paths.dra, paths.registration);
   return s;
 }
 

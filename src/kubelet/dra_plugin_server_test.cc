@@ -21,9 +21,9 @@
 namespace nvdra::kubelet {
 namespace {
 
+using testing::Claim;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::Claim;
 using testing::Uid;
 constexpr auto kTimeout = std::chrono::seconds(10);
 
@@ -82,8 +82,8 @@ TEST_F(DraPluginServerTest, HealthStreamingIsAdvertisedOnlyWhenEnabled) {
   auto server = Start(o);
   auto info = PluginClient(server->paths().registration).GetInfo(kTimeout);
   ASSERT_TRUE(info.ok());
-  EXPECT_THAT(info->supported_versions, ElementsAre("v1.DRAPlugin", "v1beta1.DRAPlugin",
-                                                    "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"));
+  EXPECT_THAT(info->supported_versions,
+              ElementsAre("v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"));
 }
 
 TEST_F(DraPluginServerTest, GetInfoAnswersWhileTheEngineIsBusy) {
@@ -180,7 +180,7 @@ TEST_F(DraPluginServerTest, V1ReportsShareIdAndV1beta1DoesNot) {
   auto v1 = dra.Prepare(DraApi::kV1, {Claim("a")}, kTimeout);
   ASSERT_TRUE(v1.ok()) << v1.status().ToString();
   const auto& d1 = v1->at(Uid("a")).devices;
-  ASSERT_EQ(d1.size(), 2u);  // deduplicated
+  ASSERT_EQ(d1.size(), 2u);          // deduplicated
   EXPECT_EQ(d1[0].device, "gpu-0");  // sorted
   EXPECT_TRUE(d1[0].share_id.empty());
   EXPECT_EQ(d1[1].device, "gpu-1");
@@ -334,8 +334,7 @@ TEST_F(DraPluginServerTest, HealthStreamSendsStateThenChanges) {
 
 TEST_F(DraPluginServerTest, HealthStreamIsNotServedWhenDisabled) {
   auto server = Start(Options());
-  Status s = PluginClient(server->paths().dra).WatchHealth(HealthApi::kV1, kTimeout,
-                                                          [](const auto&) { return false; });
+  Status s = PluginClient(server->paths().dra).WatchHealth(HealthApi::kV1, kTimeout, [](const auto&) { return false; });
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("UNIMPLEMENTED"));
 }

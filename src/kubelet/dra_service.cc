@@ -74,8 +74,8 @@ grpc::ServerUnaryReactor* Serve(ClaimDispatcher& dispatcher, TimerThread& timers
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   auto steps = std::make_shared<CallSteps>(dispatcher, prepare);
   auto timer = std::make_shared<CallTimer>();
-  auto done = [reactor, steps, timer, &timers, fill = std::move(fill), method = std::string(method)](
-                  Result<Results> results, ClaimDispatcher::Clock::duration worked) mutable {
+  auto done = [reactor, steps, timer, &timers, fill = std::move(fill),
+               method = std::string(method)](Result<Results> results, ClaimDispatcher::Clock::duration worked) mutable {
     std::optional<TimerThread::Handle> pending;
     {
       MutexLock lock(timer->mu);
@@ -90,8 +90,9 @@ grpc::ServerUnaryReactor* Serve(ClaimDispatcher& dispatcher, TimerThread& timers
     reactor->Finish(status);
   };
   steps->Dispatched();
-  Result<ClaimDispatcher::CallHandle> call =
-      RunGuarded(method, [&]() -> Result<ClaimDispatcher::CallHandle> { return start(SteadyDeadline(*ctx), done); });
+  Result<ClaimDispatcher::CallHandle> call = RunGuarded(method, [&]() -> Result<ClaimDispatcher::CallHandle> {
+    return start(SteadyDeadline(*ctx), done);
+  });
   if (!call.ok()) {
     reactor->Finish(grpc::Status(grpc::StatusCode::INTERNAL, call.status().message()));
   } else if (*call) {
@@ -156,8 +157,7 @@ std::chrono::steady_clock::time_point SteadyDeadline(const grpc::ServerContextBa
   const auto remaining = ctx.deadline() - std::chrono::system_clock::now();
   // Calls without a deadline report a far-future one.
   if (remaining > std::chrono::hours(24)) return std::chrono::steady_clock::time_point::max();
-  return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(remaining);
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(remaining);
 }
 
 grpc::ServerUnaryReactor* DraV1Service::NodePrepareResources(grpc::CallbackServerContext* ctx,
@@ -176,16 +176,16 @@ grpc::ServerUnaryReactor* DraV1Service::NodeUnprepareResources(grpc::CallbackSer
 }
 
 grpc::ServerUnaryReactor* DraV1beta1Service::NodePrepareResources(grpc::CallbackServerContext* ctx,
-                                                             const drav1beta1::NodePrepareResourcesRequest* req,
-                                                             drav1beta1::NodePrepareResourcesResponse* resp) {
+                                                                  const drav1beta1::NodePrepareResourcesRequest* req,
+                                                                  drav1beta1::NodePrepareResourcesResponse* resp) {
   NVDRA_VLOG(6, "v1beta1 NodePrepareResources: {} claims", req->claims_size());
   return Prepare<drav1beta1::NodePrepareResourcesRequest, drav1beta1::NodePrepareResourcesResponse, false>(
       dispatcher_, timers_, ctx, "v1beta1 NodePrepareResources", *req, resp);
 }
 
-grpc::ServerUnaryReactor* DraV1beta1Service::NodeUnprepareResources(grpc::CallbackServerContext* ctx,
-                                                               const drav1beta1::NodeUnprepareResourcesRequest* req,
-                                                               drav1beta1::NodeUnprepareResourcesResponse* resp) {
+grpc::ServerUnaryReactor* DraV1beta1Service::NodeUnprepareResources(
+    grpc::CallbackServerContext* ctx, const drav1beta1::NodeUnprepareResourcesRequest* req,
+    drav1beta1::NodeUnprepareResourcesResponse* resp) {
   NVDRA_VLOG(6, "v1beta1 NodeUnprepareResources: {} claims", req->claims_size());
   return Unprepare(dispatcher_, timers_, ctx, "v1beta1 NodeUnprepareResources", *req, resp);
 }

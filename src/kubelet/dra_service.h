@@ -7,9 +7,9 @@
 #pragma once
 
 #include "kubelet/claim_dispatcher.h"
-#include "kubelet/timer_thread.h"
 #include "kubelet/proto/dra/v1/api.grpc.pb.h"
 #include "kubelet/proto/dra/v1beta1/api.grpc.pb.h"
+#include "kubelet/timer_thread.h"
 
 namespace nvdra::kubelet {
 

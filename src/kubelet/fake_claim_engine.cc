@@ -120,8 +120,7 @@ bool FakeClaimEngine::Pause(const std::string& uid, const FakeClaimBehavior& b) 
   return !cancelled_;
 }
 
-PrepareOutcome FakeClaimEngine::PrepareClaim(const ClaimRef& claim,
-                                             std::chrono::steady_clock::time_point) {
+PrepareOutcome FakeClaimEngine::PrepareClaim(const ClaimRef& claim, std::chrono::steady_clock::time_point) {
   if (on_start_) on_start_("prepare", claim);
   MutexLock lock(mu_);
   FakeClaimBehavior b = BehaviorFor(claim.uid);
@@ -135,8 +134,7 @@ PrepareOutcome FakeClaimEngine::PrepareClaim(const ClaimRef& claim,
   return b.devices;
 }
 
-Status FakeClaimEngine::UnprepareClaim(const ClaimRef& claim,
-                                       std::chrono::steady_clock::time_point) {
+Status FakeClaimEngine::UnprepareClaim(const ClaimRef& claim, std::chrono::steady_clock::time_point) {
   if (on_start_) on_start_("unprepare", claim);
   MutexLock lock(mu_);
   FakeClaimBehavior b = BehaviorFor(claim.uid);

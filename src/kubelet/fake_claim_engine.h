@@ -60,10 +60,9 @@ class FakeClaimEngine final : public ClaimEngine {
   std::set<std::string> Prepared() const EXCLUDES(mu_);
 
   // A scripted error is an Internal Status with the script's text.
-  PrepareOutcome PrepareClaim(const ClaimRef& claim,
-                              std::chrono::steady_clock::time_point deadline) override EXCLUDES(mu_);
-  Status UnprepareClaim(const ClaimRef& claim,
-                        std::chrono::steady_clock::time_point deadline) override EXCLUDES(mu_);
+  PrepareOutcome PrepareClaim(const ClaimRef& claim, std::chrono::steady_clock::time_point deadline) override
+      EXCLUDES(mu_);
+  Status UnprepareClaim(const ClaimRef& claim, std::chrono::steady_clock::time_point deadline) override EXCLUDES(mu_);
 
  private:
   FakeClaimBehavior BehaviorFor(const std::string& uid) const REQUIRES(mu_);

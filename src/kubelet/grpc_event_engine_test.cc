@@ -66,8 +66,8 @@ TEST(TimerEventEngineTest, GrpcServesAndCallsOverAUnixSocketWithIt) {
     builder.RegisterService(&service);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     ASSERT_NE(server, nullptr);
-    auto stub = ::grpc::health::v1::Health::NewStub(
-        grpc::CreateChannel("unix:" + dir.path() + "/ee.sock", grpc::InsecureChannelCredentials()));
+    auto stub = ::grpc::health::v1::Health::NewStub(grpc::CreateChannel("unix:" + dir.path() + "/ee.sock",
+                                                                        grpc::InsecureChannelCredentials()));
     for (int i = 0; i < 20; ++i) {
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + 10s);

@@ -63,8 +63,8 @@ class HealthServer::Service final : public ::grpc::health::v1::Health::CallbackS
   WorkerPool& worker_;
 };
 
-Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& host, int port,
-                                                          Probe probe, Probe readiness) {
+Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& host, int port, Probe probe,
+                                                          Probe readiness) {
   if (port < 0 || port > 65535) {
     return InvalidArgument(fmt::format("health check port {} is out of range 0..65535", port));
   }
@@ -72,8 +72,7 @@ Result<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& hos
   h->worker_ = std::make_unique<WorkerPool>(1);
   h->service_ = std::make_unique<Service>(std::move(probe), std::move(readiness), *h->worker_);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),
-                           &h->port_);
+  builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(), &h->port_);
   builder.RegisterService(h->service_.get());
   h->server_ = builder.BuildAndStart();
   if (!h->server_ || h->port_ == 0) {

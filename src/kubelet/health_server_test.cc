@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <stdexcept>
 #include <grpcpp/grpcpp.h>
+#include <stdexcept>
 
 #include <atomic>
 #include <condition_variable>
@@ -37,9 +37,8 @@ int Check(int port, const std::string& service) {
 
 TEST(HealthServerTest, ReportsTheProbeForLivenessServicesOnly) {
   std::atomic<bool> healthy{true};
-  auto h = HealthServer::Start("127.0.0.1", 0, [&] {
-    return healthy ? Status::Ok() : Unavailable("dra.sock is gone");
-  });
+  auto h = HealthServer::Start("127.0.0.1", 0,
+                               [&] { return healthy ? Status::Ok() : Unavailable("dra.sock is gone"); });
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   const int port = (*h)->port();
   ASSERT_GT(port, 0);

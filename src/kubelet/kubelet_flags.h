@@ -10,7 +10,7 @@
 namespace nvdra::kubelet {
 
 struct KubeletFlags {
-  DraPluginOptions plugin;  // driver_name is set by the binary, not a flag
+  DraPluginOptions plugin;    // driver_name is set by the binary, not a flag
   int healthcheck_port = -1;  // -1 off, 0 any free port
   std::string healthcheck_host = "[::]";
   int claim_timeout_seconds = 30;

@@ -25,8 +25,9 @@ TEST(KubeletFlagsTest, FlagsAndEnvironment) {
   CLI::App app;
   KubeletFlags f;
   AddKubeletFlags(app, f);
-  const char* argv[] = {"plugin", "--kubelet-plugins-directory-path", "/x/plugins", "--rolling-update-id",
-                        "abc-1", "--claim-timeout", "20"};
+  const char* argv[] = {
+      "plugin", "--kubelet-plugins-directory-path", "/x/plugins", "--rolling-update-id", "abc-1", "--claim-timeout",
+      "20"};
   app.parse(7, const_cast<char**>(argv));
   ::unsetenv("HEALTHCHECK_PORT");
   FinishKubeletFlags(f);

@@ -14,18 +14,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/test_paths.h"
 #include "kubelet/proto/grpc_health/v1/health.grpc.pb.h"
 #include "kubelet/test_util.h"
 #include "util/file_util.h"
+#include "util/test_paths.h"
 
 extern char** environ;
 
 namespace nvdra::kubelet {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 using testing::Uid;
 
 const std::string kBin = NVDRA_BIN_DIR;
@@ -118,9 +118,12 @@ class FakePlugin {
  public:
   FakePlugin(const std::string& dir, std::vector<std::string> extra = {}) {
     std::vector<std::string> argv{kBin + "/nvdra-fake-plugin",
-                                  "--kubelet-plugins-directory-path", dir + "/plugins",
-                                  "--kubelet-registrar-directory-path", dir + "/registry",
-                                  "--healthcheck-host", "127.0.0.1"};
+                                  "--kubelet-plugins-directory-path",
+                                  dir + "/plugins",
+                                  "--kubelet-registrar-directory-path",
+                                  dir + "/registry",
+                                  "--healthcheck-host",
+                                  "127.0.0.1"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     proc_ = std::make_unique<Process>(argv);
     std::string line = proc_->ReadLine();
@@ -193,10 +196,9 @@ TEST_F(KubeletIntegrationTest, RegisterPrepareUnprepareLikeTheKubelet) {
 TEST_F(KubeletIntegrationTest, ClaimErrorsExitOneAndMalformedRequestsExitTwo) {
   json script;
   script["claims"][Uid("bad")]["prepare_error"] = "GPU gpu-3 fell off the bus";
-  FakePlugin plugin(dir_.path(), {"--script", WriteScript(dir_.path(), script),
-                                  "--max-claims-per-request", "4"});
-  auto r = Ctl({"prepare", "--socket", plugin.dra(), ClaimArg("ok"), ClaimArg("bad"),
-                "default/x/../../etc", ClaimArg("ok")});
+  FakePlugin plugin(dir_.path(), {"--script", WriteScript(dir_.path(), script), "--max-claims-per-request", "4"});
+  auto r = Ctl({"prepare", "--socket", plugin.dra(), ClaimArg("ok"), ClaimArg("bad"), "default/x/../../etc",
+                ClaimArg("ok")});
   ASSERT_EQ(r.rc, 1) << r.out.dump();
   ASSERT_EQ(r.out["claims"].size(), 3u);
   // The repeated UID gets one answer: an error, not a second prepare.
@@ -208,8 +210,8 @@ TEST_F(KubeletIntegrationTest, ClaimErrorsExitOneAndMalformedRequestsExitTwo) {
   EXPECT_EQ(empty.rc, 2);
   EXPECT_THAT(empty.out["rpc_error"].get<std::string>(), HasSubstr("INVALID_ARGUMENT"));
 
-  auto huge = Ctl({"unprepare", "--socket", plugin.dra(), ClaimArg("1"), ClaimArg("2"), ClaimArg("3"),
-                   ClaimArg("4"), ClaimArg("5")});
+  auto huge = Ctl({"unprepare", "--socket", plugin.dra(), ClaimArg("1"), ClaimArg("2"), ClaimArg("3"), ClaimArg("4"),
+                   ClaimArg("5")});
   EXPECT_EQ(huge.rc, 1);
   ASSERT_EQ(huge.out["claims"].size(), 5u);
   EXPECT_THAT(huge.out["claims"][4]["error"].get<std::string>(),
@@ -223,8 +225,7 @@ TEST_F(KubeletIntegrationTest, ClaimErrorsExitOneAndMalformedRequestsExitTwo) {
 TEST_F(KubeletIntegrationTest, SlowClaimMissesItsDeadlineWithoutDelayingOthers) {
   json script;
   script["claims"][Uid("slow")]["hold"] = true;
-  FakePlugin plugin(dir_.path(), {"--script", WriteScript(dir_.path(), script),
-                                  "--claim-timeout-ms", "60000"});
+  FakePlugin plugin(dir_.path(), {"--script", WriteScript(dir_.path(), script), "--claim-timeout-ms", "60000"});
   // The held claim's call stays open...
   Process slow({kBin + "/nvdractl", "prepare", "--socket", plugin.dra(), ClaimArg("slow")});
   EXPECT_EQ(json::parse(plugin.proc().ReadLine()), json({{"started", "prepare"}, {"uid", Uid("slow")}}));
@@ -248,8 +249,7 @@ TEST_F(KubeletIntegrationTest, SlowClaimMissesItsDeadlineWithoutDelayingOthers) 
 TEST_F(KubeletIntegrationTest, DeadlineExpiryIsAClearRetryableError) {
   json script;
   script["claims"][Uid("slow")]["hold"] = true;
-  FakePlugin plugin(dir_.path(), {"--script", WriteScript(dir_.path(), script),
-                                  "--claim-timeout-ms", "300"});
+  FakePlugin plugin(dir_.path(), {"--script", WriteScript(dir_.path(), script), "--claim-timeout-ms", "300"});
   auto r = Ctl({"prepare", "--socket", plugin.dra(), ClaimArg("slow"), ClaimArg("fast")});
   ASSERT_EQ(r.rc, 1);
   EXPECT_EQ(r.out["claims"][0]["error"],
@@ -284,8 +284,7 @@ TEST_F(KubeletIntegrationTest, SigtermRemovesSocketsAndStaleOnesAreReplaced) {
 TEST_F(KubeletIntegrationTest, SecondPluginOnTheSameSocketsRefusesToStart) {
   FakePlugin first(dir_.path());
   Process second({kBin + "/nvdra-fake-plugin", "--kubelet-plugins-directory-path", dir_.path() + "/plugins",
-                  "--kubelet-registrar-directory-path", dir_.path() + "/registry", "--healthcheck-host",
-                  "127.0.0.1"});
+                  "--kubelet-registrar-directory-path", dir_.path() + "/registry", "--healthcheck-host", "127.0.0.1"});
   EXPECT_EQ(second.ReadLine(), "");  // no readiness line: it never served
   EXPECT_NE(second.Wait(), 0);
   ASSERT_TRUE(PathExists(first.dra()));
@@ -322,8 +321,7 @@ TEST_F(KubeletIntegrationTest, RejectedRegistrationIsAnsweredWithAnError) {
   FakePlugin plugin(dir_.path());
   auto r = Ctl({"register", "--socket", plugin.reg(), "--reject", "incompatible kubelet"});
   EXPECT_EQ(r.rc, 0);
-  EXPECT_THAT(r.out["notify_error"].get<std::string>(),
-              HasSubstr("failed registration process: incompatible kubelet"));
+  EXPECT_THAT(r.out["notify_error"].get<std::string>(), HasSubstr("failed registration process: incompatible kubelet"));
   auto wrong = Ctl({"register", "--socket", plugin.reg(), "--driver", "compute-domain.nvidia.com"});
   EXPECT_EQ(wrong.rc, 1);
   EXPECT_EQ(wrong.out["problems"].size(), 1u);
@@ -333,8 +331,8 @@ TEST_F(KubeletIntegrationTest, LivenessProbeFollowsTheSockets) {
   FakePlugin plugin(dir_.path(), {"--healthcheck-port", "0"});
   ASSERT_GT(plugin.health_port(), 0);
   auto check = [&](const std::string& service) {
-    auto stub = ::grpc::health::v1::Health::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(plugin.health_port()), grpc::InsecureChannelCredentials()));
+    auto stub = ::grpc::health::v1::Health::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(plugin.health_port()), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     ::grpc::health::v1::HealthCheckRequest req;

@@ -51,8 +51,8 @@ const char* GrpcCodeName(grpc::StatusCode code) {
 }
 
 Status FromGrpc(const grpc::Status& s, const std::string& method, const std::string& path) {
-  std::string msg = fmt::format("{} on {} failed: {}: {}", method, path,
-                                GrpcCodeName(s.error_code()), s.error_message());
+  std::string msg = fmt::format("{} on {} failed: {}: {}", method, path, GrpcCodeName(s.error_code()),
+                                s.error_message());
   switch (s.error_code()) {
     case grpc::StatusCode::INVALID_ARGUMENT: return InvalidArgument(msg);
     case grpc::StatusCode::UNAVAILABLE: return Unavailable(msg);
@@ -80,8 +80,7 @@ Request RequestFor(const std::vector<ClaimRef>& claims) {
 }
 
 template <typename Stub, typename Request, typename Response, bool kShareId>
-Result<std::map<std::string, PrepareResult>> DoPrepare(std::shared_ptr<grpc::Channel> channel,
-                                                       const std::string& path,
+Result<std::map<std::string, PrepareResult>> DoPrepare(std::shared_ptr<grpc::Channel> channel, const std::string& path,
                                                        const std::vector<ClaimRef>& claims,
                                                        PluginClient::Timeout timeout) {
   auto stub = Stub(std::move(channel));
@@ -111,8 +110,7 @@ Result<std::map<std::string, PrepareResult>> DoPrepare(std::shared_ptr<grpc::Cha
 }
 
 template <typename Stub, typename Request, typename Response>
-Result<std::map<std::string, std::string>> DoUnprepare(std::shared_ptr<grpc::Channel> channel,
-                                                       const std::string& path,
+Result<std::map<std::string, std::string>> DoUnprepare(std::shared_ptr<grpc::Channel> channel, const std::string& path,
                                                        const std::vector<ClaimRef>& claims,
                                                        PluginClient::Timeout timeout) {
   auto stub = Stub(std::move(channel));
@@ -128,8 +126,7 @@ Result<std::map<std::string, std::string>> DoUnprepare(std::shared_ptr<grpc::Cha
 }
 
 template <typename Stub, typename Request, typename Response, bool kV1>
-Status DoWatch(std::shared_ptr<grpc::Channel> channel, const std::string& path,
-               PluginClient::Timeout timeout,
+Status DoWatch(std::shared_ptr<grpc::Channel> channel, const std::string& path, PluginClient::Timeout timeout,
                const std::function<bool(const std::vector<DeviceHealth>&)>& on_message) {
   auto stub = Stub(std::move(channel));
   grpc::ClientContext ctx;
@@ -185,20 +182,17 @@ std::vector<std::string> ValidatePluginInfo(const PluginInfo& info, const std::s
   const auto& v = info.supported_versions;
   auto has = [&](const char* s) { return std::find(v.begin(), v.end(), s) != v.end(); };
   if (!has(kDraV1Service) && !has(kDraV1beta1Service)) {
-    problems.push_back(fmt::format("supported_versions lists neither {} nor {}", kDraV1Service,
-                                   kDraV1beta1Service));
+    problems.push_back(fmt::format("supported_versions lists neither {} nor {}", kDraV1Service, kDraV1beta1Service));
   }
   for (const auto& s : v) {
-    if (s != kDraV1Service && s != kDraV1beta1Service && s != kHealthV1Service &&
-        s != kHealthV1alpha1Service) {
+    if (s != kDraV1Service && s != kDraV1beta1Service && s != kHealthV1Service && s != kHealthV1alpha1Service) {
       problems.push_back(fmt::format("supported_versions has unknown entry \"{}\"", s));
     }
   }
   return problems;
 }
 
-PluginClient::PluginClient(std::string socket_path, Connection connection)
-    : socket_path_(std::move(socket_path)) {
+PluginClient::PluginClient(std::string socket_path, Connection connection) : socket_path_(std::move(socket_path)) {
   if (connection == Connection::kHold) held_ = Dial(socket_path_);
 }
 
@@ -219,8 +213,7 @@ Result<PluginInfo> PluginClient::GetInfo(Timeout timeout) const {
   return info;
 }
 
-Status PluginClient::NotifyRegistrationStatus(bool registered, const std::string& error,
-                                              Timeout timeout) const {
+Status PluginClient::NotifyRegistrationStatus(bool registered, const std::string& error, Timeout timeout) const {
   pluginregistration::Registration::Stub stub(Channel());
   grpc::ClientContext ctx;
   SetDeadline(ctx, timeout);
@@ -233,18 +226,18 @@ Status PluginClient::NotifyRegistrationStatus(bool registered, const std::string
   return Status::Ok();
 }
 
-Result<std::map<std::string, PrepareResult>> PluginClient::Prepare(
-    DraApi api, const std::vector<ClaimRef>& claims, Timeout timeout) const {
+Result<std::map<std::string, PrepareResult>> PluginClient::Prepare(DraApi api, const std::vector<ClaimRef>& claims,
+                                                                   Timeout timeout) const {
   if (api == DraApi::kV1) {
-    return DoPrepare<drav1::DRAPlugin::Stub, drav1::NodePrepareResourcesRequest,
-                     drav1::NodePrepareResourcesResponse, true>(Channel(), socket_path_, claims, timeout);
+    return DoPrepare<drav1::DRAPlugin::Stub, drav1::NodePrepareResourcesRequest, drav1::NodePrepareResourcesResponse,
+                     true>(Channel(), socket_path_, claims, timeout);
   }
   return DoPrepare<drav1beta1::DRAPlugin::Stub, drav1beta1::NodePrepareResourcesRequest,
                    drav1beta1::NodePrepareResourcesResponse, false>(Channel(), socket_path_, claims, timeout);
 }
 
-Result<std::map<std::string, std::string>> PluginClient::Unprepare(
-    DraApi api, const std::vector<ClaimRef>& claims, Timeout timeout) const {
+Result<std::map<std::string, std::string>> PluginClient::Unprepare(DraApi api, const std::vector<ClaimRef>& claims,
+                                                                   Timeout timeout) const {
   if (api == DraApi::kV1) {
     return DoUnprepare<drav1::DRAPlugin::Stub, drav1::NodeUnprepareResourcesRequest,
                        drav1::NodeUnprepareResourcesResponse>(Channel(), socket_path_, claims, timeout);
@@ -253,12 +246,11 @@ Result<std::map<std::string, std::string>> PluginClient::Unprepare(
                      drav1beta1::NodeUnprepareResourcesResponse>(Channel(), socket_path_, claims, timeout);
 }
 
-Status PluginClient::WatchHealth(
-    HealthApi api, Timeout timeout,
-    const std::function<bool(const std::vector<DeviceHealth>&)>& on_message) const {
+Status PluginClient::WatchHealth(HealthApi api, Timeout timeout,
+                                 const std::function<bool(const std::vector<DeviceHealth>&)>& on_message) const {
   if (api == HealthApi::kV1) {
-    return DoWatch<::v1::DRAResourceHealth::Stub, ::v1::NodeWatchResourcesRequest,
-                   ::v1::NodeWatchResourcesResponse, true>(Channel(), socket_path_, timeout, on_message);
+    return DoWatch<::v1::DRAResourceHealth::Stub, ::v1::NodeWatchResourcesRequest, ::v1::NodeWatchResourcesResponse,
+                   true>(Channel(), socket_path_, timeout, on_message);
   }
   return DoWatch<::v1alpha1::DRAResourceHealth::Stub, ::v1alpha1::NodeWatchResourcesRequest,
                  ::v1alpha1::NodeWatchResourcesResponse, false>(Channel(), socket_path_, timeout, on_message);

@@ -44,8 +44,7 @@ struct PluginInfo {
 // What the kubelet checks before it uses a plugin, plus what a careful one
 // would: empty when the answer is acceptable, else one line per problem.
 // `expected_driver` may be empty (any name).
-std::vector<std::string> ValidatePluginInfo(const PluginInfo& info,
-                                            const std::string& expected_driver = "");
+std::vector<std::string> ValidatePluginInfo(const PluginInfo& info, const std::string& expected_driver = "");
 
 class PluginClient {
  public:

@@ -45,19 +45,29 @@ grpc::Status Reached() { return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "
 
 struct DraV1 final : drav1::DRAPlugin::Service {
   grpc::Status NodePrepareResources(grpc::ServerContext*, const drav1::NodePrepareResourcesRequest*,
-                                    drav1::NodePrepareResourcesResponse*) override { return Reached(); }
+                                    drav1::NodePrepareResourcesResponse*) override {
+    return Reached();
+  }
   grpc::Status NodeUnprepareResources(grpc::ServerContext*, const drav1::NodeUnprepareResourcesRequest*,
-                                      drav1::NodeUnprepareResourcesResponse*) override { return Reached(); }
+                                      drav1::NodeUnprepareResourcesResponse*) override {
+    return Reached();
+  }
 };
 struct DraV1beta1 final : drav1beta1::DRAPlugin::Service {
   grpc::Status NodePrepareResources(grpc::ServerContext*, const drav1beta1::NodePrepareResourcesRequest*,
-                                    drav1beta1::NodePrepareResourcesResponse*) override { return Reached(); }
+                                    drav1beta1::NodePrepareResourcesResponse*) override {
+    return Reached();
+  }
   grpc::Status NodeUnprepareResources(grpc::ServerContext*, const drav1beta1::NodeUnprepareResourcesRequest*,
-                                      drav1beta1::NodeUnprepareResourcesResponse*) override { return Reached(); }
+                                      drav1beta1::NodeUnprepareResourcesResponse*) override {
+    return Reached();
+  }
 };
 struct Registration final : ::pluginregistration::Registration::Service {
   grpc::Status GetInfo(grpc::ServerContext*, const ::pluginregistration::InfoRequest*,
-                       ::pluginregistration::PluginInfo*) override { return Reached(); }
+                       ::pluginregistration::PluginInfo*) override {
+    return Reached();
+  }
   grpc::Status NotifyRegistrationStatus(grpc::ServerContext*, const ::pluginregistration::RegistrationStatus*,
                                         ::pluginregistration::RegistrationStatusResponse*) override {
     return Reached();
@@ -65,7 +75,9 @@ struct Registration final : ::pluginregistration::Registration::Service {
 };
 struct HealthV1 final : ::v1::DRAResourceHealth::Service {
   grpc::Status NodeWatchResources(grpc::ServerContext*, const ::v1::NodeWatchResourcesRequest*,
-                                  grpc::ServerWriter<::v1::NodeWatchResourcesResponse>*) override { return Reached(); }
+                                  grpc::ServerWriter<::v1::NodeWatchResourcesResponse>*) override {
+    return Reached();
+  }
 };
 struct HealthV1alpha1 final : ::v1alpha1::DRAResourceHealth::Service {
   grpc::Status NodeWatchResources(grpc::ServerContext*, const ::v1alpha1::NodeWatchResourcesRequest*,
@@ -75,7 +87,9 @@ struct HealthV1alpha1 final : ::v1alpha1::DRAResourceHealth::Service {
 };
 struct Liveness final : ::grpc::health::v1::Health::Service {
   grpc::Status Check(grpc::ServerContext*, const ::grpc::health::v1::HealthCheckRequest*,
-                     ::grpc::health::v1::HealthCheckResponse*) override { return Reached(); }
+                     ::grpc::health::v1::HealthCheckResponse*) override {
+    return Reached();
+  }
 };
 
 // The status of a call to `method` (a full name) with an empty request.
@@ -106,28 +120,25 @@ TEST(ProtoWireTest, ServiceAndMethodNames) {
   Liveness liveness;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + dir.path() + "/wire.sock", grpc::InsecureServerCredentials());
-  for (grpc::Service* s : std::initializer_list<grpc::Service*>{&v1, &v1beta1, &registration, &health_v1,
-                                                                &health_v1alpha1, &liveness}) {
+  for (grpc::Service* s :
+       std::initializer_list<grpc::Service*>{&v1, &v1beta1, &registration, &health_v1, &health_v1alpha1, &liveness}) {
     builder.RegisterService(s);
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
-  grpc::GenericStub stub(grpc::CreateChannel("unix:" + dir.path() + "/wire.sock",
-                                             grpc::InsecureChannelCredentials()));
-  for (const char* method : {"/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources",
-                             "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources",
-                             "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources",
-                             "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
-                             "/pluginregistration.Registration/GetInfo",
-                             "/pluginregistration.Registration/NotifyRegistrationStatus",
-                             "/v1.DRAResourceHealth/NodeWatchResources",
-                             "/v1alpha1.DRAResourceHealth/NodeWatchResources",
-                             "/grpc.health.v1.Health/Check"}) {
+  grpc::GenericStub stub(grpc::CreateChannel("unix:" + dir.path() + "/wire.sock", grpc::InsecureChannelCredentials()));
+  for (const char* method :
+       {"/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources",
+        "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources",
+        "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources",
+        "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
+        "/pluginregistration.Registration/GetInfo", "/pluginregistration.Registration/NotifyRegistrationStatus",
+        "/v1.DRAResourceHealth/NodeWatchResources", "/v1alpha1.DRAResourceHealth/NodeWatchResources",
+        "/grpc.health.v1.Health/Check"}) {
     EXPECT_EQ(CallByName(stub, method), grpc::StatusCode::ALREADY_EXISTS) << method;
   }
   // A name the server does not serve is told apart from the ones above.
-  EXPECT_EQ(CallByName(stub, "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepare"),
-            grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(CallByName(stub, "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepare"), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_STREQ(drav1::DRAPlugin::service_full_name(), "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin");
   server->Shutdown();
 }

@@ -6,8 +6,7 @@
 namespace nvdra::kubelet {
 namespace {
 
-pluginregistration::PluginInfo MakeInfo(std::string driver, std::string endpoint,
-                                        std::vector<std::string> versions) {
+pluginregistration::PluginInfo MakeInfo(std::string driver, std::string endpoint, std::vector<std::string> versions) {
   pluginregistration::PluginInfo info;
   info.set_type(kDraPluginType);
   info.set_name(std::move(driver));
@@ -31,8 +30,7 @@ std::vector<std::string> SupportedVersions(bool health_streaming) {
 
 RegistrationService::RegistrationService(std::string driver_name, std::string dra_endpoint,
                                          std::vector<std::string> supported_versions)
-    : info_(MakeInfo(std::move(driver_name), std::move(dra_endpoint),
-                     std::move(supported_versions))) {}
+    : info_(MakeInfo(std::move(driver_name), std::move(dra_endpoint), std::move(supported_versions))) {}
 
 grpc::ServerUnaryReactor* RegistrationService::GetInfo(grpc::CallbackServerContext* ctx,
                                                        const pluginregistration::InfoRequest*,
@@ -62,13 +60,10 @@ grpc::Status RegistrationService::Notified(const pluginregistration::Registratio
       last_ = Status{status->plugin_registered(), status->error()};
     }
     if (!status->plugin_registered()) {
-      NVDRA_ERROR("kubelet rejected the registration of DRA driver {}: {}", info_.name(),
-                  status->error());
-      return grpc::Status(grpc::StatusCode::UNKNOWN,
-                          "failed registration process: " + status->error());
+      NVDRA_ERROR("kubelet rejected the registration of DRA driver {}: {}", info_.name(), status->error());
+      return grpc::Status(grpc::StatusCode::UNKNOWN, "failed registration process: " + status->error());
     }
-    NVDRA_VLOG(1, "registered DRA driver {} with the kubelet (endpoint {})", info_.name(),
-               info_.endpoint());
+    NVDRA_VLOG(1, "registered DRA driver {} with the kubelet (endpoint {})", info_.name(), info_.endpoint());
     return grpc::Status::OK;
   });
 }

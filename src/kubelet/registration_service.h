@@ -31,8 +31,7 @@ class RegistrationService final : public pluginregistration::Registration::Callb
     std::string error;
   };
 
-  RegistrationService(std::string driver_name, std::string dra_endpoint,
-                      std::vector<std::string> supported_versions);
+  RegistrationService(std::string driver_name, std::string dra_endpoint, std::vector<std::string> supported_versions);
 
   // Both answer at once, on the gRPC thread that took the call.
   grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* ctx, const pluginregistration::InfoRequest* req,

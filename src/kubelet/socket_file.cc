@@ -37,12 +37,12 @@ Result<SocketFile> SocketFile::Prepare(const std::string& path) {
   }
   std::random_device rd;
   const unsigned nonce = rd();
-  std::string bind = (p.parent_path() / fmt::format(".{}.{}-{:08x}", p.filename().string(),
-                                                    ::getpid(), nonce))
-                         .string();
+  std::string bind =
+      (p.parent_path() / fmt::format(".{}.{}-{:08x}", p.filename().string(), ::getpid(), nonce)).string();
   if (path.size() > kMaxSocketPathLength) {
     return InvalidArgument(fmt::format("socket path {} is too long: Unix sockets allow {} bytes; use a shorter "
-                                       "directory or driver name", path, kMaxSocketPathLength));
+                                       "directory or driver name",
+                                       path, kMaxSocketPathLength));
   }
   // Names with a pod UID in them (--rolling-update-id) leave no room for the
   // full name twice; a short private name still fits.
@@ -50,24 +50,23 @@ Result<SocketFile> SocketFile::Prepare(const std::string& path) {
     bind = (p.parent_path() / fmt::format(".{}-{:08x}.sock", ::getpid(), nonce)).string();
   }
   if (bind.size() > kMaxSocketPathLength) {
-    return InvalidArgument(fmt::format(
-        "socket path {} is too long: Unix sockets allow {} bytes and we need {} for a temporary "
-        "name next to it; use a shorter directory or driver name",
-        path, kMaxSocketPathLength, bind.size()));
+    return InvalidArgument(
+        fmt::format("socket path {} is too long: Unix sockets allow {} bytes and we need {} for a temporary "
+                    "name next to it; use a shorter directory or driver name",
+                    path, kMaxSocketPathLength, bind.size()));
   }
   NVDRA_RETURN_IF_ERROR(MakeDirectories(p.parent_path().string()));
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
-      return FailedPrecondition(fmt::format(
-          "{} exists and is not a socket; refusing to replace it (remove it if it is not needed)",
-          path));
+      return FailedPrecondition(
+          fmt::format("{} exists and is not a socket; refusing to replace it (remove it if it is not needed)", path));
     }
     if (SocketAnswers(path)) {
-      return FailedPrecondition(fmt::format(
-          "{} is served by another running plugin instance; refusing to start beside it on the same "
-          "sockets (stop the other instance, or give each instance its own --rolling-update-id)",
-          path));
+      return FailedPrecondition(
+          fmt::format("{} is served by another running plugin instance; refusing to start beside it on the same "
+                      "sockets (stop the other instance, or give each instance its own --rolling-update-id)",
+                      path));
     } else {
       NVDRA_VLOG(1, "replacing stale socket {}", path);
     }
@@ -80,8 +79,7 @@ Result<SocketFile> SocketFile::Prepare(const std::string& path) {
 Status SocketFile::Publish() {
   struct stat st;
   if (::lstat(bind_path_.c_str(), &st) != 0) {
-    return Internal(fmt::format("server socket {} was not created: {}", bind_path_,
-                                std::strerror(errno)));
+    return Internal(fmt::format("server socket {} was not created: {}", bind_path_, std::strerror(errno)));
   }
   // The mode the socket got from the umask is not the one we want (a umask
   // of 0 would let any local user drive the plugin).

@@ -50,8 +50,7 @@ class SocketFile {
   Status RemoveIfOurs();
 
  private:
-  SocketFile(std::string path, std::string bind_path)
-      : path_(std::move(path)), bind_path_(std::move(bind_path)) {}
+  SocketFile(std::string path, std::string bind_path) : path_(std::move(path)), bind_path_(std::move(bind_path)) {}
 
   std::string path_;
   std::string bind_path_;

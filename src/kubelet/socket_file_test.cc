@@ -29,7 +29,7 @@ int Listen(const std::string& path) {
 }
 
 ino_t Inode(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   ::lstat(path.c_str(), &st);
   return st.st_ino;
 }
@@ -77,7 +77,7 @@ TEST(SocketFileTest, LeavesAnotherInstancesSocketAlone) {
   ASSERT_TRUE(mine.ok());
   int fd1 = Listen(mine->bind_path());
   ASSERT_TRUE(mine->Publish().ok());
-  ::close(fd1);  // this instance stopped answering (hung or dying)...
+  ::close(fd1);                             // this instance stopped answering (hung or dying)...
   auto theirs = SocketFile::Prepare(path);  // ...so a new one may take the name
   ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
   int fd2 = Listen(theirs->bind_path());

@@ -46,9 +46,12 @@ TEST(TimerThreadTest, CancelledClosuresNeverRunAndCancelAllTakesOnlyItsOwners) {
   std::atomic<int> ran{0};
   int a = 0, b = 0;
   const auto later = Clock::now() + std::chrono::hours(1);
-  auto one = timers.RunAt(later, [&] { ran++; }, &a);
-  timers.RunAt(later, [&] { ran++; }, &a);
-  auto kept = timers.RunAt(later, [&] { ran++; }, &b);
+  auto one = timers.RunAt(
+      later, [&] { ran++; }, &a);
+  timers.RunAt(
+      later, [&] { ran++; }, &a);
+  auto kept = timers.RunAt(
+      later, [&] { ran++; }, &b);
   EXPECT_TRUE(timers.Cancel(one));
   EXPECT_FALSE(timers.Cancel(one));  // once only
   timers.CancelAll(&a);

@@ -10,9 +10,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kKnownKeys[] = {"uid",      "namespace", "name", "state",  "allocation",
-                                      "held",     "prepared",  "undo", "bootID", "updatedUnixMs", "consumers",
-                                      "attempt",  "shares",    "origin"};
+constexpr const char* kKnownKeys[] = {"uid",       "namespace", "name",   "state",  "allocation",
+                                      "held",      "prepared",  "undo",   "bootID", "updatedUnixMs",
+                                      "consumers", "attempt",   "shares", "origin"};
 
 bool IsKnownKey(const std::string& k) {
   return std::find(std::begin(kKnownKeys), std::end(kKnownKeys), k) != std::end(kKnownKeys);
@@ -120,8 +120,8 @@ const char* ClaimStateName(ClaimState s) {
 }
 
 std::optional<ClaimState> ParseClaimState(std::string_view s) {
-  for (ClaimState c : {ClaimState::kPrepareStarted, ClaimState::kPrepareCompleted,
-                       ClaimState::kUnprepareStarted, ClaimState::kTombstone}) {
+  for (ClaimState c : {ClaimState::kPrepareStarted, ClaimState::kPrepareCompleted, ClaimState::kUnprepareStarted,
+                       ClaimState::kTombstone}) {
     if (s == ClaimStateName(c)) return c;
   }
   return std::nullopt;
@@ -152,10 +152,7 @@ json EntryToJson(const ClaimEntry& e) {
   if (!e.attempt.empty()) j["attempt"] = e.attempt;
   json prep = json::array();
   for (const auto& d : e.prepared) {
-    json p = {{"requests", d.requests},
-              {"pool", d.pool},
-              {"device", d.device},
-              {"cdiDeviceIDs", d.cdi_device_ids}};
+    json p = {{"requests", d.requests}, {"pool", d.pool}, {"device", d.device}, {"cdiDeviceIDs", d.cdi_device_ids}};
     if (!d.share_id.empty()) p["shareID"] = d.share_id;
     prep.push_back(std::move(p));
   }
@@ -163,9 +160,7 @@ json EntryToJson(const ClaimEntry& e) {
   j["undo"] = e.undo;
   if (e.origin != ClaimOrigin::kPrepare) j["origin"] = ClaimOriginName(e.origin);
   j["bootID"] = e.boot_id;
-  j["updatedUnixMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           e.updated.time_since_epoch())
-                           .count();
+  j["updatedUnixMs"] = std::chrono::duration_cast<std::chrono::milliseconds>(e.updated.time_since_epoch()).count();
   return j;
 }
 

@@ -12,8 +12,17 @@ namespace nvdra::ledger {
 namespace {
 
 std::string RandomString(std::mt19937& rng) {
-  static const std::vector<std::string> pieces = {"", "a", "gpu-0", "default", "0f3c-uid", "quote\"d", "back\\slash",
-                                                  "new\nline", "\x01", "\xc3\xbc", "k8s.gpu.nvidia.com/claim=x"};
+  static const std::vector<std::string> pieces = {"",
+                                                  "a",
+                                                  "gpu-0",
+                                                  "default",
+                                                  "0f3c-uid",
+                                                  "quote\"d",
+                                                  "back\\slash",
+                                                  "new\nline",
+                                                  "\x01",
+                                                  "\xc3\xbc",
+                                                  "k8s.gpu.nvidia.com/claim=x"};
   std::string s;
   for (int i = std::uniform_int_distribution<int>(0, 3)(rng); i > 0; --i) {
     s += pieces[std::uniform_int_distribution<size_t>(0, pieces.size() - 1)(rng)];
@@ -112,8 +121,9 @@ TEST(ClaimEntryTest, RecordsWrittenBeforeTheOriginFieldDecodeToTheirOrigin) {
   EXPECT_EQ(imported.origin, ClaimOrigin::kLegacyCheckpoint);
   // The undo records stay as they were: the export to the Go driver reads
   // the checkpoint's exact text from there.
-  EXPECT_EQ(imported.undo.value("legacyCheckpointJson", ""),
-            R"({"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-1","device":"gpu-1"}]}}},"name":"legacy-claim","namespace":"default"})");
+  EXPECT_EQ(
+      imported.undo.value("legacyCheckpointJson", ""),
+      R"({"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-1","device":"gpu-1"}]}}},"name":"legacy-claim","namespace":"default"})");
   // Written again, each names its origin, and reads back the same.
   for (const ClaimEntry* e : {&rebuilt, &imported}) {
     const std::string text = EntryJsonText(*e);

@@ -102,16 +102,15 @@ TransitionContext ClaimLedger::ContextLocked() const {
   ctx.tombstone_ttl = opts_.tombstone_ttl;
   ctx.codec = opts_.codec;
   // Called by the transition, which runs under mu_ (see Locked).
-  ctx.other_holder = [this](const std::string& resource,
-                            const std::string& except) NO_THREAD_SAFETY_ANALYSIS -> std::optional<std::string> {
+  ctx.other_holder = [this](const std::string& resource, const std::string& except)
+                         NO_THREAD_SAFETY_ANALYSIS -> std::optional<std::string> {
     auto holders = state_.HoldersOf(resource, except);
     if (holders.empty()) return std::nullopt;
     return holders.front()->uid;
   };
-  ctx.other_holders = [this](const std::string& resource,
-                             const std::string& except) NO_THREAD_SAFETY_ANALYSIS -> std::vector<const ClaimEntry*> {
-    return state_.HoldersOf(resource, except);
-  };
+  ctx.other_holders =
+      [this](const std::string& resource, const std::string& except)
+          NO_THREAD_SAFETY_ANALYSIS -> std::vector<const ClaimEntry*> { return state_.HoldersOf(resource, except); };
   return ctx;
 }
 
@@ -122,17 +121,19 @@ Status ClaimLedger::RecordLocked(const Transition& t, const char* before_fp, con
 
 Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
   NVDRA_RETURN_IF_ERROR(ValidateClaimUid(req.uid));
-  return Locked([&]() REQUIRES(mu_) -> Result<BeginResult> {
-    TransitionContext ctx = ContextLocked();
-    // An entry imported from an old checkpoint, or rebuilt, has no name:
-    // take it from the first Prepare, so the reconciler can check the claim.
-    NVDRA_RETURN_IF_ERROR(RecordLocked(transition::AdoptName(FindLive(req.uid), req.ns, req.name, ctx),
-                                       "ledger-before-name-write", "ledger-after-name-write"));
-    ctx.new_attempt = NewAttempt();
-    NVDRA_ASSIGN_OR_RETURN(Transition t, transition::BeginPrepare(FindLive(req.uid), req, ctx));
-    NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-started-write", "ledger-after-started-write"));
-    return BeginResult{t.outcome, Decorate(std::move(*t.entry))};
-  }, RequestStep::kAppendStarted);
+  return Locked(
+      [&]() REQUIRES(mu_) -> Result<BeginResult> {
+        TransitionContext ctx = ContextLocked();
+        // An entry imported from an old checkpoint, or rebuilt, has no name:
+        // take it from the first Prepare, so the reconciler can check the claim.
+        NVDRA_RETURN_IF_ERROR(RecordLocked(transition::AdoptName(FindLive(req.uid), req.ns, req.name, ctx),
+                                           "ledger-before-name-write", "ledger-after-name-write"));
+        ctx.new_attempt = NewAttempt();
+        NVDRA_ASSIGN_OR_RETURN(Transition t, transition::BeginPrepare(FindLive(req.uid), req, ctx));
+        NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-started-write", "ledger-after-started-write"));
+        return BeginResult{t.outcome, Decorate(std::move(*t.entry))};
+      },
+      RequestStep::kAppendStarted);
 }
 
 Status ClaimLedger::AdoptName(const std::string& uid, const std::string& ns, const std::string& name) {
@@ -170,33 +171,39 @@ Status ClaimLedger::FinishRecovery() {
   });
 }
 
-Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared,
-                                    nlohmann::json undo, std::optional<std::string> attempt) {
-  return Locked([&]() REQUIRES(mu_) -> Status {
-    NVDRA_ASSIGN_OR_RETURN(Transition t, transition::CompletePrepare(FindLive(uid), uid, std::move(prepared),
-                                                                     std::move(undo), attempt, ContextLocked()));
-    return RecordLocked(t, "ledger-before-completed-write", "ledger-after-completed-write");
-  }, RequestStep::kAppendFinal, Ack::kAppended);
+Status ClaimLedger::CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared, nlohmann::json undo,
+                                    std::optional<std::string> attempt) {
+  return Locked(
+      [&]() REQUIRES(mu_) -> Status {
+        NVDRA_ASSIGN_OR_RETURN(Transition t, transition::CompletePrepare(FindLive(uid), uid, std::move(prepared),
+                                                                         std::move(undo), attempt, ContextLocked()));
+        return RecordLocked(t, "ledger-before-completed-write", "ledger-after-completed-write");
+      },
+      RequestStep::kAppendFinal, Ack::kAppended);
 }
 
 Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string& uid) {
-  return Locked([&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
-    NVDRA_ASSIGN_OR_RETURN(Transition t, transition::BeginUnprepare(FindLive(uid), ContextLocked()));
-    NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-unprepare-write", "ledger-after-unprepare-write"));
-    if (!t.entry) return std::optional<ClaimEntry>();
-    return std::optional(Decorate(std::move(*t.entry)));
-  }, RequestStep::kAppendStarted);
+  return Locked(
+      [&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
+        NVDRA_ASSIGN_OR_RETURN(Transition t, transition::BeginUnprepare(FindLive(uid), ContextLocked()));
+        NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-unprepare-write", "ledger-after-unprepare-write"));
+        if (!t.entry) return std::optional<ClaimEntry>();
+        return std::optional(Decorate(std::move(*t.entry)));
+      },
+      RequestStep::kAppendStarted);
 }
 
 Status ClaimLedger::FinishUnprepare(const std::string& uid) {
-  return Locked([&]() REQUIRES(mu_) -> Status {
-    NVDRA_ASSIGN_OR_RETURN(Transition t, transition::FinishUnprepare(FindLive(uid), ContextLocked()));
-    if (!t.write) return Status::Ok();
-    NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-tombstone-write", "ledger-after-tombstone-write"));
-    // Upstream's words, which operators grep for.
-    NVDRA_VLOG(6, "Deleted claim from checkpoint: {}/{} (claim {})", t.entry->ns, t.entry->name, t.entry->uid);
-    return Status::Ok();
-  }, RequestStep::kAppendFinal, Ack::kAppended);
+  return Locked(
+      [&]() REQUIRES(mu_) -> Status {
+        NVDRA_ASSIGN_OR_RETURN(Transition t, transition::FinishUnprepare(FindLive(uid), ContextLocked()));
+        if (!t.write) return Status::Ok();
+        NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-tombstone-write", "ledger-after-tombstone-write"));
+        // Upstream's words, which operators grep for.
+        NVDRA_VLOG(6, "Deleted claim from checkpoint: {}/{} (claim {})", t.entry->ns, t.entry->name, t.entry->uid);
+        return Status::Ok();
+      },
+      RequestStep::kAppendFinal, Ack::kAppended);
 }
 
 }  // namespace nvdra::ledger

@@ -26,8 +26,8 @@
 #include "ledger/claim_transitions.h"
 #include "ledger/kind_codec.h"
 #include "ledger/ledger_env.h"
-#include "ledger/ledger_state.h"
 #include "ledger/ledger_holder_lock.h"
+#include "ledger/ledger_state.h"
 #include "ledger/legacy_checkpoint_migration.h"
 #include "ledger/log_format.h"
 #include "ledger/lost_claim_recovery.h"
@@ -118,8 +118,8 @@ class ClaimLedger {
   // BeginResult's entry.attempt: the completion is refused (FailedPrecondition)
   // when another BeginPrepare or an unprepare came in between. The claim
   // engine always passes it; nullopt (tools, tests) skips that check.
-  Status CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared,
-                         nlohmann::json undo, std::optional<std::string> attempt = std::nullopt);
+  Status CompletePrepare(const std::string& uid, std::vector<PreparedDevice> prepared, nlohmann::json undo,
+                         std::optional<std::string> attempt = std::nullopt);
 
   // nullopt: unknown (or already unprepared) claim, nothing to do. Otherwise
   // the entry, now UnprepareStarted: undo the devices, then FinishUnprepare.
@@ -289,8 +289,8 @@ class ClaimLedger {
   // The Go driver's checkpoint.json; nullptr when its import is off.
   std::unique_ptr<LegacyCheckpointMigration> legacy_ GUARDED_BY(mu_);
   // Group commit (see WaitDurable).
-  uint64_t appended_seq_ GUARDED_BY(mu_) = 0;  // last record appended by this process
-  uint64_t durable_seq_ GUARDED_BY(mu_) = 0;   // every record up to here is durable
+  uint64_t appended_seq_ GUARDED_BY(mu_) = 0;    // last record appended by this process
+  uint64_t durable_seq_ GUARDED_BY(mu_) = 0;     // every record up to here is durable
   uint64_t durable_offset_ GUARDED_BY(mu_) = 0;  // file bytes known durable
   // Bytes before this offset are durable or another process's: a failed
   // sync may cut the file back to here, never further.

@@ -39,8 +39,7 @@ Status ClaimLedger::ClearTempPathLocked() {
   std::string aside = SidePath("tmp-blocked");
   Status r = env_->Rename(tmp, aside);
   if (!r.ok()) return Unavailable("cannot clear " + tmp + ": " + s.message() + "; " + r.message());
-  report_.warnings.push_back("something that is not a file was in the way at " + tmp +
-                             "; it was moved to " + aside);
+  report_.warnings.push_back("something that is not a file was in the way at " + tmp + "; it was moved to " + aside);
   return Status::Ok();
 }
 
@@ -57,15 +56,14 @@ Status ClaimLedger::SetAsideUnreadableLocked(const std::string& kind, const std:
   }
   report_.created = true;
   report_.set_aside_file = aside;
-  report_.errors.push_back(fmt::format(
-      "ledger {} {}; it was renamed to {} and a new ledger was started. Its claims are unknown here: "
-      "every CDI spec is kept until they are rebuilt (nvdractl ledger rebuild)",
-      log_path_, why, aside));
+  report_.errors.push_back(
+      fmt::format("ledger {} {}; it was renamed to {} and a new ledger was started. Its claims are unknown here: "
+                  "every CDI spec is kept until they are rebuilt (nvdractl ledger rebuild)",
+                  log_path_, why, aside));
   return Status::Ok();
 }
 
-Status ClaimLedger::QuarantineLocked(const std::string& bytes,
-                                     const std::vector<DamagedRange>& damage) {
+Status ClaimLedger::QuarantineLocked(const std::string& bytes, const std::vector<DamagedRange>& damage) {
   std::string out;
   for (const auto& d : damage) {
     out += fmt::format("# offset {} length {}: {}\n", d.offset, d.length, d.reason);
@@ -84,9 +82,7 @@ Status ClaimLedger::QuarantineLocked(const std::string& bytes,
   return Status::Ok();
 }
 
-void ClaimLedger::RefreshReportLocked() {
-  report_.claims_may_be_missing = ledger::ClaimsMayBeMissing(state_.meta());
-}
+void ClaimLedger::RefreshReportLocked() { report_.claims_may_be_missing = ledger::ClaimsMayBeMissing(state_.meta()); }
 
 Status ClaimLedger::OpenExistingForAppendLocked(const FileIdentity& id, uint64_t size, uint64_t meta_bytes) {
   NVDRA_ASSIGN_OR_RETURN(file_, env_->OpenAppend(log_path_));
@@ -112,8 +108,7 @@ Status ClaimLedger::CreateWithImportLocked() {
 bool ClaimLedger::SetAsideIfUnreadableLocked(DecodedLog& log, const std::string& bytes,
                                              std::vector<DamagedRange>& damage, Status* status) {
   switch (log.header) {
-    case HeaderStatus::kOk:
-      return false;
+    case HeaderStatus::kOk: return false;
     case HeaderStatus::kBadChecksum:
       // The records carry their own checksums; keep every one that verifies.
       log.body = DecodeRecords(std::string_view(bytes).substr(kFileHeaderSize), kFileHeaderSize);
@@ -126,16 +121,15 @@ bool ClaimLedger::SetAsideIfUnreadableLocked(DecodedLog& log, const std::string&
       *status = SetAsideUnreadableLocked("empty", "was empty (0 bytes)");
       break;
     case HeaderStatus::kTruncated:
-      *status = SetAsideUnreadableLocked("unreadable",
-                                         fmt::format("had a truncated header ({} bytes)", bytes.size()));
+      *status = SetAsideUnreadableLocked("unreadable", fmt::format("had a truncated header ({} bytes)", bytes.size()));
       break;
     case HeaderStatus::kBadMagic:
       *status = SetAsideUnreadableLocked("unreadable", "is not a ledger file (bad magic)");
       break;
     case HeaderStatus::kUnsupportedVersion:
-      *status = SetAsideUnreadableLocked(
-          fmt::format("v{}", log.version),
-          fmt::format("has unsupported format version {} (this version reads {})", log.version, kFormatVersion));
+      *status = SetAsideUnreadableLocked(fmt::format("v{}", log.version),
+                                         fmt::format("has unsupported format version {} (this version reads {})",
+                                                     log.version, kFormatVersion));
       break;
   }
   RefreshReportLocked();
@@ -162,10 +156,10 @@ void ClaimLedger::ApplyLogLocked(const DecodedLog& log) {
     const auto& holds = state_.double_holds();
     for (size_t i = 0; i < holds.size() && i < 10; ++i) which += (which.empty() ? "" : "; ") + holds[i];
     if (holds.size() > 10) which += fmt::format("; and {} more", holds.size() - 10);
-    report_.errors.push_back(fmt::format(
-        "ledger {}: {} resources are recorded for two live claims (a release record was lost, or the "
-        "file was edited): {}. Every holder keeps them until it is unprepared",
-        log_path_, state_.double_held(), which));
+    report_.errors.push_back(
+        fmt::format("ledger {}: {} resources are recorded for two live claims (a release record was lost, or the "
+                    "file was edited): {}. Every holder keeps them until it is unprepared",
+                    log_path_, state_.double_held(), which));
   }
 }
 
@@ -177,22 +171,22 @@ Status ClaimLedger::RepairDamageLocked(const std::string& bytes, const DecodedLo
   Status q = QuarantineLocked(bytes, damage);
   Status c = q.ok() ? CompactLocked() : Status::Ok();
   if (q.ok() && c.ok()) {
-    report_.errors.push_back(fmt::format(
-        "ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); "
-        "they were copied to {}; the {} records that verify were kept and the ledger rewritten",
-        log_path_, n, damage.size(), damage.front().reason, damage.front().offset,
-        report_.quarantine_file, log.body.records.size()));
+    report_.errors.push_back(
+        fmt::format("ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); "
+                    "they were copied to {}; the {} records that verify were kept and the ledger rewritten",
+                    log_path_, n, damage.size(), damage.front().reason, damage.front().offset, report_.quarantine_file,
+                    log.body.records.size()));
     return Status::Ok();
   }
   // No space to set the damage aside or to rewrite: go on appending to the
   // file as it is (records after damage still verify), rather than fail to
   // start until someone frees space. The next start retries.
-  report_.errors.push_back(fmt::format(
-      "ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); the {} "
-      "records that verify were kept, but the damage could not be set aside ({}); the ledger goes on "
-      "from the file as it is",
-      log_path_, n, damage.size(), damage.front().reason, damage.front().offset, log.body.records.size(),
-      (q.ok() ? c : q).message()));
+  report_.errors.push_back(
+      fmt::format("ledger {} was damaged: {} bytes in {} places did not verify (first: {} at offset {}); the {} "
+                  "records that verify were kept, but the damage could not be set aside ({}); the ledger goes on "
+                  "from the file as it is",
+                  log_path_, n, damage.size(), damage.front().reason, damage.front().offset, log.body.records.size(),
+                  (q.ok() ? c : q).message()));
   return OpenExistingForAppendLocked(id, bytes.size(), meta_bytes);
 }
 
@@ -263,8 +257,7 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
     (void)file_->Truncate(read_offset_);
     file_.reset();
     file_id_ = FileIdentity();
-    return s.Wrap("cannot record claim " + DescribeClaim(e) + " as " + ClaimStateName(e.state) +
-                  " in " + log_path_);
+    return s.Wrap("cannot record claim " + DescribeClaim(e) + " as " + ClaimStateName(e.state) + " in " + log_path_);
   };
   auto append = [&]() REQUIRES(mu_) {
     // One write. Armed, the ledger-mid-append point writes half the record
@@ -292,8 +285,8 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
       if (compacted.ok()) {
         (void)fail(s);
       } else {
-        NVDRA_WARN("claim ledger {}: the volume is full and compacting the ledger to make room failed: {}",
-                   log_path_, compacted.message());
+        NVDRA_WARN("claim ledger {}: the volume is full and compacting the ledger to make room failed: {}", log_path_,
+                   compacted.message());
       }
       EnsureReserveLocked();
       return failed;

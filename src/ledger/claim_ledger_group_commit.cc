@@ -33,9 +33,9 @@ Status ClaimLedger::WaitDurable(uint64_t seq) {
     if (file_ == nullptr) {
       // A failed append or sync closed the file: reopening it syncs (or
       // fails) what is pending.
-      auto lock = env_->Lock(lock_path_, std::chrono::steady_clock::now() +
-                                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                  opts_.lock_timeout));
+      auto lock = env_->Lock(lock_path_,
+                             std::chrono::steady_clock::now() +
+                                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(opts_.lock_timeout));
       flock_held_ = lock.ok();
       Status s = lock.ok() ? ReloadLocked() : lock.status();
       if (!s.ok()) FailPendingLocked(s);
@@ -88,9 +88,9 @@ void ClaimLedger::FailPendingLocked(const Status& why) {
   if (id.ok() && id->SameFile(file_id_) && id->size == read_offset_ && truncate_floor_ < read_offset_) {
     Result<std::unique_ptr<FileLock>> lock = std::unique_ptr<FileLock>();
     if (!flock_held_) {
-      lock = env_->Lock(lock_path_, std::chrono::steady_clock::now() +
-                                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                            opts_.lock_timeout));
+      lock = env_->Lock(lock_path_,
+                        std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(opts_.lock_timeout));
     }
     auto again = lock.ok() ? env_->Stat(log_path_) : Result<FileIdentity>(lock.status());
     if (again.ok() && again->SameFile(file_id_) && again->size == read_offset_) {

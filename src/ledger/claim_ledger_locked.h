@@ -18,9 +18,9 @@ auto ClaimLedger::Locked(F&& fn, RequestStep step, Ack ack) -> decltype(fn()) {
   {
     TimedStep critical(step);
     MutexLock guard(mu_);
-    auto lock = env_->Lock(lock_path_, std::chrono::steady_clock::now() +
-                                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                opts_.lock_timeout));
+    auto lock = env_->Lock(lock_path_,
+                           std::chrono::steady_clock::now() +
+                               std::chrono::duration_cast<std::chrono::steady_clock::duration>(opts_.lock_timeout));
     if (!lock.ok()) return lock.status();
     flock_held_ = true;
     commit_seq_ = 0;

@@ -15,8 +15,7 @@ ClaimEntry ClaimLedger::Decorate(ClaimEntry e) const {
 
 const ClaimEntry* ClaimLedger::FindLive(const std::string& uid) const {
   const ClaimEntry* e = state_.Find(uid);
-  if (e != nullptr && e->state == ClaimState::kTombstone &&
-      opts_.clock->Now() - e->updated >= opts_.tombstone_ttl) {
+  if (e != nullptr && e->state == ClaimState::kTombstone && opts_.clock->Now() - e->updated >= opts_.tombstone_ttl) {
     return nullptr;
   }
   return e;

@@ -224,8 +224,7 @@ TEST_F(ClaimLedgerTest, RetryOfStartedClaimReturnsPreviousUndo) {
 
 TEST_F(ClaimLedgerTest, InvalidUidIsRefused) {
   auto l = OpenLedger();
-  EXPECT_EQ(l->BeginPrepare(Request("../x", {"gpu-0"})).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(l->BeginPrepare(Request("../x", {"gpu-0"})).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(ClaimLedgerTest, UnprepareOfUnknownClaimSucceeds) {
@@ -263,8 +262,7 @@ TEST_F(ClaimLedgerTest, PrepareDuringUnprepareIsRefused) {
   ASSERT_TRUE(l->BeginUnprepare("uid-a").ok());
   auto b = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
   EXPECT_EQ(b.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), nullptr).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-0"}), nullptr).code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(ClaimLedgerTest, TombstoneRefusesLatePrepareUntilItExpires) {
@@ -278,8 +276,7 @@ TEST_F(ClaimLedgerTest, TombstoneRefusesLatePrepareUntilItExpires) {
   // Survives a restart.
   l.reset();
   l = OpenLedger();
-  EXPECT_EQ(l->BeginPrepare(Request("uid-a", {"gpu-0"})).status().code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(l->BeginPrepare(Request("uid-a", {"gpu-0"})).status().code(), StatusCode::kFailedPrecondition);
   // A new allocation of the same UID is not a late retry.
   auto other = l->BeginPrepare(Request("uid-a", {"gpu-1"}));
   EXPECT_TRUE(other.ok()) << other.status().ToString();
@@ -706,9 +703,8 @@ TEST_F(ClaimLedgerTest, EveryLedgerFailpointIsReached) {
   ASSERT_TRUE(l->CollectGarbage(true).ok());
   for (const char* fp :
        {"ledger-before-started-write", "ledger-after-started-write", "ledger-before-completed-write",
-        "ledger-after-completed-write", "ledger-before-unprepare-write",
-        "ledger-after-unprepare-write", "ledger-before-tombstone-write",
-        "ledger-after-tombstone-write", "ledger-before-compaction-rename",
+        "ledger-after-completed-write", "ledger-before-unprepare-write", "ledger-after-unprepare-write",
+        "ledger-before-tombstone-write", "ledger-after-tombstone-write", "ledger-before-compaction-rename",
         "ledger-after-compaction-rename"}) {
     EXPECT_GE(FailPoints::Process().HitCount(fp), 1) << fp;
   }
@@ -735,8 +731,7 @@ TEST_F(ClaimLedgerTest, RebootRedoesNodeWorkAndReturnsSameDevices) {
   EXPECT_TRUE(b->entry.from_earlier_boot);
   EXPECT_EQ(b->entry.prepared, Prepared("uid-a", {"gpu-0"}));
   // Other devices would be a different answer to the kubelet.
-  EXPECT_EQ(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-9"}), nullptr).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(l->CompletePrepare("uid-a", Prepared("uid-a", {"gpu-9"}), nullptr).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(l->CompletePrepare("uid-a", b->entry.prepared, nullptr).ok());
   auto again = l->BeginPrepare(Request("uid-a", {"gpu-0"}));
   EXPECT_EQ(again->outcome, BeginOutcome::kAlreadyPrepared);
@@ -1026,7 +1021,6 @@ TEST_F(ClaimLedgerTest, RepeatedDamageNeverOverwritesAnEarlierQuarantineFile) {
   EXPECT_NE(ReadFileToString(quarantined[0])->find("torn-0"), std::string::npos);
   EXPECT_NE(ReadFileToString(quarantined[1])->find("torn-1"), std::string::npos);
 }
-
 
 // Notes which step of the timed request (util/request_steps.h) runs when
 // the ledger appends a record and when it syncs.

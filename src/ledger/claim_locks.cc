@@ -6,15 +6,14 @@ ClaimLocks::Guard ClaimLocks::Lock(const std::string& uid) {
   return std::move(*LockUntil(uid, std::chrono::steady_clock::time_point::max()));
 }
 
-std::optional<ClaimLocks::Guard> ClaimLocks::LockUntil(
-    const std::string& uid, std::chrono::steady_clock::time_point deadline) {
+std::optional<ClaimLocks::Guard> ClaimLocks::LockUntil(const std::string& uid,
+                                                       std::chrono::steady_clock::time_point deadline) {
   MutexLock l(mu_);
   Slot& s = slots_[uid];
   ++s.waiters;
   auto released = [&]() REQUIRES(mu_) { return !slots_[uid].held; };
-  bool got = deadline == std::chrono::steady_clock::time_point::max()
-                 ? (cv_.Wait(mu_, released), true)
-                 : cv_.WaitUntil(mu_, deadline, released);
+  bool got = deadline == std::chrono::steady_clock::time_point::max() ? (cv_.Wait(mu_, released), true)
+                                                                      : cv_.WaitUntil(mu_, deadline, released);
   Slot& slot = slots_[uid];  // rehashing may have moved it
   --slot.waiters;
   if (!got) {

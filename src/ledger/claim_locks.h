@@ -33,8 +33,7 @@ class ClaimLocks {
 
   Guard Lock(const std::string& uid) EXCLUDES(mu_);
   // nullopt when the claim is still locked at `deadline`.
-  std::optional<Guard> LockUntil(const std::string& uid,
-                                 std::chrono::steady_clock::time_point deadline) EXCLUDES(mu_);
+  std::optional<Guard> LockUntil(const std::string& uid, std::chrono::steady_clock::time_point deadline) EXCLUDES(mu_);
   // Claims currently locked or awaited.
   size_t tracked() const EXCLUDES(mu_);
 

@@ -32,10 +32,10 @@ std::optional<Result<Transition>> ContinueExisting(const ClaimEntry& cur, const 
                                                    const TransitionContext& ctx) {
   bool same = SameAllocation(cur.allocation, req.allocation);
   if (!same && cur.state != ClaimState::kTombstone) {
-    return FailedPrecondition(fmt::format(
-        "claim {} is already recorded as {} for a different allocation; refusing to "
-        "overwrite it (unprepare the claim first)",
-        DescribeClaim(cur), cur.unknown_state.empty() ? ClaimStateName(cur.state) : cur.unknown_state));
+    return FailedPrecondition(fmt::format("claim {} is already recorded as {} for a different allocation; refusing to "
+                                          "overwrite it (unprepare the claim first)",
+                                          DescribeClaim(cur),
+                                          cur.unknown_state.empty() ? ClaimStateName(cur.state) : cur.unknown_state));
   }
   switch (cur.state) {
     case ClaimState::kPrepareCompleted: {
@@ -56,18 +56,18 @@ std::optional<Result<Transition>> ContinueExisting(const ClaimEntry& cur, const 
       return Write(std::move(e), BeginOutcome::kRetry);
     }
     case ClaimState::kUnprepareStarted:
-      return FailedPrecondition(fmt::format(
-          "claim {} is being unprepared (UnprepareStarted); refusing to prepare it until "
-          "the unprepare finishes",
-          DescribeClaim(cur)));
+      return FailedPrecondition(
+          fmt::format("claim {} is being unprepared (UnprepareStarted); refusing to prepare it until "
+                      "the unprepare finishes",
+                      DescribeClaim(cur)));
     case ClaimState::kTombstone:
       if (same && req.consumers.empty()) {
         auto left = std::chrono::duration_cast<std::chrono::seconds>(ctx.tombstone_ttl - (ctx.now - cur.updated));
-        return FailedPrecondition(fmt::format(
-            "claim {} was unprepared recently and is reserved for no pod now; refusing a "
-            "late Prepare of the same allocation, which would resurrect a claim the kubelet "
-            "already released (the refusal expires in {}s)",
-            DescribeClaim(cur), left.count()));
+        return FailedPrecondition(
+            fmt::format("claim {} was unprepared recently and is reserved for no pod now; refusing a "
+                        "late Prepare of the same allocation, which would resurrect a claim the kubelet "
+                        "already released (the refusal expires in {}s)",
+                        DescribeClaim(cur), left.count()));
       }
       break;  // a new allocation under the same UID starts afresh
   }
@@ -108,7 +108,8 @@ namespace {
 
 // `held` with the resources that are requested devices first, each part in
 // its given order.
-std::vector<std::string> RequestedFirst(const std::vector<std::string>& held, const std::vector<std::string>& requested) {
+std::vector<std::string> RequestedFirst(const std::vector<std::string>& held,
+                                        const std::vector<std::string>& requested) {
   std::vector<std::string> out;
   out.reserve(held.size());
   auto is_requested = [&](const std::string& r) {
@@ -176,8 +177,8 @@ Status CheckShareCapacity(const std::string& resource, const std::vector<const H
   for (const auto& [name, amount] : asked) {
     auto cap = capacity.find(name);
     if (cap == capacity.end()) {
-      return Conflict(fmt::format("requested device {} does not publish the capacity \"{}\" claim {} consumes", resource,
-                                  name, uid));
+      return Conflict(fmt::format("requested device {} does not publish the capacity \"{}\" claim {} consumes",
+                                  resource, name, uid));
     }
     const int64_t before = used[name];
     // Both are sums of amounts of zero or more, saturated: no wrap.
@@ -187,10 +188,10 @@ Status CheckShareCapacity(const std::string& resource, const std::vector<const H
                                   "consumes {}",
                                   resource, uid, name, cap->second, amount));
     }
-    return Conflict(fmt::format(
-        "requested device {} has no room for claim {}: it publishes {} {}, claims {} already consume {} "
-        "(according to checkpoint) and this claim consumes {}",
-        resource, uid, name, cap->second, fmt::join(holders, ", "), Amounts(used, name), amount));
+    return Conflict(
+        fmt::format("requested device {} has no room for claim {}: it publishes {} {}, claims {} already consume {} "
+                    "(according to checkpoint) and this claim consumes {}",
+                    resource, uid, name, cap->second, fmt::join(holders, ", "), Amounts(used, name), amount));
   }
   return Status::Ok();
 }
@@ -219,8 +220,8 @@ Status CheckHeldAgainstOthers(const std::vector<std::string>& held, const std::v
         // sharing configuration (KindCodec::ImportShares): only its capacity
         // counts.
         if (!s->sharing.empty() && s->sharing != own.front()->sharing) {
-          return Conflict(
-              fmt::format("requested device {} has conflicting configuration with already prepared claim {}", r, o->uid));
+          return Conflict(fmt::format(
+              "requested device {} has conflicting configuration with already prepared claim {}", r, o->uid));
         }
         theirs.emplace_back(o, s);
       }
@@ -277,26 +278,26 @@ Result<Transition> BeginPrepare(const ClaimEntry* cur, const BeginPrepareRequest
   return Write(std::move(e), adopt ? BeginOutcome::kRetry : BeginOutcome::kStarted);
 }
 
-Result<Transition> CompletePrepare(const ClaimEntry* cur, const std::string& uid,
-                                   std::vector<PreparedDevice> prepared, nlohmann::json undo,
-                                   const std::optional<std::string>& attempt, const TransitionContext& ctx) {
+Result<Transition> CompletePrepare(const ClaimEntry* cur, const std::string& uid, std::vector<PreparedDevice> prepared,
+                                   nlohmann::json undo, const std::optional<std::string>& attempt,
+                                   const TransitionContext& ctx) {
   if (cur == nullptr || cur->state == ClaimState::kTombstone || cur->state == ClaimState::kUnprepareStarted) {
-    return FailedPrecondition(fmt::format(
-        "cannot complete prepare of claim {}: it is {} (was it unprepared meanwhile?)", uid,
-        cur == nullptr ? "not in the ledger" : ClaimStateName(cur->state)));
+    return FailedPrecondition(
+        fmt::format("cannot complete prepare of claim {}: it is {} (was it unprepared meanwhile?)", uid,
+                    cur == nullptr ? "not in the ledger" : ClaimStateName(cur->state)));
   }
   if (attempt && *attempt != cur->attempt) {
-    return FailedPrecondition(fmt::format(
-        "cannot complete prepare of claim {}: the attempt that began it was superseded (by "
-        "another prepare or an unprepare meanwhile); the kubelet will retry",
-        DescribeClaim(*cur)));
+    return FailedPrecondition(
+        fmt::format("cannot complete prepare of claim {}: the attempt that began it was superseded (by "
+                    "another prepare or an unprepare meanwhile); the kubelet will retry",
+                    DescribeClaim(*cur)));
   }
   if (cur->state == ClaimState::kPrepareCompleted) {
     if (cur->prepared != prepared) {
-      return FailedPrecondition(fmt::format(
-          "claim {} was prepared with different devices before; a repeated prepare must "
-          "return the recorded devices",
-          DescribeClaim(*cur)));
+      return FailedPrecondition(
+          fmt::format("claim {} was prepared with different devices before; a repeated prepare must "
+                      "return the recorded devices",
+                      DescribeClaim(*cur)));
     }
     if (ctx.boot_id.empty() || cur->boot_id == ctx.boot_id) return Keep(*cur);  // idempotent
   }

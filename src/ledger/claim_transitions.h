@@ -26,8 +26,8 @@
 namespace nvdra::ledger {
 
 enum class BeginOutcome {
-  kStarted,          // fresh: PrepareStarted recorded, do the device work
-  kRetry,            // was PrepareStarted: redo (a new attempt is recorded); entry.undo says what an earlier attempt recorded
+  kStarted,  // fresh: PrepareStarted recorded, do the device work
+  kRetry,    // was PrepareStarted: redo (a new attempt is recorded); entry.undo says what an earlier attempt recorded
   kAlreadyPrepared,  // completed in this boot: return entry.prepared, nothing written
   kRedoAfterReboot,  // completed in an earlier boot: redo node work (a new attempt is recorded), return entry.prepared
 };
@@ -134,9 +134,9 @@ Result<Transition> BeginPrepare(const ClaimEntry* cur, const BeginPrepareRequest
 
 // `attempt`: the BeginPrepare's attempt; nullopt skips that check. Writes
 // nothing for a repeat of a completion in this boot.
-Result<Transition> CompletePrepare(const ClaimEntry* cur, const std::string& uid,
-                                   std::vector<PreparedDevice> prepared, nlohmann::json undo,
-                                   const std::optional<std::string>& attempt, const TransitionContext& ctx);
+Result<Transition> CompletePrepare(const ClaimEntry* cur, const std::string& uid, std::vector<PreparedDevice> prepared,
+                                   nlohmann::json undo, const std::optional<std::string>& attempt,
+                                   const TransitionContext& ctx);
 
 // No entry for an unknown or released claim; UnprepareStarted otherwise
 // (written unless it already was).

@@ -33,8 +33,20 @@ std::optional<ClaimEntry> Entry(ClaimState state, std::vector<AllocatedDevice> a
   return e;
 }
 
-enum class Op { kPrepare, kPrepareReserved, kPrepareOther, kPrepareHeldElsewhere, kComplete, kCompleteSuperseded,
-                kCompleteOtherDevices, kUnprepare, kFinish, kAdoptName, kRebuild, kRebuildHeldElsewhere };
+enum class Op {
+  kPrepare,
+  kPrepareReserved,
+  kPrepareOther,
+  kPrepareHeldElsewhere,
+  kComplete,
+  kCompleteSuperseded,
+  kCompleteOtherDevices,
+  kUnprepare,
+  kFinish,
+  kAdoptName,
+  kRebuild,
+  kRebuildHeldElsewhere
+};
 
 struct Want {
   StatusCode code = StatusCode::kOk;
@@ -60,7 +72,9 @@ Result<Transition> Apply(Op op, const std::optional<ClaimEntry>& cur, const Tran
   rebuilt.devices = {"gpu-0"};
   switch (op) {
     case Op::kPrepare: return transition::BeginPrepare(c, req, ctx);
-    case Op::kPrepareReserved: req.consumers = {"pod-b", "pod-a", "pod-b"}; return transition::BeginPrepare(c, req, ctx);
+    case Op::kPrepareReserved:
+      req.consumers = {"pod-b", "pod-a", "pod-b"};
+      return transition::BeginPrepare(c, req, ctx);
     case Op::kPrepareOther: req.allocation = {Res("gpu-1")}; return transition::BeginPrepare(c, req, ctx);
     case Op::kPrepareHeldElsewhere: req.allocation = {Res("gpu-7")}; return transition::BeginPrepare(c, req, ctx);
     case Op::kComplete: return transition::CompletePrepare(c, kUid, prepared, nullptr, "attempt-old", ctx);
@@ -136,10 +150,8 @@ std::vector<Case> Cases() {
   return {
       // BeginPrepare
       {"fresh claim starts", none, Op::kPrepare, Ok(true, S::kPrepareStarted, O::kStarted)},
-      {"fresh claim, device held by another", none, Op::kPrepareHeldElsewhere,
-       Err(StatusCode::kConflict, conflict)},
-      {"started is retried with a new attempt", started, Op::kPrepare,
-       Ok(true, S::kPrepareStarted, O::kRetry)},
+      {"fresh claim, device held by another", none, Op::kPrepareHeldElsewhere, Err(StatusCode::kConflict, conflict)},
+      {"started is retried with a new attempt", started, Op::kPrepare, Ok(true, S::kPrepareStarted, O::kRetry)},
       {"completed in this boot is an idempotent hit", completed, Op::kPrepare,
        Ok(false, S::kPrepareCompleted, O::kAlreadyPrepared)},
       {"completed in an earlier boot is redone", earlier, Op::kPrepare,
@@ -151,19 +163,16 @@ std::vector<Case> Cases() {
        Ok(true, S::kPrepareStarted, O::kStarted)},
       {"tombstone, new allocation: starts afresh", tombstone, Op::kPrepareOther,
        Ok(true, S::kPrepareStarted, O::kStarted)},
-      {"newer version's state acts as started", newer, Op::kPrepare,
-       Ok(true, S::kPrepareStarted, O::kRetry)},
+      {"newer version's state acts as started", newer, Op::kPrepare, Ok(true, S::kPrepareStarted, O::kRetry)},
       {"rebuilt without allocation adopts the request's", rebuilt, Op::kPrepare,
        Ok(true, S::kPrepareStarted, O::kRetry)},
-      {"rebuilt, device held by another", rebuilt, Op::kPrepareHeldElsewhere,
-       Err(StatusCode::kConflict, conflict)},
+      {"rebuilt, device held by another", rebuilt, Op::kPrepareHeldElsewhere, Err(StatusCode::kConflict, conflict)},
       // CompletePrepare
       {"complete unknown", none, Op::kComplete, Err(kPre)},
       {"complete started", started, Op::kComplete, Ok(true, S::kPrepareCompleted)},
       {"complete superseded attempt", started, Op::kCompleteSuperseded, Err(kPre)},
       {"complete again in this boot", completed, Op::kComplete, Ok(false, S::kPrepareCompleted)},
-      {"complete after a reboot rewrites the boot", earlier, Op::kComplete,
-       Ok(true, S::kPrepareCompleted)},
+      {"complete after a reboot rewrites the boot", earlier, Op::kComplete, Ok(true, S::kPrepareCompleted)},
       {"complete with other devices", completed, Op::kCompleteOtherDevices, Err(kPre)},
       {"complete unpreparing", unpreparing, Op::kComplete, Err(kPre)},
       {"complete tombstone", tombstone, Op::kComplete, Err(kPre)},

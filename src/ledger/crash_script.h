@@ -41,11 +41,16 @@ inline const std::vector<Step>& Script() {
 // matrix crashes at each hit of each, as counted by a dry run.
 inline const std::vector<std::string>& LedgerFailpoints() {
   static const std::vector<std::string> points = {
-      "ledger-before-started-write",     "ledger-after-started-write",
-      "ledger-before-completed-write",   "ledger-after-completed-write",
-      "ledger-before-unprepare-write",   "ledger-after-unprepare-write",
-      "ledger-before-tombstone-write",   "ledger-after-tombstone-write",
-      "ledger-before-compaction-rename", "ledger-after-compaction-rename",
+      "ledger-before-started-write",
+      "ledger-after-started-write",
+      "ledger-before-completed-write",
+      "ledger-after-completed-write",
+      "ledger-before-unprepare-write",
+      "ledger-after-unprepare-write",
+      "ledger-before-tombstone-write",
+      "ledger-after-tombstone-write",
+      "ledger-before-compaction-rename",
+      "ledger-after-compaction-rename",
       "ledger-mid-append",
   };
   return points;

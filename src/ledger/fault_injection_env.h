@@ -104,9 +104,8 @@ class FaultInjectionEnv final : public ForwardingLedgerEnv {
     Status Sync() override {
       {
         MutexLock l(env_->mu_);
-        env_->appended_cv_.Wait(env_->mu_, [this]() REQUIRES(env_->mu_) {
-          return env_->appends_ >= env_->hold_syncs_until_;
-        });
+        env_->appended_cv_.Wait(env_->mu_,
+                                [this]() REQUIRES(env_->mu_) { return env_->appends_ >= env_->hold_syncs_until_; });
       }
       if (env_->fail_syncs_) return Unavailable("injected sync failure");
       NVDRA_RETURN_IF_ERROR(base().Sync());

@@ -7,8 +7,8 @@
 namespace nvdra::ledger {
 
 namespace {
-constexpr UpstreamRelease kReleases[] = {UpstreamRelease::kV25_12_0, UpstreamRelease::kV0_4_0,
-                                         UpstreamRelease::kV0_4_1, UpstreamRelease::kMain};
+constexpr UpstreamRelease kReleases[] = {UpstreamRelease::kV25_12_0, UpstreamRelease::kV0_4_0, UpstreamRelease::kV0_4_1,
+                                         UpstreamRelease::kMain};
 }  // namespace
 
 const char* UpstreamReleaseName(UpstreamRelease r) {

@@ -22,9 +22,7 @@ using testing::Request;
 
 // Thousands of opens: use memory-backed storage where the machine has it so
 // fsync costs nothing; the logic under test is the same.
-std::string FastTmp() {
-  return ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "";
-}
+std::string FastTmp() { return ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : ""; }
 
 class ScratchInShm {
  public:

@@ -35,8 +35,7 @@ void Say(const std::string& line) {
 }
 
 int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -72,8 +71,7 @@ int RunScript(const std::string& dir) {
     switch (st.op) {
       case crash::Op::kBegin:
       case crash::Op::kBeginConflict: {
-        BeginPrepareRequest r{st.uid, "ns", st.uid, Alloc(st.devices), std::nullopt,
-                              {{"step", i}}, {}, {}};
+        BeginPrepareRequest r{st.uid, "ns", st.uid, Alloc(st.devices), std::nullopt, {{"step", i}}, {}, {}};
         auto b = l->BeginPrepare(r);
         if (st.op == crash::Op::kBeginConflict) {
           if (b.status().code() != StatusCode::kConflict) Fail("expected conflict", b.status());
@@ -134,13 +132,11 @@ int RunStorm(const std::string& dir, const std::string& name, int ops, unsigned 
     if (!u.ok() || !u->has_value()) Fail("begin unprepare " + c.uid, u.status());
     Status s = l->FinishUnprepare(c.uid);
     if (!s.ok()) Fail("finish unprepare " + c.uid, s);
-    Say("HELD " + c.device + " " + c.uid + " " + std::to_string(c.acked) + " " +
-        std::to_string(finish_called));
+    Say("HELD " + c.device + " " + c.uid + " " + std::to_string(c.acked) + " " + std::to_string(finish_called));
     live.erase(live.begin() + static_cast<long>(k));
   }
   for (const auto& c : live) {
-    Say("HELD " + c.device + " " + c.uid + " " + std::to_string(c.acked) + " " +
-        std::to_string(NowNs()));
+    Say("HELD " + c.device + " " + c.uid + " " + std::to_string(c.acked) + " " + std::to_string(NowNs()));
   }
   return 0;
 }

@@ -53,9 +53,7 @@ class FileLock {
 struct FileIdentity {
   bool exists = false;
   uint64_t device = 0, inode = 0, size = 0;
-  bool SameFile(const FileIdentity& o) const {
-    return exists && o.exists && device == o.device && inode == o.inode;
-  }
+  bool SameFile(const FileIdentity& o) const { return exists && o.exists && device == o.device && inode == o.inode; }
 };
 
 // Whether a write failed because the volume (or the user's quota) is full.
@@ -82,10 +80,13 @@ class LedgerEnv {
   virtual Status MakeDirs(const std::string& dir) = 0;
   // Exclusive lock on `path` (created if missing, never through a symbolic
   // link), waiting until `deadline`.
-  virtual Result<std::unique_ptr<FileLock>> Lock(
-      const std::string& path, std::chrono::steady_clock::time_point deadline) = 0;
+  virtual Result<std::unique_ptr<FileLock>> Lock(const std::string& path,
+                                                 std::chrono::steady_clock::time_point deadline) = 0;
   // The size in bytes of the file system that holds `dir`; 0 when unknown.
-  virtual uint64_t VolumeBytes(const std::string& dir) { (void)dir; return 0; }
+  virtual uint64_t VolumeBytes(const std::string& dir) {
+    (void)dir;
+    return 0;
+  }
 };
 
 // Passes every call to another environment (the real file system unless
@@ -99,9 +100,7 @@ class ForwardingLedgerEnv : public LedgerEnv {
   Result<std::string> ReadFrom(const std::string& path, uint64_t offset) override {
     return base_.ReadFrom(path, offset);
   }
-  Result<std::unique_ptr<AppendFile>> OpenAppend(const std::string& path) override {
-    return base_.OpenAppend(path);
-  }
+  Result<std::unique_ptr<AppendFile>> OpenAppend(const std::string& path) override { return base_.OpenAppend(path); }
   Status WriteNewFile(const std::string& path, std::string_view data) override {
     return base_.WriteNewFile(path, data);
   }

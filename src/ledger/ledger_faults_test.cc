@@ -10,9 +10,9 @@
 
 #include <gtest/gtest.h>
 
-#include "util/log.h"
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+#include "util/log.h"
 
 #include "ledger/claim_ledger.h"
 #include "ledger/fault_injection_env.h"

@@ -25,8 +25,8 @@ Result<int> OpenLockFile(const std::string& path) {
 
 LedgerHolderLock::~LedgerHolderLock() { ::close(fd_); }  // closing the description releases its lock
 
-Result<std::unique_ptr<LedgerHolderLock>> LedgerHolderLock::HoldShared(
-    const std::string& dir, std::chrono::steady_clock::time_point deadline) {
+Result<std::unique_ptr<LedgerHolderLock>> LedgerHolderLock::HoldShared(const std::string& dir,
+                                                                       std::chrono::steady_clock::time_point deadline) {
   const std::string path = JoinPath(dir, kHolderLockFileName);
   NVDRA_ASSIGN_OR_RETURN(int fd, OpenLockFile(path));
   if (::flock(fd, LOCK_SH | LOCK_NB) == 0) return std::unique_ptr<LedgerHolderLock>(new LedgerHolderLock(fd));
@@ -35,7 +35,8 @@ Result<std::unique_ptr<LedgerHolderLock>> LedgerHolderLock::HoldShared(
     ::close(fd);
     return IoError("cannot lock", path, err);
   }
-  LockWaitResult waited = WaitForLock(fd, [](int f) { return ::flock(f, LOCK_SH); }, deadline);
+  LockWaitResult waited = WaitForLock(
+      fd, [](int f) { return ::flock(f, LOCK_SH); }, deadline);
   if (waited.outcome == LockWaitOutcome::kTimedOut) {
     return Unavailable("timed out waiting for " + path +
                        ": a tool holds it exclusively (is `nvdractl ledger export-upstream --retire-ledger` "

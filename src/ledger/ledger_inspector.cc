@@ -72,8 +72,7 @@ Result<LedgerInspection> InspectLedger(const std::string& dir, const std::string
   out.claims_may_be_missing = state.meta().lost_claims_since_ms != 0;
   for (const auto& [uid, e] : state.entries()) {
     ClaimEntry c = e;
-    c.from_earlier_boot = c.state != ClaimState::kTombstone && !current_boot_id.empty() &&
-                          c.boot_id != current_boot_id;
+    c.from_earlier_boot = c.state != ClaimState::kTombstone && !current_boot_id.empty() && c.boot_id != current_boot_id;
     out.entries.push_back(std::move(c));
   }
   return out;

@@ -21,8 +21,8 @@ struct LedgerInspection {
   uint64_t generation = 0;
   size_t records = 0;
   std::vector<DamagedRange> damage;
-  std::vector<std::string> notes;  // records kept verbatim, e.g. from a newer version
-  size_t double_held = 0;          // resources held by two live claims
+  std::vector<std::string> notes;         // records kept verbatim, e.g. from a newer version
+  size_t double_held = 0;                 // resources held by two live claims
   std::vector<std::string> double_holds;  // "<resource> (claims <uid>, <uid>)"
   bool claims_may_be_missing = false;     // an unreadable ledger was set aside, not yet recovered
   std::vector<ClaimEntry> entries;
@@ -35,7 +35,6 @@ struct LedgerInspection {
 };
 
 // `current_boot_id` (may be empty) marks entries from an earlier boot.
-Result<LedgerInspection> InspectLedger(const std::string& dir,
-                                       const std::string& current_boot_id = "");
+Result<LedgerInspection> InspectLedger(const std::string& dir, const std::string& current_boot_id = "");
 
 }  // namespace nvdra::ledger

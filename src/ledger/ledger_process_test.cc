@@ -10,12 +10,12 @@
 
 #include <gtest/gtest.h>
 
-#include "util/test_paths.h"
 #include "ledger/claim_ledger.h"
 #include "ledger/crash_script.h"
 #include "ledger/ledger_inspector.h"
 #include "ledger/ledger_test_util.h"
 #include "util/file_util.h"
+#include "util/test_paths.h"
 
 namespace nvdra::ledger {
 namespace {
@@ -156,8 +156,8 @@ TEST_P(CrashMatrixTest, ReopensWithEveryAcknowledgedTransitionAndConverges) {
       return it == m.end() ? std::string("absent") : std::string(ClaimStateName(it->second));
     };
     EXPECT_TRUE(state(got) == state(before) || state(got) == state(after))
-        << u << " is " << state(got) << " after " << acked << " acknowledged steps; expected "
-        << state(before) << " or " << state(after);
+        << u << " is " << state(got) << " after " << acked << " acknowledged steps; expected " << state(before)
+        << " or " << state(after);
   }
   // 3. No device is held twice.
   ExpectNoDoubleHeld(*entries);

@@ -11,15 +11,13 @@ std::optional<std::string> LedgerState::Apply(const DecodedRecord& r) {
     kept_frames_.push_back(std::move(frame));
     return std::optional<std::string>(std::move(why));
   };
-  if (r.type != static_cast<uint8_t>(RecordType::kMeta) &&
-      r.type != static_cast<uint8_t>(RecordType::kEntry)) {
-    return keep("record at offset " + std::to_string(r.offset) + " has unknown type " +
-                std::to_string(r.type) + " (written by a newer version?); kept as is");
+  if (r.type != static_cast<uint8_t>(RecordType::kMeta) && r.type != static_cast<uint8_t>(RecordType::kEntry)) {
+    return keep("record at offset " + std::to_string(r.offset) + " has unknown type " + std::to_string(r.type) +
+                " (written by a newer version?); kept as is");
   }
   nlohmann::json j = ParsePersistedJson(r.payload);
   if (j.is_discarded() || !j.is_object()) {
-    return keep("record at offset " + std::to_string(r.offset) +
-                " is not a JSON object (or nests deeper than " +
+    return keep("record at offset " + std::to_string(r.offset) + " is not a JSON object (or nests deeper than " +
                 std::to_string(kMaxPersistedJsonDepth) + " levels); kept as is");
   }
   if (r.type == static_cast<uint8_t>(RecordType::kMeta)) {
@@ -40,8 +38,7 @@ std::optional<std::string> LedgerState::Apply(const DecodedRecord& r) {
   }
   auto e = EntryFromJson(j);
   if (!e.ok()) {
-    return keep("record at offset " + std::to_string(r.offset) + ": " + e.status().message() +
-                "; kept as is");
+    return keep("record at offset " + std::to_string(r.offset) + ": " + e.status().message() + "; kept as is");
   }
   std::optional<std::string> note;
   if (!e->unknown_state.empty()) {
@@ -145,8 +142,7 @@ const ClaimEntry* LedgerState::HolderOf(const std::string& resource) const {
   return it == holders_.end() || it->second.empty() ? nullptr : Find(it->second.front());
 }
 
-std::vector<const ClaimEntry*> LedgerState::HoldersOf(const std::string& resource,
-                                                      const std::string& except) const {
+std::vector<const ClaimEntry*> LedgerState::HoldersOf(const std::string& resource, const std::string& except) const {
   std::vector<const ClaimEntry*> out;
   auto it = holders_.find(resource);
   if (it == holders_.end()) return out;
@@ -157,8 +153,8 @@ std::vector<const ClaimEntry*> LedgerState::HoldersOf(const std::string& resourc
   return out;
 }
 
-size_t LedgerState::DropExpiredTombstones(std::chrono::system_clock::time_point now,
-                                          std::chrono::nanoseconds ttl, bool full_scan) {
+size_t LedgerState::DropExpiredTombstones(std::chrono::system_clock::time_point now, std::chrono::nanoseconds ttl,
+                                          bool full_scan) {
   size_t dropped = 0;
   while (!tombstones_.empty() && now - tombstones_.front().first >= ttl) {
     auto [when, uid] = std::move(tombstones_.front());

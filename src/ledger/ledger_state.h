@@ -35,14 +35,13 @@ class LedgerState {
   // a damaged log names several).
   const ClaimEntry* HolderOf(const std::string& resource) const;
   // Every live claim holding `resource` other than `except`, in record order.
-  std::vector<const ClaimEntry*> HoldersOf(const std::string& resource,
-                                           const std::string& except = "") const;
+  std::vector<const ClaimEntry*> HoldersOf(const std::string& resource, const std::string& except = "") const;
 
   // Drops tombstones older than `ttl`; returns how many. Amortized O(1) per
   // tombstone (they expire in the order they were written); `full_scan` also
   // catches any written out of order (a clock step).
-  size_t DropExpiredTombstones(std::chrono::system_clock::time_point now,
-                               std::chrono::nanoseconds ttl, bool full_scan = true);
+  size_t DropExpiredTombstones(std::chrono::system_clock::time_point now, std::chrono::nanoseconds ttl,
+                               bool full_scan = true);
 
   const std::map<std::string, ClaimEntry>& entries() const { return entries_; }
   // Entries per state (tombstones the TTL has expired but that are not yet

@@ -34,8 +34,7 @@ class ScratchDir {
   std::string path_;
 };
 
-inline std::vector<AllocatedDevice> Alloc(const std::vector<std::string>& devices,
-                                          bool admin = false) {
+inline std::vector<AllocatedDevice> Alloc(const std::vector<std::string>& devices, bool admin = false) {
   std::vector<AllocatedDevice> out;
   for (size_t i = 0; i < devices.size(); ++i) {
     out.push_back({"req" + std::to_string(i), "gpu.nvidia.com", "node-a", devices[i], admin, "", {}});
@@ -54,8 +53,7 @@ inline BeginPrepareRequest Request(const std::string& uid, const std::vector<std
   return r;
 }
 
-inline std::vector<PreparedDevice> Prepared(const std::string& uid,
-                                            const std::vector<std::string>& devices) {
+inline std::vector<PreparedDevice> Prepared(const std::string& uid, const std::vector<std::string>& devices) {
   std::vector<PreparedDevice> out;
   for (size_t i = 0; i < devices.size(); ++i) {
     out.push_back({{"req" + std::to_string(i)},
@@ -73,8 +71,7 @@ inline std::string GoCheckpointFile(const std::string& claims, const std::string
   std::string rest = ",\"preparedClaims\":" + claims + ",\"nodeBootID\":\"" + boot_id + "\"";
   uint32_t c2 = GoChecksum("{\"checksum\":0" + rest + "}");
   uint32_t c1 = GoChecksum("{\"checksum\":0,\"v1\":{}}");
-  return "{\"checksum\":" + std::to_string(c1) + ",\"v1\":{},\"v2\":{\"checksum\":" + std::to_string(c2) + rest +
-         "}}";
+  return "{\"checksum\":" + std::to_string(c1) + ",\"v1\":{},\"v2\":{\"checksum\":" + std::to_string(c2) + rest + "}}";
 }
 
 inline uint64_t FileSize(const std::string& path) {

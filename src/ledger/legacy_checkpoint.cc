@@ -150,8 +150,8 @@ class Scanner {
         return std::nullopt;
       }
     }
-    while (p_ < t_.size() && t_[p_] != ',' && t_[p_] != '}' && t_[p_] != ']' && t_[p_] != ' ' &&
-           t_[p_] != '\n' && t_[p_] != '\r' && t_[p_] != '\t') {
+    while (p_ < t_.size() && t_[p_] != ',' && t_[p_] != '}' && t_[p_] != ']' && t_[p_] != ' ' && t_[p_] != '\n' &&
+           t_[p_] != '\r' && t_[p_] != '\t') {
       ++p_;
     }
     if (p_ == b) return std::nullopt;
@@ -254,8 +254,9 @@ Result<std::vector<std::pair<std::string, std::string_view>>> RawObjectMembers(s
     auto key = s.String();
     if (!key || !s.Eat(':')) return InvalidArgument("malformed JSON object");
     auto value = s.Value(1);
-    if (!value) return InvalidArgument("malformed JSON value (or nested deeper than " +
-                                       std::to_string(kMaxLegacyJsonDepth) + " levels)");
+    if (!value)
+      return InvalidArgument("malformed JSON value (or nested deeper than " + std::to_string(kMaxLegacyJsonDepth) +
+                             " levels)");
     json k = json::parse(*key, nullptr, false);
     out.emplace_back(k.is_string() ? k.get<std::string>() : std::string(), *value);
     if (s.Eat(',')) continue;
@@ -271,8 +272,9 @@ Result<std::vector<std::string_view>> RawArrayElements(std::string_view text) {
   if (s.Eat(']')) return out;
   for (;;) {
     auto value = s.Value(1);
-    if (!value) return InvalidArgument("malformed JSON value (or nested deeper than " +
-                                       std::to_string(kMaxLegacyJsonDepth) + " levels)");
+    if (!value)
+      return InvalidArgument("malformed JSON value (or nested deeper than " + std::to_string(kMaxLegacyJsonDepth) +
+                             " levels)");
     out.push_back(*value);
     if (s.Eat(',')) continue;
     if (s.Eat(']') && s.AtEnd()) return out;
@@ -334,10 +336,10 @@ Result<std::string> VerifyChecksums(const RawMembers& top, const json& doc) {
                                                            : "{\"checksum\":0,\"v1\":" + std::string(raw_v1) + "}";
   uint32_t got_v1 = GoChecksum(v1_body);
   if (got_v1 != want_v1) {
-    return DataLoss(fmt::format(
-        "checkpoint is corrupted: the v1 checksum is {} but the file says {} (the Go driver refuses this "
-        "file too)",
-        got_v1, want_v1));
+    return DataLoss(
+        fmt::format("checkpoint is corrupted: the v1 checksum is {} but the file says {} (the Go driver refuses this "
+                    "file too)",
+                    got_v1, want_v1));
   }
   std::string checksums = fmt::format("v1={}", got_v1);
   if (!raw_v2.empty() && raw_v2 != "null") {
@@ -345,10 +347,10 @@ Result<std::string> VerifyChecksums(const RawMembers& top, const json& doc) {
     auto zeroed = WithZeroChecksum(raw_v2, &want_v2);
     uint32_t got_v2 = zeroed ? GoChecksum(*zeroed) : 0;
     if (!zeroed || got_v2 != want_v2) {
-      return DataLoss(fmt::format(
-          "checkpoint is corrupted: the v2 checksum is {} but the file says {} (the Go driver refuses "
-          "this file too)",
-          got_v2, want_v2));
+      return DataLoss(
+          fmt::format("checkpoint is corrupted: the v2 checksum is {} but the file says {} (the Go driver refuses "
+                      "this file too)",
+                      got_v2, want_v2));
     }
     checksums += fmt::format(" v2={}", got_v2);
   }
@@ -555,7 +557,8 @@ std::string WriteLegacyCheckpoint(const std::vector<ClaimEntry>& entries, const 
       // half prepared (it never reuses the devices, and its cleanup drops it).
       if (!g) completed = false;
     }
-    if (!groups.empty() && groups != "null" && groups != "[]") groups = UpstreamGroupsForRelease(groups, codec, release);
+    if (!groups.empty() && groups != "null" && groups != "[]")
+      groups = UpstreamGroupsForRelease(groups, codec, release);
     std::string v2 = "{\"checkpointState\":" + GoString(completed ? "PrepareCompleted" : "PrepareStarted") +
                      ",\"status\":" + status;
     if (!groups.empty() && groups != "null" && groups != "[]") v2 += ",\"preparedDevices\":" + groups;

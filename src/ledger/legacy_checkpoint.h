@@ -61,8 +61,7 @@ Result<std::vector<std::string_view>> RawArrayElements(std::string_view text);
 // beside it in undo["legacyCheckpoint"] (and its exact text in
 // undo["legacyCheckpointJson"]) so an export can give it back unchanged.
 // DataLoss when the checksums do not verify.
-Result<LegacyImport> ParseLegacyCheckpoint(std::string_view json_text,
-                                           const KindCodec* codec,
+Result<LegacyImport> ParseLegacyCheckpoint(std::string_view json_text, const KindCodec* codec,
                                            const std::string& current_boot_id);
 
 // The checkpoint `release` of the Go driver reads, holding `entries` (live

@@ -14,9 +14,7 @@
 namespace nvdra::ledger {
 LegacyCheckpointMigration::LegacyCheckpointMigration(Options options) : opts_(std::move(options)) {}
 
-std::string LegacyCheckpointMigration::CheckpointPath() const {
-  return JoinPath(opts_.dir, kLegacyCheckpointFileName);
-}
+std::string LegacyCheckpointMigration::CheckpointPath() const { return JoinPath(opts_.dir, kLegacyCheckpointFileName); }
 
 Status LegacyCheckpointMigration::Import(LedgerState& state, OpenReport& report) {
   std::string path = CheckpointPath();
@@ -26,9 +24,9 @@ Status LegacyCheckpointMigration::Import(LedgerState& state, OpenReport& report)
   // the import and the retiring keeps a Go plugin that is still running from
   // interleaving (it waits, then finds no checkpoint and starts empty).
   std::string pu = JoinPath(opts_.dir, kLegacyPrepareLockFileName);
-  auto lock = opts_.env->Lock(pu, std::chrono::steady_clock::now() +
-                                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                          opts_.lock_timeout));
+  auto lock = opts_.env->Lock(pu,
+                              std::chrono::steady_clock::now() +
+                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(opts_.lock_timeout));
   if (!lock.ok()) {
     return Unavailable("cannot import the Go driver's " + path + ": its prepare lock " + pu +
                        " is held (is the Go plugin still running? stop it first, see docs/migration.md): " +
@@ -64,9 +62,9 @@ Status LegacyCheckpointMigration::Import(LedgerState& state, OpenReport& report)
     // Upstream invalidates such a checkpoint; its claims are kept here, as
     // claims of that earlier boot: a Prepare redoes their node work, an
     // Unprepare still undoes what survives a reboot.
-    report.warnings.push_back(fmt::format(
-        "checkpoint nodeBootID \"{}\" != current \"{}\": its claims belong to that earlier boot",
-        imported->node_boot_id, opts_.boot_id));
+    report.warnings.push_back(
+        fmt::format("checkpoint nodeBootID \"{}\" != current \"{}\": its claims belong to that earlier boot",
+                    imported->node_boot_id, opts_.boot_id));
   }
   NVDRA_INFO("imported {} claims from the Go driver's {}", imported->entries.size(), path);
   to_retire_ = path;
@@ -97,7 +95,7 @@ void LegacyCheckpointMigration::CheckNextToLedger(const LedgerState::Meta& meta,
   auto st = opts_.env->Stat(path);
   if (!st.ok() || !st->exists) return;
   auto text = st->size > kMaxLegacyCheckpointBytes ? Result<std::string>(FailedPrecondition("too large"))
-                                                    : opts_.env->ReadFrom(path, 0);
+                                                   : opts_.env->ReadFrom(path, 0);
   auto parsed = text.ok() ? ParseLegacyCheckpoint(*text, opts_.codec, opts_.boot_id) : text.status();
   if (parsed.ok() && !meta.imported_checkpoint.empty() && parsed->checksums == meta.imported_checkpoint) {
     // Imported, but the plugin stopped before it could retire the file.

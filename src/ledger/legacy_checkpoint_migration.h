@@ -23,9 +23,9 @@ class LegacyCheckpointMigration {
  public:
   struct Options {
     LedgerEnv* env = nullptr;
-    std::string dir;                     // the driver's plugin data directory
-    const KindCodec* codec = nullptr;    // nullptr: keep every allocation result
-    std::string boot_id;                 // the current boot
+    std::string dir;                   // the driver's plugin data directory
+    const KindCodec* codec = nullptr;  // nullptr: keep every allocation result
+    std::string boot_id;               // the current boot
     const Clock* clock = nullptr;
     std::chrono::nanoseconds lock_timeout{0};  // waiting for pu.lock
   };

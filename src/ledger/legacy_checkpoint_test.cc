@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "ledger/claim_ledger.h"
-#include "ledger/ledger_test_util.h"
 #include "ledger/ledger_test_codec.h"
+#include "ledger/ledger_test_util.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
 
@@ -53,18 +53,17 @@ TEST(LegacyCheckpointTest, ParsesGoV2Checkpoint) {
   ASSERT_EQ(a.allocation.size(), 1u);  // the other driver's device is not ours
   EXPECT_EQ(a.held, std::vector<std::string>{"gpu-0"});
   ASSERT_EQ(a.prepared.size(), 1u);
-  EXPECT_EQ(a.prepared[0].cdi_device_ids[0],
-            std::string("k8s.gpu.nvidia.com/claim=") + kUid1 + "-gpu-0");
-  EXPECT_EQ(a.undo["legacyCheckpoint"]["preparedDevices"][0]["devices"][0]["gpu"]["info"]["uuid"],
-            "GPU-1");
+  EXPECT_EQ(a.prepared[0].cdi_device_ids[0], std::string("k8s.gpu.nvidia.com/claim=") + kUid1 + "-gpu-0");
+  EXPECT_EQ(a.undo["legacyCheckpoint"]["preparedDevices"][0]["devices"][0]["gpu"]["info"]["uuid"], "GPU-1");
   EXPECT_EQ(a.boot_id, "boot-old");
   EXPECT_EQ(r->entries[1].state, ClaimState::kPrepareStarted);
 }
 
 TEST(LegacyCheckpointTest, ParsesV1OnlyAndSnakeCaseDevices) {
-  std::string v1 = R"({"preparedClaims":{"uid-1":[{"devices":[{"request_names":["r"],"pool_name":"p","device_name":"channel-0","cdi_device_ids":["x"]}]}]}})";
-  std::string file = R"({"checksum":)" + std::to_string(GoChecksum(R"({"checksum":0,"v1":)" + v1 + "}")) +
-                     R"(,"v1":)" + v1 + "}";
+  std::string v1 =
+      R"({"preparedClaims":{"uid-1":[{"devices":[{"request_names":["r"],"pool_name":"p","device_name":"channel-0","cdi_device_ids":["x"]}]}]}})";
+  std::string file = R"({"checksum":)" + std::to_string(GoChecksum(R"({"checksum":0,"v1":)" + v1 + "}")) + R"(,"v1":)" +
+                     v1 + "}";
   auto r = ParseLegacyCheckpoint(file, &kChannelCodec, "boot-now");
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->entries.size(), 1u);
@@ -89,15 +88,14 @@ TEST(LegacyCheckpointTest, LedgerImportsOnceAndRetiresTheFile) {
   {
     auto l = std::move(ClaimLedger::Open(o)).value();
     EXPECT_EQ(l->report().imported_legacy_claims, 2u);
-    auto b = l->BeginPrepare({kUid1, "default", "c1",
-                              {{"gpu", "gpu.nvidia.com", "node-a", "gpu-0", false, ""}},
-                              std::nullopt, nullptr, {}});
+    auto b = l->BeginPrepare(
+        {kUid1, "default", "c1", {{"gpu", "gpu.nvidia.com", "node-a", "gpu-0", false, ""}}, std::nullopt, nullptr, {}});
     ASSERT_TRUE(b.ok()) << b.status().ToString();
     EXPECT_EQ(b->outcome, BeginOutcome::kAlreadyPrepared);
     // The imported holds are enforced.
     auto c = l->BeginPrepare(testing::Request("new-claim", {"gpu-1"}));
-    EXPECT_EQ(c.status().message(), std::string("gpu-1 already allocated by claim ") + kUid2 +
-                                        " (according to checkpoint)");
+    EXPECT_EQ(c.status().message(),
+              std::string("gpu-1 already allocated by claim ") + kUid2 + " (according to checkpoint)");
     // Unprepare works from the imported entry alone.
     auto u = l->BeginUnprepare(kUid1);
     ASSERT_TRUE(u.ok() && u->has_value());
@@ -109,7 +107,6 @@ TEST(LegacyCheckpointTest, LedgerImportsOnceAndRetiresTheFile) {
   EXPECT_EQ(l->report().imported_legacy_claims, 0u);  // the ledger is the truth now
   EXPECT_EQ((*l->Get(kUid1))->state, ClaimState::kTombstone);
 }
-
 
 // --- Upgrades from the Go driver: checksums, locks, boots, channels, retiring.
 
@@ -132,8 +129,7 @@ uint32_t GoChecksum(const std::string& json) {
 
 TEST(LegacyCheckpointTest, IndependentChecksumMatchesTheReferenceValues) {
   EXPECT_EQ(GoChecksum(R"({"checksum":0,"v1":{}})"), 1083090442u);
-  EXPECT_EQ(GoChecksum(R"({"checksum":0,"nodeBootID":"0f1e2d3c-aaaa-bbbb-cccc-111122223333"})"),
-            2836396369u);
+  EXPECT_EQ(GoChecksum(R"({"checksum":0,"nodeBootID":"0f1e2d3c-aaaa-bbbb-cccc-111122223333"})"), 2836396369u);
 }
 
 // A checkpoint as the Go driver writes it: compact, checksums set.
@@ -141,8 +137,7 @@ std::string GoFile(const std::string& prepared_claims, const std::string& boot) 
   std::string v2 = R"({"checksum":0,"preparedClaims":)" + prepared_claims + R"(,"nodeBootID":")" + boot + "\"}";
   std::string v2sum = std::to_string(GoChecksum(v2));
   v2.replace(v2.find(":0,") + 1, 1, v2sum);
-  return R"({"checksum":)" + std::to_string(GoChecksum(R"({"checksum":0,"v1":{}})")) +
-         R"(,"v1":{},"v2":)" + v2 + "}";
+  return R"({"checksum":)" + std::to_string(GoChecksum(R"({"checksum":0,"v1":{}})")) + R"(,"v1":{},"v2":)" + v2 + "}";
 }
 
 constexpr const char* kCdUid = "7a4e1a8e-0000-4000-8000-0000000000c1";
@@ -152,7 +147,8 @@ std::string ChannelClaim(const std::string& uid, const std::string& mode) {
          R"(":{"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"channel","driver":"compute-domain.nvidia.com","pool":"node-a","device":"channel-0"}],"config":[{"source":"FromClaim","requests":["channel"],"opaque":{"driver":"compute-domain.nvidia.com","parameters":{"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomainChannelConfig","domainID":"cd-1","allocationMode":")" +
          mode +
          R"("}}}]}}},"preparedDevices":[{"devices":[{"channel":{"info":{"id":0},"device":{"Requests":["channel"],"PoolName":"node-a","DeviceName":"channel-0","CDIDeviceIDs":["k8s.compute-domain.nvidia.com/claim=)" +
-         uid + R"(-channel-0"]}},"daemon":null}],"configState":{"Type":"channel","ComputeDomain":"cd-1"}}],"name":"ch","namespace":"team"})";
+         uid +
+         R"(-channel-0"]}},"daemon":null}],"configState":{"Type":"channel","ComputeDomain":"cd-1"}}],"name":"ch","namespace":"team"})";
 }
 
 class LegacyImportTest : public ::testing::Test {
@@ -245,8 +241,9 @@ TEST_F(LegacyImportTest, ThousandsOfClaimsOfOneGpuImportWithoutQuadraticCost) {
   for (int i = 0; i < 3000; ++i) {
     char uid[40];
     std::snprintf(uid, sizeof uid, "5c1a0000-0000-4000-8000-%012d", i);
-    claims += std::string(i ? "," : "") + "\"" + uid +
-              R"(":{"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}]}}},"name":"c","namespace":"default"})";
+    claims +=
+        std::string(i ? "," : "") + "\"" + uid +
+        R"(":{"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}]}}},"name":"c","namespace":"default"})";
   }
   WriteCp(testing::GoCheckpointFile("{" + claims + "}", "boot-now"));
   LedgerOptions o = Options(nullptr);
@@ -344,8 +341,9 @@ TEST_F(LegacyImportTest, ACheckpointFromAnotherBootBelongsToThatBoot) {
 
 TEST_F(LegacyImportTest, ImportedClaimWithoutANameTakesItFromTheFirstPrepare) {
   // v25.3 files: v1 only, no names.
-  std::string v1 = std::string(R"({"preparedClaims":{")") + kUid1 +
-                   R"(":{"status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}]}}},"preparedDevices":[{"devices":[{"gpu":{"info":{"uuid":"GPU-1"},"device":{"Requests":["gpu"],"PoolName":"node-a","DeviceName":"gpu-0","CDIDeviceIDs":["x"]}},"mig":null}],"configState":{"mpsControlDaemonID":""}}]}}})";
+  std::string v1 =
+      std::string(R"({"preparedClaims":{")") + kUid1 +
+      R"(":{"status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}]}}},"preparedDevices":[{"devices":[{"gpu":{"info":{"uuid":"GPU-1"},"device":{"Requests":["gpu"],"PoolName":"node-a","DeviceName":"gpu-0","CDIDeviceIDs":["x"]}},"mig":null}],"configState":{"mpsControlDaemonID":""}}]}}})";
   std::string body = R"({"checksum":0,"v1":)" + v1 + "}";
   WriteCp(R"({"checksum":)" + std::to_string(GoChecksum(body)) + R"(,"v1":)" + v1 + "}");
   auto l = std::move(ClaimLedger::Open(Options())).value();
@@ -361,13 +359,14 @@ TEST_F(LegacyImportTest, ImportedClaimWithoutANameTakesItFromTheFirstPrepare) {
 }
 
 TEST_F(LegacyImportTest, BeginPrepareAlsoRecordsTheMissingName) {
-  std::string v1 = std::string(R"({"preparedClaims":{")") + kUid1 +
-                   R"(":{"status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}]}}}}}})";
+  std::string v1 =
+      std::string(R"({"preparedClaims":{")") + kUid1 +
+      R"(":{"status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0"}]}}}}}})";
   std::string body = R"({"checksum":0,"v1":)" + v1 + "}";
   WriteCp(R"({"checksum":)" + std::to_string(GoChecksum(body)) + R"(,"v1":)" + v1 + "}");
   auto l = std::move(ClaimLedger::Open(Options())).value();
-  auto b = l->BeginPrepare({kUid1, "default", "c1", {{"gpu", "gpu.nvidia.com", "node-a", "gpu-0", false, ""}},
-                            std::nullopt, nullptr, {}});
+  auto b = l->BeginPrepare(
+      {kUid1, "default", "c1", {{"gpu", "gpu.nvidia.com", "node-a", "gpu-0", false, ""}}, std::nullopt, nullptr, {}});
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ((**l->Get(kUid1)).name, "c1");
 }

@@ -59,8 +59,7 @@ Result<Transition> RebuildTransition(const ClaimEntry* cur, const RebuiltClaim& 
   return Transition{BeginOutcome::kStarted, std::move(e), true};
 }
 
-void MarkClaimsMissing(LedgerState::Meta& meta, std::chrono::system_clock::time_point now,
-                       const std::string& file) {
+void MarkClaimsMissing(LedgerState::Meta& meta, std::chrono::system_clock::time_point now, const std::string& file) {
   meta.lost_claims_since_ms = UnixMs(now);
   meta.lost_claims_file = file;
 }

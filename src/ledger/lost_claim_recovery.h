@@ -44,8 +44,7 @@ std::vector<std::string> RebuiltHeld(const RebuiltClaim& c);
 Result<Transition> RebuildTransition(const ClaimEntry* cur, const RebuiltClaim& c, const TransitionContext& ctx);
 
 // Claims may be missing since `now`: the unreadable `file` was set aside.
-void MarkClaimsMissing(LedgerState::Meta& meta, std::chrono::system_clock::time_point now,
-                       const std::string& file);
+void MarkClaimsMissing(LedgerState::Meta& meta, std::chrono::system_clock::time_point now, const std::string& file);
 bool ClaimsMayBeMissing(const LedgerState::Meta& meta);
 // Ends the recovery: the ledger is the truth again.
 void ClearClaimsMissing(LedgerState::Meta& meta);

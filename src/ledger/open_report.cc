@@ -5,8 +5,7 @@
 namespace nvdra::ledger {
 
 std::string OpenReport::Summary() const {
-  std::string s = fmt::format("{} claims from {} records{}", claims, records,
-                              created ? " (new ledger)" : "");
+  std::string s = fmt::format("{} claims from {} records{}", claims, records, created ? " (new ledger)" : "");
   if (earlier_boot_claims > 0) s += fmt::format(", {} from an earlier boot", earlier_boot_claims);
   if (expired_tombstones > 0) s += fmt::format(", {} expired tombstones dropped", expired_tombstones);
   if (imported_legacy_claims > 0) s += fmt::format(", {} imported from checkpoint.json", imported_legacy_claims);

@@ -27,8 +27,8 @@ struct OpenReport {
   // "<resource> (claims <uid>, <uid>)".
   std::vector<std::string> double_holds;
   uint64_t damaged_bytes = 0;
-  std::string quarantine_file;  // where damaged bytes were copied
-  std::string set_aside_file;   // the whole previous file, when it could not be read
+  std::string quarantine_file;        // where damaged bytes were copied
+  std::string set_aside_file;         // the whole previous file, when it could not be read
   std::vector<std::string> warnings;  // e.g. records kept verbatim for a newer version
   std::vector<std::string> errors;    // damage and what was done about it
   bool clean() const { return errors.empty(); }

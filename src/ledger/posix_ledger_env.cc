@@ -1,6 +1,6 @@
 // POSIX implementation of LedgerEnv, and the deadline-bounded flock.
-#include <fcntl.h>
 #include <cerrno>
+#include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -22,8 +22,7 @@ bool IsOutOfSpace(const Status& s) {
 namespace {
 
 Status IoError(const std::string& what, const std::string& path, int err) {
-  StatusCode code = err == EACCES || err == EPERM ? StatusCode::kPermissionDenied
-                                                  : StatusCode::kUnavailable;
+  StatusCode code = err == EACCES || err == EPERM ? StatusCode::kPermissionDenied : StatusCode::kUnavailable;
   return Status(code, what + " " + path + ": " + ErrnoText(err));
 }
 

@@ -5,9 +5,9 @@ namespace nvdra::metrics {
 namespace {
 
 constexpr std::array<std::string_view, 2> kOperationNames = {"prepare", "unprepare"};
-constexpr std::array<PrepareStep, kPrepareStepCount> kAllSteps = {
-    PrepareStep::kFetchClaim, PrepareStep::kLedgerBegin, PrepareStep::kDevicePrepare,
-    PrepareStep::kCdiWrite, PrepareStep::kLedgerComplete};
+constexpr std::array<PrepareStep, kPrepareStepCount> kAllSteps = {PrepareStep::kFetchClaim, PrepareStep::kLedgerBegin,
+                                                                  PrepareStep::kDevicePrepare, PrepareStep::kCdiWrite,
+                                                                  PrepareStep::kLedgerComplete};
 
 // Upstream registers through component-base, which prefixes HELP with the
 // stability level; keep it so the pages read the same.
@@ -26,8 +26,7 @@ std::string_view PrepareStepName(PrepareStep step) {
   return "unknown";
 }
 
-Result<std::unique_ptr<DraMetrics>> DraMetrics::Create(MetricRegistry& registry,
-                                                       DraMetricsOptions options) {
+Result<std::unique_ptr<DraMetrics>> DraMetrics::Create(MetricRegistry& registry, DraMetricsOptions options) {
   if (options.driver.empty()) return InvalidArgument("metrics: the driver name must not be empty");
   std::unique_ptr<DraMetrics> m(new DraMetrics(std::move(options)));
   NVDRA_RETURN_IF_ERROR(m->AddUpstreamFamilies(registry));
@@ -38,73 +37,61 @@ Result<std::unique_ptr<DraMetrics>> DraMetrics::Create(MetricRegistry& registry,
 }
 
 Status DraMetrics::AddUpstreamFamilies(MetricRegistry& registry) {
-  NVDRA_ASSIGN_OR_RETURN(requests_total_,
-                         registry.AddCounter("nvidia_dra_requests_total",
-                                             Alpha("Total number of successful DRA requests "
-                                                   "(prepare, unprepare) handled by the plugin."),
-                                             {"driver", "operation"}));
-  NVDRA_ASSIGN_OR_RETURN(
-      request_duration_,
-      registry.AddHistogram("nvidia_dra_request_duration_seconds",
-                            Alpha("Duration of successful DRA requests in seconds, including lock "
-                                  "wait."),
-                            {"driver", "operation"}, kUpstreamRequestBuckets));
-  NVDRA_ASSIGN_OR_RETURN(inflight_,
-                         registry.AddGauge("nvidia_dra_requests_inflight",
-                                           Alpha("Number of DRA requests currently being "
-                                                 "processed."),
-                                           {"driver", "operation"}));
-  NVDRA_ASSIGN_OR_RETURN(prepared_devices_,
-                         registry.AddGauge("nvidia_dra_prepared_devices",
-                                           Alpha("Number of devices held by completely prepared "
-                                                 "claims on this node, by device type."),
-                                           {"node", "driver", "device_type"}));
-  NVDRA_ASSIGN_OR_RETURN(prepare_errors_,
-                         registry.AddCounter("nvidia_dra_node_prepare_errors_total",
-                                             Alpha("Total number of failed prepare requests, by "
-                                                   "error type."),
-                                             {"driver", "error_type"}));
-  NVDRA_ASSIGN_OR_RETURN(unprepare_errors_,
-                         registry.AddCounter("nvidia_dra_node_unprepare_errors_total",
-                                             Alpha("Total number of failed unprepare requests, by "
-                                                   "error type."),
-                                             {"driver", "error_type"}));
+  NVDRA_ASSIGN_OR_RETURN(requests_total_, registry.AddCounter("nvidia_dra_requests_total",
+                                                              Alpha("Total number of successful DRA requests "
+                                                                    "(prepare, unprepare) handled by the plugin."),
+                                                              {"driver", "operation"}));
+  NVDRA_ASSIGN_OR_RETURN(request_duration_,
+                         registry.AddHistogram("nvidia_dra_request_duration_seconds",
+                                               Alpha("Duration of successful DRA requests in seconds, including lock "
+                                                     "wait."),
+                                               {"driver", "operation"}, kUpstreamRequestBuckets));
+  NVDRA_ASSIGN_OR_RETURN(inflight_, registry.AddGauge("nvidia_dra_requests_inflight",
+                                                      Alpha("Number of DRA requests currently being "
+                                                            "processed."),
+                                                      {"driver", "operation"}));
+  NVDRA_ASSIGN_OR_RETURN(prepared_devices_, registry.AddGauge("nvidia_dra_prepared_devices",
+                                                              Alpha("Number of devices held by completely prepared "
+                                                                    "claims on this node, by device type."),
+                                                              {"node", "driver", "device_type"}));
+  NVDRA_ASSIGN_OR_RETURN(prepare_errors_, registry.AddCounter("nvidia_dra_node_prepare_errors_total",
+                                                              Alpha("Total number of failed prepare requests, by "
+                                                                    "error type."),
+                                                              {"driver", "error_type"}));
+  NVDRA_ASSIGN_OR_RETURN(unprepare_errors_, registry.AddCounter("nvidia_dra_node_unprepare_errors_total",
+                                                                Alpha("Total number of failed unprepare requests, by "
+                                                                      "error type."),
+                                                                {"driver", "error_type"}));
   return Status::Ok();
 }
 
 Status DraMetrics::AddNvdraFamilies(MetricRegistry& registry) {
-  NVDRA_ASSIGN_OR_RETURN(
-      step_duration_,
-      registry.AddHistogram("nvdra_prepare_step_duration_seconds",
-                            "Duration of each step of one claim's prepare in seconds, successful "
-                            "or not.",
-                            {"driver", "step"}, kStepBuckets));
+  NVDRA_ASSIGN_OR_RETURN(step_duration_,
+                         registry.AddHistogram("nvdra_prepare_step_duration_seconds",
+                                               "Duration of each step of one claim's prepare in seconds, successful "
+                                               "or not.",
+                                               {"driver", "step"}, kStepBuckets));
   NVDRA_ASSIGN_OR_RETURN(ledger_claims_,
-                         registry.AddGauge("nvdra_ledger_claims",
-                                           "Number of claims recorded in the ledger, by state.",
+                         registry.AddGauge("nvdra_ledger_claims", "Number of claims recorded in the ledger, by state.",
                                            {"driver", "state"}));
   NVDRA_ASSIGN_OR_RETURN(ledger_bytes_,
-                         registry.AddGauge("nvdra_ledger_bytes",
-                                           "Size of the ledger on disk in bytes.", {"driver"}));
+                         registry.AddGauge("nvdra_ledger_bytes", "Size of the ledger on disk in bytes.", {"driver"}));
   NVDRA_ASSIGN_OR_RETURN(reconcile_runs_,
                          registry.AddCounter("nvdra_reconcile_runs_total",
-                                             "Total number of reconciler passes, by result.",
-                                             {"driver", "result"}));
+                                             "Total number of reconciler passes, by result.", {"driver", "result"}));
   NVDRA_ASSIGN_OR_RETURN(reconcile_unprepared_,
                          registry.AddCounter("nvdra_reconcile_unprepared_total",
                                              "Total number of claims the reconciler unprepared on "
                                              "its own, by reason.",
                                              {"driver", "reason"}));
-  NVDRA_ASSIGN_OR_RETURN(stale_completed_,
-                         registry.AddGauge("nvdra_stale_completed_claims",
-                                           "Number of completed claims whose ResourceClaim is gone "
-                                           "from the API server at the last reconcile.",
-                                           {"driver"}));
-  NVDRA_ASSIGN_OR_RETURN(slice_sync_,
-                         registry.AddCounter("nvdra_slice_sync_total",
-                                             "Total number of ResourceSlice synchronisations, by "
-                                             "result.",
-                                             {"driver", "result"}));
+  NVDRA_ASSIGN_OR_RETURN(stale_completed_, registry.AddGauge("nvdra_stale_completed_claims",
+                                                             "Number of completed claims whose ResourceClaim is gone "
+                                                             "from the API server at the last reconcile.",
+                                                             {"driver"}));
+  NVDRA_ASSIGN_OR_RETURN(slice_sync_, registry.AddCounter("nvdra_slice_sync_total",
+                                                          "Total number of ResourceSlice synchronisations, by "
+                                                          "result.",
+                                                          {"driver", "result"}));
   NVDRA_ASSIGN_OR_RETURN(health_monitor_,
                          registry.AddGauge("nvdra_device_health_monitor",
                                            "The device health monitor's state: 1 for the state it is in "
@@ -152,8 +139,8 @@ void DraMetrics::ResolveSeries() {
   }
   for (size_t op = 0; op < kOperationNames.size(); ++op) {
     for (size_t i = 0; i < kRequestStepCount; ++i) {
-      request_step_series_[op][i] = &request_step_seconds_->WithLabels(
-          {d, kOperationNames[op], RequestStepName(static_cast<RequestStep>(i))});
+      request_step_series_[op][i] = &request_step_seconds_->WithLabels({d, kOperationNames[op],
+                                                                        RequestStepName(static_cast<RequestStep>(i))});
     }
     request_steps_recorded_series_[op] = &request_steps_recorded_->WithLabels({d, kOperationNames[op]});
   }
@@ -255,9 +242,7 @@ void DraMetrics::RecordReconcileUnprepared(std::string_view reason, double n) {
 
 void DraMetrics::SetStaleCompletedClaims(double n) { stale_completed_series_->Set(n); }
 
-void DraMetrics::RecordSliceSync(std::string_view result) {
-  slice_sync_->WithLabels({options_.driver, result}).Inc();
-}
+void DraMetrics::RecordSliceSync(std::string_view result) { slice_sync_->WithLabels({options_.driver, result}).Inc(); }
 
 void DraMetrics::SetSlicesPublished(bool published) {
   slices_published_->WithLabels({options_.driver}).Set(published ? 1 : 0);

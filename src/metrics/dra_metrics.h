@@ -40,14 +40,12 @@ inline constexpr std::string_view kErrorPublishResources = "publish_resources";
 // failed to start (the plugin serves claims without it).
 inline constexpr std::array<std::string_view, 3> kHealthMonitorStates = {"off", "running", "failed"};
 
-inline const std::vector<double> kUpstreamRequestBuckets = {0.05, 0.1, 0.2, 0.4, 0.8,
-                                                            1.6,  3.2, 6.4, 12.8};
+inline const std::vector<double> kUpstreamRequestBuckets = {0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8};
 // Buckets of nvdra_prepare_step_duration_seconds: fine at the low end where
 // ledger steps live, and up to 120 s because passthrough and IMEX prepares can
 // take tens of seconds (the kubelet gives up at 45 s).
-inline const std::vector<double> kStepBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                 0.25,  0.5,    1,     2.5,  5,     10,   20,
-                                                 30,    45,     60,    90,   120};
+inline const std::vector<double> kStepBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                                 2.5,   5,      10,    20,   30,    45,   60,  90,   120};
 
 struct DraMetricsOptions {
   std::string driver = {};  // the driver label of every series
@@ -64,8 +62,7 @@ class DraMetrics {
  public:
   // Registers every family in `registry` (which must outlive the result).
   // Fails if the registry already holds one of the names.
-  static Result<std::unique_ptr<DraMetrics>> Create(MetricRegistry& registry,
-                                                    DraMetricsOptions options);
+  static Result<std::unique_ptr<DraMetrics>> Create(MetricRegistry& registry, DraMetricsOptions options);
 
   // One finished NodePrepareResources / NodeUnprepareResources claim. As
   // upstream, the counter and histogram only count successes; failures are

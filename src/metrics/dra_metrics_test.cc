@@ -52,12 +52,12 @@ TEST(DraMetricsTest, PreCreatesUpstreamSeriesAtZero) {
     EXPECT_EQ(Sample(page, "nvidia_dra_requests_total" + l + "}"), "0") << op;
     EXPECT_EQ(Sample(page, "nvidia_dra_requests_inflight" + l + "}"), "0") << op;
     EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_count" + l + "}"), "0") << op;
-    EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_bucket" + l + ",le=\"12.8\"}"),
-              "0");
+    EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_bucket" + l + ",le=\"12.8\"}"), "0");
   }
   for (const char* t : {"gpu", "mig", "vfio", "unknown"}) {
     EXPECT_EQ(Sample(page, std::string("nvidia_dra_prepared_devices{node=\"node-a\",driver=\"accel."
-                                       "example.com\",device_type=\"") + t + "\"}"),
+                                       "example.com\",device_type=\"") +
+                               t + "\"}"),
               "0");
   }
   EXPECT_EQ(Sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"accel.example.com\","
@@ -66,21 +66,18 @@ TEST(DraMetricsTest, PreCreatesUpstreamSeriesAtZero) {
   EXPECT_EQ(Sample(page, "nvidia_dra_node_unprepare_errors_total{driver=\"accel.example.com\","
                          "error_type=\"unprepare_devices\"}"),
             "0");
-  for (const char* step :
-       {"fetch_claim", "ledger_begin", "device_prepare", "cdi_write", "ledger_complete"}) {
+  for (const char* step : {"fetch_claim", "ledger_begin", "device_prepare", "cdi_write", "ledger_complete"}) {
     EXPECT_EQ(Sample(page, std::string("nvdra_prepare_step_duration_seconds_bucket{driver=\"accel."
-                                       "example.com\",step=\"") + step + "\",le=\"120\"}"),
+                                       "example.com\",step=\"") +
+                               step + "\",le=\"120\"}"),
               "0")
         << step;
   }
-  EXPECT_EQ(Sample(page, "nvdra_ledger_claims{driver=\"accel.example.com\",state=\"PrepareStarted\"}"),
-            "0");
+  EXPECT_EQ(Sample(page, "nvdra_ledger_claims{driver=\"accel.example.com\",state=\"PrepareStarted\"}"), "0");
   EXPECT_EQ(Sample(page, "nvdra_ledger_bytes{driver=\"accel.example.com\"}"), "0");
   EXPECT_EQ(Sample(page, "nvdra_stale_completed_claims{driver=\"accel.example.com\"}"), "0");
-  EXPECT_EQ(Sample(page, "nvdra_reconcile_runs_total{driver=\"accel.example.com\",result=\"error\"}"),
-            "0");
-  EXPECT_EQ(Sample(page, "nvdra_slice_sync_total{driver=\"accel.example.com\",result=\"success\"}"),
-            "0");
+  EXPECT_EQ(Sample(page, "nvdra_reconcile_runs_total{driver=\"accel.example.com\",result=\"error\"}"), "0");
+  EXPECT_EQ(Sample(page, "nvdra_slice_sync_total{driver=\"accel.example.com\",result=\"success\"}"), "0");
   // Upstream HELP carries the component-base stability prefix.
   EXPECT_NE(page.find("# HELP nvidia_dra_requests_total [ALPHA] "), std::string::npos);
   EXPECT_NE(page.find("# TYPE nvidia_dra_request_duration_seconds histogram"), std::string::npos);
@@ -90,17 +87,16 @@ TEST(DraMetricsTest, UpstreamBucketsExactly) {
   MetricRegistry r;
   auto m = MakeGpu(r);
   std::string page = r.Render();
-  std::string prefix =
-      "nvidia_dra_request_duration_seconds_bucket{driver=\"accel.example.com\",operation=\"prepare\","
-      "le=\"";
+  std::string prefix = "nvidia_dra_request_duration_seconds_bucket{driver=\"accel.example.com\",operation=\"prepare\","
+                       "le=\"";
   std::vector<std::string> les;
   std::istringstream in(page);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.starts_with(prefix)) les.push_back(line.substr(prefix.size(), line.find('"', prefix.size()) - prefix.size()));
+    if (line.starts_with(prefix))
+      les.push_back(line.substr(prefix.size(), line.find('"', prefix.size()) - prefix.size()));
   }
-  EXPECT_EQ(les, (std::vector<std::string>{"0.05", "0.1", "0.2", "0.4", "0.8", "1.6", "3.2",
-                                           "6.4", "12.8", "+Inf"}));
+  EXPECT_EQ(les, (std::vector<std::string>{"0.05", "0.1", "0.2", "0.4", "0.8", "1.6", "3.2", "6.4", "12.8", "+Inf"}));
 }
 
 TEST(DraMetricsTest, SuccessOnlyCountsAsUpstream) {
@@ -112,8 +108,7 @@ TEST(DraMetricsTest, SuccessOnlyCountsAsUpstream) {
   m->RecordPrepareError(kErrorPrepareDevices);
   m->RecordPrepareError("fetch_claim");
   std::string page = r.Render();
-  EXPECT_EQ(Sample(page, "nvidia_dra_requests_total{driver=\"accel.example.com\",operation=\"prepare\"}"),
-            "1");
+  EXPECT_EQ(Sample(page, "nvidia_dra_requests_total{driver=\"accel.example.com\",operation=\"prepare\"}"), "1");
   EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_sum{driver=\"accel.example.com\","
                          "operation=\"prepare\"}"),
             "0.3");
@@ -123,9 +118,7 @@ TEST(DraMetricsTest, SuccessOnlyCountsAsUpstream) {
   EXPECT_EQ(Sample(page, "nvidia_dra_request_duration_seconds_bucket{driver=\"accel.example.com\","
                          "operation=\"prepare\",le=\"0.4\"}"),
             "1");
-  EXPECT_EQ(
-      Sample(page, "nvidia_dra_requests_total{driver=\"accel.example.com\",operation=\"unprepare\"}"),
-      "1");
+  EXPECT_EQ(Sample(page, "nvidia_dra_requests_total{driver=\"accel.example.com\",operation=\"unprepare\"}"), "1");
   EXPECT_EQ(Sample(page, "nvidia_dra_node_prepare_errors_total{driver=\"accel.example.com\","
                          "error_type=\"prepare_devices\"}"),
             "1");
@@ -137,8 +130,7 @@ TEST(DraMetricsTest, SuccessOnlyCountsAsUpstream) {
 TEST(DraMetricsTest, InflightScopeBalances) {
   MetricRegistry r;
   auto m = MakeGpu(r);
-  const std::string series =
-      "nvidia_dra_requests_inflight{driver=\"accel.example.com\",operation=\"unprepare\"}";
+  const std::string series = "nvidia_dra_requests_inflight{driver=\"accel.example.com\",operation=\"unprepare\"}";
   {
     DraMetrics::InflightScope a(*m, Operation::kUnprepare);
     DraMetrics::InflightScope b(*m, Operation::kUnprepare);
@@ -157,8 +149,7 @@ TEST(DraMetricsTest, StepHistogramReachesTwoMinutes) {
       "nvdra_prepare_step_duration_seconds_bucket{driver=\"accel.example.com\",step=\"device_prepare\"";
   EXPECT_EQ(Sample(page, dev + ",le=\"90\"}"), "0");
   EXPECT_EQ(Sample(page, dev + ",le=\"120\"}"), "1");
-  const std::string cdi =
-      "nvdra_prepare_step_duration_seconds_bucket{driver=\"accel.example.com\",step=\"cdi_write\"";
+  const std::string cdi = "nvdra_prepare_step_duration_seconds_bucket{driver=\"accel.example.com\",step=\"cdi_write\"";
   EXPECT_EQ(Sample(page, cdi + ",le=\"0.001\"}"), "0");
   EXPECT_EQ(Sample(page, cdi + ",le=\"0.0025\"}"), "1");
 }
@@ -194,8 +185,7 @@ TEST(DraMetricsTest, ReconcileLedgerAndSliceMetrics) {
   std::string page = r.Render();
   const std::string d = "{driver=\"accel.example.com\"";
   EXPECT_EQ(Sample(page, "nvdra_reconcile_runs_total" + d + ",result=\"success\"}"), "2");
-  EXPECT_EQ(Sample(page, "nvdra_reconcile_unprepared_total" + d + ",reason=\"claim_deleted\"}"),
-            "3");
+  EXPECT_EQ(Sample(page, "nvdra_reconcile_unprepared_total" + d + ",reason=\"claim_deleted\"}"), "3");
   EXPECT_EQ(Sample(page, "nvdra_stale_completed_claims" + d + "}"), "2");
   EXPECT_EQ(Sample(page, "nvdra_ledger_bytes" + d + "}"), "4096");
   EXPECT_EQ(Sample(page, "nvdra_slice_sync_total" + d + ",result=\"error\"}"), "1");
@@ -240,7 +230,8 @@ TEST(DraMetricsTest, AnotherKindsDeviceTypes) {
   std::string page = r.Render();
   for (const char* t : {"channel", "daemon", "unknown"}) {
     EXPECT_EQ(Sample(page, std::string("nvidia_dra_prepared_devices{node=\"n\",driver=\"fabric."
-                                       "example.com\",device_type=\"") + t + "\"}"),
+                                       "example.com\",device_type=\"") +
+                               t + "\"}"),
               "0");
   }
   EXPECT_EQ(page.find("device_type=\"gpu\""), std::string::npos);
@@ -286,8 +277,8 @@ TEST(DraMetricsTest, RequestStepsAddUpPerOperationAndStep) {
   EXPECT_EQ(seconds("prepare", "fdatasync_started"), 0.0);
   EXPECT_EQ(Sample(page, "nvdra_request_steps_recorded_total{driver=\"accel.example.com\",operation=\"prepare\"}"),
             "1");
-  EXPECT_EQ(
-      Sample(page, "nvdra_request_steps_recorded_total{driver=\"accel.example.com\",operation=\"unprepare\"}"), "0");
+  EXPECT_EQ(Sample(page, "nvdra_request_steps_recorded_total{driver=\"accel.example.com\",operation=\"unprepare\"}"),
+            "0");
 }
 
 }  // namespace

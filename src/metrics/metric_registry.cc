@@ -108,8 +108,7 @@ bool IsValidLabelName(std::string_view name) {
   if (name.empty() || name.starts_with("__")) return false;
   for (size_t i = 0; i < name.size(); ++i) {
     char c = name[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-              (i > 0 && c >= '0' && c <= '9');
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (i > 0 && c >= '0' && c <= '9');
     if (!ok) return false;
   }
   return true;
@@ -158,8 +157,8 @@ Histogram::Snapshot Histogram::Take() const {
 template <typename T>
 T& MetricFamily<T>::WithLabels(const LabelValues& values) {
   if (values.size() != label_names_.size()) {
-    NVDRA_ERROR("metric {}: got {} label values for {} label names; update dropped", name_,
-                  values.size(), label_names_.size());
+    NVDRA_ERROR("metric {}: got {} label values for {} label names; update dropped", name_, values.size(),
+                label_names_.size());
     WriterMutexLock lock(mu_);
     if (!detached_) detached_ = NewSeries();
     return *detached_;
@@ -219,8 +218,7 @@ void HistogramFamily::Render(std::string& out) const {
   });
 }
 
-Status MetricRegistry::CheckNew(const std::string& name,
-                                const std::vector<std::string>& label_names,
+Status MetricRegistry::CheckNew(const std::string& name, const std::vector<std::string>& label_names,
                                 bool histogram) const {
   if (!IsValidMetricName(name)) {
     return InvalidArgument("metric name \"" + name +
@@ -278,15 +276,13 @@ Result<HistogramFamily*> MetricRegistry::AddHistogram(std::string name, std::str
   }
   for (size_t i = 0; i < bounds.size(); ++i) {
     if (!std::isfinite(bounds[i])) {
-      return InvalidArgument("histogram \"" + name +
-                             "\": bucket bounds must be finite (+Inf is implicit)");
+      return InvalidArgument("histogram \"" + name + "\": bucket bounds must be finite (+Inf is implicit)");
     }
     if (i > 0 && !(bounds[i] > bounds[i - 1])) {
       return InvalidArgument("histogram \"" + name + "\": bucket bounds must be strictly increasing");
     }
   }
-  auto f = std::make_unique<HistogramFamily>(name, std::move(help), std::move(label_names),
-                                             std::move(bounds));
+  auto f = std::make_unique<HistogramFamily>(name, std::move(help), std::move(label_names), std::move(bounds));
   HistogramFamily* raw = f.get();
   if (raw->label_names().empty()) raw->WithLabels(LabelValues{});
   families_.emplace(std::move(name), std::move(f));

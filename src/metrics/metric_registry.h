@@ -145,18 +145,14 @@ class GaugeFamily final : public MetricFamily<Gauge> {
 
 class HistogramFamily final : public MetricFamily<Histogram> {
  public:
-  HistogramFamily(std::string name, std::string help, std::vector<std::string> label_names,
-                  std::vector<double> bounds)
-      : MetricFamily(std::move(name), std::move(help), std::move(label_names)),
-        bounds_(std::move(bounds)) {}
+  HistogramFamily(std::string name, std::string help, std::vector<std::string> label_names, std::vector<double> bounds)
+      : MetricFamily(std::move(name), std::move(help), std::move(label_names)), bounds_(std::move(bounds)) {}
   MetricType type() const override { return MetricType::kHistogram; }
   void Render(std::string& out) const override;
   const std::vector<double>& bounds() const { return bounds_; }
 
  protected:
-  std::unique_ptr<Histogram> NewSeries() const override {
-    return std::make_unique<Histogram>(bounds_);
-  }
+  std::unique_ptr<Histogram> NewSeries() const override { return std::make_unique<Histogram>(bounds_); }
 
  private:
   std::vector<double> bounds_;
@@ -170,12 +166,11 @@ class MetricRegistry {
   MetricRegistry(const MetricRegistry&) = delete;
   MetricRegistry& operator=(const MetricRegistry&) = delete;
 
-  Result<CounterFamily*> AddCounter(std::string name, std::string help,
-                                    std::vector<std::string> label_names = {}) EXCLUDES(mu_);
-  Result<GaugeFamily*> AddGauge(std::string name, std::string help,
-                                std::vector<std::string> label_names = {}) EXCLUDES(mu_);
-  Result<HistogramFamily*> AddHistogram(std::string name, std::string help,
-                                        std::vector<std::string> label_names,
+  Result<CounterFamily*> AddCounter(std::string name, std::string help, std::vector<std::string> label_names = {})
+      EXCLUDES(mu_);
+  Result<GaugeFamily*> AddGauge(std::string name, std::string help, std::vector<std::string> label_names = {})
+      EXCLUDES(mu_);
+  Result<HistogramFamily*> AddHistogram(std::string name, std::string help, std::vector<std::string> label_names,
                                         std::vector<double> bounds) EXCLUDES(mu_);
 
   // Runs before every Render, for metrics read from elsewhere at scrape time
@@ -187,8 +182,8 @@ class MetricRegistry {
   std::string Render() const EXCLUDES(mu_);
 
  private:
-  Status CheckNew(const std::string& name, const std::vector<std::string>& label_names,
-                  bool histogram) const REQUIRES(mu_);
+  Status CheckNew(const std::string& name, const std::vector<std::string>& label_names, bool histogram) const
+      REQUIRES(mu_);
 
   mutable Mutex mu_;
   std::map<std::string, std::unique_ptr<Family>> families_ GUARDED_BY(mu_);
@@ -199,7 +194,7 @@ class MetricRegistry {
 inline constexpr std::string_view kTextContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 // Text-format helpers, exposed for tests and other renderers.
-std::string FormatValue(double v);  // "+Inf", "-Inf", "NaN", else shortest round-trip form
+std::string FormatValue(double v);                 // "+Inf", "-Inf", "NaN", else shortest round-trip form
 std::string EscapeLabelValue(std::string_view v);  // backslash, double quote, newline
 std::string EscapeHelp(std::string_view v);        // backslash, newline
 bool IsValidMetricName(std::string_view name);

@@ -16,12 +16,11 @@ TEST(MetricRegistryTest, CounterGolden) {
   c->WithLabels({"b", "prepare"}).Inc(2);
   c->WithLabels({"a", "unprepare"}).Inc();
   c->WithLabels({"a", "prepare"}).Inc(0.5);
-  EXPECT_EQ(r.Render(),
-            "# HELP x_total Things done.\n"
-            "# TYPE x_total counter\n"
-            "x_total{driver=\"a\",op=\"prepare\"} 0.5\n"
-            "x_total{driver=\"a\",op=\"unprepare\"} 1\n"
-            "x_total{driver=\"b\",op=\"prepare\"} 2\n");
+  EXPECT_EQ(r.Render(), "# HELP x_total Things done.\n"
+                        "# TYPE x_total counter\n"
+                        "x_total{driver=\"a\",op=\"prepare\"} 0.5\n"
+                        "x_total{driver=\"a\",op=\"unprepare\"} 1\n"
+                        "x_total{driver=\"b\",op=\"prepare\"} 2\n");
 }
 
 TEST(MetricRegistryTest, CounterNeverDecreases) {
@@ -41,10 +40,9 @@ TEST(MetricRegistryTest, GaugeGoldenWithoutLabels) {
   s.Set(10);
   s.Dec();
   s.Add(-2.5);
-  EXPECT_EQ(r.Render(),
-            "# HELP g A gauge.\n"
-            "# TYPE g gauge\n"
-            "g 6.5\n");
+  EXPECT_EQ(r.Render(), "# HELP g A gauge.\n"
+                        "# TYPE g gauge\n"
+                        "g 6.5\n");
 }
 
 TEST(MetricRegistryTest, UnlabelledFamilyRendersZeroBeforeFirstUse) {
@@ -63,37 +61,34 @@ TEST(MetricRegistryTest, HistogramGolden) {
   MetricRegistry r;
   auto* h = r.AddHistogram("lat_seconds", "Latency.", {"step"}, {0.1, 1, 2.5}).value();
   Histogram& s = h->WithLabels({"cdi"});
-  s.Observe(0.1);   // le is inclusive: lands in 0.1
+  s.Observe(0.1);  // le is inclusive: lands in 0.1
   s.Observe(0.5);
   s.Observe(2.5);
-  s.Observe(100);   // only +Inf
-  EXPECT_EQ(r.Render(),
-            "# HELP lat_seconds Latency.\n"
-            "# TYPE lat_seconds histogram\n"
-            "lat_seconds_bucket{step=\"cdi\",le=\"0.1\"} 1\n"
-            "lat_seconds_bucket{step=\"cdi\",le=\"1\"} 2\n"
-            "lat_seconds_bucket{step=\"cdi\",le=\"2.5\"} 3\n"
-            "lat_seconds_bucket{step=\"cdi\",le=\"+Inf\"} 4\n"
-            "lat_seconds_sum{step=\"cdi\"} 103.1\n"
-            "lat_seconds_count{step=\"cdi\"} 4\n");
+  s.Observe(100);  // only +Inf
+  EXPECT_EQ(r.Render(), "# HELP lat_seconds Latency.\n"
+                        "# TYPE lat_seconds histogram\n"
+                        "lat_seconds_bucket{step=\"cdi\",le=\"0.1\"} 1\n"
+                        "lat_seconds_bucket{step=\"cdi\",le=\"1\"} 2\n"
+                        "lat_seconds_bucket{step=\"cdi\",le=\"2.5\"} 3\n"
+                        "lat_seconds_bucket{step=\"cdi\",le=\"+Inf\"} 4\n"
+                        "lat_seconds_sum{step=\"cdi\"} 103.1\n"
+                        "lat_seconds_count{step=\"cdi\"} 4\n");
 }
 
 TEST(MetricRegistryTest, HistogramWithoutLabelsGolden) {
   MetricRegistry r;
   ASSERT_TRUE(r.AddHistogram("h", "H.", {}, {1}).ok());
-  EXPECT_EQ(r.Render(),
-            "# HELP h H.\n# TYPE h histogram\n"
-            "h_bucket{le=\"1\"} 0\nh_bucket{le=\"+Inf\"} 0\nh_sum 0\nh_count 0\n");
+  EXPECT_EQ(r.Render(), "# HELP h H.\n# TYPE h histogram\n"
+                        "h_bucket{le=\"1\"} 0\nh_bucket{le=\"+Inf\"} 0\nh_sum 0\nh_count 0\n");
 }
 
 TEST(MetricRegistryTest, EscapesLabelValuesAndHelp) {
   MetricRegistry r;
   auto* g = r.AddGauge("e", "Back\\slash and\nnewline, \"quotes\" kept.", {"v"}).value();
   g->WithLabels({"a\"b\\c\nd"}).Set(1);
-  EXPECT_EQ(r.Render(),
-            "# HELP e Back\\\\slash and\\nnewline, \"quotes\" kept.\n"
-            "# TYPE e gauge\n"
-            "e{v=\"a\\\"b\\\\c\\nd\"} 1\n");
+  EXPECT_EQ(r.Render(), "# HELP e Back\\\\slash and\\nnewline, \"quotes\" kept.\n"
+                        "# TYPE e gauge\n"
+                        "e{v=\"a\\\"b\\\\c\\nd\"} 1\n");
 }
 
 TEST(MetricRegistryTest, FamiliesSortedByNameSeriesByLabels) {
@@ -103,12 +98,11 @@ TEST(MetricRegistryTest, FamiliesSortedByNameSeriesByLabels) {
   b->WithLabels({"z"}).Set(1);
   b->WithLabels({"m"}).Set(2);
   a->WithLabels({"y"}).Inc();
-  EXPECT_EQ(r.Render(),
-            "# HELP a_metric_total a\n# TYPE a_metric_total counter\n"
-            "a_metric_total{k=\"y\"} 1\n"
-            "# HELP b_metric b\n# TYPE b_metric gauge\n"
-            "b_metric{k=\"m\"} 2\n"
-            "b_metric{k=\"z\"} 1\n");
+  EXPECT_EQ(r.Render(), "# HELP a_metric_total a\n# TYPE a_metric_total counter\n"
+                        "a_metric_total{k=\"y\"} 1\n"
+                        "# HELP b_metric b\n# TYPE b_metric gauge\n"
+                        "b_metric{k=\"m\"} 2\n"
+                        "b_metric{k=\"z\"} 1\n");
 }
 
 TEST(MetricRegistryTest, FormatValue) {
@@ -129,14 +123,10 @@ TEST(MetricRegistryTest, RejectsBadNamesAndDuplicates) {
   EXPECT_EQ(r.AddCounter("a-b", "h").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(r.AddCounter("ok", "h", {"__reserved"}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(r.AddCounter("ok", "h", {"a", "a"}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.AddHistogram("hist", "h", {"le"}, {1}).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.AddHistogram("hist", "h", {"le"}, {1}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(r.AddHistogram("hist", "h", {}, {}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.AddHistogram("hist", "h", {}, {1, 1}).status().code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.AddHistogram("hist", "h", {}, {1, std::numeric_limits<double>::infinity()})
-                .status()
-                .code(),
+  EXPECT_EQ(r.AddHistogram("hist", "h", {}, {1, 1}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.AddHistogram("hist", "h", {}, {1, std::numeric_limits<double>::infinity()}).status().code(),
             StatusCode::kInvalidArgument);
   ASSERT_TRUE(r.AddCounter("ok", "h", {"a"}).ok());
   auto dup = r.AddGauge("ok", "h");

@@ -16,8 +16,7 @@ BENCHMARK(BM_CounterInc)->Threads(1)->Threads(4);
 
 void BM_HistogramObserve(benchmark::State& state) {
   static MetricRegistry* r = new MetricRegistry();
-  static Histogram* h =
-      &r->AddHistogram("h_seconds", "h", {}, kStepBuckets).value()->WithLabels(LabelValues{});
+  static Histogram* h = &r->AddHistogram("h_seconds", "h", {}, kStepBuckets).value()->WithLabels(LabelValues{});
   double v = 0;
   for (auto _ : state) {
     h->Observe(v);
@@ -35,7 +34,8 @@ BENCHMARK(BM_WithLabelsLookup)->Threads(1)->Threads(4);
 
 void BM_RenderDraMetrics(benchmark::State& state) {
   MetricRegistry r;
-  auto m = DraMetrics::Create(r, {.driver = "driver.example.com", .node = "n",
+  auto m = DraMetrics::Create(r, {.driver = "driver.example.com",
+                                  .node = "n",
                                   .device_types = {"gpu", "mig", "vfio", "unknown"}})
                .value();
   for (int i = 0; i < 1000; ++i) m->ObservePrepare(i * 0.01, true);

@@ -23,8 +23,8 @@ namespace nvdra::metrics {
 
 Result<HostPort> ParseEndpoint(std::string_view endpoint) {
   auto bad = [&](std::string_view why) {
-    return InvalidArgument("--http-endpoint \"" + std::string(endpoint) + "\": " +
-                           std::string(why) + " (expected host:port, :port or [ipv6]:port)");
+    return InvalidArgument("--http-endpoint \"" + std::string(endpoint) + "\": " + std::string(why) +
+                           " (expected host:port, :port or [ipv6]:port)");
   };
   size_t colon = endpoint.rfind(':');
   if (colon == std::string_view::npos) return bad("missing the port");
@@ -51,9 +51,8 @@ Result<HandlerMetrics> HandlerMetrics::Create(MetricRegistry& registry) {
   NVDRA_ASSIGN_OR_RETURN(m.requests, registry.AddCounter("promhttp_metric_handler_requests_total",
                                                          "Total number of scrapes by HTTP status code.", {"code"}));
   for (const char* code : {"200", "500", "503"}) m.requests->WithLabels({code});
-  NVDRA_ASSIGN_OR_RETURN(GaugeFamily * in_flight,
-                         registry.AddGauge("promhttp_metric_handler_requests_in_flight",
-                                           "Current number of scrapes being served."));
+  NVDRA_ASSIGN_OR_RETURN(GaugeFamily * in_flight, registry.AddGauge("promhttp_metric_handler_requests_in_flight",
+                                                                    "Current number of scrapes being served."));
   m.in_flight = &in_flight->WithLabels(LabelValues{});
   return m;
 }
@@ -207,8 +206,7 @@ struct MetricsServer::Impl {
       c.out = Answer(std::string_view(c.in).substr(0, end));
       c.state = Connection::State::kWriting;
     } else if (c.in.size() > kMaxRequestBytes) {
-      c.out = Reply(431, "Request Header Fields Too Large", "text/plain; charset=utf-8", "request too large\n",
-                    false);
+      c.out = Reply(431, "Request Header Fields Too Large", "text/plain; charset=utf-8", "request too large\n", false);
       c.state = Connection::State::kWriting;
     } else if (eof) {
       c.done = true;
@@ -346,7 +344,7 @@ Status MetricsServer::Start() {
   });
   impl_ = std::move(impl);
   NVDRA_INFO("serving metrics on {} port {} at {}", hp.host.empty() ? "all interfaces" : hp.host, port_,
-               options_.metrics_path);
+             options_.metrics_path);
   return Status::Ok();
 }
 

@@ -88,8 +88,7 @@ TEST(MetricsServerTest, ServesMetricsAndHealthOverLoopback) {
 
   // A scrape sees live values, not a snapshot taken at start.
   c->WithLabels({"v"}).Inc();
-  EXPECT_NE(Get(Url(server, "/custom-metrics")).body.find("served_total{k=\"v\"} 8\n"),
-            std::string::npos);
+  EXPECT_NE(Get(Url(server, "/custom-metrics")).body.find("served_total{k=\"v\"} 8\n"), std::string::npos);
 
   HttpReply h = Get(Url(server, "/healthz"));
   EXPECT_EQ(h.code, 200);

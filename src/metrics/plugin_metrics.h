@@ -17,9 +17,9 @@ namespace nvdra::metrics {
 
 struct PluginMetricsOptions {
   DraMetricsOptions dra = {};
-  std::string http_endpoint = {};            // --http-endpoint; empty: no server
-  std::string metrics_path = "/metrics";     // --metrics-path
-  std::string proc_dir = "/proc";            // where process_* metrics are read
+  std::string http_endpoint = {};         // --http-endpoint; empty: no server
+  std::string metrics_path = "/metrics";  // --metrics-path
+  std::string proc_dir = "/proc";         // where process_* metrics are read
   std::string pid_dir = "/proc/self";
 };
 

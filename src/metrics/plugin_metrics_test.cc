@@ -23,10 +23,9 @@ TEST(PluginMetricsTest, WithoutEndpointNoServer) {
 }
 
 TEST(PluginMetricsTest, ServesEverythingGzipAccepted) {
-  auto p = PluginMetrics::Start({.dra = {.driver = "fabric.example.com",
-                                         .node = "n",
-                                         .device_types = {"channel", "daemon", "unknown"}},
-                                 .http_endpoint = "127.0.0.1:0"});
+  auto p = PluginMetrics::Start(
+      {.dra = {.driver = "fabric.example.com", .node = "n", .device_types = {"channel", "daemon", "unknown"}},
+       .http_endpoint = "127.0.0.1:0"});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_GT((*p)->port(), 0);
   (*p)->dra().RecordSliceSync("success");
@@ -58,8 +57,8 @@ TEST(PluginMetricsTest, ServesEverythingGzipAccepted) {
 TEST(PluginMetricsTest, BindFailureFailsStart) {
   auto first = PluginMetrics::Start({.dra = {.driver = "a"}, .http_endpoint = "127.0.0.1:0"});
   ASSERT_TRUE(first.ok());
-  auto second = PluginMetrics::Start(
-      {.dra = {.driver = "a"}, .http_endpoint = "127.0.0.1:" + std::to_string((*first)->port())});
+  auto second = PluginMetrics::Start({.dra = {.driver = "a"},
+                                      .http_endpoint = "127.0.0.1:" + std::to_string((*first)->port())});
   EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(second.status().message().find("--http-endpoint"), std::string::npos);
 }

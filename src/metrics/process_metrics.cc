@@ -21,8 +21,8 @@ Result<std::string> Read(const std::string& path) {
 
 }  // namespace
 
-Result<ProcessStats> ReadProcessStats(const std::string& proc_dir, const std::string& pid_dir,
-                                      long page_size, long ticks_per_second) {
+Result<ProcessStats> ReadProcessStats(const std::string& proc_dir, const std::string& pid_dir, long page_size,
+                                      long ticks_per_second) {
   ProcessStats s;
   NVDRA_ASSIGN_OR_RETURN(std::string stat, Read(pid_dir + "/stat"));
   // The command name (field 2) is in parentheses and may contain spaces or
@@ -36,8 +36,8 @@ Result<ProcessStats> ReadProcessStats(const std::string& proc_dir, const std::st
   if (f.size() < 22) return DataLoss(pid_dir + "/stat: too few fields");
   const std::string bad_field = pid_dir + "/stat: a field is not a number";
   auto num = [&](size_t field) { return ParseDouble(f[field - 3]); };
-  Result<double> utime = num(14), stime = num(15), threads = num(20), start_ticks = num(22),
-                 vsize = num(23), rss = num(24);
+  Result<double> utime = num(14), stime = num(15), threads = num(20), start_ticks = num(22), vsize = num(23),
+                 rss = num(24);
   for (const Result<double>* r : {&utime, &stime, &threads, &start_ticks, &vsize, &rss}) {
     if (!r->ok()) return DataLoss(bad_field);
   }
@@ -85,8 +85,7 @@ Result<ProcessStats> ReadProcessStats(const std::string& proc_dir, const std::st
   return s;
 }
 
-Result<std::unique_ptr<ProcessMetrics>> ProcessMetrics::Create(MetricRegistry& registry,
-                                                               std::string proc_dir,
+Result<std::unique_ptr<ProcessMetrics>> ProcessMetrics::Create(MetricRegistry& registry, std::string proc_dir,
                                                                std::string pid_dir) {
   std::unique_ptr<ProcessMetrics> m(new ProcessMetrics());
   Target& t = m->t_;
@@ -101,19 +100,15 @@ Result<std::unique_ptr<ProcessMetrics>> ProcessMetrics::Create(MetricRegistry& r
     NVDRA_ASSIGN_OR_RETURN(GaugeFamily * f, registry.AddGauge(name, help));
     return &f->WithLabels(LabelValues{});
   };
-  NVDRA_ASSIGN_OR_RETURN(CounterFamily * cpu,
-                         registry.AddCounter("process_cpu_seconds_total",
-                                             "Total user and system CPU time spent in seconds."));
+  NVDRA_ASSIGN_OR_RETURN(CounterFamily * cpu, registry.AddCounter("process_cpu_seconds_total",
+                                                                  "Total user and system CPU time spent in seconds."));
   t.cpu = &cpu->WithLabels(LabelValues{});
-  NVDRA_ASSIGN_OR_RETURN(t.resident,
-                         gauge("process_resident_memory_bytes", "Resident memory size in bytes."));
-  NVDRA_ASSIGN_OR_RETURN(t.virtual_mem,
-                         gauge("process_virtual_memory_bytes", "Virtual memory size in bytes."));
-  NVDRA_ASSIGN_OR_RETURN(t.start, gauge("process_start_time_seconds",
-                                        "Start time of the process since unix epoch in seconds."));
+  NVDRA_ASSIGN_OR_RETURN(t.resident, gauge("process_resident_memory_bytes", "Resident memory size in bytes."));
+  NVDRA_ASSIGN_OR_RETURN(t.virtual_mem, gauge("process_virtual_memory_bytes", "Virtual memory size in bytes."));
+  NVDRA_ASSIGN_OR_RETURN(t.start,
+                         gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds."));
   NVDRA_ASSIGN_OR_RETURN(t.open_fds, gauge("process_open_fds", "Number of open file descriptors."));
-  NVDRA_ASSIGN_OR_RETURN(t.max_fds,
-                         gauge("process_max_fds", "Maximum number of open file descriptors."));
+  NVDRA_ASSIGN_OR_RETURN(t.max_fds, gauge("process_max_fds", "Maximum number of open file descriptors."));
   NVDRA_ASSIGN_OR_RETURN(t.threads, gauge("process_threads", "Number of OS threads."));
   registry.AddRefreshHook([t = m->t_] { (void)Refresh(t); });
   return m;
@@ -122,8 +117,7 @@ Result<std::unique_ptr<ProcessMetrics>> ProcessMetrics::Create(MetricRegistry& r
 Status ProcessMetrics::Refresh() { return Refresh(t_); }
 
 Status ProcessMetrics::Refresh(const Target& t) {
-  NVDRA_ASSIGN_OR_RETURN(ProcessStats s,
-                         ReadProcessStats(t.proc_dir, t.pid_dir, t.page_size, t.ticks));
+  NVDRA_ASSIGN_OR_RETURN(ProcessStats s, ReadProcessStats(t.proc_dir, t.pid_dir, t.page_size, t.ticks));
   t.cpu->RaiseTo(s.cpu_seconds);
   t.resident->Set(s.resident_bytes);
   t.virtual_mem->Set(s.virtual_bytes);

@@ -13,7 +13,7 @@
 namespace nvdra::metrics {
 
 struct ProcessStats {
-  double cpu_seconds = 0;        // user + system
+  double cpu_seconds = 0;  // user + system
   double resident_bytes = 0;
   double virtual_bytes = 0;
   double start_time_seconds = 0;  // since the Unix epoch
@@ -25,16 +25,15 @@ struct ProcessStats {
 // Reads the stats of the process whose /proc directory is `proc_pid_dir`
 // (e.g. "/proc/self"); `proc_dir` holds the system-wide "stat" (boot time).
 // The page size and clock tick rate are parameters so tests can use fixtures.
-Result<ProcessStats> ReadProcessStats(const std::string& proc_dir, const std::string& proc_pid_dir,
-                                      long page_size, long ticks_per_second);
+Result<ProcessStats> ReadProcessStats(const std::string& proc_dir, const std::string& proc_pid_dir, long page_size,
+                                      long ticks_per_second);
 
 class ProcessMetrics {
  public:
   // Registers the process_* families in `registry` and a refresh hook so each
   // scrape reads fresh values. The hook holds its own copy of what it needs,
   // so the returned object may be dropped.
-  static Result<std::unique_ptr<ProcessMetrics>> Create(MetricRegistry& registry,
-                                                        std::string proc_dir = "/proc",
+  static Result<std::unique_ptr<ProcessMetrics>> Create(MetricRegistry& registry, std::string proc_dir = "/proc",
                                                         std::string pid_dir = "/proc/self");
   // Reads /proc and updates the gauges; a read failure leaves the old values.
   Status Refresh();

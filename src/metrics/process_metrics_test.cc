@@ -17,9 +17,7 @@ namespace fs = std::filesystem;
 class FakeProc {
  public:
   FakeProc() { fs::create_directories(root_ / "self" / "fd"); }
-  void Write(const std::string& rel, const std::string& content) {
-    std::ofstream(root_ / rel) << content;
-  }
+  void Write(const std::string& rel, const std::string& content) { std::ofstream(root_ / rel) << content; }
   std::string dir() const { return root_.string(); }
   std::string self() const { return (root_ / "self").string(); }
 
@@ -31,17 +29,15 @@ class FakeProc {
 // A /proc/<pid>/stat line whose command name contains ") (" to pin parsing
 // from the last parenthesis. utime=250 stime=150 threads=7 starttime=1000
 // vsize=123456789 rss=300 pages.
-constexpr char kStat[] =
-    "42 (odd) (name) S 1 42 42 0 -1 4194560 100 0 0 0 250 150 0 0 20 0 7 0 1000 123456789 300 "
-    "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n";
+constexpr char kStat[] = "42 (odd) (name) S 1 42 42 0 -1 4194560 100 0 0 0 250 150 0 0 20 0 7 0 1000 123456789 300 "
+                         "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n";
 
 TEST(ProcessMetricsTest, ParsesFixture) {
   FakeProc p;
   p.Write("stat", "cpu  1 2 3\nbtime 1700000000\nprocesses 5\n");
   p.Write("self/stat", kStat);
-  p.Write("self/limits",
-          "Limit                     Soft Limit           Hard Limit           Units\n"
-          "Max open files            1024                 4096                 files\n");
+  p.Write("self/limits", "Limit                     Soft Limit           Hard Limit           Units\n"
+                         "Max open files            1024                 4096                 files\n");
   for (const char* fd : {"0", "1", "2"}) p.Write(std::string("self/fd/") + fd, "");
 
   auto s = ReadProcessStats(p.dir(), p.self(), 4096, 100);

@@ -16,15 +16,15 @@ class StepTimer {
  public:
   // Records `step` into `metrics` on destruction (or Stop).
   StepTimer(DraMetrics& metrics, PrepareStep step, const Clock& clock)
-      : clock_(clock), start_(clock.SteadyNow()), record_([&metrics, step](double s) {
-          metrics.ObservePrepareStep(step, s);
-        }) {}
+      : clock_(clock),
+        start_(clock.SteadyNow()),
+        record_([&metrics, step](double s) { metrics.ObservePrepareStep(step, s); }) {}
   // Records the request duration for `op`; `ok` is read at the end so the
   // caller can set it on the success path only.
   StepTimer(DraMetrics& metrics, Operation op, const bool& ok, const Clock& clock)
-      : clock_(clock), start_(clock.SteadyNow()), record_([&metrics, op, &ok](double s) {
-          metrics.Observe(op, s, ok);
-        }) {}
+      : clock_(clock),
+        start_(clock.SteadyNow()),
+        record_([&metrics, op, &ok](double s) { metrics.Observe(op, s, ok); }) {}
   StepTimer(const StepTimer&) = delete;
   StepTimer& operator=(const StepTimer&) = delete;
   ~StepTimer() { Stop(); }
@@ -38,9 +38,7 @@ class StepTimer {
     record(elapsed_);
     return elapsed_;
   }
-  double Elapsed() const {
-    return std::chrono::duration<double>(clock_.SteadyNow() - start_).count();
-  }
+  double Elapsed() const { return std::chrono::duration<double>(clock_.SteadyNow() - start_).count(); }
 
  private:
   const Clock& clock_;

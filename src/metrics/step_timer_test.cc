@@ -7,9 +7,7 @@ namespace {
 
 class StepTimerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    metrics_ = DraMetrics::Create(registry_, {.driver = "d"}).value();
-  }
+  void SetUp() override { metrics_ = DraMetrics::Create(registry_, {.driver = "d"}).value(); }
   // The value of one sample line of the rendered page.
   std::string Line(const std::string& series) {
     std::string page = registry_.Render();
@@ -28,10 +26,8 @@ TEST_F(StepTimerTest, RecordsStepOnScopeExit) {
     StepTimer t(*metrics_, PrepareStep::kDevicePrepare, clock_);
     clock_.Advance(std::chrono::milliseconds(1500));
   }
-  EXPECT_EQ(Line("nvdra_prepare_step_duration_seconds_sum{driver=\"d\",step=\"device_prepare\"}"),
-            "1.5");
-  EXPECT_EQ(Line("nvdra_prepare_step_duration_seconds_count{driver=\"d\",step=\"device_prepare\"}"),
-            "1");
+  EXPECT_EQ(Line("nvdra_prepare_step_duration_seconds_sum{driver=\"d\",step=\"device_prepare\"}"), "1.5");
+  EXPECT_EQ(Line("nvdra_prepare_step_duration_seconds_count{driver=\"d\",step=\"device_prepare\"}"), "1");
 }
 
 TEST_F(StepTimerTest, StopRecordsOnce) {
@@ -40,8 +36,7 @@ TEST_F(StepTimerTest, StopRecordsOnce) {
   EXPECT_DOUBLE_EQ(t.Stop(), 0.02);
   clock_.Advance(std::chrono::seconds(5));
   EXPECT_DOUBLE_EQ(t.Stop(), 0.02);
-  EXPECT_EQ(Line("nvdra_prepare_step_duration_seconds_count{driver=\"d\",step=\"cdi_write\"}"),
-            "1");
+  EXPECT_EQ(Line("nvdra_prepare_step_duration_seconds_count{driver=\"d\",step=\"cdi_write\"}"), "1");
 }
 
 TEST_F(StepTimerTest, RequestTimerCountsOnlySuccess) {
@@ -57,8 +52,7 @@ TEST_F(StepTimerTest, RequestTimerCountsOnlySuccess) {
     ok = true;  // set late: the value at scope exit counts
   }
   EXPECT_EQ(Line("nvidia_dra_requests_total{driver=\"d\",operation=\"prepare\"}"), "1");
-  EXPECT_EQ(Line("nvidia_dra_request_duration_seconds_sum{driver=\"d\",operation=\"prepare\"}"),
-            "2");
+  EXPECT_EQ(Line("nvidia_dra_request_duration_seconds_sum{driver=\"d\",operation=\"prepare\"}"), "2");
 }
 
 }  // namespace

@@ -24,9 +24,7 @@ class SystemClock final : public Clock {
     return c;
   }
   time_point Now() const override { return std::chrono::system_clock::now(); }
-  std::chrono::steady_clock::time_point SteadyNow() const override {
-    return std::chrono::steady_clock::now();
-  }
+  std::chrono::steady_clock::time_point SteadyNow() const override { return std::chrono::steady_clock::now(); }
 };
 
 // A clock tests advance by hand.

@@ -117,8 +117,7 @@ Status FailPoints::Hit(std::string_view name) {
       // Exactly what kill -9 does: no cleanup, no buffered output flushed.
       kill(getpid(), SIGKILL);
       std::_Exit(137);
-    case Kind::kError:
-      return Internal("failpoint " + std::string(name) + " fired");
+    case Kind::kError: return Internal("failpoint " + std::string(name) + " fired");
     case Kind::kDelay:
       // Said in the log, so an end-to-end test can tell that a process has
       // reached the point and is inside the widened window.
@@ -126,8 +125,7 @@ Status FailPoints::Hit(std::string_view name) {
       std::this_thread::sleep_for(std::chrono::milliseconds(a.delay_ms));
       return Status::Ok();
     case Kind::kPass:
-    case Kind::kOff:
-      break;
+    case Kind::kOff: break;
   }
   return Status::Ok();
 }

@@ -53,8 +53,7 @@ Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return InvalidArgument("refusing to read " + path + ": it is " + FileTypeName(st.st_mode) +
-                           ", not a regular file");
+    return InvalidArgument("refusing to read " + path + ": it is " + FileTypeName(st.st_mode) + ", not a regular file");
   }
   auto too_long = [&](const std::string& size) {
     return InvalidArgument("refusing to read " + path + ": it is " + size + " bytes long, over the limit of " +
@@ -110,8 +109,7 @@ Status FsyncDirectory(const std::string& dir) {
   return Status::Ok();
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode,
-                           bool sync) {
+Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode, bool sync) {
   auto slash = path.find_last_of('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);

@@ -16,8 +16,7 @@ Result<std::string> ReadFileToString(const std::string& path);
 
 // Writes `content` to `path` atomically (temp file in the same directory,
 // fsync, rename, fsync of the directory). `mode` applies to the new file.
-Status WriteFileAtomically(const std::string& path, const std::string& content,
-                           mode_t mode = 0644, bool sync = true);
+Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode = 0644, bool sync = true);
 
 Status FsyncDirectory(const std::string& dir);
 

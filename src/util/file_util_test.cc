@@ -9,15 +9,12 @@
 #include "util/bounded_read.h"
 #include "util/test_temp_dir.h"
 
-
 namespace nvdra {
 namespace {
 
 class FileUtilTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = tmp_.path();
-  }
+  void SetUp() override { dir_ = tmp_.path(); }
   ::nvdra::testing::TempDir tmp_{"nvdra-file-util"};
   std::string dir_;
 };

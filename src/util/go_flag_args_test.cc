@@ -24,7 +24,8 @@ TEST(GoFlagArgsTest, ValuesPositionalsAndUnknownNamesStayAsWritten) {
   // The value of a flag is never a flag, even when it starts with a dash.
   EXPECT_EQ(GoFlagArgs({"-node-name", "-feature-gates", "-v", "2"}, Known),
             (Args{"--node-name", "-feature-gates", "--v", "2"}));
-  EXPECT_EQ(GoFlagArgs({"-v3", "-bogus", "x", "-", "--", "-v=1"}, Known), (Args{"-v3", "-bogus", "x", "-", "--", "-v=1"}));
+  EXPECT_EQ(GoFlagArgs({"-v3", "-bogus", "x", "-", "--", "-v=1"}, Known),
+            (Args{"-v3", "-bogus", "x", "-", "--", "-v=1"}));
   // A switch takes no separate value.
   EXPECT_EQ(GoFlagArgs({"-log-text-split-stream", "-v=1"}, Known), (Args{"--log-text-split-stream", "--v=1"}));
 }

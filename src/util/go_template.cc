@@ -173,7 +173,8 @@ class Parser {
         return body;
       }
       if (t.action.rfind("/*", 0) == 0) {
-        if (t.action.size() < 4 || t.action.substr(t.action.size() - 2) != "*/") return Error(t.line, "unclosed comment");
+        if (t.action.size() < 4 || t.action.substr(t.action.size() - 2) != "*/")
+          return Error(t.line, "unclosed comment");
         continue;
       }
       std::vector<std::string> w = Words(t.action);
@@ -310,9 +311,7 @@ class Renderer {
 
   Status RenderNode(const Node& n, const json& dot, std::map<std::string, json>& vars, std::string& out) const {
     switch (n.type) {
-      case Node::Type::kText:
-        out += n.text;
-        return Status::Ok();
+      case Node::Type::kText: out += n.text; return Status::Ok();
       case Node::Type::kValue: {
         NVDRA_ASSIGN_OR_RETURN(json v, Eval(n.expr, dot, vars, n.line));
         out += Print(v);
@@ -324,8 +323,7 @@ class Renderer {
           if (Truth(v)) return Render(b.body, dot, vars, out);
         }
         return Render(n.else_body, dot, vars, out);
-      case Node::Type::kRange:
-        return RenderRange(n, dot, vars, out);
+      case Node::Type::kRange: return RenderRange(n, dot, vars, out);
     }
     return Status::Ok();
   }

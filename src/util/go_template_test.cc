@@ -44,17 +44,14 @@ TEST(GoTemplateTest, IfElseIfElseFollowGoTruth) {
 TEST(GoTemplateTest, RangesOverListsAndOverMapsInKeyOrder) {
   json d = {{"Secrets", {"a", "b"}}, {"Limits", {{"GPU-2", "5M"}, {"GPU-1", "10M"}}}, {"Empty", json::array()}};
   EXPECT_EQ(Render("{{- range .Secrets }}\n- name: {{ . }}\n{{- end }}", d), "\n- name: a\n- name: b");
-  EXPECT_EQ(Render("{{ range $id, $limit := .Limits }}[{{ $id }}={{ $limit }}]{{ end }}", d),
-            "[GPU-1=10M][GPU-2=5M]");
+  EXPECT_EQ(Render("{{ range $id, $limit := .Limits }}[{{ $id }}={{ $limit }}]{{ end }}", d), "[GPU-1=10M][GPU-2=5M]");
   EXPECT_EQ(Render("{{ range $i, $s := .Secrets }}{{ $i }}:{{ $s }} {{ end }}", d), "0:a 1:b ");
   EXPECT_EQ(Render("{{ range .Empty }}x{{ else }}empty{{ end }}", d), "empty");
   // The root stays reachable as $ inside a range.
   EXPECT_EQ(Render("{{ range .Secrets }}{{ $.Name }}{{ end }}", {{"Secrets", {1, 2}}, {"Name", "n"}}), "nn");
 }
 
-TEST(GoTemplateTest, CommentsRenderNothing) {
-  EXPECT_EQ(Render("a{{/* a comment */}}b", json::object()), "ab");
-}
+TEST(GoTemplateTest, CommentsRenderNothing) { EXPECT_EQ(Render("a{{/* a comment */}}b", json::object()), "ab"); }
 
 TEST(GoTemplateTest, RefusesWhatItDoesNotSupportNamingTheLine) {
   EXPECT_EQ(ErrorOf("line1\n{{ .Missing }}", json::object()), "template: t.yaml:2: can't evaluate field Missing");

@@ -41,9 +41,7 @@ size_t JsonNestingDepth(std::string_view text, size_t limit) {
       continue;
     }
     switch (c) {
-      case '"':
-        in_string = true;
-        break;
+      case '"': in_string = true; break;
       case '[':
       case '{':
         if (++depth > deepest) {
@@ -55,8 +53,7 @@ size_t JsonNestingDepth(std::string_view text, size_t limit) {
       case '}':
         if (depth > 0) --depth;
         break;
-      default:
-        break;
+      default: break;
     }
   }
   return deepest;

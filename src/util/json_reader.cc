@@ -174,8 +174,8 @@ json JsonReader::Unknown(std::initializer_list<std::string_view> known) const {
   json out = json::object();
   if (!value_->is_object()) return out;
   for (auto it = value_->begin(); it != value_->end(); ++it) {
-    bool is_known =
-        std::any_of(known.begin(), known.end(), [&](std::string_view k) { return KeyMatches(it.key(), k); });
+    bool is_known = std::any_of(known.begin(), known.end(),
+                                [&](std::string_view k) { return KeyMatches(it.key(), k); });
     if (!is_known) out[it.key()] = it.value();
   }
   return out;

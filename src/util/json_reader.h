@@ -66,15 +66,14 @@ extern template Result<int> JsonAs<int>(const nlohmann::json&, const std::string
 extern template Result<uint64_t> JsonAs<uint64_t>(const nlohmann::json&, const std::string&);
 extern template Result<double> JsonAs<double>(const nlohmann::json&, const std::string&);
 extern template Result<std::vector<std::string>> JsonAs<std::vector<std::string>>(const nlohmann::json&,
-                                                                                   const std::string&);
+                                                                                  const std::string&);
 extern template Result<nlohmann::json> JsonAs<nlohmann::json>(const nlohmann::json&, const std::string&);
 
 class JsonReader {
  public:
   // `value` must outlive the reader and every reader made from it. `path`
   // is where `value` sits in its document ("" for the root).
-  explicit JsonReader(const nlohmann::json& value, std::string path = "",
-                      JsonKeyMatch match = JsonKeyMatch::kExact)
+  explicit JsonReader(const nlohmann::json& value, std::string path = "", JsonKeyMatch match = JsonKeyMatch::kExact)
       : value_(&value), path_(std::move(path)), match_(match) {}
 
   const nlohmann::json& value() const { return *value_; }

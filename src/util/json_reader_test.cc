@@ -81,9 +81,9 @@ TEST(JsonReaderTest, NestedPathsInMessages) {
     return Status::Ok();
   });
   EXPECT_EQ(s.message(), "status.allocation.devices.results[2].pool: expected a string, got a number (7)");
-  EXPECT_EQ(paths, (std::vector<std::string>{"status.allocation.devices.results[0]",
-                                             "status.allocation.devices.results[1]",
-                                             "status.allocation.devices.results[2]"}));
+  EXPECT_EQ(paths,
+            (std::vector<std::string>{"status.allocation.devices.results[0]", "status.allocation.devices.results[1]",
+                                      "status.allocation.devices.results[2]"}));
   // The first error stops the walk.
   paths.clear();
   s = devices.ForEach("results", [&](const JsonReader& item) -> Status {

@@ -7,9 +7,9 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
-#include <mutex>
 #include <ctime>
 #include <iterator>
+#include <mutex>
 #include <string_view>
 
 namespace nvdra {

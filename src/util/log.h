@@ -81,19 +81,19 @@ struct FieldsScope {
 
 // A line logged while a request is timed counts as its "logging" step
 // (util/request_steps.h), its arguments' formatting included.
-#define NVDRA_LOG_AT_(lvl, ...)                                                                           \
-  do {                                                                                                    \
-    ::nvdra::TimedStep nvdra_log_step_(::nvdra::RequestStep::kLogging);                                   \
+#define NVDRA_LOG_AT_(lvl, ...)                                                                                \
+  do {                                                                                                         \
+    ::nvdra::TimedStep nvdra_log_step_(::nvdra::RequestStep::kLogging);                                        \
     spdlog::log(spdlog::source_loc{__FILE__, __LINE__, static_cast<const char*>(__func__)}, lvl, __VA_ARGS__); \
   } while (0)
 
 // Logs at Kubernetes-style verbosity `v` (info level, only when -v >= v).
-#define NVDRA_VLOG(v, ...)                                     \
-  do {                                                         \
-    if (::nvdra::log_internal::VEnabled((v), __FILE__)) {      \
-      ::nvdra::log_internal::VScope nvdra_vscope_(v);          \
-      NVDRA_LOG_AT_(spdlog::level::info, __VA_ARGS__);         \
-    }                                                          \
+#define NVDRA_VLOG(v, ...)                                \
+  do {                                                    \
+    if (::nvdra::log_internal::VEnabled((v), __FILE__)) { \
+      ::nvdra::log_internal::VScope nvdra_vscope_(v);     \
+      NVDRA_LOG_AT_(spdlog::level::info, __VA_ARGS__);    \
+    }                                                     \
   } while (0)
 
 // Always logged (V0 information, warnings, errors).
@@ -102,18 +102,18 @@ struct FieldsScope {
 #define NVDRA_ERROR(...) NVDRA_LOG_AT_(spdlog::level::err, __VA_ARGS__)
 
 // Structured lines: NVDRA_ERROR_S("Error preparing claim", {"claim", ref}, {"err", msg}).
-#define NVDRA_LOG_S_(lvl, msg, ...)                                                  \
-  do {                                                                               \
-    const std::vector<::nvdra::log_internal::Field> nvdra_fields_{__VA_ARGS__};     \
-    ::nvdra::log_internal::FieldsScope nvdra_fields_scope_(nvdra_fields_);           \
-    NVDRA_LOG_AT_(lvl, "{}", msg);                                                   \
+#define NVDRA_LOG_S_(lvl, msg, ...)                                             \
+  do {                                                                          \
+    const std::vector<::nvdra::log_internal::Field> nvdra_fields_{__VA_ARGS__}; \
+    ::nvdra::log_internal::FieldsScope nvdra_fields_scope_(nvdra_fields_);      \
+    NVDRA_LOG_AT_(lvl, "{}", msg);                                              \
   } while (0)
 #define NVDRA_INFO_S(msg, ...) NVDRA_LOG_S_(spdlog::level::info, msg, __VA_ARGS__)
 #define NVDRA_ERROR_S(msg, ...) NVDRA_LOG_S_(spdlog::level::err, msg, __VA_ARGS__)
-#define NVDRA_VLOG_S(v, msg, ...)                            \
-  do {                                                       \
-    if (::nvdra::log_internal::VEnabled((v), __FILE__)) {    \
-      ::nvdra::log_internal::VScope nvdra_vscope_(v);        \
-      NVDRA_LOG_S_(spdlog::level::info, msg, __VA_ARGS__);   \
-    }                                                        \
+#define NVDRA_VLOG_S(v, msg, ...)                          \
+  do {                                                     \
+    if (::nvdra::log_internal::VEnabled((v), __FILE__)) {  \
+      ::nvdra::log_internal::VScope nvdra_vscope_(v);      \
+      NVDRA_LOG_S_(spdlog::level::info, msg, __VA_ARGS__); \
+    }                                                      \
   } while (0)

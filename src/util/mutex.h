@@ -141,8 +141,8 @@ class CondVar {
   }
   // False when `deadline` passed with `done` still false.
   template <typename Clock, typename Duration, typename Predicate>
-  bool WaitUntil(Mutex& mu, const std::chrono::time_point<Clock, Duration>& deadline,
-                 Predicate done) REQUIRES(mu) NO_THREAD_SAFETY_ANALYSIS {
+  bool WaitUntil(Mutex& mu, const std::chrono::time_point<Clock, Duration>& deadline, Predicate done)
+      REQUIRES(mu) NO_THREAD_SAFETY_ANALYSIS {
     std::unique_lock<std::mutex> lock(mu.mu_, std::adopt_lock);
     bool result = cv_.wait_until(lock, deadline, std::move(done));
     lock.release();
@@ -166,8 +166,7 @@ class CondVar {
     return result;
   }
   template <typename Rep, typename Period>
-  bool WaitFor(Mutex& mu, const std::chrono::duration<Rep, Period>& timeout)
-      REQUIRES(mu) NO_THREAD_SAFETY_ANALYSIS {
+  bool WaitFor(Mutex& mu, const std::chrono::duration<Rep, Period>& timeout) REQUIRES(mu) NO_THREAD_SAFETY_ANALYSIS {
     std::unique_lock<std::mutex> lock(mu.mu_, std::adopt_lock);
     bool result = cv_.wait_for(lock, timeout) == std::cv_status::no_timeout;
     lock.release();

@@ -29,15 +29,13 @@ Result<T> Parse(std::string_view text, int base) {
   // from_chars takes no '+'; a '+' followed by another sign is refused.
   const bool plus = !digits.empty() && digits.front() == '+';
   if (plus) digits.remove_prefix(1);
-  if (digits.empty() || digits.front() == '+' ||
-      (digits.front() == '-' && (plus || !std::is_signed_v<T>))) {
+  if (digits.empty() || digits.front() == '+' || (digits.front() == '-' && (plus || !std::is_signed_v<T>))) {
     return InvalidArgument(Quote(text) + " is not " + TypeName<T>());
   }
   T value{};
   std::from_chars_result r;
   if constexpr (std::is_floating_point_v<T>) {
-    r = std::from_chars(digits.data(), digits.data() + digits.size(), value,
-                        std::chars_format::general);
+    r = std::from_chars(digits.data(), digits.data() + digits.size(), value, std::chars_format::general);
   } else {
     if (base < 2 || base > 36) return InvalidArgument("number base must be 2..36");
     r = std::from_chars(digits.data(), digits.data() + digits.size(), value, base);

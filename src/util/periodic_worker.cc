@@ -8,8 +8,7 @@
 
 namespace nvdra {
 
-PeriodicWorker::PeriodicWorker(PeriodicWorkerOptions options, Work work)
-    : options_(options), work_(std::move(work)) {}
+PeriodicWorker::PeriodicWorker(PeriodicWorkerOptions options, Work work) : options_(options), work_(std::move(work)) {}
 
 PeriodicWorker::~PeriodicWorker() { Stop(); }
 

@@ -272,7 +272,6 @@ TEST(PeriodicWorkerTest, StartsAgainAfterStop) {
   EXPECT_EQ(w.runs(), 2u);
 }
 
-
 PeriodicWorkerOptions InGroup(const Clock& clock, std::chrono::milliseconds period, PeriodicGroup& group) {
   PeriodicWorkerOptions o = Options(clock, period);
   o.group = &group;

@@ -18,8 +18,7 @@ std::string DescribeCurrentException() {
 }
 
 Status EscapedException(std::string_view what) {
-  std::string msg = "internal error in " + std::string(what) +
-                    ": unexpected exception: " + DescribeCurrentException() +
+  std::string msg = "internal error in " + std::string(what) + ": unexpected exception: " + DescribeCurrentException() +
                     " (this is a bug in the driver; the operation failed and may be retried)";
   NVDRA_ERROR("{}", msg);
   return Internal(std::move(msg));

@@ -49,8 +49,7 @@ TEST(RunGuardedTest, AnyThrownValueIsCaught) {
 TEST(RunGuardedTest, EscapedExceptionIsLoggedOnceAsError) {
   std::ostringstream out;
   auto previous = spdlog::default_logger();
-  auto capture = std::make_shared<spdlog::logger>(
-      "capture", std::make_shared<spdlog::sinks::ostream_sink_st>(out));
+  auto capture = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_st>(out));
   capture->set_pattern("%l %v");
   spdlog::set_default_logger(capture);
   Status s = RunGuarded("prepare of claim ns/a:u", []() -> Status { throw std::logic_error("bad"); });

@@ -12,15 +12,15 @@ namespace nvdra {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // bad input; retrying the same input will fail again
+  kInvalidArgument,  // bad input; retrying the same input will fail again
   kNotFound,
   kAlreadyExists,
-  kConflict,           // held by someone else right now (device, lock, resourceVersion)
-  kFailedPrecondition, // the world is not in the state the operation needs
-  kUnavailable,        // transient: retry later (API down, not ready yet)
+  kConflict,            // held by someone else right now (device, lock, resourceVersion)
+  kFailedPrecondition,  // the world is not in the state the operation needs
+  kUnavailable,         // transient: retry later (API down, not ready yet)
   kDeadlineExceeded,
   kPermissionDenied,
-  kDataLoss,           // damaged durable state
+  kDataLoss,  // damaged durable state
   kInternal,
 };
 
@@ -64,9 +64,7 @@ class [[nodiscard]] Status {
 
   std::string ToString() const;
 
-  friend bool operator==(const Status& a, const Status& b) {
-    return a.code_ == b.code_ && a.message_ == b.message_;
-  }
+  friend bool operator==(const Status& a, const Status& b) { return a.code_ == b.code_ && a.message_ == b.message_; }
 
  private:
   StatusCode code_ = StatusCode::kOk;
@@ -128,15 +126,14 @@ class [[nodiscard]] Result {
 #define NVDRA_CONCAT(a, b) NVDRA_CONCAT_INNER(a, b)
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define NVDRA_RETURN_IF_ERROR(expr)                  \
-  do {                                               \
-    ::nvdra::Status nvdra_status_ = (expr);          \
-    if (!nvdra_status_.ok()) return nvdra_status_;   \
+#define NVDRA_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::nvdra::Status nvdra_status_ = (expr);        \
+    if (!nvdra_status_.ok()) return nvdra_status_; \
   } while (0)
 
 // NVDRA_ASSIGN_OR_RETURN(auto x, ComputeX());
-#define NVDRA_ASSIGN_OR_RETURN(lhs, expr) \
-  NVDRA_ASSIGN_OR_RETURN_IMPL(NVDRA_CONCAT(nvdra_result_, __LINE__), lhs, expr)
+#define NVDRA_ASSIGN_OR_RETURN(lhs, expr) NVDRA_ASSIGN_OR_RETURN_IMPL(NVDRA_CONCAT(nvdra_result_, __LINE__), lhs, expr)
 #define NVDRA_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.status();               \

@@ -53,8 +53,7 @@ TEST(StatusTest, ResultFromOkStatusIsInternalError) {
   EXPECT_EQ(r.status().code(), StatusCode::kInternal);
   EXPECT_EQ(r.status().message().rfind("Result built from an OK status (at status_test.cc:", 0), 0u)
       << r.status().message();
-  EXPECT_NE(out.str().find("Result built from an OK status at status_test.cc:"), std::string::npos)
-      << out.str();
+  EXPECT_NE(out.str().find("Result built from an OK status at status_test.cc:"), std::string::npos) << out.str();
 
   // A Result built from an error keeps that error untouched.
   Result<int> err = NotFound("claim x");

@@ -4,9 +4,7 @@
 
 namespace nvdra {
 
-static bool IsAlnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+static bool IsAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
 bool IsValidClaimUid(std::string_view uid) {
   if (uid.empty() || uid.size() > 128) return false;

@@ -11,8 +11,7 @@ TEST(UidTest, AcceptsKubernetesUids) {
 }
 
 TEST(UidTest, RejectsAnythingThatCouldEscapeADirectory) {
-  for (const char* bad : {"", "../etc", "a/b", "..", ".", "a.b", "-a", "a-", "a b", "a\nb",
-                          "a\\b"}) {
+  for (const char* bad : {"", "../etc", "a/b", "..", ".", "a.b", "-a", "a-", "a b", "a\nb", "a\\b"}) {
     EXPECT_FALSE(IsValidClaimUid(bad)) << bad;
     EXPECT_EQ(ValidateClaimUid(bad).code(), StatusCode::kInvalidArgument) << bad;
   }

@@ -148,9 +148,7 @@ class TestApiServer {
   }
   // Forgets the watch history: resuming from an older resourceVersion gets 410.
   Status CompactWatchHistory() { return Control("watches", {{"compact", true}}).status(); }
-  Status SetBookmarkInterval(double seconds) {
-    return Control("watches", {{"bookmark_interval", seconds}}).status();
-  }
+  Status SetBookmarkInterval(double seconds) { return Control("watches", {{"bookmark_interval", seconds}}).status(); }
   // Stored objects (storage shape) of one resource, e.g. "resourceslices".
   Result<nlohmann::json> Objects(const std::string& resource) {
     NVDRA_ASSIGN_OR_RETURN(auto j, Control("objects", {{"resource", resource}}));
@@ -159,8 +157,8 @@ class TestApiServer {
 
  private:
   void Start() {
-    std::vector<std::string> args = {"python3", options_.script, "--port", "0", "--port-file", dir() + "/port",
-                                     "--kubeconfig-out", kubeconfig_path()};
+    std::vector<std::string> args = {"python3",     options_.script, "--port",           "0",
+                                     "--port-file", dir() + "/port", "--kubeconfig-out", kubeconfig_path()};
     if (options_.tls) args.insert(args.end(), {"--tls-dir", tls_dir()});
     if (!options_.token.empty()) args.insert(args.end(), {"--token", options_.token});
     if (options_.require_client_cert) args.push_back("--require-client-cert");

@@ -2,23 +2,23 @@
 // decodes it, and resolve for the requests it names.
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
-#include "util/test_paths.h"
 #include "cmd/config_kinds/config_kinds.h"
-#include "config/config_decoder.h"
 #include "computedomain/compute_domain_kind.h"
+#include "config/config_decoder.h"
 #include "config/config_resolver.h"
+#include "config/yaml_to_json.h"
 #include "devices/backends/open_device_lib.h"
 #include "gpu/gpu_kind.h"
 #include "gpu/mps_daemon.h"
+#include "util/test_paths.h"
 #include "util/test_temp_dir.h"
-#include "config/yaml_to_json.h"
 
 namespace nvdra::config {
 namespace {
@@ -36,8 +36,7 @@ using testing::OpaqueConfigsInManifest;
 [[maybe_unused]] const bool kKindsRegistered = RegisterNvdraConfigKinds().ok();
 
 const fs::path kSpecs = fs::path(NVDRA_SHARED_DIR) / "fixtures" / "upstream-user-specs";
-const FeatureGates kSharingGates =
-    FeatureGates().With(Gate::kTimeSlicingSettings, true).With(Gate::kMPSSupport, true);
+const FeatureGates kSharingGates = FeatureGates().With(Gate::kTimeSlicingSettings, true).With(Gate::kMPSSupport, true);
 
 constexpr std::string_view kGpuDriverName = gpu::kDriverName;
 constexpr std::string_view kComputeDomainDriverName = computedomain::kDriverName;
@@ -118,7 +117,8 @@ std::string ReadFile(const fs::path& p) {
 std::string Instantiate(std::string text) {
   const std::pair<const char*, const char*> kValues[] = {
       {"${TEST_K8S_RESOURCE_API_VERSION}", "v1"},
-      {"${TEST_DEVCLASSNAME_CD_CHANNEL}", "exactly:\n        deviceClassName: compute-domain-default-channel.nvidia.com"},
+      {"${TEST_DEVCLASSNAME_CD_CHANNEL}",
+       "exactly:\n        deviceClassName: compute-domain-default-channel.nvidia.com"},
   };
   for (const auto& [key, value] : kValues) {
     for (size_t pos; (pos = text.find(key)) != std::string::npos;) text.replace(pos, std::strlen(key), value);
@@ -147,8 +147,11 @@ TEST(UpstreamSpecsTest, EveryOpaqueConfigIsAccountedFor) {
     if (n > 0) counts[entry.path().filename().string()] = n;
   }
   const std::map<std::string, size_t> want = {
-      {"gpu-test-mps.yaml", 1}, {"gpu-test-vfio-config.yaml", 1}, {"gpu-test5.yaml", 2},
-      {"gpu-test6.yaml", 1},    {"rc-opaque-cfg-unknown-field.yaml.tmpl", 1},
+      {"gpu-test-mps.yaml", 1},
+      {"gpu-test-vfio-config.yaml", 1},
+      {"gpu-test5.yaml", 2},
+      {"gpu-test6.yaml", 1},
+      {"rc-opaque-cfg-unknown-field.yaml.tmpl", 1},
   };
   EXPECT_EQ(counts, want) << "a fixture gained or lost an opaque config: add its expectations below";
 }
@@ -212,8 +215,8 @@ TEST(UpstreamSpecsTest, TimeSlicingAndMpsPerRequest) {
   EXPECT_NE(undo["mps"][0]["uuids"][0], undo["timeSlicing"][0]["uuid"]);
   EXPECT_TRUE(PlanOnMockGpus(*ts_only).ok());
   // Gates off: upstream's gate message for the first group (mps-gpu sorts first).
-  auto gates_off = ResolveConfigs(kGpuDriverName, claim, {{"ts-gpu", "gpu-0", "gpu", ""}, {"mps-gpu", "gpu-1", "gpu", ""}},
-                                  FeatureGates());
+  auto gates_off = ResolveConfigs(kGpuDriverName, claim,
+                                  {{"ts-gpu", "gpu-0", "gpu", ""}, {"mps-gpu", "gpu-1", "gpu", ""}}, FeatureGates());
   ASSERT_FALSE(gates_off.ok());
   EXPECT_EQ(gates_off.status().message(),
             "error validating GPU config: \"MPS\" is selected as the GPU sharing strategy, but the \"MPSSupport\" "
@@ -269,7 +272,8 @@ TEST(UpstreamSpecsTest, UnknownFieldIsRejectedWithUpstreamWording) {
   auto resolved = ResolveConfigs(kComputeDomainDriverName, {configs[0].config}, {{"chan", "channel-0", "channel", ""}},
                                  FeatureGates());
   ASSERT_FALSE(resolved.ok());
-  EXPECT_NE(resolved.status().message().find("strict decoding error: unknown field \"unexpectedField\""), std::string::npos);
+  EXPECT_NE(resolved.status().message().find("strict decoding error: unknown field \"unexpectedField\""),
+            std::string::npos);
   EXPECT_FALSE(resolved.status().retryable());
   // The same document without the stray field is a valid channel config.
   auto lenient = DecodeLenient(configs[0].config.parameters_json);

@@ -2,8 +2,8 @@
 // register them.
 #include "config/config_decoder.h"
 
-#include <random>
 #include <gtest/gtest.h>
+#include <random>
 
 #include "cmd/config_kinds/config_kinds.h"
 #include "computedomain/compute_domain_config_kinds.h"
@@ -12,15 +12,15 @@
 namespace nvdra::config {
 namespace {
 
+using computedomain::ComputeDomainChannelConfig;
+using computedomain::ComputeDomainDaemonConfig;
 using gpu::GpuConfig;
+using gpu::GpuSharing;
 using gpu::IommuConfig;
 using gpu::MigDeviceConfig;
 using gpu::MpsConfig;
 using gpu::TimeSliceInterval;
 using gpu::VfioDeviceConfig;
-using computedomain::ComputeDomainChannelConfig;
-using computedomain::ComputeDomainDaemonConfig;
-using gpu::GpuSharing;
 
 [[maybe_unused]] const bool kDecoderTestKinds = RegisterNvdraConfigKinds().ok();
 
@@ -40,7 +40,8 @@ std::string Doc(std::string_view kind, std::string_view rest) {
 }
 
 TEST(ConfigDecoderTest, DecodesGpuConfigWithTimeSlicing) {
-  auto c = DecodeStrict(Doc("GpuConfig", R"("sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Long"}})"));
+  auto c = DecodeStrict(Doc("GpuConfig",
+                            R"("sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Long"}})"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const auto& g = c->Get<GpuConfig>();
   ASSERT_TRUE(g.sharing.has_value());
@@ -74,7 +75,8 @@ TEST(ConfigDecoderTest, DecodesEveryKind) {
   ASSERT_TRUE(mig.ok()) << mig.status().ToString();
   EXPECT_TRUE(mig->Get<MigDeviceConfig>().IsTimeSlicing());
 
-  auto vfio = DecodeStrict(Doc("VfioDeviceConfig", R"("iommu":{"backendPolicy":"PreferIommuFD","enableAPIDevice":true})"));
+  auto vfio = DecodeStrict(Doc("VfioDeviceConfig",
+                               R"("iommu":{"backendPolicy":"PreferIommuFD","enableAPIDevice":true})"));
   ASSERT_TRUE(vfio.ok()) << vfio.status().ToString();
   EXPECT_EQ(vfio->Get<VfioDeviceConfig>().iommu->backend_policy, "PreferIommuFD");
   EXPECT_EQ(vfio->Get<VfioDeviceConfig>().iommu->enable_api_device, true);
@@ -137,11 +139,14 @@ TEST(ConfigDecoderTest, WrongTypesAreFatalAndNameTheField) {
   EXPECT_EQ(ErrorOf(Doc("GpuConfig", R"("sharing":{"strategy":7})")),
             "json: cannot unmarshal number into Go struct field GpuSharing.sharing.strategy of type "
             "v1beta1.GpuSharingStrategy");
-  EXPECT_EQ(ErrorOf(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50.5}})")),
+  EXPECT_EQ(ErrorOf(Doc("GpuConfig",
+                        R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50.5}})")),
             "json: cannot unmarshal number 50.5 into Go struct field MpsConfig.sharing.mpsConfig."
             "defaultActiveThreadPercentage of type int");
   // Beyond int64: an error as in Go, never an exception.
-  EXPECT_EQ(ErrorOf(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":99999999999999999999}})")),
+  EXPECT_EQ(ErrorOf(Doc(
+                "GpuConfig",
+                R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":99999999999999999999}})")),
             "json: cannot unmarshal number 99999999999999999999 into Go struct field MpsConfig.sharing.mpsConfig."
             "defaultActiveThreadPercentage of type int");
   EXPECT_EQ(ErrorOf(Doc("VfioDeviceConfig", R"("iommu":{"enableAPIDevice":"yes"})")),
@@ -154,14 +159,22 @@ TEST(ConfigDecoderTest, WrongTypesAreFatalAndNameTheField) {
 }
 
 TEST(ConfigDecoderTest, BadQuantitiesNameTheField) {
-  std::string err = ErrorOf(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPinnedDeviceMemoryLimit":"10 GB"}})"));
-  EXPECT_EQ(err.rfind("invalid quantity \"10 GB\" at \"sharing.mpsConfig.defaultPinnedDeviceMemoryLimit\": quantities must match", 0), 0u) << err;
-  err = ErrorOf(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPerDevicePinnedMemoryLimit":{"0":true}}})"));
+  std::string err = ErrorOf(
+      Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPinnedDeviceMemoryLimit":"10 GB"}})"));
+  EXPECT_EQ(
+      err.rfind(
+          "invalid quantity \"10 GB\" at \"sharing.mpsConfig.defaultPinnedDeviceMemoryLimit\": quantities must match",
+          0),
+      0u)
+      << err;
+  err = ErrorOf(Doc("GpuConfig",
+                    R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPerDevicePinnedMemoryLimit":{"0":true}}})"));
   EXPECT_NE(err.find("\"sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit.0\""), std::string::npos) << err;
 }
 
 TEST(ConfigDecoderTest, NullLeavesFieldsUnset) {
-  auto c = DecodeStrict(Doc("GpuConfig", R"("sharing":{"strategy":"TimeSlicing","timeSlicingConfig":null,"mpsConfig":null})"));
+  auto c = DecodeStrict(Doc("GpuConfig",
+                            R"("sharing":{"strategy":"TimeSlicing","timeSlicingConfig":null,"mpsConfig":null})"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_FALSE(c->Get<GpuConfig>().sharing->time_slicing_config.has_value());
   auto d = DecodeStrict(Doc("ComputeDomainDaemonConfig", R"("domainID":null)"));
@@ -174,13 +187,18 @@ TEST(ConfigDecoderTest, TypeMetaErrorsLikeTheKubernetesSerializer) {
             R"(Object 'Kind' is missing in '{"apiVersion":"resource.nvidia.com/v1beta1"}')");
   EXPECT_EQ(ErrorOf(R"({"kind":"GpuConfig"})"), R"(Object 'apiVersion' is missing in '{"kind":"GpuConfig"}')");
   std::string unknown_kind = ErrorOf(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomain"})");
-  EXPECT_EQ(unknown_kind.rfind("no kind \"ComputeDomain\" is registered for version \"resource.nvidia.com/v1beta1\"", 0), 0u)
+  EXPECT_EQ(unknown_kind.rfind("no kind \"ComputeDomain\" is registered for version \"resource.nvidia.com/v1beta1\"",
+                               0),
+            0u)
       << unknown_kind;
   std::string wrong_version = ErrorOf(R"({"apiVersion":"resource.nvidia.com/v1","kind":"GpuConfig"})");
   EXPECT_EQ(wrong_version.rfind("no kind \"GpuConfig\" is registered for version \"resource.nvidia.com/v1\"", 0), 0u);
   EXPECT_EQ(ErrorOf(R"({"apiVersion":"a/b/c","kind":"GpuConfig"})"), "unexpected GroupVersion string: a/b/c");
-  EXPECT_EQ(ErrorOf(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":1})").rfind("couldn't get version/kind; json parse error: ", 0), 0u);
-  EXPECT_EQ(ErrorOf(R"([1,2])").rfind("couldn't get version/kind; json parse error: json: cannot unmarshal array", 0), 0u);
+  EXPECT_EQ(ErrorOf(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":1})")
+                .rfind("couldn't get version/kind; json parse error: ", 0),
+            0u);
+  EXPECT_EQ(ErrorOf(R"([1,2])").rfind("couldn't get version/kind; json parse error: json: cannot unmarshal array", 0),
+            0u);
   EXPECT_EQ(ErrorOf("{not json").rfind("couldn't get version/kind; json parse error: ", 0), 0u);
   EXPECT_EQ(ErrorOf("").rfind("couldn't get version/kind; json parse error: ", 0), 0u);
   // A huge quoted document is cut short in the message.
@@ -206,11 +224,13 @@ TEST(ConfigDecoderTest, LenientDecodingIgnoresWhatItDoesNotKnow) {
                              R"("domainID":"a","fieldFromTheFuture":{"x":1},"domainID":"b","allocationMode":5)"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const auto& chan = c->Get<ComputeDomainChannelConfig>();
-  EXPECT_EQ(chan.domain_id, "b");  // last duplicate wins, as in encoding/json
+  EXPECT_EQ(chan.domain_id, "b");       // last duplicate wins, as in encoding/json
   EXPECT_EQ(chan.allocation_mode, "");  // wrong type skipped, not fatal
-  auto q = DecodeLenient(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPinnedDeviceMemoryLimit":"bogus"}}})"));
+  auto q = DecodeLenient(
+      Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPinnedDeviceMemoryLimit":"bogus"}}})"));
   EXPECT_FALSE(q.ok());  // not JSON (extra brace)
-  auto q2 = DecodeLenient(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPinnedDeviceMemoryLimit":"bogus"}})"));
+  auto q2 = DecodeLenient(
+      Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPinnedDeviceMemoryLimit":"bogus"}})"));
   ASSERT_TRUE(q2.ok()) << q2.status().ToString();
   EXPECT_FALSE(q2->Get<GpuConfig>().sharing->mps_config->default_pinned_device_memory_limit.has_value());
   EXPECT_FALSE(DecodeLenient(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"FutureConfig"})").ok());

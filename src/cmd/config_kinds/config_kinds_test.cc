@@ -23,11 +23,10 @@ TEST(NvdraConfigKindsTest, BothKindsConfigKindsAreRegisteredInOneOrder) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"GpuConfig", "MigDeviceConfig", "VfioDeviceConfig",
                                              "ComputeDomainChannelConfig", "ComputeDomainDaemonConfig"}));
-  EXPECT_EQ(config::DecodeStrict(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomain"})")
-                .status()
-                .message(),
-            "no kind \"ComputeDomain\" is registered for version \"resource.nvidia.com/v1beta1\"; known kinds: "
-            "GpuConfig, MigDeviceConfig, VfioDeviceConfig, ComputeDomainChannelConfig, ComputeDomainDaemonConfig");
+  EXPECT_EQ(
+      config::DecodeStrict(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomain"})").status().message(),
+      "no kind \"ComputeDomain\" is registered for version \"resource.nvidia.com/v1beta1\"; known kinds: "
+      "GpuConfig, MigDeviceConfig, VfioDeviceConfig, ComputeDomainChannelConfig, ComputeDomainDaemonConfig");
   EXPECT_EQ(config::DecodeStrict(R"({"apiVersion":"resource.nvidia.com/v1","kind":"GpuConfig"})").status().message(),
             "no kind \"GpuConfig\" is registered for version \"resource.nvidia.com/v1\"; opaque configs of this driver "
             "use apiVersion \"resource.nvidia.com/v1beta1\"");

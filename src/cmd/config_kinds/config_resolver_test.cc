@@ -1,8 +1,8 @@
 // The config resolver with nvdra's config kinds.
 #include "config/config_resolver.h"
 
-#include <map>
 #include <gtest/gtest.h>
+#include <map>
 
 #include "cmd/config_kinds/config_kinds.h"
 #include "computedomain/compute_domain_config_kinds.h"
@@ -11,14 +11,14 @@
 namespace nvdra::config {
 namespace {
 
+using computedomain::ComputeDomainChannelConfig;
+using computedomain::ComputeDomainDaemonConfig;
 using gpu::GpuConfig;
 using gpu::IommuConfig;
 using gpu::MigDeviceConfig;
 using gpu::MpsConfig;
 using gpu::TimeSliceInterval;
 using gpu::VfioDeviceConfig;
-using computedomain::ComputeDomainChannelConfig;
-using computedomain::ComputeDomainDaemonConfig;
 
 [[maybe_unused]] const bool kResolverTestKinds = RegisterNvdraConfigKinds().ok();
 
@@ -108,7 +108,9 @@ TEST(ConfigResolverTest, PrecedenceTable) {
   const std::vector<model::AllocationResult> results = {Res("a", "gpu-0"), Res("b", "gpu-1")};
   const std::vector<Case> cases = {
       {"defaults only", {}, {{"a/gpu-0", "none"}, {"b/gpu-1", "none"}}},
-      {"class config applies to all", {Cfg(S::kFromClass, {}, TsJson("Short"))}, {{"a/gpu-0", "Short"}, {"b/gpu-1", "Short"}}},
+      {"class config applies to all",
+       {Cfg(S::kFromClass, {}, TsJson("Short"))},
+       {{"a/gpu-0", "Short"}, {"b/gpu-1", "Short"}}},
       {"claim beats class even when listed first",
        {Cfg(S::kFromClaim, {}, TsJson("Long")), Cfg(S::kFromClass, {}, TsJson("Short"))},
        {{"a/gpu-0", "Long"}, {"b/gpu-1", "Long"}}},
@@ -146,7 +148,7 @@ TEST(ConfigResolverTest, GroupsAreDeterministicAndCarryTheirOrigin) {
   std::vector<ClaimConfig> configs = {Cfg(ConfigSource::kFromClass, {}, TsJson("Short")),
                                       Cfg(ConfigSource::kFromClaim, {"z"}, TsJson("Long"))};
   std::vector<model::AllocationResult> results = {Res("z", "gpu-3"), Res("b", "gpu-2"), Res("a", "mig-1", "mig"),
-                                              Res("a", "gpu-0"), Res("z", "gpu-1")};
+                                                  Res("a", "gpu-0"), Res("z", "gpu-1")};
   auto groups = ResolveConfigs(kGpu, configs, results, kTs);
   ASSERT_TRUE(groups.ok()) << groups.status().ToString();
   ASSERT_EQ(groups->size(), 3u);
@@ -169,14 +171,16 @@ TEST(ConfigResolverTest, GroupsAreDeterministicAndCarryTheirOrigin) {
 }
 
 TEST(ConfigResolverTest, ScopedConfigOfTheWrongTypeIsAnError) {
-  auto r = ResolveConfigs(kGpu, {Cfg(ConfigSource::kFromClaim, {"m"}, TsJson("Long"))}, {Res("m", "gpu-0-mig-1g", "mig")}, kTs);
+  auto r = ResolveConfigs(kGpu, {Cfg(ConfigSource::kFromClaim, {"m"}, TsJson("Long"))},
+                          {Res("m", "gpu-0-mig-1g", "mig")}, kTs);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "cannot apply GpuConfig to device \"gpu-0-mig-1g\" of type \"mig\" (request: m)");
 
-  auto cd = ResolveConfigs(kCd,
-                           {Cfg(ConfigSource::kFromClaim, {"d"},
-                                R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomainChannelConfig","domainID":"u"})", kCd)},
-                           {Res("d", "daemon-0", "daemon")}, FeatureGates());
+  auto cd = ResolveConfigs(
+      kCd,
+      {Cfg(ConfigSource::kFromClaim, {"d"},
+           R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomainChannelConfig","domainID":"u"})", kCd)},
+      {Res("d", "daemon-0", "daemon")}, FeatureGates());
   ASSERT_FALSE(cd.ok());
   EXPECT_EQ(cd.status().message(), "cannot apply ComputeDomainChannelConfig to request: d");
 }
@@ -217,13 +221,15 @@ TEST(ConfigResolverTest, NonOpaqueConfigsAreRejected) {
 }
 
 TEST(ConfigResolverTest, ValidationErrorsAreWrapped) {
-  auto gate_off = ResolveConfigs(kGpu, {Cfg(ConfigSource::kFromClaim, {}, TsJson("Long"))}, {Res("a", "gpu-0")}, FeatureGates());
+  auto gate_off = ResolveConfigs(kGpu, {Cfg(ConfigSource::kFromClaim, {}, TsJson("Long"))}, {Res("a", "gpu-0")},
+                                 FeatureGates());
   ASSERT_FALSE(gate_off.ok());
   EXPECT_EQ(gate_off.status().message(),
             "error validating GPU config: \"TimeSlicing\" is selected as the GPU sharing strategy, but the "
             "\"TimeSlicingSettings\" feature gate is not enabled");
   // A config that applies to nothing is decoded but not validated (upstream).
-  auto unused = ResolveConfigs(kGpu, {Cfg(ConfigSource::kFromClaim, {"nobody"}, TsJson("Whenever"))}, {Res("a", "gpu-0")}, kTs);
+  auto unused = ResolveConfigs(kGpu, {Cfg(ConfigSource::kFromClaim, {"nobody"}, TsJson("Whenever"))},
+                               {Res("a", "gpu-0")}, kTs);
   EXPECT_TRUE(unused.ok()) << unused.status().ToString();
 }
 
@@ -252,7 +258,8 @@ TEST(ConfigResolverTest, ComputeDomainClaimsNeedADomainId) {
   auto ok = ResolveConfigs(
       kCd,
       {Cfg(ConfigSource::kFromClaim, {"chan"},
-           R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomainChannelConfig","domainID":"cd-1"})", kCd),
+           R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomainChannelConfig","domainID":"cd-1"})",
+           kCd),
        Cfg(ConfigSource::kFromClaim, {}, TsJson("Long"), kGpu)},
       {Res("chan", "channel-0", "channel"), {"x", "gpu-0", "gpu", kGpu}}, FeatureGates());
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
@@ -266,7 +273,8 @@ TEST(ConfigResolverTest, VfioNeedsPassthroughSupport) {
   auto off = ResolveConfigs(kGpu, {}, {Res("v", "gpu-0-vfio", "vfio")}, FeatureGates());
   ASSERT_FALSE(off.ok());
   EXPECT_NE(off.status().message().find("PassthroughSupport"), std::string::npos);
-  auto on = ResolveConfigs(kGpu, {}, {Res("v", "gpu-0-vfio", "vfio")}, FeatureGates().With(Gate::kPassthroughSupport, true));
+  auto on = ResolveConfigs(kGpu, {}, {Res("v", "gpu-0-vfio", "vfio")},
+                           FeatureGates().With(Gate::kPassthroughSupport, true));
   ASSERT_TRUE(on.ok()) << on.status().ToString();
   ASSERT_EQ(on->size(), 1u);
   const auto& vfio = (*on)[0].config.Get<VfioDeviceConfig>();
@@ -286,9 +294,10 @@ TEST(ConfigResolverTest, RejectsUnknownDriversAndDeviceTypes) {
 TEST(ConfigResolverTest, MainRequestNamesCoverTheirSubrequests) {
   std::vector<ClaimConfig> configs = {Cfg(ConfigSource::kFromClaim, {"gpu"}, TsJson("Long")),
                                       Cfg(ConfigSource::kFromClaim, {"gpu/small"}, TsJson("Short"))};
-  auto groups = ResolveConfigs(
-      kGpu, configs, {Res("gpu/large", "gpu-0"), Res("gpu/small", "gpu-1"), Res("gpus", "gpu-2"), Res("gpu", "gpu-3")},
-      kTs);
+  auto groups = ResolveConfigs(kGpu, configs,
+                               {Res("gpu/large", "gpu-0"), Res("gpu/small", "gpu-1"), Res("gpus", "gpu-2"),
+                                Res("gpu", "gpu-3")},
+                               kTs);
   ASSERT_TRUE(groups.ok()) << groups.status().ToString();
   EXPECT_EQ(Intervals(*groups), (std::map<std::string, std::string>{{"gpu/large/gpu-0", "Long"},
                                                                     {"gpu/small/gpu-1", "Short"},

@@ -12,12 +12,12 @@
 namespace nvdra::config {
 namespace {
 
+using computedomain::ComputeDomainChannelConfig;
+using computedomain::ComputeDomainDaemonConfig;
 using gpu::GpuConfig;
 using gpu::IommuConfig;
 using gpu::MigDeviceConfig;
 using gpu::VfioDeviceConfig;
-using computedomain::ComputeDomainChannelConfig;
-using computedomain::ComputeDomainDaemonConfig;
 
 [[maybe_unused]] const bool kOpaqueConfigTestKinds = RegisterNvdraConfigKinds().ok();
 
@@ -47,8 +47,15 @@ TEST(OpaqueConfigTest, CanonicalJsonIsStableAndRoundTrips) {
   mig.sharing->strategy = "TimeSlicing";
   VfioDeviceConfig vfio;
   vfio.iommu = IommuConfig{"PreferIommuFD", true};
-  const Config all[] = {GpuConfig{}, mps, ts, mig, MigDeviceConfig{}, vfio, VfioDeviceConfig{},
-                        ComputeDomainChannelConfig{"uid", "All"}, ComputeDomainChannelConfig{"uid", ""},
+  const Config all[] = {GpuConfig{},
+                        mps,
+                        ts,
+                        mig,
+                        MigDeviceConfig{},
+                        vfio,
+                        VfioDeviceConfig{},
+                        ComputeDomainChannelConfig{"uid", "All"},
+                        ComputeDomainChannelConfig{"uid", ""},
                         ComputeDomainDaemonConfig{"uid"}};
   for (const Config& c : all) {
     std::string json = ToCanonicalJson(c);

@@ -200,7 +200,7 @@ void CheckStaticElf(int fd, const std::string& path) {
     }
     if (ph.p_type == PT_INTERP) {
       throw std::runtime_error(path + " is dynamically linked: it would load the container's libraries; "
-                               "name a statically linked ldconfig with --ldconfig-path");
+                                      "name a statically linked ldconfig with --ldconfig-path");
     }
   }
 }
@@ -266,7 +266,8 @@ void RunLdconfig(const ContainerRoot& root, const std::string& ldconfig_path, co
   if (pid < 0) throw SysError(errno, "fork");
   if (pid == 0) ExecLdconfigInRoot(root.path().c_str(), root.fd(), exe.get());
   int rc = WaitExit(pid);
-  if (rc != 0) throw std::runtime_error("ldconfig in " + root.path() + " failed (exit status " + std::to_string(rc) + ")");
+  if (rc != 0)
+    throw std::runtime_error("ldconfig in " + root.path() + " failed (exit status " + std::to_string(rc) + ")");
 }
 
 // ---- enable-cuda-compat --------------------------------------------------
@@ -305,7 +306,7 @@ struct Flag {
       : name(std::move(n)), alias(std::move(a)), multi(m), boolean(b) {}
   std::string name;
   std::string alias;
-  bool multi;    // repeatable; each value also split at ","
+  bool multi;  // repeatable; each value also split at ","
   bool boolean;
 };
 
@@ -389,17 +390,16 @@ std::optional<std::string> RealEnv(const char* name) {
   return std::string(v);
 }
 
-const char* kUsage =
-    "Usage: nvdra-cdi-hook [--debug] [--quiet] HOOK [FLAGS]\n"
-    "An OCI createContainer hook for CDI specs; it reads the container state on stdin.\n"
-    "Hooks:\n"
-    "  create-symlinks --link TARGET::LINK ...\n"
-    "  update-ldcache --folder DIR ... [--ldconfig-path /sbin/ldconfig]\n"
-    "  enable-cuda-compat --host-driver-version V [--host-cuda-version V]\n"
-    "                     [--cuda-compat-container-root /usr/local/cuda/compat]\n"
-    "  disable-device-node-modification\n"
-    "  chmod --mode OCTAL --path PATH ...\n"
-    "Every hook also takes --container-spec FILE (the state from FILE, not stdin).\n";
+const char* kUsage = "Usage: nvdra-cdi-hook [--debug] [--quiet] HOOK [FLAGS]\n"
+                     "An OCI createContainer hook for CDI specs; it reads the container state on stdin.\n"
+                     "Hooks:\n"
+                     "  create-symlinks --link TARGET::LINK ...\n"
+                     "  update-ldcache --folder DIR ... [--ldconfig-path /sbin/ldconfig]\n"
+                     "  enable-cuda-compat --host-driver-version V [--host-cuda-version V]\n"
+                     "                     [--cuda-compat-container-root /usr/local/cuda/compat]\n"
+                     "  disable-device-node-modification\n"
+                     "  chmod --mode OCTAL --path PATH ...\n"
+                     "Every hook also takes --container-spec FILE (the state from FILE, not stdin).\n";
 
 // Reads the state from --container-spec or `in`, then opens the root.
 ContainerRoot OpenRoot(const Values& v, std::istream& in) {
@@ -474,8 +474,8 @@ void CreateSymlinks(const ContainerRoot& root, const std::vector<std::string>& l
   }
 }
 
-void UpdateLdcache(const ContainerRoot& root, const std::vector<std::string>& folders,
-                   const std::string& ldconfig_path, const Logger& log) {
+void UpdateLdcache(const ContainerRoot& root, const std::vector<std::string>& folders, const std::string& ldconfig_path,
+                   const Logger& log) {
   if (root.path().empty() || root.path() == "/") {
     throw std::runtime_error("failed to determined container root: ldconfig must be run in the non-system root");
   }
@@ -556,8 +556,7 @@ std::string ParamsWithoutDeviceModification(const std::string& params) {
   return changed ? out : "";
 }
 
-void DisableDeviceNodeModification(const ContainerRoot& root, const std::string& host_params_path,
-                                   const Logger& log) {
+void DisableDeviceNodeModification(const ContainerRoot& root, const std::string& host_params_path, const Logger& log) {
   auto params = ReadHostFile(host_params_path);
   if (!params) return;  // no driver loaded: nothing to hide
   const std::string modified = ParamsWithoutDeviceModification(*params);
@@ -689,8 +688,8 @@ int RunHook(const std::vector<std::string>& args, std::istream& state, std::ostr
       if (v.count("ldconfig-path") && ldconfig.empty()) throw UsageError("ldconfig-path must be specified");
       UpdateLdcache(OpenRoot(v, state), All(v, "folder"), ldconfig, log);
     } else if (hook == "enable-cuda-compat") {
-      Values v = ParseFlags(args, i + 1, {{"host-driver-version"}, {"host-cuda-version"}, {"cuda-compat-container-root"},
-                                          spec, help});
+      Values v = ParseFlags(
+          args, i + 1, {{"host-driver-version"}, {"host-cuda-version"}, {"cuda-compat-container-root"}, spec, help});
       if (One(v, "help") == "true") return out << kUsage, 0;
       std::string driver = One(v, "host-driver-version"), cuda = One(v, "host-cuda-version");
       if (driver.empty() && cuda.empty()) return 0;  // nothing to compare: the state is not even read

@@ -39,8 +39,7 @@ struct HostPaths {
 // status. `state` is the container state (the runtime's stdin); `env`
 // looks up an environment variable.
 int RunHook(const std::vector<std::string>& args, std::istream& state, std::ostream& log,
-            const HostPaths& host = HostPaths(),
-            std::optional<std::string> (*env)(const char*) = nullptr);
+            const HostPaths& host = HostPaths(), std::optional<std::string> (*env)(const char*) = nullptr);
 
 // The container's root file system (a host path): the state's "root", else
 // the bundle's config.json root.path, taken relative to the bundle unless
@@ -49,12 +48,11 @@ std::string ContainerRootPath(std::istream& state);
 
 // The hooks themselves, on an opened root.
 void CreateSymlinks(const ContainerRoot& root, const std::vector<std::string>& links, const Logger& log);
-void UpdateLdcache(const ContainerRoot& root, const std::vector<std::string>& folders,
-                   const std::string& ldconfig_path, const Logger& log);
+void UpdateLdcache(const ContainerRoot& root, const std::vector<std::string>& folders, const std::string& ldconfig_path,
+                   const Logger& log);
 void EnableCudaCompat(const ContainerRoot& root, const std::string& host_driver_version,
                       const std::string& host_cuda_version, const std::string& compat_dir, const Logger& log);
-void DisableDeviceNodeModification(const ContainerRoot& root, const std::string& host_params_path,
-                                   const Logger& log);
+void DisableDeviceNodeModification(const ContainerRoot& root, const std::string& host_params_path, const Logger& log);
 void Chmod(const ContainerRoot& root, const std::vector<std::string>& paths, mode_t mode, const Logger& log);
 
 // The driver's params with "ModifyDeviceFiles: 1" turned to 0; "" when

@@ -109,9 +109,12 @@ TEST(ContainerRootPathTest, Errors) {
 TEST(CreateSymlinksTest, CreatesTheLinksIdempotently) {
   Bundle b;
   Put(b.root + "/usr/lib/x86_64-linux-gnu/libcuda.so.570.1", "elf");
-  std::vector<std::string> args = {"create-symlinks", "--link", "libcuda.so.570.1::/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+  std::vector<std::string> args = {"create-symlinks",
+                                   "--link",
+                                   "libcuda.so.570.1::/usr/lib/x86_64-linux-gnu/libcuda.so.1",
                                    "--link=libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
-                                   "--link", "../card4::/dev/dri/by-path/pci-0000:3b:00.0-card"};
+                                   "--link",
+                                   "../card4::/dev/dri/by-path/pci-0000:3b:00.0-card"};
   std::string log;
   ASSERT_EQ(b.Run(args, &log), 0) << log;
   EXPECT_EQ(fs::read_symlink(b.root + "/usr/lib/x86_64-linux-gnu/libcuda.so.1"), "libcuda.so.570.1");
@@ -137,8 +140,9 @@ TEST(CreateSymlinksTest, AHostileImageLinkIsNotFollowed) {
   fs::create_directories(b.root + "/usr/lib");
   fs::create_symlink(b.host, b.root + "/usr/lib/x86_64-linux-gnu");
   fs::create_symlink("../../../../../../../../.." + b.host, b.root + "/usr/lib64");
-  ASSERT_EQ(b.Run({"create-symlinks", "--link", "libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
-                   "--link", "libcuda.so.1::/usr/lib64/libcuda.so"}), 0);
+  ASSERT_EQ(b.Run({"create-symlinks", "--link", "libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so", "--link",
+                   "libcuda.so.1::/usr/lib64/libcuda.so"}),
+            0);
   EXPECT_TRUE(fs::is_empty(b.host));
   EXPECT_EQ(fs::read_symlink(b.root + b.host + "/libcuda.so"), "libcuda.so.1");
 }
@@ -244,7 +248,8 @@ TEST(DisableDeviceNodeModificationTest, MountsTheModifiedParamsOnce) {
   h.driver_params = b.host + "/params";
   int rc = InPrivateMounts([&] {
     if (b.Run({"disable-device-node-modification"}, nullptr, h) != 0) return 1;
-    if (Slurp(b.root + "/proc/driver/nvidia/params") != "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 0\n") return 2;
+    if (Slurp(b.root + "/proc/driver/nvidia/params") != "ResmanDebugLevel: 4294967295\nModifyDeviceFiles: 0\n")
+      return 2;
     int mounts = CountMounts(b.root);
     if (mounts != 2) return 3;  // the scratch tmpfs and the params file
     if (b.Run({"disable-device-node-modification"}, nullptr, h) != 0) return 4;
@@ -264,7 +269,9 @@ TEST(ChmodTest, InsideTheRootOnly) {
   fs::create_symlink(b.host + "/victim", b.root + "/victim-link");
   std::string log;
   ASSERT_EQ(b.Run({"chmod", "--mode", "1777", "--path", "/dev/shm-dir", "--path", "/victim-link", "--path", "/nope"},
-                  &log), 0) << log;
+                  &log),
+            0)
+      << log;
   EXPECT_EQ(fs::status(b.root + "/dev/shm-dir").permissions() & fs::perms::mask, fs::perms(01777));
   EXPECT_EQ(fs::status(b.host + "/victim").permissions() & fs::perms::mask, fs::perms(0644));
   EXPECT_EQ(b.Run({"chmod", "--path", "/x"}, &log), 1);

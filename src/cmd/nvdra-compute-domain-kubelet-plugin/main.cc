@@ -159,8 +159,8 @@ void StartMaintenance(plugin::KindContext& ctx, const ComputeDomainFlags& flags,
     NVDRA_ASSIGN_OR_RETURN(auto identity, identify(inv));
     return identity.clique_id;
   };
-  auto& maintenance = ctx.companions.Add(
-      std::make_unique<computedomain::DomainMaintenance>(ctx.kube, domains, labels, dirs, mo));
+  auto& maintenance = ctx.companions.Add(std::make_unique<computedomain::DomainMaintenance>(ctx.kube, domains, labels,
+                                                                                            dirs, mo));
   maintenance.Start();
 }
 
@@ -184,8 +184,9 @@ Status SetUpDomainParts(plugin::KindContext& ctx, const ComputeDomainFlags& flag
                         const std::string& clique_id, DomainParts& parts) {
   const plugin::PluginOptions& opts = ctx.options;
   computedomain::DomainWatch& domains = MakeWatches(ctx, gates, clique_id, flags.clique_namespace);
-  auto& labels = ctx.companions.Keep(std::make_unique<computedomain::NodeLabelManager>(
-      ctx.kube, opts.node_name, domains.node(), opts.completed_claim_grace));
+  auto& labels = ctx.companions.Keep(std::make_unique<computedomain::NodeLabelManager>(ctx.kube, opts.node_name,
+                                                                                       domains.node(),
+                                                                                       opts.completed_claim_grace));
   // Label ownership follows the ledger every plugin process of this node
   // shares, so a rolling update's old instance never removes the label of
   // a claim the new one prepared (nor the other way round).
@@ -194,8 +195,8 @@ Status SetUpDomainParts(plugin::KindContext& ctx, const ComputeDomainFlags& flag
     NVDRA_ASSIGN_OR_RETURN(auto held, shared_claims->HeldClaims());
     return computedomain::ComputeDomainKind::LabelHoldersOf(held);
   });
-  auto& dirs = ctx.companions.Keep(
-      std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir, flags.daemon_config_template));
+  auto& dirs = ctx.companions.Keep(std::make_unique<computedomain::DomainDirectories>(ctx.plugin_dir,
+                                                                                      flags.daemon_config_template));
   parts.domains = &domains;
   parts.labels = &labels;
   parts.dirs = &dirs;
@@ -241,7 +242,8 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   const plugin::PluginOptions& opts = ctx.options;
   const bool first = parts.domains == nullptr;
   NVDRA_ASSIGN_OR_RETURN(config::FeatureGates gates, config::FeatureGates::Parse(opts.feature_gates));
-  NVDRA_RETURN_IF_ERROR(computedomain::ValidateImexConfig(flags.imex, gates.Enabled(config::Gate::kHostManagedIMEXDaemon))
+  NVDRA_RETURN_IF_ERROR(computedomain::ValidateImexConfig(flags.imex,
+                                                          gates.Enabled(config::Gate::kHostManagedIMEXDaemon))
                             .Wrap("imex configuration validation failed"));
   const bool host_managed = flags.imex.host_managed();
   if (host_managed && first) {
@@ -257,10 +259,10 @@ Result<std::unique_ptr<driver::DeviceKind>> MakeKind(plugin::KindContext& ctx, c
   NVDRA_INFO("{}", computedomain::CliqueLogLine(clique));
   // DNS-named IMEX daemons are the driver's own daemons: no check when the
   // host runs nvidia-imex (upstream).
-  NVDRA_ASSIGN_OR_RETURN(std::string validated,
-                         computedomain::ValidateDriverVersion(
-                             ctx.inventory.driver_version,
-                             !host_managed && gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
+  NVDRA_ASSIGN_OR_RETURN(
+      std::string validated,
+      computedomain::ValidateDriverVersion(ctx.inventory.driver_version,
+                                           !host_managed && gates.Enabled(config::Gate::kIMEXDaemonsWithDNSNames)));
   NVDRA_INFO("{}", validated);
   if (first) NVDRA_RETURN_IF_ERROR(SetUpDomainParts(ctx, flags, gates, clique.clique_id, parts));
 

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "util/test_paths.h"
 #include "util/file_util.h"
+#include "util/test_paths.h"
 #include "util/test_temp_dir.h"
 
 namespace {
@@ -74,10 +74,11 @@ TEST(DiscoverTest, NvmlAgainstFakeLibrary) {
   std::string cfg = tmp.path() + "/nvml.json";
   ASSERT_TRUE(nvdra::WriteFileAtomically(cfg, R"({"driverVersion":"570.158.01","cudaDriverVersion":12080,
     "devices":[{"minor":0,"uuid":"GPU-1","name":"NVIDIA H100 80GB HBM3","brand":14,"arch":9,"cc":[9,0],
-    "busId":"00000000:3B:00.0","memoryTotal":1024}]})").ok());
+    "busId":"00000000:3B:00.0","memoryTotal":1024}]})")
+                  .ok());
   std::string env = "FAKE_NVML_CONFIG=" + cfg + " ";
-  std::string cmd = env + std::string(NVDRA_BIN_DIR) + "/nvdra-discover --container-driver-root=" +
-                    NVDRA_FAKE_NVML_ROOT + " --sysfs-root=" + tmp.path();
+  std::string cmd = env + std::string(NVDRA_BIN_DIR) +
+                    "/nvdra-discover --container-driver-root=" + NVDRA_FAKE_NVML_ROOT + " --sysfs-root=" + tmp.path();
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;

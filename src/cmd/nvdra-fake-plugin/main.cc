@@ -13,9 +13,9 @@
 #include "kubelet/abseil_mutex_mode.h"
 #include "kubelet/dra_plugin_server.h"
 #include "kubelet/fake_claim_engine.h"
+#include "kubelet/grpc_event_engine.h"
 #include "kubelet/health_server.h"
 #include "kubelet/kubelet_flags.h"
-#include "kubelet/grpc_event_engine.h"
 #include "kubelet/shutdown_signal.h"
 #include "util/file_util.h"
 #include "util/log.h"
@@ -70,7 +70,8 @@ void AddFakePluginFlags(CLI::App& app, FakePluginFlags& f) {
   app.add_option("--driver-name", f.kubelet.plugin.driver_name, "DRA driver name");
   app.add_option("--healthcheck-host", f.kubelet.healthcheck_host, "address the health endpoint listens on");
   app.add_option("--script", f.script_file, "fake engine script (JSON, see fake_claim_engine.h)");
-  app.add_option("--device-health", f.device_health, "pool/device=HEALTHY|UNHEALTHY|UNKNOWN[:msg],... (enables health streaming)");
+  app.add_option("--device-health", f.device_health,
+                 "pool/device=HEALTHY|UNHEALTHY|UNKNOWN[:msg],... (enables health streaming)");
   app.add_flag("--health-streaming", f.health_streaming, "serve and advertise DRAResourceHealth");
   app.add_option("--claim-timeout-ms", f.claim_timeout_ms, "per-claim deadline in ms (overrides --claim-timeout)");
   app.add_option("-v", f.verbosity, "log verbosity");

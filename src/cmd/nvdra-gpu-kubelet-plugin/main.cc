@@ -190,5 +190,6 @@ int main(int argc, char** argv) {
       [&](const plugin::PluginConfig& config) -> Status {
         NVDRA_RETURN_IF_ERROR(CheckMpsFlags(mps_flags, config.gates));
         return gpu::ParseConsumableShares(consumable_shares, config.gates).status();
-      }, /*follows_driver_reloads=*/true);  // the factory builds the kind again on a new driver
+      },
+      /*follows_driver_reloads=*/true);  // the factory builds the kind again on a new driver
 }

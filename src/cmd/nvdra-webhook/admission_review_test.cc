@@ -45,19 +45,18 @@ std::string ReadFile(const fs::path& p) {
 // resource.k8s.io/<version>/<resource>.
 std::string ReviewBody(const json& object, const std::string& version, const std::string& resource,
                        const std::string& uid = "705ab4f5-6393-11e8-b7cc-42010a800002") {
-  json review = {
-      {"apiVersion", "admission.k8s.io/v1"},
-      {"kind", "AdmissionReview"},
-      {"request",
-       {{"uid", uid},
-        {"kind", {{"group", "resource.k8s.io"}, {"version", version}, {"kind", object.value("kind", "")}}},
-        {"resource", {{"group", "resource.k8s.io"}, {"version", version}, {"resource", resource}}},
-        {"namespace", "default"},
-        {"operation", "CREATE"},
-        {"userInfo", {{"username", "admin"}}},
-        {"object", object},
-        {"oldObject", nullptr},
-        {"dryRun", false}}}};
+  json review = {{"apiVersion", "admission.k8s.io/v1"},
+                 {"kind", "AdmissionReview"},
+                 {"request",
+                  {{"uid", uid},
+                   {"kind", {{"group", "resource.k8s.io"}, {"version", version}, {"kind", object.value("kind", "")}}},
+                   {"resource", {{"group", "resource.k8s.io"}, {"version", version}, {"resource", resource}}},
+                   {"namespace", "default"},
+                   {"operation", "CREATE"},
+                   {"userInfo", {{"username", "admin"}}},
+                   {"object", object},
+                   {"oldObject", nullptr},
+                   {"dryRun", false}}}};
   return review.dump();
 }
 
@@ -181,8 +180,10 @@ TEST(AdmissionReviewTest, TwoInvalidConfigsOfAnUpstreamTemplateAreRefusedWithUps
 TEST(AdmissionReviewTest, AnInvalidConfigOfAClaimIsRefusedInEveryVersionWithTheClaimsPath) {
   json c = ObjectFrom("gpu-test5.yaml", "multiple-gpus");
   // The template's inner spec as a claim.
-  json claim = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceClaim"},
-                {"metadata", {{"name", "c"}, {"namespace", "gpu-test5"}}}, {"spec", c["spec"]["spec"]}};
+  json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceClaim"},
+                {"metadata", {{"name", "c"}, {"namespace", "gpu-test5"}}},
+                {"spec", c["spec"]["spec"]}};
   Params(claim, 1)["sharing"]["mpsConfig"]["defaultActiveThreadPercentage"] = -1;
   for (const std::string version : {"v1", "v1beta2", "v1beta1"}) {
     Decision d = DecideObject(AsVersion(claim, version));
@@ -318,8 +319,7 @@ TEST(AdmissionReviewTest, StrictDecodingRefusesDuplicateFieldsUnknownKindsAndBad
   body.insert(at, kind + ",");
   Decision dup = Decide(body);
   EXPECT_FALSE(dup.allowed());
-  EXPECT_NE(dup.message().find("strict decoding error: duplicate field \"kind\""), std::string::npos)
-      << dup.message();
+  EXPECT_NE(dup.message().find("strict decoding error: duplicate field \"kind\""), std::string::npos) << dup.message();
 }
 
 TEST(AdmissionReviewTest, OtherDriversConfigsAndNonOpaqueConfigsAreLeftAlone) {
@@ -512,8 +512,9 @@ TEST(AdmissionReviewTest, RoutesAreUpstreamsPaths) {
   EXPECT_EQ(missing.status, 404);
   EXPECT_EQ(missing.body, "404 page not found\n");
   std::string body = ReviewBody(ObjectFrom("gpu-test6.yaml", "a100"), "v1", "resourceclaimtemplates", "u-1");
-  HttpAnswer review =
-      ServeWebhook({"POST", "/validate-resource-claim-parameters?timeout=10s", "application/json", body}, gates);
+  HttpAnswer review = ServeWebhook({"POST", "/validate-resource-claim-parameters?timeout=10s", "application/json",
+                                    body},
+                                   gates);
   ASSERT_EQ(review.status, 200);
   EXPECT_EQ(json::parse(review.body)["response"], json({{"uid", "u-1"}, {"allowed", true}}));
 }

@@ -49,8 +49,12 @@ std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) 
   for (auto at = text.cbegin(); at != text.cend(); at = m[0].second) {
     if (!std::regex_search(at, text.cend(), m, kPart, std::regex_constants::match_continuous)) return std::nullopt;
     const std::string unit = m[2];
-    const double scale = unit == "h" ? 3600e9 : unit == "m" ? 60e9 : unit == "s" ? 1e9 : unit == "ms" ? 1e6
-                         : unit == "ns" ? 1 : 1e3;
+    const double scale = unit == "h"    ? 3600e9
+                         : unit == "m"  ? 60e9
+                         : unit == "s"  ? 1e9
+                         : unit == "ms" ? 1e6
+                         : unit == "ns" ? 1
+                                        : 1e3;
     ns += std::stod(m[1]) * scale;
   }
   if (ns < 1e6 || ns > 24 * 3600e9) return std::nullopt;
@@ -64,10 +68,9 @@ Result<admission::WebhookServerOptions> ServerOptions(const WebhookFlags& f) {
   o.port = f.port;
   o.cert_file = f.cert_file;
   o.key_file = f.key_file;
-  const std::pair<const char*, const std::string*> durations[] = {
-      {"--read-header-timeout", &f.read_header_timeout},
-      {"--read-body-timeout", &f.read_body_timeout},
-      {"--idle-timeout", &f.idle_timeout}};
+  const std::pair<const char*, const std::string*> durations[] = {{"--read-header-timeout", &f.read_header_timeout},
+                                                                  {"--read-body-timeout", &f.read_body_timeout},
+                                                                  {"--idle-timeout", &f.idle_timeout}};
   std::chrono::milliseconds* targets[] = {&o.head_timeout, &o.body_timeout, &o.idle_timeout};
   for (size_t i = 0; i < std::size(durations); ++i) {
     auto d = ParseDuration(*durations[i].second);
@@ -103,10 +106,10 @@ void AddFlags(CLI::App& app, WebhookFlags& f) {
                  "How long a client has for the TLS handshake and a request's head (on a kept-alive connection: "
                  "for the head, from its first byte)")
       ->capture_default_str();
-  app.add_option("--read-body-timeout", f.read_body_timeout, "How long a client has for a request's body, from its head")
+  app.add_option("--read-body-timeout", f.read_body_timeout,
+                 "How long a client has for a request's body, from its head")
       ->capture_default_str();
-  app.add_option("--idle-timeout", f.idle_timeout,
-                 "How long a kept-alive connection may wait for its next request")
+  app.add_option("--idle-timeout", f.idle_timeout, "How long a kept-alive connection may wait for its next request")
       ->capture_default_str();
   AddVerbosityFlag(app, f, "Log verbosity (2: every request and answer)");
   app.add_option("--logging-format", f.logging_format, "Log format: text or json")

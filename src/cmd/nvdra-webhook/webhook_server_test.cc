@@ -192,7 +192,8 @@ class TlsClient {
   bool Send(const std::string& data) {
     size_t sent = 0;
     while (sent < data.size()) {
-      int n = SSL_write(ssl_.get(), data.data() + sent, static_cast<int>(std::min<size_t>(data.size() - sent, 1 << 20)));
+      int n = SSL_write(ssl_.get(), data.data() + sent,
+                        static_cast<int>(std::min<size_t>(data.size() - sent, 1 << 20)));
       if (n <= 0) return false;
       sent += static_cast<size_t>(n);
     }
@@ -209,7 +210,8 @@ class TlsClient {
         out.append(buf, static_cast<size_t>(n));
         continue;
       }
-      if (timed_out) *timed_out = SSL_get_error(ssl_.get(), n) == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK);
+      if (timed_out)
+        *timed_out = SSL_get_error(ssl_.get(), n) == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK);
       ERR_clear_error();
       return out;
     }
@@ -229,28 +231,29 @@ class TlsClient {
   bool connected_ = false;
 };
 
-std::string Post(const std::string& path, const std::string& body, const std::string& content_type = "application/json") {
+std::string Post(const std::string& path, const std::string& body,
+                 const std::string& content_type = "application/json") {
   return "POST " + path + " HTTP/1.1\r\nHost: nvdra-webhook.nvdra.svc:443\r\nContent-Type: " + content_type +
          "\r\nAccept: application/json, */*\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\nConnection: close\r\n\r\n" + body;
 }
 
-std::string Get(const std::string& path) {
-  return "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-}
+std::string Get(const std::string& path) { return "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"; }
 
 // A v1 ResourceClaim with one GpuConfig whose time-slice interval is `interval`.
 std::string ClaimReview(const std::string& interval, const std::string& padding = "") {
   json params = {{"apiVersion", "resource.nvidia.com/v1beta1"},
                  {"kind", "GpuConfig"},
                  {"sharing", {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", interval}}}}}};
-  json claim = {{"apiVersion", "resource.k8s.io/v1"},
-                {"kind", "ResourceClaim"},
-                {"metadata", {{"name", "ts"}, {"namespace", "default"}, {"annotations", {{"pad", padding}}}}},
-                {"spec",
-                 {{"devices",
-                   {{"requests", {{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.nvidia.com"}}}}}},
-                    {"config", {{{"requests", {"gpu"}}, {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", params}}}}}}}}}}};
+  json claim = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", "ts"}, {"namespace", "default"}, {"annotations", {{"pad", padding}}}}},
+      {"spec",
+       {{"devices",
+         {{"requests", {{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.nvidia.com"}}}}}},
+          {"config",
+           {{{"requests", {"gpu"}}, {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", params}}}}}}}}}}};
   json review = {{"apiVersion", "admission.k8s.io/v1"},
                  {"kind", "AdmissionReview"},
                  {"request",

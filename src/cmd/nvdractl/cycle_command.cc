@@ -218,13 +218,12 @@ int RunCycle(const CycleArgs& args) {
 void AddCycleSubcommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CycleArgs>();
   auto* cmd = app.add_subcommand(
-      "cycle",
-      "Prepare then unprepare the claims (v1) over one held connection and print the latency "
-      "of the calls as JSON: {\"prepare_ms\": {count, p50, p90, p99, max, mean}, \"unprepare_ms\": ..., "
-      "\"wave_ms\": ..., \"claims_per_s\", \"errors\": [..]}. Claims go in waves of --concurrency "
-      "calls of --batch claims each; a wave is prepared together, then unprepared together. Exit "
-      "status 1 if any call failed. --samples adds every call's latency: \"prepare_samples_ms\": [..], "
-      "\"unprepare_samples_ms\": [..].");
+      "cycle", "Prepare then unprepare the claims (v1) over one held connection and print the latency "
+               "of the calls as JSON: {\"prepare_ms\": {count, p50, p90, p99, max, mean}, \"unprepare_ms\": ..., "
+               "\"wave_ms\": ..., \"claims_per_s\", \"errors\": [..]}. Claims go in waves of --concurrency "
+               "calls of --batch claims each; a wave is prepared together, then unprepared together. Exit "
+               "status 1 if any call failed. --samples adds every call's latency: \"prepare_samples_ms\": [..], "
+               "\"unprepare_samples_ms\": [..].");
   cmd->add_option("--socket", args->socket, "the plugin's DRA socket")->required();
   cmd->add_option("--concurrency", args->concurrency, "calls in flight together (default 1)")
       ->check(CLI::Range(1, 4096));
@@ -232,7 +231,8 @@ void AddCycleSubcommand(CLI::App& app, int& exit_code) {
   cmd->add_flag("--prepare-only", args->prepare_only, "prepare and keep the claims prepared");
   cmd->add_flag("--unprepare-only", args->unprepare_only, "only unprepare the claims");
   cmd->add_flag("--samples", args->samples, "also print every call's latency (ms)");
-  cmd->add_option("--pause-us", args->pause_us, "idle before each call, not counted in its latency (wave times include it; default 0)")
+  cmd->add_option("--pause-us", args->pause_us,
+                  "idle before each call, not counted in its latency (wave times include it; default 0)")
       ->check(CLI::Range(0, 10000000));
   cmd->add_option("--hold-after", args->hold_after,
                   "warm-up: cycle the first N claims, leave them out of the figures, print \"held\" on "
@@ -251,9 +251,9 @@ int RunWaitInfo(const std::string& socket, int timeout_ms) {
     if (::stat(socket.c_str(), &st) == 0 && client.GetInfo(std::chrono::milliseconds(500)).ok()) {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
-      std::cout << nlohmann::json{{"answered_unix_ns", static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec}}
-                       .dump()
-                << std::endl;
+      std::cout
+          << nlohmann::json{{"answered_unix_ns", static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec}}.dump()
+          << std::endl;
       return 0;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -266,10 +266,9 @@ void AddWaitInfoSubcommand(CLI::App& app, int& exit_code) {
   auto wait_socket = std::make_shared<std::string>();
   auto wait_timeout_ms = std::make_shared<int>(10000);
   auto* wait = app.add_subcommand(
-      "wait-info",
-      "Print {\"ready\": true} once started, then poll the registration socket every millisecond "
-      "until GetInfo answers and print {\"answered_unix_ns\": N} (CLOCK_REALTIME). Exit status 1 "
-      "on timeout.");
+      "wait-info", "Print {\"ready\": true} once started, then poll the registration socket every millisecond "
+                   "until GetInfo answers and print {\"answered_unix_ns\": N} (CLOCK_REALTIME). Exit status 1 "
+                   "on timeout.");
   wait->add_option("--socket", *wait_socket, "the plugin's registration socket")->required();
   wait->add_option("--timeout-ms", *wait_timeout_ms, "give up after this long (default 10000)");
   wait->callback([wait_socket, wait_timeout_ms, &exit_code] {

@@ -9,10 +9,10 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <iostream>
-#include <set>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cmd/nvdractl/commands.h"
 #include "kubelet/plugin_client.h"
@@ -43,9 +43,12 @@ std::string UnimplementedHint(const std::string& message, const std::string& soc
       "the DRA socket <kubelet plugins dir>/<driver>/dra.sock (e.g. /var/lib/kubelet/plugins/gpu.nvidia.com/dra.sock)";
   switch (surface) {
     case Surface::kRegistration:
-      return socket + " does not serve pluginregistration.Registration: register speaks to the registration "
-             "socket <registrar dir>/<driver>-reg.sock (e.g. /var/lib/kubelet/plugins_registry/gpu.nvidia.com-reg.sock), "
-             "not to " + dra_socket;
+      return socket +
+             " does not serve pluginregistration.Registration: register speaks to the registration "
+             "socket <registrar dir>/<driver>-reg.sock (e.g. "
+             "/var/lib/kubelet/plugins_registry/gpu.nvidia.com-reg.sock), "
+             "not to " +
+             dra_socket;
     case Surface::kDra:
       if (registration_socket) {
         return socket + " is a registration socket; prepare, unprepare and cycle speak to " + dra_socket;
@@ -72,10 +75,9 @@ constexpr int kOk = 0;
 constexpr int kClaimFailed = 1;
 constexpr int kCallFailed = 2;
 
-const char* kExitCodes =
-    "\nExit status: 0 success; 1 the plugin answered but a claim failed, is missing "
-    "from the answer, or the answer is invalid; 2 the call failed (no connection, "
-    "timeout, gRPC error) or the arguments are bad.";
+const char* kExitCodes = "\nExit status: 0 success; 1 the plugin answered but a claim failed, is missing "
+                         "from the answer, or the answer is invalid; 2 the call failed (no connection, "
+                         "timeout, gRPC error) or the arguments are bad.";
 
 void Print(const json& j) { std::cout << j.dump(2) << std::endl; }
 
@@ -99,8 +101,7 @@ struct ClaimArgs {
 
 void AddClaimOptions(CLI::App* cmd, ClaimArgs& a) {
   cmd->add_option("--socket", a.socket, "the plugin's DRA socket (dra.sock)")->required();
-  cmd->add_option("--api", a.api, "DRA API version the kubelet speaks")
-      ->check(CLI::IsMember({"v1", "v1beta1"}));
+  cmd->add_option("--api", a.api, "DRA API version the kubelet speaks")->check(CLI::IsMember({"v1", "v1beta1"}));
   cmd->add_option("--timeout", a.timeout_s, "seconds for the call (the kubelet uses 45)");
   cmd->add_option("claims", a.claims, "claims as namespace/name/uid")->required();
 }
@@ -233,36 +234,34 @@ int RunRegister(const RegisterArgs& a) {
 void AddRegisterCommand(CLI::App& app, int& exit_code) {
   auto reg_args = std::make_shared<RegisterArgs>();
   auto* reg = app.add_subcommand(
-      "register",
-      std::string("Register a plugin like the kubelet's plugin watcher: GetInfo (1 s timeout by "
-                  "default, as the kubelet), validate the answer, NotifyRegistrationStatus.\n"
-                  "Output: {\"socket\", \"info\": {\"type\", \"name\", \"endpoint\", "
-                  "\"supported_versions\"}, \"problems\": [..], \"registered\": bool, "
-                  "\"notify_error\": \"..\"}; on a failed call {\"socket\", \"rpc_error\", \"hint\" (when the socket does not serve the call)}.\n"
-                  "With --reject the plugin is told registration failed; success then means "
-                  "the plugin answered with an error, as it must.") +
-          kExitCodes);
-  reg->add_option("--socket", reg_args->socket, "the plugin's registration socket (<driver>-reg.sock)")
-      ->required();
+      "register", std::string("Register a plugin like the kubelet's plugin watcher: GetInfo (1 s timeout by "
+                              "default, as the kubelet), validate the answer, NotifyRegistrationStatus.\n"
+                              "Output: {\"socket\", \"info\": {\"type\", \"name\", \"endpoint\", "
+                              "\"supported_versions\"}, \"problems\": [..], \"registered\": bool, "
+                              "\"notify_error\": \"..\"}; on a failed call {\"socket\", \"rpc_error\", \"hint\" (when "
+                              "the socket does not serve the call)}.\n"
+                              "With --reject the plugin is told registration failed; success then means "
+                              "the plugin answered with an error, as it must.") +
+                      kExitCodes);
+  reg->add_option("--socket", reg_args->socket, "the plugin's registration socket (<driver>-reg.sock)")->required();
   reg->add_option("--driver", reg_args->driver, "expected driver name (optional)");
   reg->add_option("--reject", reg_args->reject, "send plugin_registered=false with this error");
   reg->add_option("--timeout", reg_args->timeout_s, "seconds for each call");
   reg->callback([reg_args, &exit_code] { exit_code = RunRegister(*reg_args); });
 }
 
-const char* kClaimsOutput =
-    " Claims are namespace/name/uid; each appears once in the output, in argument order.\n";
+const char* kClaimsOutput = " Claims are namespace/name/uid; each appears once in the output, in argument order.\n";
 
 void AddPrepareCommand(CLI::App& app, int& exit_code) {
   auto prep_args = std::make_shared<ClaimArgs>();
   auto* prep = app.add_subcommand(
-      "prepare",
-      std::string("NodePrepareResources like the kubelet.") + kClaimsOutput +
-          "Output: {\"api\", \"claims\": [{\"namespace\", \"name\", \"uid\", \"error\", "
-          "\"devices\": [{\"request_names\", \"pool_name\", \"device_name\", \"cdi_device_ids\", "
-          "\"share_id\" (v1, when set)}], \"missing\": true (only when absent)}], "
-          "\"unexpected_uids\": [..]}; on a failed call {\"socket\", \"rpc_error\", \"hint\" (when the socket does not serve the call)}." +
-          kExitCodes);
+      "prepare", std::string("NodePrepareResources like the kubelet.") + kClaimsOutput +
+                     "Output: {\"api\", \"claims\": [{\"namespace\", \"name\", \"uid\", \"error\", "
+                     "\"devices\": [{\"request_names\", \"pool_name\", \"device_name\", \"cdi_device_ids\", "
+                     "\"share_id\" (v1, when set)}], \"missing\": true (only when absent)}], "
+                     "\"unexpected_uids\": [..]}; on a failed call {\"socket\", \"rpc_error\", \"hint\" (when the "
+                     "socket does not serve the call)}." +
+                     kExitCodes);
   AddClaimOptions(prep, *prep_args);
   prep->callback([prep_args, &exit_code] { exit_code = RunPrepare(*prep_args); });
 }
@@ -270,12 +269,11 @@ void AddPrepareCommand(CLI::App& app, int& exit_code) {
 void AddUnprepareCommand(CLI::App& app, int& exit_code) {
   auto unprep_args = std::make_shared<ClaimArgs>();
   auto* unprep = app.add_subcommand(
-      "unprepare",
-      std::string("NodeUnprepareResources like the kubelet.") + kClaimsOutput +
-          "Output: {\"api\", \"claims\": [{\"namespace\", \"name\", \"uid\", \"error\", "
-          "\"missing\": true (only when absent)}], \"unexpected_uids\": [..]}; on a failed call "
-          "{\"socket\", \"rpc_error\"}." +
-          kExitCodes);
+      "unprepare", std::string("NodeUnprepareResources like the kubelet.") + kClaimsOutput +
+                       "Output: {\"api\", \"claims\": [{\"namespace\", \"name\", \"uid\", \"error\", "
+                       "\"missing\": true (only when absent)}], \"unexpected_uids\": [..]}; on a failed call "
+                       "{\"socket\", \"rpc_error\"}." +
+                       kExitCodes);
   AddClaimOptions(unprep, *unprep_args);
   unprep->callback([unprep_args, &exit_code] { exit_code = RunUnprepare(*unprep_args); });
 }
@@ -318,16 +316,14 @@ int RunWatchHealth(const WatchArgs& a) {
 void AddWatchHealthCommand(CLI::App& app, int& exit_code) {
   auto watch_args = std::make_shared<WatchArgs>();
   auto* watch = app.add_subcommand(
-      "watch-health",
-      "Watch DRAResourceHealth/NodeWatchResources like the kubelet. Prints one JSON line per "
-      "message: {\"devices\": [{\"pool_name\", \"device_name\", \"health\" "
-      "(HEALTHY|UNHEALTHY|UNKNOWN), \"last_updated_time\", \"health_check_timeout_seconds\", "
-      "\"message\"}]}.\nExit status: 0 when --count messages arrived (or, without --count, the "
-      "stream ended or --timeout passed); 1 when fewer than --count arrived; 2 when the stream "
-      "failed (no connection, health streaming not served).");
+      "watch-health", "Watch DRAResourceHealth/NodeWatchResources like the kubelet. Prints one JSON line per "
+                      "message: {\"devices\": [{\"pool_name\", \"device_name\", \"health\" "
+                      "(HEALTHY|UNHEALTHY|UNKNOWN), \"last_updated_time\", \"health_check_timeout_seconds\", "
+                      "\"message\"}]}.\nExit status: 0 when --count messages arrived (or, without --count, the "
+                      "stream ended or --timeout passed); 1 when fewer than --count arrived; 2 when the stream "
+                      "failed (no connection, health streaming not served).");
   watch->add_option("--socket", watch_args->socket, "the plugin's DRA socket")->required();
-  watch->add_option("--api", watch_args->api, "health API version")
-      ->check(CLI::IsMember({"v1", "v1alpha1"}));
+  watch->add_option("--api", watch_args->api, "health API version")->check(CLI::IsMember({"v1", "v1alpha1"}));
   watch->add_option("--count", watch_args->count, "stop after this many messages (0: no limit)");
   watch->add_option("--timeout", watch_args->timeout_s, "stop after this many seconds");
   watch->callback([watch_args, &exit_code] { exit_code = RunWatchHealth(*watch_args); });

@@ -60,9 +60,8 @@ void PrintProblems(const LedgerInspection& in, std::FILE* f) {
     std::fprintf(f, "DAMAGE: file header: %s\n", ledger::HeaderStatusName(in.header));
   }
   for (const auto& d : in.damage) {
-    std::fprintf(f, "DAMAGE: %llu bytes at offset %llu: %s\n",
-                 static_cast<unsigned long long>(d.length), static_cast<unsigned long long>(d.offset),
-                 d.reason.c_str());
+    std::fprintf(f, "DAMAGE: %llu bytes at offset %llu: %s\n", static_cast<unsigned long long>(d.length),
+                 static_cast<unsigned long long>(d.offset), d.reason.c_str());
   }
   if (in.double_held > 0) {
     std::fprintf(f, "INCONSISTENT: %zu resources recorded for two live claims\n", in.double_held);
@@ -74,8 +73,7 @@ void PrintProblems(const LedgerInspection& in, std::FILE* f) {
   }
   for (const auto& n : in.notes) std::fprintf(f, "note: %s\n", n.c_str());
   for (const auto& s : in.side_files) {
-    std::fprintf(f, "note: side file %s (quarantined or set-aside data from an earlier recovery)\n",
-                 s.c_str());
+    std::fprintf(f, "note: side file %s (quarantined or set-aside data from an earlier recovery)\n", s.c_str());
   }
 }
 
@@ -120,8 +118,7 @@ std::string Age(std::chrono::system_clock::time_point t, std::chrono::system_clo
 // The pods (UIDs) the claim was reserved for at its last Prepare.
 std::string Pods(const ClaimEntry& e) {
   if (e.consumers.empty()) return "-";
-  return e.consumers.size() == 1 ? e.consumers[0]
-                                 : e.consumers[0] + " +" + std::to_string(e.consumers.size() - 1);
+  return e.consumers.size() == 1 ? e.consumers[0] : e.consumers[0] + " +" + std::to_string(e.consumers.size() - 1);
 }
 
 int Show(const std::string& dir, bool json, bool all, const std::string& boot_id_file) {
@@ -140,8 +137,8 @@ int Show(const std::string& dir, bool json, bool all, const std::string& boot_id
     return 2;
   }
   const auto now = std::chrono::system_clock::now();
-  std::printf("%-38s %-32s %-38s %-17s %-7s %-5s %-20s %s\n", "UID", "CLAIM", "POD", "STATE", "BOOT", "AGE",
-              "DEVICES", "CDI DEVICE IDS");
+  std::printf("%-38s %-32s %-38s %-17s %-7s %-5s %-20s %s\n", "UID", "CLAIM", "POD", "STATE", "BOOT", "AGE", "DEVICES",
+              "CDI DEVICE IDS");
   size_t live = 0, hidden = 0;
   for (const auto& e : in->entries) {
     bool holds = ledger::HoldsResources(e.state);
@@ -173,9 +170,8 @@ int Verify(const std::string& dir) {
   }
   PrintProblems(*in, stdout);
   bool bad = in->damaged() || in->inconsistent();
-  std::printf("%s: format v%u, %zu records, %zu claims, %llu bytes: %s\n", in->path.c_str(),
-              in->version, in->records, in->entries.size(),
-              static_cast<unsigned long long>(in->file_size),
+  std::printf("%s: format v%u, %zu records, %zu claims, %llu bytes: %s\n", in->path.c_str(), in->version, in->records,
+              in->entries.size(), static_cast<unsigned long long>(in->file_size),
               bad ? "DAMAGED (the plugin quarantines the damage and keeps what verifies when it "
                     "next opens the ledger)"
                   : "OK");
@@ -249,8 +245,8 @@ int Rebuild(const std::string& dir, const std::string& cdi_root, const std::stri
 // After a rollback the Go driver's checkpoint is the truth; a later upgrade
 // imports it again instead of trusting this ledger.
 int RetireLedger(const std::string& dir) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::system_clock::now().time_since_epoch()).count();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
   std::string log = JoinPath(dir, ledger::kLogFileName);
   std::string aside = log + ".exported-" + std::to_string(ms);
   if (std::rename(log.c_str(), aside.c_str()) != 0) {
@@ -304,8 +300,9 @@ int ExportUpstream(const std::string& dir, std::string output, const std::string
   if (retire_ledger && PathExists(JoinPath(dir, ledger::kLogFileName))) {
     auto held = ledger::LedgerHolderLock::TryExclusive(dir);
     if (!held.ok()) {
-      std::fprintf(stderr, "nvdractl: refusing to retire the ledger: %s (a running plugin would import the "
-                           "exported checkpoint again); nothing was written\n",
+      std::fprintf(stderr,
+                   "nvdractl: refusing to retire the ledger: %s (a running plugin would import the "
+                   "exported checkpoint again); nothing was written\n",
                    held.status().message().c_str());
       return 1;
     }
@@ -317,8 +314,10 @@ int ExportUpstream(const std::string& dir, std::string output, const std::string
     return 2;
   }
   if (in->damaged() || in->inconsistent()) {
-    std::fprintf(stderr, "nvdractl: the ledger in %s is damaged or recovering (see `nvdractl ledger verify`); "
-                         "exporting what verifies\n", dir.c_str());
+    std::fprintf(stderr,
+                 "nvdractl: the ledger in %s is damaged or recovering (see `nvdractl ledger verify`); "
+                 "exporting what verifies\n",
+                 dir.c_str());
   }
   if (output.empty()) output = JoinPath(dir, ledger::kLegacyCheckpointFileName);
   if (PathExists(output) && !force) {
@@ -339,7 +338,9 @@ int ExportUpstream(const std::string& dir, std::string output, const std::string
   // Specs are handed over only with the ledger retired: a plugin still using
   // the ledger keeps its own spec names.
   if (!retire_ledger) return 0;
-  if (!cdi_root.empty() && HandSpecsToUpstream(in->entries, cdi_root, codec != nullptr ? codec->driver_name() : driver) > 0) return 1;
+  if (!cdi_root.empty() &&
+      HandSpecsToUpstream(in->entries, cdi_root, codec != nullptr ? codec->driver_name() : driver) > 0)
+    return 1;
   return RetireLedger(dir);
 }
 
@@ -367,8 +368,8 @@ void AddLedgerCommands(CLI::App& app, int& exit_code) {
   show->add_option("--boot-id-file", flags->boot_id_file, "where the current boot id is read from");
   show->callback([flags, &exit_code] { exit_code = Show(flags->dir, flags->json, flags->all, flags->boot_id_file); });
 
-  auto* verify = group->add_subcommand(
-      "verify", "check every record's checksum; exit 1 on damage, 2 if there is no ledger");
+  auto* verify = group->add_subcommand("verify",
+                                       "check every record's checksum; exit 1 on damage, 2 if there is no ledger");
   verify->add_option("dir", flags->dir, "the driver's plugin data directory")->required();
   verify->callback([flags, &exit_code] { exit_code = Verify(flags->dir); });
 

@@ -49,8 +49,8 @@ std::string UnknownCommand(CLI::App& app, int argc, char** argv) {
 int main(int argc, char** argv) {
   CLI::App app{"nvdractl: inspect an nvdra node and drive its kubelet plugins like the kubelet does"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("nvdra ") + nvdra::BuildVersion() + "\ncommit: " +
-                                        nvdra::BuildCommit() + "\ndate: " + nvdra::BuildDate());
+  app.set_version_flag("--version", std::string("nvdra ") + nvdra::BuildVersion() +
+                                        "\ncommit: " + nvdra::BuildCommit() + "\ndate: " + nvdra::BuildDate());
   int verbosity = 0;
   app.add_option("-v", verbosity, "log verbosity");
   int exit_code = 0;

@@ -27,8 +27,9 @@ using testing::CtlRun;
 using testing::Nvdractl;
 
 TEST(NvdractlCliTest, BadArgumentsExitTwo) {
-  for (const char* args : {"", "no-such-command", "prepare default/a/uid", "prepare --socket", "--bogus ledger show /tmp",
-                           "prepare --socket /tmp/x.sock --api v9 default/a/uid", "ledger show"}) {
+  for (const char* args :
+       {"", "no-such-command", "prepare default/a/uid", "prepare --socket", "--bogus ledger show /tmp",
+        "prepare --socket /tmp/x.sock --api v9 default/a/uid", "ledger show"}) {
     CtlRun r = Nvdractl(args);
     EXPECT_EQ(r.exit_code, 2) << "nvdractl " << args << "\n" << r.out;
   }

@@ -60,8 +60,8 @@ const oj* Field(const oj& o, const std::string& name) {
   if (exact != o.end()) return &*exact;
   for (auto it = o.begin(); it != o.end(); ++it) {
     const std::string& k = it.key();
-    if (k.size() == name.size() &&
-        std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
+    if (k.size() == name.size() && std::equal(k.begin(), k.end(), name.begin(),
+                                              [](char a, char b) { return std::tolower(a) == std::tolower(b); })) {
       return &it.value();
     }
   }
@@ -221,12 +221,13 @@ const char* kStarted = "7a4e1a8e-0000-4000-8000-000000000003";
 // claim holding a share of gpu-1, and a native claim half prepared.
 void MakeLedger(const std::string& dir) {
   std::string claim =
-      std::string(R"({"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0","shareID":"5e6f0000-0000-4000-8000-0000000000aa"}]}}},"preparedDevices":[{"devices":[{"gpu":{"info":{"uuid":"GPU-1"},"device":{"Requests":["gpu"],"PoolName":"node-a","DeviceName":"gpu-0","CDIDeviceIDs":["k8s.gpu.nvidia.com/claim=)") +
+      std::string(
+          R"({"checkpointState":"PrepareCompleted","status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com","pool":"node-a","device":"gpu-0","shareID":"5e6f0000-0000-4000-8000-0000000000aa"}]}}},"preparedDevices":[{"devices":[{"gpu":{"info":{"uuid":"GPU-1"},"device":{"Requests":["gpu"],"PoolName":"node-a","DeviceName":"gpu-0","CDIDeviceIDs":["k8s.gpu.nvidia.com/claim=)") +
       kImported +
       R"(-gpu-0"],"ShareID":"5e6f0000-0000-4000-8000-0000000000aa"}},"mig":null}],"configState":{"mpsApplied":true,"timeSliceApplied":false}}],"name":"c1","namespace":"default"})";
-  ASSERT_TRUE(WriteFileAtomically(JoinPath(dir, ledger::kLegacyCheckpointFileName),
-                                  ledger::testing::GoCheckpointFile("{\"" + std::string(kImported) + "\":" + claim + "}",
-                                                                    "boot-1"))
+  ASSERT_TRUE(WriteFileAtomically(
+                  JoinPath(dir, ledger::kLegacyCheckpointFileName),
+                  ledger::testing::GoCheckpointFile("{\"" + std::string(kImported) + "\":" + claim + "}", "boot-1"))
                   .ok());
   ledger::LedgerOptions o;
   o.dir = dir;
@@ -328,9 +329,9 @@ TEST(NvdractlExportTest, RetiringTheLedgerHandsEachClaimSpecToTheGoDriversName) 
   const std::string prefix = JoinPath(cdi.path(), "k8s.gpu.nvidia.com-claim_");
   // Our spec of the native claim, with a value that only stays a string
   // quoted, and another driver's spec that must be left alone.
-  std::string spec = std::string(R"({"cdiVersion":"0.5.0","kind":"k8s.gpu.nvidia.com/claim","devices":[{"name":")") +
-                     kNative +
-                     R"(-gpu-1","containerEdits":{"env":["NVIDIA_VISIBLE_DEVICES=1"],"deviceNodes":[{"path":"/dev/nvidia1","permissions":"rw"}],"mounts":[{"hostPath":"/usr/lib/libcuda.so.1","containerPath":"/usr/lib/libcuda.so.1","options":["ro","nosuid","nodev","bind"]}]}}],"containerEdits":{"env":["A=0666","B=true"],"hooks":[{"hookName":"createContainer","path":"/hook","args":["nvidia-cdi-hook","create-symlinks","--link","libcuda.so.1::/usr/lib/libcuda.so"]}]}})";
+  std::string spec =
+      std::string(R"({"cdiVersion":"0.5.0","kind":"k8s.gpu.nvidia.com/claim","devices":[{"name":")") + kNative +
+      R"(-gpu-1","containerEdits":{"env":["NVIDIA_VISIBLE_DEVICES=1"],"deviceNodes":[{"path":"/dev/nvidia1","permissions":"rw"}],"mounts":[{"hostPath":"/usr/lib/libcuda.so.1","containerPath":"/usr/lib/libcuda.so.1","options":["ro","nosuid","nodev","bind"]}]}}],"containerEdits":{"env":["A=0666","B=true"],"hooks":[{"hookName":"createContainer","path":"/hook","args":["nvidia-cdi-hook","create-symlinks","--link","libcuda.so.1::/usr/lib/libcuda.so"]}]}})";
   ASSERT_TRUE(WriteFileAtomically(prefix + kNative + ".json", spec).ok());
   const std::string other = JoinPath(cdi.path(), "k8s.compute-domain.nvidia.com-claim_x.json");
   ASSERT_TRUE(WriteFileAtomically(other, "{}").ok());

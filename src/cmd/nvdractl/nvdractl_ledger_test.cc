@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd/nvdractl/nvdractl_test_util.h"
-#include "util/test_paths.h"
 #include "ledger/claim_ledger.h"
 #include "ledger/ledger_test_util.h"
 #include "ledger/legacy_checkpoint.h"
 #include "ledger/log_format.h"
 #include "util/file_util.h"
+#include "util/test_paths.h"
 #include "util/test_temp_dir.h"
 
 namespace nvdra::ctl {
@@ -73,8 +73,7 @@ TEST(NvdractlLedgerTest, ShowListsLiveClaimsByDefaultAndTombstonesWithAll) {
   EXPECT_NE(table.out.find("AGE"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("pod-uid-1"), std::string::npos) << table.out;
   EXPECT_EQ(table.out.find("uid-gone"), std::string::npos) << "a tombstone's device is no live claim's\n" << table.out;
-  EXPECT_NE(table.out.find("1 live claims (1 tombstones not shown; --all lists them)"), std::string::npos)
-      << table.out;
+  EXPECT_NE(table.out.find("1 live claims (1 tombstones not shown; --all lists them)"), std::string::npos) << table.out;
   CtlRun all = Nvdractl("ledger show --all " + dir.path());
   ASSERT_EQ(all.exit_code, 0) << all.out;
   EXPECT_NE(all.out.find("uid-gone"), std::string::npos) << all.out;
@@ -117,7 +116,6 @@ TEST(NvdractlLedgerTest, VerifyWithoutLedgerExitsTwo) {
   TempDir dir{"nvdra-ledger"};
   EXPECT_EQ(Nvdractl("ledger verify " + dir.path()).exit_code, 2);
 }
-
 
 // --- rebuild, export-upstream, and what verify reports.
 
@@ -167,7 +165,8 @@ TEST(NvdractlLedgerTest, RebuildReadsTheGoDriversYamlSpecs) {
   ASSERT_TRUE(WriteFileAtomically(cdi + "/k8s.gpu.nvidia.com-claim_uid-go.yaml",
                                   "---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n"
                                   "- name: uid-go-gpu-3\n  containerEdits:\n    deviceNodes:\n"
-                                  "    - path: /dev/nvidia3\n").ok());
+                                  "    - path: /dev/nvidia3\n")
+                  .ok());
   CtlRun r = Nvdractl("ledger rebuild " + data + " --cdi-root " + cdi + " --driver gpu.nvidia.com");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("rebuilt uid-go: gpu-3"), std::string::npos) << r.out;
@@ -211,9 +210,8 @@ TEST(NvdractlLedgerTest, VerifyNamesDoubleHolds) {
   b.state = ledger::ClaimState::kPrepareCompleted;
   b.held = {"gpu-0"};
   std::string path = JoinPath(dir.path(), ledger::kLogFileName);
-  ASSERT_TRUE(WriteFileAtomically(path, *ReadFileToString(path) +
-                                            ledger::EncodeRecord(2, ledger::EntryToJson(b).dump()))
-                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(path, *ReadFileToString(path) + ledger::EncodeRecord(2, ledger::EntryToJson(b).dump())).ok());
   CtlRun r = Nvdractl("ledger verify " + dir.path());
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("gpu-0 (claims uid-a, uid-x)"), std::string::npos) << r.out;
@@ -247,8 +245,7 @@ TEST(NvdractlLedgerTest, ExportUpstreamWritesACheckpointTheGoDriverAccepts) {
   auto v2_zero = doc["v2"];
   v2_zero["checksum"] = 0;
   EXPECT_EQ(IndependentGoChecksum(v2_zero.dump()), v2_sum) << text;
-  EXPECT_EQ(IndependentGoChecksum("{\"checksum\":0,\"v1\":" + doc["v1"].dump() + "}"),
-            doc["checksum"].get<uint32_t>());
+  EXPECT_EQ(IndependentGoChecksum("{\"checksum\":0,\"v1\":" + doc["v1"].dump() + "}"), doc["checksum"].get<uint32_t>());
   EXPECT_EQ(doc["v2"]["nodeBootID"], "boot-1");
   EXPECT_EQ(doc["v2"]["preparedClaims"]["uid-a"]["checkpointState"], "PrepareCompleted");
   EXPECT_EQ(doc["v2"]["preparedClaims"]["uid-b"]["checkpointState"], "PrepareStarted");

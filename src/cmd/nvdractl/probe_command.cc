@@ -41,11 +41,10 @@ void AddProbeCommand(CLI::App& app, int& exit_code) {
   };
   auto args = std::make_shared<ProbeArgs>();
   auto* probe = app.add_subcommand(
-      "probe",
-      "Ask a plugin's liveness endpoint what the kubelet's gRPC probe asks (grpc.health.v1.Health/Check).\n"
-      "Output: {\"address\", \"service\", \"status\": \"SERVING\"|\"NOT_SERVING\"|...} or {\"address\", "
-      "\"service\", \"rpc_error\"}.\n"
-      "Exit status: 0 SERVING; 1 any other status; 2 the call failed or the arguments are bad.");
+      "probe", "Ask a plugin's liveness endpoint what the kubelet's gRPC probe asks (grpc.health.v1.Health/Check).\n"
+               "Output: {\"address\", \"service\", \"status\": \"SERVING\"|\"NOT_SERVING\"|...} or {\"address\", "
+               "\"service\", \"rpc_error\"}.\n"
+               "Exit status: 0 SERVING; 1 any other status; 2 the call failed or the arguments are bad.");
   probe->add_option("--address", args->address, "host:port of the plugin's --healthcheck-port")
       ->required()
       ->check(CLI::Validator(CheckHostPort, "HOST:PORT"));
@@ -53,8 +52,8 @@ void AddProbeCommand(CLI::App& app, int& exit_code) {
   probe->add_option("--timeout", args->timeout_s, "seconds to wait for the answer (the chart's probes allow 10)")
       ->check(CLI::PositiveNumber);
   probe->callback([args, &exit_code] {
-    auto stub = ::grpc::health::v1::Health::NewStub(
-        grpc::CreateChannel(args->address, grpc::InsecureChannelCredentials()));
+    auto stub = ::grpc::health::v1::Health::NewStub(grpc::CreateChannel(args->address,
+                                                                        grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::milliseconds(static_cast<int64_t>(args->timeout_s * 1000)));

@@ -34,8 +34,8 @@ TEST(CompanionListTest, StopsAllLastAddedFirstThenDestroysInTheSameOrder) {
     EXPECT_EQ(list.size(), 3u);
     EXPECT_TRUE(log.empty());
   }
-  EXPECT_EQ(log, (std::vector<std::string>{"stop maintenance", "stop watch", "destroy maintenance",
-                                           "destroy dirs", "destroy watch"}));
+  EXPECT_EQ(log, (std::vector<std::string>{"stop maintenance", "stop watch", "destroy maintenance", "destroy dirs",
+                                           "destroy watch"}));
 }
 
 TEST(CompanionListTest, ClearRunsOnceAndLeavesTheListEmpty) {

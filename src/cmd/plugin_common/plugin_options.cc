@@ -36,34 +36,39 @@ void AddUpstreamFlags(CLI::App& app, PluginOptions& o) {
   kubelet::AddKubeletFlags(app, o.kubelet);
   app.add_option("--node-name", o.node_name, "Name of this node (required)")->envname("NODE_NAME");
   app.add_option("--namespace", o.namespace_name, "Namespace of the driver's objects")
-      ->envname("NAMESPACE")->capture_default_str();
-  app.add_option("--cdi-root", o.cdi_root, "Directory for CDI spec files")
-      ->envname("CDI_ROOT")->capture_default_str();
+      ->envname("NAMESPACE")
+      ->capture_default_str();
+  app.add_option("--cdi-root", o.cdi_root, "Directory for CDI spec files")->envname("CDI_ROOT")->capture_default_str();
   // Upstream's alias is spelled "host_driver-root"; HOST_DRIVER_ROOT is its
   // second variable (read in ParsePluginOptions).
   app.add_option("--nvidia-driver-root,--host-driver-root,--host_driver-root", o.nvidia_driver_root,
                  "Root of the NVIDIA driver installation as the host sees it")
-      ->envname("NVIDIA_DRIVER_ROOT")->capture_default_str();
+      ->envname("NVIDIA_DRIVER_ROOT")
+      ->capture_default_str();
   app.add_option("--container-driver-root", o.container_driver_root,
                  "Where the host's driver root is mounted in this container (running on the host, not in a "
                  "container: /)")
-      ->envname("DRIVER_ROOT_CTR_PATH")->capture_default_str();
+      ->envname("DRIVER_ROOT_CTR_PATH")
+      ->capture_default_str();
   app.add_option("--nvidia-cdi-hook-path", o.nvidia_cdi_hook_path,
                  "Host path of nvidia-cdi-hook for the CDI specs' hooks (empty: copy the nvdra-cdi-hook beside "
                  "this program into the plugin directory as nvidia-cdi-hook)")
       ->envname("NVIDIA_CDI_HOOK_PATH");
-  app.add_option("--http-endpoint", o.http_endpoint,
-                 "host:port of the Prometheus metrics server (empty: off)")->envname("HTTP_ENDPOINT");
+  app.add_option("--http-endpoint", o.http_endpoint, "host:port of the Prometheus metrics server (empty: off)")
+      ->envname("HTTP_ENDPOINT");
   app.add_option("--metrics-path", o.metrics_path, "HTTP path of the metrics")
-      ->envname("METRICS_PATH")->capture_default_str();
+      ->envname("METRICS_PATH")
+      ->capture_default_str();
   kube::AddKubeFlags(app, o.kube);
   app.add_option("--feature-gates", o.feature_gates, config::FeatureGates::FlagHelp())->envname("FEATURE_GATES");
-  AddVerbosityFlag(app, o,
-                   "Log verbosity (0 config and permanent errors ... 6 every request, 7 every health check)");
+  AddVerbosityFlag(app, o, "Log verbosity (0 config and permanent errors ... 6 every request, 7 every health check)");
   app.add_option("--logging-format", o.logging_format, "Log format: text or json")
-      ->envname("LOGGING_FORMAT")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+      ->envname("LOGGING_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   app.add_option("--additional-xids-to-ignore", o.additional_xids_to_ignore,
-                 "Comma-separated XIDs that do not make a GPU unhealthy")->envname("ADDITIONAL_XIDS_TO_IGNORE");
+                 "Comma-separated XIDs that do not make a GPU unhealthy")
+      ->envname("ADDITIONAL_XIDS_TO_IGNORE");
   AddLoggingFlags(app, o);
 }
 
@@ -77,20 +82,26 @@ void AddNvdraFlags(CLI::App& app, PluginOptions& o, DurationFlags& s) {
   app.add_option("--mock-layout", o.mock_layout,
                  "Mock hardware's node layout: plain (the state dir is the driver root) or gpu-operator (the state "
                  "dir is the node's root, the driver under run/nvidia/driver)")
-      ->envname("NVDRA_MOCK_LAYOUT")->check(CLI::IsMember({"plain", "gpu-operator"}));
-  app.add_option("--reconcile-period", s.reconcile,
-                 "Seconds between reconciler passes (jittered by up to 10%)")
-      ->envname("NVDRA_RECONCILE_PERIOD")->check(CLI::Range(1, 86400))->capture_default_str();
+      ->envname("NVDRA_MOCK_LAYOUT")
+      ->check(CLI::IsMember({"plain", "gpu-operator"}));
+  app.add_option("--reconcile-period", s.reconcile, "Seconds between reconciler passes (jittered by up to 10%)")
+      ->envname("NVDRA_RECONCILE_PERIOD")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_option("--completed-claim-grace", s.completed_grace,
                  "Seconds a prepared claim whose ResourceClaim is gone is kept before the plugin unprepares it")
-      ->envname("NVDRA_COMPLETED_CLAIM_GRACE")->check(CLI::Range(0, 604800))->capture_default_str();
-  app.add_option("--tombstone-ttl", s.tombstone_ttl,
-                 "Seconds a late Prepare retry of an unprepared claim is refused")
-      ->envname("NVDRA_TOMBSTONE_TTL")->check(CLI::Range(0, 604800))->capture_default_str();
+      ->envname("NVDRA_COMPLETED_CLAIM_GRACE")
+      ->check(CLI::Range(0, 604800))
+      ->capture_default_str();
+  app.add_option("--tombstone-ttl", s.tombstone_ttl, "Seconds a late Prepare retry of an unprepared claim is refused")
+      ->envname("NVDRA_TOMBSTONE_TTL")
+      ->check(CLI::Range(0, 604800))
+      ->capture_default_str();
   app.add_option("--boot-id-path", o.boot_id_path, "File holding the node's boot id")
-      ->envname("NVDRA_BOOT_ID_PATH")->capture_default_str();
-  app.add_option("--proc-devices-path", o.proc_devices_path,
-                 "Alternative /proc/devices (for character device majors)")->envname("ALT_PROC_DEVICES_PATH");
+      ->envname("NVDRA_BOOT_ID_PATH")
+      ->capture_default_str();
+  app.add_option("--proc-devices-path", o.proc_devices_path, "Alternative /proc/devices (for character device majors)")
+      ->envname("ALT_PROC_DEVICES_PATH");
   app.add_option("--mask-nvidia-driver-params", o.mask_nvidia_driver_params,
                  "true: show this container /proc/driver/nvidia/params with ModifyDeviceFiles: 0 before NVML "
                  "starts, so that it creates no device nodes")
@@ -143,8 +154,8 @@ Status Validate(const PluginOptions& o) {
 
 }  // namespace
 
-Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver,
-                                         int argc, const char* const* argv, const KindFlags& kind_flags) {
+Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver, int argc,
+                                         const char* const* argv, const KindFlags& kind_flags) {
   PluginOptions o;
   DurationFlags seconds;
   CLI::App app{program + ": the nvdra kubelet plugin for " + driver};

@@ -47,14 +47,14 @@ struct PluginOptions : LoggingFlags {
   bool MaskDriverParams() const { return mask_nvidia_driver_params == "true"; }
 
   // nvdra's own.
-  std::string mock_hardware;       // profile name or file; empty: NVML
-  std::string mock_state_dir;      // where the mock builds its fake driver root
-  std::string mock_layout;         // "plain" or "gpu-operator" (devices/mock/mock_device_lib.h)
+  std::string mock_hardware;   // profile name or file; empty: NVML
+  std::string mock_state_dir;  // where the mock builds its fake driver root
+  std::string mock_layout;     // "plain" or "gpu-operator" (devices/mock/mock_device_lib.h)
   std::chrono::seconds reconcile_period{60};
   std::chrono::seconds completed_claim_grace{600};
   std::chrono::seconds tombstone_ttl{300};
   std::string boot_id_path = "/proc/sys/kernel/random/boot_id";
-  std::string proc_devices_path;   // ALT_PROC_DEVICES_PATH; empty: /proc/devices
+  std::string proc_devices_path;  // ALT_PROC_DEVICES_PATH; empty: /proc/devices
   bool health_streaming = false;
   // Follow a reload of the NVIDIA driver (plugins whose kind supports it).
   bool driver_watch = true;
@@ -74,8 +74,7 @@ struct PluginOptions : LoggingFlags {
 // Adds a kind's own flags (only its binary has them) to the command line.
 using KindFlags = std::function<void(CLI::App& app)>;
 
-Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver,
-                                         int argc, const char* const* argv,
-                                         const KindFlags& kind_flags = nullptr);
+Result<PluginOptions> ParsePluginOptions(const std::string& program, const std::string& driver, int argc,
+                                         const char* const* argv, const KindFlags& kind_flags = nullptr);
 
 }  // namespace nvdra::plugin

@@ -41,22 +41,24 @@ TEST(PluginOptionsTest, GateRulesApplyAndEveryGateStarts) {
   auto c = LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(args.size()), const_cast<char**>(args.data()));
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   std::vector<const char*> alone = {"plugin", "--node-name", "n1", "--feature-gates", "DeviceMetadata=true"};
-  auto needs = LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(alone.size()), const_cast<char**>(alone.data()));
+  auto needs = LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(alone.size()),
+                                const_cast<char**>(alone.data()));
   ASSERT_FALSE(needs.ok());
   EXPECT_NE(needs.status().message().find("feature gate DeviceMetadata requires PassthroughSupport to also be enabled"),
             std::string::npos)
       << needs.status().message();
   std::vector<const char*> both = {"plugin", "--node-name", "n1", "--feature-gates",
                                    "DynamicMIG=true,PassthroughSupport=true"};
-  auto rules_first =
-      LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(both.size()), const_cast<char**>(both.data()));
+  auto rules_first = LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(both.size()),
+                                      const_cast<char**>(both.data()));
   ASSERT_FALSE(rules_first.ok());
   EXPECT_NE(rules_first.status().message().find("mutually exclusive"), std::string::npos)
       << rules_first.status().message();
   std::vector<const char*> fine = {"plugin", "--node-name", "n1", "--feature-gates",
                                    "TimeSlicingSettings=true,FabricManagerPartitioning=true"};
-  EXPECT_TRUE(
-      LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(fine.size()), const_cast<char**>(fine.data())).ok());
+  EXPECT_TRUE(LoadPluginConfig("plugin", "gpu.nvidia.com", static_cast<int>(fine.size()),
+                               const_cast<char**>(fine.data()))
+                  .ok());
 }
 
 TEST(PluginOptionsTest, NodeNameFromEnvironment) {
@@ -180,10 +182,14 @@ TEST(PluginOptionsTest, AnyNonNegativeVerbosityIsTaken) {
 // Every logging flag reads the variable upstream's binaries read it from:
 // the flag's name in capitals with '-' as '_'.
 TEST(PluginOptionsTest, LoggingFlagsReadUpstreamsVariables) {
-  const std::pair<const char*, const char*> vars[] = {
-      {"V", "5"}, {"VMODULE", "engine=6"}, {"LOG_FLUSH_FREQUENCY", "7s"}, {"LOGGING_FORMAT", "text"},
-      {"LOG_TEXT_SPLIT_STREAM", "true"}, {"LOG_JSON_SPLIT_STREAM", "true"},
-      {"LOG_TEXT_INFO_BUFFER_SIZE", "1Ki"}, {"LOG_JSON_INFO_BUFFER_SIZE", "2Ki"}};
+  const std::pair<const char*, const char*> vars[] = {{"V", "5"},
+                                                      {"VMODULE", "engine=6"},
+                                                      {"LOG_FLUSH_FREQUENCY", "7s"},
+                                                      {"LOGGING_FORMAT", "text"},
+                                                      {"LOG_TEXT_SPLIT_STREAM", "true"},
+                                                      {"LOG_JSON_SPLIT_STREAM", "true"},
+                                                      {"LOG_TEXT_INFO_BUFFER_SIZE", "1Ki"},
+                                                      {"LOG_JSON_INFO_BUFFER_SIZE", "2Ki"}};
   for (const auto& [name, value] : vars) setenv(name, value, 1);
   auto o = Parse({"--node-name", "n1"});
   for (const auto& [name, value] : vars) unsetenv(name);
@@ -230,8 +236,8 @@ TEST(PluginOptionsTest, VersionSaysVersionCommitAndDate) {
   auto o = Parse({"--version"});
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(o.status().code(), StatusCode::kAlreadyExists);
-  EXPECT_EQ(out, std::string("nvdra ") + BuildVersion() + "\ncommit: " + BuildCommit() + "\ndate: " + BuildDate() +
-                     "\n");
+  EXPECT_EQ(out,
+            std::string("nvdra ") + BuildVersion() + "\ncommit: " + BuildCommit() + "\ndate: " + BuildDate() + "\n");
   EXPECT_EQ(std::string(BuildVersion()), "0.1.0");
 }
 

@@ -66,8 +66,7 @@ Status Plugin::StartDriverWatch() {
   driver_watcher_ = std::make_unique<PeriodicWorker>(o, [this] { return CheckDriver(); });
   driver_watcher_->Start();
   NVDRA_INFO("watching the NVIDIA driver {}: {}{}; libraries {}", inventory_.driver_version,
-             lib_->driver_version_file(),
-             lib_->driver_ready_marker().empty() ? "" : ", " + lib_->driver_ready_marker(),
+             lib_->driver_version_file(), lib_->driver_ready_marker().empty() ? "" : ", " + lib_->driver_ready_marker(),
              Join(watched_libraries_));
   return Status::Ok();
 }
@@ -87,7 +86,8 @@ Status Plugin::CheckDriver() {
   }
   devices::DriverChange change;
   if (!nvml.empty()) change = driver_watch_->ObserveNvml(Unavailable(nvml));
-  if (change.what == devices::DriverTransition::kNone) change = driver_watch_->Observe(devices::ProbeDriver(DriverPaths()));
+  if (change.what == devices::DriverTransition::kNone)
+    change = driver_watch_->Observe(devices::ProbeDriver(DriverPaths()));
   switch (change.what) {
     case devices::DriverTransition::kNone: CheckDriverFiles(); return Status::Ok();
     case devices::DriverTransition::kGone: OnDriverGone(change); return Status::Ok();
@@ -118,19 +118,19 @@ void Plugin::OnDriverGone(const devices::DriverChange& change) {
   const Steady::time_point t0 = Steady::now();
   NVDRA_WARN("the NVIDIA driver {} went away ({}): new claims are refused until it is back", change.old_version,
              change.reason);
-  reloadable_->SetGone("the NVIDIA driver is reloading (driver " + change.old_version + " went away: " +
-                       change.reason + "); retry once it is back");
+  reloadable_->SetGone("the NVIDIA driver is reloading (driver " + change.old_version + " went away: " + change.reason +
+                       "); retry once it is back");
   StopHealthMonitoring();
   lib_->ReleaseDriver();
   const long long released_ms = MsSince(t0);
-  std::vector<std::string> held = devices::FilesHeldBySelf(
-      {lib_->driver_root().container_root() + "/usr/lib", lib_->driver_root().container_root() + "/lib",
-       lib_->driver_root().ContainerDevRoot() + "/dev/nvidia"});
+  std::vector<std::string> held = devices::FilesHeldBySelf({lib_->driver_root().container_root() + "/usr/lib",
+                                                            lib_->driver_root().container_root() + "/lib",
+                                                            lib_->driver_root().ContainerDevRoot() + "/dev/nvidia"});
   publisher_->Update(kind_->PublishedDevices());
   MarkAllDevices(kubelet::DeviceHealthStatus::kUnhealthy, "NVIDIA driver reloading");
   Status ev = events_->Record({"v1", "Node", "", options_.node_name, ""}, "Warning", "NvidiaDriverGone",
-                              "NVIDIA driver " + change.old_version + " went away (" + change.reason +
-                                  "); " + driver_ + " refuses new claims until it is back");
+                              "NVIDIA driver " + change.old_version + " went away (" + change.reason + "); " + driver_ +
+                                  " refuses new claims until it is back");
   if (!ev.ok()) NVDRA_VLOG(4, "event for node {} not posted: {}", options_.node_name, ev.message());
   NVDRA_INFO("driver reload timeline: gone noticed at 0 ms, driver released at {} ms (driver files still open: "
              "{}), devices tainted {}/driver-reloading at {} ms",
@@ -154,8 +154,8 @@ Status Plugin::OnDriverBack(const devices::DriverChange& change) {
   inventory_ = std::move(inventory).value();
   NVDRA_RETURN_IF_ERROR(SetUpDriverFiles());
   const long long discovered_ms = MsSince(t0);
-  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *claims_view_,
-                  kind_companions_, *background_, shutdown_, static_specs_};
+  KindContext ctx{options_,      gates_,        plugin_dir_,      *lib_,        inventory_, *cdi_,        *kube_,
+                  driver_files_, *claims_view_, kind_companions_, *background_, shutdown_,  static_specs_};
   auto kind = factory_(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind on the new driver");
   std::shared_ptr<driver::DeviceKind> old = reloadable_->Replace(std::move(kind).value());
@@ -167,7 +167,7 @@ Status Plugin::OnDriverBack(const devices::DriverChange& change) {
   const long long published_ms = MsSince(t0);
   WatchDriverLibraries();
   files_generation_ = driver_files_->generation();  // the specs were just written from these
-  (void)StartHealthMonitoring(false);  // a failure there is logged, and claims go on without it
+  (void)StartHealthMonitoring(false);               // a failure there is logged, and claims go on without it
   MarkAllDevices(kubelet::DeviceHealthStatus::kHealthy, "");
   const std::string what = "NVIDIA driver " + old_version + " replaced by " + inventory_.driver_version + ": " +
                            std::to_string(inventory_.gpus.size()) + " GPU(s) (were " + std::to_string(old_gpus) +

@@ -30,9 +30,7 @@ kubelet::DeviceHealthStatus ToKubelet(devices::HealthState s) {
   return kubelet::DeviceHealthStatus::kUnknown;
 }
 
-Status StartupInterrupted(int sig) {
-  return Unavailable("startup interrupted by signal " + std::to_string(sig));
-}
+Status StartupInterrupted(int sig) { return Unavailable("startup interrupted by signal " + std::to_string(sig)); }
 
 // A failed discovery is retried (for about four minutes), never published
 // as an empty node; a shutdown signal ends the wait between attempts.
@@ -49,8 +47,8 @@ Result<devices::NodeInventory> DiscoverWithRetry(devices::DeviceLib& lib, kubele
 
 }  // namespace
 
-Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc,
-                                      char** argv, const KindFlags& kind_flags, const KindCheck& kind_check) {
+Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc, char** argv,
+                                      const KindFlags& kind_flags, const KindCheck& kind_check) {
   NVDRA_ASSIGN_OR_RETURN(PluginOptions options, ParsePluginOptions(program, driver, argc, argv, kind_flags));
   auto gates = config::FeatureGates::Parse(options.feature_gates);
   if (!gates.ok()) return gates.status().Wrap("--feature-gates");
@@ -77,12 +75,11 @@ Plugin::Plugin(std::string program, const ledger::KindCodec& codec, PluginConfig
 
 Plugin::~Plugin() = default;
 
-Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, const ledger::KindCodec& codec,
-                                              PluginConfig config, const KindFactory& factory,
-                                              kubelet::ShutdownWatch& shutdown) {
+Result<std::unique_ptr<Plugin>> Plugin::Start(std::string program, const ledger::KindCodec& codec, PluginConfig config,
+                                              const KindFactory& factory, kubelet::ShutdownWatch& shutdown) {
   std::unique_ptr<Plugin> p(new Plugin(std::move(program), codec, std::move(config), shutdown));
-  NVDRA_INFO("Starting {} for driver {} on node {}; feature gates: {}", p->program_, p->driver_,
-               p->options_.node_name, p->gates_.ToString());
+  NVDRA_INFO("Starting {} for driver {} on node {}; feature gates: {}", p->program_, p->driver_, p->options_.node_name,
+             p->gates_.ToString());
   Plugin& plugin = *p;
   const std::pair<const char*, std::function<Status()>> phases[] = {
       {"instance check", [&] { return plugin.CheckNoOtherInstance(); }},
@@ -133,8 +130,8 @@ Status Plugin::SetUpHardware() {
   devices::DeviceLibOptions dopts;
   dopts.mock_hardware = options_.mock_hardware;
   dopts.mock_layout = options_.mock_layout;
-  dopts.mock_root =
-      options_.mock_state_dir.empty() ? JoinPath(plugin_dir_, "mock-driver-root") : options_.mock_state_dir;
+  dopts.mock_root = options_.mock_state_dir.empty() ? JoinPath(plugin_dir_, "mock-driver-root")
+                                                    : options_.mock_state_dir;
   dopts.container_driver_root = options_.container_driver_root;
   dopts.host_driver_root = options_.nvidia_driver_root;
   dopts.proc_devices_path = options_.proc_devices_path;
@@ -147,7 +144,7 @@ Status Plugin::SetUpHardware() {
   if (!inventory.ok()) return inventory.status().Wrap("device discovery");
   inventory_ = std::move(inventory).value();
   NVDRA_INFO("discovered {} GPU(s) with the {} backend; driver {}, clique \"{}\"", inventory_.gpus.size(),
-               lib_->backend_name(), inventory_.driver_version, inventory_.clique_id);
+             lib_->backend_name(), inventory_.driver_version, inventory_.clique_id);
   return SetUpDriverFiles();
 }
 
@@ -180,8 +177,8 @@ Status Plugin::SetUpDriverFiles() {
       *hook_path, std::move(reinstall));
   if (auto files = driver_files_->Files(); files.ok()) {
     NVDRA_INFO("driver {} files: {} libraries, {} binaries, {} firmware files, {} IPC sockets; hooks: {}",
-                 files->driver_version, files->libraries.size(), files->binaries.size(), files->firmware.size(),
-                 files->ipc.size(), *hook_path);
+               files->driver_version, files->libraries.size(), files->binaries.size(), files->firmware.size(),
+               files->ipc.size(), *hook_path);
   } else {
     NVDRA_ERROR("driver files: {} (GPU claims fail until they are found)", files.status().message());
   }
@@ -222,8 +219,8 @@ Status Plugin::SetUpKubeClient() {
 }
 
 Status Plugin::SetUpKind(const KindFactory& factory) {
-  KindContext ctx{options_, gates_, plugin_dir_, *lib_, inventory_, *cdi_, *kube_, driver_files_, *claims_view_, kind_companions_, *background_,
-                  shutdown_, static_specs_};
+  KindContext ctx{options_,      gates_,        plugin_dir_,      *lib_,        inventory_, *cdi_,        *kube_,
+                  driver_files_, *claims_view_, kind_companions_, *background_, shutdown_,  static_specs_};
   auto kind = factory(ctx);
   if (!kind.ok()) return kind.status().Wrap("set up device kind");
   kind_ = std::move(kind).value();
@@ -282,8 +279,7 @@ Status Plugin::StartEngineAndReconciler() {
   ropts.completed_grace = std::chrono::duration_cast<std::chrono::milliseconds>(options_.completed_claim_grace);
   ropts.node_name = options_.node_name;
   ropts.group = background_.get();
-  reconciler_ =
-      std::make_unique<driver::Reconciler>(*engine_, *claims_, &metrics_->dra(), ropts);
+  reconciler_ = std::make_unique<driver::Reconciler>(*engine_, *claims_, &metrics_->dra(), ropts);
   reconciler_->Start();
   return Status::Ok();
 }

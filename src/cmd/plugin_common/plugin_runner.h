@@ -89,8 +89,7 @@ using KindCheck = std::function<Status(const PluginConfig&)>;
 // Parses the command line, checks it (the kind's flags with `kind_check`)
 // and starts logging. --help and --version return kAlreadyExists with an
 // empty message (exit 0); anything else is a usage error (exit 2).
-Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc,
-                                      char** argv,
+Result<PluginConfig> LoadPluginConfig(const std::string& program, const std::string& driver, int argc, char** argv,
                                       const KindFlags& kind_flags = nullptr, const KindCheck& kind_check = nullptr);
 
 // One running kubelet plugin. Start builds it in phases, each a step of its
@@ -105,9 +104,8 @@ class Plugin {
   // A shutdown request (`shutdown`, which must outlive the plugin) ends
   // the start between phases and in discovery's retries, with an
   // Unavailable "startup interrupted by signal N".
-  static Result<std::unique_ptr<Plugin>> Start(std::string program, const ledger::KindCodec& codec,
-                                               PluginConfig config, const KindFactory& factory,
-                                               kubelet::ShutdownWatch& shutdown);
+  static Result<std::unique_ptr<Plugin>> Start(std::string program, const ledger::KindCodec& codec, PluginConfig config,
+                                               const KindFactory& factory, kubelet::ShutdownWatch& shutdown);
   ~Plugin();
   Plugin(const Plugin&) = delete;
   Plugin& operator=(const Plugin&) = delete;
@@ -209,7 +207,7 @@ class Plugin {
   // The driver watch: last, so it stops before anything it uses.
   std::unique_ptr<devices::DriverWatch> driver_watch_;
   std::vector<std::string> watched_libraries_;  // of the driver now loaded
-  uint64_t files_generation_ = 0;  // of driver_files_, when the specs were last written
+  uint64_t files_generation_ = 0;               // of driver_files_, when the specs were last written
   // An NVML answer that the driver is not loaded, from a health event.
   Mutex nvml_gone_mu_;
   std::string nvml_gone_ GUARDED_BY(nvml_gone_mu_);
@@ -220,8 +218,7 @@ class Plugin {
 // that arrives while it is still starting (exit code 0 then too); returns
 // the process exit code.
 int RunPlugin(const std::string& program, const ledger::KindCodec& codec, const KindFactory& factory, int argc,
-              char** argv,
-              const KindFlags& kind_flags = nullptr, const KindCheck& kind_check = nullptr,
+              char** argv, const KindFlags& kind_flags = nullptr, const KindCheck& kind_check = nullptr,
               bool follows_driver_reloads = false);
 
 }  // namespace nvdra::plugin

@@ -9,13 +9,13 @@
 #include <mutex>
 #include <sstream>
 
+#include "devices/device_names.h"
 #include "devices/mock/mock_driver_install.h"
 #include "devices/mock/mock_fabric_manager.h"
 #include "devices/mock/mock_mig_devices.h"
 #include "devices/mock/mock_pci_sysfs.h"
 #include "devices/nvcaps.h"
 #include "devices/pcie_root.h"
-#include "devices/device_names.h"
 #include "util/file_util.h"
 #include "util/log.h"
 #include "util/parse_number.h"
@@ -115,25 +115,27 @@ namespace {
 
 bool SameDirectory(const std::string& a, const std::string& b) {
   struct stat sa, sb;
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && S_ISDIR(sa.st_mode) &&
-         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && S_ISDIR(sa.st_mode) && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
 }
 
 // The operator validator's status file, with its keys: a driver container's
 // driver at /run/nvidia/driver, device nodes on the host's /dev (the
 // validator sees the host's root at /host).
-constexpr const char* kDriverReadyContent =
-    "IS_HOST_DRIVER=false\n"
-    "NVIDIA_DRIVER_ROOT=/run/nvidia/driver\n"
-    "DRIVER_ROOT_CTR_PATH=/run/nvidia/driver\n"
-    "NVIDIA_DEV_ROOT=/\n"
-    "DEV_ROOT_CTR_PATH=/host\n";
+constexpr const char* kDriverReadyContent = "IS_HOST_DRIVER=false\n"
+                                            "NVIDIA_DRIVER_ROOT=/run/nvidia/driver\n"
+                                            "DRIVER_ROOT_CTR_PATH=/run/nvidia/driver\n"
+                                            "NVIDIA_DEV_ROOT=/\n"
+                                            "DEV_ROOT_CTR_PATH=/host\n";
 
 }  // namespace
 
 MockDeviceLib::MockDeviceLib(MockProfile profile, std::string root, DriverRoot driver_root, MockLayout layout,
                              XidPolicy xids)
-    : profile_(std::move(profile)), dir_(std::move(root)), root_(std::move(driver_root)), layout_(layout),
+    : profile_(std::move(profile)),
+      dir_(std::move(root)),
+      root_(std::move(driver_root)),
+      layout_(layout),
       xids_(std::move(xids)) {}
 
 Result<std::unique_ptr<FabricManager>> MockDeviceLib::OpenFabricManager() {
@@ -162,8 +164,8 @@ Result<std::unique_ptr<MockDeviceLib>> MockDeviceLib::Create(MockProfile profile
     driver_root = DriverRoot(mounted ? node.container_driver_root : drv,
                              mounted && !node.host_driver_root.empty() ? node.host_driver_root : drv, root, root);
   }
-  auto lib = std::unique_ptr<MockDeviceLib>(
-      new MockDeviceLib(std::move(profile), root, std::move(driver_root), node.layout, std::move(xids)));
+  auto lib = std::unique_ptr<MockDeviceLib>(new MockDeviceLib(std::move(profile), root, std::move(driver_root),
+                                                              node.layout, std::move(xids)));
   NVDRA_RETURN_IF_ERROR(lib->Build().Wrap("building mock driver root in " + root));
   std::vector<std::string> uuids;
   for (const auto& g : lib->profile_.inventory.gpus) uuids.push_back(g.uuid);
@@ -193,45 +195,47 @@ Status MockDeviceLib::Build() {
   // the driver is unloaded.
   const bool loaded = MockDriverVersionNow(dir_, profile_.inventory.driver_version) != kMockDriverGone;
   const int imex_major = MockImexChannelsMajorNow(dir_);
-  std::string procdev =
-      "Character devices:\n"
-      "  1 mem\n"
-      "195 nvidia-frontend\n" +
-      (loaded ? std::to_string(imex_major) + " nvidia-caps-imex-channels\n" : std::string()) +
-      std::to_string(kMockCapsMajor) + " nvidia-caps\n" +
-      std::to_string(kMockUvmMajor) + " nvidia-uvm\n"
-      "\nBlock devices:\n  8 sd\n";
+  std::string procdev = "Character devices:\n"
+                        "  1 mem\n"
+                        "195 nvidia-frontend\n" +
+                        (loaded ? std::to_string(imex_major) + " nvidia-caps-imex-channels\n" : std::string()) +
+                        std::to_string(kMockCapsMajor) + " nvidia-caps\n" + std::to_string(kMockUvmMajor) +
+                        " nvidia-uvm\n"
+                        "\nBlock devices:\n  8 sd\n";
   NVDRA_RETURN_IF_ERROR(WriteFileAtomically(proc_devices_path(), procdev, 0644, false));
   const std::string caps = capabilities_dir();
   for (const auto& g : profile_.inventory.gpus) {
-    NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia" + std::to_string(g.minor)), kMockNvidiaMajor, g.minor, 0666));
+    NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia" + std::to_string(g.minor)), kMockNvidiaMajor,
+                                             g.minor, 0666));
     for (const auto& m : g.migs) {
       int gi_minor = MigGiCapMinor(g.minor, m.gi_id), ci_minor = MigCiCapMinor(g.minor, m.gi_id, m.ci_id);
       std::string gi_path = JoinPath(caps, MigGiAccessPath(g.minor, m.gi_id));
       std::string ci_path = JoinPath(caps, MigCiAccessPath(g.minor, m.gi_id, m.ci_id));
       NVDRA_RETURN_IF_ERROR(MakeDirectories(ci_path.substr(0, ci_path.rfind('/')), 0755));
-      NVDRA_RETURN_IF_ERROR(WriteFileAtomically(
-          gi_path, "DeviceFileMinor: " + std::to_string(gi_minor) + "\nDeviceFileMode: 292\nDeviceFileModify: 1\n",
-          0444, false));
-      NVDRA_RETURN_IF_ERROR(WriteFileAtomically(
-          ci_path, "DeviceFileMinor: " + std::to_string(ci_minor) + "\nDeviceFileMode: 292\nDeviceFileModify: 1\n",
-          0444, false));
+      NVDRA_RETURN_IF_ERROR(WriteFileAtomically(gi_path,
+                                                "DeviceFileMinor: " + std::to_string(gi_minor) +
+                                                    "\nDeviceFileMode: 292\nDeviceFileModify: 1\n",
+                                                0444, false));
+      NVDRA_RETURN_IF_ERROR(WriteFileAtomically(ci_path,
+                                                "DeviceFileMinor: " + std::to_string(ci_minor) +
+                                                    "\nDeviceFileMode: 292\nDeviceFileModify: 1\n",
+                                                0444, false));
       NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps/nvidia-cap" + std::to_string(gi_minor)),
-                                     kMockCapsMajor, gi_minor, 0444));
+                                               kMockCapsMajor, gi_minor, 0444));
       NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps/nvidia-cap" + std::to_string(ci_minor)),
-                                     kMockCapsMajor, ci_minor, 0444));
+                                               kMockCapsMajor, ci_minor, 0444));
     }
   }
   NVDRA_RETURN_IF_ERROR(BuildMockPciSysfs(dir_, profile_.inventory.gpus));
   if (!profile_.inventory.clique_id.empty()) {
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(caps, kFabricImexMgmtCap),
-                                              "DeviceFileMinor: 1\nDeviceFileMode: 256\nDeviceFileModify: 1\n",
-                                              0444, false));
+                                              "DeviceFileMinor: 1\nDeviceFileMode: 256\nDeviceFileModify: 1\n", 0444,
+                                              false));
     NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps/nvidia-cap1"), kMockCapsMajor, 1, 0400));
   }
   for (int c = 0; c < profile_.imex_channels; ++c) {
     NVDRA_RETURN_IF_ERROR(MakeMockDeviceNode(JoinPath(dev, "nvidia-caps-imex-channels/channel" + std::to_string(c)),
-                                   imex_major, c, 0666));
+                                             imex_major, c, 0666));
   }
   NVDRA_RETURN_IF_ERROR(BuildDriver(MockDriverVersionNow(dir_, profile_.inventory.driver_version)));
   if (!PathExists(health_events_path())) {
@@ -378,10 +382,10 @@ MockHealthSource::MockHealthSource(std::string events_path, XidPolicy policy)
                .name = "the mock health event poll",
                .thread_name = "mock-health"},
               [this] {
-        Status s = PollOnce();
-        if (!s.ok()) NVDRA_WARN("mock health events: {}", s.ToString());
-        return s;
-      }) {}
+                Status s = PollOnce();
+                if (!s.ok()) NVDRA_WARN("mock health events: {}", s.ToString());
+                return s;
+              }) {}
 
 MockHealthSource::~MockHealthSource() { Stop(); }
 

@@ -86,7 +86,8 @@ TEST(MockDeviceLibTest, SwapInTheGpuOperatorLayoutTakesTheMarkerAway) {
   EXPECT_TRUE(PathExists(marker));
   ASSERT_TRUE(SwapMockDriver(r, MockLayout::kGpuOperator, *profile, kMockDriverGone).ok());
   EXPECT_FALSE(PathExists(marker));
-  EXPECT_FALSE(PathExists(r + kGpuOperatorDriverRoot + kMockLibDir + "/libcuda.so." + profile->inventory.driver_version));
+  EXPECT_FALSE(PathExists(r + kGpuOperatorDriverRoot + kMockLibDir + "/libcuda.so." +
+                          profile->inventory.driver_version));
   ASSERT_TRUE(SwapMockDriver(r, MockLayout::kGpuOperator, *profile, "580.65.06").ok());
   EXPECT_TRUE(PathExists(marker));
   EXPECT_TRUE(PathExists(r + kGpuOperatorDriverRoot + kMockLibDir + "/libcuda.so.580.65.06"));
@@ -124,9 +125,9 @@ TEST(MockDeviceLibTest, BuildsFakeDriverRoot) {
   auto lib = OpenMock("gb200x4", t.path() + "/mock");
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   const std::string r = t.path() + "/mock";
-  for (const char* p : {"/dev/nvidia0", "/dev/nvidia3", "/dev/nvidiactl", "/dev/nvidia-uvm",
-                        "/dev/nvidia-uvm-tools", "/dev/nvidia-caps/nvidia-cap1",
-                        "/dev/nvidia-caps-imex-channels/channel0", "/dev/nvidia-caps-imex-channels/channel7"}) {
+  for (const char* p : {"/dev/nvidia0", "/dev/nvidia3", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                        "/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps-imex-channels/channel0",
+                        "/dev/nvidia-caps-imex-channels/channel7"}) {
     EXPECT_TRUE(IsNode(r + p)) << p;
   }
   EXPECT_FALSE(IsNode(r + "/dev/nvidia4"));
@@ -156,8 +157,8 @@ TEST(MockDeviceLibTest, GpuOperatorLayout) {
   o.host_driver_root = "/run/nvidia/driver";
   auto lib = OpenDeviceLib(o);
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
-  for (const char* p : {"/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-modeset",
-                        "/dev/dri/card1", "/dev/nvidia-caps-imex-channels/channel0"}) {
+  for (const char* p : {"/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-modeset", "/dev/dri/card1",
+                        "/dev/nvidia-caps-imex-channels/channel0"}) {
     EXPECT_TRUE(IsNode(node + p)) << p;
     EXPECT_FALSE(PathExists(drv + p)) << p;
   }
@@ -255,7 +256,8 @@ TEST(MockDeviceLibTest, ProfileFromFile) {
   ASSERT_TRUE(WriteFileAtomically(file, R"({
     "driverVersion": "560.35.03", "cudaDriverVersion": "12.6",
     "gpus": [{"count": 2, "productName": "NVIDIA L40S", "brand": "Nvidia", "architecture": "Ada Lovelace",
-              "cudaComputeCapability": "8.9", "memoryBytes": 48305799168}]})").ok());
+              "cudaComputeCapability": "8.9", "memoryBytes": 48305799168}]})")
+                  .ok());
   auto lib = OpenMock(file, t.path() + "/root");
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   auto inv = (*lib)->Discover();
@@ -294,7 +296,8 @@ TEST(MockDeviceLibTest, InjectedHealthEvents) {
     got.push_back(e.device + " " + HealthStateName(e.state) + " " + e.message);
   });
   ASSERT_TRUE(WriteFileAtomically(mock->health_events_path(),
-                                  "gpu-0 79\n# comment\ngpu-1 48\ngpu-3 lost\ngarbage\ngpu-0 unmonitored\ngpu-1 7").ok());
+                                  "gpu-0 79\n# comment\ngpu-1 48\ngpu-3 lost\ngarbage\ngpu-0 unmonitored\ngpu-1 7")
+                  .ok());
   ASSERT_TRUE(source.PollOnce().ok());
   EXPECT_EQ(got, (std::vector<std::string>{
                      "gpu-0 Unhealthy XID 79 (critical)",
@@ -302,7 +305,8 @@ TEST(MockDeviceLibTest, InjectedHealthEvents) {
                      "gpu-3-mig-1g5gb-me-20-0 Unhealthy GPU lost",
                      "gpu-3-mig-1c3g20gb-9-4 Unhealthy GPU lost",
                      "gpu-0 Unmonitored health events not available",
-                 })) << "the incomplete last line waits";
+                 }))
+      << "the incomplete last line waits";
   got.clear();
   ASSERT_TRUE(source.PollOnce().ok());
   EXPECT_TRUE(got.empty()) << "lines are handled once";
@@ -322,10 +326,13 @@ TEST(MockDeviceLibTest, HealthSourceThreadStartsAndStops) {
   auto source = (*lib)->NewHealthSource();
   std::vector<DeviceHealthEvent> got;
   Mutex mu;
-  ASSERT_TRUE(source->Start(*(*lib)->Discover(), [&](const DeviceHealthEvent& e) {
-    MutexLock l(mu);
-    got.push_back(e);
-  }).ok());
+  ASSERT_TRUE(source
+                  ->Start(*(*lib)->Discover(),
+                          [&](const DeviceHealthEvent& e) {
+                            MutexLock l(mu);
+                            got.push_back(e);
+                          })
+                  .ok());
   // Start handles what is already there before returning.
   {
     MutexLock l(mu);

@@ -10,8 +10,8 @@
 
 #include <cstring>
 
-#include "devices/toolkit/ld_cache.h"
 #include "devices/mock/mock_device_lib.h"
+#include "devices/toolkit/ld_cache.h"
 #include "util/file_util.h"
 
 namespace nvdra::devices {
@@ -115,27 +115,30 @@ Status EnsureSocket(const std::string& path) {
 
 std::string NvidiaSmiScript(const MockProfile& p) {
   const NodeInventory& inv = p.inventory;
-  std::string s =
-      "#!/bin/sh\n"
-      "# nvidia-smi of the nvdra mock driver " + inv.driver_version + ": lists the GPUs (and MIG devices)\n"
-      "# whose device nodes this process can see, so inside a container only the\n"
-      "# claimed ones. NVDRA_MOCK_DEV_ROOT prefixes /dev (outside a container).\n"
-      "dev=\"${NVDRA_MOCK_DEV_ROOT:-}/dev\"\n"
-      "case \"$1\" in\n"
-      "  -L|--list-gpus) ;;\n"
-      "  --version) printf 'NVIDIA-SMI " + inv.driver_version + " (nvdra mock)\\nDRIVER version      : " +
-      inv.driver_version + "\\nCUDA Version        : " + inv.cuda_driver_version + "\\n'; exit 0 ;;\n"
-      "  *) echo 'nvidia-smi (nvdra mock): only -L and --version are supported' >&2; exit 2 ;;\n"
-      "esac\n"
-      "n=0\n"
-      "gpu() {\n"
-      "  [ -e \"$dev/nvidia$1\" ] || return 1\n"
-      "  echo \"GPU $n: $2 (UUID: $3)\"; n=$((n + 1)); m=0\n"
-      "}\n"
-      "mig() {\n"
-      "  [ -e \"$dev/nvidia-caps/nvidia-cap$1\" ] && [ -e \"$dev/nvidia-caps/nvidia-cap$2\" ] || return 0\n"
-      "  echo \"  MIG $3 Device $m: (UUID: $4)\"; m=$((m + 1))\n"
-      "}\n";
+  std::string s = "#!/bin/sh\n"
+                  "# nvidia-smi of the nvdra mock driver " +
+                  inv.driver_version +
+                  ": lists the GPUs (and MIG devices)\n"
+                  "# whose device nodes this process can see, so inside a container only the\n"
+                  "# claimed ones. NVDRA_MOCK_DEV_ROOT prefixes /dev (outside a container).\n"
+                  "dev=\"${NVDRA_MOCK_DEV_ROOT:-}/dev\"\n"
+                  "case \"$1\" in\n"
+                  "  -L|--list-gpus) ;;\n"
+                  "  --version) printf 'NVIDIA-SMI " +
+                  inv.driver_version + " (nvdra mock)\\nDRIVER version      : " + inv.driver_version +
+                  "\\nCUDA Version        : " + inv.cuda_driver_version +
+                  "\\n'; exit 0 ;;\n"
+                  "  *) echo 'nvidia-smi (nvdra mock): only -L and --version are supported' >&2; exit 2 ;;\n"
+                  "esac\n"
+                  "n=0\n"
+                  "gpu() {\n"
+                  "  [ -e \"$dev/nvidia$1\" ] || return 1\n"
+                  "  echo \"GPU $n: $2 (UUID: $3)\"; n=$((n + 1)); m=0\n"
+                  "}\n"
+                  "mig() {\n"
+                  "  [ -e \"$dev/nvidia-caps/nvidia-cap$1\" ] && [ -e \"$dev/nvidia-caps/nvidia-cap$2\" ] || return 0\n"
+                  "  echo \"  MIG $3 Device $m: (UUID: $4)\"; m=$((m + 1))\n"
+                  "}\n";
   for (const auto& g : inv.gpus) {
     s += "if gpu " + std::to_string(g.minor) + " " + Quote(g.product_name) + " " + Quote(g.uuid) + "; then\n";
     for (const auto& m : g.migs) {
@@ -156,27 +159,27 @@ std::string NvidiaSmiScript(const MockProfile& p) {
 Status InstallMockTools(const std::string& bin, const MockProfile& profile, const std::string& v) {
   NVDRA_RETURN_IF_ERROR(MakeDirectories(bin, 0755));
   NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(bin, "nvidia-smi"), NvidiaSmiScript(profile), 0755));
-  for (const char* tool : {"nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
-                           "nvidia-cuda-mps-server"}) {
+  for (const char* tool :
+       {"nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server"}) {
     NVDRA_RETURN_IF_ERROR(EnsureFile(JoinPath(bin, tool),
-                                     std::string("#!/bin/sh\necho '") + tool + " (nvdra mock driver " + v +
-                                         ")'\n",
+                                     std::string("#!/bin/sh\necho '") + tool + " (nvdra mock driver " + v + ")'\n",
                                      0755));
   }
   return EnsureFile(
       JoinPath(bin, "nvidia-imex-ctl"),
       "#!/bin/sh\n"
-      "# nvidia-imex-ctl of the nvdra mock driver " + v + "\n"
-      "root=\"$(cd \"$(dirname \"$0\")/../..\" && pwd)\"\n"
-      "sock=\"\"\n"
-      "for a in \"$@\"; do case \"$a\" in --u=*) sock=\"${a#--u=}\" ;; esac; done\n"
-      "if [ -z \"$sock\" ] || [ ! -e \"$sock\" ]; then echo \"cannot connect to $sock\" >&2; exit 1; fi\n"
-      "cat \"$root/etc/nvidia-imex/mock-state\" 2>/dev/null || echo UNAVAILABLE\n",
+      "# nvidia-imex-ctl of the nvdra mock driver " +
+          v +
+          "\n"
+          "root=\"$(cd \"$(dirname \"$0\")/../..\" && pwd)\"\n"
+          "sock=\"\"\n"
+          "for a in \"$@\"; do case \"$a\" in --u=*) sock=\"${a#--u=}\" ;; esac; done\n"
+          "if [ -z \"$sock\" ] || [ ! -e \"$sock\" ]; then echo \"cannot connect to $sock\" >&2; exit 1; fi\n"
+          "cat \"$root/etc/nvidia-imex/mock-state\" 2>/dev/null || echo UNAVAILABLE\n",
       0755);
 }
 
 }  // namespace
-
 
 std::vector<std::string> MockDriverLibraries(const std::string& version) {
   std::vector<std::string> out;

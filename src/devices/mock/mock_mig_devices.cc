@@ -31,10 +31,14 @@ std::string MigUuid(const std::string& parent, int gi, int serial) {
 }
 
 json Encode(const MigInstance& m) {
-  return {{"parentUUID", m.parent_uuid},         {"giProfileId", m.gi_profile_id},
-          {"ciProfileId", m.ci_profile_id},      {"placementStart", m.placement_start},
-          {"placementSize", m.placement_size},   {"giId", m.gi_id},
-          {"ciId", m.ci_id},                     {"uuid", m.uuid}};
+  return {{"parentUUID", m.parent_uuid},
+          {"giProfileId", m.gi_profile_id},
+          {"ciProfileId", m.ci_profile_id},
+          {"placementStart", m.placement_start},
+          {"placementSize", m.placement_size},
+          {"giId", m.gi_id},
+          {"ciId", m.ci_id},
+          {"uuid", m.uuid}};
 }
 
 MigInstance Decode(const json& j) {
@@ -107,7 +111,8 @@ Status MockMigDevices::WriteCaps(int minor, int gi, int ci) const {
   int gi_minor = MockDeviceLib::MigGiCapMinor(minor, gi), ci_minor = MockDeviceLib::MigCiCapMinor(minor, gi, ci);
   std::string ci_path = JoinPath(caps, MigCiAccessPath(minor, gi, ci));
   NVDRA_RETURN_IF_ERROR(MakeDirectories(ci_path.substr(0, ci_path.rfind('/')), 0755));
-  NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(caps, MigGiAccessPath(minor, gi)), CapFile(gi_minor), 0444, false));
+  NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(caps, MigGiAccessPath(minor, gi)), CapFile(gi_minor), 0444,
+                                            false));
   NVDRA_RETURN_IF_ERROR(WriteFileAtomically(ci_path, CapFile(ci_minor), 0444, false));
   for (int m : {gi_minor, ci_minor}) {
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(root_, "dev/nvidia-caps/nvidia-cap" + std::to_string(m)), "",
@@ -120,10 +125,10 @@ void MockMigDevices::RemoveCaps(int minor, int gi, int ci) const {
   const std::string caps = JoinPath(root_, kCapabilitiesDir);
   (void)RemoveFileIfExists(JoinPath(caps, MigCiAccessPath(minor, gi, ci)));
   (void)RemoveFileIfExists(JoinPath(caps, MigGiAccessPath(minor, gi)));
-  (void)RemoveFileIfExists(
-      JoinPath(root_, "dev/nvidia-caps/nvidia-cap" + std::to_string(MockDeviceLib::MigCiCapMinor(minor, gi, ci))));
-  (void)RemoveFileIfExists(
-      JoinPath(root_, "dev/nvidia-caps/nvidia-cap" + std::to_string(MockDeviceLib::MigGiCapMinor(minor, gi))));
+  (void)RemoveFileIfExists(JoinPath(root_, "dev/nvidia-caps/nvidia-cap" +
+                                               std::to_string(MockDeviceLib::MigCiCapMinor(minor, gi, ci))));
+  (void)RemoveFileIfExists(JoinPath(root_, "dev/nvidia-caps/nvidia-cap" +
+                                               std::to_string(MockDeviceLib::MigGiCapMinor(minor, gi))));
 }
 
 Result<bool> MockMigDevices::MigModeEnabled(const std::string& uuid) {
@@ -167,7 +172,8 @@ Result<MigInstance> MockMigDevices::Create(const std::string& uuid, int gi_profi
   for (const auto& p : g->mig_profiles) {
     if (p.gi_profile_id == gi_profile_id) profile = &p;
   }
-  if (profile == nullptr) return InvalidArgument("GPU " + uuid + " has no GPU instance profile " + std::to_string(gi_profile_id));
+  if (profile == nullptr)
+    return InvalidArgument("GPU " + uuid + " has no GPU instance profile " + std::to_string(gi_profile_id));
   auto placement = std::find_if(profile->placements.begin(), profile->placements.end(),
                                 [&](const MigPlacement& p) { return p.start == placement_start; });
   if (placement == profile->placements.end()) {
@@ -180,7 +186,8 @@ Result<MigInstance> MockMigDevices::Create(const std::string& uuid, int gi_profi
   for (const auto& i : s.instances) {
     if (i.parent_uuid != uuid) continue;
     used.push_back(i.gi_id);
-    if (i.placement_start < placement->start + placement->size && placement->start < i.placement_start + i.placement_size) {
+    if (i.placement_start < placement->start + placement->size &&
+        placement->start < i.placement_start + i.placement_size) {
       return AlreadyExists("placement " + std::to_string(placement_start) + " of GPU " + uuid +
                            " overlaps GPU instance " + std::to_string(i.gi_id));
     }
@@ -202,7 +209,8 @@ Status MockMigDevices::Destroy(const std::string& uuid, int gi_id, int ci_id) {
   auto it = std::find_if(s.instances.begin(), s.instances.end(),
                          [&](const MigInstance& i) { return i.parent_uuid == uuid && i.gi_id == gi_id; });
   if (it == s.instances.end()) return NotFound("GPU " + uuid + " has no GPU instance " + std::to_string(gi_id));
-  if (it->ci_id != ci_id) return NotFound("GPU instance " + std::to_string(gi_id) + " has no compute instance " + std::to_string(ci_id));
+  if (it->ci_id != ci_id)
+    return NotFound("GPU instance " + std::to_string(gi_id) + " has no compute instance " + std::to_string(ci_id));
   s.instances.erase(it);
   NVDRA_RETURN_IF_ERROR(Save(s));
   RemoveCaps(g->minor, gi_id, ci_id);

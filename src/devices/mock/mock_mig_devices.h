@@ -30,8 +30,8 @@ class MockMigDevices {
   Result<bool> MigModeEnabled(const std::string& gpu_uuid) EXCLUDES(mu_);
   Status SetMigMode(const std::string& gpu_uuid, bool enabled) EXCLUDES(mu_);
   Result<std::vector<MigInstance>> List(const std::string& gpu_uuid) EXCLUDES(mu_);
-  Result<MigInstance> Create(const std::string& gpu_uuid, int gi_profile_id, int ci_profile_id,
-                             int placement_start) EXCLUDES(mu_);
+  Result<MigInstance> Create(const std::string& gpu_uuid, int gi_profile_id, int ci_profile_id, int placement_start)
+      EXCLUDES(mu_);
   Status Destroy(const std::string& gpu_uuid, int gi_id, int ci_id) EXCLUDES(mu_);
 
   // The GPUs with their current MIG mode and MIG devices (Discover).

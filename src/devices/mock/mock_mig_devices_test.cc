@@ -57,7 +57,8 @@ TEST(MockMigDevicesTest, CreateNeedsMigModeAndRefusesOverlaps) {
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->placement_size, 4);
   EXPECT_EQ(a->gi_id, 1);
-  EXPECT_EQ(c.CreateMigInstance(off, 14, 1, 2).status().code(), StatusCode::kAlreadyExists);  // 2g.20gb at 2: slices 2-3
+  EXPECT_EQ(c.CreateMigInstance(off, 14, 1, 2).status().code(),
+            StatusCode::kAlreadyExists);  // 2g.20gb at 2: slices 2-3
   EXPECT_EQ(c.CreateMigInstance(off, 19, 0, 3).status().code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(c.CreateMigInstance(off, 9, 2, 2).status().code(), StatusCode::kInvalidArgument);  // no such placement
   auto b = c.CreateMigInstance(off, 19, 0, 4);
@@ -68,7 +69,8 @@ TEST(MockMigDevicesTest, CreateNeedsMigModeAndRefusesOverlaps) {
   auto gi = ReadNvcapAccess(lib->capabilities_dir() + "/" + MigGiAccessPath(0, 2));
   ASSERT_TRUE(gi.ok()) << gi.status().ToString();
   EXPECT_EQ(gi->minor, MockDeviceLib::MigGiCapMinor(0, 2));
-  EXPECT_TRUE(PathExists(t.path() + "/dev/nvidia-caps/nvidia-cap" + std::to_string(MockDeviceLib::MigCiCapMinor(0, 2, 0))));
+  EXPECT_TRUE(PathExists(t.path() + "/dev/nvidia-caps/nvidia-cap" +
+                         std::to_string(MockDeviceLib::MigCiCapMinor(0, 2, 0))));
   EXPECT_EQ(c.SetMigMode(off, false).code(), StatusCode::kFailedPrecondition);
   ASSERT_TRUE(c.DestroyMigInstance(off, 2, 0).ok());
   EXPECT_FALSE(PathExists(lib->capabilities_dir() + "/" + MigGiAccessPath(0, 2)));

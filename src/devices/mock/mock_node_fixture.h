@@ -10,8 +10,8 @@
 #include <string>
 
 #include "devices/device_nodes.h"
-#include "devices/toolkit/driver_files.h"
 #include "devices/mock/mock_device_lib.h"
+#include "devices/toolkit/driver_files.h"
 #include "util/test_temp_dir.h"
 
 namespace nvdra::devices::testing {

@@ -120,8 +120,8 @@ Status BuildMockPciSysfs(const std::string& root, const std::vector<GpuInfo>& gp
     NVDRA_RETURN_IF_ERROR(MakeDirectories(dir, 0755));
     NVDRA_RETURN_IF_ERROR(Symlink("../../../devices/" + rel, JoinPath(sys, "bus/pci/devices/" + g.pci_bus_id)));
     if (g.numa_node && g.pcie_root) {
-      NVDRA_RETURN_IF_ERROR(
-          WriteFileAtomically(JoinPath(dir, "numa_node"), std::to_string(*g.numa_node) + "\n", 0444, false));
+      NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "numa_node"), std::to_string(*g.numa_node) + "\n", 0444,
+                                                false));
     }
     const std::string group = std::to_string(MockIommuGroup(g.minor));
     const std::string group_dir = JoinPath(sys, "kernel/iommu_groups/" + group + "/devices");
@@ -134,9 +134,11 @@ Status BuildMockPciSysfs(const std::string& root, const std::vector<GpuInfo>& gp
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "class"), "0x030200\n", 0444, false));
     NVDRA_RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "resource"), MockPciResource(g), 0444, false));
     if (fresh) {
-      NVDRA_RETURN_IF_ERROR(Symlink(std::string("../../../bus/pci/drivers/") + kNvidiaPciDriver, JoinPath(dir, "driver")));
+      NVDRA_RETURN_IF_ERROR(Symlink(std::string("../../../bus/pci/drivers/") + kNvidiaPciDriver,
+                                    JoinPath(dir, "driver")));
       NVDRA_RETURN_IF_ERROR(Symlink("../../../../devices/" + rel,
-                                    JoinPath(sys, std::string("bus/pci/drivers/") + kNvidiaPciDriver + "/" + g.pci_bus_id)));
+                                    JoinPath(sys,
+                                             std::string("bus/pci/drivers/") + kNvidiaPciDriver + "/" + g.pci_bus_id)));
     }
   }
   return Status::Ok();

@@ -55,9 +55,11 @@ Status CheckKeys(const json& j, std::initializer_list<const char*> known, const 
 }
 
 Result<MigDeviceInfo> ParseMig(const json& j, const std::string& where) {
-  NVDRA_RETURN_IF_ERROR(CheckKeys(j, {"profile", "giProfileId", "ciProfileId", "giId", "ciId", "placementStart",
-                                       "placementSize", "multiprocessors", "copyEngines", "decoders", "encoders",
-                                       "jpegEngines", "ofaEngines", "memoryBytes", "uuid"}, where));
+  NVDRA_RETURN_IF_ERROR(CheckKeys(j,
+                                  {"profile", "giProfileId", "ciProfileId", "giId", "ciId", "placementStart",
+                                   "placementSize", "multiprocessors", "copyEngines", "decoders", "encoders",
+                                   "jpegEngines", "ofaEngines", "memoryBytes", "uuid"},
+                                  where));
   MigDeviceInfo m;
   NVDRA_RETURN_IF_ERROR(Get(j, "profile", m.profile, true, where));
   NVDRA_RETURN_IF_ERROR(Get(j, "giProfileId", m.gi_profile_id, true, where));
@@ -121,9 +123,11 @@ Status ParseGpuAttributes(const json& gj, const std::string& gwhere, GpuInfo& ba
 }
 
 Result<GpuGroup> ParseGpuGroup(const json& gj, const std::string& gwhere, const NodeInventory& inv) {
-  NVDRA_RETURN_IF_ERROR(CheckKeys(gj, {"count", "productName", "brand", "architecture", "cudaComputeCapability",
-                                        "memoryBytes", "addressingMode", "pciBusIds", "pcieRoots", "numaNodes",
-                                        "uuids", "migEnabled", "migDevices", "migProfiles", "moduleIds"}, gwhere));
+  NVDRA_RETURN_IF_ERROR(CheckKeys(gj,
+                                  {"count", "productName", "brand", "architecture", "cudaComputeCapability",
+                                   "memoryBytes", "addressingMode", "pciBusIds", "pcieRoots", "numaNodes", "uuids",
+                                   "migEnabled", "migDevices", "migProfiles", "moduleIds"},
+                                  gwhere));
   GpuGroup g;
   NVDRA_RETURN_IF_ERROR(Get(gj, "count", g.count, false, gwhere));
   if (g.count < 1 || g.count > 64) return InvalidArgument(gwhere + ": count must be 1..64");
@@ -165,7 +169,8 @@ Result<GpuGroup> ParseGpuGroup(const json& gj, const std::string& gwhere, const 
   if (gj.contains("migDevices")) {
     if (!g.base.mig_enabled) return InvalidArgument(gwhere + ": migDevices need \"migEnabled\": true");
     for (size_t mi = 0; mi < gj["migDevices"].size(); ++mi) {
-      NVDRA_ASSIGN_OR_RETURN(auto m, ParseMig(gj["migDevices"][mi], gwhere + " migDevices[" + std::to_string(mi) + "]"));
+      NVDRA_ASSIGN_OR_RETURN(auto m,
+                             ParseMig(gj["migDevices"][mi], gwhere + " migDevices[" + std::to_string(mi) + "]"));
       g.migs.push_back(std::move(m));
     }
   }
@@ -190,8 +195,8 @@ void AddGpus(const GpuGroup& group, const std::string& name, int& minor, NodeInv
       m.parent_minor = minor;
       m.parent_uuid = g.uuid;
       if (m.uuid.empty()) {
-        m.uuid = "MIG-" + DeterministicUuid(name + "/mig/" + std::to_string(minor) + "/" +
-                                            std::to_string(m.gi_id) + "/" + std::to_string(m.ci_id));
+        m.uuid = "MIG-" + DeterministicUuid(name + "/mig/" + std::to_string(minor) + "/" + std::to_string(m.gi_id) +
+                                            "/" + std::to_string(m.ci_id));
       }
       g.migs.push_back(std::move(m));
     }
@@ -246,8 +251,8 @@ Result<MockProfile> ParseMockProfile(const std::string& json_text, const std::st
     return InvalidArgument("mock hardware profile " + name + " is not valid JSON: " + e.what());
   }
   const std::string where = "mock hardware profile " + name;
-  NVDRA_RETURN_IF_ERROR(CheckKeys(j, {"driverVersion", "cudaDriverVersion", "clique", "imexChannels", "gpus",
-                                       "fabricPartitions"}, where));
+  NVDRA_RETURN_IF_ERROR(CheckKeys(
+      j, {"driverVersion", "cudaDriverVersion", "clique", "imexChannels", "gpus", "fabricPartitions"}, where));
   MockProfile p;
   p.name = name;
   NodeInventory& inv = p.inventory;
@@ -261,7 +266,8 @@ Result<MockProfile> ParseMockProfile(const std::string& json_text, const std::st
   if (!j.contains("gpus") || !j["gpus"].is_array()) return InvalidArgument(where + ": \"gpus\" must be a list");
   int minor = 0;
   for (size_t gi = 0; gi < j["gpus"].size(); ++gi) {
-    NVDRA_ASSIGN_OR_RETURN(GpuGroup group, ParseGpuGroup(j["gpus"][gi], where + " gpus[" + std::to_string(gi) + "]", inv));
+    NVDRA_ASSIGN_OR_RETURN(GpuGroup group,
+                           ParseGpuGroup(j["gpus"][gi], where + " gpus[" + std::to_string(gi) + "]", inv));
     AddGpus(group, name, minor, inv);
   }
   NVDRA_RETURN_IF_ERROR(CheckDistinctGpus(inv, where));

@@ -24,20 +24,31 @@ TEST(MockProfileTest, RejectsInvalidProfiles) {
   EXPECT_FALSE(ParseMockProfile("{", "x").ok());
   EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":{}})", "x").ok());
   EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[],"bogus":1})", "x").ok()) << "unknown field";
-  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"productName":"a","brand":"b","architecture":"c"}]})", "x").ok())
+  EXPECT_FALSE(
+      ParseMockProfile("{" + base + R"(,"gpus":[{"productName":"a","brand":"b","architecture":"c"}]})", "x").ok())
       << "missing cudaComputeCapability";
   const std::string gpu = R"("productName":"a","brand":"b","architecture":"c","cudaComputeCapability":"8.0")";
-  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"count":2,"pciBusIds":["0000:01:00.0"],)" + gpu + "}]}", "x").ok())
+  EXPECT_FALSE(
+      ParseMockProfile("{" + base + R"(,"gpus":[{"count":2,"pciBusIds":["0000:01:00.0"],)" + gpu + "}]}", "x").ok())
       << "bus id list length";
   EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"migDevices":[],)" + gpu + "}]}", "x").ok())
       << "MIG devices without MIG mode";
-  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"pciBusIds":["0000:01:00.0"],)" + gpu + R"(},{"pciBusIds":["0000:01:00.0"],)" + gpu + "}]}", "x").ok())
+  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"pciBusIds":["0000:01:00.0"],)" + gpu +
+                                    R"(},{"pciBusIds":["0000:01:00.0"],)" + gpu + "}]}",
+                                "x")
+                   .ok())
       << "duplicate bus id";
-  EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"count":2,"pcieRoots":["pci0000:00","pci0000:00"],"numaNodes":[0],)" + gpu + "}]}", "x").ok())
+  EXPECT_FALSE(ParseMockProfile("{" + base +
+                                    R"(,"gpus":[{"count":2,"pcieRoots":["pci0000:00","pci0000:00"],"numaNodes":[0],)" +
+                                    gpu + "}]}",
+                                "x")
+                   .ok())
       << "numaNodes list length";
   EXPECT_FALSE(ParseMockProfile("{" + base + R"(,"gpus":[{"numaNodes":[0],)" + gpu + "}]}", "x").ok())
       << "numaNodes without the pcieRoots their sysfs entry needs";
-  auto numa = ParseMockProfile("{" + base + R"(,"gpus":[{"count":2,"pcieRoots":["pci0000:00","pci0000:80"],"numaNodes":[0,-1],)" + gpu + "}]}", "x");
+  auto numa = ParseMockProfile(
+      "{" + base + R"(,"gpus":[{"count":2,"pcieRoots":["pci0000:00","pci0000:80"],"numaNodes":[0,-1],)" + gpu + "}]}",
+      "x");
   ASSERT_TRUE(numa.ok()) << numa.status().ToString();
   EXPECT_EQ(numa->inventory.gpus[0].numa_node, std::optional<int>(0));
   EXPECT_FALSE(numa->inventory.gpus[1].numa_node.has_value()) << "-1: no NUMA node, as sysfs says it";
@@ -51,7 +62,8 @@ TEST(MockProfileTest, RejectsInvalidProfiles) {
 
 TEST(MockProfileTest, FileProfileUuidsDoNotDependOnDirectory) {
   nvdra::testing::TempDir a, b;
-  std::string text = R"({"driverVersion":"1.2","cudaDriverVersion":"12.0","gpus":[{"productName":"a","brand":"b","architecture":"c","cudaComputeCapability":"8.0"}]})";
+  std::string text =
+      R"({"driverVersion":"1.2","cudaDriverVersion":"12.0","gpus":[{"productName":"a","brand":"b","architecture":"c","cudaComputeCapability":"8.0"}]})";
   ASSERT_TRUE(WriteFileAtomically(a.path() + "/p.json", text).ok());
   ASSERT_TRUE(WriteFileAtomically(b.path() + "/p.json", text).ok());
   auto pa = LoadMockProfile(a.path() + "/p.json");

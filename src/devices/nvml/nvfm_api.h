@@ -39,8 +39,8 @@ typedef struct {
   unsigned int version;
   char addressInfo[FM_MAX_STR_LENGTH];  // "<ip>[:<port>]" or a unix socket path
   unsigned int timeoutMs;
-  unsigned int addressIsUnixSocket;     // deprecated by addressType, still set
-  unsigned int addressType;             // NV_FM_API_ADDR_TYPE_*
+  unsigned int addressIsUnixSocket;  // deprecated by addressType, still set
+  unsigned int addressType;          // NV_FM_API_ADDR_TYPE_*
 } fmConnectParams_t;
 inline constexpr unsigned fmConnectParams_version = static_cast<unsigned>(sizeof(fmConnectParams_t) | (2u << 24));
 
@@ -67,8 +67,8 @@ typedef struct {
   unsigned int maxNumPartitions;
   fmFabricPartitionInfo_t partitionInfo[FM_MAX_FABRIC_PARTITIONS];
 } fmFabricPartitionList_t;
-inline constexpr unsigned fmFabricPartitionList_version =
-    static_cast<unsigned>(sizeof(fmFabricPartitionList_t) | (1u << 24));
+inline constexpr unsigned fmFabricPartitionList_version = static_cast<unsigned>(sizeof(fmFabricPartitionList_t) |
+                                                                                (1u << 24));
 
 static_assert(sizeof(fmConnectParams_t) == 272);
 static_assert(sizeof(fmFabricPartitionGpuInfo_t) == 128);

@@ -146,9 +146,8 @@ Result<std::vector<FabricPartition>> NvfmFabricManager::Partitions() {
   auto list = std::make_unique<fmFabricPartitionList_t>();
   std::memset(list.get(), 0, sizeof *list);
   list->version = fmFabricPartitionList_version;
-  NVDRA_RETURN_IF_ERROR(WithConnection("fmGetSupportedFabricPartitions", [&](fmHandle_t h) {
-    return api_.GetSupportedFabricPartitions(h, list.get());
-  }));
+  NVDRA_RETURN_IF_ERROR(WithConnection("fmGetSupportedFabricPartitions",
+                                       [&](fmHandle_t h) { return api_.GetSupportedFabricPartitions(h, list.get()); }));
   NVDRA_RETURN_IF_ERROR(CheckCount(list->numPartitions, FM_MAX_FABRIC_PARTITIONS, "invalid partition count"));
   std::vector<FabricPartition> out;
   for (unsigned i = 0; i < list->numPartitions; ++i) {

@@ -16,7 +16,7 @@
 namespace nvdra::devices {
 
 struct NvfmConnectOptions {
-  std::string address;       // "<host>[:<port>]", or a socket path with unix_socket
+  std::string address;  // "<host>[:<port>]", or a socket path with unix_socket
   bool unix_socket = true;
   unsigned timeout_ms = 1000;  // go-nvfm's default
 };

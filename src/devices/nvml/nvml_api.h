@@ -138,8 +138,8 @@ typedef struct {
   unsigned int version;
   unsigned int value;  // 0 None, 1 HMM, 2 ATS
 } nvmlDeviceAddressingMode_t;
-inline constexpr unsigned nvmlDeviceAddressingMode_v1 =
-    static_cast<unsigned>(sizeof(nvmlDeviceAddressingMode_t) | (1u << 24));
+inline constexpr unsigned nvmlDeviceAddressingMode_v1 = static_cast<unsigned>(sizeof(nvmlDeviceAddressingMode_t) |
+                                                                              (1u << 24));
 
 typedef struct {
   nvmlDevice_t device;

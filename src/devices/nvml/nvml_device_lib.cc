@@ -8,9 +8,9 @@
 #include <set>
 
 #include "devices/nvcaps.h"
+#include "devices/nvidia_smi_control.h"
 #include "devices/nvml/nvfm_fabric_manager.h"
 #include "devices/nvml/nvml_gpu_control.h"
-#include "devices/nvidia_smi_control.h"
 #include "devices/pcie_root.h"
 #include "util/file_util.h"
 #include "util/log.h"
@@ -20,11 +20,10 @@
 namespace nvdra::devices {
 
 std::string NvmlBrandName(int brand) {
-  static const char* kNames[] = {"Unknown",    "Quadro",    "Tesla",     "NVS",
-                                 "Grid",       "GeForce",   "Titan",     "NvidiaVApps",
-                                 "NvidiaVPC",  "NvidiaVCS", "NvidiaVWS", "NvidiaCloudGaming",
-                                 "QuadroRTX",  "NvidiaRTX", "Nvidia",    "GeForceRTX",
-                                 "TitanRTX"};
+  static const char* kNames[] = {
+      "Unknown",   "Quadro",      "Tesla",     "NVS",        "Grid",      "GeForce",
+      "Titan",     "NvidiaVApps", "NvidiaVPC", "NvidiaVCS",  "NvidiaVWS", "NvidiaCloudGaming",
+      "QuadroRTX", "NvidiaRTX",   "Nvidia",    "GeForceRTX", "TitanRTX"};
   if (brand < 0 || brand >= static_cast<int>(std::size(kNames))) return "Unknown";
   return kNames[brand];
 }
@@ -55,10 +54,8 @@ std::string NormalizePciBusId(const std::string& nvml_bus_id) {
 
 std::string FormatUuidBytes(const unsigned char b[16]) {
   char out[37];
-  std::snprintf(out, sizeof out,
-                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-                b[15]);
+  std::snprintf(out, sizeof out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   return out;
 }
 
@@ -74,8 +71,7 @@ bool AnyGpuNodeExists(const DriverRoot& root) {
   auto names = ListDirectory(root.ContainerDevPath("/dev"));
   if (!names.ok()) return false;
   for (const auto& n : *names) {
-    if (n.size() > 6 && n.compare(0, 6, "nvidia") == 0 &&
-        std::all_of(n.begin() + 6, n.end(), ::isdigit)) {
+    if (n.size() > 6 && n.compare(0, 6, "nvidia") == 0 && std::all_of(n.begin() + 6, n.end(), ::isdigit)) {
       return true;
     }
   }
@@ -87,8 +83,7 @@ std::string ProfileFromNvmlName(const char* name, const nvmlGpuInstanceProfileIn
   std::string n = name;
   if (n.rfind("MIG ", 0) == 0) n = n.substr(4);
   if (!n.empty()) return n;
-  return std::to_string(info.sliceCount) + "g." +
-         std::to_string((info.memorySizeMB + 1023) / 1024) + "gb";
+  return std::to_string(info.sliceCount) + "g." + std::to_string((info.memorySizeMB + 1023) / 1024) + "gb";
 }
 
 }  // namespace
@@ -106,7 +101,9 @@ Result<std::unique_ptr<NvmlDeviceLib>> NvmlDeviceLib::Open(const DeviceLibOption
 }
 
 NvmlDeviceLib::NvmlDeviceLib(DriverRoot root, std::unique_ptr<NvmlLibrary> lib, DeviceLibOptions options)
-    : root_(std::move(root)), lib_(std::move(lib)), options_(std::move(options)),
+    : root_(std::move(root)),
+      lib_(std::move(lib)),
+      options_(std::move(options)),
       proc_devices_(DefaultProcDevices(options_)),
       pci_(std::make_unique<SysfsPciDriverControl>(options_.sysfs_root)) {
   auto smi = root_.FindBinary("nvidia-smi");
@@ -176,13 +173,14 @@ Result<NodeInventory> NvmlDeviceLib::Discover() {
   rc = a.DeviceGetCount(&count);
   if (rc != NVML_SUCCESS) return lib_->Error("nvmlDeviceGetCount_v2", rc);
   if (count == 0 && AnyGpuNodeExists(root_)) {
-    return Unavailable("NVML reports no GPUs but /dev/nvidia<N> nodes exist under " +
-                       root_.ContainerDevRoot() + "; the driver is probably not ready, retrying");
+    return Unavailable("NVML reports no GPUs but /dev/nvidia<N> nodes exist under " + root_.ContainerDevRoot() +
+                       "; the driver is probably not ready, retrying");
   }
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t dev = nullptr;
     rc = a.DeviceGetHandleByIndex(i, &dev);
-    if (rc != NVML_SUCCESS) return lib_->Error("nvmlDeviceGetHandleByIndex_v2", rc).Wrap("GPU index " + std::to_string(i));
+    if (rc != NVML_SUCCESS)
+      return lib_->Error("nvmlDeviceGetHandleByIndex_v2", rc).Wrap("GPU index " + std::to_string(i));
     auto gpu = DiscoverGpu(dev, inv.driver_version, inv.cuda_driver_version);
     if (!gpu.ok()) return gpu.status().Wrap("GPU index " + std::to_string(i));
     inv.gpus.push_back(std::move(*gpu));
@@ -259,8 +257,8 @@ Result<GpuInfo> NvmlDeviceLib::DiscoverGpu(nvmlDevice_t dev, const std::string& 
     }
   }
   // Fabric Manager names GPUs by it; 0 is no module id, as upstream reads it.
-  if (unsigned module = 0; a.DeviceGetModuleId != nullptr && a.DeviceGetModuleId(dev, &module) == NVML_SUCCESS &&
-                           module != 0) {
+  if (unsigned module = 0;
+      a.DeviceGetModuleId != nullptr && a.DeviceGetModuleId(dev, &module) == NVML_SUCCESS && module != 0) {
     g.module_id = static_cast<int>(module);
   }
   unsigned current = 0, pending = 0;
@@ -316,7 +314,8 @@ Status NvmlDeviceLib::DiscoverMigProfiles(nvmlDevice_t dev, GpuInfo& gpu) {
     nvmlReturn_t rc = a.DeviceGetGpuInstanceProfileInfoV(dev, idx, &info);
     if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT) continue;
     if (rc != NVML_SUCCESS) {
-      return lib_->Error("nvmlDeviceGetGpuInstanceProfileInfoV", rc).Wrap("GPU instance profile " + std::to_string(idx));
+      return lib_->Error("nvmlDeviceGetGpuInstanceProfileInfoV", rc)
+          .Wrap("GPU instance profile " + std::to_string(idx));
     }
     std::optional<unsigned> ci = FullSpanComputeInstanceProfile(info.sliceCount);
     if (!ci) continue;
@@ -403,8 +402,8 @@ Status NvmlDeviceLib::DiscoverMigs(nvmlDevice_t dev, GpuInfo& gpu) {
     m.placement_size = static_cast<int>(gi_info.placement.size);
     auto p = profiles.find(gi_info.profileId);
     if (p == profiles.end()) {
-      return Internal("MIG device " + m.uuid + " has GPU instance profile " +
-                      std::to_string(gi_info.profileId) + " that NVML does not list for GPU " + gpu.uuid);
+      return Internal("MIG device " + m.uuid + " has GPU instance profile " + std::to_string(gi_info.profileId) +
+                      " that NVML does not list for GPU " + gpu.uuid);
     }
     const auto& info = p->second;
     m.profile = ProfileFromNvmlName(info.name, info);

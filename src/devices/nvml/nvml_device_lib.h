@@ -48,8 +48,7 @@ class NvmlDeviceLib final : public DeviceLib {
 
  private:
   NvmlDeviceLib(DriverRoot root, std::unique_ptr<NvmlLibrary> lib, DeviceLibOptions options);
-  Result<GpuInfo> DiscoverGpu(nvmlDevice_t dev, const std::string& driver_version,
-                              const std::string& cuda_version);
+  Result<GpuInfo> DiscoverGpu(nvmlDevice_t dev, const std::string& driver_version, const std::string& cuda_version);
   Status DiscoverMigProfiles(nvmlDevice_t dev, GpuInfo& gpu);
   Status DiscoverMigs(nvmlDevice_t dev, GpuInfo& gpu);
   Status DiscoverFabric(nvmlDevice_t dev, GpuInfo& gpu);

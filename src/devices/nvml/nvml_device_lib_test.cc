@@ -5,18 +5,18 @@
 #include "devices/nvml/nvml_library.h"
 
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <limits.h>
 #include <stdlib.h>
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdlib>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
-#include "devices/nvidia_smi_control.h"
 #include "devices/device_info.h"
 #include "devices/device_names.h"
+#include "devices/nvidia_smi_control.h"
 #include "util/file_util.h"
 #include "util/mutex.h"
 #include "util/test_temp_dir.h"
@@ -90,9 +90,10 @@ TEST_F(NvmlDeviceLibTest, DiscoversGpusMigDevicesAndClique) {
   ASSERT_TRUE(MakeDirectories(dir_.path() + "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0").ok());
   ASSERT_TRUE(MakeDirectories(dir_.path() + "/sys/bus/pci/devices").ok());
   ASSERT_EQ(::symlink("../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0",
-                      (dir_.path() + "/sys/bus/pci/devices/0000:3b:00.0").c_str()), 0);
-  ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/numa_node", "1\n")
-                  .ok());
+                      (dir_.path() + "/sys/bus/pci/devices/0000:3b:00.0").c_str()),
+            0);
+  ASSERT_TRUE(
+      WriteFileAtomically(dir_.path() + "/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/numa_node", "1\n").ok());
   auto lib = NvmlDeviceLib::Open(Options());
   ASSERT_TRUE(lib.ok()) << lib.status().ToString();
   auto inv = (*lib)->Discover();
@@ -305,7 +306,8 @@ TEST_F(NvmlDeviceLibTest, NoGpusButDeviceNodesIsUnavailable) {
   ASSERT_TRUE(MakeDirectories(dir_.path() + "/drv/dev").ok());
   ASSERT_TRUE(WriteFileAtomically(dir_.path() + "/drv/dev/nvidiactl", "").ok());
   ASSERT_EQ(::symlink((std::string(NVDRA_FAKE_NVML_ROOT) + "/usr/lib64/libnvidia-ml.so.1").c_str(),
-                      (dir_.path() + "/drv/usr/lib64/libnvidia-ml.so.1").c_str()), 0);
+                      (dir_.path() + "/drv/usr/lib64/libnvidia-ml.so.1").c_str()),
+            0);
   json cfg = BaseConfig();
   cfg["devices"] = json::array();
   Use(cfg);
@@ -368,10 +370,13 @@ TEST_F(NvmlDeviceLibTest, XidWatcherMarksUnregistrableGpuUnmonitored) {
   auto source = (*lib)->NewHealthSource();
   std::vector<DeviceHealthEvent> got;
   Mutex mu;
-  ASSERT_TRUE(source->Start(*inv, [&](const DeviceHealthEvent& e) {
-    MutexLock l(mu);
-    got.push_back(e);
-  }).ok());
+  ASSERT_TRUE(source
+                  ->Start(*inv,
+                          [&](const DeviceHealthEvent& e) {
+                            MutexLock l(mu);
+                            got.push_back(e);
+                          })
+                  .ok());
   source->Stop();
   MutexLock l(mu);
   ASSERT_FALSE(got.empty());
@@ -573,11 +578,11 @@ TEST(NvidiaSmiControlTest, RunsUpstreamCommandLines) {
   EXPECT_FALSE(c.SetTimeSlice("GPU-1", 4).ok());
   EXPECT_FALSE(c.SetComputeMode("GPU-1", "SHARED").ok());
   ASSERT_TRUE(c.SetPersistenceMode("GPU-1", false).ok());
-  EXPECT_EQ(calls, (std::vector<std::string>{
-                       "/driver-root/usr/bin/nvidia-smi -i GPU-1 -c DEFAULT",
-                       "/driver-root/usr/bin/nvidia-smi compute-policy -i GPU-1 --set-timeslice 2",
-                       "/driver-root/usr/bin/nvidia-smi -i GPU-1 -c EXCLUSIVE_PROCESS",
-                       "/driver-root/usr/bin/nvidia-smi -i GPU-1 -pm 0"}));
+  EXPECT_EQ(calls,
+            (std::vector<std::string>{"/driver-root/usr/bin/nvidia-smi -i GPU-1 -c DEFAULT",
+                                      "/driver-root/usr/bin/nvidia-smi compute-policy -i GPU-1 --set-timeslice 2",
+                                      "/driver-root/usr/bin/nvidia-smi -i GPU-1 -c EXCLUSIVE_PROCESS",
+                                      "/driver-root/usr/bin/nvidia-smi -i GPU-1 -pm 0"}));
 }
 
 TEST(NvidiaSmiControlTest, RunCommandReportsFailureWithOutput) {

@@ -200,8 +200,8 @@ Result<std::vector<MigInstance>> NvmlGpuControl::ListMigInstances(const std::str
   return out;
 }
 
-Result<MigInstance> NvmlGpuControl::CreateMigInstance(const std::string& gpu_uuid, int gi_profile_id,
-                                                      int ci_profile_id, int placement_start) {
+Result<MigInstance> NvmlGpuControl::CreateMigInstance(const std::string& gpu_uuid, int gi_profile_id, int ci_profile_id,
+                                                      int placement_start) {
   MutexLock l(mu_);
   const NvmlApi& a = lib_->api();
   NVDRA_ASSIGN_OR_RETURN(auto session, lib_->Open());
@@ -238,7 +238,8 @@ Result<MigInstance> NvmlGpuControl::CreateMigInstance(const std::string& gpu_uui
   if (rc != NVML_SUCCESS) return lib_->Error("nvmlDeviceCreateGpuInstanceWithPlacement", rc).Wrap(what);
   auto undo_gi = [&](Status s) -> Status {
     nvmlReturn_t d = a.GpuInstanceDestroy(gi);
-    if (d != NVML_SUCCESS) return s.Wrap("and destroying the GPU instance again failed: " + lib_->ErrorText("nvmlGpuInstanceDestroy", d));
+    if (d != NVML_SUCCESS)
+      return s.Wrap("and destroying the GPU instance again failed: " + lib_->ErrorText("nvmlGpuInstanceDestroy", d));
     return s;
   };
   nvmlGpuInstanceInfo_t gi_info{};
@@ -287,7 +288,8 @@ Status NvmlGpuControl::DestroyMigInstance(const std::string& gpu_uuid, int gi_id
     if (rc == NVML_SUCCESS) {
       rc = a.ComputeInstanceDestroy(ci);
       if (rc != NVML_SUCCESS) {
-        return lib_->Error("nvmlComputeInstanceDestroy", rc).Wrap("compute instance " + std::to_string(ci_id) + " of " + what);
+        return lib_->Error("nvmlComputeInstanceDestroy", rc)
+            .Wrap("compute instance " + std::to_string(ci_id) + " of " + what);
       }
     } else if (rc != NVML_ERROR_NOT_FOUND) {
       return lib_->Error("nvmlGpuInstanceGetComputeInstanceById", rc).Wrap(what);

@@ -132,12 +132,9 @@ Status NvmlLibrary::Error(const char* call, nvmlReturn_t rc) const {
     case NVML_ERROR_DRIVER_NOT_LOADED:
     case NVML_ERROR_TIMEOUT:
     case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
-    case NVML_ERROR_UNKNOWN:
-      return Unavailable(msg);
-    case NVML_ERROR_NO_PERMISSION:
-      return PermissionDenied(msg);
-    default:
-      return Internal(msg);
+    case NVML_ERROR_UNKNOWN: return Unavailable(msg);
+    case NVML_ERROR_NO_PERMISSION: return PermissionDenied(msg);
+    default: return Internal(msg);
   }
 }
 

@@ -45,9 +45,12 @@ class NvmlLibrary {
    public:
     Session(const NvmlLibrary* lib, std::shared_lock<std::shared_mutex> loaded)
         : lib_(lib), loaded_(std::move(loaded)) {}
-    ~Session() { if (lib_) lib_->api().Shutdown(); }
+    ~Session() {
+      if (lib_) lib_->api().Shutdown();
+    }
     Session(Session&& o) noexcept : lib_(o.lib_), loaded_(std::move(o.loaded_)) { o.lib_ = nullptr; }
     Session(const Session&) = delete;
+
    private:
     const NvmlLibrary* lib_;
     std::shared_lock<std::shared_mutex> loaded_;

@@ -25,11 +25,16 @@ const std::vector<std::string> kIpcMountOptions = {"nosuid", "nodev", "rbind", "
 
 // Where the toolkit looks for driver libraries when the cache does not name them.
 const std::vector<std::string>& LibrarySearchDirs() {
-  static const std::vector<std::string> dirs = {
-      "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-      "/usr/lib/x86_64-linux-gnu/nvidia/current", "/usr/lib/aarch64-linux-gnu/nvidia/current",
-      "/lib64", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
-      "/lib/x86_64-linux-gnu/nvidia/current", "/lib/aarch64-linux-gnu/nvidia/current"};
+  static const std::vector<std::string> dirs = {"/usr/lib64",
+                                                "/usr/lib/x86_64-linux-gnu",
+                                                "/usr/lib/aarch64-linux-gnu",
+                                                "/usr/lib/x86_64-linux-gnu/nvidia/current",
+                                                "/usr/lib/aarch64-linux-gnu/nvidia/current",
+                                                "/lib64",
+                                                "/lib/x86_64-linux-gnu",
+                                                "/lib/aarch64-linux-gnu",
+                                                "/lib/x86_64-linux-gnu/nvidia/current",
+                                                "/lib/aarch64-linux-gnu/nvidia/current"};
   return dirs;
 }
 
@@ -37,9 +42,17 @@ const std::vector<std::string>& LibrarySearchDirs() {
 // getExplicitDriverLibraryMounts list), looked up in the driver's library
 // directories, symlinks resolved.
 const std::vector<std::string>& ExplicitLibraries() {
-  static const std::vector<std::string> libs = {
-      "libEGL.so", "libGL.so", "libGLESv1_CM.so", "libGLESv2.so", "libGLX.so", "libGLdispatch.so",
-      "libOpenCL.so", "libOpenGL.so", "libnvidia-api.so", "libnvidia-egl-xcb.so", "libnvidia-egl-xlib.so"};
+  static const std::vector<std::string> libs = {"libEGL.so",
+                                                "libGL.so",
+                                                "libGLESv1_CM.so",
+                                                "libGLESv2.so",
+                                                "libGLX.so",
+                                                "libGLdispatch.so",
+                                                "libOpenCL.so",
+                                                "libOpenGL.so",
+                                                "libnvidia-api.so",
+                                                "libnvidia-egl-xcb.so",
+                                                "libnvidia-egl-xlib.so"};
   return libs;
 }
 
@@ -47,13 +60,9 @@ const std::vector<std::string>& ExplicitLibraries() {
 // control tool included (an IMEX daemon's container and the workloads that
 // ask it about their domain run them).
 const std::vector<std::string>& Binaries() {
-  static const std::vector<std::string> bins = {"nvidia-smi",
-                                                "nvidia-debugdump",
-                                                "nvidia-persistenced",
-                                                "nvidia-cuda-mps-control",
-                                                "nvidia-cuda-mps-server",
-                                                "nvidia-imex",
-                                                "nvidia-imex-ctl"};
+  static const std::vector<std::string> bins = {
+      "nvidia-smi",  "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server",
+      "nvidia-imex", "nvidia-imex-ctl"};
   return bins;
 }
 
@@ -219,8 +228,7 @@ void AddScannedLibraries(const Finder& f, const std::vector<std::string>& dirs, 
 }
 
 // NotFound unless libcuda or libnvidia-ml of `version` was found.
-Status RequireCoreLibrary(const std::vector<std::string>& libs, const std::string& version,
-                          const std::string& root) {
+Status RequireCoreLibrary(const std::vector<std::string>& libs, const std::string& version, const std::string& root) {
   for (const auto& l : libs) {
     std::string b = Basename(l);
     if (b == "libcuda.so." + version || b == "libnvidia-ml.so." + version) return Status::Ok();

@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "devices/toolkit/ld_cache.h"
 #include "devices/mock/mock_device_lib.h"
 #include "devices/mock/mock_driver_install.h"
+#include "devices/toolkit/ld_cache.h"
 #include "util/file_util.h"
 #include "util/test_temp_dir.h"
 
@@ -40,8 +40,8 @@ class Tree {
     ASSERT_EQ(::symlink(target.c_str(), (root_ + p).c_str()), 0) << p;
   }
   // A library with ldconfig's soname link, and the installer's .so link when `dev`.
-  void Lib(const std::string& dir, const std::string& stem, const std::string& soversion,
-           const std::string& version, bool dev = false) {
+  void Lib(const std::string& dir, const std::string& stem, const std::string& soversion, const std::string& version,
+           bool dev = false) {
     File(dir + "/" + stem + ".so." + version, 0755);
     Link(dir + "/" + stem + ".so." + soversion, stem + ".so." + version);
     if (dev) Link(dir + "/" + stem + ".so", stem + ".so." + soversion);
@@ -109,8 +109,7 @@ TEST(DriverFilesTest, Lib64LayoutFromTheCache) {
   EXPECT_FALSE(Has(files->symlinks, "libnvidia-ml.so.1::/usr/lib64/libnvidia-ml.so"))
       << "no .so link on the host, none in the container";
   EXPECT_EQ(ContainerPaths(files->binaries), std::vector<std::string>{"/usr/bin/nvidia-smi"});
-  EXPECT_EQ(ContainerPaths(files->firmware),
-            std::vector<std::string>{"/lib/firmware/nvidia/570.158.01/gsp_ga10x.bin"});
+  EXPECT_EQ(ContainerPaths(files->firmware), std::vector<std::string>{"/lib/firmware/nvidia/570.158.01/gsp_ga10x.bin"});
   ASSERT_EQ(files->ipc.size(), 1u);
   EXPECT_EQ(files->ipc[0].container_path, "/run/nvidia-persistenced/socket");
   EXPECT_EQ(files->ipc[0].host_path, "/run/nvidia/driver/run/nvidia-persistenced/socket");
@@ -135,9 +134,9 @@ TEST(DriverFilesTest, MultiarchLayoutWithoutCacheReadsDirectories) {
   auto edits = files->Edits("/var/lib/kubelet/plugins/gpu.nvidia.com/nvidia-cdi-hook");
   const cdi::Hook* ld = FindHook(edits, "update-ldcache");
   ASSERT_NE(ld, nullptr);
-  EXPECT_EQ(ld->args, (std::vector<std::string>{"nvidia-cdi-hook", "update-ldcache", "--folder",
-                                                "/usr/lib/x86_64-linux-gnu", "--folder",
-                                                "/usr/lib/x86_64-linux-gnu/vdpau"}));
+  EXPECT_EQ(ld->args,
+            (std::vector<std::string>{"nvidia-cdi-hook", "update-ldcache", "--folder", "/usr/lib/x86_64-linux-gnu",
+                                      "--folder", "/usr/lib/x86_64-linux-gnu/vdpau"}));
 }
 
 TEST(DriverFilesTest, MissingLibraryIsSkippedAndNoCoreLibraryIsNotFound) {
@@ -173,8 +172,7 @@ TEST(DriverFilesTest, TwoVersionsSideBySideTakeNvmls) {
     EXPECT_EQ(m.container_path.find("550"), std::string::npos) << m.container_path;
   }
   EXPECT_EQ(files->libraries.size(), 2u);
-  EXPECT_EQ(ContainerPaths(files->firmware),
-            std::vector<std::string>{"/lib/firmware/nvidia/570.158.01/gsp_ga10x.bin"});
+  EXPECT_EQ(ContainerPaths(files->firmware), std::vector<std::string>{"/lib/firmware/nvidia/570.158.01/gsp_ga10x.bin"});
   auto edits = files->Edits("/hook/nvidia-cdi-hook");
   const cdi::Hook* compat = FindHook(edits, "enable-cuda-compat");
   ASSERT_NE(compat, nullptr);
@@ -324,10 +322,13 @@ TEST(DriverFilesTest, CacheRefreshesWhenTheDriverChanges) {
   t.Lib("/usr/lib64", "libcuda", "1", "550.1");
   std::string version = "550.1";
   int asked = 0;
-  DriverFilesCache cache(DriverRoot(t.root(), "/"), [&]() -> Result<std::string> {
-    asked++;
-    return version;
-  }, "");
+  DriverFilesCache cache(
+      DriverRoot(t.root(), "/"),
+      [&]() -> Result<std::string> {
+        asked++;
+        return version;
+      },
+      "");
   auto a = cache.Files();
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->driver_version, "550.1");
@@ -433,7 +434,8 @@ TEST(DriverFilesTest, CacheTellsOfAToolkitHookThatIsGone) {
   const std::string hook = tmp.path() + "/toolkit/nvidia-cdi-hook";
   ASSERT_TRUE(MakeDirectories(tmp.path() + "/toolkit", 0755).ok());
   ASSERT_TRUE(WriteFileAtomically(hook, "#!/bin/sh\n", 0755, false).ok());
-  DriverFilesCache cache(DriverRoot(t.root(), "/"), [] { return Result<std::string>(std::string("550.1")); }, hook);
+  DriverFilesCache cache(
+      DriverRoot(t.root(), "/"), [] { return Result<std::string>(std::string("550.1")); }, hook);
   ASSERT_TRUE(cache.CommonEdits().ok());
   ASSERT_EQ(::unlink(hook.c_str()), 0);
   ASSERT_TRUE(cache.CommonEdits().ok());

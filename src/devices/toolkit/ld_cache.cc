@@ -108,7 +108,7 @@ std::string RenderLdCache(const std::vector<LdCacheEntry>& entries) {
     PutU32(out, static_cast<uint32_t>(entries[i].flags));
     PutU32(out, offsets[i].first);
     PutU32(out, offsets[i].second);
-    PutU32(out, 0);     // osversion
+    PutU32(out, 0);       // osversion
     out.append(8, '\0');  // hwcap
   }
   out += strings;

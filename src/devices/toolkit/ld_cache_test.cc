@@ -35,10 +35,10 @@ TEST(LdCacheTest, AFifoOrADevicePlantedAsTheCacheIsRefusedWithoutBlocking) {
 }
 
 TEST(LdCacheTest, RoundTrip) {
-  std::vector<LdCacheEntry> in = {{"libcuda.so.1", "/usr/lib64/libcuda.so.1", kLib64},
-                                  {"libfoo.so.2", "/opt/my libs/libfoo.so.2", kLdCacheFlagElfLibc6},
-                                  {"libarm.so.1", "/usr/lib/aarch64-linux-gnu/libarm.so.1",
-                                   kLdCacheFlagElfLibc6 | kLdCacheFlagAarch64Lib64}};
+  std::vector<LdCacheEntry> in = {
+      {"libcuda.so.1", "/usr/lib64/libcuda.so.1", kLib64},
+      {"libfoo.so.2", "/opt/my libs/libfoo.so.2", kLdCacheFlagElfLibc6},
+      {"libarm.so.1", "/usr/lib/aarch64-linux-gnu/libarm.so.1", kLdCacheFlagElfLibc6 | kLdCacheFlagAarch64Lib64}};
   std::string bytes = RenderLdCache(in);
   ASSERT_EQ(bytes.compare(0, 20, "glibc-ld.so.cache1.1"), 0);
   auto out = ParseLdCache(bytes);
@@ -52,10 +52,10 @@ TEST(LdCacheTest, RoundTrip) {
 TEST(LdCacheTest, LegacyTableInFront) {
   std::string newer = RenderLdCache({{"libcuda.so.1", "/lib64/libcuda.so.1", kLib64}});
   std::string file("ld.so-1.7.0\0", 12);
-  PutU32(file, 1);              // one legacy entry
-  PutU32(file, 0x0303);         // flags
-  PutU32(file, 0);              // key
-  PutU32(file, 0);              // value
+  PutU32(file, 1);                                    // one legacy entry
+  PutU32(file, 0x0303);                               // flags
+  PutU32(file, 0);                                    // key
+  PutU32(file, 0);                                    // value
   while (file.size() % 8 != 0) file.push_back('\0');  // 28 -> 32
   file += newer;
   auto out = ParseLdCache(file);
