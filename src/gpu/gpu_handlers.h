@@ -22,6 +22,7 @@
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
 #include "gpu/vfio_type.h"
+#include "util/periodic_worker.h"
 
 namespace nvdra::gpu {
 
@@ -31,6 +32,9 @@ struct GpuFeatureOptions {
   TimeSliceResetOptions resets;
   // How often a GPU that owes a time-slice reset is retried.
   std::chrono::milliseconds reset_retry_period{30'000};
+  // The thread that runs the plug-ins' own periodic work (the plugin's
+  // background group, which must outlive the kind); null: a thread each.
+  PeriodicGroup* background = nullptr;
   // MPS control daemons (mps_strategy.h); without an api, MPS claims fail.
   MpsRuntime mps;
   // --consumable-shares: whether GPUs and MIG devices are published for

@@ -21,7 +21,8 @@ const UndoPieceCodec& TimeSlicingPieceCodec() {
 // what they feed (the slice publisher, the health stream) is taken down.
 class OwedResetRetry final : public devices::DeviceHealthSource {
  public:
-  OwedResetRetry(TimeSliceResets& resets, std::chrono::milliseconds period) : resets_(resets), period_(period) {}
+  OwedResetRetry(TimeSliceResets& resets, std::chrono::milliseconds period, PeriodicGroup* group)
+      : resets_(resets), period_(period), group_(group) {}
   ~OwedResetRetry() override { Stop(); }
 
   Status Start(const devices::NodeInventory&, devices::HealthCallback callback) override {
@@ -36,6 +37,9 @@ class OwedResetRetry final : public devices::DeviceHealthSource {
     o.run_at_start = false;
     o.name = "time-slice reset retry";
     o.thread_name = "reset-retry";
+    // A retry runs only while a GPU owes a reset, which is rare: it shares
+    // the background thread rather than keeping one of its own.
+    o.group = group_;
     worker_ = std::make_unique<PeriodicWorker>(o, [this] { return resets_.RetryOwed(); });
     worker_->Start();
     return Status::Ok();
@@ -48,6 +52,7 @@ class OwedResetRetry final : public devices::DeviceHealthSource {
  private:
   TimeSliceResets& resets_;
   const std::chrono::milliseconds period_;
+  PeriodicGroup* const group_;
   std::unique_ptr<PeriodicWorker> worker_;
 };
 
@@ -64,18 +69,20 @@ class TimeSlicingFeature final : private ResetsHolder, public SharingStrategyFea
         SharingStrategyFeature(std::make_unique<TimeSlicingStrategy>(resets, c.inventory,
                                                                      std::move(shared_with_others)),
                                &TimeSlicingPieceCodec()),
-        period_(c.options.reset_retry_period) {}
+        period_(c.options.reset_retry_period),
+        group_(c.options.background) {}
 
   void DecoratePublished(std::vector<model::PublishedDevice>& devices) const override {
     devices = resets.Decorate(std::move(devices));
   }
   std::unique_ptr<devices::DeviceHealthSource> NewHealthSource() override {
-    return std::make_unique<OwedResetRetry>(resets, period_);
+    return std::make_unique<OwedResetRetry>(resets, period_, group_);
   }
   Status RunOwedWork() override { return resets.RetryOwed(); }
 
  private:
   const std::chrono::milliseconds period_;
+  PeriodicGroup* const group_;
 };
 
 }  // namespace

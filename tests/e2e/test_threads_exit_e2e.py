@@ -103,8 +103,11 @@ class ThreadsAndExitEndToEnd(NodeTestCase):
         return time.monotonic() - t0
 
     def test_bursts_of_8_and_64_claims_stay_within_the_thread_bound(self):
+        # As the Helm chart runs it: the liveness port and the metrics
+        # endpoint are on.
         gpu = self.gpu_plugin(profile=h100_profile(self.node.workdir, 64), reconcile_period=3600,
-                              extra_args=["--kube-api-qps", "1000", "--kube-api-burst", "2000"]).start()
+                              extra_args=["--kube-api-qps", "1000", "--kube-api-burst", "2000",
+                                          "--healthcheck-port", "0", "--http-endpoint", "127.0.0.1:0"]).start()
         wait_for(lambda: self.node.api.slices(GPU_DRIVER), what="slices")
         pid = gpu.proc.pid
         # Idle as a plugin that has served calls is: one claim first, so

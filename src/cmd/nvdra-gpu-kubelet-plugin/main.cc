@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
       "nvdra-gpu-kubelet-plugin", codec,
       [&](plugin::KindContext& ctx) -> Result<std::unique_ptr<driver::DeviceKind>> {
         options.reset_retry_period = std::chrono::seconds(reset_retry_seconds);
+        options.background = &ctx.background;
         options.gates = ctx.gates;
         NVDRA_ASSIGN_OR_RETURN(options.consumable_shares, gpu::ParseConsumableShares(consumable_shares, ctx.gates));
         options.shared_with_others = gpu::SharedWithOthersIn(ctx.claims);
