@@ -96,4 +96,8 @@ void HealthServer::Stop() {
 
 int HealthServer::probe_threads() { return worker_ ? worker_->live_threads() : 0; }
 
+bool HealthServer::WaitUntilNoProbeThreads(std::chrono::steady_clock::time_point deadline) {
+  return !worker_ || worker_->WaitUntilNoThreads(deadline);
+}
+
 }  // namespace nvdra::kubelet

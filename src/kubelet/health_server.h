@@ -32,6 +32,8 @@ class HealthServer {
   void Stop();
   // Threads running probes now: one while checks come, none when idle.
   int probe_threads();
+  // Waits (until `deadline`) for the probe worker to end once checks stop.
+  bool WaitUntilNoProbeThreads(std::chrono::steady_clock::time_point deadline);
 
  private:
   class Service;

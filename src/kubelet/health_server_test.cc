@@ -100,11 +100,8 @@ TEST(HealthServerTest, AProbeThatHangsHoldsNoGrpcThreadAndItsWorkerEndsWhenIdle)
   cv.notify_all();
   blocked.join();
   EXPECT_EQ(Check(port, ""), HealthCheckResponse::SERVING);
-  // The worker's idle exit is two seconds; bounded wait for it.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while ((*h)->probe_threads() > 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // nothing signals a thread's end
-  }
+  // The worker's idle exit is two seconds.
+  EXPECT_TRUE((*h)->WaitUntilNoProbeThreads(std::chrono::steady_clock::now() + std::chrono::seconds(20)));
   EXPECT_EQ((*h)->probe_threads(), 0);
 }
 

@@ -50,6 +50,11 @@ int WorkerPool::live_threads() {
   return static_cast<int>(threads_.size());
 }
 
+bool WorkerPool::WaitUntilNoThreads(std::chrono::steady_clock::time_point deadline) {
+  MutexLock lock(mu_);
+  return all_exited_.WaitUntil(mu_, deadline, [this]() REQUIRES(mu_) { return threads_.empty(); });
+}
+
 void WorkerPool::JoinExited() {
   std::vector<std::thread> done;
   {

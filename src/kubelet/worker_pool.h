@@ -44,6 +44,9 @@ class WorkerPool final : private BlockingRegion::Pool {
   int size() const { return max_; }
   // Threads alive now (for tests and the footprint benchmark's reasoning).
   int live_threads() EXCLUDES(mu_);
+  // Waits until no thread is alive (each one ended after its idle exit) or
+  // `deadline` passed; whether none is.
+  bool WaitUntilNoThreads(std::chrono::steady_clock::time_point deadline) EXCLUDES(mu_);
 
  private:
   void Run() EXCLUDES(mu_);
