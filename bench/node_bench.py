@@ -68,7 +68,7 @@ ROWS = []
 # The plugin's step timer (nvdra_request_step_seconds_total), in the order a
 # prepare runs them; docs/benchmarks.md describes each.
 STEPS = ["dispatch", "rpc_other", "claim_lock", "ledger_read", "claim_get", "config", "append_started",
-         "fdatasync_started", "kind_work", "cdi", "append_final", "gauges", "logging",
+         "fdatasync_started", "kind_work", "cdi", "append_final", "logging",
          "engine_other", "answer"]
 STEP_RE = re.compile(r'^nvdra_request_step_seconds_total\{driver="[^"]*",operation="(\w+)",step="(\w+)"\} (\S+)$')
 CALLS_RE = re.compile(r'^nvdra_request_steps_recorded_total\{driver="[^"]*",operation="(\w+)"\} (\S+)$')

@@ -47,9 +47,13 @@ Engine::Engine(EngineOptions options, ledger::ClaimLedger& ledger, ClaimKind& ki
     std::string t = kind.DeviceType(device);
     return t.empty() ? std::string("unknown") : t;
   });
+  if (metrics_ != nullptr) metrics_->SetGaugeRefresh([this] { RefreshGauges(); });
 }
 
-Engine::~Engine() { ledger_.SetDeviceClassifier(nullptr); }
+Engine::~Engine() {
+  if (metrics_ != nullptr) metrics_->SetGaugeRefresh(nullptr);
+  ledger_.SetDeviceClassifier(nullptr);
+}
 
 std::optional<metrics::StepTimer> Engine::Time(metrics::PrepareStep step) const {
   if (metrics_ == nullptr) return std::nullopt;
@@ -77,7 +81,6 @@ kubelet::PrepareOutcome Engine::PrepareClaim(const model::ClaimRef& claim, Stead
     if (s.permanent() && options_.on_permanent_failure) options_.on_permanent_failure(claim, error);
   }
   request_timer.reset();
-  RefreshGauges();
   return out;
 }
 
@@ -388,7 +391,6 @@ Status Engine::UnprepareClaim(const model::ClaimRef& claim, Steady::time_point d
   ok = s.ok();
   if (!ok && metrics_ != nullptr) metrics_->RecordUnprepareError(metrics::kErrorUnprepareDevices);
   request_timer.reset();
-  RefreshGauges();
   if (s.ok()) return s;
   // The kubelet-facing layer logs the one line of a failed claim.
   return s.Wrap("error unpreparing devices for claim " + claim.ToString());
@@ -456,7 +458,6 @@ Status Engine::CollectGarbage() { return ledger_.CollectGarbage(); }
 
 void Engine::RefreshGauges() {
   if (metrics_ == nullptr) return;
-  TimedStep step(RequestStep::kGauges);
   // The ledger keeps these counts as records are applied: the cost here is
   // the device types and the four states, not the entries in the ledger.
   ledger::LedgerCounts counts = ledger_.Counts();

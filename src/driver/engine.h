@@ -104,7 +104,8 @@ class Engine final : public kubelet::ClaimEngine {
   // be rebuilt is logged and counted in `errors`, its spec left as it was.
   int RewriteClaimSpecs(int* errors) { return recovery_.RewriteClaimSpecs(errors); }
   // Sets the prepared-devices and ledger gauges from the counts the ledger
-  // keeps as records are applied: O(1) in the number of ledger entries.
+  // keeps as records are applied: O(1) in the number of ledger entries. Runs
+  // before each scrape of the metrics, not per request.
   void RefreshGauges();
 
   const std::string& driver() const { return driver_; }

@@ -33,6 +33,10 @@ Result<std::unique_ptr<DraMetrics>> DraMetrics::Create(MetricRegistry& registry,
   NVDRA_RETURN_IF_ERROR(m->AddNvdraFamilies(registry));
   NVDRA_RETURN_IF_ERROR(m->AddRequestStepFamilies(registry));
   m->ResolveSeries();
+  registry.AddRefreshHook([r = m->gauge_refresh_] {
+    MutexLock lock(r->mu);
+    if (r->refresh) r->refresh();
+  });
   return m;
 }
 
@@ -231,6 +235,11 @@ void DraMetrics::SetLedgerClaimCounts(const std::map<std::string, int64_t>& coun
 }
 
 void DraMetrics::SetLedgerBytes(double bytes) { ledger_bytes_series_->Set(bytes); }
+
+void DraMetrics::SetGaugeRefresh(std::function<void()> refresh) {
+  MutexLock lock(gauge_refresh_->mu);
+  gauge_refresh_->refresh = std::move(refresh);
+}
 
 void DraMetrics::RecordReconcileRun(std::string_view result) {
   reconcile_runs_->WithLabels({options_.driver, result}).Inc();

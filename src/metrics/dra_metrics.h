@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -107,6 +108,12 @@ class DraMetrics {
   void SetLedgerClaims(std::string_view state, double n);
   void SetLedgerClaimCounts(const std::map<std::string, int64_t>& counts);
   void SetLedgerBytes(double bytes);
+  // What sets the prepared-devices and ledger gauges, run before each scrape
+  // rather than after each request: the counts cost nothing per claim and
+  // are current when read. Empty clears
+  // it; clearing waits for a refresh in progress, so the owner of `refresh`
+  // may go once this returns.
+  void SetGaugeRefresh(std::function<void()> refresh);
 
   // result: "success" or "error" (others allowed).
   void RecordReconcileRun(std::string_view result);
@@ -164,6 +171,13 @@ class DraMetrics {
   std::array<Counter*, 2> request_steps_recorded_series_{};
   Gauge* ledger_bytes_series_ = nullptr;
   Gauge* stale_completed_series_ = nullptr;
+
+  // Shared with the registry's refresh hook, which may outlive this object.
+  struct GaugeRefresh {
+    Mutex mu;
+    std::function<void()> refresh GUARDED_BY(mu);
+  };
+  std::shared_ptr<GaugeRefresh> gauge_refresh_ = std::make_shared<GaugeRefresh>();
 
   // Every label value ever set, so a full update can zero the ones now absent.
   Mutex seen_mu_;

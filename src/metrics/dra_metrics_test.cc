@@ -173,6 +173,31 @@ TEST(DraMetricsTest, FullCountUpdatesZeroAbsentTypes) {
   EXPECT_EQ(Sample(page, l + "Tombstone\"}"), "0");
 }
 
+TEST(DraMetricsTest, GaugeRefreshRunsAtEachScrapeUntilCleared) {
+  MetricRegistry r;
+  auto m = MakeGpu(r);
+  int64_t held = 0;
+  int refreshes = 0;
+  m->SetGaugeRefresh([&] {
+    ++refreshes;
+    m->SetPreparedDeviceCounts({{"gpu", held}});
+  });
+  const std::string p = "nvidia_dra_prepared_devices{node=\"node-a\",driver=\"accel.example.com\",device_type=\"gpu\"}";
+  held = 3;
+  EXPECT_EQ(Sample(r.Render(), p), "3");
+  held = 1;
+  EXPECT_EQ(Sample(r.Render(), p), "1");
+  EXPECT_EQ(refreshes, 2);
+
+  m->SetGaugeRefresh(nullptr);
+  held = 7;
+  EXPECT_EQ(Sample(r.Render(), p), "1");
+  EXPECT_EQ(refreshes, 2);
+  // The registry may outlive the metrics object: its hook then does nothing.
+  m.reset();
+  EXPECT_NE(r.Render().find("nvidia_dra_prepared_devices"), std::string::npos);
+}
+
 TEST(DraMetricsTest, ReconcileLedgerAndSliceMetrics) {
   MetricRegistry r;
   auto m = MakeGpu(r);

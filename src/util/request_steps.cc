@@ -17,7 +17,6 @@ std::string_view RequestStepName(RequestStep step) {
     case RequestStep::kKindWork: return "kind_work";
     case RequestStep::kCdi: return "cdi";
     case RequestStep::kAppendFinal: return "append_final";
-    case RequestStep::kGauges: return "gauges";
     case RequestStep::kLogging: return "logging";
   }
   return "unknown";

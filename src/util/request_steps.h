@@ -37,7 +37,6 @@ enum class RequestStep : uint8_t {
   kKindWork,       // the device kind's prepare or unprepare
   kCdi,            // building and writing the claim's CDI spec, or removing it
   kAppendFinal,    // the transition that appends PrepareCompleted / the tombstone (no sync wait)
-  kGauges,         // refreshing the ledger and device gauges
   // On either thread.
   kLogging,  // formatting and writing log lines
 };

@@ -81,8 +81,12 @@ void AddFakePluginFlags(CLI::App& app, FakePluginFlags& f) {
 // default, then applies --script.
 Status SetUpEngine(FakeClaimEngine& engine, Mutex& stdout_mu, const std::string& script_file) {
   engine.SetOnStart([&stdout_mu](const std::string& op, const ClaimRef& claim) {
+    // The same line as an object's dump(), without building the object: the
+    // fake plugin is the floor bench/instructions measures plugins against.
+    const std::string line = "{\"started\":" + nlohmann::json(op).dump() +
+                             ",\"uid\":" + nlohmann::json(claim.uid).dump() + "}\n";
     MutexLock lock(stdout_mu);
-    std::cout << nlohmann::json{{"started", op}, {"uid", claim.uid}}.dump() << std::endl;
+    std::cout << line << std::flush;
   });
   FakeClaimBehavior def;
   def.devices.push_back({{"req"}, "fake-pool", "gpu-0", {"k8s.gpu.nvidia.com/device=gpu-0"}, ""});
