@@ -26,7 +26,7 @@ std::optional<HeldClaim> LedgerClaimsView::ViewOf(const ledger::ClaimEntry& e) {
 }
 
 Result<std::vector<HeldClaim>> LedgerClaimsView::HeldClaims() const {
-  NVDRA_ASSIGN_OR_RETURN(std::vector<ledger::ClaimEntry> entries, ledger_.List());
+  NVDRA_ASSIGN_OR_RETURN(std::vector<ledger::ClaimEntry> entries, ledger_.ListHeld());
   std::vector<HeldClaim> out;
   for (const auto& e : entries) {
     if (auto c = ViewOf(e)) out.push_back(std::move(*c));

@@ -138,6 +138,10 @@ class ClaimLedger {
 
   // A fresh view, including writes by other processes. Tombstones included.
   Result<std::vector<ClaimEntry>> List();
+  // The entries that hold devices (every state but the tombstone): what a
+  // kind asks of other claims on a claim's path, so its cost follows the
+  // claims held, not the tombstones kept.
+  Result<std::vector<ClaimEntry>> ListHeld();
   Result<std::optional<ClaimEntry>> Get(const std::string& uid);
   // The state of `uid`'s live entry (nullopt: none), without the
   // cross-process lock when the file shows no record appended by another

@@ -38,6 +38,16 @@ Result<std::vector<ClaimEntry>> ClaimLedger::List() {
   });
 }
 
+Result<std::vector<ClaimEntry>> ClaimLedger::ListHeld() {
+  return Locked([&]() REQUIRES(mu_) -> Result<std::vector<ClaimEntry>> {
+    std::vector<ClaimEntry> out;
+    for (const auto& [uid, e] : state_.entries()) {
+      if (e.state != ClaimState::kTombstone) out.push_back(Decorate(e));
+    }
+    return out;
+  });
+}
+
 Result<std::optional<ClaimEntry>> ClaimLedger::Get(const std::string& uid) {
   return Locked([&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
     const ClaimEntry* e = FindLive(uid);

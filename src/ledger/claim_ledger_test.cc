@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -338,6 +339,27 @@ TEST_F(ClaimLedgerTest, CompletePrepareNeedsTheAttemptThatBeganIt) {
   l.reset();
   l = OpenLedger();
   EXPECT_EQ(MustGet(*l, "uid-a").attempt, third->entry.attempt);
+}
+
+TEST_F(ClaimLedgerTest, ListHeldLeavesTombstonesOut) {
+  auto l = OpenLedger();
+  for (int i = 0; i < 5; ++i) {
+    std::string uid = "uid-" + std::to_string(i);
+    PrepareFully(*l, uid, {"gpu-" + std::to_string(i)});
+    ASSERT_TRUE(l->BeginUnprepare(uid).ok());
+    ASSERT_TRUE(l->FinishUnprepare(uid).ok());
+  }
+  PrepareFully(*l, "uid-held", {"gpu-6"});
+  ASSERT_TRUE(l->BeginPrepare(Request("uid-starting", {"gpu-7"})).ok());
+  PrepareFully(*l, "uid-leaving", {"gpu-5"});
+  ASSERT_TRUE(l->BeginUnprepare("uid-leaving").ok());
+  EXPECT_EQ(l->List()->size(), 8u);
+  auto held = l->ListHeld();
+  ASSERT_TRUE(held.ok());
+  std::vector<std::string> uids;
+  for (const auto& e : *held) uids.push_back(e.uid);
+  std::sort(uids.begin(), uids.end());
+  EXPECT_EQ(uids, (std::vector<std::string>{"uid-held", "uid-leaving", "uid-starting"}));
 }
 
 TEST_F(ClaimLedgerTest, TombstoneExpiresAndIsCollected) {
