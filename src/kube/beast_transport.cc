@@ -34,6 +34,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -377,9 +378,56 @@ http::request<http::string_body> BuildRequest(const ServerUrl& url, const HttpRe
   return m;
 }
 
+// The request of RoundTrip as it goes on the wire, in one piece: the bytes
+// Beast's serializer writes for BuildRequest's message (the same fields in
+// the same order), without building its field list and walking its buffer
+// sequences on every request.
+std::string WireRequest(const ServerUrl& url, const HttpRequest& r, const std::string& token) {
+  const http::verb verb = http::string_to_verb(r.method);
+  const bool sized = !r.body.empty() || verb == http::verb::post || verb == http::verb::put;
+  std::string out;
+  out.reserve(192 + r.method.size() + url.base_path.size() + r.path.size() + url.authority.size() + token.size() +
+              r.body.size());
+  out.append(r.method).append(" ").append(url.base_path).append(r.path).append(" HTTP/1.1\r\n");
+  out.append("Host: ").append(url.authority).append("\r\n");
+  out.append("User-Agent: nvdra\r\nAccept: application/json\r\n");
+  out.append(verb == http::verb::patch ? "Content-Type: application/merge-patch+json\r\n"
+                                       : "Content-Type: application/json\r\n");
+  if (!token.empty()) out.append("Authorization: Bearer ").append(token).append("\r\n");
+  if (sized) out.append("Content-Length: ").append(std::to_string(r.body.size())).append("\r\n");
+  out.append("\r\n");
+  if (sized) out.append(r.body);
+  return out;
+}
+
 template <class Fields>
 void CopyHeaders(const Fields& fields, HttpResponse* out) {
-  for (const auto& f : fields) out->headers[Lower(std::string(f.name_string()))] = std::string(f.value());
+  for (const auto& f : fields) {
+    auto name = f.name_string();
+    std::string key(name.size(), '\0');
+    std::transform(name.begin(), name.end(), key.begin(),
+                   [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });
+    out->headers.insert_or_assign(std::move(key), std::string(f.value()));
+  }
+}
+
+// Reads an answer's header, then its body, in one run of the connection's
+// loop: the body's read starts from the header's completion. The header
+// first: Boost 1.74's string body reserves the announced Content-Length
+// before the body limit is looked at, so an answer announcing more than
+// `limit` is refused here.
+error_code ReadResponse(Connection& c, http::response_parser<http::string_body>& parser, uint64_t limit) {
+  return c.RunOnStream([&](auto& stream, auto handler) {
+    http::async_read_header(stream, c.buffer(), parser,
+                            [&stream, &c, &parser, limit, handler = std::move(handler)](error_code e, size_t) mutable {
+                              if (!e && parser.content_length().value_or(0) > limit) e = http::error::body_limit;
+                              if (e) {
+                                handler(e, size_t{0});
+                                return;
+                              }
+                              http::async_read(stream, c.buffer(), parser, std::move(handler));
+                            });
+  });
 }
 
 // The peer ended the connection before any byte of a response.
@@ -534,12 +582,13 @@ void BeastTransport::Impl::PutIdle(std::unique_ptr<Connection> c) {
 Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
   if (!url_.ok()) return url_.status();
   NVDRA_ASSIGN_OR_RETURN(std::string token, token_.Get());
-  const std::string what = req.method + " " + config_.server + req.path;
+  // Made only for a message: most requests need none.
+  auto what = [&] { return req.method + " " + config_.server + req.path; };
   const auto deadline = SteadyClock::now() + req.timeout;
   auto timed_out = [&](const char* stage) {
-    return DeadlineExceeded(what + ": timed out after " + Millis(req.timeout) + " (" + stage + ")");
+    return DeadlineExceeded(what() + ": timed out after " + Millis(req.timeout) + " (" + stage + ")");
   };
-  auto message = BuildRequest(*url_, req, token, /*sends_json=*/true);
+  const std::string wire = WireRequest(*url_, req, token);
 
   for (int attempt = 1;; ++attempt) {
     std::unique_ptr<Connection> c = attempt == 1 ? TakeIdle() : nullptr;
@@ -547,11 +596,11 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
     if (reused) {
       ++reuses_;
     } else {
-      NVDRA_ASSIGN_OR_RETURN(c, Connect(what, deadline, req.timeout, nullptr));
+      NVDRA_ASSIGN_OR_RETURN(c, Connect(what(), deadline, req.timeout, nullptr));
     }
     c->Tcp().expires_at(deadline);
     error_code ec = c->RunOnStream([&](auto& stream, auto handler) {
-      http::async_write(stream, message, std::move(handler));
+      asio::async_write(stream, asio::buffer(wire), std::move(handler));
     });
     if (ec) {
       if (ec == beast::error::timeout) return timed_out("sending the request");
@@ -561,7 +610,7 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
         ++retries_;
         continue;
       }
-      return Unavailable(what + ": sending the request failed: " + ec.message());
+      return Unavailable(what() + ": sending the request failed: " + ec.message());
     }
 
     const uint64_t limit = req.max_body_bytes == 0 ? kMaxResponseBytes
@@ -569,18 +618,7 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
     http::response_parser<http::string_body> parser;
     parser.body_limit(limit);
     parser.header_limit(kHeaderLimit);
-    // The header first: Boost 1.74's string body reserves the announced
-    // Content-Length before the body limit is looked at, so an answer
-    // announcing more than the limit is refused here.
-    ec = c->RunOnStream([&](auto& stream, auto handler) {
-      http::async_read_header(stream, c->buffer(), parser, std::move(handler));
-    });
-    if (!ec && parser.content_length().value_or(0) > limit) ec = http::error::body_limit;
-    if (!ec) {
-      ec = c->RunOnStream([&](auto& stream, auto handler) {
-        http::async_read(stream, c->buffer(), parser, std::move(handler));
-      });
-    }
+    ec = ReadResponse(*c, parser, limit);
     if (ec) {
       if (ec == beast::error::timeout) return timed_out("waiting for the response");
       // A kept-alive connection the server closed just as the request went
@@ -591,15 +629,15 @@ Result<HttpResponse> BeastTransport::Impl::RoundTrip(const HttpRequest& req) {
         continue;
       }
       if (ec == http::error::body_limit) {
-        return Unavailable(what + ": the answer is larger than " +
+        return Unavailable(what() + ": the answer is larger than " +
                            (limit >= (1u << 20) ? std::to_string(limit >> 20) + " MiB"
                                                 : std::to_string(limit) + " bytes") +
                            ", the most this request reads; refused");
       }
       if (!parser.got_some() && ClosedByPeer(ec)) {
-        return Unavailable(what + ": the server closed the connection without a response (" + ec.message() + ")");
+        return Unavailable(what() + ": the server closed the connection without a response (" + ec.message() + ")");
       }
-      return Unavailable(what + ": reading the response failed: " + ec.message());
+      return Unavailable(what() + ": reading the response failed: " + ec.message());
     }
     auto& m = parser.get();
     HttpResponse resp;

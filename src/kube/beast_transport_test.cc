@@ -217,6 +217,40 @@ TEST(BeastTransportTest, KeepsOneConnectionAliveAcrossRequests) {
   EXPECT_NE(seen[5].find("Content-Length: 7\r\n\r\n{\"a\":1}"), std::string::npos) << seen[5];
 }
 
+// Every request goes out as the fields of HTTP/1.1 in a fixed order, with a
+// Content-Length where there is a body (and on POST and PUT without one),
+// and the content type of a JSON merge patch on PATCH.
+TEST(BeastTransportTest, RequestsGoOutByteForByte) {
+  ScriptedServer server([](int, int, const std::string&) { return ScriptedServer::Action{WithLength("{}")}; });
+  BeastTransport t(PlainConfig(server));
+  const std::string host = "Host: " + server.url().substr(std::string("http://").size()) + "\r\n";
+  const std::string common = "User-Agent: nvdra\r\nAccept: application/json\r\n";
+  const std::string json = "Content-Type: application/json\r\n";
+  const std::string auth = "Authorization: Bearer t0k\r\n";
+  struct Case {
+    HttpRequest request;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {{"GET", "/api/v1/nodes/n1?x=1", ""},
+       "GET /api/v1/nodes/n1?x=1 HTTP/1.1\r\n" + host + common + json + auth + "\r\n"},
+      {{"POST", "/apis/x", ""},
+       "POST /apis/x HTTP/1.1\r\n" + host + common + json + auth + "Content-Length: 0\r\n\r\n"},
+      {{"PUT", "/apis/x", "{\"a\":1}"},
+       "PUT /apis/x HTTP/1.1\r\n" + host + common + json + auth + "Content-Length: 7\r\n\r\n{\"a\":1}"},
+      {{"PATCH", "/apis/x", "{}"},
+       "PATCH /apis/x HTTP/1.1\r\n" + host + common + "Content-Type: application/merge-patch+json\r\n" + auth +
+           "Content-Length: 2\r\n\r\n{}"},
+      {{"DELETE", "/apis/x", ""}, "DELETE /apis/x HTTP/1.1\r\n" + host + common + json + auth + "\r\n"},
+      {{"DELETE", "/apis/x", "{}"},
+       "DELETE /apis/x HTTP/1.1\r\n" + host + common + json + auth + "Content-Length: 2\r\n\r\n{}"},
+  };
+  for (const auto& c : cases) ASSERT_TRUE(t.RoundTrip(c.request).ok()) << c.request.method;
+  auto seen = server.requests();
+  ASSERT_EQ(seen.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(seen[i], cases[i].want);
+}
+
 // The server closed the idle connection (its idle timeout): the next request
 // notices before sending and goes out on a fresh connection, whatever its
 // method.

@@ -131,11 +131,13 @@ Result<HttpResponse> KubeClient::Do(const std::string& method, const std::string
                                     Deadline deadline, uint64_t max_body_bytes) {
   HttpRequest req{method, path, body, options_.request_timeout, max_body_bytes};
   auto backoff = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.initial_backoff);
-  const std::string what = method + " " + path;
-  // What the last attempt got, for the message when the deadline ends retries.
-  std::string last_outcome = "no attempt was made";
+  // What the last attempt got, for the message when the deadline ends
+  // retries; none before the first. Messages are made only when needed:
+  // most requests need none.
+  std::optional<std::string> last_outcome;
   auto past_deadline = [&](const std::string& why) {
-    return DeadlineExceeded(what + ": " + why + " (last attempt: " + last_outcome + "); will retry later");
+    return DeadlineExceeded(method + " " + path + ": " + why +
+                            " (last attempt: " + last_outcome.value_or("no attempt was made") + "); will retry later");
   };
   for (int attempt = 1;; ++attempt) {
     auto wait = limiter_.Reserve();

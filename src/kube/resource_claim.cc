@@ -107,6 +107,11 @@ Status DecodeStatus(const JsonReader& r, std::string_view text, ResourceClaim& c
 }  // namespace
 
 Result<ResourceClaim> DecodeResourceClaim(std::string_view text) {
+  if (auto claim = DecodeResourceClaimFast(text)) return std::move(*claim);
+  return DecodeResourceClaimTree(text);
+}
+
+Result<ResourceClaim> DecodeResourceClaimTree(std::string_view text) {
   // The kind, read off the text before it is parsed: an answer of another
   // kind costs one scan, not a parse of all it holds.
   if (auto raw = FindRawJson(text, {std::string("kind")});

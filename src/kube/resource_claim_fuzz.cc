@@ -1,6 +1,8 @@
 // Fuzz target for the ResourceClaim decoder and the raw-JSON scanner under it:
-// any input must decode or fail cleanly, and for valid JSON the raw bytes we
-// keep for opaque parameters must parse to the same value nlohmann sees.
+// any input must decode or fail cleanly, the one-pass reading must give the
+// tree reading's claim whenever it gives one, and for valid JSON the raw
+// bytes we keep for opaque parameters must parse to the same value nlohmann
+// sees.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -14,6 +16,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   auto claim = nvdra::kube::DecodeResourceClaim(text);
+  // The one-pass reading answers only with the tree reading's claim.
+  if (auto fast = nvdra::kube::DecodeResourceClaimFast(text)) {
+    auto tree = nvdra::kube::DecodeResourceClaimTree(text);
+    if (!tree.ok() || !(*tree == *fast)) std::abort();
+  }
   // Too deep to decode: it must have been refused, and the checks below
   // (recursive comparisons) are not for such documents.
   if (nvdra::JsonNestingDepth(text, nvdra::kMaxJsonDepth) > nvdra::kMaxJsonDepth) {
