@@ -8,6 +8,7 @@
 #include "gpu/fabric_partitions.h"
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_handlers.h"
+#include "gpu/vfio_edits.h"
 #include "util/json_reader.h"
 #include "util/log.h"
 

@@ -45,7 +45,7 @@ class MpsFeature final : public SharingStrategyFeature {
   // A device shared through an MPS daemon gets the daemon's edits too.
   Status AddEdits(const GpuUndo& undo, const GpuContainerEdits&, ClaimEditsDraft& draft) const override {
     for (auto& [device, edits] : draft.devices) {
-      const std::string& uuid = device->mig != nullptr ? device->mig->uuid : device->gpu->uuid;
+      const std::string& uuid = device->uuid;
       for (const auto& daemon : undo.Of<MpsUndo>().daemons) {
         if (std::find(daemon.uuids.begin(), daemon.uuids.end(), uuid) != daemon.uuids.end()) {
           edits.Append(MpsContainerEdits(daemon));

@@ -5,6 +5,7 @@
 // devices; and the sweep of GPUs left on vfio-pci by no record.
 #include "gpu/feature_adapters.h"
 #include "gpu/gpu_handlers.h"
+#include "gpu/vfio_edits.h"
 #include "gpu/vfio_type.h"
 #include "util/log.h"
 
@@ -58,7 +59,7 @@ class PassthroughFeature final : public DeviceTypeFeature {
       api_device = api_device || v.enable_api_device;
       iommufd = iommufd || v.prefer_iommufd;
     }
-    NVDRA_ASSIGN_OR_RETURN(draft.common, edits.VfioCommon(api_device, iommufd && edits.IommuFdEnabled()));
+    NVDRA_ASSIGN_OR_RETURN(draft.common, VfioCommonEdits(edits, api_device, iommufd && edits.IommuFdEnabled()));
     return Status::Ok();
   }
 
