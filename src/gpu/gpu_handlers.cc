@@ -87,6 +87,12 @@ config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates) {
   return rules;
 }
 
+const CheckpointPieces& BuiltinCheckpointPieces() {
+  static const CheckpointPieces* pieces = new CheckpointPieces{MpsCheckpointPiece(), MigCheckpointPiece(),
+                                                               ConsumableSharesCheckpointPiece()};
+  return *pieces;
+}
+
 std::string SharingStrategyOf(const config::Config& config) {
   if (const auto* g = config.As<GpuConfig>()) return g->sharing ? g->sharing->strategy : "";
   if (const auto* m = config.As<MigDeviceConfig>()) return m->sharing ? m->sharing->strategy : "";

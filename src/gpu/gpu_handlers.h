@@ -16,6 +16,7 @@
 #include "gpu/claim_feature.h"
 #include "gpu/consumable_shares.h"
 #include "gpu/fabric_partitions.h"
+#include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/gpu_undo_pieces.h"
 #include "gpu/mps_strategy.h"
@@ -96,6 +97,10 @@ std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::
 // them.
 config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates);
 
+// The plug-ins' parts of the Go driver's checkpoint, in the order their
+// configState members are marshalled.
+const CheckpointPieces& BuiltinCheckpointPieces();
+
 // The plug-ins' factories, each in its plug-in's own file.
 std::unique_ptr<ClaimFeature> NewTimeSlicingFeature(const FeatureContext& context,
                                                     DeviceSharedWithOthers shared_with_others);
@@ -108,6 +113,9 @@ std::unique_ptr<ClaimFeature> NewPassthroughFeature(const FeatureContext& contex
 devices::NodeInventory WithGpusOnVfio(devices::NodeInventory inventory, const config::FeatureGates& gates,
                                       devices::PciDriverControl* pci);
 std::unique_ptr<ClaimFeature> NewConsumableSharesFeature(const ConsumableShares& shares);
+CheckpointPiece MpsCheckpointPiece();
+CheckpointPiece MigCheckpointPiece();
+CheckpointPiece ConsumableSharesCheckpointPiece();
 std::unique_ptr<ClaimFeature> NewFabricFeature(std::shared_ptr<FabricPartitions> fabric,
                                                DeviceSharedWithOthers shared_with_others);
 
