@@ -62,11 +62,11 @@ class MpsFeature final : public SharingStrategyFeature {
 
   Result<int> SweepOrphans(const UndoRecords& records, bool) override {
     return static_cast<MpsStrategy&>(strategy()).SweepOrphans([&]() -> Result<std::vector<MpsDaemonUndo>> {
-      NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> all, records());
+      NVDRA_ASSIGN_OR_RETURN(std::vector<HeldRecord> all, records());
       // Read leniently: an item this version cannot decode (a newer one's)
       // still owns the daemon it names.
       std::vector<MpsDaemonUndo> out;
-      for (const auto& r : all) {
+      for (const auto& [r, origin] : all) {
         if (!r.is_object() || !r.contains(MpsUndo::kKey) || !r[MpsUndo::kKey].is_array()) continue;
         for (const auto& item : r[MpsUndo::kKey]) {
           if (!item.is_object()) continue;
