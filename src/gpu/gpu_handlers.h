@@ -1,6 +1,9 @@
 // Where the GPU kind's plug-ins are registered (claim_feature.h): the device
 // types, the sharing strategies, consumable shares and Fabric Manager
-// partitions, in one list with the gate that enables each. Adding one is
+// partitions, in one list with the gate that enables each, with their
+// decorations of whole GPUs and their parts of the Go driver's checkpoint.
+// With gpu_undo_pieces.cc, the one place outside a plug-in's own files that
+// names the features (docs/architecture.md). Adding one is
 // its own files plus one entry in gpu_handlers.cc (and, with a piece of the
 // undo record, one in gpu_undo_pieces.cc).
 #pragma once
