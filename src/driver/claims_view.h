@@ -28,10 +28,11 @@ enum class HoldState {
 struct HeldClaim {
   std::string uid, ns, name;  // ns and name may be empty (a claim rebuilt or imported)
   HoldState state = HoldState::kPreparing;
-  std::vector<model::AllocationResult> allocation;  // its results for this driver
-  std::vector<std::string> devices;                 // the devices its Prepare returned
-  std::vector<ledger::HeldShare> shares;            // the shares of devices it holds
-  nlohmann::json undo;                              // the kind's own record of the claim
+  std::vector<model::AllocationResult> allocation;             // its results for this driver
+  std::vector<std::string> devices;                            // the devices its Prepare returned
+  std::vector<ledger::HeldShare> shares;                       // the shares of devices it holds
+  nlohmann::json undo;                                         // the kind's own record of the claim
+  ledger::ClaimOrigin origin = ledger::ClaimOrigin::kPrepare;  // where `undo` came from
 };
 
 class ClaimsView {

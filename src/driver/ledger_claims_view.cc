@@ -22,6 +22,7 @@ std::optional<HeldClaim> LedgerClaimsView::ViewOf(const ledger::ClaimEntry& e) {
   for (const auto& d : e.prepared) c.devices.push_back(d.device);
   c.shares = e.shares;
   c.undo = e.undo;
+  c.origin = e.origin;
   return c;
 }
 

@@ -93,10 +93,10 @@ class BeaconFeature final : public ClaimFeature {
   Result<int> SweepOrphans(const UndoRecords& records, bool) override {
     std::vector<std::string> lit;
     for (const auto& e : std::filesystem::directory_iterator(dir_)) lit.push_back(e.path().string());
-    NVDRA_ASSIGN_OR_RETURN(std::vector<json> all, records());
+    NVDRA_ASSIGN_OR_RETURN(std::vector<HeldRecord> all, records());
     std::set<std::string> owned;
     for (const auto& r : all) {
-      auto undo = DecodeGpuUndo(r, {BeaconCodec()});
+      auto undo = DecodeGpuUndo(r.undo, {BeaconCodec()});
       if (!undo.ok()) continue;
       for (const auto& [device, file] : undo->Of<BeaconUndo>().beacons) owned.insert(file);
     }
@@ -186,10 +186,10 @@ TEST_F(BeaconFeatureTest, APlugInOfItsOwnRunsThroughTheKindAndTheEngine) {
 
   // Sweep: a beacon no record names goes; the claim's stays.
   ASSERT_TRUE(WriteFileAtomically(dir_ + "/beacons/uid-gone-gpu-0", "gpu-0\n").ok());
-  UndoRecords records = [&]() -> Result<std::vector<json>> {
+  UndoRecords records = [&]() -> Result<std::vector<HeldRecord>> {
     NVDRA_ASSIGN_OR_RETURN(auto all, (*ledger)->List());
-    std::vector<json> out;
-    for (const auto& e : all) out.push_back(e.undo);
+    std::vector<HeldRecord> out;
+    for (const auto& e : all) out.push_back({e.undo, e.origin});
     return out;
   };
   auto swept = kind->SweepOrphans(records);

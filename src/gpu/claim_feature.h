@@ -35,6 +35,7 @@
 #include "gpu/gpu_container_edits.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/gpu_undo.h"
+#include "ledger/claim_entry.h"
 #include "model/published_device.h"
 #include "util/status.h"
 
@@ -62,8 +63,19 @@ struct ClaimEditsDraft {
   std::optional<cdi::ContainerEdits> common;
 };
 
+// A claim's undo record as a sweep reads it, with where the record came
+// from: one imported from the Go driver's checkpoint or rebuilt from a CDI
+// spec may hold what it does not name. A tombstone's record is null.
+struct HeldRecord {
+  // Implicit from a record alone (one this plugin prepared), as tests list them.
+  HeldRecord(nlohmann::json u = nullptr, ledger::ClaimOrigin o = ledger::ClaimOrigin::kPrepare)
+      : undo(std::move(u)), origin(o) {}
+  nlohmann::json undo;
+  ledger::ClaimOrigin origin;
+};
+
 // The ledger's undo records (of every claim), read when a sweep asks.
-using UndoRecords = std::function<Result<std::vector<nlohmann::json>>()>;
+using UndoRecords = std::function<Result<std::vector<HeldRecord>>()>;
 
 // How a plug-in's sweep runs: its name (logs), whether at start too, and
 // its period where not the reconciler's.

@@ -16,6 +16,7 @@
 #include "config/feature_gates.h"
 #include "driver/claims_view.h"
 #include "driver/device_kind.h"
+#include "gpu/sharing_strategy.h"
 #include "ledger/claim_entry.h"
 #include "model/published_device.h"
 #include "util/status.h"
@@ -36,11 +37,6 @@ struct ConsumableShares {
   bool enabled() const { return mode != ConsumableSharesMode::kDisabled; }
   friend bool operator==(const ConsumableShares&, const ConsumableShares&) = default;
 };
-
-// Whether a live claim other than `claim_uid` still holds `device` (a share
-// of it): Unprepare then leaves what the device's sharers have in common
-// (the time slice) alone, as upstream does.
-using DeviceSharedWithOthers = std::function<bool(const std::string& device, const std::string& claim_uid)>;
 
 // The answer from the node's claims (`claims` must outlive it): another
 // claim holds the device and its Unprepare has not begun, so two sharers

@@ -6,6 +6,7 @@
 #include "gpu/consumable_shares.h"
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_handlers.h"
+#include "gpu/mig_edits.h"
 
 namespace nvdra::gpu {
 

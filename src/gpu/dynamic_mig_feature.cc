@@ -24,11 +24,11 @@ class DynamicMigFeature final : public DeviceTypeFeature {
   Result<int> SweepOrphans(const UndoRecords& records, bool at_start) override {
     return static_cast<DynamicMigType&>(type()).SweepOrphans(
         [&]() -> Result<std::vector<GpuUndo>> {
-          NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> all, records());
+          NVDRA_ASSIGN_OR_RETURN(std::vector<HeldRecord> all, records());
           // Read leniently: a record this version cannot decode still owns
           // what its readable MIG items name.
           std::vector<GpuUndo> out;
-          for (const auto& r : all) {
+          for (const auto& [r, origin] : all) {
             if (!r.is_object() || !r.contains(MigUndo::kKey) || !r[MigUndo::kKey].is_array()) continue;
             const nlohmann::json piece = {{std::string(MigUndo::kKey), r[MigUndo::kKey]}};
             auto decoded = DecodeGpuUndo(piece, {MigPieceCodec()});

@@ -7,6 +7,7 @@
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_published_devices.h"
 #include "gpu/mig_counters.h"
+#include "gpu/mig_edits.h"
 #include "util/failpoint.h"
 #include "util/log.h"
 
@@ -38,8 +39,8 @@ std::vector<GpuDevice> DynamicMigType::Devices(const devices::NodeInventory& inv
                  std::to_string(p.gi_profile_id) + "-" + std::to_string(pl.start);
         d.gpu = &g;
         d.type = this;
-        d.profile = &p;
-        d.placement = &pl;
+        d.partition = true;
+        d.detail = std::make_shared<const DynamicMigPlacement>(p, pl);
         out.push_back(std::move(d));
       }
     }
@@ -53,17 +54,19 @@ model::PublishedDevice DynamicMigType::Publish(const GpuDevice& device) const {
   d.name = device.name;
   d.attributes["type"] = std::string(name());
   d.attributes["parentUUID"] = g.uuid;
-  d.attributes["profile"] = device.profile->profile;
+  const DynamicMigPlacement& at = DetailOf<DynamicMigPlacement>(device);
+  d.attributes["profile"] = at.profile.profile;
   PutCommonGpuAttributes(d, g);
-  d.capacity = MigProfileCapacities(*device.profile);
-  d.consumes_counters.push_back(Consumption(g, d.capacity, device.placement->start, device.placement->size));
+  d.capacity = MigProfileCapacities(at.profile);
+  d.consumes_counters.push_back(Consumption(g, d.capacity, at.placement.start, at.placement.size));
   d.counter_sets.push_back(GpuCounterSet(g));
   return d;
 }
 
 std::vector<std::string> DynamicMigType::Held(const GpuDevice& device) const {
   std::vector<std::string> out = {device.name};
-  for (int i = device.placement->start; i < device.placement->start + device.placement->size; ++i) {
+  const devices::MigPlacement& pl = DetailOf<DynamicMigPlacement>(device).placement;
+  for (int i = pl.start; i < pl.start + pl.size; ++i) {
     out.push_back(MemorySliceResource(device.gpu->minor, i));
   }
   return out;
@@ -84,7 +87,7 @@ Result<cdi::ContainerEdits> DynamicMigType::Edits(const GpuDevice& device, const
     info.uuid = m.uuid;
     info.gi_id = *m.gi_id;
     info.ci_id = *m.ci_id;
-    return edits.Mig(info, device.gpu);
+    return MigEdits(edits, info, device.gpu);
   }
   return NotFound("the claim's record names no MIG device " + device.name);
 }
@@ -95,11 +98,12 @@ Status DynamicMigType::Plan(const std::vector<const GpuDevice*>& devices, GpuUnd
     m.device = d->name;
     m.parent_uuid = d->gpu->uuid;
     m.parent_minor = d->gpu->minor;
-    m.profile = d->profile->profile;
-    m.gi_profile_id = d->profile->gi_profile_id;
-    m.ci_profile_id = d->profile->ci_profile_id;
-    m.placement_start = d->placement->start;
-    m.placement_size = d->placement->size;
+    const DynamicMigPlacement& at = DetailOf<DynamicMigPlacement>(*d);
+    m.profile = at.profile.profile;
+    m.gi_profile_id = at.profile.gi_profile_id;
+    m.ci_profile_id = at.profile.ci_profile_id;
+    m.placement_start = at.placement.start;
+    m.placement_size = at.placement.size;
     undo.Get<MigUndo>().devices.push_back(std::move(m));
   }
   return Status::Ok();
@@ -235,5 +239,32 @@ Result<int> DynamicMigType::SweepOrphans(const UndoRecords& undo_records, bool d
   }
   return destroyed;
 }
+
+namespace {
+
+class DynamicMigDecoration final : public FullGpuDecoration {
+ public:
+  bool Withholds(const devices::GpuInfo& g) const override {
+    return g.mig_enabled && !(devices::DynamicMigCapable(g) && devices::SupportsMigModeToggle(g));
+  }
+  void AddHeld(const GpuDevice& device, std::vector<std::string>& held) const override {
+    if (!devices::DynamicMigCapable(*device.gpu)) return;
+    for (int i = 0; i < devices::MemorySliceCount(*device.gpu); ++i) {
+      held.push_back(MemorySliceResource(device.gpu->minor, i));
+    }
+  }
+  void Decorate(const GpuDevice& device, model::PublishedDevice& d) const override {
+    const devices::GpuInfo& g = *device.gpu;
+    if (!devices::DynamicMigCapable(g)) return;
+    d.capacity = MaxMigCapacities(g);
+    d.counter_sets.push_back(GpuCounterSet(g));
+    d.consumes_counters.push_back(Consumption(g, d.capacity, 0, devices::MemorySliceCount(g)));
+  }
+  using FullGpuDecoration::Decorate;
+};
+
+}  // namespace
+
+std::shared_ptr<const FullGpuDecoration> DynamicMigGpuDecoration() { return std::make_shared<DynamicMigDecoration>(); }
 
 }  // namespace nvdra::gpu

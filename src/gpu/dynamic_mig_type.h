@@ -20,10 +20,19 @@
 #include <functional>
 
 #include "devices/gpu_control.h"
+#include "gpu/full_gpu_type.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/mig_undo.h"
 
 namespace nvdra::gpu {
+
+// The profile and placement a dynamic MIG device would be created at
+// (GpuDevice::detail).
+struct DynamicMigPlacement final : GpuDeviceDetail {
+  DynamicMigPlacement(const devices::MigProfileInfo& p, const devices::MigPlacement& pl) : profile(p), placement(pl) {}
+  const devices::MigProfileInfo& profile;
+  const devices::MigPlacement& placement;
+};
 
 class DynamicMigType final : public GpuDeviceType {
  public:
@@ -63,5 +72,12 @@ class DynamicMigType final : public GpuDeviceType {
   devices::GpuControl* control_;
   const devices::NodeInventory* inventory_;
 };
+
+// What dynamic MIG changes about whole GPUs: a GPU it serves is published
+// as upstream does, whatever its MIG mode when that toggles without a
+// reset, with the largest MIG capacities, consuming all of its counter
+// set, and a claim on it holds all of its memory slices; any other GPU in
+// MIG mode is not published whole.
+std::shared_ptr<const FullGpuDecoration> DynamicMigGpuDecoration();
 
 }  // namespace nvdra::gpu

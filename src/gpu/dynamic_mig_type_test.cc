@@ -301,23 +301,23 @@ TEST_F(DynamicMigTest, TheSweepDestroysMigDevicesNoRecordOwns) {
   ASSERT_TRUE(p.ok());
   ASSERT_TRUE(lib_->control().CreateMigInstance(inventory_.gpus[0].uuid, 9, 2, 4).ok());  // leaked
   ASSERT_TRUE(lib_->control().CreateMigInstance(inventory_.gpus[3].uuid, 0, 4, 0).ok());  // leaked
-  std::vector<nlohmann::json> records = {p->undo, nlohmann::json::parse(R"({"version": 99, "mig": 3})")};
-  auto swept = kind_->SweepOrphans([&]() -> Result<std::vector<nlohmann::json>> { return records; });
+  std::vector<HeldRecord> records = {p->undo, nlohmann::json::parse(R"({"version": 99, "mig": 3})")};
+  auto swept = kind_->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> { return records; });
   ASSERT_TRUE(swept.ok()) << swept.status().ToString();
   EXPECT_EQ(*swept, 2);
   auto left = Instances(0);
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].placement_start, 0);
   EXPECT_TRUE(Instances(3).empty());
-  auto none = kind_->SweepOrphans([&]() -> Result<std::vector<nlohmann::json>> { return records; });
+  auto none = kind_->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> { return records; });
   EXPECT_EQ(*none, 0);
 }
 
 TEST_F(DynamicMigTest, TheSweepAtStartTurnsIdleMigModeOffAsUpstream) {
   ASSERT_TRUE(MigMode(1));
   ASSERT_TRUE(MigMode(3));
-  std::vector<nlohmann::json> records;
-  auto periodic = kind_->SweepOrphans([&]() -> Result<std::vector<nlohmann::json>> { return records; });
+  std::vector<HeldRecord> records;
+  auto periodic = kind_->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> { return records; });
   ASSERT_TRUE(periodic.ok()) << periodic.status().ToString();
   EXPECT_TRUE(MigMode(1)) << "only the pass at start turns MIG mode off";
   // A claim planned on gpu-0 (MIG mode on for it, its device not yet made)
@@ -327,7 +327,7 @@ TEST_F(DynamicMigTest, TheSweepAtStartTurnsIdleMigModeOffAsUpstream) {
   ASSERT_TRUE(plan.ok());
   ASSERT_TRUE(lib_->control().SetMigMode(inventory_.gpus[0].uuid, true).ok());
   records = {plan->undo};
-  auto at_start = kind_->SweepOrphans([&]() -> Result<std::vector<nlohmann::json>> { return records; },
+  auto at_start = kind_->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> { return records; },
                                       /*disable_idle_mig_mode=*/true);
   ASSERT_TRUE(at_start.ok()) << at_start.status().ToString();
   EXPECT_TRUE(MigMode(0)) << "a record names a placement on it";

@@ -8,6 +8,7 @@
 #include "gpu/fabric_partitions.h"
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_handlers.h"
+#include "gpu/vfio_edits.h"
 #include "util/json_reader.h"
 #include "util/log.h"
 
@@ -110,16 +111,16 @@ Status FabricFeature::Undo(const std::string& claim_uid, const GpuUndo& undo) {
 Result<int> FabricFeature::SweepOrphans(const UndoRecords& records, bool) {
   if (fabric_ == nullptr) return 0;
   return fabric_->SweepOrphans([&]() -> Result<FabricPartitions::Owners> {
-    NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> all, records());
+    NVDRA_ASSIGN_OR_RETURN(std::vector<HeldRecord> all, records());
     // Read leniently: a record this version cannot decode still owns the
     // partition it names. One imported from the Go driver's checkpoint, or
     // rebuilt from a CDI spec, may hold a partition it does not name (a
     // tombstone's record is null: it holds nothing).
     const std::string key(FabricUndo::kKey);
     FabricPartitions::Owners owners;
-    for (const auto& r : all) {
+    for (const auto& [r, origin] : all) {
       if (!r.is_object()) continue;
-      const bool foreign = r.contains("legacyCheckpoint") || r.contains("rebuilt");
+      const bool foreign = origin != ledger::ClaimOrigin::kPrepare;
       if (foreign && !r.contains(key)) owners.unknown = true;
       if (!r.contains(key)) continue;
       const auto& f = r[key];

@@ -232,9 +232,9 @@ TEST_F(FabricPartitionsTest, SweepDeactivatesOnlyPartitionsNoRecordNames) {
   // cannot otherwise read still owns the partition it names.
   json newer = {{"version", 9}, {"devices", "not a list"}, {"fabricPartition", {{"id", 5}}}};
   int asked = 0;
-  auto swept = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
+  auto swept = kind_->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> {
     ++asked;
-    return std::vector<json>{newer};
+    return std::vector<HeldRecord>{newer};
   });
   ASSERT_TRUE(swept.ok()) << swept.status().ToString();
   EXPECT_EQ(*swept, 1);
@@ -244,17 +244,18 @@ TEST_F(FabricPartitionsTest, SweepDeactivatesOnlyPartitionsNoRecordNames) {
   // CDI spec) names no partition but may hold one: nothing is swept while
   // it lives. A tombstone's null record holds nothing.
   ASSERT_TRUE(kind_->Prepare(gone, *gone_plan).ok());
-  for (const json& foreign : {json{{"version", 1}, {"devices", json::array()}, {"legacyCheckpoint", {{"x", 1}}}},
-                              json{{"rebuilt", {{"from", "spec"}}}}}) {
-    auto kept_by_import = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
-      return std::vector<json>{kept_plan->undo, foreign, json()};
+  for (const HeldRecord& foreign :
+       {HeldRecord(json{{"version", 1}, {"devices", json::array()}}, ledger::ClaimOrigin::kLegacyCheckpoint),
+        HeldRecord(json{{"version", 1}, {"devices", {"gpu-2"}}}, ledger::ClaimOrigin::kRebuilt)}) {
+    auto kept_by_import = kind_->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> {
+      return std::vector<HeldRecord>{kept_plan->undo, foreign, json()};
     });
     ASSERT_TRUE(kept_by_import.ok());
-    EXPECT_EQ(*kept_by_import, 0) << foreign.dump();
+    EXPECT_EQ(*kept_by_import, 0) << foreign.undo.dump();
     EXPECT_EQ(Active(), (std::vector<int>{5, 6}));
   }
-  auto tombstone = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
-    return std::vector<json>{kept_plan->undo, json()};
+  auto tombstone = kind_->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> {
+    return std::vector<HeldRecord>{kept_plan->undo, json()};
   });
   ASSERT_TRUE(tombstone.ok());
   EXPECT_EQ(*tombstone, 1);
@@ -262,9 +263,9 @@ TEST_F(FabricPartitionsTest, SweepDeactivatesOnlyPartitionsNoRecordNames) {
   asked = 0;
   // Once nothing is active, the sweep does not even read the records.
   ASSERT_TRUE(kind_->Unprepare("uid-k", kept_plan->undo).ok());
-  auto none = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
+  auto none = kind_->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> {
     ++asked;
-    return std::vector<json>{};
+    return std::vector<HeldRecord>{};
   });
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(*none, 0);
@@ -280,7 +281,9 @@ TEST_F(FabricPartitionsTest, ActivationOutlivesThePluginAndAKindWithoutTheGateLe
   kind_.reset();
   // A new plugin on the same node sees the partition active and owned.
   auto again = NewKind(gates_, true);
-  auto swept = again->SweepOrphans([&]() -> Result<std::vector<json>> { return std::vector<json>{prepared->undo}; });
+  auto swept = again->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> {
+    return std::vector<HeldRecord>{prepared->undo};
+  });
   ASSERT_TRUE(swept.ok());
   EXPECT_EQ(*swept, 0);
   EXPECT_EQ(Active(), std::vector<int>{7});

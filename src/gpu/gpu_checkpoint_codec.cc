@@ -1,14 +1,12 @@
 #include "gpu/gpu_checkpoint_codec.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 
-#include "config/quantity.h"
 #include "gpu/gpu_config_kinds.h"
 #include "gpu/gpu_device_types.h"
+#include "gpu/gpu_handlers.h"
 #include "gpu/gpu_undo.h"
-#include "gpu/mps_undo.h"
 #include "gpu/time_slicing_undo.h"
 #include "ledger/go_json.h"
 #include "ledger/legacy_checkpoint.h"
@@ -54,6 +52,8 @@ bool TimeSliceApplied(const ledger::UpstreamPreparedGroup& g, const ledger::Upst
 
 }  // namespace
 
+GpuCheckpointCodec::GpuCheckpointCodec() : pieces_(BuiltinCheckpointPieces()) {}
+
 std::string GpuCheckpointCodec::driver_name() const { return kDriverName; }
 
 std::string GpuCheckpointCodec::HeldByAnotherClaim(const std::string& resource, const std::string& holder,
@@ -69,15 +69,24 @@ std::optional<std::string> GpuCheckpointCodec::UpstreamPreparedDevices(const led
       if (ts.is_object()) uuids[ts.value("device", "")] = ts.value("uuid", "");
     }
   }
+  std::string members, state;
+  for (const auto& p : pieces_) {
+    members += p.whole_gpu_members;
+    state += p.empty_config_state;
+  }
   std::string devs;
   for (const auto& d : e.prepared) {
-    // Only full GPUs: the Go driver's MIG groups need facts this driver does not record.
-    if (d.device.rfind("gpu-", 0) != 0 || d.device.find("-mig-") != std::string::npos) return std::nullopt;
+    // Only whole GPUs: the Go driver's other groups need facts this driver does not record.
+    if (d.device.rfind("gpu-", 0) != 0) return std::nullopt;
+    for (const auto& p : pieces_) {
+      if (p.undescribable && p.undescribable(d.device)) return std::nullopt;
+    }
     if (!devs.empty()) devs += ",";
     devs += "{\"gpu\":{\"info\":{\"uuid\":" + ledger::GoString(uuids[d.device]) +
-            "},\"device\":" + ledger::GoCheckpointedDevice(d) + "},\"mig\":null}";
+            "},\"device\":" + ledger::GoCheckpointedDevice(d) + "}" + members + "}";
   }
-  return "[{\"devices\":[" + devs + "],\"configState\":{\"mpsControlDaemonID\":\"\"}}]";
+  if (!state.empty()) state.erase(0, 1);  // the first member's comma
+  return "[{\"devices\":[" + devs + "],\"configState\":{" + state + "}}]";
 }
 
 std::string GpuCheckpointCodec::UpstreamConfigState(std::string_view raw, ledger::UpstreamRelease release) const {
@@ -96,12 +105,8 @@ std::string GpuCheckpointCodec::UpstreamConfigState(std::string_view raw, ledger
   auto add = [&](const char* key, std::string_view value) {
     out += (out.size() > 1 ? ",\"" : "\"") + std::string(key) + "\":" + std::string(value);
   };
-  std::string_view id = value_of("mpsControlDaemonID");
-  if (id.empty() || id == "null") id = "\"\"";
-  if (release != UpstreamRelease::kMain || id != "\"\"") add("mpsControlDaemonID", id);
-  if (release == UpstreamRelease::kMain) {
-    std::string_view mps = value_of("mpsApplied");
-    if (!mps.empty() && mps != "null") add("mpsApplied", mps);
+  for (const auto& p : pieces_) {
+    if (p.config_state) p.config_state(value_of, release, add);
   }
   if (release >= UpstreamRelease::kV0_4_1) {
     std::string_view ts = value_of("timeSliceApplied");
@@ -113,29 +118,12 @@ std::string GpuCheckpointCodec::UpstreamConfigState(std::string_view raw, ledger
 nlohmann::json GpuCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const {
   GpuUndo undo;  // devices stay empty: the entry's prepared devices name them
   for (const auto& g : claim.groups) {
-    // The MPS control daemon the Go driver started for the group: its id
-    // (the same as nvdra's for the same claim and devices), and the GPUs
-    // whose compute mode it set. The namespace and directory are the
-    // plugin's (GpuKind fills them in).
-    const std::string mps_id = g.config_state.is_object() ? ledger::GoStr(g.config_state, {"mpsControlDaemonID"}) : "";
-    if (!mps_id.empty()) {
-      MpsDaemonUndo d;
-      d.id = mps_id;
-      d.deployment = "mps-control-daemon-" + mps_id;
-      for (const auto& dev : g.devices) {
-        const nlohmann::json* info = ledger::GoField(dev.member, {dev.type == "mig" ? "concrete" : "info"});
-        std::string uuid = info == nullptr ? "" : ledger::GoStr(*info, {dev.type == "mig" ? "migUUID" : "uuid"});
-        if (uuid.empty()) continue;
-        d.uuids.push_back(uuid);
-        if (dev.type == "gpu") d.exclusive_process.push_back(uuid);
-      }
-      std::sort(d.uuids.begin(), d.uuids.end());
-      std::sort(d.exclusive_process.begin(), d.exclusive_process.end());
-      undo.Get<MpsUndo>().daemons.push_back(std::move(d));
+    for (const auto& p : pieces_) {
+      if (p.import) p.import(g, undo);
     }
     std::optional<int> interval;
     if (!TimeSliceApplied(g, claim, interval)) continue;
-    // Only full GPUs: upstream never sets the time slice through a MIG device.
+    // Only whole GPUs: upstream sets the time slice through no other device.
     for (const auto& d : g.devices) {
       if (d.type != "gpu") continue;
       const nlohmann::json* info = ledger::GoField(d.member, {"info"});
@@ -150,16 +138,8 @@ nlohmann::json GpuCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e, const
 
 std::vector<ledger::HeldShare> GpuCheckpointCodec::ImportShares(const ledger::ClaimEntry& e) const {
   std::vector<ledger::HeldShare> out;
-  for (const auto& a : e.allocation) {
-    if (a.share_id.empty() || a.admin_access) continue;
-    ledger::HeldShare s;
-    s.resource = a.device;
-    s.share_id = a.share_id;
-    for (const auto& [name, text] : a.consumed_capacity) {
-      auto q = config::Quantity::Parse(text);
-      s.consumed[name] = q.ok() ? q->value() : std::numeric_limits<int64_t>::max();
-    }
-    out.push_back(std::move(s));
+  for (const auto& p : pieces_) {
+    if (p.import_held) p.import_held(e, out);
   }
   return out;
 }

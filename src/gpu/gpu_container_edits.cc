@@ -57,46 +57,6 @@ Result<cdi::ContainerEdits> GpuContainerEdits::FullGpu(const devices::GpuInfo& g
   return e;
 }
 
-Result<cdi::ContainerEdits> GpuContainerEdits::Mig(const devices::MigDeviceInfo& mig,
-                                                   const devices::GpuInfo* parent_gpu) const {
-  cdi::ContainerEdits e;
-  if (parent_gpu != nullptr) {
-    NVDRA_ASSIGN_OR_RETURN(e, FullGpu(*parent_gpu));
-  } else {
-    NVDRA_ASSIGN_OR_RETURN(auto parent, src_.nodes.Existing("/dev/nvidia" + std::to_string(mig.parent_minor)));
-    e.device_nodes.push_back(parent);
-  }
-  NVDRA_ASSIGN_OR_RETURN(auto gi, src_.nodes.Capability(devices::MigGiAccessPath(mig.parent_minor, mig.gi_id)));
-  NVDRA_ASSIGN_OR_RETURN(auto ci,
-                         src_.nodes.Capability(devices::MigCiAccessPath(mig.parent_minor, mig.gi_id, mig.ci_id)));
-  e.device_nodes.push_back(gi);
-  e.device_nodes.push_back(ci);
-  return e;
-}
-
-Result<cdi::ContainerEdits> GpuContainerEdits::Vfio(int iommu_group, bool iommufd, const std::string& cdev) const {
-  cdi::ContainerEdits e;
-  if (iommufd) {
-    if (!cdev.starts_with("vfio")) return FailedPrecondition("missing iommufd cdev for the GPU");
-    NVDRA_ASSIGN_OR_RETURN(auto n, src_.nodes.Existing("/dev/vfio/devices/" + cdev));
-    e.device_nodes.push_back(n);
-    return e;
-  }
-  NVDRA_ASSIGN_OR_RETURN(auto n, src_.nodes.Existing("/dev/vfio/" + std::to_string(iommu_group)));
-  e.device_nodes.push_back(n);
-  return e;
-}
-
-Result<cdi::ContainerEdits> GpuContainerEdits::VfioCommon(bool enable_api_device, bool iommufd) const {
-  cdi::ContainerEdits e;
-  // So that the NVIDIA container runtime does not act on it beside CDI.
-  e.env.push_back("NVIDIA_VISIBLE_DEVICES=void");
-  if (!enable_api_device) return e;
-  NVDRA_ASSIGN_OR_RETURN(auto n, src_.nodes.Existing(iommufd ? "/dev/iommu" : "/dev/vfio/vfio"));
-  e.device_nodes.push_back(n);
-  return e;
-}
-
 bool GpuContainerEdits::IommuFdEnabled() const { return src_.nodes.Existing("/dev/iommu").ok(); }
 
 }  // namespace nvdra::gpu

@@ -1,4 +1,4 @@
-// What a GPU or MIG claim's containers get: the device nodes (checked
+// What a GPU claim's containers get: the device nodes (checked
 // against the dev root, so a missing node fails Prepare instead of container
 // start) and, with driver files attached, the driver's libraries, binaries,
 // firmware, IPC sockets and hooks, plus each GPU's DRM nodes, as the NVIDIA
@@ -25,23 +25,15 @@ class GpuContainerEdits {
   // /dev/nvidia<minor>, and the GPU's DRM nodes (with a create-symlinks
   // hook for their /dev/dri/by-path links when hooks are on).
   Result<cdi::ContainerEdits> FullGpu(const devices::GpuInfo& gpu) const;
-  // The parent's edits (FullGpu of `parent` when given, else its
-  // /dev/nvidia<minor>) plus the GI and CI capability nodes.
-  Result<cdi::ContainerEdits> Mig(const devices::MigDeviceInfo& mig, const devices::GpuInfo* parent = nullptr) const;
 
-  // A GPU passed through (VFIO), as upstream's vfio CDI handler: its
-  // IOMMU group's /dev/vfio/<group>, or with `iommufd` its
-  // /dev/vfio/devices/<cdev> (vfio<N>).
-  Result<cdi::ContainerEdits> Vfio(int iommu_group, bool iommufd, const std::string& cdev) const;
-  // What a passthrough claim's containers share instead of Common():
-  // NVIDIA_VISIBLE_DEVICES=void and, when the API device is asked for,
-  // /dev/iommu (iommufd) or /dev/vfio/vfio.
-  Result<cdi::ContainerEdits> VfioCommon(bool enable_api_device, bool iommufd) const;
   // Whether /dev/iommu exists under the dev root (upstream's test for
   // iommufd support).
   bool IommuFdEnabled() const;
 
   devices::DriverFilesCache* driver_files() const { return src_.driver_files.get(); }
+  // The checked device nodes, which a device type builds its own devices'
+  // edits from.
+  const devices::DeviceNodes& nodes() const { return src_.nodes; }
 
  private:
   // The last Common(): a claim spec carries every mount of the driver's

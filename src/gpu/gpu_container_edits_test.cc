@@ -17,6 +17,7 @@
 #include "cdi/testdata/golden.h"
 #include "devices/device_names.h"
 #include "devices/mock/mock_node_fixture.h"
+#include "gpu/mig_edits.h"
 #include "util/file_util.h"
 #include "util/test_paths.h"
 
@@ -63,7 +64,7 @@ TEST(GpuContainerEditsTest, MigClaimSpec) {
   auto common = f.edits.Common();
   ASSERT_TRUE(common.ok());
   const devices::MigDeviceInfo& m = f.inv.gpus[2].migs[2];  // 1g.5gb, gi 9
-  auto e = f.edits.Mig(m);
+  auto e = MigEdits(f.edits, m);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   ASSERT_EQ(e->device_nodes.size(), 3u);
   EXPECT_EQ(e->device_nodes[0].path, "/dev/nvidia2");
@@ -111,7 +112,7 @@ TEST(GpuContainerEditsTest, RegularFileIsNotANodeOnRealHardware) {
 TEST(GpuContainerEditsTest, MissingCapsMajorFailsMig) {
   Node f("a100-mig");
   ASSERT_TRUE(WriteFileAtomically(f.lib->proc_devices_path(), "Character devices:\n195 nvidia-frontend\n").ok());
-  auto e = f.edits.Mig(f.inv.gpus[2].migs[0]);
+  auto e = MigEdits(f.edits, f.inv.gpus[2].migs[0]);
   EXPECT_EQ(e.status().code(), StatusCode::kNotFound);
   EXPECT_NE(e.status().message().find("nvidia-caps"), std::string::npos);
 }

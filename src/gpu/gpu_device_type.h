@@ -8,6 +8,7 @@
 // per-type code: a new type is a new file plus one line in gpu_handlers.cc.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,21 +28,42 @@ namespace nvdra::gpu {
 
 class GpuDeviceType;
 
+// What a type knows of one of its devices beyond what every device has
+// (where inside its GPU it lies, say): set by the type that serves the
+// device and read by that type alone (DetailOf), so that no other file
+// needs to know it.
+struct GpuDeviceDetail {
+  virtual ~GpuDeviceDetail() = default;
+};
+
 // One device of the node as a type publishes it.
 struct GpuDevice {
-  std::string name;                             // "gpu-0", "gpu-0-mig-1g10gb-19-0"
-  const devices::GpuInfo* gpu = nullptr;        // the physical GPU
-  const devices::MigDeviceInfo* mig = nullptr;  // the MIG device, for MIG types
+  std::string name;                       // as published: "gpu-0", ...
+  const devices::GpuInfo* gpu = nullptr;  // the physical GPU
   const GpuDeviceType* type = nullptr;
-  // Dynamic MIG: the profile and placement the device would be created at.
-  const devices::MigProfileInfo* profile = nullptr;
-  const devices::MigPlacement* placement = nullptr;
-  // Passthrough: the GPU's other name ("gpu-vfio-<i>" of gpu-<minor>, and
-  // back), which a claim on either holds too, so that a claim that holds
-  // only the other name (one imported from the Go driver's checkpoint)
-  // still refuses it. Empty without a twin.
+  // A partition of `gpu` (a device of its own inside it) rather than all
+  // of it: the sharing strategies set a GPU's own settings only on a whole
+  // GPU.
+  bool partition = false;
+  // The device's own UUID: the GPU's, or the partition's; empty for a
+  // partition that Prepare creates.
+  std::string uuid = {};
+  // The type's own detail (null: none).
+  std::shared_ptr<const GpuDeviceDetail> detail = {};
+  // A second name of the same hardware under another type, which a claim
+  // on either holds too, so that a claim that holds only the other name
+  // (one imported from the Go driver's checkpoint) still refuses it. Empty
+  // without one.
   std::string twin = {};
 };
+
+// `device`'s detail, which its type set as a T (only that type calls this,
+// for a device it serves, so the cast is checked by construction and costs
+// nothing).
+template <class T>
+const T& DetailOf(const GpuDevice& device) {
+  return static_cast<const T&>(*device.detail);
+}
 
 // The claim's devices by name, as Plan sees them.
 class GpuDeviceLookup {
@@ -54,7 +76,7 @@ class GpuDeviceType {
  public:
   virtual ~GpuDeviceType() = default;
 
-  // "gpu", "mig", ...: the published `type` attribute, and the type the
+  // "gpu", ...: the published `type` attribute, and the type the
   // config resolver and upstream's errors use.
   virtual std::string_view name() const = 0;
   // The config kind that applies to this type (config::KindOf).

@@ -1,5 +1,6 @@
-// The GPU kind's device types, as upstream names them in errors, metrics
-// and the published `type` attribute.
+// The GPU kind's driver name and its whole-GPU device type, as upstream
+// names them in errors, metrics and the published `type` attribute. Every
+// other type's name is its plug-in's own (gpu_handlers.cc lists them).
 #pragma once
 
 #include <string_view>
@@ -9,7 +10,5 @@ namespace nvdra::gpu {
 inline constexpr const char* kDriverName = "gpu.nvidia.com";
 
 inline constexpr std::string_view kDeviceTypeGpu = "gpu";
-inline constexpr std::string_view kDeviceTypeMig = "mig";
-inline constexpr std::string_view kDeviceTypeVfio = "vfio";
 
 }  // namespace nvdra::gpu

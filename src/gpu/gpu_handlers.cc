@@ -12,6 +12,14 @@ namespace nvdra::gpu {
 
 namespace {
 
+// What the other plug-ins change about whole GPUs.
+FullGpuDecorations WholeGpuDecorations(bool dynamic_mig, bool passthrough) {
+  FullGpuDecorations out;
+  out.push_back(dynamic_mig ? DynamicMigGpuDecoration() : StaticMigGpuDecoration());
+  if (passthrough) out.push_back(PassthroughGpuDecoration());
+  return out;
+}
+
 // The device types, in the order of RegisteredDeviceTypes. Dynamic MIG and
 // passthrough are registered with their gate off too: a record still
 // names what they created.
@@ -20,7 +28,8 @@ void AddDeviceTypes(const FeatureContext& c, FeatureList& out) {
   const bool passthrough = c.gates.Enabled(config::Gate::kPassthroughSupport);
   out.push_back({NewDynamicMigFeature(&c.control, &c.inventory), dynamic_mig});
   out.push_back({std::make_unique<DeviceTypeFeature>(std::make_unique<StaticMigType>()), !dynamic_mig});
-  out.push_back({std::make_unique<DeviceTypeFeature>(std::make_unique<FullGpuType>(dynamic_mig, passthrough)), true});
+  auto full = std::make_unique<FullGpuType>(WholeGpuDecorations(dynamic_mig, passthrough));
+  out.push_back({std::make_unique<DeviceTypeFeature>(std::move(full)), true});
   out.push_back({NewPassthroughFeature(c, passthrough), passthrough});
 }
 
@@ -59,7 +68,7 @@ std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::
     t.push_back(std::make_unique<StaticMigType>());
   }
   const bool passthrough = gates.Enabled(config::Gate::kPassthroughSupport);
-  t.push_back(std::make_unique<FullGpuType>(dynamic_mig, passthrough));
+  t.push_back(std::make_unique<FullGpuType>(WholeGpuDecorations(dynamic_mig, passthrough)));
   if (passthrough) {
     t.push_back(std::make_unique<VfioType>(context.pci, context.iommufd_enabled,
                                            context.passthrough ? *context.passthrough : PassthroughHost{},
@@ -76,6 +85,12 @@ config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates) {
     if (auto d = type->DefaultConfig(gates)) rules.defaults.push_back(std::move(*d));
   }
   return rules;
+}
+
+const CheckpointPieces& BuiltinCheckpointPieces() {
+  static const CheckpointPieces* pieces = new CheckpointPieces{MpsCheckpointPiece(), MigCheckpointPiece(),
+                                                               ConsumableSharesCheckpointPiece()};
+  return *pieces;
 }
 
 std::string SharingStrategyOf(const config::Config& config) {

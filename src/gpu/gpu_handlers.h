@@ -1,6 +1,9 @@
 // Where the GPU kind's plug-ins are registered (claim_feature.h): the device
 // types, the sharing strategies, consumable shares and Fabric Manager
-// partitions, in one list with the gate that enables each. Adding one is
+// partitions, in one list with the gate that enables each, with their
+// decorations of whole GPUs and their parts of the Go driver's checkpoint.
+// With gpu_undo_pieces.cc, the one place outside a plug-in's own files that
+// names the features (docs/architecture.md). Adding one is
 // its own files plus one entry in gpu_handlers.cc (and, with a piece of the
 // undo record, one in gpu_undo_pieces.cc).
 #pragma once
@@ -16,6 +19,7 @@
 #include "gpu/claim_feature.h"
 #include "gpu/consumable_shares.h"
 #include "gpu/fabric_partitions.h"
+#include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/gpu_undo_pieces.h"
 #include "gpu/mps_strategy.h"
@@ -96,6 +100,10 @@ std::vector<std::unique_ptr<GpuDeviceType>> RegisteredDeviceTypes(const config::
 // them.
 config::DriverConfigRules GpuConfigRules(const config::FeatureGates& gates);
 
+// The plug-ins' parts of the Go driver's checkpoint, in the order their
+// configState members are marshalled.
+const CheckpointPieces& BuiltinCheckpointPieces();
+
 // The plug-ins' factories, each in its plug-in's own file.
 std::unique_ptr<ClaimFeature> NewTimeSlicingFeature(const FeatureContext& context,
                                                     DeviceSharedWithOthers shared_with_others);
@@ -108,6 +116,9 @@ std::unique_ptr<ClaimFeature> NewPassthroughFeature(const FeatureContext& contex
 devices::NodeInventory WithGpusOnVfio(devices::NodeInventory inventory, const config::FeatureGates& gates,
                                       devices::PciDriverControl* pci);
 std::unique_ptr<ClaimFeature> NewConsumableSharesFeature(const ConsumableShares& shares);
+CheckpointPiece MpsCheckpointPiece();
+CheckpointPiece MigCheckpointPiece();
+CheckpointPiece ConsumableSharesCheckpointPiece();
 std::unique_ptr<ClaimFeature> NewFabricFeature(std::shared_ptr<FabricPartitions> fabric,
                                                DeviceSharedWithOthers shared_with_others);
 

@@ -4,6 +4,7 @@
 
 #include "gpu/full_gpu_type.h"
 #include "gpu/gpu_handlers.h"
+#include "gpu/static_mig_type.h"
 #include "gpu/time_slicing_undo.h"
 
 #include <gtest/gtest.h>
@@ -462,7 +463,7 @@ class RecordingGpuType final : public GpuDeviceType {
   }
 
  private:
-  FullGpuType inner_;
+  FullGpuType inner_{{StaticMigGpuDecoration()}};
   std::vector<std::string>& log_;
 };
 

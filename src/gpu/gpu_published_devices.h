@@ -34,9 +34,8 @@ void ApplyListTypeAttributes(model::PublishedDevice& d, const config::FeatureGat
 // Sorts by PCI bus id, then name: the order of the slice.
 void SortByBusId(std::vector<model::PublishedDevice>& devices);
 
-// The devices of every device type the gates switch on (gpu_handlers.h): full GPUs
-// (MIG disabled) as gpu-<minor>, and the existing MIG devices of
-// MIG-enabled GPUs. Sorted by PCI bus id, then name.
+// The devices of every device type the gates switch on (gpu_handlers.h), as
+// each type publishes them. Sorted by PCI bus id, then name.
 std::vector<model::PublishedDevice> GpuPublishedDevices(const devices::NodeInventory& inv,
                                                         const config::FeatureGates& gates = {});
 

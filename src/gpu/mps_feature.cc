@@ -45,7 +45,7 @@ class MpsFeature final : public SharingStrategyFeature {
   // A device shared through an MPS daemon gets the daemon's edits too.
   Status AddEdits(const GpuUndo& undo, const GpuContainerEdits&, ClaimEditsDraft& draft) const override {
     for (auto& [device, edits] : draft.devices) {
-      const std::string& uuid = device->mig != nullptr ? device->mig->uuid : device->gpu->uuid;
+      const std::string& uuid = device->uuid;
       for (const auto& daemon : undo.Of<MpsUndo>().daemons) {
         if (std::find(daemon.uuids.begin(), daemon.uuids.end(), uuid) != daemon.uuids.end()) {
           edits.Append(MpsContainerEdits(daemon));
@@ -62,11 +62,11 @@ class MpsFeature final : public SharingStrategyFeature {
 
   Result<int> SweepOrphans(const UndoRecords& records, bool) override {
     return static_cast<MpsStrategy&>(strategy()).SweepOrphans([&]() -> Result<std::vector<MpsDaemonUndo>> {
-      NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> all, records());
+      NVDRA_ASSIGN_OR_RETURN(std::vector<HeldRecord> all, records());
       // Read leniently: an item this version cannot decode (a newer one's)
       // still owns the daemon it names.
       std::vector<MpsDaemonUndo> out;
-      for (const auto& r : all) {
+      for (const auto& [r, origin] : all) {
         if (!r.is_object() || !r.contains(MpsUndo::kKey) || !r[MpsUndo::kKey].is_array()) continue;
         for (const auto& item : r[MpsUndo::kKey]) {
           if (!item.is_object()) continue;

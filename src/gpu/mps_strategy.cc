@@ -79,8 +79,8 @@ Status MpsStrategy::Plan(const std::string& claim_uid, const config::ConfigGroup
   for (const auto& r : group.results) {
     const GpuDevice* dev = devices.Find(r.device);
     if (dev == nullptr) return Internal("device " + r.device + " of an MPS config group is unknown");
-    d.uuids.push_back(dev->mig != nullptr ? dev->mig->uuid : dev->gpu->uuid);
-    if (dev->mig == nullptr) d.exclusive_process.push_back(dev->gpu->uuid);
+    d.uuids.push_back(dev->uuid);
+    if (!dev->partition) d.exclusive_process.push_back(dev->gpu->uuid);
   }
   for (auto* v : {&d.uuids, &d.exclusive_process}) {
     std::sort(v->begin(), v->end());

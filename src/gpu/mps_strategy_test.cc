@@ -286,9 +286,9 @@ TEST_F(MpsStrategyTest, TheSweepDeletesOnlyDaemonsAndDirectoriesNoRecordOwnsAski
   api_->objects["mps-control-daemon-orphan"] = json::object();
   ASSERT_TRUE(MakeDirectories(dir_ + "/plugin/mps/orphan-id/shm").ok());
   std::vector<std::string> calls_when_asked;
-  auto removed = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
+  auto removed = kind_->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> {
     calls_when_asked = api_->calls;
-    return std::vector<json>{prepared->undo, json{{"channel", 3}}, nullptr};
+    return std::vector<HeldRecord>{prepared->undo, json{{"channel", 3}}, json()};
   });
   ASSERT_TRUE(removed.ok()) << removed.status().ToString();
   EXPECT_EQ(*removed, 2);
@@ -301,8 +301,8 @@ TEST_F(MpsStrategyTest, TheSweepDeletesOnlyDaemonsAndDirectoriesNoRecordOwnsAski
   // A record this version cannot read still owns the daemon it names.
   api_->objects["mps-control-daemon-newer"] = json::object();
   json newer = {{"mps", {{{"id", "newer"}, {"deployment", "mps-control-daemon-newer"}, {"root", 7}}}}};
-  removed = kind_->SweepOrphans([&]() -> Result<std::vector<json>> {
-    return std::vector<json>{prepared->undo, newer};
+  removed = kind_->SweepOrphans([&]() -> Result<std::vector<HeldRecord>> {
+    return std::vector<HeldRecord>{prepared->undo, newer};
   });
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ(*removed, 0);

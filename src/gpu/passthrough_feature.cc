@@ -5,6 +5,7 @@
 // devices; and the sweep of GPUs left on vfio-pci by no record.
 #include "gpu/feature_adapters.h"
 #include "gpu/gpu_handlers.h"
+#include "gpu/vfio_edits.h"
 #include "gpu/vfio_type.h"
 #include "util/log.h"
 
@@ -58,7 +59,7 @@ class PassthroughFeature final : public DeviceTypeFeature {
       api_device = api_device || v.enable_api_device;
       iommufd = iommufd || v.prefer_iommufd;
     }
-    NVDRA_ASSIGN_OR_RETURN(draft.common, edits.VfioCommon(api_device, iommufd && edits.IommuFdEnabled()));
+    NVDRA_ASSIGN_OR_RETURN(draft.common, VfioCommonEdits(edits, api_device, iommufd && edits.IommuFdEnabled()));
     return Status::Ok();
   }
 
@@ -69,11 +70,11 @@ class PassthroughFeature final : public DeviceTypeFeature {
 
   Result<int> SweepOrphans(const UndoRecords& records, bool) override {
     return static_cast<VfioType&>(type()).SweepOrphans(inventory_, [&]() -> Result<std::vector<GpuUndo>> {
-      NVDRA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> all, records());
+      NVDRA_ASSIGN_OR_RETURN(std::vector<HeldRecord> all, records());
       // Read leniently: a record this version cannot decode still owns what
       // its readable vfio items name.
       std::vector<GpuUndo> out;
-      for (const auto& r : all) {
+      for (const auto& [r, origin] : all) {
         if (!r.is_object() || !r.contains(PassthroughUndo::kKey) || !r[PassthroughUndo::kKey].is_array()) continue;
         const nlohmann::json piece = {{std::string(PassthroughUndo::kKey), r[PassthroughUndo::kKey]}};
         auto decoded = DecodeGpuUndo(piece, {PassthroughPieceCodec()});

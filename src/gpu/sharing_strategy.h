@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,11 @@
 #include "util/status.h"
 
 namespace nvdra::gpu {
+
+// Whether a live claim other than `claim_uid` still holds `device` too:
+// Unprepare then leaves what the device's sharers have in common (the
+// time slice) alone, as upstream does.
+using DeviceSharedWithOthers = std::function<bool(const std::string& device, const std::string& claim_uid)>;
 
 class SharingStrategy {
  public:

@@ -12,14 +12,16 @@ std::vector<GpuDevice> StaticMigType::Devices(const devices::NodeInventory& inve
   std::vector<GpuDevice> out;
   for (const auto& g : inventory.gpus) {
     if (!g.mig_enabled) continue;
-    for (const auto& m : g.migs) out.push_back({devices::MigDeviceName(m), &g, &m, this});
+    for (const auto& m : g.migs) {
+      out.push_back({devices::MigDeviceName(m), &g, this, true, m.uuid, std::make_shared<const StaticMigDevice>(m)});
+    }
   }
   return out;
 }
 
 model::PublishedDevice StaticMigType::Publish(const GpuDevice& device) const {
   const devices::GpuInfo& g = *device.gpu;
-  const devices::MigDeviceInfo& m = *device.mig;
+  const devices::MigDeviceInfo& m = DetailOf<StaticMigDevice>(device).mig;
   model::PublishedDevice d;
   d.name = device.name;
   d.attributes["type"] = std::string(name());
@@ -39,5 +41,16 @@ model::PublishedDevice StaticMigType::Publish(const GpuDevice& device) const {
   }
   return d;
 }
+
+namespace {
+
+class StaticMigDecoration final : public FullGpuDecoration {
+ public:
+  bool Withholds(const devices::GpuInfo& gpu) const override { return gpu.mig_enabled; }
+};
+
+}  // namespace
+
+std::shared_ptr<const FullGpuDecoration> StaticMigGpuDecoration() { return std::make_shared<StaticMigDecoration>(); }
 
 }  // namespace nvdra::gpu

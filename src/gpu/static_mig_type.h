@@ -5,9 +5,17 @@
 // edits plus the GI and CI capability nodes.
 #pragma once
 
+#include "gpu/full_gpu_type.h"
 #include "gpu/gpu_device_type.h"
+#include "gpu/mig_edits.h"
 
 namespace nvdra::gpu {
+
+// The MIG device a static MIG device is (GpuDevice::detail).
+struct StaticMigDevice final : GpuDeviceDetail {
+  explicit StaticMigDevice(const devices::MigDeviceInfo& m) : mig(m) {}
+  const devices::MigDeviceInfo& mig;
+};
 
 class StaticMigType final : public GpuDeviceType {
  public:
@@ -17,8 +25,12 @@ class StaticMigType final : public GpuDeviceType {
   std::vector<GpuDevice> Devices(const devices::NodeInventory& inventory) const override;
   model::PublishedDevice Publish(const GpuDevice& device) const override;
   Result<cdi::ContainerEdits> Edits(const GpuDevice& device, const GpuContainerEdits& edits) const override {
-    return edits.Mig(*device.mig, device.gpu);
+    return MigEdits(edits, DetailOf<StaticMigDevice>(device).mig, device.gpu);
   }
 };
+
+// What static MIG changes about whole GPUs: a GPU in MIG mode is published
+// only as its MIG devices.
+std::shared_ptr<const FullGpuDecoration> StaticMigGpuDecoration();
 
 }  // namespace nvdra::gpu

@@ -23,7 +23,7 @@ class StaticMigTypeTest : public ::testing::Test {
   // The published device of Gpu(gpu).migs[mig].
   GpuDevice Device(int gpu, int mig) const {
     for (auto& d : type_.Devices(node_.inv)) {
-      if (d.mig == &Gpu(gpu).migs[mig]) return d;
+      if (&DetailOf<StaticMigDevice>(d).mig == &Gpu(gpu).migs[mig]) return d;
     }
     ADD_FAILURE() << "no device for MIG device " << mig << " of GPU " << gpu;
     return {};
@@ -50,15 +50,16 @@ TEST_F(StaticMigTypeTest, DevicesAreTheMigDevicesOfGpusInMigModeOnly) {
   for (const auto& d : devices) {
     names.push_back(d.name);
     EXPECT_EQ(d.type, &type_) << d.name;
-    ASSERT_NE(d.mig, nullptr) << d.name;
-    EXPECT_EQ(d.name, devices::MigDeviceName(*d.mig));
+    ASSERT_NE(d.detail, nullptr) << d.name;
+    const devices::MigDeviceInfo& mig = DetailOf<StaticMigDevice>(d).mig;
+    EXPECT_EQ(d.name, devices::MigDeviceName(mig));
     // The parent is the inventory's GPU the MIG device lives on.
     ASSERT_NE(d.gpu, nullptr) << d.name;
-    EXPECT_EQ(d.gpu->uuid, d.mig->parent_uuid) << d.name;
+    EXPECT_EQ(d.gpu->uuid, mig.parent_uuid) << d.name;
     EXPECT_TRUE(d.gpu->mig_enabled) << d.name;
-    // Static devices exist already: no profile or placement to create.
-    EXPECT_EQ(d.profile, nullptr);
-    EXPECT_EQ(d.placement, nullptr);
+    // A partition of its GPU that exists already, under its own UUID.
+    EXPECT_TRUE(d.partition) << d.name;
+    EXPECT_EQ(d.uuid, mig.uuid) << d.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"gpu-2-mig-3g20gb-9-0", "gpu-2-mig-2g10gb-14-4", "gpu-2-mig-1g5gb-19-6",
                                              "gpu-3-mig-1g5gb-me-20-0", "gpu-3-mig-1c3g20gb-9-4"}));

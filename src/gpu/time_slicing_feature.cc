@@ -37,7 +37,7 @@ class OwedResetRetry final : public devices::DeviceHealthSource {
     o.run_at_start = false;
     o.name = "time-slice reset retry";
     o.thread_name = "reset-retry";
-    // A retry runs only while a GPU owes a reset, which is rare: it shares
+    // A retry runs only while a GPU owes a reset, which is rare: it runs on
     // the background thread rather than keeping one of its own.
     o.group = group_;
     worker_ = std::make_unique<PeriodicWorker>(o, [this] { return resets_.RetryOwed(); });

@@ -12,12 +12,12 @@ std::string_view TimeSlicingStrategy::name() const { return kTimeSlicingStrategy
 Status TimeSlicingStrategy::Plan(const std::string&, const config::ConfigGroup& group, const GpuDeviceLookup& devices,
                                  GpuUndo& undo) const {
   const auto* gc = group.config.As<GpuConfig>();
-  if (gc == nullptr) return Status::Ok();  // a MigDeviceConfig: nothing to program
+  if (gc == nullptr) return Status::Ok();  // a partition's config kind: nothing to program
   auto interval = gc->TimeSlice();
   if (!interval) return Status::Ok();
   for (const auto& r : group.results) {
     const GpuDevice* d = devices.Find(r.device);
-    if (d == nullptr || d->mig != nullptr) continue;
+    if (d == nullptr || d->partition) continue;
     undo.Get<TimeSlicingUndo>().items.push_back({r.device, d->gpu->uuid, static_cast<int>(*interval),
                                                  nlohmann::json::object()});
   }

@@ -1,14 +1,14 @@
-// Time-slicing (sharing.strategy TimeSlicing): a full GPU's time slice set to
-// the config's interval at Prepare and reset at Unprepare, through
+// Time-slicing (sharing.strategy TimeSlicing): a whole GPU's time slice set
+// to the config's interval at Prepare and reset at Unprepare, through
 // TimeSliceResets (bounded attempts, owed resets retried in the background).
-// MIG devices cannot be time-sliced individually: a MigDeviceConfig asking
-// for it changes nothing, as upstream. A GPU another claim still holds a
-// share of (consumable shares) keeps its time slice at Unprepare: its
-// sharers have the same sharing configuration, and the last one resets it.
+// A partition of a GPU (GpuDevice::partition) cannot be time-sliced on its
+// own: a config asking for it changes nothing, as upstream. A GPU another
+// live claim still holds (DeviceSharedWithOthers) keeps its time slice at
+// Unprepare: its sharers have the same sharing configuration, and the last
+// one resets it.
 #pragma once
 
 #include "devices/device_info.h"
-#include "gpu/consumable_shares.h"
 #include "gpu/sharing_strategy.h"
 #include "gpu/time_slice_resets.h"
 #include "gpu/time_slicing_undo.h"

@@ -33,7 +33,7 @@ class TimeSlicingDevices final : public GpuDeviceLookup {
   }
 
  private:
-  FullGpuType full_;
+  FullGpuType full_{{StaticMigGpuDecoration()}};
   StaticMigType mig_;
   std::map<std::string, GpuDevice> by_name_;
 };

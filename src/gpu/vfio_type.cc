@@ -17,6 +17,7 @@
 
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_published_devices.h"
+#include "gpu/vfio_edits.h"
 #include "util/failpoint.h"
 #include "util/log.h"
 
@@ -78,7 +79,7 @@ std::vector<GpuDevice> VfioType::Devices(const devices::NodeInventory& inventory
     const int i = index++;
     // As upstream: only a GPU without MIG devices may be passed through.
     if (g->mig_enabled || !g->migs.empty() || g->pci_bus_id.empty()) continue;
-    GpuDevice d{"gpu-vfio-" + std::to_string(i), g, nullptr, this};
+    GpuDevice d{"gpu-vfio-" + std::to_string(i), g, this, false, g->uuid};
     if (!g->uuid.empty()) d.twin = devices::GpuDeviceName(g->minor);
     out.push_back(std::move(d));
   }
@@ -135,7 +136,7 @@ Result<cdi::ContainerEdits> VfioType::Edits(const GpuDevice& device, const GpuCo
   NVDRA_RETURN_IF_ERROR(CheckWired());
   NVDRA_ASSIGN_OR_RETURN(devices::PciDeviceState s, pci_->Read(device.gpu->pci_bus_id));
   if (!s.iommu_group) return FailedPrecondition("GPU " + device.gpu->pci_bus_id + " has no IOMMU group");
-  return edits.Vfio(*s.iommu_group, false, "");
+  return VfioEdits(edits, *s.iommu_group, false, "");
 }
 
 Result<cdi::ContainerEdits> VfioType::Edits(const GpuDevice& device, const GpuUndo& undo,
@@ -150,7 +151,7 @@ Result<cdi::ContainerEdits> VfioType::Edits(const GpuDevice& device, const GpuUn
     cdev = s.iommufd_cdev;
   }
   if (!iommufd && !item->iommu_group) return FailedPrecondition("GPU " + item->pci_bus_id + " has no IOMMU group");
-  auto e = edits.Vfio(item->iommu_group.value_or(-1), iommufd, cdev);
+  auto e = VfioEdits(edits, item->iommu_group.value_or(-1), iommufd, cdev);
   if (!e.ok()) return e.status().Wrap("GPU " + item->pci_bus_id + " on vfio-pci");
   return e;
 }
@@ -365,6 +366,27 @@ Result<PassthroughHost> PassthroughHostAt(const std::string& host_root, const st
   h.dev_dir = JoinPath(container_driver_root, "dev");
   h.persistenced_socket = JoinPath(container_driver_root, "run/nvidia-persistenced/socket");
   return h;
+}
+
+namespace {
+
+class PassthroughDecoration final : public FullGpuDecoration {
+ public:
+  void Decorate(const devices::NodeInventory& inventory, GpuDevice& device) const override {
+    const devices::GpuInfo& g = *device.gpu;
+    if (!g.mig_enabled && g.migs.empty()) device.twin = VfioTwinName(inventory, g.pci_bus_id);
+  }
+  void AddHeld(const GpuDevice& device, std::vector<std::string>& held) const override {
+    if (!device.gpu->pci_bus_id.empty()) held.push_back(PciResource(device.gpu->pci_bus_id));
+    if (!device.twin.empty()) held.push_back(device.twin);
+  }
+  using FullGpuDecoration::Decorate;
+};
+
+}  // namespace
+
+std::shared_ptr<const FullGpuDecoration> PassthroughGpuDecoration() {
+  return std::make_shared<PassthroughDecoration>();
 }
 
 }  // namespace nvdra::gpu

@@ -33,6 +33,7 @@
 #include "devices/gpu_control.h"
 #include "devices/pci_driver_control.h"
 #include "driver/claims_view.h"
+#include "gpu/full_gpu_type.h"
 #include "gpu/gpu_device_type.h"
 #include "gpu/vfio_undo.h"
 
@@ -129,5 +130,10 @@ std::function<bool(const std::string& device)> DevicePreparedIn(const driver::Cl
 // Upstream's --host-root rule: it must exist when passthrough is on. Fills
 // proc_root from it.
 Result<PassthroughHost> PassthroughHostAt(const std::string& host_root, const std::string& container_driver_root);
+
+// What passthrough changes about whole GPUs: a GPU that may be passed
+// through is the twin of its vfio device, and a claim on it holds its PCI
+// device too.
+std::shared_ptr<const FullGpuDecoration> PassthroughGpuDecoration();
 
 }  // namespace nvdra::gpu

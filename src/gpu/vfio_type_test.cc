@@ -414,8 +414,8 @@ TEST_F(VfioTypeTest, TheSweepBindsBackWhatNoRecordOwns) {
   ASSERT_TRUE(devices::ChangePciDriver(lib_->pci(), orphan.pci_bus_id, devices::kVfioPciDriver).ok());
   GpuUndo record;
   record.Get<PassthroughUndo>().gpus.push_back({"gpu-vfio-x", owned.pci_bus_id, std::nullopt, false, false});
-  auto records = [&]() -> Result<std::vector<nlohmann::json>> {
-    return std::vector<nlohmann::json>{EncodeGpuUndo(record), nlohmann::json::object()};
+  auto records = [&]() -> Result<std::vector<HeldRecord>> {
+    return std::vector<HeldRecord>{EncodeGpuUndo(record), nlohmann::json::object()};
   };
   auto n = kind_->SweepOrphans(records);
   ASSERT_TRUE(n.ok()) << n.status().ToString();
@@ -539,8 +539,8 @@ TEST_F(VfioTypeTest, AGpuAlreadyOnVfioPciAtStartIsPublishedForPassthroughOnlyUnd
   // binds the GPU back.
   GpuUndo record;
   record.Get<PassthroughUndo>().gpus.push_back({"gpu-vfio-0", first_->pci_bus_id, std::nullopt, false, false});
-  std::vector<nlohmann::json> records = {EncodeGpuUndo(record)};
-  auto list = [&]() -> Result<std::vector<nlohmann::json>> { return records; };
+  std::vector<HeldRecord> records = {EncodeGpuUndo(record)};
+  auto list = [&]() -> Result<std::vector<HeldRecord>> { return records; };
   EXPECT_EQ(*kind->SweepOrphans(list), 0);
   EXPECT_EQ(Driver(*first_), "vfio-pci");
   records.clear();

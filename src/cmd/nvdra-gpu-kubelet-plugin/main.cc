@@ -85,10 +85,10 @@ Result<gpu::MpsRuntime> MakeMpsRuntime(plugin::KindContext& ctx, const MpsFlags&
 // The ledger's undo records, which the plug-ins' orphan sweeps read.
 gpu::UndoRecords LedgerUndoRecords(plugin::KindContext& ctx) {
   const driver::ClaimsView* claims = &ctx.claims;
-  return [claims]() -> Result<std::vector<nlohmann::json>> {
+  return [claims]() -> Result<std::vector<gpu::HeldRecord>> {
     NVDRA_ASSIGN_OR_RETURN(auto held, claims->HeldClaims());
-    std::vector<nlohmann::json> out;
-    for (const auto& c : held) out.push_back(c.undo);
+    std::vector<gpu::HeldRecord> out;
+    for (const auto& c : held) out.push_back({c.undo, c.origin});
     return out;
   };
 }
