@@ -138,6 +138,13 @@ Result<std::vector<std::string>> YamlDeviceNames(const std::string& text, const 
   }
 }
 
+// `s`, with `context()` when it failed: the context is built only then
+// (this runs for every claim).
+template <typename F>
+Status WrapError(Status s, F context) {
+  return s.ok() ? s : s.Wrap(context());
+}
+
 }  // namespace
 
 CdiSpecWriter::CdiSpecWriter(std::string root, std::string vendor, std::string cls)
@@ -248,11 +255,11 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
     return InvalidArgument("CDI spec for claim " + claim_uid + " has kind " + spec.kind + ", want " + Kind());
   }
   for (const auto& d : spec.devices) {
-    if (d.name.rfind(claim_uid + "-", 0) != 0) {
+    if (!(d.name.size() > claim_uid.size() && d.name.starts_with(claim_uid) && d.name[claim_uid.size()] == '-')) {
       return InvalidArgument("CDI device " + d.name + " of claim " + claim_uid + " does not start with the claim UID");
     }
   }
-  NVDRA_RETURN_IF_ERROR(ValidateSpec(spec).Wrap("CDI spec for claim " + claim_uid));
+  NVDRA_RETURN_IF_ERROR(WrapError(ValidateSpec(spec), [&] { return "CDI spec for claim " + claim_uid; }));
   std::string content = renderer_->Render(spec);
   // The upstream driver wrote the same device names to "<prefix><uid>.yaml".
   // Left next to ours (a claim prepared before an upgrade and prepared again),
@@ -260,7 +267,8 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
   const std::string legacy = JoinPath(root_, FilePrefix() + claim_uid + ".yaml");
   auto existing = ReadRegularFile(path, kMaxClaimSpecBytes);
   if (existing.ok() && *existing == content) {
-    return RemoveFileIfExists(legacy).Wrap("removing the upstream CDI spec of claim " + claim_uid);
+    return WrapError(RemoveFileIfExists(legacy),
+                     [&] { return "removing the upstream CDI spec of claim " + claim_uid; });
   }
   NVDRA_RETURN_IF_ERROR(EnsureDirectory());
   // Atomic (temp file + rename) but not synced: recovery never needs the
@@ -271,16 +279,16 @@ Status CdiSpecWriter::WriteClaimSpec(const std::string& claim_uid, const Spec& s
   // ledger does not hold. See docs/ledger-format.md, "Durable writes".
   // Runtimes read specs as root, but tools run by users should too, whatever
   // our umask was: the temp file gets its mode with fchmod before the rename.
-  NVDRA_RETURN_IF_ERROR(
-      WriteFileAtomically(path, content, 0644, /*sync=*/false).Wrap("writing CDI spec for claim " + claim_uid));
-  return RemoveFileIfExists(legacy).Wrap("removing the upstream CDI spec of claim " + claim_uid);
+  NVDRA_RETURN_IF_ERROR(WrapError(WriteFileAtomically(path, content, 0644, /*sync=*/false),
+                                  [&] { return "writing CDI spec for claim " + claim_uid; }));
+  return WrapError(RemoveFileIfExists(legacy), [&] { return "removing the upstream CDI spec of claim " + claim_uid; });
 }
 
 Status CdiSpecWriter::RemoveClaimSpec(const std::string& claim_uid) const {
   NVDRA_ASSIGN_OR_RETURN(std::string path, ClaimSpecPath(claim_uid));
-  NVDRA_RETURN_IF_ERROR(RemoveFileIfExists(path).Wrap("removing CDI spec of claim " + claim_uid));
-  return RemoveFileIfExists(JoinPath(root_, FilePrefix() + claim_uid + ".yaml"))
-      .Wrap("removing CDI spec of claim " + claim_uid);
+  auto context = [&] { return "removing CDI spec of claim " + claim_uid; };
+  NVDRA_RETURN_IF_ERROR(WrapError(RemoveFileIfExists(path), context));
+  return WrapError(RemoveFileIfExists(JoinPath(root_, FilePrefix() + claim_uid + ".yaml")), context);
 }
 
 Status CdiSpecWriter::HandClaimSpecToUpstream(const std::string& claim_uid) const {

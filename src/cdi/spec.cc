@@ -1,5 +1,8 @@
 #include "cdi/spec.h"
 
+#include <cstdint>
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 namespace nvdra::cdi {
@@ -36,41 +39,44 @@ bool EditsNeedMountType(const ContainerEdits& e) {
   return false;
 }
 
-Status ValidateEdits(const ContainerEdits& e, const std::string& where) {
+// `what` and `name` say where, in errors (built only for one: this runs
+// for every claim's spec).
+Status ValidateEdits(const ContainerEdits& e, const char* what, const std::string& name) {
+  auto where = [&] { return what + name; };
   for (const auto& env : e.env) {
     if (env.empty() || env.find('=') == std::string::npos || env.front() == '=') {
-      return InvalidArgument(where + ": environment entry \"" + env + "\" is not KEY=VALUE");
+      return InvalidArgument(where() + ": environment entry \"" + env + "\" is not KEY=VALUE");
     }
   }
   for (const auto& n : e.device_nodes) {
     if (n.path.empty() || n.path.front() != '/') {
-      return InvalidArgument(where + ": device node path \"" + n.path + "\" is not absolute");
+      return InvalidArgument(where() + ": device node path \"" + n.path + "\" is not absolute");
     }
     if (!n.host_path.empty() && n.host_path.front() != '/') {
-      return InvalidArgument(where + ": device node hostPath \"" + n.host_path + "\" is not absolute");
+      return InvalidArgument(where() + ": device node hostPath \"" + n.host_path + "\" is not absolute");
     }
     if (!n.type.empty() && n.type != "c" && n.type != "b" && n.type != "u" && n.type != "p") {
-      return InvalidArgument(where + ": device node " + n.path + " has invalid type \"" + n.type + "\"");
+      return InvalidArgument(where() + ": device node " + n.path + " has invalid type \"" + n.type + "\"");
     }
     if ((n.type == "p") && (n.major || n.minor)) {
-      return InvalidArgument(where + ": fifo device node " + n.path + " must not have major/minor");
+      return InvalidArgument(where() + ": fifo device node " + n.path + " must not have major/minor");
     }
     for (char c : n.permissions) {
       if (c != 'r' && c != 'w' && c != 'm') {
-        return InvalidArgument(where + ": device node " + n.path + " has invalid permissions \"" + n.permissions +
+        return InvalidArgument(where() + ": device node " + n.path + " has invalid permissions \"" + n.permissions +
                                "\"");
       }
     }
   }
   for (const auto& m : e.mounts) {
     if (m.host_path.empty() || m.container_path.empty() || m.container_path.front() != '/') {
-      return InvalidArgument(where + ": mount " + m.host_path + " -> " + m.container_path +
+      return InvalidArgument(where() + ": mount " + m.host_path + " -> " + m.container_path +
                              " needs a host path and an absolute container path");
     }
   }
   for (const auto& h : e.hooks) {
     if (h.hook_name.empty() || h.path.empty()) {
-      return InvalidArgument(where + ": hook needs hookName and path");
+      return InvalidArgument(where() + ": hook needs hookName and path");
     }
     // The OCI lifecycle names every CDI version knows (hooks need no
     // version above the 0.3.0 baseline).
@@ -78,11 +84,11 @@ Status ValidateEdits(const ContainerEdits& e, const std::string& where) {
                                              "startContainer", "poststart",     "poststop"};
     bool known = false;
     for (const char* n : kHookNames) known = known || h.hook_name == n;
-    if (!known) return InvalidArgument(where + ": hook " + h.path + " has invalid hookName \"" + h.hook_name + "\"");
-    if (h.path.front() != '/') return InvalidArgument(where + ": hook path \"" + h.path + "\" is not absolute");
+    if (!known) return InvalidArgument(where() + ": hook " + h.path + " has invalid hookName \"" + h.hook_name + "\"");
+    if (h.path.front() != '/') return InvalidArgument(where() + ": hook path \"" + h.path + "\" is not absolute");
     for (const auto& env : h.env) {
       if (env.find('=') == std::string::npos || env.front() == '=') {
-        return InvalidArgument(where + ": hook environment entry \"" + env + "\" is not KEY=VALUE");
+        return InvalidArgument(where() + ": hook environment entry \"" + env + "\" is not KEY=VALUE");
       }
     }
   }
@@ -144,9 +150,30 @@ bool IsValidVendorName(const std::string& vendor) { return NameMatches(vendor, f
 bool IsValidClassName(const std::string& cls) { return NameMatches(cls, false, "_-"); }
 bool IsValidDeviceName(const std::string& name) { return NameMatches(name, true, "_-.:"); }
 
+bool operator==(const Spec& a, const Spec& b) {
+  if (a.kind != b.kind || a.devices != b.devices) return false;
+  if (a.shared_edits == b.shared_edits) return a.edits == b.edits;
+  return SpecLevelEdits(a) == SpecLevelEdits(b);
+}
+
+ContainerEdits SpecLevelEdits(const Spec& spec) {
+  if (spec.shared_edits == nullptr) return spec.edits;
+  ContainerEdits out = *spec.shared_edits;
+  auto add = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
+  add(out.env, spec.edits.env);
+  add(out.device_nodes, spec.edits.device_nodes);
+  add(out.hooks, spec.edits.hooks);
+  add(out.mounts, spec.edits.mounts);
+  return out;
+}
+
 std::string MinimumVersion(const Spec& spec) {
   bool v050 = EditsNeedHostPath(spec.edits);
   bool v040 = EditsNeedMountType(spec.edits);
+  if (spec.shared_edits != nullptr) {
+    v050 = v050 || EditsNeedHostPath(*spec.shared_edits);
+    v040 = v040 || EditsNeedMountType(*spec.shared_edits);
+  }
   for (const auto& d : spec.devices) {
     if (!d.name.empty() && !IsLetter(d.name.front())) v050 = true;
     v050 = v050 || EditsNeedHostPath(d.edits);
@@ -191,15 +218,40 @@ Status ValidateSpec(const Spec& spec) {
       // CDI readers reject devices without edits.
       return InvalidArgument("CDI device " + d.name + " has no container edits");
     }
-    NVDRA_RETURN_IF_ERROR(ValidateEdits(d.edits, "CDI device " + d.name));
+    NVDRA_RETURN_IF_ERROR(ValidateEdits(d.edits, "CDI device ", d.name));
   }
-  NVDRA_RETURN_IF_ERROR(ValidateEdits(spec.edits, "CDI spec " + spec.kind));
+  if (spec.shared_edits != nullptr) NVDRA_RETURN_IF_ERROR(ValidateEdits(*spec.shared_edits, "CDI spec ", spec.kind));
+  NVDRA_RETURN_IF_ERROR(ValidateEdits(spec.edits, "CDI spec ", spec.kind));
   return Status::Ok();
 }
 
 std::string RenderEditsJson(const ContainerEdits& edits) { return EditsToJson(edits).dump(2) + "\n"; }
 
 namespace {
+
+// Whether `v` holds a byte that JSON escapes or one outside printable
+// ASCII (a control character, '"', '\\', DEL, UTF-8): eight bytes at a
+// time, since every string of every claim's spec passes here.
+bool NeedsEscape(const std::string& v) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  // Whether a byte of `x` is below `n` (n <= 128).
+  auto less = [](uint64_t x, uint64_t n) { return ((x - kOnes * n) & ~x & kHigh) != 0; };
+  size_t i = 0;
+  for (; i + 8 <= v.size(); i += 8) {
+    uint64_t x;
+    std::memcpy(&x, v.data() + i, 8);
+    if ((x & kHigh) != 0 || less(x, 0x20) || less(x ^ (kOnes * 0x7f), 1) || less(x ^ (kOnes * '"'), 1) ||
+        less(x ^ (kOnes * '\\'), 1)) {
+      return true;
+    }
+  }
+  for (; i < v.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(v[i]);
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') return true;
+  }
+  return false;
+}
 
 // Writes a spec as nlohmann's dump(2) writes the same document built as an
 // ordered_json, without building it: a claim spec carries every mount of
@@ -211,7 +263,6 @@ class PrettyJson {
   // Continues where another writer stands (`state`), into `out`.
   PrettyJson(std::string& out, std::vector<bool> state) : out_(out), first_(std::move(state)) {}
 
-  const std::vector<bool>& state() const { return first_; }
   // Text another writer wrote from this writer's state: members or items
   // of the object or array open here, when not empty.
   void Raw(const std::string& text) {
@@ -221,13 +272,11 @@ class PrettyJson {
   }
 
   void String(const std::string& v) {
-    for (unsigned char c : v) {
-      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-        // Escapes and UTF-8 (checked: invalid UTF-8 throws as before) the
-        // way the document's dump does.
-        out_ += ordered_json(v).dump();
-        return;
-      }
+    if (NeedsEscape(v)) {
+      // Escapes and UTF-8 (checked: invalid UTF-8 throws as before) the
+      // way the document's dump does.
+      out_ += ordered_json(v).dump();
+      return;
     }
     out_ += '"';
     out_ += v;
@@ -294,57 +343,83 @@ void Member(PrettyJson& w, const char* key, const std::optional<T>& v) {
   w.Key(key);
   w.Int(*v);
 }
-// An array of objects, each written by `each`.
-template <typename T, typename F>
-void Objects(PrettyJson& w, const char* key, const std::vector<T>& items, F each) {
-  if (items.empty()) return;
+
+// One item of each list of a containerEdits object.
+void WriteItem(PrettyJson& w, const std::string& env) { w.String(env); }
+void WriteItem(PrettyJson& w, const DeviceNode& n) {
+  w.Open('{');
+  w.Key("path");
+  w.String(n.path);
+  Member(w, "hostPath", n.host_path);
+  Member(w, "type", n.type);
+  Member(w, "major", n.major);
+  Member(w, "minor", n.minor);
+  Member(w, "fileMode", n.file_mode);
+  Member(w, "permissions", n.permissions);
+  w.Close('}');
+}
+void WriteItem(PrettyJson& w, const Hook& h) {
+  w.Open('{');
+  w.Key("hookName");
+  w.String(h.hook_name);
+  w.Key("path");
+  w.String(h.path);
+  Member(w, "args", h.args);
+  Member(w, "env", h.env);
+  Member(w, "timeout", h.timeout);
+  w.Close('}');
+}
+void WriteItem(PrettyJson& w, const Mount& m) {
+  w.Open('{');
+  w.Key("hostPath");
+  w.String(m.host_path);
+  w.Key("containerPath");
+  w.String(m.container_path);
+  Member(w, "options", m.options);
+  Member(w, "type", m.type);
+  w.Close('}');
+}
+
+// A list member: `shared`, the text of items written before (empty or
+// from a writer standing where the first item goes), then `items`.
+template <typename T>
+void List(PrettyJson& w, const char* key, const std::string& shared, const std::vector<T>& items) {
+  if (shared.empty() && items.empty()) return;
   w.Key(key);
   w.Open('[');
+  w.Raw(shared);
   for (const auto& item : items) {
     w.Item();
-    w.Open('{');
-    each(item);
-    w.Close('}');
+    WriteItem(w, item);
   }
   w.Close(']');
 }
 
-// Every member of a containerEdits object after its env.
-void WriteEditsAfterEnv(PrettyJson& w, const ContainerEdits& e) {
-  Objects(w, "deviceNodes", e.device_nodes, [&](const DeviceNode& n) {
-    w.Key("path");
-    w.String(n.path);
-    Member(w, "hostPath", n.host_path);
-    Member(w, "type", n.type);
-    Member(w, "major", n.major);
-    Member(w, "minor", n.minor);
-    Member(w, "fileMode", n.file_mode);
-    Member(w, "permissions", n.permissions);
-  });
-  Objects(w, "hooks", e.hooks, [&](const Hook& h) {
-    w.Key("hookName");
-    w.String(h.hook_name);
-    w.Key("path");
-    w.String(h.path);
-    Member(w, "args", h.args);
-    Member(w, "env", h.env);
-    Member(w, "timeout", h.timeout);
-  });
-  Objects(w, "mounts", e.mounts, [&](const Mount& m) {
-    w.Key("hostPath");
-    w.String(m.host_path);
-    w.Key("containerPath");
-    w.String(m.container_path);
-    Member(w, "options", m.options);
-    Member(w, "type", m.type);
-  });
+// The items of one list, as a writer at `depth` (inside the open array)
+// writes them first.
+template <typename T>
+std::string ItemsText(const std::vector<T>& items, size_t depth) {
+  std::string out;
+  PrettyJson w(out, std::vector<bool>(depth, true));
+  for (const auto& item : items) {
+    w.Item();
+    WriteItem(w, item);
+  }
+  return out;
 }
 
 void WriteEdits(PrettyJson& w, const ContainerEdits& e) {
+  static const std::string kNone;
   w.Open('{');
-  Member(w, "env", e.env);
-  WriteEditsAfterEnv(w, e);
+  List(w, "env", kNone, e.env);
+  List(w, "deviceNodes", kNone, e.device_nodes);
+  List(w, "hooks", kNone, e.hooks);
+  List(w, "mounts", kNone, e.mounts);
   w.Close('}');
+}
+
+bool HasSpecLevelEdits(const Spec& spec) {
+  return !spec.edits.empty() || (spec.shared_edits != nullptr && !spec.shared_edits->empty());
 }
 
 // The spec; its spec-level edits (when not empty) written by `edits`.
@@ -367,9 +442,9 @@ void WriteSpec(PrettyJson& w, const Spec& spec, F edits) {
     w.Close('}');
   }
   w.Close(']');
-  if (!spec.edits.empty()) {
+  if (HasSpecLevelEdits(spec)) {
     w.Key("containerEdits");
-    edits(spec.edits);
+    edits();
   }
   w.Close('}');
 }
@@ -380,27 +455,61 @@ std::string RenderJson(const Spec& spec) {
   std::string out;
   out.reserve(4096);
   PrettyJson w(out);
-  WriteSpec(w, spec, [&](const ContainerEdits& e) { WriteEdits(w, e); });
+  WriteSpec(w, spec, [&] {
+    if (spec.shared_edits == nullptr) {
+      WriteEdits(w, spec.edits);
+    } else {
+      WriteEdits(w, SpecLevelEdits(spec));
+    }
+  });
   out += '\n';
   return out;
 }
 
-std::string SpecRenderer::Render(const Spec& spec) const {
-  std::string out;
-  PrettyJson w(out);
-  WriteSpec(w, spec, [&](const ContainerEdits& e) {
-    w.Open('{');
-    Member(w, "env", e.env);
+std::shared_ptr<const SpecRenderer::Fragment> SpecRenderer::FragmentFor(
+    const std::shared_ptr<const ContainerEdits>& edits, size_t depth) const {
+  {
     MutexLock l(mu_);
-    if (!last_ || last_->state != w.state() || last_->device_nodes != e.device_nodes || last_->hooks != e.hooks ||
-        last_->mounts != e.mounts) {
-      Fragment f{w.state(), e.device_nodes, e.hooks, e.mounts, {}};
-      PrettyJson sub(f.text, w.state());
-      WriteEditsAfterEnv(sub, e);
-      last_ = std::move(f);
+    if (last_ != nullptr && last_->edits == edits && last_->depth == depth) return last_;
+  }
+  // Rendered outside the lock: two claims racing on new edits both render
+  // the same text, and either one's is kept.
+  auto f = std::make_shared<Fragment>();
+  f->edits = edits;
+  f->depth = depth;
+  f->env = ItemsText(edits->env, depth);
+  f->device_nodes = ItemsText(edits->device_nodes, depth);
+  f->hooks = ItemsText(edits->hooks, depth);
+  f->mounts = ItemsText(edits->mounts, depth);
+  MutexLock l(mu_);
+  last_ = f;
+  return f;
+}
+
+std::string SpecRenderer::Render(const Spec& spec) const {
+  // Spec-level edits are an object in the spec's object: their lists'
+  // items sit three levels deep.
+  constexpr size_t kSpecEditsItemDepth = 3;
+  std::shared_ptr<const Fragment> f;
+  std::string out;
+  size_t shared_size = 0;
+  if (spec.shared_edits != nullptr) {
+    f = FragmentFor(spec.shared_edits, kSpecEditsItemDepth);
+    shared_size = f->env.size() + f->device_nodes.size() + f->hooks.size() + f->mounts.size();
+  }
+  out.reserve(shared_size + 4096);
+  PrettyJson w(out);
+  WriteSpec(w, spec, [&] {
+    if (f == nullptr) {
+      WriteEdits(w, spec.edits);
+      return;
     }
-    out.reserve(out.size() + last_->text.size() + 64);
-    w.Raw(last_->text);
+    w.Open('{');
+    const ContainerEdits& own = spec.edits;
+    List(w, "env", f->env, own.env);
+    List(w, "deviceNodes", f->device_nodes, own.device_nodes);
+    List(w, "hooks", f->hooks, own.hooks);
+    List(w, "mounts", f->mounts, own.mounts);
     w.Close('}');
   });
   out += '\n';

@@ -10,6 +10,7 @@
 // device name that does not start with a letter or a device node hostPath.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,8 +33,17 @@ struct Spec {
   std::string kind;  // "<vendor>/<class>", e.g. "k8s.gpu.nvidia.com/claim"
   std::vector<SpecDevice> devices;
   ContainerEdits edits;  // spec-level, applied once per container
-  friend bool operator==(const Spec&, const Spec&) = default;
+  // Spec-level edits that many specs share (every GPU claim's spec carries
+  // every mount of the driver's files): held, never copied or compared
+  // entry by entry. Each of their lists comes before the same list of
+  // `edits`. Immutable while held, so the pointer names the content.
+  std::shared_ptr<const ContainerEdits> shared_edits;
+  // Specs are equal when they write the same: shared edits by content.
+  friend bool operator==(const Spec& a, const Spec& b);
 };
+
+// The spec-level edits as written: `shared_edits`, then `edits`.
+ContainerEdits SpecLevelEdits(const Spec& spec);
 
 // The lowest cdiVersion that can express `spec` ("0.3.0", "0.4.0" or "0.5.0").
 std::string MinimumVersion(const Spec& spec);
@@ -54,25 +64,28 @@ bool IsValidDeviceName(const std::string& name);
 // the same Spec always renders to the same bytes. Empty fields are omitted.
 std::string RenderJson(const Spec& spec);
 
-// RenderJson for a stream of specs whose spec-level device nodes, hooks and
-// mounts repeat from one spec to the next (every claim spec carries every
-// mount of the driver's files): their text is rendered once and reused
-// while they stay equal; the rest, which names each claim, is rendered
-// every time. The bytes are RenderJson's.
+// RenderJson for a stream of specs that share their spec-level edits
+// (Spec::shared_edits: the driver's files, in every claim's spec): the
+// text of the shared entries is rendered once per shared edits and
+// spliced in; the rest, which names each claim, is rendered every time.
+// The pointer decides whether the text is current, so no spec's edits are
+// compared. The bytes are RenderJson's.
 class SpecRenderer {
  public:
   std::string Render(const Spec& spec) const EXCLUDES(mu_);
 
  private:
+  // The text of the shared entries of each list of a containerEdits
+  // object, written where the list's first item goes.
   struct Fragment {
-    std::vector<bool> state;  // the writer's nesting where the text starts
-    std::vector<DeviceNode> device_nodes;
-    std::vector<Hook> hooks;
-    std::vector<Mount> mounts;
-    std::string text;
+    std::shared_ptr<const ContainerEdits> edits;  // held: the pointer stays unique
+    size_t depth = 0;                             // nesting of the lists' items
+    std::string env, device_nodes, hooks, mounts;
   };
+  std::shared_ptr<const Fragment> FragmentFor(const std::shared_ptr<const ContainerEdits>& edits, size_t depth) const
+      EXCLUDES(mu_);
   mutable Mutex mu_;
-  mutable std::optional<Fragment> last_ GUARDED_BY(mu_);
+  mutable std::shared_ptr<const Fragment> last_ GUARDED_BY(mu_);
 };
 
 // The same rendering for one containerEdits object (for diagnostics).

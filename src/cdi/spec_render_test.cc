@@ -32,7 +32,8 @@ std::string DomRender(const Spec& spec) {
     devices.push_back(std::move(dj));
   }
   j["devices"] = std::move(devices);
-  if (!spec.edits.empty()) j["containerEdits"] = DomEdits(spec.edits);
+  const ContainerEdits edits = SpecLevelEdits(spec);
+  if (!edits.empty()) j["containerEdits"] = DomEdits(edits);
   return j.dump(2) + "\n";
 }
 
@@ -97,25 +98,56 @@ TEST(SpecRenderTest, EqualsTheDocumentsDumpForRandomSpecs) {
   }
 }
 
-// One renderer over a run of specs whose spec-level edits repeat, change,
-// lose their env or vanish: its reused text must give the document's bytes
-// for each, never the text of an earlier spec's edits.
-TEST(SpecRenderTest, RendererReusesSpecEditsTextOnlyWhileEqual) {
+// One renderer over a run of specs that share their spec-level edits
+// (the driver's files), with edits of their own beside them: the shared
+// text it splices must give the document's bytes for each spec, never the
+// text of earlier shared edits, whatever each spec adds to each list.
+TEST(SpecRenderTest, RendererSplicesSharedEditsTextOfTheSpecsOwn) {
   std::mt19937 rng(20261205);
   SpecRenderer renderer;
-  ContainerEdits shared = RandomEdits(rng);
+  auto shared = std::make_shared<const ContainerEdits>(RandomEdits(rng));
   for (int i = 0; i < 300; ++i) {
     Spec s;
     s.kind = "k8s.gpu.nvidia.com/claim";
     s.devices.push_back({"uid" + std::to_string(i) + "-gpu-0", RandomEdits(rng)});
-    int pick = std::uniform_int_distribution<int>(0, 5)(rng);
-    if (pick == 0) shared = RandomEdits(rng);  // the driver changed
-    s.edits = shared;
-    if (pick == 1) s.edits.env.clear();  // the members after env start the object
-    if (pick == 2) s.edits = {};
-    if (pick >= 3) s.edits.env.push_back("NVDRA_CLAIM_" + std::to_string(i) + "=ns/name");
-    ASSERT_EQ(renderer.Render(s), DomRender(s)) << "spec " << i;
+    int pick = std::uniform_int_distribution<int>(0, 6)(rng);
+    if (pick == 0) shared = std::make_shared<const ContainerEdits>(RandomEdits(rng));  // the driver changed
+    if (pick == 1) shared = std::make_shared<const ContainerEdits>();
+    s.shared_edits = pick == 2 ? nullptr : shared;
+    if (pick == 3) s.edits = RandomEdits(rng);
+    if (pick >= 4) s.edits.env.push_back("NVDRA_CLAIM_" + std::to_string(i) + "=ns/name");
+    const std::string want = DomRender(s);
+    ASSERT_EQ(renderer.Render(s), want) << "spec " << i;
+    ASSERT_EQ(RenderJson(s), want) << "spec " << i;
   }
+}
+
+// Shared edits write as though they were the first entries of the spec's
+// own: the same bytes, the same version, equal specs.
+TEST(SpecRenderTest, SharedEditsWriteAsTheFirstEntriesOfEachList) {
+  ContainerEdits shared{.env = {"A=1"},
+                        .device_nodes = {{.path = "/dev/nvidiactl", .host_path = "/run/nvidia/driver/dev/nvidiactl"}},
+                        .mounts = {{.host_path = "/h/lib.so", .container_path = "/lib.so", .options = {"ro"}}}};
+  ContainerEdits own{.env = {"NVDRA_CLAIM_x=ns/name"}, .mounts = {{.host_path = "/h/b", .container_path = "/b"}}};
+  Spec flat;
+  flat.kind = "k8s.gpu.nvidia.com/claim";
+  flat.devices.push_back({"uid-gpu-0", ContainerEdits{.device_nodes = {{.path = "/dev/nvidia0"}}}});
+  flat.edits = shared;
+  flat.edits.env.push_back(own.env[0]);
+  flat.edits.mounts.push_back(own.mounts[0]);
+  Spec split = flat;
+  split.edits = own;
+  split.shared_edits = std::make_shared<const ContainerEdits>(shared);
+  EXPECT_EQ(split, flat);
+  EXPECT_EQ(MinimumVersion(split), "0.5.0");  // the shared node's hostPath
+  EXPECT_EQ(SpecRenderer().Render(split), RenderJson(flat));
+  EXPECT_EQ(RenderJson(split), RenderJson(flat));
+  split.edits.env.clear();
+  EXPECT_NE(split, flat);
+  ContainerEdits bad = shared;
+  bad.mounts[0].container_path = "relative";
+  split.shared_edits = std::make_shared<const ContainerEdits>(bad);
+  EXPECT_FALSE(ValidateSpec(split).ok());
 }
 
 TEST(SpecRenderTest, EmptyContainersAndEscapes) {
@@ -130,6 +162,23 @@ TEST(SpecRenderTest, EmptyContainersAndEscapes) {
   none.kind = "k8s.gpu.nvidia.com/claim";
   EXPECT_EQ(RenderJson(none), DomRender(none));
   EXPECT_NE(RenderJson(none).find("\"devices\": []"), std::string::npos) << RenderJson(none);
+}
+
+// Each byte that needs more than itself, at each place of strings long
+// enough to be checked eight bytes at a time.
+TEST(SpecRenderTest, EveryByteThatNeedsEscapingIsFoundAnywhere) {
+  for (const std::string special : {"\x01", "\x1f", "\"", "\\", "\x7f", "\xc3\xbc"}) {
+    for (size_t len = 1; len <= 24; ++len) {
+      for (size_t at = 0; at < len; ++at) {
+        Spec s;
+        s.kind = "k8s.gpu.nvidia.com/claim";
+        std::string v(len, 'a');
+        v.replace(at, 1, special);
+        s.devices.push_back({"a", ContainerEdits{.env = {"A=" + v}}});
+        ASSERT_EQ(RenderJson(s), DomRender(s)) << len << " " << at;
+      }
+    }
+  }
 }
 
 TEST(SpecRenderTest, InvalidUtf8IsRefusedAsBefore) {

@@ -41,6 +41,24 @@ Result<cdi::DeviceNode> DeviceNodes::Existing(const std::string& dev_path) const
   return n;
 }
 
+DeviceNodes::Presence DeviceNodes::Present(const std::vector<std::string>& dev_paths) const {
+  const DriverRoot::DevRoot dev = root_.LookUpDevRoot();
+  Presence out;
+  out.dev_root = dev.container();
+  // ContainerPath of each, in one buffer.
+  std::string path = out.dev_root == "/" ? "" : out.dev_root;
+  if (!path.empty() && path.back() == '/') path.pop_back();
+  const size_t base = path.size();
+  for (size_t i = 0; i < dev_paths.size() && i < 32; ++i) {
+    path.resize(base);
+    path += dev_paths[i];
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) continue;
+    if (S_ISCHR(st.st_mode) || (allow_regular_files_ && S_ISREG(st.st_mode))) out.found |= uint32_t{1} << i;
+  }
+  return out;
+}
+
 Result<cdi::DeviceNode> DeviceNodes::Capability(const std::string& access_rel_path) const {
   NVDRA_ASSIGN_OR_RETURN(NvcapAccess access, ReadNvcapAccess(JoinPath(caps_dir_, access_rel_path)));
   NVDRA_ASSIGN_OR_RETURN(int major, ReadCharDeviceMajor(proc_devices_, "nvidia-caps"));

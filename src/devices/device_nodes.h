@@ -6,7 +6,9 @@
 // kind's business (gpu/gpu_edits.h, computedomain/compute_domain_edits.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cdi/container_edits.h"
 #include "devices/device_lib.h"
@@ -28,6 +30,15 @@ class DeviceNodes {
   // `dev_path` ("/dev/nvidiactl") if it exists under the dev root as a
   // character device; FailedPrecondition with what to check otherwise.
   Result<cdi::DeviceNode> Existing(const std::string& dev_path) const;
+  // Which of `dev_paths` (at most 32) Existing finds now, under which dev
+  // root: one look-up of the dev root and a stat per path, for a check on
+  // every claim that builds the nodes only when the answer changes.
+  struct Presence {
+    std::string dev_root;  // the dev root's container path
+    uint32_t found = 0;    // bit i: dev_paths[i]
+    bool operator==(const Presence&) const = default;
+  };
+  Presence Present(const std::vector<std::string>& dev_paths) const;
   // The capability node /dev/nvidia-caps/nvidia-cap<m> whose access file is
   // `access_rel_path` under the capabilities dir (type c, nvidia-caps major,
   // minor and mode from the access file).

@@ -47,6 +47,7 @@ class DriverRoot {
    public:
     std::string ContainerPath(const std::string& dev_path) const;  // as ContainerDevPath
     std::string HostPath(const std::string& dev_path) const;       // as HostDevPath
+    const std::string& container() const { return container_; }
 
    private:
     friend class DriverRoot;

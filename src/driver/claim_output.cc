@@ -17,6 +17,7 @@ ClaimOutput BuildClaimOutput(const cdi::CdiSpecWriter& cdi, const std::string& c
     devs.push_back({std::move(d.device), std::move(d.edits)});
   }
   out.spec = cdi.BuildClaimSpec(claim_uid, std::move(devs), std::move(edits.common), claim_namespace, claim_name);
+  out.spec.shared_edits = std::move(edits.shared_common);
   for (const auto& r : results) {
     model::PreparedDevice d;
     d.requests = {r.request};

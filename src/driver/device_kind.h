@@ -73,6 +73,10 @@ struct DeviceContainerEdits {
 struct ClaimEdits {
   std::vector<DeviceContainerEdits> devices;
   cdi::ContainerEdits common;  // applied once per container
+  // Applied once per container before `common` (each list first), and
+  // shared with other claims' edits rather than copied: the driver's
+  // files (cdi::Spec::shared_edits).
+  std::shared_ptr<const cdi::ContainerEdits> shared_common;
   // CDI ids of devices outside the claim's spec (e.g. a base spec the plugin
   // writes at start) that a device of the claim returns after its own id.
   std::map<std::string, std::vector<std::string>> shared_cdi_ids;

@@ -22,6 +22,10 @@ class GpuContainerEdits {
   // /dev/nvidia-uvm, /dev/nvidia-uvm-tools and /dev/nvidia-modeset (when
   // present); with driver files, their mounts, env and hooks too.
   Result<cdi::ContainerEdits> Common() const;
+  // The same, shared: every claim's spec holds it rather than a copy
+  // (cdi::Spec::shared_edits). A new object when the device nodes found
+  // or the driver's files change, so the pointer names the content.
+  Result<std::shared_ptr<const cdi::ContainerEdits>> SharedCommon() const;
   // /dev/nvidia<minor>, and the GPU's DRM nodes (with a create-symlinks
   // hook for their /dev/dri/by-path links when hooks are on).
   Result<cdi::ContainerEdits> FullGpu(const devices::GpuInfo& gpu) const;
@@ -42,7 +46,7 @@ class GpuContainerEdits {
   // copies of this object, which share its sources.
   struct CommonCache {
     Mutex mu;
-    std::vector<cdi::DeviceNode> nodes GUARDED_BY(mu);
+    devices::DeviceNodes::Presence presence GUARDED_BY(mu);
     std::shared_ptr<const cdi::ContainerEdits> files GUARDED_BY(mu);
     std::shared_ptr<const cdi::ContainerEdits> edits GUARDED_BY(mu);
   };

@@ -240,9 +240,9 @@ Result<driver::ClaimEdits> GpuKind::EditsFor(const GpuUndo& undo) const {
   if (draft.common) {
     out.common = std::move(*draft.common);
   } else {
-    auto common = edits_.Common();
+    auto common = edits_.SharedCommon();
     if (!common.ok()) return common.status().Wrap("common CDI edits");
-    out.common = std::move(common).value();
+    out.shared_common = std::move(common).value();
   }
   return out;
 }

@@ -539,6 +539,8 @@ DrmNodes FindDrmNodes(const DriverRoot& root, const std::string& pci_bus_id) {
   return out;
 }
 
+static int64_t NanoTime(const struct timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
+
 DriverFilesCache::DriverFilesCache(DriverRoot root, VersionSource version_source, std::string hook_path,
                                    HookInstaller reinstall_hook)
     : root_(std::move(root)),
@@ -554,9 +556,17 @@ DriverFilesCache::Stamp DriverFilesCache::Look(const std::string& path) {
   s.exists = true;
   s.dev = st.st_dev;
   s.ino = st.st_ino;
-  s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  s.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  s.mtime_ns = NanoTime(st.st_mtim);
+  s.ctime_ns = NanoTime(st.st_ctim);
   return s;
+}
+
+// Look(s.path) == s, without a copy of the path: this runs for every claim.
+bool DriverFilesCache::Unchanged(const Stamp& s) {
+  struct stat st;
+  if (::stat(s.path.c_str(), &st) != 0) return !s.exists;
+  return s.exists && s.dev == st.st_dev && s.ino == st.st_ino && s.mtime_ns == NanoTime(st.st_mtim) &&
+         s.ctime_ns == NanoTime(st.st_ctim);
 }
 
 std::string DriverFilesCache::InRoot(const std::string& container_path) const {
@@ -593,7 +603,7 @@ std::vector<std::string> DriverFilesCache::MissingLocked() const {
 Status DriverFilesCache::RefreshLocked() {
   if (have_) {
     bool same = true;
-    for (const auto& s : stamps_) same = same && Look(s.path) == s;
+    for (const auto& s : stamps_) same = same && Unchanged(s);
     if (same) return Status::Ok();
   }
   if (reinstall_hook_ && !hook_path_.empty() && !PathExists(hook_path_)) {

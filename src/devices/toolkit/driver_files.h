@@ -125,6 +125,7 @@ class DriverFilesCache {
     bool operator==(const Stamp&) const = default;
   };
   static Stamp Look(const std::string& path);
+  static bool Unchanged(const Stamp& s);
   std::vector<Stamp> StampsLocked() const REQUIRES(mu_);
   // The container view of a file's path inside the driver root.
   std::string InRoot(const std::string& container_path) const REQUIRES(mu_);
