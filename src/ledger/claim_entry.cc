@@ -1,6 +1,7 @@
 #include "ledger/claim_entry.h"
 
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 
 #include "util/json_depth.h"
@@ -166,17 +167,41 @@ json EntryToJson(const ClaimEntry& e) {
 
 namespace {
 
+// Whether dump() writes `v` other than as is: a control character, a
+// quote, a backslash, DEL or a byte of UTF-8. Eight bytes at a time: the
+// strings of a record are mostly ids and names with nothing to escape.
+bool NeedsEscaping(std::string_view v) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  // High bit of each byte of `x` that is zero.
+  auto zero_bytes = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+  size_t i = 0;
+  for (; i + 8 <= v.size(); i += 8) {
+    uint64_t x;
+    std::memcpy(&x, v.data() + i, 8);
+    // Bytes below 0x20 (for bytes without their high bit, which are caught
+    // by the last term anyway), '"', '\\', 0x7f, and 0x80 and above.
+    uint64_t hit = ((x - kOnes * 0x20) & ~x) | zero_bytes(x ^ (kOnes * '"')) | zero_bytes(x ^ (kOnes * '\\')) |
+                   zero_bytes(x ^ (kOnes * 0x7f)) | x;
+    if ((hit & kHigh) != 0) return true;
+  }
+  for (; i < v.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(v[i]);
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') return true;
+  }
+  return false;
+}
+
 // A string as dump() writes it: plain ASCII as is; anything else (escapes,
 // UTF-8, which dump checks) through the document.
-void AppendJsonString(std::string& out, const std::string& v) {
-  for (unsigned char c : v) {
-    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-      out += json(v).dump();
-      return;
-    }
+void AppendJsonString(std::string& out, std::string_view v) {
+  if (NeedsEscaping(v)) {
+    out += json(std::string(v)).dump();
+    return;
   }
+  out.reserve(out.size() + v.size() + 2);
   out += '"';
-  out += v;
+  out.append(v);
   out += '"';
 }
 
@@ -190,7 +215,7 @@ void AppendJsonStrings(std::string& out, const std::vector<std::string>& v) {
 }
 
 // A member after the first: ,"key":"value".
-void AppendMember(std::string& out, const char* key, const std::string& v) {
+void AppendMember(std::string& out, const char* key, std::string_view v) {
   out += ",\"";
   out += key;
   out += "\":";
@@ -233,34 +258,128 @@ void AppendPrepared(std::string& out, const std::vector<model::PreparedDevice>& 
 
 }  // namespace
 
-std::string EntryJsonText(const ClaimEntry& e) {
+namespace {
+
+// Whether `a` and `b` dump to the same text. json's own == does not say:
+// it holds for 1 and 1.0, and for 0.0 and -0.0, which dump differently.
+bool SameDump(const json& a, const json& b) {
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case json::value_t::object: {
+      if (a.size() != b.size()) return false;
+      for (auto i = a.begin(), k = b.begin(); i != a.end(); ++i, ++k) {
+        if (i.key() != k.key() || !SameDump(*i, *k)) return false;
+      }
+      return true;
+    }
+    case json::value_t::array: {
+      if (a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!SameDump(a[i], b[i])) return false;
+      }
+      return true;
+    }
+    case json::value_t::number_float: {
+      const double x = a.get<double>(), y = b.get<double>();
+      return std::memcmp(&x, &y, sizeof x) == 0;
+    }
+    default: return a == b;
+  }
+}
+
+// Written straight from the entry: nothing beyond what this version knows
+// of every claim.
+bool Plain(const ClaimEntry& e) {
   bool plain = (!e.extra.is_object() || e.extra.empty()) && e.shares.empty();
   for (const auto& d : e.allocation) plain = plain && d.consumed_capacity.empty();
-  if (!plain) return EntryToJson(e).dump();
-  std::string out = "{";
-  out.reserve(512);
-  AppendAllocation(out, e.allocation);
-  if (!e.attempt.empty()) AppendMember(out, "attempt", e.attempt);
-  AppendMember(out, "bootID", e.boot_id);
-  if (!e.consumers.empty()) {
-    out += ",\"consumers\":";
-    AppendJsonStrings(out, e.consumers);
-  }
-  out += ",\"held\":";
-  AppendJsonStrings(out, e.held);
-  AppendMember(out, "name", e.name);
-  AppendMember(out, "namespace", e.ns);
-  if (e.origin != ClaimOrigin::kPrepare) AppendMember(out, "origin", ClaimOriginName(e.origin));
-  AppendPrepared(out, e.prepared);
-  AppendMember(out, "state", e.unknown_state.empty() ? std::string(ClaimStateName(e.state)) : e.unknown_state);
-  AppendMember(out, "uid", e.uid);
-  out += ",\"undo\":";
-  out += e.undo.dump();
-  out += ",\"updatedUnixMs\":";
-  out += std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(e.updated.time_since_epoch()).count());
-  out += '}';
-  return out;
+  return plain;
 }
+
+int64_t UnixMs(const ClaimEntry& e) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(e.updated.time_since_epoch()).count();
+}
+
+// The members in key order (the document's dump sorts them), each written
+// only from its own field, so a part equal to the previous entry's is
+// copied from that entry's text.
+class PartWriter {
+ public:
+  PartWriter(EntryText& t, const ClaimEntry* before, const EntryText* before_text)
+      : t_(t), before_(before_text != nullptr && before_text->parts ? before : nullptr), before_text_(before_text) {
+    t_.json.reserve(before_ != nullptr ? before_text_->json.size() + 16 : 512);
+  }
+  // `same(before)`: the member equals the previous entry's; `write()`: writes it.
+  template <typename Same, typename Write>
+  void Part(Same&& same, Write&& write) {
+    t_.at[k_] = static_cast<uint32_t>(t_.json.size());
+    if (before_ != nullptr && same(*before_)) {
+      const uint32_t from = before_text_->at[k_];
+      t_.json.append(before_text_->json, from, before_text_->at[k_ + 1] - from);
+    } else {
+      write();
+    }
+    ++k_;
+  }
+  void Finish() {
+    t_.at[k_] = static_cast<uint32_t>(t_.json.size());
+    t_.parts = k_ == kEntryTextParts;
+  }
+
+ private:
+  EntryText& t_;
+  const ClaimEntry* before_;
+  const EntryText* before_text_;
+  size_t k_ = 0;
+};
+
+}  // namespace
+
+EntryText EntryJsonParts(const ClaimEntry& e, const ClaimEntry* before, const EntryText* before_text) {
+  EntryText t;
+  if (!Plain(e)) {
+    t.json = EntryToJson(e).dump();
+    return t;
+  }
+  std::string& out = t.json;
+  PartWriter w(t, before, before_text);
+  using B = const ClaimEntry&;
+  w.Part([&](B b) { return e.allocation == b.allocation; }, [&] { AppendAllocation(out += '{', e.allocation); });
+  w.Part([&](B b) { return e.attempt == b.attempt; },
+         [&] {
+           if (!e.attempt.empty()) AppendMember(out, "attempt", e.attempt);
+         });
+  w.Part([&](B b) { return e.boot_id == b.boot_id; }, [&] { AppendMember(out, "bootID", e.boot_id); });
+  w.Part([&](B b) { return e.consumers == b.consumers; },
+         [&] {
+           if (e.consumers.empty()) return;
+           out += ",\"consumers\":";
+           AppendJsonStrings(out, e.consumers);
+         });
+  w.Part([&](B b) { return e.held == b.held; }, [&] { AppendJsonStrings(out += ",\"held\":", e.held); });
+  w.Part([&](B b) { return e.name == b.name; }, [&] { AppendMember(out, "name", e.name); });
+  w.Part([&](B b) { return e.ns == b.ns; }, [&] { AppendMember(out, "namespace", e.ns); });
+  w.Part([&](B b) { return e.origin == b.origin; },
+         [&] {
+           if (e.origin != ClaimOrigin::kPrepare) AppendMember(out, "origin", ClaimOriginName(e.origin));
+         });
+  w.Part([&](B b) { return e.prepared == b.prepared; }, [&] { AppendPrepared(out, e.prepared); });
+  w.Part([&](B b) { return e.state == b.state && e.unknown_state == b.unknown_state; },
+         [&] {
+           AppendMember(out, "state",
+                        e.unknown_state.empty() ? std::string_view(ClaimStateName(e.state)) : e.unknown_state);
+         });
+  w.Part([&](B b) { return e.uid == b.uid; }, [&] { AppendMember(out, "uid", e.uid); });
+  w.Part([&](B b) { return SameDump(e.undo, b.undo); }, [&] { (out += ",\"undo\":") += e.undo.dump(); });
+  w.Part([&](B b) { return UnixMs(e) == UnixMs(b); },
+         [&] {
+           (out += ",\"updatedUnixMs\":") += std::to_string(UnixMs(e));
+           out += '}';
+         });
+  w.Finish();
+  return t;
+}
+
+std::string EntryJsonText(const ClaimEntry& e) { return EntryJsonParts(e).json; }
 
 Result<ClaimEntry> EntryFromJson(const json& j) {
   if (!j.is_object()) return InvalidArgument("claim entry is not a JSON object");

@@ -3,6 +3,7 @@
 // written back, so a downgrade followed by a rewrite loses nothing.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -112,6 +113,24 @@ nlohmann::json EntryToJson(const ClaimEntry& e);
 // each transition more than its fdatasync's CPU. Otherwise the document's
 // dump. Invalid UTF-8 throws as the dump does.
 std::string EntryJsonText(const ClaimEntry& e);
+
+// A record's text with where each of its members starts, so that the next
+// record of the same claim copies the members that did not change instead
+// of writing them again (a transition changes two or three of thirteen).
+inline constexpr size_t kEntryTextParts = 13;
+struct EntryText {
+  std::string json;
+  // at[k]: where the k-th member in key order starts (with its comma; the
+  // first with the opening brace), at[kEntryTextParts]: the end. Filled when
+  // `parts`; an entry written through the document has none.
+  std::array<uint32_t, kEntryTextParts + 1> at{};
+  bool parts = false;
+};
+// EntryJsonText(e), with the parts of `before_text` (the text of `before`,
+// the claim's previous entry) reused where e's member equals before's.
+// Either may be null: then every member is written.
+EntryText EntryJsonParts(const ClaimEntry& e, const ClaimEntry* before = nullptr,
+                         const EntryText* before_text = nullptr);
 // Lenient where it can be (missing optional keys), strict on the uid. A state
 // this version does not know is kept in unknown_state (see there).
 Result<ClaimEntry> EntryFromJson(const nlohmann::json& j);

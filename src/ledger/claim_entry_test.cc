@@ -91,6 +91,96 @@ TEST(ClaimEntryTest, TextIsTheDocumentsDumpForRandomEntries) {
   }
 }
 
+// What a transition does to an entry: some members replaced, the others
+// kept. Undo records that json's == calls equal but that dump differently
+// (1 and 1.0, 0.0 and -0.0) must not share text.
+ClaimEntry Changed(const ClaimEntry& e, std::mt19937& rng) {
+  auto one_in = [&](int n) { return std::uniform_int_distribution<int>(1, n)(rng) == 1; };
+  ClaimEntry o = RandomEntry(rng);
+  ClaimEntry c = e;
+  if (one_in(4)) c.allocation = o.allocation;
+  if (one_in(4)) c.attempt = o.attempt;
+  if (one_in(4)) c.boot_id = o.boot_id;
+  if (one_in(4)) c.consumers = o.consumers;
+  if (one_in(4)) c.held = o.held;
+  if (one_in(4)) c.name = o.name;
+  if (one_in(4)) c.ns = o.ns;
+  if (one_in(4)) c.origin = o.origin;
+  if (one_in(4)) c.prepared = o.prepared;
+  if (one_in(4)) c.state = o.state;
+  if (one_in(4)) c.unknown_state = o.unknown_state;
+  if (one_in(4)) c.uid = o.uid;
+  if (one_in(4)) c.undo = o.undo;
+  if (one_in(4)) c.updated = o.updated;
+  if (one_in(8)) c.extra = {{"aNewerKey", 1}};
+  return c;
+}
+
+TEST(ClaimEntryTest, PartsOfThePreviousRecordAreReusedByteForByte) {
+  std::mt19937 rng(47);
+  int reused = 0;
+  for (int i = 0; i < 2000; ++i) {
+    ClaimEntry before = RandomEntry(rng);
+    if (i % 7 == 0) before.undo = {{"n", 1}, {"z", 0.0}};
+    EntryText before_text;
+    try {
+      before_text = EntryJsonParts(before);
+    } catch (const nlohmann::json::exception&) {
+      continue;
+    }
+    ClaimEntry e = Changed(before, rng);
+    if (i % 7 == 0 && i % 2 == 0) e.undo = {{"n", 1.0}, {"z", 0.0}};
+    if (i % 7 == 0 && i % 2 == 1) e.undo = {{"n", 1}, {"z", -0.0}};
+    std::string want;
+    try {
+      want = EntryToJson(e).dump();
+    } catch (const nlohmann::json::exception&) {
+      continue;
+    }
+    EntryText text = EntryJsonParts(e, &before, &before_text);
+    ASSERT_EQ(text.json, want) << "entry " << i;
+    ASSERT_EQ(text.json, EntryJsonText(e));
+    if (!text.parts) continue;
+    ++reused;
+    ASSERT_EQ(text.at[0], 0u);
+    ASSERT_EQ(text.at[kEntryTextParts], text.json.size());
+    for (size_t k = 0; k < kEntryTextParts; ++k) ASSERT_LE(text.at[k], text.at[k + 1]);
+    // Its own parts serve the next record as well.
+    ClaimEntry next = Changed(e, rng);
+    std::string next_want;
+    try {
+      next_want = EntryToJson(next).dump();
+    } catch (const nlohmann::json::exception&) {
+      continue;
+    }
+    ASSERT_EQ(EntryJsonParts(next, &e, &text).json, next_want) << "entry " << i;
+  }
+  EXPECT_GT(reused, 600);
+}
+
+TEST(ClaimEntryTest, EveryByteThatNeedsEscapingIsFoundAtEveryPosition) {
+  // The plain-string check reads eight bytes at a time: each byte that dump
+  // escapes (or checks as UTF-8) must be seen wherever it sits.
+  for (int c = 0; c < 256; ++c) {
+    for (size_t len = 1; len <= 17; ++len) {  // two words and a tail
+      for (size_t pos = 0; pos < len; ++pos) {
+        ClaimEntry e;
+        e.uid = "uid";
+        e.name = std::string(len, 'a');
+        e.name[pos] = static_cast<char>(c);
+        std::string want;
+        try {
+          want = EntryToJson(e).dump();
+        } catch (const nlohmann::json::exception&) {
+          ASSERT_THROW(EntryJsonText(e), nlohmann::json::exception) << c << " at " << pos << " of " << len;
+          continue;
+        }
+        ASSERT_EQ(EntryJsonText(e), want) << c << " at " << pos << " of " << len;
+      }
+    }
+  }
+}
+
 TEST(ClaimEntryTest, InvalidUtf8IsRefusedAsBefore) {
   ClaimEntry e;
   e.uid = "uid";

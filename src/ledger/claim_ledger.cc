@@ -5,7 +5,10 @@
 // reads in claim_ledger_queries.cc.
 #include "ledger/claim_ledger.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <utility>
@@ -21,14 +24,25 @@ namespace nvdra::ledger {
 namespace {
 
 // A fresh name for one BeginPrepare: unique across processes and restarts
-// with overwhelming probability.
+// with overwhelming probability. 128 bits from the kernel in one call.
 std::string NewAttempt() {
-  static std::mutex mu;
-  static std::random_device device;
-  std::lock_guard<std::mutex> l(mu);
-  uint64_t hi = (static_cast<uint64_t>(device()) << 32) | device();
-  uint64_t lo = (static_cast<uint64_t>(device()) << 32) | device();
-  return fmt::format("{:016x}{:016x}", hi, lo);
+  unsigned char bytes[16];
+  if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    static std::mutex mu;
+    static std::random_device device;
+    std::lock_guard<std::mutex> l(mu);
+    for (size_t i = 0; i < sizeof bytes; i += 4) {
+      uint32_t v = device();
+      std::memcpy(bytes + i, &v, 4);
+    }
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(2 * sizeof bytes, '0');
+  for (size_t i = 0; i < sizeof bytes; ++i) {
+    out[2 * i] = kHex[bytes[i] >> 4];
+    out[2 * i + 1] = kHex[bytes[i] & 0xF];
+  }
+  return out;
 }
 
 }  // namespace
@@ -114,9 +128,11 @@ TransitionContext ClaimLedger::ContextLocked() const {
   return ctx;
 }
 
-Status ClaimLedger::RecordLocked(const Transition& t, const char* before_fp, const char* after_fp) {
+Status ClaimLedger::RecordLocked(Transition& t, const char* before_fp, const char* after_fp) {
   if (!t.write || !t.entry) return Status::Ok();
-  return AppendLocked(*t.entry, before_fp, after_fp);
+  ClaimEntry e = std::move(*t.entry);
+  t.entry.reset();
+  return AppendLocked(std::move(e), before_fp, after_fp);
 }
 
 Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
@@ -126,12 +142,13 @@ Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
         TransitionContext ctx = ContextLocked();
         // An entry imported from an old checkpoint, or rebuilt, has no name:
         // take it from the first Prepare, so the reconciler can check the claim.
-        NVDRA_RETURN_IF_ERROR(RecordLocked(transition::AdoptName(FindLive(req.uid), req.ns, req.name, ctx),
-                                           "ledger-before-name-write", "ledger-after-name-write"));
+        Transition named = transition::AdoptName(FindLive(req.uid), req.ns, req.name, ctx);
+        NVDRA_RETURN_IF_ERROR(RecordLocked(named, "ledger-before-name-write", "ledger-after-name-write"));
         ctx.new_attempt = NewAttempt();
         NVDRA_ASSIGN_OR_RETURN(Transition t, transition::BeginPrepare(FindLive(req.uid), req, ctx));
+        if (!t.write) return BeginResult{t.outcome, Decorate(std::move(*t.entry))};
         NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-started-write", "ledger-after-started-write"));
-        return BeginResult{t.outcome, Decorate(std::move(*t.entry))};
+        return BeginResult{t.outcome, Decorate(*state_.Find(req.uid))};
       },
       RequestStep::kAppendStarted);
 }
@@ -139,8 +156,8 @@ Result<BeginResult> ClaimLedger::BeginPrepare(const BeginPrepareRequest& req) {
 Status ClaimLedger::AdoptName(const std::string& uid, const std::string& ns, const std::string& name) {
   if (name.empty()) return Status::Ok();
   return Locked([&]() REQUIRES(mu_) -> Status {
-    return RecordLocked(transition::AdoptName(FindLive(uid), ns, name, ContextLocked()), "ledger-before-name-write",
-                        "ledger-after-name-write");
+    Transition t = transition::AdoptName(FindLive(uid), ns, name, ContextLocked());
+    return RecordLocked(t, "ledger-before-name-write", "ledger-after-name-write");
   });
 }
 
@@ -186,9 +203,10 @@ Result<std::optional<ClaimEntry>> ClaimLedger::BeginUnprepare(const std::string&
   return Locked(
       [&]() REQUIRES(mu_) -> Result<std::optional<ClaimEntry>> {
         NVDRA_ASSIGN_OR_RETURN(Transition t, transition::BeginUnprepare(FindLive(uid), ContextLocked()));
-        NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-unprepare-write", "ledger-after-unprepare-write"));
         if (!t.entry) return std::optional<ClaimEntry>();
-        return std::optional(Decorate(std::move(*t.entry)));
+        if (!t.write) return std::optional(Decorate(std::move(*t.entry)));
+        NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-unprepare-write", "ledger-after-unprepare-write"));
+        return std::optional(Decorate(*state_.Find(uid)));
       },
       RequestStep::kAppendStarted);
 }
@@ -200,7 +218,10 @@ Status ClaimLedger::FinishUnprepare(const std::string& uid) {
         if (!t.write) return Status::Ok();
         NVDRA_RETURN_IF_ERROR(RecordLocked(t, "ledger-before-tombstone-write", "ledger-after-tombstone-write"));
         // Upstream's words, which operators grep for.
-        NVDRA_VLOG(6, "Deleted claim from checkpoint: {}/{} (claim {})", t.entry->ns, t.entry->name, t.entry->uid);
+        // (A tombstone_ttl of 0 lets the append's garbage collection drop it at once.)
+        if (const ClaimEntry* e = state_.Find(uid)) {
+          NVDRA_VLOG(6, "Deleted claim from checkpoint: {}/{} (claim {})", e->ns, e->name, e->uid);
+        }
         return Status::Ok();
       },
       RequestStep::kAppendFinal, Ack::kAppended);

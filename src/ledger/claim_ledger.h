@@ -252,9 +252,10 @@ class ClaimLedger {
   // What the pure transitions (claim_transitions.h) see: this boot, the
   // clock, and what the other live entries hold.
   TransitionContext ContextLocked() const REQUIRES(mu_);
-  // Appends t.entry when the transition wrote one.
-  Status RecordLocked(const Transition& t, const char* before_fp, const char* after_fp) REQUIRES(mu_);
-  Status AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp) REQUIRES(mu_);
+  // Appends t.entry when the transition wrote one, and moves it into the
+  // state (t.entry is left empty; the state's entry is the claim's now).
+  Status RecordLocked(Transition& t, const char* before_fp, const char* after_fp) REQUIRES(mu_);
+  Status AppendLocked(ClaimEntry e, const char* before_fp, const char* after_fp) REQUIRES(mu_);
   Status QuarantineLocked(const std::string& bytes, const std::vector<DamagedRange>& damage) REQUIRES(mu_);
   ClaimEntry Decorate(ClaimEntry e) const REQUIRES(mu_);
   LedgerState NewStateLocked() const REQUIRES(mu_);

@@ -33,8 +33,9 @@ Status ClaimLedger::CompactLocked() {
   fresh.set_generation(state_.generation());
   fresh.mutable_meta() = m;
   for (const auto& [uid, e] : state_.entries()) {
-    std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryJsonText(e));
-    fresh.Put(e, rec.size());
+    EntryText text = EntryJsonParts(e);
+    std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), text.json);
+    fresh.Put(e, rec.size(), std::move(text));
     last_start = data.size();
     data += rec;
   }

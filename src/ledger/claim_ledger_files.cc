@@ -248,10 +248,13 @@ void ClaimLedger::NoteLastRecordLocked(std::string_view bytes, uint64_t base, ui
   last_record_head_ = std::string(bytes.substr(offset - base, kRecordHeaderSize));
 }
 
-Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, const char* after_fp) {
+Status ClaimLedger::AppendLocked(ClaimEntry e, const char* before_fp, const char* after_fp) {
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT(before_fp));
   if (file_ == nullptr) return Unavailable("claim ledger " + log_path_ + " is not open");
-  std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), EntryJsonText(e));
+  // The parts of the claim's previous record that this one repeats are
+  // copied from it, not written again.
+  EntryText text = EntryJsonParts(e, state_.Find(e.uid), state_.TextOf(e.uid));
+  std::string rec = EncodeRecord(static_cast<uint8_t>(RecordType::kEntry), text.json);
   auto fail = [&](Status s) REQUIRES(mu_) {
     // Cut a partial record off and re-read the file before the next transition.
     (void)file_->Truncate(read_offset_);
@@ -299,12 +302,12 @@ Status ClaimLedger::AppendLocked(const ClaimEntry& e, const char* before_fp, con
   NoteLastRecordLocked(rec, read_offset_, read_offset_);
   read_offset_ += rec.size();
   file_id_.size = read_offset_;
-  state_.Put(e, rec.size());
   // Durable before the transition returns: Locked waits for a sync that
   // covers this record (group commit), once the locks are released.
   commit_seq_ = ++appended_seq_;
-  commit_what_ = "claim " + DescribeClaim(e) + " as " + ClaimStateName(e.state);
+  commit_what_.assign("claim ").append(DescribeClaim(e)).append(" as ").append(ClaimStateName(e.state));
   NVDRA_VLOG(6, "claim ledger: {} -> {}", DescribeClaim(e), ClaimStateName(e.state));
+  state_.Put(std::move(e), rec.size(), std::move(text));
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT(after_fp));
   // The transition is durable: a compaction that cannot run now (a full
   // disk) is retried after a later one, and never fails this one.

@@ -78,7 +78,11 @@ std::optional<Result<Transition>> ContinueExisting(const ClaimEntry& cur, const 
 
 std::string DescribeClaim(const ClaimEntry& e) {
   if (e.ns.empty() && e.name.empty()) return e.uid;
-  return model::ClaimRef{e.ns, e.uid, e.name}.ToString();
+  // model::ClaimRef::ToString's form, in one allocation: every record names its claim.
+  std::string out;
+  out.reserve(e.ns.size() + e.name.size() + e.uid.size() + 2);
+  out.append(e.ns).append("/").append(e.name).append(":").append(e.uid);
+  return out;
 }
 
 std::vector<std::string> SortedUnique(std::vector<std::string> v) {

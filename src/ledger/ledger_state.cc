@@ -95,12 +95,38 @@ void LedgerState::Erase(const std::string& uid) {
       }
     }
   }
-  live_bytes_ -= record_size_[uid];
-  record_size_.erase(uid);
+  if (auto r = records_.find(uid); r != records_.end()) {
+    live_bytes_ -= r->second.size;
+    records_.erase(r);
+  }
   entries_.erase(it);
 }
 
-void LedgerState::Put(ClaimEntry e, uint64_t record_size) {
+bool LedgerState::SameSoleHolding(const ClaimEntry& cur, const ClaimEntry& next) const {
+  if (HoldsResources(cur.state) != HoldsResources(next.state) || cur.held != next.held || cur.shares != next.shares) {
+    return false;
+  }
+  if (!HoldsResources(cur.state)) return true;
+  for (const auto& r : cur.held) {
+    auto h = holders_.find(r);
+    if (h == holders_.end() || h->second.size() != 1 || h->second.front() != cur.uid) return false;
+  }
+  return true;
+}
+
+void LedgerState::Put(ClaimEntry e, uint64_t record_size, EntryText text) {
+  if (auto it = entries_.find(e.uid); it != entries_.end() && SameSoleHolding(it->second, e)) {
+    // A transition of a claim that keeps what it holds (the usual case):
+    // the entry is replaced in place and the holders stay as they are.
+    Count(it->second, -1);
+    Record& rec = records_[e.uid];
+    live_bytes_ = live_bytes_ - rec.size + record_size;
+    rec = Record{record_size, std::move(text)};
+    if (e.state == ClaimState::kTombstone) tombstones_.emplace_back(e.updated, e.uid);
+    Count(e, +1);
+    it->second = std::move(e);
+    return;
+  }
   Erase(e.uid);
   if (HoldsResources(e.state)) {
     for (const auto& r : UniqueHeld(e)) {
@@ -125,11 +151,16 @@ void LedgerState::Put(ClaimEntry e, uint64_t record_size) {
     }
   }
   if (e.state == ClaimState::kTombstone) tombstones_.emplace_back(e.updated, e.uid);
-  record_size_[e.uid] = record_size;
+  records_[e.uid] = Record{record_size, std::move(text)};
   live_bytes_ += record_size;
   Count(e, +1);
   std::string uid = e.uid;
   entries_.insert_or_assign(std::move(uid), std::move(e));
+}
+
+const EntryText* LedgerState::TextOf(const std::string& uid) const {
+  auto it = records_.find(uid);
+  return it == records_.end() || !it->second.text.parts ? nullptr : &it->second.text;
 }
 
 const ClaimEntry* LedgerState::Find(const std::string& uid) const {

@@ -26,11 +26,16 @@ class LedgerState {
   // compaction writes it back; the returned message says why.
   std::optional<std::string> Apply(const DecodedRecord& r);
 
-  // Makes `e` the claim's current entry; `record_size` is its frame size.
-  void Put(ClaimEntry e, uint64_t record_size);
+  // Makes `e` the claim's current entry; `record_size` is its frame size,
+  // `text` its record's payload when the caller wrote it (kept so that the
+  // claim's next record reuses its unchanged parts; see EntryJsonParts).
+  void Put(ClaimEntry e, uint64_t record_size, EntryText text = {});
   void Erase(const std::string& uid);
 
   const ClaimEntry* Find(const std::string& uid) const;
+  // The payload of the claim's current record as Put was given it, or
+  // nullptr (none given: applied from the file).
+  const EntryText* TextOf(const std::string& uid) const;
   // The live claim holding `resource`, if any (the earliest recorded one when
   // a damaged log names several).
   const ClaimEntry* HolderOf(const std::string& resource) const;
@@ -80,12 +85,19 @@ class LedgerState {
  private:
   void Count(const ClaimEntry& e, int64_t delta);
   static std::vector<std::string> UniqueHeld(const ClaimEntry& e);
+  // Whether `next` holds exactly what `cur` holds, and `cur` alone holds
+  // each of it: then replacing one by the other leaves the holders as they are.
+  bool SameSoleHolding(const ClaimEntry& cur, const ClaimEntry& next) const;
+  struct Record {
+    uint64_t size = 0;  // frame size
+    EntryText text;
+  };
 
   std::map<std::string, ClaimEntry> entries_;
   std::array<int64_t, kClaimStateCount> state_counts_{};
   std::unordered_map<std::string, int64_t> prepared_devices_;
   DeviceClassifier classify_;
-  std::unordered_map<std::string, uint64_t> record_size_;
+  std::unordered_map<std::string, Record> records_;  // uid -> its current record
   // resource -> live holders in record order (more than one only after damage)
   std::unordered_map<std::string, std::vector<std::string>> holders_;
   // resource -> how many of its live holders hold it whole, not as a share
