@@ -22,6 +22,7 @@
 #include "devices/gpu_control.h"
 #include "gpu/full_gpu_type.h"
 #include "gpu/gpu_device_type.h"
+#include "gpu/mig_config.h"
 #include "gpu/mig_undo.h"
 
 namespace nvdra::gpu {

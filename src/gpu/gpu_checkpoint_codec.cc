@@ -7,6 +7,7 @@
 #include "gpu/gpu_device_types.h"
 #include "gpu/gpu_handlers.h"
 #include "gpu/gpu_undo.h"
+#include "gpu/time_slicing_config.h"
 #include "gpu/time_slicing_undo.h"
 #include "ledger/go_json.h"
 #include "ledger/legacy_checkpoint.h"

@@ -18,9 +18,10 @@
 
 namespace nvdra::gpu {
 
-// A plug-in's part of the Go driver's checkpoint (docs/migration.md). The
-// built-in ones are listed with the plug-ins (BuiltinCheckpointPieces in
-// gpu_handlers.h). Every member may be left empty.
+// A plug-in's part of the Go driver's checkpoint (described in docs/, in the
+// guide to moving between the Go driver and nvdra). The built-in ones are
+// listed with the plug-ins (BuiltinCheckpointPieces in gpu_handlers.h).
+// Every member may be left empty.
 struct CheckpointPiece {
   // Whether `device` is one of the plug-in's that the checkpoint cannot
   // describe (a claim with one is not written to it).
@@ -59,8 +60,9 @@ class GpuCheckpointCodec final : public ledger::KindCodec {
     return {device};
   }
   std::optional<std::string> UpstreamPreparedDevices(const ledger::ClaimEntry& e) const override;
-  // DeviceConfigState as each release marshals it (docs/migration.md): the
-  // plug-ins' members, then timeSliceApplied (v0.4.1 on) when set.
+  // DeviceConfigState as each release marshals it (as the guide in docs/ to
+  // moving off the Go driver describes it): the plug-ins' members, then
+  // timeSliceApplied (v0.4.1 on) when set.
   std::string UpstreamConfigState(std::string_view raw, ledger::UpstreamRelease release) const override;
   nlohmann::json ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const override;
   // What the plug-ins say the entry holds (CheckpointPiece::import_held).

@@ -5,6 +5,10 @@
 
 #include "config/config_decoder.h"
 #include "config/feature_gates.h"
+#include "gpu/mig_config.h"
+#include "gpu/mps_config.h"
+#include "gpu/time_slicing_config.h"
+#include "gpu/vfio_config.h"
 
 namespace nvdra::gpu {
 namespace {
@@ -68,23 +72,23 @@ TEST(OpaqueConfigTest, NormalizeFillsTheTimeSliceIntervalEvenForAnEmptyBlock) {
     Normalize(*c, kTimeSlicingGates);
     EXPECT_TRUE(Validate(*c, kTimeSlicingGates).ok());
     const auto& g = c->Get<GpuConfig>();
-    ASSERT_TRUE(g.sharing->time_slicing_config.has_value());
-    EXPECT_EQ(g.sharing->time_slicing_config->interval, "Default");
-    EXPECT_EQ(g.TimeSlice(), TimeSliceInterval::kDefault);
+    ASSERT_TRUE(g.sharing->Settings<TimeSlicingConfig>().has_value());
+    EXPECT_EQ(g.sharing->Settings<TimeSlicingConfig>()->interval, "Default");
+    EXPECT_EQ(TimeSliceOf(g), TimeSliceInterval::kDefault);
   }
   // Without the gate Normalize leaves the config alone for Validate to reject.
   Config off = Sharing("TimeSlicing");
   Normalize(off, FeatureGates());
-  EXPECT_FALSE(off.Get<GpuConfig>().sharing->time_slicing_config.has_value());
+  EXPECT_FALSE(off.Get<GpuConfig>().sharing->Settings<TimeSlicingConfig>().has_value());
 }
 
 TEST(OpaqueConfigTest, TimeSliceIntervals) {
   GpuConfig c = Sharing("TimeSlicing");
-  c.sharing->time_slicing_config.emplace();
-  c.sharing->time_slicing_config->interval = "Forever";
+  c.sharing->Settings<TimeSlicingConfig>().emplace();
+  c.sharing->Settings<TimeSlicingConfig>()->interval = "Forever";
   EXPECT_EQ(ValidateError(c, kTimeSlicingGates),
             "unknown time-slice interval: Forever, supported time-slice intervals: Default, Short, Medium, Long");
-  c.sharing->time_slicing_config->interval = "long";  // case matters
+  c.sharing->Settings<TimeSlicingConfig>()->interval = "long";  // case matters
   EXPECT_NE(ValidateError(c, kTimeSlicingGates), "<ok>");
   for (auto [name, value] : {std::pair{"Default", 0}, {"Short", 1}, {"Medium", 2}, {"Long", 3}}) {
     auto i = ParseTimeSliceInterval(name);
@@ -96,26 +100,26 @@ TEST(OpaqueConfigTest, TimeSliceIntervals) {
 
 TEST(OpaqueConfigTest, StrategyAndSettingsMustAgree) {
   GpuConfig ts = Sharing("TimeSlicing");
-  ts.sharing->mps_config.emplace();
+  ts.sharing->Settings<MpsConfig>().emplace();
   EXPECT_EQ(ValidateError(ts, kBoth), "cannot use MpsConfig with the 'TimeSlicing' strategy");
   GpuConfig mps = Sharing("MPS");
-  mps.sharing->time_slicing_config.emplace();
+  mps.sharing->Settings<TimeSlicingConfig>().emplace();
   EXPECT_EQ(ValidateError(mps, kBoth), "cannot use TimeSlicingConfig with the 'MPS' strategy");
 }
 
 TEST(OpaqueConfigTest, MpsLimits) {
   GpuConfig c = Sharing("MPS");
-  c.sharing->mps_config.emplace();
-  c.sharing->mps_config->default_active_thread_percentage = -1;
+  c.sharing->Settings<MpsConfig>().emplace();
+  c.sharing->Settings<MpsConfig>()->default_active_thread_percentage = -1;
   EXPECT_EQ(ValidateError(c, kMps), "active thread percentage must not be negative");
-  c.sharing->mps_config->default_active_thread_percentage = 101;
+  c.sharing->Settings<MpsConfig>()->default_active_thread_percentage = 101;
   EXPECT_EQ(ValidateError(c, kMps), "active thread percentage must not be greater than 100");
-  c.sharing->mps_config->default_active_thread_percentage = 100;
+  c.sharing->Settings<MpsConfig>()->default_active_thread_percentage = 100;
   EXPECT_EQ(ValidateError(c, kMps), "<ok>");
-  c.sharing->mps_config->default_pinned_device_memory_limit = *Quantity::Parse("512Ki");
+  c.sharing->Settings<MpsConfig>()->default_pinned_device_memory_limit = *Quantity::Parse("512Ki");
   EXPECT_EQ(ValidateError(c, kMps), "invalid limit: default value set too low: 512Ki");
-  c.sharing->mps_config->default_pinned_device_memory_limit = *Quantity::Parse("2Gi");
-  c.sharing->mps_config->default_per_device_pinned_memory_limit["1"] = *Quantity::Parse("10");
+  c.sharing->Settings<MpsConfig>()->default_pinned_device_memory_limit = *Quantity::Parse("2Gi");
+  c.sharing->Settings<MpsConfig>()->default_per_device_pinned_memory_limit["1"] = *Quantity::Parse("10");
   EXPECT_EQ(ValidateError(c, kMps), "invalid limit: value set too low: 1: 10");
 
   MpsConfig m;

@@ -4,6 +4,7 @@
 #include "gpu/feature_adapters.h"
 #include "gpu/full_gpu_type.h"
 #include "gpu/gpu_device_types.h"
+#include "gpu/mig_config.h"
 #include "gpu/mps_strategy.h"
 #include "gpu/static_mig_type.h"
 #include "gpu/vfio_type.h"

@@ -15,6 +15,8 @@
 #include "driver/engine.h"
 #include "driver/engine_test_util.h"
 #include "gpu/gpu_checkpoint_codec.h"
+#include "gpu/mps_config.h"
+#include "gpu/time_slicing_config.h"
 #include "ledger/ledger_test_util.h"
 #include "ledger/legacy_checkpoint.h"
 #include "util/file_util.h"

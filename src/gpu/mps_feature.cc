@@ -6,6 +6,7 @@
 
 #include "gpu/feature_adapters.h"
 #include "gpu/gpu_handlers.h"
+#include "gpu/mps_config.h"
 #include "gpu/mps_strategy.h"
 #include "util/file_util.h"
 

@@ -5,6 +5,9 @@
 #include <system_error>
 #include <thread>
 
+#include "gpu/gpu_config_kinds.h"
+#include "gpu/mig_config.h"
+#include "gpu/mps_config.h"
 #include "util/failpoint.h"
 #include "util/file_util.h"
 #include "util/log.h"
@@ -48,10 +51,10 @@ Status EnsureVolta(const devices::NodeInventory& inventory, const std::vector<st
 
 const MpsConfig* MpsConfigOf(const config::Config& c) {
   if (const auto* g = c.As<GpuConfig>()) {
-    return g->sharing && g->sharing->mps_config ? &*g->sharing->mps_config : nullptr;
+    return g->sharing && g->sharing->Settings<MpsConfig>() ? &*g->sharing->Settings<MpsConfig>() : nullptr;
   }
   if (const auto* m = c.As<MigDeviceConfig>()) {
-    return m->sharing && m->sharing->mps_config ? &*m->sharing->mps_config : nullptr;
+    return m->sharing && m->sharing->Settings<MpsConfig>() ? &*m->sharing->Settings<MpsConfig>() : nullptr;
   }
   return nullptr;
 }

@@ -6,6 +6,8 @@
 #include "gpu/gpu_checkpoint_codec.h"
 #include "gpu/gpu_kind.h"
 #include "gpu/gpu_test_util.h"
+#include "gpu/mps_config.h"
+#include "gpu/time_slicing_config.h"
 #include "util/file_util.h"
 #include "util/mutex.h"
 #include "util/test_paths.h"

@@ -5,6 +5,7 @@
 // devices; and the sweep of GPUs left on vfio-pci by no record.
 #include "gpu/feature_adapters.h"
 #include "gpu/gpu_handlers.h"
+#include "gpu/vfio_config.h"
 #include "gpu/vfio_edits.h"
 #include "gpu/vfio_type.h"
 #include "util/log.h"

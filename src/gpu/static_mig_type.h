@@ -7,6 +7,7 @@
 
 #include "gpu/full_gpu_type.h"
 #include "gpu/gpu_device_type.h"
+#include "gpu/mig_config.h"
 #include "gpu/mig_edits.h"
 
 namespace nvdra::gpu {

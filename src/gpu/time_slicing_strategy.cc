@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "devices/device_names.h"
+#include "gpu/time_slicing_config.h"
 #include "util/log.h"
 
 namespace nvdra::gpu {
@@ -13,7 +14,7 @@ Status TimeSlicingStrategy::Plan(const std::string&, const config::ConfigGroup& 
                                  GpuUndo& undo) const {
   const auto* gc = group.config.As<GpuConfig>();
   if (gc == nullptr) return Status::Ok();  // a partition's config kind: nothing to program
-  auto interval = gc->TimeSlice();
+  auto interval = TimeSliceOf(*gc);
   if (!interval) return Status::Ok();
   for (const auto& r : group.results) {
     const GpuDevice* d = devices.Find(r.device);

@@ -13,7 +13,11 @@
 #include "devices/mock/mock_node_fixture.h"
 #include "gpu/full_gpu_type.h"
 #include "gpu/gpu_device_types.h"
+#include "gpu/mig_config.h"
+#include "gpu/mps_config.h"
 #include "gpu/static_mig_type.h"
+#include "gpu/time_slicing_config.h"
+#include "gpu/vfio_config.h"
 #include "util/file_util.h"
 
 namespace nvdra::gpu {

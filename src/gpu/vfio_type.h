@@ -35,6 +35,7 @@
 #include "driver/claims_view.h"
 #include "gpu/full_gpu_type.h"
 #include "gpu/gpu_device_type.h"
+#include "gpu/vfio_config.h"
 #include "gpu/vfio_undo.h"
 
 namespace nvdra::gpu {

@@ -16,7 +16,10 @@
 #include "config/yaml_to_json.h"
 #include "devices/backends/open_device_lib.h"
 #include "gpu/gpu_kind.h"
+#include "gpu/mps_config.h"
 #include "gpu/mps_daemon.h"
+#include "gpu/time_slicing_config.h"
+#include "gpu/vfio_config.h"
 #include "util/test_paths.h"
 #include "util/test_temp_dir.h"
 
@@ -164,8 +167,8 @@ TEST(UpstreamSpecsTest, MpsSpec) {
   EXPECT_EQ(configs[0].config.requests, std::vector<std::string>{"mps-gpu"});
   Config c = DecodeOrDie(configs[0]);
   const auto& gpu = c.Get<GpuConfig>();
-  ASSERT_TRUE(gpu.IsMps());
-  const MpsConfig& mps = *gpu.sharing->mps_config;
+  ASSERT_TRUE(gpu.Uses("MPS"));
+  const MpsConfig& mps = *gpu.sharing->Settings<MpsConfig>();
   EXPECT_EQ(mps.default_active_thread_percentage, 50);
   ASSERT_TRUE(mps.default_pinned_device_memory_limit.has_value());
   EXPECT_EQ(mps.default_pinned_device_memory_limit->value(), 10LL * 1024 * 1024 * 1024);
@@ -191,16 +194,16 @@ TEST(UpstreamSpecsTest, TimeSlicingAndMpsPerRequest) {
   EXPECT_EQ(configs[0].config.requests, std::vector<std::string>{"ts-gpu"});
   EXPECT_EQ(configs[1].config.requests, std::vector<std::string>{"mps-gpu"});
   Config ts = DecodeOrDie(configs[0]);
-  EXPECT_EQ(ts.Get<GpuConfig>().TimeSlice(), TimeSliceInterval::kLong);
+  EXPECT_EQ(TimeSliceOf(ts.Get<GpuConfig>()), TimeSliceInterval::kLong);
   Config mps = DecodeOrDie(configs[1]);
-  EXPECT_EQ(mps.Get<GpuConfig>().sharing->mps_config->default_active_thread_percentage, 50);
+  EXPECT_EQ(mps.Get<GpuConfig>().sharing->Settings<MpsConfig>()->default_active_thread_percentage, 50);
 
   std::vector<ClaimConfig> claim = {configs[0].config, configs[1].config};
   // Only the time-sliced request allocated: one group, interval Long.
   auto ts_only = ResolveConfigs(kGpuDriverName, claim, {{"ts-gpu", "gpu-0", "gpu", "gpu.nvidia.com"}}, kSharingGates);
   ASSERT_TRUE(ts_only.ok()) << ts_only.status().ToString();
   ASSERT_EQ(ts_only->size(), 1u);
-  EXPECT_EQ((*ts_only)[0].config.Get<GpuConfig>().TimeSlice(), TimeSliceInterval::kLong);
+  EXPECT_EQ(TimeSliceOf((*ts_only)[0].config.Get<GpuConfig>()), TimeSliceInterval::kLong);
   EXPECT_EQ((*ts_only)[0].origin, (ConfigOrigin{ConfigOrigin::Kind::kClaim, 0}));
   // Both: gpu-0 time-sliced, an MPS daemon for gpu-1 only.
   auto both = ResolveConfigs(kGpuDriverName, claim, {{"ts-gpu", "gpu-0", "gpu", ""}, {"mps-gpu", "gpu-1", "gpu", ""}},
@@ -228,7 +231,7 @@ TEST(UpstreamSpecsTest, TimeSlicingOnSelectedGpus) {
   ASSERT_EQ(configs.size(), 1u);
   EXPECT_EQ(configs[0].object_name, "a100");
   Config c = DecodeOrDie(configs[0]);
-  EXPECT_EQ(c.Get<GpuConfig>().TimeSlice(), TimeSliceInterval::kLong);
+  EXPECT_EQ(TimeSliceOf(c.Get<GpuConfig>()), TimeSliceInterval::kLong);
   auto resolved = ResolveConfigs(kGpuDriverName, {configs[0].config},
                                  {{"gpu", "gpu-2", "gpu", ""}, {"gpu", "gpu-0", "gpu", ""}}, kSharingGates);
   ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();

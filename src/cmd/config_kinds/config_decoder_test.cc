@@ -8,6 +8,10 @@
 #include "cmd/config_kinds/config_kinds.h"
 #include "computedomain/compute_domain_config_kinds.h"
 #include "gpu/gpu_config_kinds.h"
+#include "gpu/mig_config.h"
+#include "gpu/mps_config.h"
+#include "gpu/time_slicing_config.h"
+#include "gpu/vfio_config.h"
 
 namespace nvdra::config {
 namespace {
@@ -20,6 +24,7 @@ using gpu::IommuConfig;
 using gpu::MigDeviceConfig;
 using gpu::MpsConfig;
 using gpu::TimeSliceInterval;
+using gpu::TimeSlicingConfig;
 using gpu::VfioDeviceConfig;
 
 [[maybe_unused]] const bool kDecoderTestKinds = RegisterNvdraConfigKinds().ok();
@@ -46,10 +51,10 @@ TEST(ConfigDecoderTest, DecodesGpuConfigWithTimeSlicing) {
   const auto& g = c->Get<GpuConfig>();
   ASSERT_TRUE(g.sharing.has_value());
   EXPECT_EQ(g.sharing->strategy, "TimeSlicing");
-  ASSERT_TRUE(g.sharing->time_slicing_config.has_value());
-  EXPECT_EQ(g.sharing->time_slicing_config->interval, "Long");
-  EXPECT_FALSE(g.sharing->mps_config.has_value());
-  EXPECT_EQ(g.TimeSlice(), TimeSliceInterval::kLong);
+  ASSERT_TRUE(g.sharing->Settings<TimeSlicingConfig>().has_value());
+  EXPECT_EQ(g.sharing->Settings<TimeSlicingConfig>()->interval, "Long");
+  EXPECT_FALSE(g.sharing->Settings<MpsConfig>().has_value());
+  EXPECT_EQ(TimeSliceOf(g), TimeSliceInterval::kLong);
 }
 
 TEST(ConfigDecoderTest, DecodesMpsConfigWithQuantities) {
@@ -57,7 +62,7 @@ TEST(ConfigDecoderTest, DecodesMpsConfigWithQuantities) {
       "defaultActiveThreadPercentage":50,"defaultPinnedDeviceMemoryLimit":"10Gi",
       "defaultPerDevicePinnedMemoryLimit":{"0":"1Gi","GPU-abc":2048}}})"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const auto& mps = *c->Get<GpuConfig>().sharing->mps_config;
+  const auto& mps = *c->Get<GpuConfig>().sharing->Settings<MpsConfig>();
   EXPECT_EQ(mps.default_active_thread_percentage, 50);
   ASSERT_TRUE(mps.default_pinned_device_memory_limit.has_value());
   EXPECT_EQ(mps.default_pinned_device_memory_limit->value(), 10LL << 30);
@@ -67,7 +72,7 @@ TEST(ConfigDecoderTest, DecodesMpsConfigWithQuantities) {
   EXPECT_FALSE(mps.multi_user.has_value());
   auto multi = DecodeStrict(Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"multiUser":true}})"));
   ASSERT_TRUE(multi.ok()) << multi.status().message();
-  EXPECT_EQ(multi->Get<GpuConfig>().sharing->mps_config->multi_user, true);
+  EXPECT_EQ(multi->Get<GpuConfig>().sharing->Settings<MpsConfig>()->multi_user, true);
 }
 
 TEST(ConfigDecoderTest, DecodesEveryKind) {
@@ -176,7 +181,7 @@ TEST(ConfigDecoderTest, NullLeavesFieldsUnset) {
   auto c = DecodeStrict(Doc("GpuConfig",
                             R"("sharing":{"strategy":"TimeSlicing","timeSlicingConfig":null,"mpsConfig":null})"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_FALSE(c->Get<GpuConfig>().sharing->time_slicing_config.has_value());
+  EXPECT_FALSE(c->Get<GpuConfig>().sharing->Settings<TimeSlicingConfig>().has_value());
   auto d = DecodeStrict(Doc("ComputeDomainDaemonConfig", R"("domainID":null)"));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->Get<ComputeDomainDaemonConfig>().domain_id, "");
@@ -232,7 +237,7 @@ TEST(ConfigDecoderTest, LenientDecodingIgnoresWhatItDoesNotKnow) {
   auto q2 = DecodeLenient(
       Doc("GpuConfig", R"("sharing":{"strategy":"MPS","mpsConfig":{"defaultPinnedDeviceMemoryLimit":"bogus"}})"));
   ASSERT_TRUE(q2.ok()) << q2.status().ToString();
-  EXPECT_FALSE(q2->Get<GpuConfig>().sharing->mps_config->default_pinned_device_memory_limit.has_value());
+  EXPECT_FALSE(q2->Get<GpuConfig>().sharing->Settings<MpsConfig>()->default_pinned_device_memory_limit.has_value());
   EXPECT_FALSE(DecodeLenient(R"({"apiVersion":"resource.nvidia.com/v1beta1","kind":"FutureConfig"})").ok());
 }
 

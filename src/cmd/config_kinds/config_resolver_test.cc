@@ -7,6 +7,10 @@
 #include "cmd/config_kinds/config_kinds.h"
 #include "computedomain/compute_domain_config_kinds.h"
 #include "gpu/gpu_config_kinds.h"
+#include "gpu/mig_config.h"
+#include "gpu/mps_config.h"
+#include "gpu/time_slicing_config.h"
+#include "gpu/vfio_config.h"
 
 namespace nvdra::config {
 namespace {
@@ -18,6 +22,7 @@ using gpu::IommuConfig;
 using gpu::MigDeviceConfig;
 using gpu::MpsConfig;
 using gpu::TimeSliceInterval;
+using gpu::TimeSlicingConfig;
 using gpu::VfioDeviceConfig;
 
 [[maybe_unused]] const bool kResolverTestKinds = RegisterNvdraConfigKinds().ok();
@@ -90,8 +95,8 @@ std::map<std::string, std::string> Intervals(const std::vector<ConfigGroup>& gro
   std::map<std::string, std::string> out;
   for (const auto& g : groups) {
     std::string v = "none";
-    if (const auto* gpu = g.config.As<GpuConfig>(); gpu && gpu->TimeSlice()) {
-      v = std::string(TimeSliceIntervalName(*gpu->TimeSlice()));
+    if (const auto* gpu = g.config.As<GpuConfig>(); gpu && TimeSliceOf(*gpu)) {
+      v = std::string(TimeSliceIntervalName(*TimeSliceOf(*gpu)));
     }
     for (const auto& r : g.results) out[r.request + "/" + r.device] = v;
   }
@@ -246,7 +251,7 @@ TEST(ConfigResolverTest, MpsIsGatedAndThenResolvedForTheKindToDecide) {
   // Whether MPS is served is the device kind's decision (gpu/mps_strategy.h).
   ASSERT_TRUE(on.ok()) << on.status().ToString();
   ASSERT_EQ(on->size(), 1u);
-  EXPECT_TRUE((*on)[0].config.Get<GpuConfig>().IsMps());
+  EXPECT_TRUE((*on)[0].config.Get<GpuConfig>().Uses(gpu::kMpsStrategy));
   EXPECT_EQ((*on)[0].results.size(), 2u);
 }
 

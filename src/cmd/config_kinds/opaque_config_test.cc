@@ -8,6 +8,10 @@
 #include "computedomain/compute_domain_config_kinds.h"
 #include "config/config_decoder.h"
 #include "gpu/gpu_config_kinds.h"
+#include "gpu/mig_config.h"
+#include "gpu/mps_config.h"
+#include "gpu/time_slicing_config.h"
+#include "gpu/vfio_config.h"
 
 namespace nvdra::config {
 namespace {
@@ -17,6 +21,8 @@ using computedomain::ComputeDomainDaemonConfig;
 using gpu::GpuConfig;
 using gpu::IommuConfig;
 using gpu::MigDeviceConfig;
+using gpu::MpsConfig;
+using gpu::TimeSlicingConfig;
 using gpu::VfioDeviceConfig;
 
 [[maybe_unused]] const bool kOpaqueConfigTestKinds = RegisterNvdraConfigKinds().ok();
@@ -30,18 +36,18 @@ GpuConfig Sharing(std::string strategy) {
 
 TEST(OpaqueConfigTest, CanonicalJsonIsStableAndRoundTrips) {
   GpuConfig mps = Sharing("MPS");
-  mps.sharing->mps_config.emplace();
-  mps.sharing->mps_config->default_active_thread_percentage = 50;
-  mps.sharing->mps_config->default_pinned_device_memory_limit = *Quantity::Parse("10Gi");
-  mps.sharing->mps_config->default_per_device_pinned_memory_limit["1"] = *Quantity::Parse("1Gi");
-  mps.sharing->mps_config->default_per_device_pinned_memory_limit["0"] = *Quantity::Parse("2Gi");
+  mps.sharing->Settings<MpsConfig>().emplace();
+  mps.sharing->Settings<MpsConfig>()->default_active_thread_percentage = 50;
+  mps.sharing->Settings<MpsConfig>()->default_pinned_device_memory_limit = *Quantity::Parse("10Gi");
+  mps.sharing->Settings<MpsConfig>()->default_per_device_pinned_memory_limit["1"] = *Quantity::Parse("1Gi");
+  mps.sharing->Settings<MpsConfig>()->default_per_device_pinned_memory_limit["0"] = *Quantity::Parse("2Gi");
   EXPECT_EQ(ToCanonicalJson(mps),
             R"({"kind":"GpuConfig","apiVersion":"resource.nvidia.com/v1beta1","sharing":{"strategy":"MPS",)"
             R"("mpsConfig":{"defaultActiveThreadPercentage":50,"defaultPinnedDeviceMemoryLimit":"10Gi",)"
             R"("defaultPerDevicePinnedMemoryLimit":{"0":"2Gi","1":"1Gi"}}}})");
 
   GpuConfig ts = Sharing("TimeSlicing");
-  ts.sharing->time_slicing_config.emplace();
+  ts.sharing->Settings<TimeSlicingConfig>().emplace();
   MigDeviceConfig mig;
   mig.sharing.emplace();
   mig.sharing->strategy = "TimeSlicing";
