@@ -60,6 +60,12 @@ struct ClaimPlan {
   // The kind's undo record, encoded, written with PrepareStarted so that an
   // Unprepare after a crash knows what the prepare may have touched.
   nlohmann::json undo;
+  // The same record as the kind that planned it holds it (`decoded_by`), so
+  // that kind's Prepare of this plan does not decode `undo` again. Opaque to
+  // every other reader; a kind that finds it absent, or made by another kind
+  // (a driver reload between plan and prepare), decodes `undo`.
+  std::shared_ptr<const void> decoded_undo;
+  const void* decoded_by = nullptr;
 };
 
 // The container edits of one device of the claim ("gpu-0", "channel-3").

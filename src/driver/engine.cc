@@ -419,7 +419,13 @@ Status Engine::UnprepareLocked(const ledger::ClaimEntry& entry) {
     TimedStep step(RequestStep::kCdi);
     NVDRA_RETURN_IF_ERROR(cdi_.RemoveClaimSpec(entry.uid).Wrap("remove CDI spec"));
   }
-  NVDRA_RETURN_IF_ERROR(metadata_.Remove(entry));
+  // With device metadata off, a claim whose completed prepare recorded no
+  // metadata id wrote none, and its unprepare looks for none. (Files of an
+  // earlier attempt that crashed while the gate was on have no live entry
+  // once this claim is gone: the reconciler's sweep removes them.)
+  const bool may_have_metadata = options_.gates.Enabled(config::Gate::kDeviceMetadata) || entry.prepared.empty() ||
+                                 metadata_.Recorded(entry);
+  if (may_have_metadata) NVDRA_RETURN_IF_ERROR(metadata_.Remove(entry));
   NVDRA_RETURN_IF_ERROR(NVDRA_FAILPOINT("engine-after-metadata-remove"));
   return ledger_.FinishUnprepare(entry.uid);
 }

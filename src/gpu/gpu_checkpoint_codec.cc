@@ -137,7 +137,7 @@ nlohmann::json GpuCheckpointCodec::ImportUndo(const ledger::ClaimEntry& e, const
   return EncodeGpuUndo(undo);
 }
 
-std::vector<ledger::HeldShare> GpuCheckpointCodec::ImportShares(const ledger::ClaimEntry& e) const {
+std::vector<ledger::HeldShare> GpuCheckpointCodec::ImportHeldCapacity(const ledger::ClaimEntry& e) const {
   std::vector<ledger::HeldShare> out;
   for (const auto& p : pieces_) {
     if (p.import_held) p.import_held(e, out);

@@ -66,7 +66,7 @@ class GpuCheckpointCodec final : public ledger::KindCodec {
   std::string UpstreamConfigState(std::string_view raw, ledger::UpstreamRelease release) const override;
   nlohmann::json ImportUndo(const ledger::ClaimEntry& e, const ledger::UpstreamClaim& claim) const override;
   // What the plug-ins say the entry holds (CheckpointPiece::import_held).
-  std::vector<ledger::HeldShare> ImportShares(const ledger::ClaimEntry& e) const override;
+  std::vector<ledger::HeldShare> ImportHeldCapacity(const ledger::ClaimEntry& e) const override;
   // A requested device another claim holds is refused in upstream's words
   // (its overlap check, validateNoOverlappingPreparedDevices): "requested
   // device <name> is already allocated to different claim <uid>". Upstream

@@ -209,6 +209,8 @@ Result<driver::ClaimPlan> GpuKind::Plan(const driver::ClaimWork& work) {
   undo.devices.assign(names.begin(), names.end());
   plan.undo = EncodeGpuUndo(undo);
   plan.held.assign(held.begin(), held.end());
+  plan.decoded_undo = std::make_shared<const GpuUndo>(std::move(undo));
+  plan.decoded_by = this;
   return plan;
 }
 
@@ -248,7 +250,14 @@ Result<driver::ClaimEdits> GpuKind::EditsFor(const GpuUndo& undo) const {
 }
 
 Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, const driver::ClaimPlan& plan) {
-  NVDRA_ASSIGN_OR_RETURN(GpuUndo undo, Decode(plan.undo, /*imported=*/false));
+  GpuUndo undo;
+  const GpuUndo* planned = nullptr;
+  if (plan.decoded_by == this && plan.decoded_undo != nullptr) {
+    planned = static_cast<const GpuUndo*>(plan.decoded_undo.get());
+    undo = *planned;
+  } else {
+    NVDRA_ASSIGN_OR_RETURN(undo, Decode(plan.undo, /*imported=*/false));
+  }
   driver::PreparedClaim out;
   for (const auto& f : features_) {
     if (!f.enabled) continue;
@@ -256,7 +265,9 @@ Result<driver::PreparedClaim> GpuKind::Prepare(const driver::ClaimWork& work, co
     out.await_ready = out.await_ready || f.plugin->HasWait(undo);
   }
   NVDRA_ASSIGN_OR_RETURN(out.edits, EditsFor(undo));
-  out.undo = EncodeGpuUndo(undo);
+  // Most plug-ins apply without adding to the record: then it is the one
+  // planned, already encoded.
+  out.undo = planned != nullptr && undo == *planned ? plan.undo : EncodeGpuUndo(undo);
   RepublishIfTwinned(undo.devices);
   return out;
 }

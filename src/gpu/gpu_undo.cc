@@ -1,6 +1,7 @@
 #include "gpu/gpu_undo.h"
 
-#include <set>
+#include <algorithm>
+#include <string_view>
 
 namespace nvdra::gpu {
 
@@ -41,9 +42,19 @@ Status DecodeInto(const JsonReader& r, const UndoPieceCodecs& codecs, GpuUndo& o
   NVDRA_ASSIGN_OR_RETURN(out.version, r.OptionalOr<int64_t>("version", kGpuUndoVersion));
   NVDRA_ASSIGN_OR_RETURN(out.devices, r.OptionalOr<std::vector<std::string>>("devices", {}));
   NVDRA_ASSIGN_OR_RETURN(VersionMap versions, PieceVersions(r));
-  std::set<std::string> known = {"version", "devices", kPieceVersions};
-  for (const auto& codec : codecs) {
-    if (!known.insert(codec.key).second) continue;  // the first codec of a key reads it
+  // Linear look-ups over a handful of keys, with no set built per record:
+  // this runs on every prepare and unprepare.
+  auto is_known = [&codecs](std::string_view key) {
+    if (key == "version" || key == "devices" || key == kPieceVersions) return true;
+    return std::any_of(codecs.begin(), codecs.end(), [key](const auto& c) { return c.key == key; });
+  };
+  for (auto codec_it = codecs.begin(); codec_it != codecs.end(); ++codec_it) {
+    const auto& codec = *codec_it;
+    if (std::string_view(codec.key) == "version" || std::string_view(codec.key) == "devices" ||
+        std::string_view(codec.key) == kPieceVersions ||
+        std::any_of(codecs.begin(), codec_it, [&codec](const auto& c) { return c.key == codec.key; })) {
+      continue;  // the first codec of a key reads it
+    }
     auto version_of = versions.find(codec.key);
     std::optional<int64_t> version;
     if (version_of != versions.end()) version = version_of->second;
@@ -64,7 +75,7 @@ Status DecodeInto(const JsonReader& r, const UndoPieceCodecs& codecs, GpuUndo& o
   }
   out.unknown_piece_versions = std::move(versions);
   for (const auto& [key, value] : r.value().items()) {
-    if (!known.count(key)) out.unknown[key] = value;
+    if (!is_known(key)) out.unknown[key] = value;
   }
   return Status::Ok();
 }

@@ -221,7 +221,7 @@ Status CheckHeldAgainstOthers(const std::vector<std::string>& held, const std::v
       if (os.empty()) return HeldByAnotherClaim(ctx.codec, r, o->uid, requested);
       for (const HeldShare* s : os) {
         // A share imported from the Go driver's checkpoint has no known
-        // sharing configuration (KindCodec::ImportShares): only its capacity
+        // sharing configuration (KindCodec::ImportHeldCapacity): only its capacity
         // counts.
         if (!s->sharing.empty() && s->sharing != own.front()->sharing) {
           return Conflict(fmt::format(

@@ -107,7 +107,7 @@ class KindCodec {
   // device published nor the resolved sharing configuration, so `capacity`
   // stays empty and `sharing` empty, which the rule reads as not known.
   // Default: none (a kind without shares).
-  virtual std::vector<HeldShare> ImportShares(const ClaimEntry& e) const { return {}; }
+  virtual std::vector<HeldShare> ImportHeldCapacity(const ClaimEntry& e) const { return {}; }
 
   // The words that refuse a claim because another live claim, `holder`,
   // holds `resource` (one of the names HeldResources or the kind's Plan

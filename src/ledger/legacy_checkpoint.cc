@@ -423,7 +423,7 @@ ClaimEntry ImportClaim(const std::string& uid, const json& c, std::string_view r
       for (const auto& r : p.requests) upstream.config_parameters.try_emplace(r, ConfigParameters(configs, r));
     }
     e.undo = codec->ImportUndo(e, upstream);
-    e.shares = codec->ImportShares(e);
+    e.shares = codec->ImportHeldCapacity(e);
   }
   if (!e.undo.is_object()) e.undo = json::object();
   e.origin = ClaimOrigin::kLegacyCheckpoint;

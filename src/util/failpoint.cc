@@ -105,7 +105,10 @@ Status FailPoints::Hit(std::string_view name) {
   Action a;
   {
     MutexLock l(mu_);
-    int n = ++hits_[std::string(name)];
+    // Found before inserting: no string is made for a point reached again.
+    auto hit = hits_.find(name);
+    if (hit == hits_.end()) hit = hits_.emplace(std::string(name), 0).first;
+    int n = ++hit->second;
     if (!any_armed_.load()) return Status::Ok();
     auto it = actions_.find(name);
     if (it == actions_.end()) return Status::Ok();
