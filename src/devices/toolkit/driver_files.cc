@@ -657,15 +657,22 @@ void DriverFilesCache::Replace(DriverFiles files) {
 
 // Whether the stamps may miss a change: a file named is gone already (it
 // went while it was discovered; a hook that is gone is in the stamps, and
-// its return changes them), or a path changed within the last second (an
-// mtime moves in clock ticks: a second change in the same tick would not
-// show). Then the next call discovers again.
+// its return changes them), or a path changed so recently that a second
+// change could carry the same time. Then the next call discovers again.
+// Timestamps come from the kernel's coarse clock, a tick behind at most
+// (10 ms at HZ=100): a change made 50 ms after the one stamped shows. A file
+// system that keeps whole seconds (no nanoseconds in either time) can hide
+// a change for two.
 bool DriverFilesCache::LookAgainLocked() const {
+  constexpr int64_t kSecond = 1000000000;
   struct timespec now;
   ::clock_gettime(CLOCK_REALTIME, &now);
-  const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * kSecond + now.tv_nsec;
   for (const auto& s : stamps_) {
-    if (s.exists && now_ns - std::max(s.mtime_ns, s.ctime_ns) < 1000000000) return true;
+    if (!s.exists) continue;
+    const bool whole_seconds = s.mtime_ns % kSecond == 0 && s.ctime_ns % kSecond == 0;
+    const int64_t window = whole_seconds ? 2 * kSecond : kSecond / 20;
+    if (now_ns - std::max(s.mtime_ns, s.ctime_ns) < window) return true;
   }
   const bool hook_gone = hook_seen_ && !PathExists(hook_path_);
   return missing_.size() > (hook_gone ? 1u : 0u);
