@@ -41,15 +41,8 @@ void UpstreamView(GpuConfig& c) {
 }  // namespace
 
 const config::ConfigKind& GpuConfig::Kind() {
-  static const config::ConfigKind kind = [] {
-    auto d = GpuConfigKindDefinition<GpuConfig>(kGpuConfigKind);
-    d.decode = Decode;
-    d.normalize = Normalize;
-    d.validate = Validate;
-    d.write_fields = Write;
-    d.upstream_admission_view = UpstreamView;
-    return config::DefineConfigKind(d);
-  }();
+  static const config::ConfigKind kind = DefineGpuConfigKind<GpuConfig>(kGpuConfigKind, Decode, Normalize, Validate,
+                                                                        Write, UpstreamView);
   return kind;
 }
 

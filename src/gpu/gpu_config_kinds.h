@@ -45,6 +45,25 @@ config::ConfigKindDefinition<T> GpuConfigKindDefinition(std::string_view kind) {
   return d;
 }
 
+// A GPU config kind from its rules: the definition every GPU config kind
+// shares, with its decoder, defaults, validation, canonical JSON and
+// upstream's admission view.
+template <typename T>
+config::ConfigKind DefineGpuConfigKind(
+    std::string_view kind, decltype(config::ConfigKindDefinition<T>::decode) decode,
+    decltype(config::ConfigKindDefinition<T>::normalize) normalize,
+    decltype(config::ConfigKindDefinition<T>::validate) validate,
+    decltype(config::ConfigKindDefinition<T>::write_fields) write,
+    decltype(config::ConfigKindDefinition<T>::upstream_admission_view) upstream_view) {
+  auto d = GpuConfigKindDefinition<T>(kind);
+  d.decode = decode;
+  d.normalize = normalize;
+  d.validate = validate;
+  d.write_fields = write;
+  d.upstream_admission_view = upstream_view;
+  return config::DefineConfigKind(d);
+}
+
 // Registers the sharing strategies' settings blocks, then the kind's config
 // kinds with the config decoder (GpuConfig first, then each device type's, in
 // the order gpu_config_pieces.cc lists them). Their rules are upstream's

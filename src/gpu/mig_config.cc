@@ -40,15 +40,8 @@ void UpstreamView(MigDeviceConfig& c) {
 }  // namespace
 
 const config::ConfigKind& MigDeviceConfig::Kind() {
-  static const config::ConfigKind kind = [] {
-    auto d = GpuConfigKindDefinition<MigDeviceConfig>(kMigDeviceConfigKind);
-    d.decode = Decode;
-    d.normalize = Normalize;
-    d.validate = Validate;
-    d.write_fields = Write;
-    d.upstream_admission_view = UpstreamView;
-    return config::DefineConfigKind(d);
-  }();
+  static const config::ConfigKind kind = DefineGpuConfigKind<MigDeviceConfig>(kMigDeviceConfigKind, Decode, Normalize,
+                                                                              Validate, Write, UpstreamView);
   return kind;
 }
 

@@ -67,15 +67,8 @@ void UpstreamView(VfioDeviceConfig&) {}
 }  // namespace
 
 const config::ConfigKind& VfioDeviceConfig::Kind() {
-  static const config::ConfigKind kind = [] {
-    auto d = GpuConfigKindDefinition<VfioDeviceConfig>(kVfioDeviceConfigKind);
-    d.decode = Decode;
-    d.normalize = Normalize;
-    d.validate = Validate;
-    d.write_fields = Write;
-    d.upstream_admission_view = UpstreamView;
-    return config::DefineConfigKind(d);
-  }();
+  static const config::ConfigKind kind = DefineGpuConfigKind<VfioDeviceConfig>(kVfioDeviceConfigKind, Decode, Normalize,
+                                                                               Validate, Write, UpstreamView);
   return kind;
 }
 
